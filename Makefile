@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+#
+# Everything builds into $(BUILD) (default build/). Files are picked up by
+# location, so adding a source file needs no change here:
+#   bpf/*.bpf.c        → one linked BPF object and one skeleton (critpath.skel.h)
+#   user/record*.c     → the recorder: the only code that sees libbpf
+#   user/main.c        → the CLI entry point
+#   user/*.c (others)  → libcritpath.a: reader, engine, reports (no libbpf)
+#   user/*.proto       → protobuf-c code generated into $(BUILD)/gen
+#   tests/unit/test_*.c      → one cmocka binary each, linked with libcritpath.a
+#   tests/workloads/*.c      → one program each (driven by integration tests)
+#   tools/bench/*.c, tools/demo/*.c → one program each
+
+BUILD ?= build
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+PKGS := libbpf libzstd zlib yajl libprotobuf-c
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIB_LIBS := $(shell pkg-config --libs libzstd zlib yajl libprotobuf-c 2>/dev/null) -lm -lpthread
+BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz
+
+SAN ?=
+SANFLAGS := $(if $(SAN),-fsanitize=address,undefined -fno-omit-frame-pointer,)
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	  -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
+LDFLAGS += $(SANFLAGS)
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude -Ibpf -Wall \
+	      -Wno-unused-function
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
+SKEL := $(BUILD)/critpath.skel.h
+
+PROTOS := $(wildcard user/*.proto)
+PROTO_C := $(patsubst user/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
+PROTO_H := $(PROTO_C:.c=.h)
+
+REC_SRCS := $(wildcard user/record*.c)
+LIB_SRCS := $(filter-out user/main.c $(REC_SRCS),$(wildcard user/*.c))
+LIB_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS)) $(PROTO_C:.c=.o)
+REC_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(REC_SRCS))
+LIB := $(BUILD)/libcritpath.a
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
+TOOL_SRCS := $(wildcard tools/bench/*.c tools/demo/*.c)
+TOOL_BINS := $(patsubst tools/%.c,$(BUILD)/%,$(TOOL_SRCS))
+
+.PHONY: all critpath tests tools deps test test-unit test-asan test-integration demo bench \
+	vmlinux clean format
+.DELETE_ON_ERROR:
+
+all: $(BUILD)/critpath tests tools
+
+critpath: $(BUILD)/critpath
+tests: $(UNIT_BINS) $(WORKLOAD_BINS)
+tools: $(TOOL_BINS)
+
+# --- BPF: compile each family, link into one object, one skeleton ----------
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/critpath_abi.h | $(BUILD)/bpf
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/critpath.bpf.o: $(BPF_OBJS)
+	$(BPFTOOL) gen object $@ $^
+
+$(SKEL): $(BUILD)/critpath.bpf.o
+	$(BPFTOOL) gen skeleton $< name critpath_bpf > $@
+
+# --- user space --------------------------------------------------------------
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: user/%.proto | $(BUILD)/gen
+	protoc-c --proto_path=user --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
+	$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+$(BUILD)/user/record%.o: user/record%.c $(SKEL) $(wildcard user/*.h include/*.h) | $(BUILD)/user
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h include/*.h) $(PROTO_H) | $(BUILD)/user
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/critpath: $(BUILD)/user/main.o $(REC_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(BPF_LIBS)
+
+# --- tests and tools ---------------------------------------------------------
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(wildcard tests/unit/*.h) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Itests/unit $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS) -lcmocka
+
+$(BUILD)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lpthread -lm
+
+$(BUILD)/bench/%: tools/bench/%.c $(LIB) | $(BUILD)/bench
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS)
+
+$(BUILD)/demo/%: tools/demo/%.c $(wildcard tools/demo/*.h) | $(BUILD)/demo
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lpthread -lm
+
+$(BUILD)/bpf $(BUILD)/user $(BUILD)/gen $(BUILD)/tests $(BUILD)/workloads $(BUILD)/bench $(BUILD)/demo:
+	mkdir -p $@
+
+# --- entry points --------------------------------------------------------------
+deps:
+	tools/deps.sh
+
+# The whole suite: unit tests, the same under AddressSanitizer, and (as root)
+# integration tests with the real BPF programs. Ends with "N passed, N failed".
+test: all
+	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 tests
+	tests/run.sh build build/asan
+
+test-unit: tests
+	tests/run.sh --unit-only $(BUILD)
+
+demo: all
+	tools/demo/run.sh $(BUILD)
+
+bench: all
+	tools/bench/run.sh $(BUILD)
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
+
+format:
+	clang-format -i $(filter-out vmlinux/%,$(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.h \
+		tests/unit/*.c tests/workloads/*.c tools/*/*.c))
+
+clean:
+	rm -rf build

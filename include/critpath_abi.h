@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * The event ABI: the one contract shared by the BPF programs (bpf/) and user
+ * space (user/). Records of this shape travel through the ring buffer and are
+ * stored, unchanged, in recordings; metadata records written by the recorder
+ * use the same header. Fixed little-endian layout, explicit padding, and a
+ * size assertion per struct so the two sides cannot drift apart.
+ *
+ * Rules: every record starts with struct cp_hdr; hdr.size is the whole record
+ * in bytes, a multiple of 8 (variable tails are padded); a reader skips types
+ * it does not know by hdr.size. Types and fields may be added at the end of a
+ * struct (bump CP_ABI_VERSION); none may change meaning.
+ */
+#ifndef CRITPATH_ABI_H
+#define CRITPATH_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define CP_ABI_VERSION 1
+
+#define CP_COMM_LEN 16
+#define CP_ADDR_LEN 16		/* IPv4 in the first 4 bytes, or IPv6 */
+#define CP_PAYLOAD_MAX 512	/* hard cap of --payload-bytes */
+#define CP_PAYLOAD_DEFAULT 128
+#define CP_FILENAME_MAX 256
+#define CP_ALIGN(n) (((n) + 7u) & ~7u)
+
+enum cp_rec_type {
+	/* kernel events, emitted by bpf/ */
+	CP_EV_SCHED_SWITCH = 1,
+	CP_EV_SCHED_WAKING = 2,
+	CP_EV_WAKEUP_NEW = 3,
+	CP_EV_PROCESS_FORK = 4,
+	CP_EV_PROCESS_EXEC = 5,
+	CP_EV_PROCESS_EXIT = 6,
+	CP_EV_FUTEX = 7,
+	CP_EV_SOCK = 8,
+	CP_EV_SK_DATA_READY = 9,
+	CP_EV_POLL = 10,
+	CP_EV_BLOCK = 11,
+	CP_EV_RUNQ_CULPRIT = 12,
+	CP_EV_UPROBE = 13,
+
+	/* metadata, written by the recorder itself */
+	CP_MD_PROCESS = 0x100,
+	CP_MD_THREAD = 0x101,
+	CP_MD_SOCKET = 0x102,
+	CP_MD_LOSS = 0x103,
+	CP_MD_HOOK = 0x104,
+	CP_MD_PROBE = 0x105,
+};
+
+/* Common header. pid is the thread group id, tid the thread id, of the task
+ * current when the event fired (for interrupt-context events: whatever was
+ * current). ts is bpf_ktime_get_ns() (CLOCK_MONOTONIC). */
+struct cp_hdr {
+	__u16 type;
+	__u16 size;
+	__u32 cpu;
+	__u32 pid;
+	__u32 tid;
+	__u64 ts;
+};
+
+enum cp_prev_state {
+	CP_PREV_PREEMPTED = 0,	/* still runnable: involuntary switch */
+	CP_PREV_BLOCKED = 1,	/* went to sleep (S or D, see prev_state_raw) */
+	CP_PREV_DEAD = 2,
+};
+
+/* Emitted when prev or next belongs to a target. hdr.pid/tid = prev. */
+struct cp_ev_sched_switch {
+	struct cp_hdr h;
+	__u32 prev_pid;
+	__u32 prev_tid;
+	__u32 next_pid;
+	__u32 next_tid;
+	__u8 prev_state;	/* enum cp_prev_state */
+	__u8 __pad[3];
+	__u32 prev_state_raw;	/* the kernel's task state bits (TASK_UNINTERRUPTIBLE = 2 → D) */
+	char next_comm[CP_COMM_LEN];
+};
+
+enum cp_waker_ctx {
+	CP_CTX_TASK = 0,	/* woken by the thread waker_pid/waker_tid */
+	CP_CTX_HARDIRQ = 1,
+	CP_CTX_SOFTIRQ = 2,	/* softirq_vec says which */
+	CP_CTX_NMI = 3,
+};
+
+/* The kernel's softirq vectors (include/linux/interrupt.h), stable since 2.6. */
+enum cp_softirq {
+	CP_SOFTIRQ_HI = 0,
+	CP_SOFTIRQ_TIMER = 1,
+	CP_SOFTIRQ_NET_TX = 2,
+	CP_SOFTIRQ_NET_RX = 3,
+	CP_SOFTIRQ_BLOCK = 4,
+	CP_SOFTIRQ_IRQ_POLL = 5,
+	CP_SOFTIRQ_TASKLET = 6,
+	CP_SOFTIRQ_SCHED = 7,
+	CP_SOFTIRQ_HRTIMER = 8,
+	CP_SOFTIRQ_RCU = 9,
+	CP_SOFTIRQ_NONE = 0xff,
+};
+
+/* Emitted when the wakee belongs to a target. hdr.pid/tid = current. */
+struct cp_ev_sched_waking {
+	struct cp_hdr h;
+	__u32 wakee_pid;
+	__u32 wakee_tid;
+	__u32 waker_pid;	/* 0 when waker_ctx != CP_CTX_TASK */
+	__u32 waker_tid;
+	__u8 waker_ctx;		/* enum cp_waker_ctx */
+	__u8 softirq_vec;	/* enum cp_softirq, CP_SOFTIRQ_NONE unless softirq */
+	__u16 target_cpu;
+	__u32 __pad;
+};
+
+/* A new task's first wakeup. hdr.pid/tid = the parent (current). */
+struct cp_ev_wakeup_new {
+	struct cp_hdr h;
+	__u32 pid;
+	__u32 tid;
+	__u16 target_cpu;
+	__u8 __pad[6];
+};
+
+/* A new thread or process. hdr.pid/tid = parent. */
+struct cp_ev_process_fork {
+	struct cp_hdr h;
+	__u32 parent_pid;
+	__u32 parent_tid;
+	__u32 child_pid;
+	__u32 child_tid;
+	char child_comm[CP_COMM_LEN];
+};
+
+/* hdr.size = CP_ALIGN(offsetof(filename) + filename_len + 1). */
+struct cp_ev_process_exec {
+	struct cp_hdr h;
+	__u32 old_tid;
+	__u16 filename_len;
+	__u16 __pad;
+	char filename[CP_FILENAME_MAX];	/* NUL-terminated, only filename_len + 1 bytes stored */
+};
+
+/* A task exited. group_dead: it was the last thread of its process. */
+struct cp_ev_process_exit {
+	struct cp_hdr h;
+	__s32 exit_code;
+	__u8 group_dead;
+	__u8 __pad[3];
+};
+
+enum cp_phase {
+	CP_PHASE_ENTER = 0,
+	CP_PHASE_EXIT = 1,
+};
+
+enum cp_futex_call {
+	CP_FUTEX_CALL_FUTEX = 0,
+	CP_FUTEX_CALL_WAIT = 1,		/* futex_wait(2), 6.7+ */
+	CP_FUTEX_CALL_WAKE = 2,		/* futex_wake(2), 6.7+ */
+	CP_FUTEX_CALL_WAITV = 3,	/* futex_waitv(2), 5.16+ */
+};
+
+/* futex syscalls of target threads. op is the raw futex op (FUTEX_WAIT_PRIVATE
+ * = 128, …); for futex_waitv uaddr is the first waiter's address. */
+struct cp_ev_futex {
+	struct cp_hdr h;
+	__u64 uaddr;
+	__s64 ret;		/* exit only */
+	__u32 op;
+	__u32 val;
+	__u8 phase;		/* enum cp_phase */
+	__u8 call;		/* enum cp_futex_call */
+	__u8 __pad[6];
+};
+
+enum cp_sock_call {
+	CP_SOCK_ACCEPT = 0,
+	CP_SOCK_ACCEPT4,
+	CP_SOCK_CONNECT,
+	CP_SOCK_READ,
+	CP_SOCK_WRITE,
+	CP_SOCK_READV,
+	CP_SOCK_WRITEV,
+	CP_SOCK_RECVFROM,
+	CP_SOCK_SENDTO,
+	CP_SOCK_RECVMSG,
+	CP_SOCK_SENDMSG,
+	CP_SOCK_RECVMMSG,
+	CP_SOCK_SENDMMSG,
+	CP_SOCK_CLOSE,
+	CP_SOCK_SHUTDOWN,
+	CP_SOCK__COUNT,
+};
+
+/* Socket syscalls of target threads, for socket fds only. Addresses in
+ * network byte order, ports in host order. For accept the fd and addresses
+ * are the new connection's (exit). tcp_seq: for sends the sender's snd_nxt
+ * before the call, for receives copied_seq before the call, so both ends of a
+ * connection can be matched byte for byte. payload: first bytes the call
+ * carried (exit of reads, enter of writes), hdr.size =
+ * CP_ALIGN(offsetof(payload) + payload_len). */
+struct cp_ev_sock {
+	struct cp_hdr h;
+	__s64 bytes;		/* exit: the return value; enter: the requested length */
+	__s32 fd;
+	__u8 phase;		/* enum cp_phase */
+	__u8 call;		/* enum cp_sock_call */
+	__u16 family;		/* AF_INET, AF_INET6, AF_UNIX, 0 = unknown */
+	__u16 lport;
+	__u16 rport;
+	__u32 tcp_seq;
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+	__u16 payload_len;
+	__u8 sock_type;		/* SOCK_STREAM, SOCK_DGRAM, … */
+	__u8 __pad[5];
+	__u8 payload[CP_PAYLOAD_MAX];
+};
+
+/* sock:sk_data_ready for a target's socket: data arrived, in softirq context
+ * usually. rcv_nxt is the receiver's sequence after the data. */
+struct cp_ev_sk_data_ready {
+	struct cp_hdr h;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u16 __pad;
+	__u32 rcv_nxt;
+	__u32 __pad2;
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+};
+
+enum cp_poll_call {
+	CP_POLL_EPOLL_WAIT = 0,
+	CP_POLL_EPOLL_PWAIT,
+	CP_POLL_EPOLL_PWAIT2,
+	CP_POLL_POLL,
+	CP_POLL_PPOLL,
+	CP_POLL_SELECT,
+	CP_POLL_PSELECT6,
+	CP_POLL__COUNT,
+};
+
+struct cp_ev_poll {
+	struct cp_hdr h;
+	__s64 ret;		/* exit only: ready count or -errno */
+	__u8 phase;
+	__u8 call;		/* enum cp_poll_call */
+	__u8 __pad[6];
+};
+
+enum cp_block_phase {
+	CP_BLOCK_ISSUE = 0,
+	CP_BLOCK_COMPLETE = 1,
+};
+
+/* Block requests issued on behalf of a target; the completion (interrupt
+ * context) is matched in the kernel by (dev, sector). hdr.pid/tid of the
+ * complete record = the issuing task, not current. */
+struct cp_ev_block {
+	struct cp_hdr h;
+	__u64 sector;
+	__u32 dev;
+	__u32 bytes;
+	__u8 phase;		/* enum cp_block_phase */
+	__u8 __pad[7];
+};
+
+/* While victim (a target thread) was runnable on hdr.cpu, culprit held the
+ * CPU for ns nanoseconds. Emitted when the victim gets the CPU back, one
+ * record per culprit, hdr.ts = that moment. hdr.pid/tid = the victim. */
+struct cp_ev_runq_culprit {
+	struct cp_hdr h;
+	__u32 culprit_pid;
+	__u32 culprit_tid;
+	__u64 ns;
+	__u64 runnable_since;
+	char culprit_comm[CP_COMM_LEN];
+};
+
+/* A user-named function (--probe) entered or returned. */
+struct cp_ev_uprobe {
+	struct cp_hdr h;
+	__u32 probe_id;		/* index into the recording's CP_MD_PROBE records */
+	__u8 phase;
+	__u8 __pad[3];
+};
+
+/*
+ * Metadata records, written by the recorder (never by BPF).
+ */
+
+/* hdr.pid = the process. data = exe (exe_len bytes, no NUL) then cmdline
+ * (cmdline_len bytes, arguments separated by NUL). */
+struct cp_md_process {
+	struct cp_hdr h;
+	__u32 ppid;
+	__u16 exe_len;
+	__u16 cmdline_len;
+	char comm[CP_COMM_LEN];
+	char data[];
+};
+
+/* hdr.pid/tid = the thread. */
+struct cp_md_thread {
+	struct cp_hdr h;
+	char comm[CP_COMM_LEN];
+};
+
+/* A socket a target had open when recording started (or learned later). */
+struct cp_md_socket {
+	struct cp_hdr h;
+	__s32 fd;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u8 sock_type;
+	__u8 listening;
+	__u32 __pad;
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+};
+
+/* Events lost on hdr.cpu between start_ns and end_ns. */
+struct cp_md_loss {
+	struct cp_hdr h;
+	__u64 start_ns;
+	__u64 end_ns;
+	__u64 events;
+};
+
+enum cp_hook_status {
+	CP_HOOK_ATTACHED = 0,
+	CP_HOOK_FALLBACK = 1,	/* an alternative was used; detail says which */
+	CP_HOOK_UNAVAILABLE = 2,
+};
+
+/* Which hooks the recorder used. name/detail NUL-terminated. */
+struct cp_md_hook {
+	struct cp_hdr h;
+	__u8 status;		/* enum cp_hook_status */
+	__u8 __pad[7];
+	char name[64];
+	char detail[128];
+};
+
+/* A --probe definition: probe_id, binary path, symbol. */
+struct cp_md_probe {
+	struct cp_hdr h;
+	__u32 probe_id;
+	__u32 __pad;
+	char binary[256];
+	char symbol[128];
+};
+
+#define CP_ASSERT_SIZE(type, n) _Static_assert(sizeof(type) == (n), #type " size is part of the ABI")
+CP_ASSERT_SIZE(struct cp_hdr, 24);
+CP_ASSERT_SIZE(struct cp_ev_sched_switch, 64);
+CP_ASSERT_SIZE(struct cp_ev_sched_waking, 48);
+CP_ASSERT_SIZE(struct cp_ev_wakeup_new, 40);
+CP_ASSERT_SIZE(struct cp_ev_process_fork, 56);
+CP_ASSERT_SIZE(struct cp_ev_process_exec, 288);
+CP_ASSERT_SIZE(struct cp_ev_process_exit, 32);
+CP_ASSERT_SIZE(struct cp_ev_futex, 56);
+CP_ASSERT_SIZE(struct cp_ev_sock, 88 + CP_PAYLOAD_MAX);
+CP_ASSERT_SIZE(struct cp_ev_sk_data_ready, 72);
+CP_ASSERT_SIZE(struct cp_ev_poll, 40);
+CP_ASSERT_SIZE(struct cp_ev_block, 48);
+CP_ASSERT_SIZE(struct cp_ev_runq_culprit, 64);
+CP_ASSERT_SIZE(struct cp_ev_uprobe, 32);
+CP_ASSERT_SIZE(struct cp_md_process, 48);
+CP_ASSERT_SIZE(struct cp_md_thread, 40);
+CP_ASSERT_SIZE(struct cp_md_socket, 72);
+CP_ASSERT_SIZE(struct cp_md_loss, 48);
+CP_ASSERT_SIZE(struct cp_md_hook, 224);
+CP_ASSERT_SIZE(struct cp_md_probe, 416);
+
+#endif /* CRITPATH_ABI_H */

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+"""TAP output for integration tests (tests/run.sh counts "ok" / "not ok")."""
+import os
+import sys
+
+BUILD = os.environ.get("CRITPATH_BUILD") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
+CRITPATH = os.path.join(BUILD, "critpath")
+WORKLOADS = os.path.join(BUILD, "workloads")
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, name, cond, detail=""):
+        """One check. detail is printed under a failure: say what was seen."""
+        self.n += 1
+        if cond:
+            print(f"ok {self.n} - {name}", flush=True)
+        else:
+            self.failed += 1
+            print(f"not ok {self.n} - {name}", flush=True)
+            for line in str(detail).splitlines() or [""]:
+                print(f"# {line}", flush=True)
+        return bool(cond)
+
+    def skip(self, name, reason):
+        self.n += 1
+        print(f"ok {self.n} - {name} # SKIP {reason}", flush=True)
+
+    def done(self):
+        print(f"1..{self.n}", flush=True)
+        sys.exit(1 if self.failed else 0)

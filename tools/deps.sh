@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+# Installs the Debian packages the build, the tests, the demo and the
+# benchmarks need, when they are missing. Idempotent; needs root to install.
+set -eu
+pkgs=(
+	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev
+	libyajl-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
+	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk
+	libbpf-tools iproute2 procps
+)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ "${#missing[@]}" -eq 0 ] && { echo "deps: all ${#pkgs[@]} packages present"; exit 0; }
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing ${missing[*]}; run 'sudo make deps' (installing needs root)" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Debian starts these on install; tests start their own instances.
+for s in memcached redis-server; do
+	systemctl stop "$s" 2>/dev/null || service "$s" stop 2>/dev/null || true
+done

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * The engine: takes critical paths (struct cp_request, model.h) from any
+ * producer, aggregates them (average critical path, percentile views,
+ * per-step distributions, contention), and hands a finished result to the
+ * output writers (user/out_*.c). DESIGN.md section 6.
+ *
+ * Memory: the engine keeps aggregates whose size depends on the number of
+ * distinct frame stacks, not on the number of requests; it keeps whole
+ * requests only as far as engine_opts asks (all of them for --format json,
+ * the slowest N for --requests N / html / perfetto).
+ */
+#ifndef CRITPATH_ENGINE_H
+#define CRITPATH_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+#define ENGINE_NPCT 3	/* P50, P95, P99 */
+extern const double engine_pct[ENGINE_NPCT];	/* 0.50, 0.95, 0.99 */
+
+struct engine_filter {
+	const char *service;		/* root service / request service, NULL = any */
+	const char *name;		/* root operation / request name */
+	uint64_t min_latency_ns, max_latency_ns;	/* 0 = unbounded */
+	uint64_t from_ns, to_ns;	/* request start within, 0 = unbounded */
+	const char *host;
+	const char *tag;		/* "key=value" on any span of the trace */
+};
+
+struct engine_opts {
+	struct engine_filter filter;
+	bool keep_all_requests;		/* json: every request with its path */
+	uint32_t keep_slowest;		/* keep the N slowest requests (0 = none) */
+	double overlap_tolerance;	/* span level: fraction of parent, default 0.01 */
+};
+
+struct engine;
+
+struct engine *engine__new(const struct engine_opts *opts);
+void engine__free(struct engine *e);
+/* Filters, then aggregates; copies what it keeps. 1 = taken, 0 = filtered out. */
+int engine__add_request(struct engine *e, const struct cp_request *req);
+/* A warning for the report ("traces/a.json: trace 4bf9…: span 00f0…: negative
+ * duration, span dropped"). Also printed to stderr unless quiet. */
+void engine__warn(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void engine__set_quiet(struct engine *e, bool quiet);
+
+struct engine_profile_entry {
+	const char *const *frames;	/* the stack, without the category */
+	uint32_t nframes;
+	enum cp_category category;
+	uint64_t total_ns;		/* over all requests */
+	uint32_t requests;		/* requests whose path has this stack */
+	uint64_t pct_total_ns[ENGINE_NPCT];	/* over the requests at or below P50/P95/P99 */
+	/* the step's own latency distribution (its time per request) */
+	uint64_t q50_ns, q90_ns, q99_ns, max_ns;
+};
+
+struct engine_contention {
+	int32_t pid, tid;
+	const char *comm;
+	enum cp_category category;	/* CP_CAT_LOCK or CP_CAT_RUNQUEUE */
+	uint64_t ns;
+	uint32_t requests;
+};
+
+struct engine_result {
+	uint64_t nrequests;		/* aggregated (after filters) */
+	uint64_t total_latency_ns;
+	uint64_t latency_pct_ns[ENGINE_NPCT];	/* end-to-end latency at P50/P95/P99 */
+	uint64_t pct_nrequests[ENGINE_NPCT];	/* requests at or below each */
+	uint64_t max_latency_ns;
+	const struct engine_profile_entry *profile;	/* sorted by total_ns, descending */
+	uint32_t nprofile;
+	const struct engine_contention *contention;	/* sorted by ns, descending */
+	uint32_t ncontention;
+	const struct cp_request *const *requests;	/* kept requests, by start time */
+	uint32_t nkept;
+	const char *const *warnings;
+	uint32_t nwarnings;
+};
+
+/* Finishes aggregation; valid until engine__free. */
+const struct engine_result *engine__result(struct engine *e);
+
+struct out_opts {
+	uint32_t top;		/* rows in text tables (default 20) */
+	uint32_t requests;	/* --requests N: show the N slowest with full paths */
+	const char *title;
+};
+
+/* Output writers, one file each (user/out_<fmt>.c). 0 or -errno. */
+int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_folded(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_pprof(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_html(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_perfetto(FILE *f, const struct engine_result *r, const struct out_opts *o);
+
+#endif /* CRITPATH_ENGINE_H */

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * The report model: what a critical-path producer hands to the engine. Two
+ * producers exist: the span-level walk (Jaeger / OTLP input, user/span_*.c)
+ * and the kernel-level walk (recordings, user/kpath_*.c). The engine
+ * (aggregation, percentiles, contention, output formats) consumes only this.
+ * DESIGN.md sections 5 and 6 define the semantics; the JSON contract in
+ * section 6 is these structs printed.
+ *
+ * Ownership: a producer fills a struct cp_request whose strings and arrays
+ * it owns; engine__add_request() copies whatever it keeps, so the producer
+ * may reuse or free the request right after the call. Strings may be NULL
+ * where a field does not apply; numbers use -1 for "not applicable".
+ */
+#ifndef CRITPATH_MODEL_H
+#define CRITPATH_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum cp_category {
+	CP_CAT_CPU = 0,
+	CP_CAT_RUNQUEUE,
+	CP_CAT_LOCK,
+	CP_CAT_NETWORK,
+	CP_CAT_DISK,
+	CP_CAT_SLEEP,
+	CP_CAT_SPAN,
+	CP_CAT_UNEXPLAINED,
+	CP_CAT__COUNT,
+};
+
+/* "cpu", "runqueue", "lock", "network", "disk", "sleep", "span", "unexplained" */
+const char *cp_category_name(enum cp_category c);
+
+struct cp_culprit {
+	int32_t pid;
+	int32_t tid;
+	const char *comm;
+	uint64_t ns;		/* time this culprit cost this segment */
+};
+
+struct cp_segment {
+	uint64_t start_ns;
+	uint64_t end_ns;
+	enum cp_category category;
+	/* service; request name; subcomponents…; the category is NOT repeated
+	 * here: outputs append it as the leaf frame where they show stacks. */
+	const char *const *frames;
+	uint32_t nframes;
+	bool interference;
+	/* kernel level (-1 / NULL when not applicable) */
+	int32_t pid;
+	int32_t tid;
+	int32_t cpu;
+	const char *comm;
+	const char *cpu_model;
+	const char *sku;
+	const char *peer;	/* network blind spot: "10.0.0.7:5432" */
+	const struct cp_culprit *culprits;
+	uint32_t nculprits;
+	/* span level (NULL when not applicable) */
+	const char *span_id;
+	const char *service;
+	const char *operation;
+};
+
+/* Per-span totals of a span-level request (inclusive = the span's duration
+ * after clipping, exclusive = its time on the critical path). */
+struct cp_span_stat {
+	const char *span_id;
+	const char *service;
+	const char *operation;
+	const char *const *frames;	/* call path from the root: "svc op", … */
+	uint32_t nframes;
+	uint64_t inclusive_ns;
+	uint64_t exclusive_ns;
+};
+
+struct cp_request {
+	const char *id;		/* trace id, or "<pid>:<conn>:<n>" for kernel requests */
+	const char *service;
+	const char *name;
+	const char *host;
+	uint64_t start_ns;	/* absolute: span input in Unix-epoch ns, kernel input CLOCK_MONOTONIC */
+	uint64_t end_ns;
+	bool partial;		/* overlaps a loss window, or clipped input */
+	const struct cp_segment *segs;	/* in time order, tiling [start_ns, end_ns] exactly */
+	uint32_t nsegs;
+	const struct cp_span_stat *spans;	/* span level only */
+	uint32_t nspans;
+	/* span tags usable by --tag filters: key=value pairs (NULL-terminated
+	 * array of "key=value" strings), NULL when none */
+	const char *const *tags;
+};
+
+#endif /* CRITPATH_MODEL_H */

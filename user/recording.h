@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * Recording files (DESIGN.md section 4): a header, then independently
+ * decompressible zstd frames with checksums, each a batch of records (struct
+ * cp_hdr + body, see include/critpath_abi.h), then a trailer with totals.
+ *
+ * The writer is used by the recorder only; the reader by dump, report and the
+ * tests. Neither includes libbpf. All functions return 0 or -errno unless
+ * said otherwise.
+ */
+#ifndef CRITPATH_RECORDING_H
+#define CRITPATH_RECORDING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../include/critpath_abi.h"
+
+#define RECORDING_FORMAT_VERSION 1
+
+struct recording_cpu {
+	int cpu;
+	char model[96];		/* "Intel(R) Xeon(R) …", from /proc/cpuinfo */
+	uint32_t mhz;		/* nominal or current, 0 = unknown */
+	uint32_t capacity;	/* /sys/devices/system/cpu/cpuN/cpu_capacity, 1024 if absent */
+};
+
+/* What the header says. Strings are owned by whoever filled the struct
+ * (writer: the caller; reader: the reader, valid until close). */
+struct recording_info {
+	uint32_t format_version;
+	const char *agent_version;
+	const char *cmdline;		/* the critpath command line that made it */
+	const char *host;
+	const char *kernel;		/* uname -r */
+	const char *boot_id;
+	const char *sku;		/* --sku label, or NULL */
+	int64_t realtime_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
+	uint64_t start_ns;		/* CLOCK_MONOTONIC at start */
+	uint32_t payload_bytes;		/* --payload-bytes in force */
+	uint32_t ncpus;
+	const struct recording_cpu *cpus;
+};
+
+/* What the trailer says; a file cut short has none (has_trailer false). */
+struct recording_totals {
+	uint64_t end_ns;
+	uint64_t events;		/* kernel events written */
+	uint64_t metadata;		/* metadata records written */
+	uint64_t lost;			/* events lost (sum of CP_MD_LOSS) */
+	uint32_t frames;
+};
+
+struct recording_writer;
+
+/* Creates path with mode 0600 (O_EXCL not used: an existing file is
+ * truncated, its mode forced to 0600). */
+int recording_writer__open(struct recording_writer **w, const char *path,
+			   const struct recording_info *info);
+/* Appends one record (rec->size bytes, a multiple of 8). Compresses and
+ * writes a frame when the batch is full. */
+int recording_writer__append(struct recording_writer *w, const struct cp_hdr *rec);
+/* Ends the current frame and writes it (no-op when empty). */
+int recording_writer__flush(struct recording_writer *w);
+/* Flushes, writes the trailer, fsyncs and closes; frees w even on error. */
+int recording_writer__close(struct recording_writer *w, const struct recording_totals *totals);
+/* Bytes written so far (for the recorder's summary). */
+uint64_t recording_writer__bytes(const struct recording_writer *w);
+
+struct recording_reader;
+
+enum recording_order {
+	RECORDING_FILE_ORDER = 0,
+	/* Time order (hdr.ts, ties keep file order), merged with a bounded
+	 * reorder window: the ring buffer delivers records almost, not exactly,
+	 * in time order. Memory stays bounded by the window, not the file. */
+	RECORDING_TIME_ORDER = 1,
+};
+
+int recording_reader__open(struct recording_reader **r, const char *path, enum recording_order order);
+const struct recording_info *recording_reader__info(const struct recording_reader *r);
+/* 1 and *rec set: a record (valid until the next call); 0: end of what is
+ * readable; <0: an error that stopped reading (the records before it were
+ * all delivered). Either way recording_reader__stopped() then says why. */
+int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec);
+/* NULL after a clean end with trailer; otherwise one line naming the file,
+ * the byte offset and what was wrong ("cut short in frame 12 at byte 40960:
+ * 213 of 4096 bytes present"). */
+const char *recording_reader__stopped(const struct recording_reader *r);
+/* The trailer's totals, or NULL when the file has none (cut short). */
+const struct recording_totals *recording_reader__totals(const struct recording_reader *r);
+void recording_reader__close(struct recording_reader *r);
+
+/* Names for dump and reports: "sched_switch", "FUTEX_WAIT_PRIVATE", "recvfrom",
+ * "softirq:NET_RX", … Never NULL ("unknown(42)" into a static buffer). */
+const char *cp_rec_type_name(uint16_t type);
+const char *cp_sock_call_name(uint8_t call);
+const char *cp_poll_call_name(uint8_t call);
+const char *cp_softirq_name(uint8_t vec);
+
+#endif /* CRITPATH_RECORDING_H */
