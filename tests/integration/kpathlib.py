@@ -1,0 +1,313 @@
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+"""Helpers for the kernel-path integration tests (test_kpath_*.py): start the
+workloads (tests/workloads/kp_*.c) and third-party servers, record them with
+`critpath record`, read `critpath report --format json` (DESIGN.md section 6)
+and check what every request's critical path must satisfy.
+
+Expected values come from how the workloads were built; tolerances are wide
+enough for a loaded 2-core machine (medians over the requests, +-30% or a few
+milliseconds absolute)."""
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from tap import CRITPATH, WORKLOADS
+
+MS = 1_000_000
+_procs = []
+
+
+def _cleanup():
+    for p in reversed(_procs):
+        if p.poll() is None:
+            try:
+                p.kill()
+                p.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+
+
+atexit.register(_cleanup)
+# run.sh kills with SIGTERM on timeout: still stop what we started
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+_dirs = []
+
+
+def workdir(name):
+    """A directory for this test's recordings; see done()."""
+    d = tempfile.mkdtemp(prefix=f"critpath-{name}-")
+    _dirs.append(d)
+    return d
+
+
+def done(tap):
+    """Ends the test: stops what it started, removes its recordings unless a
+    check failed or KPATH_KEEP is set (then says where they are)."""
+    _cleanup()
+    if tap.failed or os.environ.get("KPATH_KEEP"):
+        for d in _dirs:
+            print(f"# recordings kept in {d}", flush=True)
+    else:
+        for d in _dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    tap.done()
+
+
+def spawn(argv, **kw):
+    p = subprocess.Popen(argv, **kw)
+    _procs.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGTERM):
+    if p.poll() is None:
+        p.send_signal(sig)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def start_ready(argv, timeout=10):
+    """Starts a workload that prints 'READY k=v ...'; returns (proc, fields)."""
+    p = spawn(argv, stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + timeout
+    line = p.stdout.readline()
+    if not line.startswith("READY") or time.time() > deadline:
+        stop(p)
+        raise RuntimeError(f"{argv[0]} did not get ready: {line!r}")
+    fields = dict(kv.split("=", 1) for kv in line.split()[1:])
+    return p, {k: int(v) for k, v in fields.items()}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+class Recording:
+    """`critpath record -p PIDS -d SECONDS -o FILE`, started in the background."""
+
+    def __init__(self, pids, seconds, path):
+        self.path = path
+        self.errpath = path + ".stderr"
+        self.argv = [CRITPATH, "record", "-p", ",".join(str(p) for p in pids),
+                     "-d", str(seconds), "-o", path]
+        self.err = open(self.errpath, "w")
+        self.t0 = time.time()
+        self.proc = spawn(self.argv, stdout=self.err, stderr=subprocess.STDOUT)
+        self.seconds = seconds
+
+    def wait_attached(self, settle=1.0, timeout=6.0):
+        """The recorder says nothing machine-readable when its hooks are in:
+        wait for its first output (or the file to grow), then a little more.
+        Returns an error string, or None."""
+        deadline = time.time() + timeout
+        time.sleep(0.5)
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                return f"recorder exited with {self.proc.returncode}: {self.stderr()}"
+            if os.path.getsize(self.errpath) > 0 or (
+                    os.path.exists(self.path) and os.path.getsize(self.path) > 0):
+                break
+            time.sleep(0.1)
+        time.sleep(settle)
+        if self.proc.poll() is not None:
+            return f"recorder exited with {self.proc.returncode}: {self.stderr()}"
+        return None
+
+    def finish(self):
+        """Waits for -d to run out. Returns (returncode, stderr text)."""
+        try:
+            self.proc.wait(timeout=self.seconds + 30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+        return self.proc.returncode, self.stderr()
+
+    def stderr(self):
+        try:
+            with open(self.errpath) as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+    def cmdline(self):
+        return " ".join(self.argv)
+
+
+def report_json(path):
+    """Returns (report dict or None, error string)."""
+    argv = [CRITPATH, "report", path, "--format", "json"]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return None, f"{' '.join(argv)}: timed out"
+    if r.returncode != 0:
+        return None, f"{' '.join(argv)}: exit {r.returncode}: {r.stderr[-2000:]}"
+    try:
+        rep = json.loads(r.stdout)
+    except ValueError as e:
+        return None, f"{' '.join(argv)}: not JSON ({e}): {r.stdout[:500]!r}"
+    if not isinstance(rep, dict) or rep.get("critpath_report") != 1:
+        return None, f"{' '.join(argv)}: no \"critpath_report\": 1 in {r.stdout[:300]!r}"
+    return rep, ""
+
+
+def service_requests(rep, port):
+    """The requests a service listening on `port` served ("comm:port")."""
+    return [q for q in rep.get("requests", [])
+            if str(q.get("service", "")).rsplit(":", 1)[-1] == str(port)]
+
+
+def tiling_errors(req):
+    """DESIGN.md section 5: segments tile [start_ns, end_ns] exactly."""
+    errs = []
+    segs = req.get("critical_path") or []
+    s, e, lat = req.get("start_ns"), req.get("end_ns"), req.get("latency_ns")
+    rid = req.get("id")
+    if not all(isinstance(v, int) for v in (s, e, lat)):
+        return [f"{rid}: start_ns/end_ns/latency_ns not integers"]
+    if e - s != lat:
+        errs.append(f"{rid}: latency_ns {lat} != end_ns - start_ns {e - s}")
+    if not segs:
+        return errs + [f"{rid}: empty critical_path"]
+    if segs[0].get("start_ns") != s:
+        errs.append(f"{rid}: first segment starts at {segs[0].get('start_ns')}, request at {s}")
+    if segs[-1].get("end_ns") != e:
+        errs.append(f"{rid}: last segment ends at {segs[-1].get('end_ns')}, request at {e}")
+    total = 0
+    for i, g in enumerate(segs):
+        gs, ge = g.get("start_ns"), g.get("end_ns")
+        if not isinstance(gs, int) or not isinstance(ge, int) or ge < gs:
+            errs.append(f"{rid}: segment {i} [{gs}, {ge}] is not an interval")
+            continue
+        if i and gs != segs[i - 1].get("end_ns"):
+            kind = "overlaps" if gs < segs[i - 1]["end_ns"] else "leaves a gap after"
+            errs.append(f"{rid}: segment {i} starts at {gs}, {kind} segment {i - 1} "
+                        f"(ends {segs[i - 1]['end_ns']})")
+        if g.get("category") not in ("cpu", "runqueue", "lock", "network", "disk", "sleep",
+                                     "span", "unexplained"):
+            errs.append(f"{rid}: segment {i} has category {g.get('category')!r}")
+        total += ge - gs
+    if total != lat:
+        errs.append(f"{rid}: segments sum to {total}, latency_ns is {lat}")
+    return errs
+
+
+def check_tiling(tap, what, reqs):
+    errs = []
+    for q in reqs:
+        errs += tiling_errors(q)
+    tap.ok(f"{what}: every request's segments tile [start, end] exactly, no overlap "
+           f"({len(reqs)} requests)", reqs and not errs,
+           "\n".join(errs[:15]) if errs else "no requests")
+
+
+def dur(g):
+    return g["end_ns"] - g["start_ns"]
+
+
+def path_ns(req, pred):
+    return sum(dur(g) for g in req.get("critical_path") or [] if pred(g))
+
+
+def median_ns(reqs, pred):
+    if not reqs:
+        return 0
+    return statistics.median(path_ns(q, pred) for q in reqs)
+
+
+def median_latency(reqs):
+    return statistics.median(q["latency_ns"] for q in reqs) if reqs else 0
+
+
+def near(value_ns, expect_ms, rel=0.30, abs_ms=3.0):
+    """Within +-rel of the expectation or +-abs_ms, whichever is wider."""
+    tol = max(expect_ms * rel, abs_ms) * MS
+    return abs(value_ns - expect_ms * MS) <= tol
+
+
+def fmt_ms(ns):
+    return f"{ns / MS:.2f} ms"
+
+
+def describe(req, limit=20):
+    """One request's path, for failure details."""
+    out = [f"request {req.get('id')} {req.get('service')} {req.get('name')!r} "
+           f"latency {fmt_ms(req.get('latency_ns', 0))}"]
+    segs = req.get("critical_path") or []
+    t0 = req.get("start_ns", 0)
+    for g in segs[:limit]:
+        cul = ",".join(f"{c.get('comm')}/{c.get('tid')}:{fmt_ms(c.get('ns', 0))}"
+                       for c in g.get("culprits") or [])
+        out.append(f"  +{(g['start_ns'] - t0) / MS:8.3f} {fmt_ms(dur(g)):>10} "
+                   f"{g.get('category'):11} {g.get('comm')}/{g.get('pid')}/{g.get('tid')} "
+                   f"cpu{g.get('cpu')} interf={g.get('interference')} "
+                   f"{('peer=' + g['peer']) if g.get('peer') else ''} {cul}")
+    if len(segs) > limit:
+        out.append(f"  ... {len(segs) - limit} more segments")
+    return "\n".join(out)
+
+
+def run_client(port, n, extra=(), timeout=120):
+    argv = [os.path.join(WORKLOADS, "kp_client"), "--port", str(port), "--n", str(n), *extra]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    m = re.search(r"DONE n=(\d+) p50_ms=([\d.]+)", r.stdout)
+    if r.returncode != 0 or not m:
+        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr[-500:]}")
+    return float(m.group(2))
+
+
+def record_workload(tap, name, pids, drive, seconds=10):
+    """Records pids while drive() runs; returns (report, recording path) or
+    (None, path) after reporting the failure."""
+    d = workdir(name)
+    path = os.path.join(d, f"{name}.rec")
+    rec = Recording(pids, seconds, path)
+    err = rec.wait_attached()
+    if err:
+        tap.ok(f"{name}: critpath record attaches", False, f"{rec.cmdline()}\n{err}")
+        return None, path
+    try:
+        drive()
+    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+        tap.ok(f"{name}: load ran", False, str(e))
+        rec.finish()
+        return None, path
+    rc, text = rec.finish()
+    if not tap.ok(f"{name}: critpath record exits 0", rc == 0,
+                  f"{rec.cmdline()}\nexit {rc}\n{text}"):
+        return None, path
+    rep, err = report_json(path)
+    if not tap.ok(f"{name}: critpath report --format json reads the recording", rep is not None,
+                  err + f"\nrecording kept at {path}"):
+        return None, path
+    return rep, path
