@@ -78,8 +78,8 @@ def run_case(tap, mode):
     sorted_reqs = sorted(reqs, key=lambda q: q["latency_ns"])
     check_ms(tap, f"{name}: median latency (client saw {client_p50[0] if client_p50 else '?'}"
              " ms)", K.median_latency(reqs), lat_ms, sorted_reqs)
-    check_ms(tap, f"{name}: A1 (tid {a1}) on the path", K.median_ns(reqs, lambda g: g.get("tid") == a1),
-             a1_ms, sorted_reqs)
+    check_ms(tap, f"{name}: A1 (tid {a1}) on the path",
+             K.median_ns(reqs, lambda g: g.get("tid") == a1), a1_ms, sorted_reqs)
     check_ms(tap, f"{name}: B (pid {bf['pid']}) on the path",
              K.median_ns(reqs, lambda g: g.get("pid") == bf["pid"]), b_ms, sorted_reqs)
     if a2:

@@ -75,8 +75,8 @@ static __attribute__((unused)) void kp_spin_ms(double ms)
 
 static __attribute__((unused)) void kp_sleep_ms(double ms)
 {
-	struct timespec ts = { .tv_sec = (time_t)(ms / 1000),
-			       .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6) };
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+			      .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
@@ -84,8 +84,8 @@ static __attribute__((unused)) void kp_sleep_ms(double ms)
 
 static __attribute__((unused)) void kp_sleep_until(uint64_t mono_ns)
 {
-	struct timespec ts = { .tv_sec = (time_t)(mono_ns / 1000000000ull),
-			       .tv_nsec = (long)(mono_ns % 1000000000ull) };
+	struct timespec ts = {.tv_sec = (time_t)(mono_ns / 1000000000ull),
+			      .tv_nsec = (long)(mono_ns % 1000000000ull)};
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
@@ -100,8 +100,9 @@ static __attribute__((unused)) void kp_set_name(const char *name)
 /* Listens on 127.0.0.1:port (0 = any free port); *bound gets the port. */
 static __attribute__((unused)) int kp_listen(int port, int *bound)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
 	int one = 1;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -121,8 +122,9 @@ static __attribute__((unused)) int kp_listen(int port, int *bound)
 
 static __attribute__((unused)) int kp_connect(int port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int one = 1;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 

@@ -32,13 +32,16 @@
 struct handoff {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int pending;		/* work queued, not yet taken */
-	int done;		/* work finished, not yet collected */
+	int pending; /* work queued, not yet taken */
+	int done;    /* work finished, not yet collected */
 	double ms;
-	int fd;			/* handoff mode: the connection to reply on */
+	int fd; /* handoff mode: the connection to reply on */
 };
 
-#define HANDOFF_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1 }
+#define HANDOFF_INIT                                                                               \
+	{                                                                                          \
+		PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1                   \
+	}
 
 static struct handoff to_a2 = HANDOFF_INIT;
 static struct handoff to_worker = HANDOFF_INIT;
@@ -241,7 +244,7 @@ static void serve_request(const char *mode, int fd, int bfd)
 		kp_spin_ms(10);
 	} else if (!strcmp(mode, "handoff")) {
 		handoff_post(&to_worker, 10, fd);
-		return;		/* the writer replies */
+		return; /* the writer replies */
 	} else if (!strcmp(mode, "untraced")) {
 		kp_spin_ms(2);
 		call_backend_send(bfd, "s15");
@@ -253,8 +256,8 @@ static void serve_request(const char *mode, int fd, int bfd)
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "seq", "par", "overlap_b", "overlap_a", "lock",
-					     "starve", "handoff", "untraced" };
+	static const char *const modes[] = {"seq",  "par",    "overlap_b", "overlap_a",
+					    "lock", "starve", "handoff",   "untraced"};
 	const char *mode = NULL;
 	int port = 0, backend = 0, lfd, bfd = -1, hog_cpu = -1, known = 0;
 	pid_t hog = 0;

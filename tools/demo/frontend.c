@@ -57,14 +57,14 @@ static struct {
 	pthread_mutex_t mu;
 	struct cache_entry slot[CACHE_SLOTS];
 	uint64_t hits, misses;
-} cache = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct conn *q[QUEUE_CAP];
 	unsigned head, len;
-} work = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+} work = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static int epfd, kv_port = 11311;
 static double maint_period_ms = 200, maint_hold_ms = 15;
@@ -100,7 +100,7 @@ static int send_all(int fd, const char *buf, size_t len)
 		ssize_t n = write(fd, buf, len);
 
 		if (n < 0 && errno == EAGAIN) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			struct pollfd p = {.fd = fd, .events = POLLOUT};
 
 			poll(&p, 1, 1000);
 			continue;
@@ -118,7 +118,7 @@ static int send_all(int fd, const char *buf, size_t len)
 static void queue_push(struct conn *c)
 {
 	pthread_mutex_lock(&work.mu);
-	if (work.len == QUEUE_CAP) {	/* cannot happen: one entry per connection */
+	if (work.len == QUEUE_CAP) { /* cannot happen: one entry per connection */
 		pthread_mutex_unlock(&work.mu);
 		fprintf(stderr, "frontend: work queue full, dropping fd %d\n", c->fd);
 		close(c->fd);
@@ -152,8 +152,9 @@ static int kv_get(int *kfd, unsigned key, char *val, size_t cap)
 	int n;
 
 	if (*kfd < 0) {
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)kv_port),
-					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_port = htons((uint16_t)kv_port),
+					.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		int one = 1;
 
 		*kfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -238,7 +239,7 @@ static int handle(int *kfd, const char *method, const char *path, char *out, siz
 		return 200;
 	}
 	if (sscanf(path, "/cart?id=%u", &key) == 1) {
-		static const unsigned offs[] = { 0, 7, 13 };
+		static const unsigned offs[] = {0, 7, 13};
 		size_t len = (size_t)snprintf(out, cap, "{\"cart\":%u,\"items\":[", key);
 		uint64_t h = key;
 
@@ -274,9 +275,10 @@ static int serve(struct conn *c, int *kfd)
 			return -1;
 		status = handle(kfd, method, path, body, sizeof(body));
 		blen = (int)strlen(body);
-		hlen = snprintf(head, sizeof(head),
-				"HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n",
-				status, status == 200 ? "OK" : "Error", blen);
+		hlen = snprintf(
+		    head, sizeof(head),
+		    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n",
+		    status, status == 200 ? "OK" : "Error", blen);
 		/* one write per response, as real servers try to do */
 		if ((size_t)hlen + (size_t)blen < sizeof(body) + sizeof(head)) {
 			char resp[sizeof(body) + sizeof(head)];
@@ -301,7 +303,7 @@ static void *worker_main(void *arg)
 	prctl(PR_SET_NAME, name, 0, 0, 0);
 	for (;;) {
 		struct conn *c = queue_pop();
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = c };
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.ptr = c};
 		int drop = 0;
 
 		for (;;) {
@@ -332,8 +334,9 @@ static void *worker_main(void *arg)
 /* Holds the cache lock for maint_hold_ms of CPU time: real work, not a sleep. */
 static void *maint_main(void *arg)
 {
-	struct timespec period = { .tv_sec = (time_t)(maint_period_ms / 1000),
-				   .tv_nsec = (long)((maint_period_ms - (double)(time_t)(maint_period_ms / 1000) * 1000) * 1e6) };
+	uint64_t period_ns = (uint64_t)(maint_period_ms * 1e6);
+	struct timespec period = {.tv_sec = (time_t)(period_ns / 1000000000ull),
+				  .tv_nsec = (long)(period_ns % 1000000000ull)};
 	uint64_t hold = (uint64_t)(maint_hold_ms * 1e6);
 
 	prctl(PR_SET_NAME, "cache-maint", 0, 0, 0);
@@ -361,8 +364,8 @@ static void *maint_main(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	int port = 8080, workers = 4, one = 1, lfd;
 	pthread_t t;
 
@@ -378,7 +381,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--maint-hold-ms") && i + 1 < argc) {
 			maint_hold_ms = atof(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: frontend [--port 8080] [--kv-port 11311] [--workers 4] "
+			fprintf(stderr,
+				"usage: frontend [--port 8080] [--kv-port 11311] [--workers 4] "
 				"[--maint-period-ms 200] [--maint-hold-ms 15]\n");
 			return 2;
 		}
@@ -415,8 +419,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	prctl(PR_SET_NAME, "frontend", 0, 0, 0);
-	fprintf(stderr, "frontend: pid %d listening on 127.0.0.1:%d, kvstore at 127.0.0.1:%d, "
-		"%d workers\n", getpid(), port, kv_port, workers);
+	fprintf(stderr,
+		"frontend: pid %d listening on 127.0.0.1:%d, kvstore at 127.0.0.1:%d, "
+		"%d workers\n",
+		getpid(), port, kv_port, workers);
 	/* the acceptor: owns the epoll set, hands readable connections to workers */
 	for (;;) {
 		struct epoll_event evs[64];
@@ -437,7 +443,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			while ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-				struct epoll_event cev = { .events = EPOLLIN | EPOLLONESHOT };
+				struct epoll_event cev = {.events = EPOLLIN | EPOLLONESHOT};
 
 				c = calloc(1, sizeof(*c));
 				if (!c) {

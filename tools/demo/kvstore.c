@@ -64,8 +64,9 @@ static void load_value(struct entry *e, const char *key)
 	for (unsigned i = 0; i < work_rounds; i++)
 		h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull + i;
 	snprintf(e->key, sizeof(e->key), "%s", key);
-	e->len = (size_t)snprintf(e->val, sizeof(e->val), "{\"key\":\"%s\",\"price\":%u,\"stock\":%u}",
-				  key, (unsigned)(h % 10000), (unsigned)((h >> 20) % 100));
+	e->len =
+	    (size_t)snprintf(e->val, sizeof(e->val), "{\"key\":\"%s\",\"price\":%u,\"stock\":%u}",
+			     key, (unsigned)(h % 10000), (unsigned)((h >> 20) % 100));
 	e->flags = 0;
 }
 
@@ -75,7 +76,7 @@ static int send_all(int fd, const char *buf, size_t len)
 		ssize_t n = write(fd, buf, len);
 
 		if (n < 0 && errno == EAGAIN) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			struct pollfd p = {.fd = fd, .events = POLLOUT};
 
 			poll(&p, 1, 1000);
 			continue;
@@ -107,7 +108,8 @@ static int handle_input(struct conn *c)
 		if (!strncmp(line, "get ", 4)) {
 			char *save = NULL;
 
-			for (char *k = strtok_r(line + 4, " ", &save); k; k = strtok_r(NULL, " ", &save)) {
+			for (char *k = strtok_r(line + 4, " ", &save); k;
+			     k = strtok_r(NULL, " ", &save)) {
 				struct entry *e = slot_for(k);
 
 				if (strlen(k) >= KEY_MAX)
@@ -155,15 +157,15 @@ static int handle_input(struct conn *c)
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
 	if (c->in_len >= sizeof(c->in) - 1)
-		return -1;	/* a line longer than the buffer: not a client of ours */
+		return -1; /* a line longer than the buffer: not a client of ours */
 	return olen ? send_all(c->fd, out, olen) : 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int port = 11311, one = 1, lfd, ep;
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--port") && i + 1 < argc) {
@@ -211,7 +213,7 @@ int main(int argc, char **argv)
 				int fd;
 
 				while ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-					struct epoll_event cev = { .events = EPOLLIN };
+					struct epoll_event cev = {.events = EPOLLIN};
 
 					c = calloc(1, sizeof(*c));
 					if (!c) {
@@ -229,7 +231,8 @@ int main(int argc, char **argv)
 				continue;
 			}
 			for (;;) {
-				ssize_t r = read(c->fd, c->in + c->in_len, sizeof(c->in) - 1 - c->in_len);
+				ssize_t r =
+				    read(c->fd, c->in + c->in_len, sizeof(c->in) - 1 - c->in_len);
 
 				if (r < 0 && errno == EINTR)
 					continue;

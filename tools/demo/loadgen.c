@@ -53,8 +53,9 @@ static uint64_t rnd(uint64_t *s)
 
 static int dial(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	if (fd < 0)
@@ -106,9 +107,11 @@ static void *client_main(void *arg)
 
 	while (now_ns() < deadline_ns) {
 		unsigned key = (unsigned)(rnd(&c->seed) % (uint64_t)keys);
-		int n = rnd(&c->seed) % 10 < 7 ?
-			snprintf(req, sizeof(req), "GET /item/%u HTTP/1.1\r\nHost: demo\r\n\r\n", key) :
-			snprintf(req, sizeof(req), "GET /cart?id=%u HTTP/1.1\r\nHost: demo\r\n\r\n", key);
+		int n = rnd(&c->seed) % 10 < 7
+			    ? snprintf(req, sizeof(req),
+				       "GET /item/%u HTTP/1.1\r\nHost: demo\r\n\r\n", key)
+			    : snprintf(req, sizeof(req),
+				       "GET /cart?id=%u HTTP/1.1\r\nHost: demo\r\n\r\n", key);
 		uint64_t t0 = now_ns();
 
 		if (fd < 0 && (fd = dial()) < 0) {
@@ -169,7 +172,7 @@ int main(int argc, char **argv)
 			keys = atoi(argv[++i]);
 		} else {
 			fprintf(stderr, "usage: loadgen [--port 8080] [-c 8] [-d 5] [--think-ms 0] "
-				"[--keys 1000]\n");
+					"[--keys 1000]\n");
 			return 2;
 		}
 	}
@@ -211,10 +214,13 @@ int main(int argc, char **argv)
 	}
 	qsort(all, total, sizeof(*all), cmp_u32);
 	if (!total) {
-		fprintf(stderr, "loadgen: no request completed (%lu errors) — is the server on "
-			"127.0.0.1:%d?\n", (unsigned long)errors, port);
-		printf("RESULT requests=0 errors=%lu seconds=%.3f rps=0 p50_us=0 p99_us=0 max_us=0\n",
-		       (unsigned long)errors, (double)elapsed / 1e9);
+		fprintf(stderr,
+			"loadgen: no request completed (%lu errors) — is the server on "
+			"127.0.0.1:%d?\n",
+			(unsigned long)errors, port);
+		printf(
+		    "RESULT requests=0 errors=%lu seconds=%.3f rps=0 p50_us=0 p99_us=0 max_us=0\n",
+		    (unsigned long)errors, (double)elapsed / 1e9);
 		return 1;
 	}
 	{
@@ -227,8 +233,8 @@ int main(int argc, char **argv)
 		       total, (double)elapsed / 1e9, conns, rps, p50 / 1e3, p99 / 1e3, max / 1e3,
 		       (unsigned long)errors);
 		printf("RESULT requests=%zu errors=%lu seconds=%.3f rps=%.1f p50_us=%u p99_us=%u "
-		       "max_us=%u\n", total, (unsigned long)errors, (double)elapsed / 1e9, rps, p50,
-		       p99, max);
+		       "max_us=%u\n",
+		       total, (unsigned long)errors, (double)elapsed / 1e9, rps, p50, p99, max);
 	}
 	free(all);
 	free(cl);

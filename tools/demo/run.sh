@@ -12,7 +12,10 @@
 # Usage: tools/demo/run.sh BUILD   (ports: DEMO_PORT, DEMO_KV_PORT)
 set -u
 build=${1:-build}
-build=$(cd "$build" 2>/dev/null && pwd) || { echo "demo: no build directory '${1:-build}'" >&2; exit 1; }
+if ! build=$(cd "$build" 2>/dev/null && pwd); then
+	echo "demo: no build directory '${1:-build}'" >&2
+	exit 1
+fi
 critpath=$build/critpath
 bin=$build/demo
 port=${DEMO_PORT:-18080}
@@ -75,7 +78,8 @@ echo "demo: frontend (pid $front) on 127.0.0.1:$port calls kvstore (pid $kv) on 
 load=$!
 pids+=("$load")
 sleep 1
-echo "demo: recording both processes for $secs s under load: critpath record -p $front,$kv -d $secs -o $rec"
+echo "demo: recording both processes for $secs s under load:"
+echo "      critpath record -p $front,$kv -d $secs -o $rec"
 if ! "$critpath" record -p "$front,$kv" -d "$secs" -o "$rec"; then
 	echo "demo: critpath record failed" >&2
 	exit 1
@@ -87,7 +91,11 @@ cleanup
 echo
 echo "demo: the three slowest requests and what held them up: critpath report $rec --requests 3"
 echo
-"$critpath" report "$rec" --requests 3 || { echo "demo: critpath report failed" >&2; exit 1; }
+"$critpath" report "$rec" --requests 3 | tee "$build/demo.txt"
+if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+	echo "demo: critpath report failed" >&2
+	exit 1
+fi
 if "$critpath" report "$rec" --format html -o "$html"; then
 	echo
 	echo "demo: the full picture (flame graph, heat map, every request) is in $html"
@@ -96,5 +104,7 @@ else
 	echo "demo: critpath report --format html failed" >&2
 	exit 1
 fi
-echo "demo: look for 'cache-maint' above: the thread holding the cache lock, off every"
-echo "      request's own thread yet on the critical path of the slow ones."
+if grep -q cache-maint "$build/demo.txt"; then
+	echo "demo: note 'cache-maint' above: the thread holding the cache lock. It serves no"
+	echo "      request, yet it is on the critical path of the slow ones."
+fi
