@@ -23,7 +23,8 @@ LIB_LIBS := $(shell pkg-config --libs libzstd zlib yajl libprotobuf-c 2>/dev/nul
 BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz
 
 SAN ?=
-SANFLAGS := $(if $(SAN),-fsanitize=address,undefined -fno-omit-frame-pointer,)
+comma := ,
+SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer)
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	  -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)

@@ -154,6 +154,11 @@ struct cp_ev_process_exit {
 	__u8 __pad[3];
 };
 
+/* Syscall records (futex, sock, poll) are emitted once per call, at exit,
+ * with enter_ts saying when the call began: half the events of an enter/exit
+ * pair, and the analysis needs the interval, not the two edges. An enter
+ * record (enter_ts == h.ts) is only written for a call still in progress when
+ * the recording ends. */
 enum cp_phase {
 	CP_PHASE_ENTER = 0,
 	CP_PHASE_EXIT = 1,
@@ -170,6 +175,7 @@ enum cp_futex_call {
  * = 128, …); for futex_waitv uaddr is the first waiter's address. */
 struct cp_ev_futex {
 	struct cp_hdr h;
+	__u64 enter_ts;		/* when the call began (= h.ts for enter records) */
 	__u64 uaddr;
 	__s64 ret;		/* exit only */
 	__u32 op;
@@ -207,6 +213,7 @@ enum cp_sock_call {
  * CP_ALIGN(offsetof(payload) + payload_len). */
 struct cp_ev_sock {
 	struct cp_hdr h;
+	__u64 enter_ts;		/* when the call began (= h.ts for enter records) */
 	__s64 bytes;		/* exit: the return value; enter: the requested length */
 	__s32 fd;
 	__u8 phase;		/* enum cp_phase */
@@ -250,6 +257,7 @@ enum cp_poll_call {
 
 struct cp_ev_poll {
 	struct cp_hdr h;
+	__u64 enter_ts;		/* when the call began (= h.ts for enter records) */
 	__s64 ret;		/* exit only: ready count or -errno */
 	__u8 phase;
 	__u8 call;		/* enum cp_poll_call */
@@ -368,10 +376,10 @@ CP_ASSERT_SIZE(struct cp_ev_wakeup_new, 40);
 CP_ASSERT_SIZE(struct cp_ev_process_fork, 56);
 CP_ASSERT_SIZE(struct cp_ev_process_exec, 288);
 CP_ASSERT_SIZE(struct cp_ev_process_exit, 32);
-CP_ASSERT_SIZE(struct cp_ev_futex, 56);
-CP_ASSERT_SIZE(struct cp_ev_sock, 88 + CP_PAYLOAD_MAX);
+CP_ASSERT_SIZE(struct cp_ev_futex, 64);
+CP_ASSERT_SIZE(struct cp_ev_sock, 96 + CP_PAYLOAD_MAX);
 CP_ASSERT_SIZE(struct cp_ev_sk_data_ready, 72);
-CP_ASSERT_SIZE(struct cp_ev_poll, 40);
+CP_ASSERT_SIZE(struct cp_ev_poll, 48);
 CP_ASSERT_SIZE(struct cp_ev_block, 48);
 CP_ASSERT_SIZE(struct cp_ev_runq_culprit, 64);
 CP_ASSERT_SIZE(struct cp_ev_uprobe, 32);

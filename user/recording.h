@@ -79,6 +79,10 @@ enum recording_order {
 	RECORDING_TIME_ORDER = 1,
 };
 
+/* True when head (the first len bytes of a file, len >= 8 to be sure) starts
+ * like a recording; report uses it to tell recordings from trace files. */
+bool recording__sniff(const void *head, size_t len);
+
 int recording_reader__open(struct recording_reader **r, const char *path, enum recording_order order);
 const struct recording_info *recording_reader__info(const struct recording_reader *r);
 /* 1 and *rec set: a record (valid until the next call); 0: end of what is
