@@ -81,7 +81,7 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: user/%.proto | $(BUILD)/gen
 $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
 
-$(BUILD)/user/record%.o: user/record%.c $(SKEL) $(wildcard user/*.h include/*.h) | $(BUILD)/user
+$(REC_OBJS): $(BUILD)/user/%.o: user/%.c $(SKEL) $(wildcard user/*.h include/*.h) | $(BUILD)/user
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/user/%.o: user/%.c $(wildcard user/*.h include/*.h) $(PROTO_H) | $(BUILD)/user
