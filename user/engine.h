@@ -68,6 +68,19 @@ struct engine_contention {
 	uint32_t requests;
 };
 
+/* Span level: per call path (root service/operation down to the span), over
+ * all requests that have span stats. */
+struct engine_span_entry {
+	const char *const *frames;	/* call path: "svc op", … */
+	uint32_t nframes;
+	const char *service;
+	const char *operation;
+	uint64_t count;			/* spans with this call path */
+	uint32_t requests;		/* requests having at least one */
+	uint64_t inclusive_ns;		/* sum of durations */
+	uint64_t exclusive_ns;		/* sum of time on the critical path */
+};
+
 struct engine_result {
 	uint64_t nrequests;		/* aggregated (after filters) */
 	uint64_t total_latency_ns;
@@ -82,6 +95,10 @@ struct engine_result {
 	uint32_t nkept;
 	const char *const *warnings;
 	uint32_t nwarnings;
+	/* additive: span call paths, sorted by exclusive_ns, descending */
+	const struct engine_span_entry *spans;
+	uint32_t nspans;
+	uint64_t nfiltered;		/* requests the filters left out */
 };
 
 /* Finishes aggregation; valid until engine__free. */

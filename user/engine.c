@@ -1,0 +1,842 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * The engine (engine.h): filters requests, then aggregates their critical
+ * paths as they arrive.
+ *
+ * Per frame stack (frames + category) it keeps the total time, the number of
+ * requests having it, a log-linear histogram of the step's time per request
+ * (engine_int.h: quantiles within 0.8%) and the step's time split by the
+ * latency bucket of the request it belonged to. End-to-end latencies go into
+ * the same kind of histogram. Percentile views (CRISP) need P50/P95/P99 of
+ * latency, known only at the end: the view "at or below Pxx" is computed as
+ * the requests in the latency buckets up to the one holding Pxx. That costs
+ * stacks x latency buckets of memory, never anything per request; the price
+ * is that a view may include requests up to 1/64 (1.6%) slower than the
+ * exact nearest-rank Pxx, and the engine reports the largest latency it
+ * included (latency_pct_ns), so "pct_nrequests requests at or below
+ * latency_pct_ns" is exact. Whole requests are kept only as engine_opts asks.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "engine_int.h"
+
+const double engine_pct[ENGINE_NPCT] = { 0.50, 0.95, 0.99 };
+
+static const char *const category_names[CP_CAT__COUNT] = {
+	[CP_CAT_CPU] = "cpu",	  [CP_CAT_RUNQUEUE] = "runqueue",
+	[CP_CAT_LOCK] = "lock",	  [CP_CAT_NETWORK] = "network",
+	[CP_CAT_DISK] = "disk",	  [CP_CAT_SLEEP] = "sleep",
+	[CP_CAT_SPAN] = "span",	  [CP_CAT_UNEXPLAINED] = "unexplained",
+};
+
+const char *cp_category_name(enum cp_category c)
+{
+	if ((unsigned)c < CP_CAT__COUNT)
+		return category_names[c];
+	return "unexplained";
+}
+
+struct stack {
+	const char *const *frames;	/* interned */
+	uint32_t nframes;
+	enum cp_category category;
+	uint64_t hash;
+	uint64_t total_ns;
+	uint32_t requests;
+	uint64_t gen, cur_ns;		/* the request being added */
+	uint64_t max_ns;
+	struct barr dist;		/* counts by bucket of the step's ns per request */
+	struct barr by_lat;		/* ns by bucket of the request's latency */
+};
+
+struct culprit {
+	int32_t pid, tid;
+	const char *comm;		/* interned */
+	enum cp_category category;
+	uint64_t hash;
+	uint64_t ns;
+	uint32_t requests;
+	uint64_t gen;
+};
+
+struct span_agg {
+	struct engine_span_entry pub;
+	uint64_t hash;
+	uint64_t gen;
+};
+
+/* open addressing: slot = index + 1, 0 = empty */
+struct index {
+	uint32_t *slots;
+	uint32_t cap;
+};
+
+#define WARN_KEEP 10000
+#define WARN_PRINT 100
+#define CACHE_SLOTS 16
+
+struct engine {
+	struct engine_opts opts;
+	struct intern *in;
+	bool quiet;
+
+	struct stack *stacks;
+	uint32_t nstacks, capstacks;
+	struct index stack_index;
+	struct culprit *culprits;
+	uint32_t nculprits, capculprits;
+	struct index culprit_index;
+	struct span_agg *spans;
+	uint32_t nspans, capspans;
+	struct index span_index;
+
+	uint64_t gen;
+	uint32_t *touched;
+	uint32_t ntouched, captouched;
+	struct {
+		const void *frames;
+		uint32_t nframes, category;
+		uint64_t gen;
+		uint32_t stack;
+	} cache[CACHE_SLOTS];
+
+	uint64_t nrequests, nfiltered, total_latency, max_latency;
+	struct barr lat_counts, lat_max;
+
+	struct cp_request **kept;	/* keep_all: in arrival order; slowest: a min-heap */
+	uint32_t nkept, capkept;
+
+	char **warnings;
+	uint32_t nwarnings, capwarnings;
+	uint64_t warnings_dropped;
+	char *dropped_note;
+
+	struct engine_result res;
+	struct engine_profile_entry *res_profile;
+	struct engine_contention *res_contention;
+	struct engine_span_entry *res_spans;
+	const char **res_warnings;
+	const struct cp_request **res_requests;
+};
+
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint32_t ncap;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*arr, (size_t)ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* Finds the slot for hash whose entry eq() accepts, or the empty slot
+ * where it goes. */
+static uint32_t *index__find(struct index *ix, uint64_t hash,
+			     bool (*eq)(const void *ctx, uint32_t i), const void *ctx)
+{
+	uint32_t j = (uint32_t)hash & (ix->cap - 1);
+
+	while (ix->slots[j]) {
+		if (eq(ctx, ix->slots[j] - 1))
+			return &ix->slots[j];
+		j = (j + 1) & (ix->cap - 1);
+	}
+	return &ix->slots[j];
+}
+
+/* Keeps the load under 1/2; hashes come from hash_of(i). */
+static int index__reserve(struct index *ix, uint32_t n, uint64_t (*hash_of)(const void *, uint32_t),
+			  const void *ctx)
+{
+	uint32_t cap = ix->cap ? ix->cap : 256, *slots;
+
+	if (ix->cap && (n + 1) * 2 <= ix->cap)
+		return 0;
+	while ((n + 1) * 2 > cap)
+		cap *= 2;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = (uint32_t)hash_of(ctx, i) & (cap - 1);
+
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = i + 1;
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->cap = cap;
+	return 0;
+}
+
+struct engine *engine__new(const struct engine_opts *opts)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	if (opts)
+		e->opts = *opts;
+	e->in = intern__new();
+	if (!e->in) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void engine__free_result(struct engine *e)
+{
+	free(e->res_profile);
+	free(e->res_contention);
+	free(e->res_spans);
+	free(e->res_warnings);
+	free(e->res_requests);
+	free(e->dropped_note);
+	e->res_profile = NULL;
+	e->res_contention = NULL;
+	e->res_spans = NULL;
+	e->res_warnings = NULL;
+	e->res_requests = NULL;
+	e->dropped_note = NULL;
+}
+
+void engine__free(struct engine *e)
+{
+	if (!e)
+		return;
+	engine__free_result(e);
+	for (uint32_t i = 0; i < e->nstacks; i++) {
+		free((void *)e->stacks[i].frames);
+		barr__free(&e->stacks[i].dist);
+		barr__free(&e->stacks[i].by_lat);
+	}
+	free(e->stacks);
+	free(e->stack_index.slots);
+	free(e->culprits);
+	free(e->culprit_index.slots);
+	for (uint32_t i = 0; i < e->nspans; i++)
+		free((void *)e->spans[i].pub.frames);
+	free(e->spans);
+	free(e->span_index.slots);
+	free(e->touched);
+	barr__free(&e->lat_counts);
+	barr__free(&e->lat_max);
+	for (uint32_t i = 0; i < e->nkept; i++)
+		free(e->kept[i]);
+	free(e->kept);
+	for (uint32_t i = 0; i < e->nwarnings; i++)
+		free(e->warnings[i]);
+	free(e->warnings);
+	intern__free(e->in);
+	free(e);
+}
+
+void engine__set_quiet(struct engine *e, bool quiet)
+{
+	e->quiet = quiet;
+}
+
+void engine__warn(struct engine *e, const char *fmt, ...)
+{
+	uint64_t n = e->nwarnings + e->warnings_dropped;
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!e->quiet && s) {
+		if (n < WARN_PRINT)
+			fprintf(stderr, "critpath: warning: %s\n", s);
+		else if (n == WARN_PRINT)
+			fprintf(stderr, "critpath: warning: more than %d warnings; the rest are "
+				"in the report only\n", WARN_PRINT);
+	}
+	if (!s || e->nwarnings >= WARN_KEEP ||
+	    grow((void **)&e->warnings, &e->capwarnings, e->nwarnings + 1, sizeof(char *))) {
+		free(s);
+		e->warnings_dropped++;
+		return;
+	}
+	e->warnings[e->nwarnings++] = s;
+}
+
+/* --- filters ------------------------------------------------------------- */
+
+static bool str_is(const char *want, const char *have)
+{
+	return !want || (have && !strcmp(want, have));
+}
+
+static bool engine__wants(const struct engine *e, const struct cp_request *req)
+{
+	const struct engine_filter *f = &e->opts.filter;
+	uint64_t lat = req->end_ns - req->start_ns;
+
+	if (!str_is(f->service, req->service) || !str_is(f->name, req->name) ||
+	    !str_is(f->host, req->host))
+		return false;
+	if ((f->min_latency_ns && lat < f->min_latency_ns) ||
+	    (f->max_latency_ns && lat > f->max_latency_ns))
+		return false;
+	if ((f->from_ns && req->start_ns < f->from_ns) || (f->to_ns && req->start_ns > f->to_ns))
+		return false;
+	if (f->tag) {
+		bool found = false;
+
+		for (uint32_t i = 0; req->tags && req->tags[i] && !found; i++)
+			found = !strcmp(req->tags[i], f->tag);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* --- frame stacks -------------------------------------------------------- */
+
+struct stack_key {
+	const struct engine *e;
+	const char *const *frames;
+	uint32_t nframes;
+	enum cp_category category;
+	uint64_t hash;
+};
+
+static uint64_t frames_hash(const char *const *frames, uint32_t n, uint64_t seed)
+{
+	uint64_t h = hash__u64(seed, n);
+
+	for (uint32_t i = 0; i < n; i++)
+		h = hash__str(h, frames[i]);
+	return h;
+}
+
+static bool frames_eq(const char *const *a, uint32_t na, const char *const *b, uint32_t nb)
+{
+	if (na != nb)
+		return false;
+	for (uint32_t i = 0; i < na; i++) {
+		if (a[i] == b[i])
+			continue;
+		if (!a[i] || !b[i] || strcmp(a[i], b[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool stack_eq(const void *ctx, uint32_t i)
+{
+	const struct stack_key *k = ctx;
+	const struct stack *s = &k->e->stacks[i];
+
+	return s->hash == k->hash && s->category == k->category &&
+	       frames_eq(s->frames, s->nframes, k->frames, k->nframes);
+}
+
+static uint64_t stack_hash_of(const void *ctx, uint32_t i)
+{
+	return ((const struct engine *)ctx)->stacks[i].hash;
+}
+
+static const char *const *intern_frames(struct engine *e, const char *const *frames, uint32_t n)
+{
+	const char **d = calloc(n ? n : 1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		d[i] = intern__get(e->in, frames[i] ? frames[i] : "?");
+		if (!d[i]) {
+			free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+/* The stack id of a segment, creating it on first sight; -ENOMEM. */
+static int64_t engine__stack(struct engine *e, const struct cp_segment *g)
+{
+	uint32_t c = (uint32_t)(((uintptr_t)g->frames >> 3) ^ g->category) % CACHE_SLOTS;
+	struct stack_key k = { e, g->frames, g->nframes, g->category, 0 };
+	uint32_t *slot;
+	struct stack *s;
+
+	/* Producers hand the same frames array to many segments of a request;
+	 * within one call the pointer identifies the contents. */
+	if (e->cache[c].gen == e->gen && e->cache[c].frames == g->frames &&
+	    e->cache[c].nframes == g->nframes && e->cache[c].category == (uint32_t)g->category)
+		return e->cache[c].stack;
+	k.hash = frames_hash(g->frames, g->nframes, g->category);
+	if (index__reserve(&e->stack_index, e->nstacks, stack_hash_of, e))
+		return -ENOMEM;
+	slot = index__find(&e->stack_index, k.hash, stack_eq, &k);
+	if (!*slot) {
+		if (grow((void **)&e->stacks, &e->capstacks, e->nstacks + 1, sizeof(*s)))
+			return -ENOMEM;
+		s = &e->stacks[e->nstacks];
+		memset(s, 0, sizeof(*s));
+		s->frames = intern_frames(e, g->frames, g->nframes);
+		if (!s->frames)
+			return -ENOMEM;
+		s->nframes = g->nframes;
+		s->category = g->category;
+		s->hash = k.hash;
+		*slot = ++e->nstacks;
+	}
+	e->cache[c].gen = e->gen;
+	e->cache[c].frames = g->frames;
+	e->cache[c].nframes = g->nframes;
+	e->cache[c].category = g->category;
+	e->cache[c].stack = *slot - 1;
+	return *slot - 1;
+}
+
+/* --- contention ---------------------------------------------------------- */
+
+static bool culprit_eq(const void *ctx, uint32_t i)
+{
+	const struct culprit *k = ((const struct culprit *const *)ctx)[0];
+	const struct culprit *c = &((const struct engine *)((const void *const *)ctx)[1])->culprits[i];
+
+	return c->hash == k->hash && c->pid == k->pid && c->tid == k->tid &&
+	       c->category == k->category && str_is(k->comm, c->comm) && str_is(c->comm, k->comm);
+}
+
+static uint64_t culprit_hash_of(const void *ctx, uint32_t i)
+{
+	return ((const struct engine *)ctx)->culprits[i].hash;
+}
+
+static int engine__blame(struct engine *e, int32_t pid, int32_t tid, const char *comm,
+			 enum cp_category cat, uint64_t ns)
+{
+	struct culprit k = { pid, tid, comm, cat, 0, 0, 0, 0 };
+	const void *ctx[2] = { &k, e };
+	uint32_t *slot;
+	struct culprit *c;
+
+	k.hash = hash__str(hash__u64(hash__u64(hash__u64(0, (uint32_t)pid), (uint32_t)tid), cat),
+			   comm);
+	if (index__reserve(&e->culprit_index, e->nculprits, culprit_hash_of, e))
+		return -ENOMEM;
+	slot = index__find(&e->culprit_index, k.hash, culprit_eq, ctx);
+	if (!*slot) {
+		if (grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1, sizeof(*c)))
+			return -ENOMEM;
+		k.comm = intern__get(e->in, comm);
+		if (comm && !k.comm)
+			return -ENOMEM;
+		e->culprits[e->nculprits] = k;
+		*slot = ++e->nculprits;
+	}
+	c = &e->culprits[*slot - 1];
+	c->ns += ns;
+	if (c->gen != e->gen) {
+		c->gen = e->gen;
+		c->requests++;
+	}
+	return 0;
+}
+
+static int engine__contention(struct engine *e, const struct cp_segment *g, uint64_t d)
+{
+	int err = 0;
+
+	if (!g->interference || (g->category != CP_CAT_LOCK && g->category != CP_CAT_RUNQUEUE))
+		return 0;
+	if (!g->nculprits)
+		return engine__blame(e, g->pid, g->tid, g->comm, g->category, d);
+	for (uint32_t i = 0; i < g->nculprits && !err; i++) {
+		const struct cp_culprit *c = &g->culprits[i];
+
+		err = engine__blame(e, c->pid, c->tid, c->comm, g->category, c->ns);
+	}
+	return err;
+}
+
+/* --- span call paths ----------------------------------------------------- */
+
+static bool span_eq(const void *ctx, uint32_t i)
+{
+	const struct stack_key *k = ctx;
+	const struct span_agg *s = &k->e->spans[i];
+
+	return s->hash == k->hash && frames_eq(s->pub.frames, s->pub.nframes, k->frames, k->nframes);
+}
+
+static uint64_t span_hash_of(const void *ctx, uint32_t i)
+{
+	return ((const struct engine *)ctx)->spans[i].hash;
+}
+
+static int engine__span(struct engine *e, const struct cp_span_stat *st)
+{
+	struct stack_key k = { e, st->frames, st->nframes, 0, 0 };
+	struct span_agg *s;
+	uint32_t *slot;
+
+	k.hash = frames_hash(st->frames, st->nframes, 0x5a5a);
+	if (index__reserve(&e->span_index, e->nspans, span_hash_of, e))
+		return -ENOMEM;
+	slot = index__find(&e->span_index, k.hash, span_eq, &k);
+	if (!*slot) {
+		if (grow((void **)&e->spans, &e->capspans, e->nspans + 1, sizeof(*s)))
+			return -ENOMEM;
+		s = &e->spans[e->nspans];
+		memset(s, 0, sizeof(*s));
+		s->pub.frames = intern_frames(e, st->frames, st->nframes);
+		if (!s->pub.frames)
+			return -ENOMEM;
+		s->pub.nframes = st->nframes;
+		s->pub.service = intern__get(e->in, st->service);
+		s->pub.operation = intern__get(e->in, st->operation);
+		s->hash = k.hash;
+		*slot = ++e->nspans;
+	}
+	s = &e->spans[*slot - 1];
+	s->pub.count++;
+	s->pub.inclusive_ns += st->inclusive_ns;
+	s->pub.exclusive_ns += st->exclusive_ns;
+	if (s->gen != e->gen) {
+		s->gen = e->gen;
+		s->pub.requests++;
+	}
+	return 0;
+}
+
+/* --- kept requests ------------------------------------------------------- */
+
+/* The order of "slower": latency, then later start, then id, so the set kept
+ * does not depend on arrival order. */
+static int slower(const struct cp_request *a, const struct cp_request *b)
+{
+	uint64_t la = a->end_ns - a->start_ns, lb = b->end_ns - b->start_ns;
+	int c;
+
+	if (la != lb)
+		return la > lb ? 1 : -1;
+	if (a->start_ns != b->start_ns)
+		return a->start_ns > b->start_ns ? 1 : -1;
+	c = strcmp(a->id ? a->id : "", b->id ? b->id : "");
+	return c > 0 ? 1 : c < 0 ? -1 : 0;
+}
+
+static void heap_down(struct cp_request **h, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		struct cp_request *t;
+
+		if (l < n && slower(h[m], h[l]) > 0)
+			m = l;
+		if (r < n && slower(h[m], h[r]) > 0)
+			m = r;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static void heap_up(struct cp_request **h, uint32_t i)
+{
+	while (i) {
+		uint32_t p = (i - 1) / 2;
+		struct cp_request *t;
+
+		if (slower(h[p], h[i]) <= 0)
+			return;
+		t = h[i];
+		h[i] = h[p];
+		h[p] = t;
+		i = p;
+	}
+}
+
+static int engine__keep(struct engine *e, const struct cp_request *req)
+{
+	uint32_t n = e->opts.keep_slowest;
+	struct cp_request *c;
+
+	if (!e->opts.keep_all_requests && !n)
+		return 0;
+	if (!e->opts.keep_all_requests && e->nkept == n && slower(req, e->kept[0]) <= 0)
+		return 0;
+	c = request__copy(req, e->in);
+	if (!c)
+		return -ENOMEM;
+	if (e->opts.keep_all_requests || e->nkept < n) {
+		if (grow((void **)&e->kept, &e->capkept, e->nkept + 1, sizeof(*e->kept))) {
+			free(c);
+			return -ENOMEM;
+		}
+		e->kept[e->nkept++] = c;
+		if (!e->opts.keep_all_requests)
+			heap_up(e->kept, e->nkept - 1);
+		return 0;
+	}
+	free(e->kept[0]);
+	e->kept[0] = c;
+	heap_down(e->kept, e->nkept, 0);
+	return 0;
+}
+
+/* --- adding a request ---------------------------------------------------- */
+
+static int engine__aggregate(struct engine *e, const struct cp_request *req, uint64_t lat)
+{
+	uint32_t lb = bucket__of(lat);
+	int err;
+
+	e->ntouched = 0;
+	for (uint32_t i = 0; i < req->nsegs; i++) {
+		const struct cp_segment *g = &req->segs[i];
+		uint64_t d = g->end_ns > g->start_ns ? g->end_ns - g->start_ns : 0;
+		int64_t id = engine__stack(e, g);
+		struct stack *s;
+
+		if (id < 0)
+			return (int)id;
+		s = &e->stacks[id];
+		if (s->gen != e->gen) {
+			if (grow((void **)&e->touched, &e->captouched, e->ntouched + 1,
+				 sizeof(*e->touched)))
+				return -ENOMEM;
+			s->gen = e->gen;
+			s->cur_ns = 0;
+			e->touched[e->ntouched++] = (uint32_t)id;
+		}
+		s->cur_ns += d;
+		err = engine__contention(e, g, d);
+		if (err)
+			return err;
+	}
+	for (uint32_t i = 0; i < e->ntouched; i++) {
+		struct stack *s = &e->stacks[e->touched[i]];
+
+		s->total_ns += s->cur_ns;
+		s->requests++;
+		if (s->cur_ns > s->max_ns)
+			s->max_ns = s->cur_ns;
+		err = barr__add(&s->dist, bucket__of(s->cur_ns), 1);
+		if (!err)
+			err = barr__add(&s->by_lat, lb, s->cur_ns);
+		if (err)
+			return err;
+	}
+	for (uint32_t i = 0; i < req->nspans; i++) {
+		err = engine__span(e, &req->spans[i]);
+		if (err)
+			return err;
+	}
+	err = barr__add(&e->lat_counts, lb, 1);
+	if (!err)
+		err = barr__max(&e->lat_max, lb, lat);
+	return err;
+}
+
+int engine__add_request(struct engine *e, const struct cp_request *req)
+{
+	uint64_t lat;
+	int err;
+
+	if (req->end_ns < req->start_ns) {
+		engine__warn(e, "request %s: ends before it starts (%llu < %llu), skipped",
+			     req->id ? req->id : "?", (unsigned long long)req->end_ns,
+			     (unsigned long long)req->start_ns);
+		return 0;
+	}
+	if (!engine__wants(e, req)) {
+		e->nfiltered++;
+		return 0;
+	}
+	lat = req->end_ns - req->start_ns;
+	e->gen++;
+	err = engine__aggregate(e, req, lat);
+	if (!err)
+		err = engine__keep(e, req);
+	if (err) {
+		engine__warn(e, "request %s: out of memory while aggregating",
+			     req->id ? req->id : "?");
+		return err;
+	}
+	e->nrequests++;
+	e->total_latency += lat;
+	if (lat > e->max_latency)
+		e->max_latency = lat;
+	return 1;
+}
+
+/* --- the result ---------------------------------------------------------- */
+
+static int frames_cmp(const char *const *a, uint32_t na, const char *const *b, uint32_t nb)
+{
+	for (uint32_t i = 0; i < na && i < nb; i++) {
+		int c = strcmp(a[i], b[i]);
+
+		if (c)
+			return c;
+	}
+	return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+static int profile_cmp(const void *pa, const void *pb)
+{
+	const struct engine_profile_entry *a = pa, *b = pb;
+
+	if (a->total_ns != b->total_ns)
+		return a->total_ns > b->total_ns ? -1 : 1;
+	if (a->category != b->category)
+		return a->category < b->category ? -1 : 1;
+	return frames_cmp(a->frames, a->nframes, b->frames, b->nframes);
+}
+
+static int contention_cmp(const void *pa, const void *pb)
+{
+	const struct engine_contention *a = pa, *b = pb;
+
+	if (a->ns != b->ns)
+		return a->ns > b->ns ? -1 : 1;
+	if (a->category != b->category)
+		return a->category < b->category ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return strcmp(a->comm ? a->comm : "", b->comm ? b->comm : "");
+}
+
+static int span_cmp(const void *pa, const void *pb)
+{
+	const struct engine_span_entry *a = pa, *b = pb;
+
+	if (a->exclusive_ns != b->exclusive_ns)
+		return a->exclusive_ns > b->exclusive_ns ? -1 : 1;
+	if (a->inclusive_ns != b->inclusive_ns)
+		return a->inclusive_ns > b->inclusive_ns ? -1 : 1;
+	return frames_cmp(a->frames, a->nframes, b->frames, b->nframes);
+}
+
+static int start_cmp(const void *pa, const void *pb)
+{
+	const struct cp_request *a = *(const struct cp_request *const *)pa;
+	const struct cp_request *b = *(const struct cp_request *const *)pb;
+
+	if (a->start_ns != b->start_ns)
+		return a->start_ns < b->start_ns ? -1 : 1;
+	return strcmp(a->id ? a->id : "", b->id ? b->id : "");
+}
+
+static void engine__percentiles(struct engine *e, uint32_t pb[ENGINE_NPCT])
+{
+	struct engine_result *r = &e->res;
+
+	for (int p = 0; p < ENGINE_NPCT; p++) {
+		uint64_t cum = 0;
+
+		pb[p] = barr__quantile_bucket(&e->lat_counts, e->nrequests, engine_pct[p]);
+		for (uint32_t b = e->lat_counts.lo; e->nrequests && b <= pb[p]; b++)
+			cum += barr__get(&e->lat_counts, b);
+		r->pct_nrequests[p] = cum;
+		r->latency_pct_ns[p] = e->nrequests ? barr__get(&e->lat_max, pb[p]) : 0;
+	}
+}
+
+static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], bool any,
+			struct engine_profile_entry *p)
+{
+	p->frames = s->frames;
+	p->nframes = s->nframes;
+	p->category = s->category;
+	p->total_ns = s->total_ns;
+	p->requests = s->requests;
+	for (int k = 0; k < ENGINE_NPCT; k++) {
+		uint64_t t = 0;
+
+		for (uint32_t b = s->by_lat.lo; any && b < s->by_lat.lo + s->by_lat.n && b <= pb[k];
+		     b++)
+			t += s->by_lat.v[b - s->by_lat.lo];
+		p->pct_total_ns[k] = t;
+	}
+	p->q50_ns = barr__quantile(&s->dist, s->requests, s->max_ns, 0.50);
+	p->q90_ns = barr__quantile(&s->dist, s->requests, s->max_ns, 0.90);
+	p->q99_ns = barr__quantile(&s->dist, s->requests, s->max_ns, 0.99);
+	p->max_ns = s->max_ns;
+}
+
+const struct engine_result *engine__result(struct engine *e)
+{
+	struct engine_result *r = &e->res;
+	uint32_t pb[ENGINE_NPCT], nw;
+
+	engine__free_result(e);
+	memset(r, 0, sizeof(*r));
+	r->nrequests = e->nrequests;
+	r->nfiltered = e->nfiltered;
+	r->total_latency_ns = e->total_latency;
+	r->max_latency_ns = e->max_latency;
+	engine__percentiles(e, pb);
+
+	e->res_profile = calloc(e->nstacks + 1, sizeof(*e->res_profile));
+	e->res_contention = calloc(e->nculprits + 1, sizeof(*e->res_contention));
+	e->res_spans = calloc(e->nspans + 1, sizeof(*e->res_spans));
+	e->res_requests = calloc(e->nkept + 1, sizeof(*e->res_requests));
+	e->res_warnings = calloc(e->nwarnings + 2, sizeof(*e->res_warnings));
+	if (!e->res_profile || !e->res_contention || !e->res_spans || !e->res_requests ||
+	    !e->res_warnings) {
+		engine__free_result(e);
+		return r;	/* the totals at least */
+	}
+	for (uint32_t i = 0; i < e->nstacks; i++)
+		stack__fill(&e->stacks[i], pb, e->nrequests > 0, &e->res_profile[i]);
+	qsort(e->res_profile, e->nstacks, sizeof(*e->res_profile), profile_cmp);
+	for (uint32_t i = 0; i < e->nculprits; i++) {
+		const struct culprit *c = &e->culprits[i];
+
+		e->res_contention[i] = (struct engine_contention){ c->pid, c->tid, c->comm,
+								   c->category, c->ns, c->requests };
+	}
+	qsort(e->res_contention, e->nculprits, sizeof(*e->res_contention), contention_cmp);
+	for (uint32_t i = 0; i < e->nspans; i++)
+		e->res_spans[i] = e->spans[i].pub;
+	qsort(e->res_spans, e->nspans, sizeof(*e->res_spans), span_cmp);
+	memcpy(e->res_requests, e->kept, e->nkept * sizeof(*e->kept));
+	qsort(e->res_requests, e->nkept, sizeof(*e->res_requests), start_cmp);
+	nw = e->nwarnings;
+	memcpy(e->res_warnings, e->warnings, nw * sizeof(char *));
+	if (e->warnings_dropped &&
+	    asprintf(&e->dropped_note, "%llu more warnings not kept",
+		     (unsigned long long)e->warnings_dropped) >= 0)
+		e->res_warnings[nw++] = e->dropped_note;
+
+	r->profile = e->res_profile;
+	r->nprofile = e->nstacks;
+	r->contention = e->res_contention;
+	r->ncontention = e->nculprits;
+	r->spans = e->res_spans;
+	r->nspans = e->nspans;
+	r->requests = e->res_requests;
+	r->nkept = e->nkept;
+	r->warnings = e->res_warnings;
+	r->nwarnings = nw;
+	return r;
+}

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * --format json: the stable contract of DESIGN.md section 6, written with
+ * yajl_gen. Fields that do not apply are omitted; times are integers in ns.
+ * Additive fields beyond the contract: "summary" (request count, latency
+ * mean and percentiles), per profile entry the step's distribution
+ * ("q50_ns", "q90_ns", "q99_ns", "max_ns") and its "percentiles" views
+ * (CRISP: the same totals over the requests at or below P50/P95/P99),
+ * "span_profile" (inclusive/exclusive per span call path) and per request
+ * "spans".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_gen.h>
+
+#include "engine.h"
+
+/* yajl writes strings as given: bytes that are not UTF-8 (payload-derived
+ * names) would make the document invalid, so they become U+FFFD. */
+static size_t utf8_seq(const unsigned char *s, size_t left)
+{
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+static void gen_str(yajl_gen g, const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len = strlen(s), i = 0, o = 0;
+	bool ok = true;
+	char *buf;
+
+	for (i = 0; i < len && ok;) {
+		size_t n = utf8_seq(u + i, len - i);
+
+		ok = n > 0;
+		i += n;
+	}
+	if (ok) {
+		yajl_gen_string(g, u, len);
+		return;
+	}
+	buf = malloc(len * 3 + 1);
+	if (!buf) {
+		yajl_gen_string(g, (const unsigned char *)"?", 1);
+		return;
+	}
+	for (i = 0; i < len;) {
+		size_t n = utf8_seq(u + i, len - i);
+
+		if (n) {
+			memcpy(buf + o, u + i, n);
+			o += n;
+			i += n;
+		} else {
+			memcpy(buf + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		}
+	}
+	yajl_gen_string(g, (unsigned char *)buf, o);
+	free(buf);
+}
+
+static void gen_key(yajl_gen g, const char *k)
+{
+	yajl_gen_string(g, (const unsigned char *)k, strlen(k));
+}
+
+static void gen_kstr(yajl_gen g, const char *k, const char *v)
+{
+	if (!v)
+		return;
+	gen_key(g, k);
+	gen_str(g, v);
+}
+
+static void gen_u64(yajl_gen g, uint64_t v)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+
+	yajl_gen_number(g, buf, n);
+}
+
+static void gen_ku64(yajl_gen g, const char *k, uint64_t v)
+{
+	gen_key(g, k);
+	gen_u64(g, v);
+}
+
+/* -1 means "does not apply" in the model */
+static void gen_ki32(yajl_gen g, const char *k, int32_t v)
+{
+	if (v < 0)
+		return;
+	gen_key(g, k);
+	yajl_gen_integer(g, v);
+}
+
+static void gen_frames(yajl_gen g, const char *const *frames, uint32_t n)
+{
+	gen_key(g, "frames");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < n; i++)
+		gen_str(g, frames[i] ? frames[i] : "?");
+	yajl_gen_array_close(g);
+}
+
+static uint64_t per_request(uint64_t total, uint64_t n)
+{
+	return n ? (total + n / 2) / n : 0;
+}
+
+static void gen_segment(yajl_gen g, const struct cp_segment *s)
+{
+	yajl_gen_map_open(g);
+	gen_ku64(g, "start_ns", s->start_ns);
+	gen_ku64(g, "end_ns", s->end_ns);
+	gen_kstr(g, "category", cp_category_name(s->category));
+	gen_frames(g, s->frames, s->nframes);
+	gen_key(g, "interference");
+	yajl_gen_bool(g, s->interference);
+	gen_ki32(g, "pid", s->pid);
+	gen_ki32(g, "tid", s->tid);
+	gen_kstr(g, "comm", s->comm);
+	gen_ki32(g, "cpu", s->cpu);
+	gen_kstr(g, "cpu_model", s->cpu_model);
+	gen_kstr(g, "sku", s->sku);
+	gen_kstr(g, "peer", s->peer);
+	gen_kstr(g, "span_id", s->span_id);
+	gen_kstr(g, "service", s->service);
+	gen_kstr(g, "operation", s->operation);
+	if (s->nculprits) {
+		gen_key(g, "culprits");
+		yajl_gen_array_open(g);
+		for (uint32_t i = 0; i < s->nculprits; i++) {
+			const struct cp_culprit *c = &s->culprits[i];
+
+			yajl_gen_map_open(g);
+			gen_ki32(g, "pid", c->pid);
+			gen_ki32(g, "tid", c->tid);
+			gen_kstr(g, "comm", c->comm);
+			gen_ku64(g, "ns", c->ns);
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+	}
+	yajl_gen_map_close(g);
+}
+
+static void gen_request(yajl_gen g, const struct cp_request *q)
+{
+	yajl_gen_map_open(g);
+	gen_kstr(g, "id", q->id);
+	gen_kstr(g, "service", q->service);
+	gen_kstr(g, "name", q->name);
+	gen_kstr(g, "host", q->host);
+	gen_ku64(g, "start_ns", q->start_ns);
+	gen_ku64(g, "end_ns", q->end_ns);
+	gen_ku64(g, "latency_ns", q->end_ns - q->start_ns);
+	gen_key(g, "partial");
+	yajl_gen_bool(g, q->partial);
+	gen_key(g, "critical_path");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < q->nsegs; i++)
+		gen_segment(g, &q->segs[i]);
+	yajl_gen_array_close(g);
+	if (q->nspans) {
+		gen_key(g, "spans");
+		yajl_gen_array_open(g);
+		for (uint32_t i = 0; i < q->nspans; i++) {
+			const struct cp_span_stat *s = &q->spans[i];
+
+			yajl_gen_map_open(g);
+			gen_kstr(g, "span_id", s->span_id);
+			gen_kstr(g, "service", s->service);
+			gen_kstr(g, "operation", s->operation);
+			gen_frames(g, s->frames, s->nframes);
+			gen_ku64(g, "inclusive_ns", s->inclusive_ns);
+			gen_ku64(g, "exclusive_ns", s->exclusive_ns);
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+	}
+	yajl_gen_map_close(g);
+}
+
+static int pct_int(int p)
+{
+	return (int)(engine_pct[p] * 100 + 0.5);
+}
+
+static void gen_summary(yajl_gen g, const struct engine_result *r)
+{
+	gen_key(g, "summary");
+	yajl_gen_map_open(g);
+	gen_ku64(g, "nrequests", r->nrequests);
+	gen_ku64(g, "filtered_out", r->nfiltered);
+	gen_ku64(g, "total_latency_ns", r->total_latency_ns);
+	gen_ku64(g, "mean_latency_ns", per_request(r->total_latency_ns, r->nrequests));
+	gen_ku64(g, "max_latency_ns", r->max_latency_ns);
+	gen_key(g, "percentiles");
+	yajl_gen_array_open(g);
+	for (int p = 0; p < ENGINE_NPCT && r->nrequests; p++) {
+		yajl_gen_map_open(g);
+		gen_key(g, "percentile");
+		yajl_gen_integer(g, pct_int(p));
+		gen_ku64(g, "latency_ns", r->latency_pct_ns[p]);
+		gen_ku64(g, "nrequests", r->pct_nrequests[p]);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+}
+
+static void gen_profile(yajl_gen g, const struct engine_result *r)
+{
+	gen_key(g, "profile");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->nprofile; i++) {
+		const struct engine_profile_entry *p = &r->profile[i];
+
+		yajl_gen_map_open(g);
+		gen_frames(g, p->frames, p->nframes);
+		gen_kstr(g, "category", cp_category_name(p->category));
+		gen_ku64(g, "total_ns", p->total_ns);
+		gen_ku64(g, "per_request_ns", per_request(p->total_ns, r->nrequests));
+		gen_ku64(g, "requests", p->requests);
+		gen_ku64(g, "q50_ns", p->q50_ns);
+		gen_ku64(g, "q90_ns", p->q90_ns);
+		gen_ku64(g, "q99_ns", p->q99_ns);
+		gen_ku64(g, "max_ns", p->max_ns);
+		gen_key(g, "percentiles");
+		yajl_gen_array_open(g);
+		for (int k = 0; k < ENGINE_NPCT; k++) {
+			yajl_gen_map_open(g);
+			gen_key(g, "percentile");
+			yajl_gen_integer(g, pct_int(k));
+			gen_ku64(g, "total_ns", p->pct_total_ns[k]);
+			gen_ku64(g, "per_request_ns",
+				 per_request(p->pct_total_ns[k], r->pct_nrequests[k]));
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
+static void gen_span_profile(yajl_gen g, const struct engine_result *r)
+{
+	if (!r->nspans)
+		return;
+	gen_key(g, "span_profile");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->nspans; i++) {
+		const struct engine_span_entry *s = &r->spans[i];
+
+		yajl_gen_map_open(g);
+		gen_frames(g, s->frames, s->nframes);
+		gen_kstr(g, "service", s->service);
+		gen_kstr(g, "operation", s->operation);
+		gen_ku64(g, "count", s->count);
+		gen_ku64(g, "requests", s->requests);
+		gen_ku64(g, "inclusive_ns", s->inclusive_ns);
+		gen_ku64(g, "exclusive_ns", s->exclusive_ns);
+		gen_ku64(g, "inclusive_per_request_ns", per_request(s->inclusive_ns, r->nrequests));
+		gen_ku64(g, "exclusive_per_request_ns", per_request(s->exclusive_ns, r->nrequests));
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
+static void gen_contention(yajl_gen g, const struct engine_result *r)
+{
+	gen_key(g, "contention");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->ncontention; i++) {
+		const struct engine_contention *c = &r->contention[i];
+
+		yajl_gen_map_open(g);
+		gen_ki32(g, "pid", c->pid);
+		gen_ki32(g, "tid", c->tid);
+		gen_kstr(g, "comm", c->comm);
+		gen_kstr(g, "category", cp_category_name(c->category));
+		gen_ku64(g, "ns", c->ns);
+		gen_ku64(g, "requests", c->requests);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
+static void write_out(void *ctx, const char *s, size_t len)
+{
+	fwrite(s, 1, len, ctx);
+}
+
+int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o)
+{
+	yajl_gen g = yajl_gen_alloc(NULL);
+
+	if (!g)
+		return -ENOMEM;
+	yajl_gen_config(g, yajl_gen_print_callback, write_out, f);
+	yajl_gen_map_open(g);
+	gen_key(g, "critpath_report");
+	yajl_gen_integer(g, 1);
+	gen_summary(g, r);
+	gen_key(g, "requests");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->nkept; i++)
+		gen_request(g, r->requests[i]);
+	yajl_gen_array_close(g);
+	gen_profile(g, r);
+	gen_span_profile(g, r);
+	gen_contention(g, r);
+	gen_key(g, "warnings");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		gen_str(g, r->warnings[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	yajl_gen_free(g);
+	fputc('\n', f);
+	if (fflush(f) || ferror(f))
+		return -EIO;
+	return 0;
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * --format text: what a person reads first. A header (requests, latency
+ * percentiles), the average critical path (CPT) with CRISP's percentile
+ * views as columns, span inclusive/exclusive time where the input had spans,
+ * the off-path contention, the slowest requests' full paths (--requests N)
+ * and the warnings.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static double per_req_ms(uint64_t total, uint64_t n)
+{
+	return n ? ms(total) / (double)n : 0;
+}
+
+static void put_stack(FILE *f, const char *const *frames, uint32_t n, const char *leaf)
+{
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "%s ; ", frames[i] ? frames[i] : "?");
+	fputs(leaf, f);
+}
+
+static void put_header(FILE *f, const struct engine_result *r, const struct out_opts *o)
+{
+	if (o && o->title)
+		fprintf(f, "%s\n", o->title);
+	fprintf(f, "%llu requests", (unsigned long long)r->nrequests);
+	if (r->nfiltered)
+		fprintf(f, " (%llu more left out by filters)", (unsigned long long)r->nfiltered);
+	if (!r->nrequests) {
+		fputs("\n", f);
+		return;
+	}
+	fprintf(f, "; latency mean %.3f ms", per_req_ms(r->total_latency_ns, r->nrequests));
+	for (int p = 0; p < ENGINE_NPCT; p++)
+		fprintf(f, ", P%d %.3f ms", (int)(engine_pct[p] * 100 + 0.5), ms(r->latency_pct_ns[p]));
+	fprintf(f, ", max %.3f ms\n", ms(r->max_latency_ns));
+}
+
+/* The span stats of a step, when the step is a span call path. */
+static const struct engine_span_entry *span_of(const struct engine_result *r,
+					       const struct engine_profile_entry *p)
+{
+	if (p->category != CP_CAT_SPAN)
+		return NULL;
+	for (uint32_t i = 0; i < r->nspans; i++) {
+		const struct engine_span_entry *s = &r->spans[i];
+		uint32_t k;
+
+		if (s->nframes != p->nframes)
+			continue;
+		for (k = 0; k < p->nframes && s->frames[k] && p->frames[k] &&
+			    !strcmp(s->frames[k], p->frames[k]);
+		     k++)
+			;
+		if (k == p->nframes)
+			return s;
+	}
+	return NULL;
+}
+
+static void put_profile(FILE *f, const struct engine_result *r, uint32_t top)
+{
+	uint32_t n = r->nprofile < top ? r->nprofile : top;
+	double mean = per_req_ms(r->total_latency_ns, r->nrequests);
+	bool spans = r->nspans > 0;
+
+	fprintf(f, "\nAverage critical path: top %u of %u steps, time per request and share of the "
+		"mean latency;\nP50/P95/P99: per request over the requests at or below that "
+		"latency (%llu/%llu/%llu requests)\n",
+		n, r->nprofile, (unsigned long long)r->pct_nrequests[0],
+		(unsigned long long)r->pct_nrequests[1], (unsigned long long)r->pct_nrequests[2]);
+	fprintf(f, "%10s %6s %9s %9s %9s %9s", "ms/req", "share", "P50 ms", "P95 ms", "P99 ms",
+		"reqs");
+	if (spans)
+		fprintf(f, " %9s %9s", "incl ms", "excl ms");
+	fputs("  step\n", f);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct engine_profile_entry *p = &r->profile[i];
+		double v = per_req_ms(p->total_ns, r->nrequests);
+
+		fprintf(f, "%10.3f %5.1f%%", v, mean > 0 ? 100.0 * v / mean : 0.0);
+		for (int k = 0; k < ENGINE_NPCT; k++)
+			fprintf(f, " %9.3f", per_req_ms(p->pct_total_ns[k], r->pct_nrequests[k]));
+		fprintf(f, " %9u", p->requests);
+		if (spans) {
+			const struct engine_span_entry *s = span_of(r, p);
+
+			if (s)
+				fprintf(f, " %9.3f %9.3f", per_req_ms(s->inclusive_ns, r->nrequests),
+					per_req_ms(s->exclusive_ns, r->nrequests));
+			else
+				fprintf(f, " %9s %9s", "-", "-");
+		}
+		fputs("  ", f);
+		put_stack(f, p->frames, p->nframes, cp_category_name(p->category));
+		fputc('\n', f);
+	}
+}
+
+static void put_spans(FILE *f, const struct engine_result *r, uint32_t top)
+{
+	uint32_t n = r->nspans < top ? r->nspans : top;
+
+	if (!r->nspans)
+		return;
+	fprintf(f, "\nSpans: top %u of %u call paths by exclusive time on the critical path, "
+		"per request\n", n, r->nspans);
+	fprintf(f, "%10s %10s %9s  %s\n", "excl ms", "incl ms", "spans", "call path");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct engine_span_entry *s = &r->spans[i];
+
+		fprintf(f, "%10.3f %10.3f %9llu  ", per_req_ms(s->exclusive_ns, r->nrequests),
+			per_req_ms(s->inclusive_ns, r->nrequests), (unsigned long long)s->count);
+		for (uint32_t k = 0; k < s->nframes; k++)
+			fprintf(f, "%s%s", k ? " ; " : "", s->frames[k] ? s->frames[k] : "?");
+		fputc('\n', f);
+	}
+}
+
+static void put_who(FILE *f, int32_t pid, int32_t tid, const char *comm)
+{
+	fprintf(f, "%s", comm ? comm : "?");
+	if (pid >= 0 && tid >= 0 && pid != tid)
+		fprintf(f, " (pid %d, tid %d)", pid, tid);
+	else if (tid >= 0)
+		fprintf(f, " (pid %d)", tid);
+	else if (pid >= 0)
+		fprintf(f, " (pid %d)", pid);
+}
+
+static void put_contention(FILE *f, const struct engine_result *r, uint32_t top)
+{
+	uint32_t n = r->ncontention < top ? r->ncontention : top;
+
+	if (!r->ncontention)
+		return;
+	fprintf(f, "\nContention: off-path culprits by the critical-path time they cost "
+		"(top %u of %u)\n", n, r->ncontention);
+	fprintf(f, "%10s %9s  %-9s %s\n", "ms total", "reqs", "category", "culprit");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct engine_contention *c = &r->contention[i];
+
+		fprintf(f, "%10.3f %9u  %-9s ", ms(c->ns), c->requests,
+			cp_category_name(c->category));
+		put_who(f, c->pid, c->tid, c->comm);
+		fputc('\n', f);
+	}
+}
+
+static void put_segment(FILE *f, const struct cp_request *q, const struct cp_segment *g)
+{
+	fprintf(f, "  +%9.3f %9.3f  %-11s", ms(g->start_ns - q->start_ns),
+		ms(g->end_ns - g->start_ns), cp_category_name(g->category));
+	if (g->tid >= 0 || g->comm) {
+		fputs(" ", f);
+		fprintf(f, "%s/%d", g->comm ? g->comm : "?", g->tid);
+	}
+	if (g->cpu >= 0)
+		fprintf(f, " cpu%d", g->cpu);
+	if (g->interference)
+		fputs(" interference", f);
+	if (g->peer)
+		fprintf(f, " peer %s", g->peer);
+	if (g->service || g->operation)
+		fprintf(f, " span %s %s", g->service ? g->service : "?",
+			g->operation ? g->operation : "?");
+	if (g->span_id)
+		fprintf(f, " [%s]", g->span_id);
+	for (uint32_t i = 0; i < g->nculprits; i++) {
+		const struct cp_culprit *c = &g->culprits[i];
+
+		fprintf(f, "%s%s/%d %.3f ms", i ? ", " : " culprits: ", c->comm ? c->comm : "?",
+			c->tid >= 0 ? c->tid : c->pid, ms(c->ns));
+	}
+	fputc('\n', f);
+}
+
+static int slowest_first(const void *pa, const void *pb)
+{
+	const struct cp_request *a = *(const struct cp_request *const *)pa;
+	const struct cp_request *b = *(const struct cp_request *const *)pb;
+	uint64_t la = a->end_ns - a->start_ns, lb = b->end_ns - b->start_ns;
+
+	if (la != lb)
+		return la > lb ? -1 : 1;
+	if (a->start_ns != b->start_ns)
+		return a->start_ns < b->start_ns ? -1 : 1;
+	return strcmp(a->id ? a->id : "", b->id ? b->id : "");
+}
+
+static int put_requests(FILE *f, const struct engine_result *r, uint32_t want)
+{
+	const struct cp_request **v;
+	uint32_t n;
+
+	if (!want || !r->nkept)
+		return 0;
+	v = malloc(r->nkept * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, r->requests, r->nkept * sizeof(*v));
+	qsort(v, r->nkept, sizeof(*v), slowest_first);
+	n = r->nkept < want ? r->nkept : want;
+	fprintf(f, "\nThe %u slowest requests (offset and duration in ms)\n", n);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cp_request *q = v[i];
+
+		fprintf(f, "\nrequest %s: %s %s", q->id ? q->id : "?",
+			q->service ? q->service : "?", q->name ? q->name : "?");
+		if (q->host)
+			fprintf(f, " on %s", q->host);
+		fprintf(f, ", latency %.3f ms%s, %u segments\n", ms(q->end_ns - q->start_ns),
+			q->partial ? " (partial: overlaps lost events or clipped input)" : "",
+			q->nsegs);
+		for (uint32_t k = 0; k < q->nsegs; k++)
+			put_segment(f, q, &q->segs[k]);
+	}
+	free(v);
+	return 0;
+}
+
+int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o)
+{
+	uint32_t top = o && o->top ? o->top : 20;
+	int err;
+
+	put_header(f, r, o);
+	if (r->nrequests) {
+		put_profile(f, r, top);
+		put_spans(f, r, top);
+		put_contention(f, r, top);
+	}
+	err = put_requests(f, r, o ? o->requests : 0);
+	if (r->nwarnings) {
+		fprintf(f, "\nWarnings (%u)\n", r->nwarnings);
+		for (uint32_t i = 0; i < r->nwarnings; i++)
+			fprintf(f, "  %s\n", r->warnings[i]);
+	}
+	if (fflush(f) || ferror(f))
+		return -EIO;
+	return err;
+}
