@@ -1,17 +1,528 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* PLACEHOLDER so the tree links while report is being written; replaced by its owner. */
+/*
+ * `critpath report INPUT..` and `critpath diff A B` (DESIGN.md sections 1
+ * and 6). Inputs are told apart by content: recordings (recording__sniff)
+ * are analysed together by kpath__analyze, so connections between hosts can
+ * be followed; every other file is read as a Jaeger / OTLP trace file.
+ * Exit status: 0 when anything was analysed (warnings or not), 1 when
+ * nothing could be, 2 for usage errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "engine.h"
+#include "kpath.h"
+#include "recording.h"
+#include "report_cmd.h"
+#include "span.h"
+
+#define SNIFF_BYTES 64
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Reads up to len bytes from the start of path; -errno on failure. */
+static ssize_t read_head(const char *path, char *buf, size_t len)
+{
+	ssize_t n, got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)got < len) {
+		n = read(fd, buf + got, len - got);
+		if (n < 0) {
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (!n)
+			break;
+		got += n;
+	}
+	close(fd);
+	return got;
+}
+
+int report__analyze(char *const *paths, int npaths, struct engine *e,
+		    const struct analyze_opts *o, const char **why)
+{
+	struct span_opts so = { .overlap_tolerance = o->overlap_tolerance };
+	struct kpath_opts ko = { .quiet = o->quiet };
+	bool progress = !o->quiet && isatty(STDERR_FILENO), shown = false;
+	const char **recs = NULL;
+	char **files = NULL;
+	int nfiles = 0, nrecs = 0, analysed = 0, err;
+	double t0 = now_s();
+
+	*why = NULL;
+	err = input_list__collect(paths, npaths, e, &files, &nfiles);
+	if (err)
+		return err;
+	if (!nfiles) {
+		*why = "no input files found";
+		goto cleanup;
+	}
+	recs = calloc(nfiles + 1, sizeof(*recs));
+	if (!recs) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (int i = 0; i < nfiles; i++) {
+		char head[SNIFF_BYTES];
+		ssize_t n = read_head(files[i], head, sizeof(head));
+
+		if (n < 0) {
+			engine__warn(e, "%s: cannot read: %s", files[i], strerror((int)-n));
+			continue;
+		}
+		if (recording__sniff(head, (size_t)n)) {
+			recs[nrecs++] = files[i];
+			continue;
+		}
+		if (span__analyze_file(files[i], e, &so) >= 0)
+			analysed++;
+		if (progress && now_s() - t0 > 1.0) {
+			fprintf(stderr, "\rcritpath: %d/%d files", i + 1, nfiles);
+			shown = true;
+		}
+	}
+	if (shown)
+		fputc('\n', stderr);
+	if (nrecs) {
+		/* kpath prints its own progress; several recordings go in together */
+		if (!kpath__analyze(recs, nrecs, e, &ko))
+			analysed += nrecs;
+	}
+	if (!analysed)
+		*why = nfiles == 1 ? "the input could not be read as a recording or a trace file"
+				   : "none of the inputs could be read as a recording or a trace "
+				     "file";
+cleanup:
+	free(recs);
+	input_list__free(files);
+	return err ? err : analysed;
+}
+
+/* --- report -------------------------------------------------------------- */
+
+enum fmt { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_PPROF, FMT_HTML, FMT_PERFETTO };
+
+static const struct {
+	const char *name;
+	int (*write)(FILE *f, const struct engine_result *r, const struct out_opts *o);
+} formats[] = {
+	[FMT_TEXT] = { "text", out_text },	   [FMT_JSON] = { "json", out_json },
+	[FMT_FOLDED] = { "folded", out_folded },   [FMT_PPROF] = { "pprof", out_pprof },
+	[FMT_HTML] = { "html", out_html },	   [FMT_PERFETTO] = { "perfetto", out_perfetto },
+};
+
+enum {
+	OPT_OVERLAP = 256,
+	OPT_SERVICE,
+	OPT_NAME,
+	OPT_MIN_LAT,
+	OPT_MAX_LAT,
+	OPT_FROM,
+	OPT_TO,
+	OPT_HOST,
+	OPT_TAG,
+	OPT_REQUESTS,
+	OPT_TOP,
+	OPT_MIN_CHANGE,
+};
+
+static void report_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: critpath report INPUT.. [options]\n"
+		"  INPUT: recordings and Jaeger / OTLP JSON trace files, or directories of them\n"
+		"  -f, --format F            text (default), json, folded, pprof, html, perfetto\n"
+		"  -o, --output FILE         write there instead of stdout\n"
+		"      --requests N          show (keep) the N slowest requests with full paths\n"
+		"      --top N               rows in tables (default 20)\n"
+		"      --overlap-tolerance F span level: sibling overlap allowed, fraction of the\n"
+		"                            parent's duration (default 0.01, 0 = strict)\n"
+		"      --service S           only requests of service S\n"
+		"      --name N              only requests named N (operation, e.g. 'GET /cart')\n"
+		"      --min-latency DUR     only requests at least this slow (5ms, 200us, 1.5s)\n"
+		"      --max-latency DUR     only requests at most this slow\n"
+		"      --from T, --to T      only requests starting in [T, T]: RFC 3339, Unix\n"
+		"                            seconds, or a DUR on the input's clock (since boot\n"
+		"                            for recordings)\n"
+		"      --host H              only requests served on host H\n"
+		"      --tag K=V             only traces with a span tagged K=V\n"
+		"  -q, --quiet               no warnings or progress on stderr\n");
+}
+
+static int parse_u32(const char *s, uint32_t *v)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || n > UINT32_MAX)
+		return -EINVAL;
+	*v = (uint32_t)n;
+	return 0;
+}
+
+static int bad_value(const char *cmd, const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "critpath %s: %s '%s': expected %s\n", cmd, opt, val, want);
+	return 2;
+}
+
+struct report_args {
+	enum fmt fmt;
+	const char *out;
+	struct engine_opts eo;
+	struct out_opts oo;
+	bool quiet, requests_set;
+	uint64_t min_change_ns;	/* diff only */
+	bool diff;
+};
+
+/* Options common to report and diff; returns 0, or the exit status. */
+static int parse_args(const char *cmd, int argc, char **argv, struct report_args *a)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "requests", required_argument, NULL, OPT_REQUESTS },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "overlap-tolerance", required_argument, NULL, OPT_OVERLAP },
+		{ "service", required_argument, NULL, OPT_SERVICE },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "min-latency", required_argument, NULL, OPT_MIN_LAT },
+		{ "max-latency", required_argument, NULL, OPT_MAX_LAT },
+		{ "from", required_argument, NULL, OPT_FROM },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "host", required_argument, NULL, OPT_HOST },
+		{ "tag", required_argument, NULL, OPT_TAG },
+		{ "min-change", required_argument, NULL, OPT_MIN_CHANGE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct engine_filter *fl = &a->eo.filter;
+	char *end;
+	int c;
+
+	a->eo.overlap_tolerance = 0.01;
+	a->oo.top = 20;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': {
+			size_t i, n = a->diff ? 2 : sizeof(formats) / sizeof(formats[0]);
+
+			for (i = 0; i < n && strcmp(optarg, formats[i].name); i++)
+				;
+			if (i == n)
+				return bad_value(cmd, "--format", optarg,
+						 a->diff ? "text or json"
+							 : "text, json, folded, pprof, html or "
+							   "perfetto");
+			a->fmt = (enum fmt)i;
+			break;
+		}
+		case 'o':
+			a->out = optarg;
+			break;
+		case 'q':
+			a->quiet = true;
+			break;
+		case 'h':
+			if (a->diff)
+				printf("usage: critpath diff A B [--format text|json] [--top N] "
+				       "[--min-change DUR]\n  A, B: inputs as for report, or "
+				       "saved 'report --format json' files\n");
+			else
+				report_usage(stdout);
+			exit(0);
+		case OPT_REQUESTS:
+			if (parse_u32(optarg, &a->oo.requests))
+				return bad_value(cmd, "--requests", optarg, "a count");
+			a->requests_set = true;
+			break;
+		case OPT_TOP:
+			if (parse_u32(optarg, &a->oo.top) || !a->oo.top)
+				return bad_value(cmd, "--top", optarg, "a positive count");
+			break;
+		case OPT_OVERLAP:
+			errno = 0;
+			a->eo.overlap_tolerance = strtod(optarg, &end);
+			if (errno || end == optarg || *end || a->eo.overlap_tolerance < 0 ||
+			    a->eo.overlap_tolerance > 1)
+				return bad_value(cmd, "--overlap-tolerance", optarg,
+						 "a fraction between 0 and 1");
+			break;
+		case OPT_SERVICE:
+			fl->service = optarg;
+			break;
+		case OPT_NAME:
+			fl->name = optarg;
+			break;
+		case OPT_HOST:
+			fl->host = optarg;
+			break;
+		case OPT_TAG:
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return bad_value(cmd, "--tag", optarg, "KEY=VALUE");
+			fl->tag = optarg;
+			break;
+		case OPT_MIN_LAT:
+			if (parse_duration(optarg, &fl->min_latency_ns))
+				return bad_value(cmd, "--min-latency", optarg,
+						 "a duration like 5ms, 200us, 1.5s");
+			break;
+		case OPT_MAX_LAT:
+			if (parse_duration(optarg, &fl->max_latency_ns))
+				return bad_value(cmd, "--max-latency", optarg,
+						 "a duration like 5ms, 200us, 1.5s");
+			break;
+		case OPT_MIN_CHANGE:
+			if (parse_duration(optarg, &a->min_change_ns))
+				return bad_value(cmd, "--min-change", optarg,
+						 "a duration like 100us, 1ms");
+			break;
+		case OPT_FROM:
+			if (parse_time(optarg, &fl->from_ns))
+				return bad_value(cmd, "--from", optarg,
+						 "RFC 3339 time, Unix seconds or a duration");
+			break;
+		case OPT_TO:
+			if (parse_time(optarg, &fl->to_ns))
+				return bad_value(cmd, "--to", optarg,
+						 "RFC 3339 time, Unix seconds or a duration");
+			break;
+		default:
+			fprintf(stderr, "critpath %s: '%s --help' lists the options\n", cmd, cmd);
+			return 2;
+		}
+	}
+	if (fl->min_latency_ns && fl->max_latency_ns && fl->min_latency_ns > fl->max_latency_ns) {
+		fprintf(stderr, "critpath %s: --min-latency is above --max-latency\n", cmd);
+		return 2;
+	}
+	if (fl->from_ns && fl->to_ns && fl->from_ns > fl->to_ns) {
+		fprintf(stderr, "critpath %s: --from is after --to\n", cmd);
+		return 2;
+	}
+	return 0;
+}
+
+static int write_output(const char *cmd, const struct report_args *a,
+			const struct engine_result *r)
+{
+	FILE *f = stdout;
+	int err;
+
+	if (a->out) {
+		f = fopen(a->out, "w");
+		if (!f) {
+			fprintf(stderr, "critpath %s: cannot write %s: %s\n", cmd, a->out,
+				strerror(errno));
+			return 1;
+		}
+	}
+	err = formats[a->fmt].write(f, r, &a->oo);
+	if (a->out && fclose(f) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "critpath %s: writing the %s output to %s failed: %s\n", cmd,
+			formats[a->fmt].name, a->out ? a->out : "stdout", strerror(-err));
+		return 1;
+	}
+	return 0;
+}
 
 int cmd_report(int argc, char **argv)
 {
-	fprintf(stderr, "critpath report: not built yet\n");
-	return 1;
+	struct report_args a = { 0 };
+	struct analyze_opts ao;
+	struct engine *e = NULL;
+	const char *why = NULL;
+	int rc, n;
+
+	rc = parse_args("report", argc, argv, &a);
+	if (rc)
+		return rc;
+	if (optind >= argc) {
+		fprintf(stderr, "critpath report: no input (recordings, trace files or "
+				"directories)\n");
+		report_usage(stderr);
+		return 2;
+	}
+	/* what the format shows decides what the engine keeps */
+	a.eo.keep_all_requests = a.fmt == FMT_JSON;
+	a.eo.keep_slowest = a.oo.requests;
+	if (a.fmt == FMT_HTML && !a.requests_set)
+		a.eo.keep_slowest = a.oo.requests = 50;
+	if (a.fmt == FMT_PERFETTO && !a.requests_set)
+		a.eo.keep_slowest = a.oo.requests = 1;
+	e = engine__new(&a.eo);
+	if (!e) {
+		fprintf(stderr, "critpath report: out of memory\n");
+		return 1;
+	}
+	engine__set_quiet(e, a.quiet);
+	ao.overlap_tolerance = a.eo.overlap_tolerance;
+	ao.quiet = a.quiet;
+	n = report__analyze(argv + optind, argc - optind, e, &ao, &why);
+	if (n <= 0) {
+		fprintf(stderr, "critpath report: nothing analysed: %s\n",
+			n < 0 ? strerror(-n) : why);
+		rc = 1;
+		goto cleanup;
+	}
+	rc = write_output("report", &a, engine__result(e));
+cleanup:
+	engine__free(e);
+	return rc;
+}
+
+/* --- diff ---------------------------------------------------------------- */
+
+static int read_file(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	size_t cap = 0, n = 0, r;
+	char *b = NULL, *nb;
+
+	if (!f)
+		return -errno;
+	do {
+		if (n + 65536 > cap) {
+			cap = cap ? cap * 2 : 1 << 20;
+			nb = realloc(b, cap);
+			if (!nb) {
+				free(b);
+				fclose(f);
+				return -ENOMEM;
+			}
+			b = nb;
+		}
+		r = fread(b + n, 1, cap - n, f);
+		n += r;
+	} while (r > 0);
+	if (ferror(f)) {
+		free(b);
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+/* One side of a diff: a saved report, or inputs analysed as report does. */
+static int diff_load(const char *path, const struct report_args *a, struct diff_side *s)
+{
+	struct analyze_opts ao = { a->eo.overlap_tolerance, a->quiet };
+	struct engine_opts eo = a->eo;
+	char head[SNIFF_BYTES], err[512] = "";
+	struct stat st;
+	struct engine *e;
+	const char *why = NULL;
+	int rc, n;
+
+	if (!stat(path, &st) && S_ISREG(st.st_mode)) {
+		ssize_t hn = read_head(path, head, sizeof(head));
+
+		if (hn > 0 && diff__is_saved_profile(head, (size_t)hn)) {
+			char *buf = NULL;
+			size_t len = 0;
+
+			rc = read_file(path, &buf, &len);
+			if (rc) {
+				fprintf(stderr, "critpath diff: %s: cannot read: %s\n", path,
+					strerror(-rc));
+				return 1;
+			}
+			rc = diff_side__from_json(s, path, buf, len, err, sizeof(err));
+			free(buf);
+			if (rc) {
+				fprintf(stderr, "critpath diff: %s: %s\n", path,
+					rc == -ENOMEM ? "out of memory" : err);
+				return 1;
+			}
+			return 0;
+		}
+	}
+	eo.keep_all_requests = false;
+	eo.keep_slowest = 0;
+	e = engine__new(&eo);
+	if (!e) {
+		fprintf(stderr, "critpath diff: out of memory\n");
+		return 1;
+	}
+	engine__set_quiet(e, a->quiet);
+	n = report__analyze((char *const *)&path, 1, e, &ao, &why);
+	if (n <= 0) {
+		fprintf(stderr, "critpath diff: %s: nothing analysed: %s\n", path,
+			n < 0 ? strerror(-n) : why);
+		engine__free(e);
+		return 1;
+	}
+	rc = diff_side__from_result(s, path, engine__result(e));
+	engine__free(e);
+	if (rc) {
+		fprintf(stderr, "critpath diff: out of memory\n");
+		return 1;
+	}
+	return 0;
 }
 
 int cmd_diff(int argc, char **argv)
 {
-	fprintf(stderr, "critpath diff: not built yet\n");
-	return 1;
+	struct report_args a = { .diff = true };
+	struct diff_side sa = { 0 }, sb = { 0 };
+	struct diff_opts o;
+	int rc;
+
+	rc = parse_args("diff", argc, argv, &a);
+	if (rc)
+		return rc;
+	if (argc - optind != 2) {
+		fprintf(stderr, "critpath diff: expected two inputs, A and B (got %d)\n",
+			argc - optind);
+		return 2;
+	}
+	if (a.out || a.requests_set) {
+		fprintf(stderr, "critpath diff: -o and --requests are report options\n");
+		return 2;
+	}
+	rc = diff_load(argv[optind], &a, &sa);
+	if (!rc)
+		rc = diff_load(argv[optind + 1], &a, &sb);
+	if (!rc) {
+		o.json = a.fmt == FMT_JSON;
+		o.top = a.oo.top;
+		o.min_change_ns = a.min_change_ns;
+		rc = diff__write(stdout, &sa, &sb, &o);
+		if (rc < 0)
+			fprintf(stderr, "critpath diff: writing the result failed: %s\n",
+				strerror(-rc));
+		rc = rc < 0 ? 1 : 0;
+	}
+	diff_side__free(&sa);
+	diff_side__free(&sb);
+	return rc;
 }

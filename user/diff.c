@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * `critpath diff`: which steps of the average critical path changed. Each
+ * side is a profile: from an engine result (inputs analysed as report does)
+ * or from a saved `report --format json` document (its "profile", read with
+ * yajl's tree API). Steps are matched by frames + category and compared by
+ * their per-request critical-path time, rounded to whole ns exactly as the
+ * JSON writer rounds it, so a saved report and a live analysis of the same
+ * input compare equal.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "report_cmd.h"
+
+bool diff__is_saved_profile(const char *head, size_t len)
+{
+	size_t i = 0;
+	static const char key[] = "\"critpath_report\"";
+
+	while (i < len && strchr(" \t\r\n", head[i]))
+		i++;
+	if (i >= len || head[i] != '{')
+		return false;
+	i++;
+	while (i < len && strchr(" \t\r\n", head[i]))
+		i++;
+	return len - i >= sizeof(key) - 1 && !memcmp(head + i, key, sizeof(key) - 1);
+}
+
+static uint64_t per_request(uint64_t total, uint64_t n)
+{
+	return n ? (total + n / 2) / n : 0;
+}
+
+void diff_side__free(struct diff_side *s)
+{
+	for (uint32_t i = 0; i < s->nsteps; i++) {
+		for (uint32_t k = 0; k < s->steps[i].nframes; k++)
+			free(s->steps[i].frames[k]);
+		free(s->steps[i].frames);
+		free(s->steps[i].category);
+	}
+	free(s->steps);
+	free(s->label);
+	memset(s, 0, sizeof(*s));
+}
+
+static int step__set(struct diff_step *d, const char *const *frames, uint32_t n,
+		     const char *category, uint64_t per_req)
+{
+	d->frames = calloc(n ? n : 1, sizeof(char *));
+	d->category = strdup(category);
+	if (!d->frames || !d->category)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n; k++) {
+		d->frames[k] = strdup(frames[k] ? frames[k] : "?");
+		if (!d->frames[k])
+			return -ENOMEM;
+		d->nframes = k + 1;
+	}
+	d->per_request_ns = per_req;
+	return 0;
+}
+
+int diff_side__from_result(struct diff_side *s, const char *label, const struct engine_result *r)
+{
+	int err = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->label = strdup(label);
+	s->steps = calloc(r->nprofile + 1, sizeof(*s->steps));
+	if (!s->label || !s->steps) {
+		diff_side__free(s);
+		return -ENOMEM;
+	}
+	s->nrequests = r->nrequests;
+	s->mean_latency_ns = per_request(r->total_latency_ns, r->nrequests);
+	for (uint32_t i = 0; i < r->nprofile && !err; i++) {
+		const struct engine_profile_entry *p = &r->profile[i];
+
+		s->nsteps = i + 1;
+		err = step__set(&s->steps[i], p->frames, p->nframes, cp_category_name(p->category),
+				per_request(p->total_ns, r->nrequests));
+	}
+	if (err)
+		diff_side__free(s);
+	return err;
+}
+
+static uint64_t tree_u64(yajl_val v, const char *key, bool *ok)
+{
+	const char *path[] = { key, NULL };
+	yajl_val n = yajl_tree_get(v, path, yajl_t_number);
+
+	if (!n) {
+		*ok = false;
+		return 0;
+	}
+	if (YAJL_IS_INTEGER(n) && YAJL_GET_INTEGER(n) >= 0)
+		return (uint64_t)YAJL_GET_INTEGER(n);
+	if (YAJL_IS_DOUBLE(n) && YAJL_GET_DOUBLE(n) >= 0)
+		return (uint64_t)llround(YAJL_GET_DOUBLE(n));
+	*ok = false;
+	return 0;
+}
+
+static int step__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *err, size_t errlen)
+{
+	const char *fp[] = { "frames", NULL }, *cp[] = { "category", NULL };
+	yajl_val fr = yajl_tree_get(e, fp, yajl_t_array);
+	yajl_val cat = yajl_tree_get(e, cp, yajl_t_string);
+	const char **frames = NULL;
+	uint64_t per_req;
+	uint32_t n;
+	bool ok = true;
+	int rc;
+
+	if (!YAJL_IS_OBJECT(e) || !fr || !cat) {
+		snprintf(err, errlen, "profile[%u]: expected an object with \"frames\" (array) and "
+			 "\"category\" (string)", i);
+		return -EINVAL;
+	}
+	per_req = tree_u64(e, "per_request_ns", &ok);
+	if (!ok) {
+		snprintf(err, errlen, "profile[%u]: \"per_request_ns\" missing or not a "
+			 "non-negative number", i);
+		return -EINVAL;
+	}
+	n = (uint32_t)fr->u.array.len;
+	frames = calloc(n ? n : 1, sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n; k++) {
+		frames[k] = YAJL_GET_STRING(fr->u.array.values[k]);
+		if (!frames[k]) {
+			snprintf(err, errlen, "profile[%u]: frames[%u] is not a string", i, k);
+			free(frames);
+			return -EINVAL;
+		}
+	}
+	rc = step__set(d, frames, n, YAJL_GET_STRING(cat), per_req);
+	free(frames);
+	return rc;
+}
+
+int diff_side__from_json(struct diff_side *s, const char *label, const char *buf, size_t len,
+			 char *err, size_t errlen)
+{
+	const char *pp[] = { "profile", NULL }, *sp[] = { "summary", NULL };
+	char *text = NULL, perr[256] = "";
+	yajl_val root = NULL, prof, sum;
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	/* yajl_tree_parse wants a NUL-terminated string */
+	text = malloc(len + 1);
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, buf, len);
+	text[len] = 0;
+	root = yajl_tree_parse(text, perr, sizeof(perr));
+	free(text);
+	if (!root) {
+		snprintf(err, errlen, "not valid JSON: %s", perr[0] ? perr : "parse error");
+		for (char *c = err; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		return -EINVAL;
+	}
+	prof = yajl_tree_get(root, pp, yajl_t_array);
+	if (!prof) {
+		snprintf(err, errlen, "no \"profile\" array: not a critpath report");
+		rc = -EINVAL;
+		goto cleanup;
+	}
+	s->label = strdup(label);
+	s->steps = calloc(prof->u.array.len + 1, sizeof(*s->steps));
+	if (!s->label || !s->steps) {
+		rc = -ENOMEM;
+		goto cleanup;
+	}
+	sum = yajl_tree_get(root, sp, yajl_t_object);
+	if (sum) {
+		bool ok = true;
+
+		s->nrequests = tree_u64(sum, "nrequests", &ok);
+		s->mean_latency_ns = tree_u64(sum, "mean_latency_ns", &ok);
+	}
+	for (size_t i = 0; i < prof->u.array.len && !rc; i++) {
+		s->nsteps = (uint32_t)i + 1;
+		rc = step__from_json(&s->steps[i], prof->u.array.values[i], (uint32_t)i, err,
+				     errlen);
+	}
+cleanup:
+	if (rc)
+		diff_side__free(s);
+	yajl_tree_free(root);
+	return rc;
+}
+
+static int step_cmp(const struct diff_step *a, const struct diff_step *b)
+{
+	int c = strcmp(a->category, b->category);
+
+	if (c)
+		return c;
+	for (uint32_t i = 0; i < a->nframes && i < b->nframes; i++) {
+		c = strcmp(a->frames[i], b->frames[i]);
+		if (c)
+			return c;
+	}
+	return a->nframes < b->nframes ? -1 : a->nframes > b->nframes ? 1 : 0;
+}
+
+static int step_ptr_cmp(const void *pa, const void *pb)
+{
+	return step_cmp(*(const struct diff_step *const *)pa, *(const struct diff_step *const *)pb);
+}
+
+struct change {
+	const struct diff_step *step;	/* names the step (from A or B) */
+	uint64_t a, b;
+};
+
+static uint64_t change_abs(const struct change *c)
+{
+	return c->a > c->b ? c->a - c->b : c->b - c->a;
+}
+
+static int change_cmp(const void *pa, const void *pb)
+{
+	const struct change *a = pa, *b = pb;
+	uint64_t da = change_abs(a), db = change_abs(b);
+
+	if (da != db)
+		return da > db ? -1 : 1;
+	return step_cmp(a->step, b->step);
+}
+
+static const struct diff_step **sorted(const struct diff_side *s)
+{
+	const struct diff_step **v = malloc((s->nsteps + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < s->nsteps; i++)
+		v[i] = &s->steps[i];
+	qsort(v, s->nsteps, sizeof(*v), step_ptr_cmp);
+	return v;
+}
+
+/* Merges the two sorted step lists into changes. Duplicate steps in a side
+ * (a hand-edited file) are summed. */
+static int changes__build(const struct diff_side *a, const struct diff_side *b,
+			  uint64_t min_change, struct change **out, uint32_t *nout)
+{
+	const struct diff_step **va = sorted(a), **vb = sorted(b);
+	struct change *c = calloc(a->nsteps + b->nsteps + 1, sizeof(*c));
+	uint32_t i = 0, j = 0, n = 0;
+
+	if (!va || !vb || !c) {
+		free(va);
+		free(vb);
+		free(c);
+		return -ENOMEM;
+	}
+	while (i < a->nsteps || j < b->nsteps) {
+		int cmp = i >= a->nsteps ? 1 : j >= b->nsteps ? -1 : step_cmp(va[i], vb[j]);
+		struct change ch = { cmp <= 0 ? va[i] : vb[j], 0, 0 };
+
+		while (i < a->nsteps && !step_cmp(va[i], ch.step))
+			ch.a += va[i++]->per_request_ns;
+		while (j < b->nsteps && !step_cmp(vb[j], ch.step))
+			ch.b += vb[j++]->per_request_ns;
+		if (ch.a != ch.b && change_abs(&ch) >= min_change)
+			c[n++] = ch;
+	}
+	free(va);
+	free(vb);
+	qsort(c, n, sizeof(*c), change_cmp);
+	*out = c;
+	*nout = n;
+	return 0;
+}
+
+static void put_step(FILE *f, const struct diff_step *s)
+{
+	for (uint32_t i = 0; i < s->nframes; i++)
+		fprintf(f, "%s ; ", s->frames[i]);
+	fputs(s->category, f);
+}
+
+static void write_text(FILE *f, const struct diff_side *a, const struct diff_side *b,
+		       const struct change *c, uint32_t n, uint32_t top)
+{
+	fprintf(f, "A: %s: %llu requests, mean latency %.3f ms\n", a->label,
+		(unsigned long long)a->nrequests, a->mean_latency_ns / 1e6);
+	fprintf(f, "B: %s: %llu requests, mean latency %.3f ms\n", b->label,
+		(unsigned long long)b->nrequests, b->mean_latency_ns / 1e6);
+	if (!n) {
+		fprintf(f, "no differences\n");
+		return;
+	}
+	fprintf(f, "\nSteps whose critical-path time per request changed most (top %u of %u)\n",
+		n < top ? n : top, n);
+	fprintf(f, "%10s %10s %11s %8s  %s\n", "A ms/req", "B ms/req", "change ms", "ratio", "step");
+	for (uint32_t i = 0; i < n && i < top; i++) {
+		double d = ((double)c[i].b - (double)c[i].a) / 1e6;
+
+		fprintf(f, "%10.3f %10.3f %+11.3f ", c[i].a / 1e6, c[i].b / 1e6, d);
+		if (c[i].a)
+			fprintf(f, "%7.2fx  ", (double)c[i].b / (double)c[i].a);
+		else
+			fprintf(f, "%8s  ", "new");
+		put_step(f, c[i].step);
+		fputc('\n', f);
+	}
+}
+
+static void gk(yajl_gen g, const char *k)
+{
+	yajl_gen_string(g, (const unsigned char *)k, strlen(k));
+}
+
+static void gs(yajl_gen g, const char *s)
+{
+	yajl_gen_string(g, (const unsigned char *)s, strlen(s));
+}
+
+static void gu(yajl_gen g, const char *k, uint64_t v)
+{
+	char buf[24];
+	int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+
+	gk(g, k);
+	yajl_gen_number(g, buf, len);
+}
+
+static void write_side(yajl_gen g, const char *k, const struct diff_side *s)
+{
+	gk(g, k);
+	yajl_gen_map_open(g);
+	gk(g, "source");
+	gs(g, s->label);
+	gu(g, "nrequests", s->nrequests);
+	gu(g, "mean_latency_ns", s->mean_latency_ns);
+	yajl_gen_map_close(g);
+}
+
+static void write_out(void *ctx, const char *s, size_t len)
+{
+	fwrite(s, 1, len, ctx);
+}
+
+static void write_json(FILE *f, const struct diff_side *a, const struct diff_side *b,
+		       const struct change *c, uint32_t n, uint32_t top)
+{
+	yajl_gen g = yajl_gen_alloc(NULL);
+
+	if (!g)
+		return;
+	yajl_gen_config(g, yajl_gen_print_callback, write_out, f);
+	yajl_gen_map_open(g);
+	gk(g, "critpath_diff");
+	yajl_gen_integer(g, 1);
+	write_side(g, "a", a);
+	write_side(g, "b", b);
+	gk(g, "changes");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < n && i < top; i++) {
+		yajl_gen_map_open(g);
+		gk(g, "frames");
+		yajl_gen_array_open(g);
+		for (uint32_t k = 0; k < c[i].step->nframes; k++)
+			gs(g, c[i].step->frames[k]);
+		yajl_gen_array_close(g);
+		gk(g, "category");
+		gs(g, c[i].step->category);
+		gu(g, "a_per_request_ns", c[i].a);
+		gu(g, "b_per_request_ns", c[i].b);
+		gk(g, "change_ns");
+		yajl_gen_integer(g, (long long)c[i].b - (long long)c[i].a);
+		if (c[i].a) {
+			gk(g, "ratio");
+			yajl_gen_double(g, (double)c[i].b / (double)c[i].a);
+		}
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	yajl_gen_free(g);
+	fputc('\n', f);
+}
+
+int diff__write(FILE *f, const struct diff_side *a, const struct diff_side *b,
+		const struct diff_opts *o)
+{
+	uint32_t top = o && o->top ? o->top : 20, n = 0;
+	struct change *c = NULL;
+	int err;
+
+	err = changes__build(a, b, o ? o->min_change_ns : 0, &c, &n);
+	if (err)
+		return err;
+	if (o && o->json)
+		write_json(f, a, b, c, n, top);
+	else
+		write_text(f, a, b, c, n, top);
+	free(c);
+	if (fflush(f) || ferror(f))
+		return -EIO;
+	return (int)n;
+}
