@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * Span input, internal API shared by the parser (span_parse.c), the trace
+ * builder (span_tree.c), the walk (span_walk.c) and the engine glue (span.c).
+ *
+ * Flow: the streaming parser collects the spans of one trace (Jaeger: one
+ * element of "data"; OTLP: one top-level export request, grouped by traceId)
+ * into a struct span_in array whose strings live in a per-trace arena, then
+ * calls span_tree__analyze(), which resolves parents, repairs bad input
+ * (warning about it), corrects clock skew, runs the critical-path walk and
+ * hands one struct cp_request to the sink. Then the arena is reset: memory is
+ * bounded by the largest trace (OTLP: the largest export request), never by
+ * the file.
+ *
+ * The sink decouples this code from the engine so the unit tests and the
+ * parse benchmark can drive it directly.
+ */
+#ifndef CRITPATH_SPAN_INTERNAL_H
+#define CRITPATH_SPAN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "span.h"
+
+/* A bump allocator reset per trace: no per-span malloc. */
+struct span_arena_chunk;
+struct span_arena {
+	struct span_arena_chunk *head;
+	char *cur, *end;
+};
+
+void *span_arena__alloc(struct span_arena *a, size_t n);
+char *span_arena__strndup(struct span_arena *a, const char *s, size_t len);
+/* Frees all chunks but the newest, which is reused. */
+void span_arena__reset(struct span_arena *a);
+void span_arena__free(struct span_arena *a);
+
+/* Growable array of fixed-size elements, kept across traces. */
+struct span_vec {
+	void *v;
+	uint32_t n, cap;
+};
+void *span_vec__push(struct span_vec *v, size_t elem);
+int span_vec__reserve(struct span_vec *v, size_t elem, uint32_t n);
+
+enum span_kind {
+	SPAN_KIND_UNSET = 0,
+	SPAN_KIND_INTERNAL,
+	SPAN_KIND_SERVER,
+	SPAN_KIND_CLIENT,
+	SPAN_KIND_PRODUCER,
+	SPAN_KIND_CONSUMER,
+};
+
+/* One span as parsed. Times in Unix-epoch ns. */
+struct span_in {
+	const char *id;		/* NULL when missing */
+	const char *parent_id;	/* NULL for a root */
+	const char *trace_id;	/* OTLP: per span; Jaeger: may be NULL */
+	const char *service;
+	const char *operation;
+	/* Clock domain: spans with equal host keys share a clock. Jaeger: the
+	 * process's hostname tag, else "process:<processID>"; OTLP: the
+	 * resource's host.name, else "resource:<n>". */
+	const char *host;
+	const char *hostname;	/* the host's name when the input gives one, else NULL */
+	const char *proc;	/* Jaeger processID, resolved at the end of the trace */
+	uint32_t seq;		/* input order within the trace / request */
+	uint32_t resource;	/* OTLP: index of its resourceSpans in the request */
+	int64_t start_ns, end_ns;
+	uint32_t tag_first, ntags;	/* into the tag array handed to span_tree__analyze */
+	uint32_t ptag_first, nptags;	/* process / resource tags */
+	uint8_t kind;		/* enum span_kind */
+	bool follows;		/* FOLLOWS_FROM the parent: does not block it */
+	bool has_start, has_end;	/* end known (Jaeger: duration) */
+	bool bad_number;	/* a time that did not parse */
+};
+
+/* Where finished traces and warnings go. */
+struct span_sink {
+	/* 0 = taken or filtered; < 0 stops the input */
+	int (*request)(void *ctx, const struct cp_request *r);
+	void (*warn)(void *ctx, const char *msg);
+	void *ctx;
+};
+
+/* Per-file state shared by parser and tree builder. */
+struct span_file {
+	const char *name;
+	const struct span_sink *sink;
+	double overlap_tolerance;
+	uint32_t nwarnings;	/* warnings of this file so far (capped, see span__warnf) */
+	uint32_t ntraces;	/* handed to the sink */
+	uint64_t nspans;	/* spans seen, for benchmarks */
+	void *tree;		/* struct span_tree scratch, reused across traces */
+};
+
+#define SPAN_MAX_WARNINGS_PER_FILE 100
+
+void span__warnf(struct span_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One line at the end when warnings were dropped by the cap. */
+void span__warn_summary(struct span_file *f);
+
+/* Analyse one trace: spans[0..n), tags are "key=value" strings indexed by
+ * span_in.tag_first/ptag_first. 1 = handed to the sink, 0 = nothing to
+ * analyse (warned), < 0 = the sink asked to stop. */
+int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in *spans,
+		       uint32_t n, const char *const *tags);
+void span_tree__free(struct span_file *f);
+
+/* Both entry points of span.h, on a sink instead of an engine. Return the
+ * number of traces handed to the sink, or -errno (warned). */
+int span_input__analyze_buffer(const char *name, const char *buf, size_t len,
+			       const struct span_sink *sink, const struct span_opts *o);
+int span_input__analyze_file(const char *path, const struct span_sink *sink,
+			     const struct span_opts *o);
+
+#endif /* CRITPATH_SPAN_INTERNAL_H */
