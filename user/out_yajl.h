@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * A thin layer over yajl_gen for the JSON-producing writers (perfetto, the
+ * data island of the html page): output goes straight to a FILE, the first
+ * error sticks (so call sites need not check every token), and strings that
+ * are not valid UTF-8 (thread names, payload-derived request names) are
+ * written with the offending bytes replaced rather than failing the report.
+ */
+#ifndef CRITPATH_OUT_YAJL_H
+#define CRITPATH_OUT_YAJL_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+
+struct jw {
+	yajl_gen g;
+	FILE *f;
+	int err;	/* first error, -errno */
+};
+
+static inline void jw__print(void *ctx, const char *s, size_t len)
+{
+	struct jw *w = ctx;
+
+	if (!w->err && len && fwrite(s, 1, len, w->f) != len)
+		w->err = -errno ?: -EIO;
+}
+
+/* escape_solidus: "/" is written "\/", so "</script>" can never appear in
+ * the output, which lets the html writer embed it in a <script> element. */
+static inline int jw__init(struct jw *w, FILE *f, int escape_solidus)
+{
+	w->f = f;
+	w->err = 0;
+	w->g = yajl_gen_alloc(NULL);
+	if (!w->g)
+		return -ENOMEM;
+	yajl_gen_config(w->g, yajl_gen_print_callback, jw__print, w);
+	yajl_gen_config(w->g, yajl_gen_validate_utf8, 1);
+	if (escape_solidus)
+		yajl_gen_config(w->g, yajl_gen_escape_solidus, 1);
+	return 0;
+}
+
+static inline int jw__finish(struct jw *w)
+{
+	if (w->g)
+		yajl_gen_free(w->g);
+	w->g = NULL;
+	return w->err;
+}
+
+static inline void jw__check(struct jw *w, yajl_gen_status st)
+{
+	if (st != yajl_gen_status_ok && !w->err)
+		w->err = st == yajl_gen_in_error_state ? -EIO : -EINVAL;
+}
+
+static inline void jw__str(struct jw *w, const char *s)
+{
+	yajl_gen_status st;
+	size_t len, i;
+	char *copy;
+
+	if (w->err)
+		return;
+	if (!s) {
+		jw__check(w, yajl_gen_null(w->g));
+		return;
+	}
+	len = strlen(s);
+	st = yajl_gen_string(w->g, (const unsigned char *)s, len);
+	if (st != yajl_gen_invalid_string) {
+		jw__check(w, st);
+		return;
+	}
+	copy = strdup(s);
+	if (!copy) {
+		w->err = -ENOMEM;
+		return;
+	}
+	for (i = 0; i < len; i++)
+		if ((unsigned char)copy[i] >= 0x80)
+			copy[i] = '?';
+	jw__check(w, yajl_gen_string(w->g, (const unsigned char *)copy, len));
+	free(copy);
+}
+
+static inline void jw__key(struct jw *w, const char *k)
+{
+	jw__str(w, k);
+}
+
+static inline void jw__int(struct jw *w, int64_t v)
+{
+	if (!w->err)
+		jw__check(w, yajl_gen_integer(w->g, v));
+}
+
+static inline void jw__bool(struct jw *w, int v)
+{
+	if (!w->err)
+		jw__check(w, yajl_gen_bool(w->g, v));
+}
+
+/* A number given as text (fixed-point microseconds, unsigned 64-bit) */
+static inline void jw__raw_num(struct jw *w, const char *num)
+{
+	if (!w->err)
+		jw__check(w, yajl_gen_number(w->g, num, strlen(num)));
+}
+
+/* ns as microseconds with three decimals, exact (no double rounding) */
+static inline void jw__us(struct jw *w, uint64_t ns)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+	jw__raw_num(w, buf);
+}
+
+static inline void jw__map_open(struct jw *w)
+{
+	if (!w->err)
+		jw__check(w, yajl_gen_map_open(w->g));
+}
+
+static inline void jw__map_close(struct jw *w)
+{
+	if (!w->err)
+		jw__check(w, yajl_gen_map_close(w->g));
+}
+
+static inline void jw__arr_open(struct jw *w)
+{
+	if (!w->err)
+		jw__check(w, yajl_gen_array_open(w->g));
+}
+
+static inline void jw__arr_close(struct jw *w)
+{
+	if (!w->err)
+		jw__check(w, yajl_gen_array_close(w->g));
+}
+
+#endif /* CRITPATH_OUT_YAJL_H */
