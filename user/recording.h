@@ -84,6 +84,10 @@ enum recording_order {
 bool recording__sniff(const void *head, size_t len);
 
 int recording_reader__open(struct recording_reader **r, const char *path, enum recording_order order);
+/* After a failed recording_reader__open in this thread: one line naming the
+ * file and what is wrong ("x.rec: not a critpath recording (no CRITPREC
+ * magic)"). */
+const char *recording_reader__open_error(void);
 const struct recording_info *recording_reader__info(const struct recording_reader *r);
 /* 1 and *rec set: a record (valid until the next call); 0: end of what is
  * readable; <0: an error that stopped reading (the records before it were
@@ -102,6 +106,13 @@ void recording_reader__close(struct recording_reader *r);
 const char *cp_rec_type_name(uint16_t type);
 const char *cp_sock_call_name(uint8_t call);
 const char *cp_poll_call_name(uint8_t call);
-const char *cp_softirq_name(uint8_t vec);
+const char *cp_softirq_name(uint8_t vec);	/* "NET_RX" */
+/* "task", "hardirq", "softirq:NET_RX", "nmi" */
+const char *cp_waker_ctx_name(uint8_t ctx, uint8_t softirq_vec);
+const char *cp_prev_state_name(uint8_t state);	/* "preempted", "blocked", "dead" */
+/* futex(2): "FUTEX_WAIT_PRIVATE", "FUTEX_WAIT_BITSET|FUTEX_CLOCK_REALTIME", …;
+ * futex_wait/futex_wake/futex_waitv(2): "FUTEX2_WAIT_PRIVATE", … */
+const char *cp_futex_op_name(uint8_t call, uint32_t op);
+const char *cp_futex_call_name(uint8_t call);	/* "futex", "futex_wait", … */
 
 #endif /* CRITPATH_RECORDING_H */

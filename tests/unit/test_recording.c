@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* The recording writer and reader: round trips, order, file mode. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "recording.h"
+#include "recording_testlib.h"
+
+static void test_round_trip_every_type(void **state)
+{
+	struct rt_file f;
+	struct rt_recs recs = {};
+	struct recording_reader *r;
+	const struct cp_hdr *rec;
+	size_t i = 0;
+	int ret;
+
+	rt_recs__every_type(&recs, 1000, 3);
+	rt_file__write(&f, &recs, 0);
+
+	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_FILE_ORDER), 0);
+	const struct recording_info *info = recording_reader__info(r);
+	assert_string_equal(info->host, "testhost");
+	assert_string_equal(info->cmdline, "critpath record -p 1");
+	assert_null(info->sku);
+	assert_int_equal(info->ncpus, 2);
+	assert_string_equal(info->cpus[1].model, "Test CPU @ 2.00GHz");
+	assert_int_equal(info->cpus[1].mhz, 2000);
+	assert_int_equal(info->cpus[1].capacity, 1024);
+	assert_int_equal(info->realtime_offset_ns, -12345);
+	while ((ret = recording_reader__next(r, &rec)) == 1) {
+		assert_true(i < recs.n);
+		assert_int_equal(rec->size, recs.r[i]->size);
+		assert_memory_equal(rec, recs.r[i], rec->size);
+		i++;
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(i, recs.n);
+	assert_null(recording_reader__stopped(r));
+	const struct recording_totals *t = recording_reader__totals(r);
+	assert_non_null(t);
+	assert_int_equal(t->events, 77);
+	assert_true(t->frames > 1);
+	recording_reader__close(r);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+/* Many frames, time order across frame boundaries, ties in file order. */
+static void test_many_frames_time_order(void **state)
+{
+	struct rt_file f;
+	struct rt_recs recs = {};
+	struct recording_reader *r;
+	const struct cp_hdr *rec;
+	uint64_t last_ts = 0, last_seq = 0, n = 0;
+	int ret;
+
+	/* Out of order by up to 50 µs, with duplicates, over > 10 frames. */
+	rt_recs__jittered(&recs, 130000, 50000, 7);
+	rt_file__write(&f, &recs, 0);
+
+	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_TIME_ORDER), 0);
+	while ((ret = recording_reader__next(r, &rec)) == 1) {
+		const struct cp_ev_poll *p = (const void *)rec;
+		uint64_t seq = (uint64_t)p->ret;	/* file position, set by the generator */
+
+		assert_true(rec->ts >= last_ts);
+		if (n && rec->ts == last_ts)
+			assert_true(seq > last_seq);
+		last_ts = rec->ts;
+		last_seq = seq;
+		n++;
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(n, recs.n);
+	assert_null(recording_reader__stopped(r));
+	assert_true(recording_reader__totals(r)->frames > 10);
+	recording_reader__close(r);
+
+	/* File order gives them back exactly as written. */
+	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_FILE_ORDER), 0);
+	n = 0;
+	while ((ret = recording_reader__next(r, &rec)) == 1) {
+		assert_memory_equal(rec, recs.r[n], rec->size);
+		n++;
+	}
+	assert_int_equal(n, recs.n);
+	recording_reader__close(r);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+static void test_mode_0600(void **state)
+{
+	struct rt_file f;
+	struct rt_recs recs = {};
+	struct stat st;
+
+	rt_recs__every_type(&recs, 1, 1);
+	rt_file__path(&f);
+	/* An existing file with a wide mode is truncated and narrowed. */
+	FILE *fp = fopen(f.path, "w");
+	assert_non_null(fp);
+	fputs("old contents that must go away", fp);
+	fclose(fp);
+	assert_int_equal(chmod(f.path, 0666), 0);
+	rt_file__write_to(&f, &recs, 0);
+	assert_int_equal(stat(f.path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_true(recording__sniff(f.data, f.len));
+	assert_false(recording__sniff("CRITPRE", 7));
+	assert_false(recording__sniff("{\"data\":[]}", 11));
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+static void test_writer_rejects_bad_records(void **state)
+{
+	struct rt_file f;
+	struct recording_writer *w;
+	struct cp_hdr h = { .type = CP_EV_POLL, .size = 20 };
+
+	rt_file__path(&f);
+	assert_int_equal(recording_writer__open(&w, f.path, rt_info()), 0);
+	assert_int_equal(recording_writer__append(w, &h), -EINVAL);
+	h.size = 28;
+	assert_int_equal(recording_writer__append(w, &h), -EINVAL);
+	assert_int_equal(recording_writer__close(w, NULL), 0);
+	rt_file__remove(&f);
+}
+
+static void test_open_errors(void **state)
+{
+	struct rt_file f;
+	struct recording_reader *r = NULL;
+
+	assert_int_equal(recording_reader__open(&r, "/nonexistent/x.rec", RECORDING_FILE_ORDER),
+			 -ENOENT);
+	assert_null(r);
+	assert_non_null(strstr(recording_reader__open_error(), "/nonexistent/x.rec"));
+
+	rt_file__path(&f);
+	FILE *fp = fopen(f.path, "w");
+	fputs("{\"data\": []}\n", fp);
+	fclose(fp);
+	assert_true(recording_reader__open(&r, f.path, RECORDING_FILE_ORDER) < 0);
+	assert_non_null(strstr(recording_reader__open_error(), "not a critpath recording"));
+	rt_file__remove(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip_every_type),
+		cmocka_unit_test(test_many_frames_time_order),
+		cmocka_unit_test(test_mode_0600),
+		cmocka_unit_test(test_writer_rejects_bad_records),
+		cmocka_unit_test(test_open_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

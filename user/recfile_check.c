@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* Record validation: what the reader checks before anyone reads a field. */
+#include <stddef.h>
+
+#include "recfile.h"
+
+size_t recfile__min_size(uint16_t type)
+{
+	switch (type) {
+	case CP_EV_SCHED_SWITCH: return sizeof(struct cp_ev_sched_switch);
+	case CP_EV_SCHED_WAKING: return sizeof(struct cp_ev_sched_waking);
+	case CP_EV_WAKEUP_NEW: return sizeof(struct cp_ev_wakeup_new);
+	case CP_EV_PROCESS_FORK: return sizeof(struct cp_ev_process_fork);
+	case CP_EV_PROCESS_EXEC: return CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + 1);
+	case CP_EV_PROCESS_EXIT: return sizeof(struct cp_ev_process_exit);
+	case CP_EV_FUTEX: return sizeof(struct cp_ev_futex);
+	case CP_EV_SOCK: return offsetof(struct cp_ev_sock, payload);
+	case CP_EV_SK_DATA_READY: return sizeof(struct cp_ev_sk_data_ready);
+	case CP_EV_POLL: return sizeof(struct cp_ev_poll);
+	case CP_EV_BLOCK: return sizeof(struct cp_ev_block);
+	case CP_EV_RUNQ_CULPRIT: return sizeof(struct cp_ev_runq_culprit);
+	case CP_EV_UPROBE: return sizeof(struct cp_ev_uprobe);
+	case CP_MD_PROCESS: return sizeof(struct cp_md_process);
+	case CP_MD_THREAD: return sizeof(struct cp_md_thread);
+	case CP_MD_SOCKET: return sizeof(struct cp_md_socket);
+	case CP_MD_LOSS: return sizeof(struct cp_md_loss);
+	case CP_MD_HOOK: return sizeof(struct cp_md_hook);
+	case CP_MD_PROBE: return sizeof(struct cp_md_probe);
+	default: return sizeof(struct cp_hdr);
+	}
+}
+
+const char *recfile__check(struct cp_hdr *rec, size_t avail)
+{
+	if (avail < sizeof(*rec))
+		return "fewer than 24 bytes left for a record";
+	if (rec->size < sizeof(*rec))
+		return "size below 24";
+	if (rec->size % 8)
+		return "size not a multiple of 8";
+	if (rec->size > avail)
+		return "size overruns the frame";
+	if (rec->size < recfile__min_size(rec->type))
+		return "size too small for its type";
+
+	switch (rec->type) {
+	case CP_EV_PROCESS_EXEC: {
+		struct cp_ev_process_exec *e = (void *)rec;
+
+		if (e->filename_len >= CP_FILENAME_MAX ||
+		    offsetof(struct cp_ev_process_exec, filename) + e->filename_len + 1u > rec->size)
+			return "filename_len overruns the record";
+		e->filename[e->filename_len] = 0;
+		break;
+	}
+	case CP_EV_SOCK: {
+		struct cp_ev_sock *s = (void *)rec;
+
+		if (s->payload_len > CP_PAYLOAD_MAX ||
+		    offsetof(struct cp_ev_sock, payload) + s->payload_len > rec->size)
+			return "payload_len overruns the record";
+		break;
+	}
+	case CP_MD_PROCESS: {
+		struct cp_md_process *p = (void *)rec;
+
+		if (sizeof(*p) + (size_t)p->exe_len + p->cmdline_len > rec->size)
+			return "exe and cmdline overrun the record";
+		break;
+	}
+	case CP_MD_HOOK: {
+		struct cp_md_hook *h = (void *)rec;
+
+		h->name[sizeof(h->name) - 1] = 0;
+		h->detail[sizeof(h->detail) - 1] = 0;
+		break;
+	}
+	case CP_MD_PROBE: {
+		struct cp_md_probe *p = (void *)rec;
+
+		p->binary[sizeof(p->binary) - 1] = 0;
+		p->symbol[sizeof(p->symbol) - 1] = 0;
+		break;
+	}
+	}
+	return NULL;
+}

@@ -1,0 +1,860 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * The recording reader (layout: the top of recfile_write.c). A fuzzing
+ * target: every length read from the file is checked before it is used,
+ * every record is checked against its type's size before anyone reads a
+ * field, and damage costs as little data as it can. A bad frame whose header
+ * is intact is skipped (its size says where the next one starts); a bad frame
+ * header makes the reader scan forward for the next header with a good CRC.
+ * A file cut short is read up to its last whole frame.
+ *
+ * Time order: records are sorted inside each frame (the ring buffer delivers
+ * them almost in order, so this is mostly a check), then frames are merged.
+ * A frame header carries the smallest ts in the frame, and the reader looks
+ * WINDOW_FRAMES frame headers ahead (48 bytes each, read without the
+ * contents), so a record is delivered once none of those frames can hold an
+ * older one. At most WINDOW_FRAMES frames (WINDOW_BYTES raw) are held
+ * decompressed; a record later than that window goes out late, and is
+ * counted (reorder_forced). Memory is bounded by the window, not the file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "recfile.h"
+#include "recfile_format.h"
+#include "recording.h"
+
+#define WINDOW_FRAMES 64
+#define WINDOW_BYTES (64u << 20)
+#define RESYNC_CHUNK 65536
+#define MSG_LEN 320
+
+struct rkey {
+	uint64_t ts;
+	uint32_t off;
+	uint32_t __pad;
+};
+
+struct rframe {
+	uint8_t *raw;
+	size_t raw_cap;
+	struct rkey *keys;
+	size_t keys_cap;
+	uint32_t n, pos;
+	uint32_t raw_size;
+};
+
+struct fhdr {
+	uint64_t off;		/* where the frame header starts */
+	uint32_t seq, comp, raw, count;
+	uint64_t min_ts, max_ts;
+};
+
+struct recording_reader {
+	int fd;
+	char *path;
+	enum recording_order order;
+	struct recording_info info;
+	char *strings;
+	struct recording_cpu *cpus;
+	ZSTD_DCtx *dctx;
+	uint8_t *cbuf;
+	size_t ccap;
+	struct rkey *tmp;	/* merge sort scratch */
+	size_t tmp_cap;
+
+	uint64_t off;		/* next byte to read */
+	uint32_t next_seq;	/* the sequence number expected next */
+	bool resynced;		/* the last header was found by scanning */
+	/* Frame headers read ahead of the loaded frames, a ring. */
+	struct fhdr ahead[WINDOW_FRAMES];
+	int ahead_first, nahead, lookahead;
+	uint64_t ahead_min_ts;	/* smallest min_ts in ahead[] */
+	bool reading_done;
+	int status;		/* what next() returns once everything is out */
+
+	struct rframe *loaded[WINDOW_FRAMES];
+	int nloaded;
+	size_t loaded_bytes;
+	struct rframe *spare[WINDOW_FRAMES + 2];
+	int nspare;
+
+	bool has_totals;
+	struct recording_totals totals;
+
+	int nproblems;
+	char first[MSG_LEN], last[MSG_LEN];
+	uint32_t frames_skipped;
+	uint64_t records_skipped;
+	uint64_t bytes_skipped;
+	uint64_t reorder_forced;
+	char *stopped;
+};
+
+static __thread char open_error[512];
+
+const char *recording_reader__open_error(void)
+{
+	return open_error;
+}
+
+bool recording__sniff(const void *head, size_t len)
+{
+	return head && len >= REC_MAGIC_LEN && !memcmp(head, REC_MAGIC, REC_MAGIC_LEN);
+}
+
+__attribute__((format(printf, 2, 3))) static void reader__problem(struct recording_reader *r,
+								  const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->nproblems ? r->last : r->first, MSG_LEN, fmt, ap);
+	va_end(ap);
+	r->nproblems++;
+}
+
+/* Reads up to len bytes at off; returns the count (short only at EOF) or -errno. */
+static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += n;
+	}
+	return (ssize_t)got;
+}
+
+/* --- header ------------------------------------------------------------- */
+
+struct cursor {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint32_t cur_u32(struct cursor *c)
+{
+	if (c->end - c->p < 4) {
+		c->bad = true;
+		return 0;
+	}
+	c->p += 4;
+	return rec_get32(c->p - 4);
+}
+
+static uint64_t cur_u64(struct cursor *c)
+{
+	if (c->end - c->p < 8) {
+		c->bad = true;
+		return 0;
+	}
+	c->p += 8;
+	return rec_get64(c->p - 8);
+}
+
+/* Copies a string into *dst (NUL-terminated) and returns its start, or NULL. */
+static const char *cur_str(struct cursor *c, char **dst)
+{
+	uint32_t n = cur_u32(c);
+	char *s = *dst;
+
+	if (c->bad || n == REC_STR_NULL)
+		return NULL;
+	if ((size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return NULL;
+	}
+	memcpy(s, c->p, n);
+	s[n] = 0;
+	c->p += n;
+	*dst += n + 1;
+	return s;
+}
+
+static int reader__header(struct recording_reader *r)
+{
+	uint8_t pre[REC_FILE_PREFIX];
+	uint8_t *body = NULL;
+	uint32_t body_len, version;
+	ssize_t n;
+	int err = 0;
+
+	n = read_at(r->fd, pre, sizeof(pre), 0);
+	if (n < 0) {
+		snprintf(open_error, sizeof(open_error), "%s: %s", r->path, strerror((int)-n));
+		return (int)n;
+	}
+	if (n == 0) {
+		snprintf(open_error, sizeof(open_error), "%s: empty file, not a recording",
+			 r->path);
+		return -EPROTO;
+	}
+	if (memcmp(pre, REC_MAGIC, n < REC_MAGIC_LEN ? n : REC_MAGIC_LEN)) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: not a critpath recording (no CRITPREC magic)", r->path);
+		return -EPROTO;
+	}
+	if (n < (ssize_t)sizeof(pre)) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: cut short in the header: %zd of at least %zu bytes present", r->path, n,
+			 sizeof(pre));
+		return -ENODATA;
+	}
+	version = rec_get32(pre + 8);
+	body_len = rec_get32(pre + 12);
+	if (version != RECORDING_FORMAT_VERSION) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: recording format version %u, this critpath reads version %u",
+			 r->path, version, RECORDING_FORMAT_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (body_len > REC_HEADER_BODY_MAX) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: corrupted header: body of %u bytes (at most %u)", r->path, body_len,
+			 REC_HEADER_BODY_MAX);
+		return -EBADMSG;
+	}
+	body = malloc(REC_FILE_PREFIX + body_len + 4);
+	/* Strings: at most body_len bytes plus one NUL per string. */
+	r->strings = malloc(body_len + 6 + REC_MAX_CPUS);
+	if (!body || !r->strings) {
+		err = -ENOMEM;
+		snprintf(open_error, sizeof(open_error), "%s: out of memory", r->path);
+		goto cleanup;
+	}
+	memcpy(body, pre, REC_FILE_PREFIX);
+	n = read_at(r->fd, body + REC_FILE_PREFIX, body_len + 4, REC_FILE_PREFIX);
+	if (n < 0) {
+		err = (int)n;
+		snprintf(open_error, sizeof(open_error), "%s: %s", r->path, strerror(-err));
+		goto cleanup;
+	}
+	if (n < (ssize_t)body_len + 4) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: cut short in the header: %zd of %u bytes present", r->path,
+			 REC_FILE_PREFIX + n, REC_FILE_PREFIX + body_len + 4);
+		err = -ENODATA;
+		goto cleanup;
+	}
+	if (crc32(0, body, REC_FILE_PREFIX + body_len) !=
+	    rec_get32(body + REC_FILE_PREFIX + body_len)) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: corrupted header: checksum mismatch", r->path);
+		err = -EBADMSG;
+		goto cleanup;
+	}
+
+	struct cursor c = { body + REC_FILE_PREFIX, body + REC_FILE_PREFIX + body_len };
+	struct recording_info *info = &r->info;
+	char *s = r->strings;
+
+	info->format_version = version;
+	cur_u32(&c);	/* abi_version: records are self-describing by type and size */
+	cur_u32(&c);	/* flags */
+	info->realtime_offset_ns = (int64_t)cur_u64(&c);
+	info->start_ns = cur_u64(&c);
+	info->payload_bytes = cur_u32(&c);
+	info->ncpus = cur_u32(&c);
+	info->agent_version = cur_str(&c, &s);
+	info->cmdline = cur_str(&c, &s);
+	info->host = cur_str(&c, &s);
+	info->kernel = cur_str(&c, &s);
+	info->boot_id = cur_str(&c, &s);
+	info->sku = cur_str(&c, &s);
+	if (!c.bad && info->ncpus > REC_MAX_CPUS) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: corrupted header: %u CPUs (at most %u)", r->path, info->ncpus,
+			 REC_MAX_CPUS);
+		err = -EBADMSG;
+		goto cleanup;
+	}
+	if (!c.bad && info->ncpus) {
+		r->cpus = calloc(info->ncpus, sizeof(*r->cpus));
+		if (!r->cpus) {
+			err = -ENOMEM;
+			snprintf(open_error, sizeof(open_error), "%s: out of memory", r->path);
+			goto cleanup;
+		}
+	}
+	for (uint32_t i = 0; !c.bad && i < info->ncpus; i++) {
+		struct recording_cpu *cpu = &r->cpus[i];
+		const char *model;
+
+		cpu->cpu = (int)cur_u32(&c);
+		cpu->mhz = cur_u32(&c);
+		cpu->capacity = cur_u32(&c);
+		model = cur_str(&c, &s);
+		if (model)
+			snprintf(cpu->model, sizeof(cpu->model), "%s", model);
+	}
+	info->cpus = r->cpus;
+	if (c.bad) {
+		snprintf(open_error, sizeof(open_error),
+			 "%s: corrupted header: its fields overrun its %u bytes", r->path, body_len);
+		err = -EBADMSG;
+		goto cleanup;
+	}
+	r->off = REC_FILE_PREFIX + body_len + 4;
+cleanup:
+	free(body);
+	return err;
+}
+
+/* --- frames ------------------------------------------------------------- */
+
+static bool fhdr__parse(const uint8_t *b, uint64_t off, struct fhdr *h)
+{
+	if (rec_get32(b + RF_MAGIC) != REC_FRAME_MAGIC ||
+	    crc32(0, b, RF_CRC) != rec_get32(b + RF_CRC))
+		return false;
+	h->off = off;
+	h->seq = rec_get32(b + RF_SEQ);
+	h->comp = rec_get32(b + RF_COMP);
+	h->raw = rec_get32(b + RF_RAW);
+	h->count = rec_get32(b + RF_COUNT);
+	h->min_ts = rec_get64(b + RF_MIN_TS);
+	h->max_ts = rec_get64(b + RF_MAX_TS);
+	return true;
+}
+
+/* Sizes a good CRC can still not excuse (a writer bug, or a forged file). */
+static const char *fhdr__insane(const struct fhdr *h)
+{
+	if (!h->count || h->raw < h->count * (uint64_t)sizeof(struct cp_hdr))
+		return "record count does not fit its size";
+	if (h->raw > REC_FRAME_RAW_MAX || h->raw % 8)
+		return "raw size out of range";
+	if (!h->comp || h->comp > ZSTD_compressBound(h->raw))
+		return "compressed size out of range";
+	if (h->min_ts > h->max_ts)
+		return "time range inverted";
+	return NULL;
+}
+
+static bool trailer__parse(const uint8_t *b, struct recording_totals *t, uint64_t *records)
+{
+	if (rec_get32(b + RT_MAGIC) != REC_TRAILER_MAGIC ||
+	    crc32(0, b, RT_CRC) != rec_get32(b + RT_CRC))
+		return false;
+	t->frames = rec_get32(b + RT_FRAMES);
+	t->end_ns = rec_get64(b + RT_END_NS);
+	t->events = rec_get64(b + RT_EVENTS);
+	t->metadata = rec_get64(b + RT_METADATA);
+	t->lost = rec_get64(b + RT_LOST);
+	if (records)
+		*records = rec_get64(b + RT_RECORDS);
+	return true;
+}
+
+/* Scans forward from r->off + 1 for a frame header or trailer with a good CRC.
+ * Returns true with r->off there, false when none is left. */
+static bool reader__resync(struct recording_reader *r)
+{
+	uint8_t *buf = malloc(RESYNC_CHUNK + REC_TRAILER_SIZE);
+	uint64_t pos = r->off + 1;
+	bool found = false;
+
+	if (!buf)
+		return false;
+	for (;;) {
+		ssize_t n = read_at(r->fd, buf, RESYNC_CHUNK + REC_TRAILER_SIZE, pos);
+		if (n < 4)
+			break;
+		for (ssize_t i = 0; i + 4 <= n && i < RESYNC_CHUNK; i++) {
+			uint32_t m;
+			uint8_t cand[REC_TRAILER_SIZE];
+			struct fhdr h;
+			ssize_t got;
+
+			if (buf[i] != 'C' || buf[i + 1] != 'P')
+				continue;
+			m = rec_get32(buf + i);
+			if (m != REC_FRAME_MAGIC && m != REC_TRAILER_MAGIC)
+				continue;
+			got = read_at(r->fd, cand, sizeof(cand), pos + i);
+			if (m == REC_FRAME_MAGIC && got >= REC_FRAME_HDR_SIZE &&
+			    fhdr__parse(cand, pos + i, &h) && !fhdr__insane(&h))
+				found = true;
+			if (m == REC_TRAILER_MAGIC && got == REC_TRAILER_SIZE &&
+			    trailer__parse(cand, &(struct recording_totals){}, NULL))
+				found = true;
+			if (found) {
+				r->bytes_skipped += pos + i - r->off;
+				r->off = pos + i;
+				goto out;
+			}
+		}
+		if (n < RESYNC_CHUNK + REC_TRAILER_SIZE)
+			break;
+		pos += RESYNC_CHUNK;
+	}
+out:
+	free(buf);
+	return found;
+}
+
+static void ahead__update_min(struct recording_reader *r)
+{
+	r->ahead_min_ts = UINT64_MAX;
+	for (int i = 0; i < r->nahead; i++) {
+		const struct fhdr *h = &r->ahead[(r->ahead_first + i) % WINDOW_FRAMES];
+		if (h->min_ts < r->ahead_min_ts)
+			r->ahead_min_ts = h->min_ts;
+	}
+}
+
+/* Reads what comes at r->off: a frame header (appended to ahead[], r->off
+ * moves past its contents, read later) or the trailer, or notes why there
+ * is neither. */
+static void reader__peek(struct recording_reader *r)
+{
+	uint8_t b[REC_TRAILER_SIZE];
+	const char *insane = NULL;
+	struct fhdr h;
+	struct stat st;
+	ssize_t n;
+
+	while (!r->reading_done) {
+		n = read_at(r->fd, b, sizeof(b), r->off);
+		if (n < 0) {
+			reader__problem(r, "read error at byte %llu: %s", (unsigned long long)r->off,
+					strerror((int)-n));
+			r->status = (int)n;
+			r->reading_done = true;
+			return;
+		}
+		/* Past the end: the last frame's contents are cut short, which
+		 * loading it will report. */
+		if (n == 0 && r->nahead && fstat(r->fd, &st) == 0 && (uint64_t)st.st_size < r->off) {
+			r->reading_done = true;
+			return;
+		}
+		if (n == 0) {
+			reader__problem(r, "cut short after %u frames at byte %llu: no trailer "
+					"(the recorder did not finish)", r->next_seq,
+					(unsigned long long)r->off);
+			r->reading_done = true;
+			return;
+		}
+		uint32_t magic = n >= 4 ? rec_get32(b) : 0;
+		if (magic == REC_TRAILER_MAGIC) {
+			uint64_t records;
+
+			if (n < REC_TRAILER_SIZE) {
+				reader__problem(r, "cut short in the trailer at byte %llu: %zd of %d "
+						"bytes present", (unsigned long long)r->off, n,
+						REC_TRAILER_SIZE);
+				r->reading_done = true;
+				return;
+			}
+			if (trailer__parse(b, &r->totals, &records)) {
+				r->has_totals = true;
+				r->reading_done = true;
+				if (r->totals.frames != r->next_seq)
+					reader__problem(r, "the trailer counts %u frames, the file "
+							"holds %u", r->totals.frames, r->next_seq);
+				n = read_at(r->fd, b, 1, r->off + REC_TRAILER_SIZE);
+				if (n > 0)
+					reader__problem(r, "unexpected data after the trailer at "
+							"byte %llu", (unsigned long long)(
+							r->off + REC_TRAILER_SIZE));
+				return;
+			}
+			insane = "trailer checksum mismatch";
+		} else if (magic == REC_FRAME_MAGIC) {
+			if (n < REC_FRAME_HDR_SIZE) {
+				reader__problem(r, "cut short in frame %u at byte %llu: %zd of %d "
+						"header bytes present", r->next_seq,
+						(unsigned long long)r->off, n, REC_FRAME_HDR_SIZE);
+				r->reading_done = true;
+				return;
+			}
+			if (fhdr__parse(b, r->off, &h)) {
+				insane = fhdr__insane(&h);
+				if (!insane) {
+					if (h.seq != r->next_seq && !r->resynced)
+						reader__problem(r, "frame at byte %llu has sequence "
+								"number %u, expected %u",
+								(unsigned long long)r->off,
+								h.seq, r->next_seq);
+					r->resynced = false;
+					r->next_seq = h.seq + 1;
+					r->ahead[(r->ahead_first + r->nahead++) % WINDOW_FRAMES] = h;
+					if (h.min_ts < r->ahead_min_ts)
+						r->ahead_min_ts = h.min_ts;
+					r->off = h.off + REC_FRAME_HDR_SIZE + h.comp;
+					return;
+				}
+			} else {
+				insane = "header checksum mismatch";
+			}
+		} else if (n < 4) {
+			reader__problem(r, "cut short after %u frames at byte %llu: %zd stray bytes, "
+					"no trailer", r->next_seq, (unsigned long long)r->off, n);
+			r->reading_done = true;
+			return;
+		} else {
+			insane = "no frame header there";
+		}
+
+		uint64_t bad = r->off;
+		if (reader__resync(r)) {
+			reader__problem(r, "frame %u at byte %llu: %s; skipped %llu bytes to the "
+					"next good frame header", r->next_seq,
+					(unsigned long long)bad, insane,
+					(unsigned long long)(r->off - bad));
+			r->resynced = true;
+			continue;
+		}
+		reader__problem(r, "frame %u at byte %llu: %s; no good frame after it",
+				r->next_seq, (unsigned long long)bad, insane);
+		r->status = -EBADMSG;
+		r->reading_done = true;
+	}
+}
+
+static int frame__reserve(struct rframe *f, size_t raw, size_t count)
+{
+	if (f->raw_cap < raw) {
+		free(f->raw);
+		f->raw = malloc(raw);
+		f->raw_cap = f->raw ? raw : 0;
+		if (!f->raw)
+			return -ENOMEM;
+	}
+	if (f->keys_cap < count) {
+		free(f->keys);
+		f->keys = malloc(count * sizeof(*f->keys));
+		f->keys_cap = f->keys ? count : 0;
+		if (!f->keys)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Stable: equal ts keep file order (off grows with it). Bottom-up merge. */
+static int reader__sort(struct recording_reader *r, struct rkey *k, uint32_t n)
+{
+	struct rkey *a = k, *b;
+
+	for (uint32_t i = 1; i < n; i++)
+		if (k[i].ts < k[i - 1].ts)
+			goto unsorted;
+	return 0;
+unsorted:
+	if (r->tmp_cap < n) {
+		free(r->tmp);
+		r->tmp = malloc(n * sizeof(*r->tmp));
+		r->tmp_cap = r->tmp ? n : 0;
+		if (!r->tmp)
+			return -ENOMEM;
+	}
+	b = r->tmp;
+	for (uint32_t w = 1; w < n; w *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+			uint32_t mid = lo + w < n ? lo + w : n;
+			uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			uint32_t i = lo, j = mid, o = lo;
+
+			while (i < mid && j < hi)
+				b[o++] = a[j].ts < a[i].ts ? a[j++] : a[i++];
+			while (i < mid)
+				b[o++] = a[i++];
+			while (j < hi)
+				b[o++] = a[j++];
+		}
+		struct rkey *t = a;
+		a = b;
+		b = t;
+	}
+	if (a != k)
+		memcpy(k, a, n * sizeof(*k));
+	return 0;
+}
+
+/* Decompresses and checks the first frame ahead. Returns 0 (frame loaded, or
+ * skipped with a problem noted) or -errno on a failure that stops reading. */
+static int reader__load(struct recording_reader *r)
+{
+	struct fhdr h = r->ahead[r->ahead_first];
+	uint64_t total = REC_FRAME_HDR_SIZE + (uint64_t)h.comp;
+	struct rframe *f = NULL;
+	char why[160] = "";
+	uint32_t k = 0, off = 0;
+	ssize_t n;
+	size_t dn;
+	int err;
+
+	r->ahead_first = (r->ahead_first + 1) % WINDOW_FRAMES;
+	r->nahead--;
+	ahead__update_min(r);
+	if (r->ccap < h.comp) {
+		free(r->cbuf);
+		r->cbuf = malloc(h.comp);
+		r->ccap = r->cbuf ? h.comp : 0;
+		if (!r->cbuf)
+			return -ENOMEM;
+	}
+	n = read_at(r->fd, r->cbuf, h.comp, h.off + REC_FRAME_HDR_SIZE);
+	if (n < 0) {
+		reader__problem(r, "read error in frame %u at byte %llu: %s", h.seq,
+				(unsigned long long)h.off, strerror((int)-n));
+		return (int)n;
+	}
+	if (n < h.comp) {
+		reader__problem(r, "cut short in frame %u at byte %llu: %llu of %llu bytes "
+				"present", h.seq, (unsigned long long)h.off,
+				(unsigned long long)(REC_FRAME_HDR_SIZE + n),
+				(unsigned long long)total);
+		/* Nothing can follow a frame cut short. */
+		r->reading_done = true;
+		r->nahead = 0;
+		return 0;
+	}
+
+	f = r->nspare ? r->spare[--r->nspare] : calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	err = frame__reserve(f, h.raw, h.count);
+	if (err)
+		goto fail;
+	if (ZSTD_findFrameCompressedSize(r->cbuf, h.comp) != h.comp ||
+	    ZSTD_getFrameContentSize(r->cbuf, h.comp) != h.raw) {
+		snprintf(why, sizeof(why), "not one zstd frame of %u bytes", h.raw);
+		goto skip;
+	}
+	dn = ZSTD_decompressDCtx(r->dctx, f->raw, h.raw, r->cbuf, h.comp);
+	if (ZSTD_isError(dn) || dn != h.raw) {
+		snprintf(why, sizeof(why), "zstd: %s",
+			 ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short content");
+		goto skip;
+	}
+
+	/* Every record checked before anyone reads a field; a bad one ends the
+	 * frame there, the records before it are kept. */
+	while (off < h.raw && k < h.count) {
+		struct cp_hdr *rec = (struct cp_hdr *)(f->raw + off);
+		const char *bad = recfile__check(rec, h.raw - off);
+
+		if (!bad && (rec->ts < h.min_ts || rec->ts > h.max_ts))
+			bad = "timestamp outside the frame's range";
+		if (bad) {
+			snprintf(why, sizeof(why), "record %u at offset %u: %s", k, off, bad);
+			break;
+		}
+		f->keys[k].ts = rec->ts;
+		f->keys[k].off = off;
+		k++;
+		off += rec->size;
+	}
+	if (!why[0] && (k != h.count || off != h.raw))
+		snprintf(why, sizeof(why), "%u records in %u bytes, the header says %u in %u", k,
+			 off, h.count, h.raw);
+	if (why[0])
+		reader__problem(r, "frame %u at byte %llu: %s; kept the %u records before it, "
+				"dropped the rest", h.seq, (unsigned long long)h.off, why, k);
+	if (h.count > k)
+		r->records_skipped += h.count - k;
+	if (!k) {
+		r->frames_skipped++;
+		r->spare[r->nspare++] = f;
+		return 0;
+	}
+	f->n = k;
+	f->pos = 0;
+	f->raw_size = h.raw;
+	if (r->order == RECORDING_TIME_ORDER) {
+		err = reader__sort(r, f->keys, k);
+		if (err)
+			goto fail;
+	}
+	r->loaded[r->nloaded++] = f;
+	r->loaded_bytes += h.raw;
+	return 0;
+skip:
+	reader__problem(r, "frame %u at byte %llu: %s; skipped its %u records", h.seq,
+			(unsigned long long)h.off, why, h.count);
+	r->frames_skipped++;
+	r->records_skipped += h.count;
+	r->spare[r->nspare++] = f;
+	return 0;
+fail:
+	free(f->raw);
+	free(f->keys);
+	free(f);
+	return err;
+}
+
+/* --- API ---------------------------------------------------------------- */
+
+int recording_reader__open(struct recording_reader **rp, const char *path,
+			   enum recording_order order)
+{
+	struct recording_reader *r;
+	int err;
+
+	*rp = NULL;
+	open_error[0] = 0;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(open_error, sizeof(open_error), "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	r->fd = -1;
+	r->order = order;
+	r->lookahead = order == RECORDING_TIME_ORDER ? WINDOW_FRAMES : 1;
+	r->ahead_min_ts = UINT64_MAX;
+	r->path = strdup(path);
+	r->dctx = ZSTD_createDCtx();
+	if (!r->path || !r->dctx) {
+		snprintf(open_error, sizeof(open_error), "%s: out of memory", path);
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		err = -errno;
+		snprintf(open_error, sizeof(open_error), "%s: %s", path, strerror(errno));
+		goto cleanup;
+	}
+	err = reader__header(r);
+	if (err)
+		goto cleanup;
+	*rp = r;
+	return 0;
+cleanup:
+	recording_reader__close(r);
+	return err;
+}
+
+const struct recording_info *recording_reader__info(const struct recording_reader *r)
+{
+	return &r->info;
+}
+
+static void reader__release(struct recording_reader *r)
+{
+	int j = 0;
+
+	for (int i = 0; i < r->nloaded; i++) {
+		struct rframe *f = r->loaded[i];
+
+		if (f->pos < f->n) {
+			r->loaded[j++] = f;
+			continue;
+		}
+		r->loaded_bytes -= f->raw_size;
+		r->spare[r->nspare++] = f;
+	}
+	r->nloaded = j;
+}
+
+int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec)
+{
+	int err;
+
+	*rec = NULL;
+	for (;;) {
+		struct rframe *best = NULL;
+
+		reader__release(r);
+		while (r->nahead < r->lookahead && !r->reading_done)
+			reader__peek(r);
+		if (r->order == RECORDING_FILE_ORDER) {
+			best = r->nloaded ? r->loaded[0] : NULL;
+		} else {
+			for (int i = 0; i < r->nloaded; i++) {
+				struct rframe *f = r->loaded[i];
+				if (!best || f->keys[f->pos].ts < best->keys[best->pos].ts)
+					best = f;
+			}
+			if (best && r->nahead && best->keys[best->pos].ts > r->ahead_min_ts) {
+				if (r->nloaded < WINDOW_FRAMES && r->loaded_bytes < WINDOW_BYTES)
+					best = NULL;	/* the next frame may hold older records */
+				else
+					r->reorder_forced++;
+			}
+		}
+		if (best) {
+			*rec = (const struct cp_hdr *)(best->raw + best->keys[best->pos++].off);
+			return 1;
+		}
+		if (!r->nahead)
+			return r->status;
+		err = reader__load(r);
+		if (err) {
+			r->status = err;
+			r->reading_done = true;
+			r->nahead = 0;
+		}
+	}
+}
+
+const char *recording_reader__stopped(const struct recording_reader *cr)
+{
+	struct recording_reader *r = (struct recording_reader *)cr;
+	char extra[160] = "";
+	size_t len;
+
+	if (!r->nproblems)
+		return NULL;
+	if (r->frames_skipped || r->records_skipped)
+		snprintf(extra, sizeof(extra), " (%u frames and %llu records skipped in all)",
+			 r->frames_skipped, (unsigned long long)r->records_skipped);
+	free(r->stopped);
+	len = strlen(r->path) + 2 * MSG_LEN + sizeof(extra) + 64;
+	r->stopped = malloc(len);
+	if (!r->stopped)
+		return "out of memory";
+	if (r->nproblems == 1)
+		snprintf(r->stopped, len, "%s: %s%s", r->path, r->first, extra);
+	else if (r->nproblems == 2)
+		snprintf(r->stopped, len, "%s: %s; then %s%s", r->path, r->first, r->last, extra);
+	else
+		snprintf(r->stopped, len, "%s: %s; %d more problems, the last: %s%s", r->path,
+			 r->first, r->nproblems - 2, r->last, extra);
+	return r->stopped;
+}
+
+const struct recording_totals *recording_reader__totals(const struct recording_reader *r)
+{
+	return r->has_totals ? &r->totals : NULL;
+}
+
+void recording_reader__close(struct recording_reader *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < r->nloaded; i++)
+		r->spare[r->nspare++] = r->loaded[i];
+	for (int i = 0; i < r->nspare; i++) {
+		free(r->spare[i]->raw);
+		free(r->spare[i]->keys);
+		free(r->spare[i]);
+	}
+	if (r->fd >= 0)
+		close(r->fd);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->cbuf);
+	free(r->tmp);
+	free(r->strings);
+	free(r->cpus);
+	free(r->path);
+	free(r->stopped);
+	free(r);
+}
