@@ -49,7 +49,7 @@ struct stack {
 	uint64_t total_ns;
 	uint32_t requests;
 	uint64_t gen, cur_ns;		/* the request being added */
-	uint64_t max_ns;
+	uint64_t min_ns, max_ns;
 	struct barr dist;		/* counts by bucket of the step's ns per request */
 	struct barr by_lat;		/* ns by bucket of the request's latency */
 };
@@ -637,6 +637,8 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		s->requests++;
 		if (s->cur_ns > s->max_ns)
 			s->max_ns = s->cur_ns;
+		if (s->requests == 1 || s->cur_ns < s->min_ns)
+			s->min_ns = s->cur_ns;
 		err = barr__add(&s->dist, bucket__of(s->cur_ns), 1);
 		if (!err)
 			err = barr__add(&s->by_lat, lb, s->cur_ns);
@@ -777,9 +779,9 @@ static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], b
 			t += s->by_lat.v[b - s->by_lat.lo];
 		p->pct_total_ns[k] = t;
 	}
-	p->q50_ns = barr__quantile(&s->dist, s->requests, s->max_ns, 0.50);
-	p->q90_ns = barr__quantile(&s->dist, s->requests, s->max_ns, 0.90);
-	p->q99_ns = barr__quantile(&s->dist, s->requests, s->max_ns, 0.99);
+	p->q50_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.50);
+	p->q90_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.90);
+	p->q99_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.99);
 	p->max_ns = s->max_ns;
 }
 

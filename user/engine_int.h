@@ -41,9 +41,10 @@ static inline uint64_t barr__get(const struct barr *a, uint32_t b)
 }
 void barr__free(struct barr *a);
 
-/* The q-quantile (nearest rank) of a histogram of count values whose maximum
- * is max: the bucket's midpoint, clipped to max. */
-uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t max, double q);
+/* The q-quantile (nearest rank) of a histogram of count values within
+ * [min, max]: the bucket's midpoint, clipped to [min, max]. */
+uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t min, uint64_t max,
+			double q);
 /* The bucket holding the nearest-rank q-quantile of count values. */
 uint32_t barr__quantile_bucket(const struct barr *counts, uint64_t count, double q);
 

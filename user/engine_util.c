@@ -133,14 +133,15 @@ uint32_t barr__quantile_bucket(const struct barr *counts, uint64_t count, double
 	return counts->lo + counts->n - 1;
 }
 
-uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t max, double q)
+uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t min, uint64_t max,
+			double q)
 {
 	uint64_t v;
 
 	if (!count)
 		return 0;
 	v = bucket__mid(barr__quantile_bucket(counts, count, q));
-	return v > max ? max : v;
+	return v > max ? max : v < min ? min : v;
 }
 
 uint64_t hash__str(uint64_t h, const char *s)
