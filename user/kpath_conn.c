@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Connections and the requests served on them (DESIGN.md section 5).
+ *
+ * A connection is one socket of a traced process, keyed by host and 4-tuple
+ * (so both ends of a loopback connection are two entries, and the peer of
+ * one is the other with the tuple swapped, on any host). Requests on a
+ * server connection are framed by direction changes — reads, then writes,
+ * then the next read begins the next request — and named by the protocol of
+ * their first bytes; the payload prefix the recorder keeps (first read after
+ * a write, first write after a read) is exactly what that needs.
+ *
+ * Start of a request: the sk_data_ready that delivered its first byte (the
+ * byte at the read's tcp_seq) after the previous response ended — that is
+ * when its bytes reached the process, whether the reader was blocked in the
+ * read, in epoll, or busy. Without such a record: the wakeup that ended a
+ * block inside the first read, else the read's entry. Never before the
+ * previous response's end. End: the exit of the last write before the next
+ * read (or close, EOF, or KP_IDLE_FINISH_NS of silence).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "kpath_internal.h"
+
+static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
+{
+	uint64_t h = 1469598103934665603ull ^ host;
+	const uint8_t *p = (const uint8_t *)a;
+
+	for (size_t i = 0; i < sizeof(*a); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
+{
+	uint64_t key = addr_hash(host, a);
+	uint32_t i = kp_map__get(&kp->cnmap, key);
+	struct kp_conn *c;
+
+	if (i != KP_NONE && kp->cn[i].host == host && !memcmp(&kp->cn[i].a, a, sizeof(*a)))
+		return i;
+	if (kp__grow((void **)&kp->cn, &kp->capcn, kp->ncn + 1, sizeof(*kp->cn)))
+		return KP_NONE;
+	i = kp->ncn;
+	c = &kp->cn[i];
+	memset(c, 0, sizeof(*c));
+	c->host = host;
+	c->a = *a;
+	c->proc = KP_NONE;
+	c->peer = KP_NONE;
+	c->req.reader = c->req.writer = KP_NONE;
+	if (kp_map__put(&kp->cnmap, key, i))
+		return KP_NONE;
+	kp->ncn++;
+	return i;
+}
+
+static uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
+{
+	return (uint64_t)host << 56 ^ (uint64_t)pid << 24 ^ ((uint32_t)fd & 0xffffff);
+}
+
+uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
+{
+	struct kp_addr a;
+	uint32_t i;
+
+	if ((e->family != AF_INET && e->family != AF_INET6) || (!e->lport && !e->rport))
+		return kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
+	memset(&a, 0, sizeof(a));
+	a.family = e->family;
+	a.lport = e->lport;
+	a.rport = e->rport;
+	memcpy(a.laddr, e->laddr, CP_ADDR_LEN);
+	memcpy(a.raddr, e->raddr, CP_ADDR_LEN);
+	i = kp__conn(kp, host, &a);
+	if (i != KP_NONE && e->fd >= 0)
+		kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i);
+	return i;
+}
+
+uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
+{
+	struct kp_conn *c = &kp->cn[conn];
+	struct kp_addr r;
+
+	if (c->peer != KP_NONE)
+		return c->peer;
+	memset(&r, 0, sizeof(r));
+	r.family = c->a.family;
+	r.lport = c->a.rport;
+	r.rport = c->a.lport;
+	memcpy(r.laddr, c->a.raddr, CP_ADDR_LEN);
+	memcpy(r.raddr, c->a.laddr, CP_ADDR_LEN);
+	/* the same host first (loopback), then the others: addresses as seen
+	 * from both ends agree when no NAT sits between the hosts */
+	for (uint32_t k = 0; k <= kp->nsrc; k++) {
+		uint32_t host = k == 0 ? c->host : kp->src[k - 1].host;
+		uint32_t i;
+
+		if (k && host == c->host)
+			continue;
+		i = kp_map__get(&kp->cnmap, addr_hash(host, &r));
+		if (i != KP_NONE && i != conn && kp->cn[i].host == host &&
+		    !memcmp(&kp->cn[i].a, &r, sizeof(r)) && kp->cn[i].proc != KP_NONE) {
+			c->peer = i;
+			kp->cn[i].peer = conn;
+			return i;
+		}
+	}
+	return KP_NONE;
+}
+
+void kp__conn_peer_str(const struct kp_conn *c, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (c->a.family == AF_INET6) {
+		inet_ntop(AF_INET6, c->a.raddr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, c->a.rport);
+	} else {
+		inet_ntop(AF_INET, c->a.raddr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, c->a.rport);
+	}
+}
+
+static bool proc_listens(const struct kp_proc *p, uint16_t port)
+{
+	for (uint32_t i = 0; i < p->nlisten; i++)
+		if (p->listen[i] == port)
+			return true;
+	return false;
+}
+
+int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
+{
+	struct kp_proc *p = &kp->pr[proc];
+
+	if (!port || proc_listens(p, port))
+		return 0;
+	if (kp__grow((void **)&p->listen, &p->caplisten, p->nlisten + 1, sizeof(*p->listen)))
+		return -ENOMEM;
+	p->listen[p->nlisten++] = port;
+	return 0;
+}
+
+/* A connection that was open before the recording started: decide its
+ * side from listening ports, else from who spoke first. */
+static void conn_guess_role(struct kp *kp, struct kp_conn *c, bool reading)
+{
+	if (c->role != KP_ROLE_UNKNOWN)
+		return;
+	if (c->proc != KP_NONE && proc_listens(&kp->pr[c->proc], c->a.lport)) {
+		c->role = KP_ROLE_SERVER;
+		return;
+	}
+	for (uint32_t i = 0; i < kp->npr; i++) {
+		if (kp->pr[i].host == c->host && proc_listens(&kp->pr[i], c->a.rport)) {
+			c->role = KP_ROLE_CLIENT;
+			return;
+		}
+	}
+	c->role = reading ? KP_ROLE_SERVER : KP_ROLE_CLIENT;
+}
+
+static void conn_reset(struct kp_conn *c)
+{
+	c->phase = KP_PH_IDLE;
+	c->prev_end = 0;
+	c->peer = KP_NONE;
+	c->req.reader = c->req.writer = KP_NONE;
+}
+
+static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
+			  uint64_t exit, uint32_t seq)
+{
+	const struct kp_thread *t = &kp->th[thread];
+	uint64_t s = enter;
+	bool found = false;
+
+	for (uint32_t i = 0; i < c->ndr; i++) {
+		const struct kp_dready *d = &c->dr[i];
+
+		if (d->ts > exit)
+			break;
+		if (d->ts < c->prev_end || (int32_t)(d->rcv_nxt - seq) <= 0)
+			continue;
+		s = d->ts;
+		found = true;
+		break;
+	}
+	if (!found) {
+		for (uint32_t k = t->niv; k > 0; k--) {
+			const struct kp_iv *iv = &t->iv[k - 1];
+
+			if (iv->end != KP_OPEN && iv->end <= enter)
+				break;
+			if (iv->state == KP_ST_BLOCKED && iv->end != KP_OPEN && iv->end <= exit) {
+				s = iv->end;
+				break;
+			}
+		}
+	}
+	if (s < c->prev_end)
+		s = c->prev_end;
+	if (s > exit)
+		s = exit;
+	return s;
+}
+
+static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
+		     uint64_t ts, uint64_t enter)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	int err;
+
+	conn_guess_role(kp, c, true);
+	c->seen_data = 1;
+	if (c->role == KP_ROLE_CLIENT) {
+		c->phase = KP_PH_READING;
+		return 0;
+	}
+	if (c->phase == KP_PH_READING)
+		return 0;
+	if (c->phase == KP_PH_WRITING) {
+		err = kp__conn_finish_req(kp, ci);
+		if (err)
+			return err;
+		c = &kp->cn[ci];
+	}
+	memset(&c->req, 0, sizeof(c->req));
+	c->req.reader = thread;
+	c->req.writer = KP_NONE;
+	c->req.first_read_enter = enter;
+	c->req.first_read_exit = ts;
+	c->req.start = req_start(kp, c, thread, enter, ts, e->tcp_seq);
+	proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
+	if (!c->req.name[0])
+		snprintf(c->req.name, sizeof(c->req.name), "request");
+	c->phase = KP_PH_READING;
+	return 0;
+}
+
+static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
+		      uint64_t ts, uint64_t enter)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	struct kp_write *w;
+
+	conn_guess_role(kp, c, false);
+	c->seen_data = 1;
+	if (kp__grow((void **)&c->wr, &c->capwr, c->nwr + 1, sizeof(*c->wr)))
+		return -ENOMEM;
+	w = &c->wr[c->nwr++];
+	w->enter = enter;
+	w->exit = ts;
+	w->thread = thread;
+	w->seq = e->tcp_seq;
+	w->bytes = e->bytes;
+	if (c->role == KP_ROLE_CLIENT) {
+		if (c->phase != KP_PH_WRITING) {
+			proto__request_name(e->payload, e->payload_len, c->last_name,
+					    sizeof(c->last_name));
+			c->phase = KP_PH_WRITING;
+		}
+		return 0;
+	}
+	if (c->phase == KP_PH_IDLE)
+		return 0;	/* nothing asked for it (server push, or its request came before us) */
+	if (c->phase == KP_PH_READING) {
+		c->req.status = proto__http_status(e->payload, e->payload_len);
+		c->phase = KP_PH_WRITING;
+	}
+	c->req.end = ts;
+	c->req.writer = thread;
+	return 0;
+}
+
+static bool is_read(uint8_t call)
+{
+	return call == CP_SOCK_READ || call == CP_SOCK_READV || call == CP_SOCK_RECVFROM ||
+	       call == CP_SOCK_RECVMSG || call == CP_SOCK_RECVMMSG;
+}
+
+static bool is_write(uint8_t call)
+{
+	return call == CP_SOCK_WRITE || call == CP_SOCK_WRITEV || call == CP_SOCK_SENDTO ||
+	       call == CP_SOCK_SENDMSG || call == CP_SOCK_SENDMMSG;
+}
+
+int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
+		  uint64_t enter)
+{
+	uint32_t host = kp->src[src].host;
+	uint32_t thread, ci, proc;
+	struct kp_conn *c;
+
+	if (e->phase != CP_PHASE_EXIT)
+		return 0;	/* still in progress when the recording ended */
+	if (e->sock_type && e->sock_type != SOCK_STREAM)
+		return 0;	/* datagrams have no requests to frame */
+	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
+	if (thread == KP_NONE)
+		return -ENOMEM;
+	proc = kp->th[thread].proc;
+	ci = kp__conn_by_sock(kp, host, e);
+	if (ci == KP_NONE)
+		return 0;
+	c = &kp->cn[ci];
+	if (c->proc == KP_NONE)
+		c->proc = proc;
+	switch (e->call) {
+	case CP_SOCK_ACCEPT:
+	case CP_SOCK_ACCEPT4:
+		if (e->bytes < 0)
+			return 0;
+		if (c->seen_data && c->phase == KP_PH_WRITING) {
+			int err = kp__conn_finish_req(kp, ci);
+
+			if (err)
+				return err;
+			c = &kp->cn[ci];
+		}
+		conn_reset(c);
+		c->proc = proc;
+		c->role = KP_ROLE_SERVER;
+		return kp__proc_listen(kp, proc, c->a.lport);
+	case CP_SOCK_CONNECT:
+		if (e->bytes < 0 && e->bytes != -EINPROGRESS)
+			return 0;
+		conn_reset(c);
+		c->proc = proc;
+		c->role = KP_ROLE_CLIENT;
+		return 0;
+	case CP_SOCK_CLOSE:
+	case CP_SOCK_SHUTDOWN:
+		if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
+			return kp__conn_finish_req(kp, ci);
+		if (e->call == CP_SOCK_CLOSE)
+			c->phase = KP_PH_IDLE;
+		return 0;
+	default:
+		break;
+	}
+	if (is_read(e->call)) {
+		if (e->bytes > 0 || e->bytes == 0)
+			kp__tl_annotate(kp, thread, enter, ts, KP_BR_SOCK, 0, ci);
+		if (e->bytes > 0)
+			return conn_read(kp, ci, e, thread, ts, enter);
+		if (e->bytes == 0 && c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
+			return kp__conn_finish_req(kp, ci);	/* EOF */
+		return 0;
+	}
+	if (is_write(e->call) && e->bytes > 0)
+		return conn_write(kp, ci, e, thread, ts, enter);
+	return 0;
+}
+
+int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e,
+		    uint64_t ts)
+{
+	struct kp_addr a;
+	struct kp_conn *c;
+	uint32_t ci;
+
+	memset(&a, 0, sizeof(a));
+	a.family = e->family;
+	a.lport = e->lport;
+	a.rport = e->rport;
+	memcpy(a.laddr, e->laddr, CP_ADDR_LEN);
+	memcpy(a.raddr, e->raddr, CP_ADDR_LEN);
+	ci = kp__conn(kp, host, &a);
+	if (ci == KP_NONE)
+		return -ENOMEM;
+	c = &kp->cn[ci];
+	if (kp__grow((void **)&c->dr, &c->capdr, c->ndr + 1, sizeof(*c->dr)))
+		return -ENOMEM;
+	c->dr[c->ndr].ts = ts;
+	c->dr[c->ndr].rcv_nxt = e->rcv_nxt;
+	c->ndr++;
+	if (e->h.cpu < KP_MAX_CPUS) {
+		size_t k = (size_t)host * KP_MAX_CPUS + e->h.cpu;
+
+		if (k >= kp->nlastdr) {
+			uint32_t cap = kp->nlastdr, need = (uint32_t)(host + 1) * KP_MAX_CPUS;
+
+			if (kp__grow((void **)&kp->lastdr, &cap, need, sizeof(*kp->lastdr)))
+				return -ENOMEM;
+			for (uint32_t j = kp->nlastdr; j < cap; j++)
+				kp->lastdr[j].conn = KP_NONE, kp->lastdr[j].ts = 0;
+			kp->nlastdr = cap;
+		}
+		kp->lastdr[k].ts = ts;
+		kp->lastdr[k].conn = ci;
+	}
+	return 0;
+}
+
+const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
+					  bool have_seq)
+{
+	const struct kp_write *last = NULL;
+
+	for (uint32_t i = c->nwr; i > 0; i--) {
+		const struct kp_write *w = &c->wr[i - 1];
+		int32_t d = (int32_t)(rcv_nxt - w->seq);
+
+		if (w->enter > ts)
+			continue;
+		if (!have_seq)
+			return w;
+		if (d > 0 && d <= w->bytes)
+			return w;
+		if (!last)
+			last = w;
+		if (ts - w->enter > KP_KEEP_NS)
+			break;
+	}
+	return last;
+}
+
+bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt)
+{
+	for (uint32_t i = c->ndr; i > 0; i--) {
+		if (c->dr[i - 1].ts <= ts) {
+			*rcv_nxt = c->dr[i - 1].rcv_nxt;
+			return true;
+		}
+	}
+	return false;
+}
+
+void kp__conn_prune(struct kp_conn *c, uint64_t before)
+{
+	uint32_t n = 0;
+
+	while (n + 1 < c->nwr && c->wr[n].exit < before)
+		n++;
+	if (n) {
+		memmove(c->wr, c->wr + n, (c->nwr - n) * sizeof(*c->wr));
+		c->nwr -= n;
+	}
+	n = 0;
+	while (n + 1 < c->ndr && c->dr[n].ts < before)
+		n++;
+	if (n) {
+		memmove(c->dr, c->dr + n, (c->ndr - n) * sizeof(*c->dr));
+		c->ndr -= n;
+	}
+}

@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * The kernel-path core: records in (any source, in time order), requests
+ * out (struct cp_request through a callback). Dispatches each record to the
+ * thread timelines (timeline.c) or the connections (kpath_conn.c), finishes
+ * a request when its response is complete (walk, kpath_walk.c), and prunes
+ * state that no open request can reach any more.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kpath_internal.h"
+
+#define KP_PRUNE_EVERY 65536u
+
+int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint32_t n = *cap ? *cap : 8;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	p = realloc(*arr, (size_t)n * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static int map_rehash(struct kp_map *m, uint32_t cap)
+{
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+	uint32_t *vals = malloc((size_t)cap * sizeof(*vals));
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < cap; i++)
+		vals[i] = KP_NONE;
+	for (uint32_t i = 0; i < m->cap; i++) {
+		uint32_t h;
+
+		if (m->vals[i] == KP_NONE)
+			continue;
+		h = (uint32_t)mix64(m->keys[i]) & (cap - 1);
+		while (vals[h] != KP_NONE)
+			h = (h + 1) & (cap - 1);
+		keys[h] = m->keys[i];
+		vals[h] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = keys;
+	m->vals = vals;
+	m->cap = cap;
+	return 0;
+}
+
+int kp_map__put(struct kp_map *m, uint64_t key, uint32_t val)
+{
+	uint32_t h;
+
+	if ((m->n + 1) * 2 > m->cap && map_rehash(m, m->cap ? m->cap * 2 : 64))
+		return -ENOMEM;
+	h = (uint32_t)mix64(key) & (m->cap - 1);
+	while (m->vals[h] != KP_NONE && m->keys[h] != key)
+		h = (h + 1) & (m->cap - 1);
+	if (m->vals[h] == KP_NONE)
+		m->n++;
+	m->keys[h] = key;
+	m->vals[h] = val;
+	return 0;
+}
+
+uint32_t kp_map__get(const struct kp_map *m, uint64_t key)
+{
+	uint32_t h;
+
+	if (!m->cap)
+		return KP_NONE;
+	h = (uint32_t)mix64(key) & (m->cap - 1);
+	while (m->vals[h] != KP_NONE) {
+		if (m->keys[h] == key)
+			return m->vals[h];
+		h = (h + 1) & (m->cap - 1);
+	}
+	return KP_NONE;
+}
+
+void kp_map__free(struct kp_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+int kp__init(struct kp *kp, kp_emit_fn emit, void *arg)
+{
+	memset(kp, 0, sizeof(*kp));
+	kp->emit = emit;
+	kp->emit_arg = arg;
+	return 0;
+}
+
+void kp__free(struct kp *kp)
+{
+	for (uint32_t i = 0; i < kp->nth; i++) {
+		free(kp->th[i].iv);
+		free(kp->th[i].cul);
+	}
+	for (uint32_t i = 0; i < kp->npr; i++)
+		free(kp->pr[i].listen);
+	for (uint32_t i = 0; i < kp->ncn; i++) {
+		free(kp->cn[i].wr);
+		free(kp->cn[i].dr);
+	}
+	free(kp->th);
+	free(kp->pr);
+	free(kp->cn);
+	free(kp->src);
+	free(kp->loss);
+	free(kp->lastdr);
+	free(kp->ws);
+	free(kp->segs);
+	free(kp->culs);
+	free(kp->strs);
+	free(kp->frames);
+	kp_map__free(&kp->thmap);
+	kp_map__free(&kp->prmap);
+	kp_map__free(&kp->cnmap);
+	kp_map__free(&kp->fdmap);
+	memset(kp, 0, sizeof(*kp));
+}
+
+int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const char *host_name,
+		   const char *sku, uint32_t ncpus, const char *const *cpu_model)
+{
+	uint32_t cap = kp->nsrc, host = 0;
+	struct kp_source *s;
+
+	for (uint32_t i = 0; i < kp->nsrc; i++) {
+		if (kp->src[i].host >= host)
+			host = kp->src[i].host + 1;
+	}
+	for (uint32_t i = 0; i < kp->nsrc; i++) {
+		if (host_key && !strncmp(kp->src[i].key, host_key, sizeof(kp->src[i].key) - 1)) {
+			host = kp->src[i].host;
+			break;
+		}
+	}
+	if (kp__grow((void **)&kp->src, &cap, kp->nsrc + 1, sizeof(*kp->src)))
+		return -ENOMEM;
+	s = &kp->src[kp->nsrc];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->key, sizeof(s->key), "%s", host_key ? host_key : "");
+	s->host = host;
+	s->delta = delta;
+	s->host_name = host_name;
+	s->sku = sku;
+	s->ncpus = ncpus;
+	s->cpu_model = cpu_model;
+	return (int)kp->nsrc++;
+}
+
+static const struct kp_source *host_source(const struct kp *kp, uint32_t host)
+{
+	for (uint32_t i = 0; i < kp->nsrc; i++)
+		if (kp->src[i].host == host)
+			return &kp->src[i];
+	return NULL;
+}
+
+static bool overlaps_loss(const struct kp *kp, uint32_t host, uint64_t a, uint64_t b)
+{
+	for (uint32_t i = 0; i < kp->nloss; i++)
+		if (kp->loss[i].host == host && kp->loss[i].start <= b && kp->loss[i].end >= a)
+			return true;
+	return false;
+}
+
+/* Turns the walk's segments into a struct cp_request and hands it on. */
+static int emit_request(struct kp *kp, uint32_t ci)
+{
+	const struct kp_conn *c = &kp->cn[ci];
+	const struct kp_source *src = host_source(kp, c->host);
+	char svc[KP_NAME_LEN], id[64], status[32];
+	const char *tags[2] = {NULL, NULL};
+	struct cp_request r;
+	uint32_t n = kp->nws;
+
+	if (kp__grow((void **)&kp->segs, &kp->capsegs, n, sizeof(*kp->segs)) ||
+	    kp__grow((void **)&kp->frames, &kp->capframes, 3 * n, sizeof(*kp->frames)))
+		return -ENOMEM;
+	kp__proc_service(kp, c->proc, c->a.lport, svc, sizeof(svc));
+	for (uint32_t i = 0; i < kp->nculs; i++)
+		kp->culs[i].comm = kp->strs[(uintptr_t)kp->culs[i].comm];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct kp_wseg *w = &kp->ws[i];
+		struct cp_segment *s = &kp->segs[i];
+		const char **fr = &kp->frames[3 * i];
+
+		memset(s, 0, sizeof(*s));
+		s->start_ns = w->start;
+		s->end_ns = w->end;
+		s->category = (enum cp_category)w->cat;
+		s->interference = w->interference;
+		fr[0] = svc;
+		fr[1] = c->req.name;
+		fr[2] = w->frame3 >= 0 ? kp->strs[w->frame3] : NULL;
+		s->frames = fr;
+		s->nframes = fr[2] ? 3 : 2;
+		s->pid = s->tid = s->cpu = -1;
+		if (w->thread != KP_NONE) {
+			const struct kp_thread *t = &kp->th[w->thread];
+
+			s->pid = t->pid;
+			s->tid = t->tid;
+			s->comm = kp__thread_comm(kp, w->thread);
+		}
+		if (w->cpu >= 0) {
+			s->cpu = w->cpu;
+			if (src && src->cpu_model && (uint32_t)w->cpu < src->ncpus)
+				s->cpu_model = src->cpu_model[w->cpu];
+			s->sku = src ? src->sku : NULL;
+		}
+		s->peer = w->peer >= 0 ? kp->strs[w->peer] : NULL;
+		s->culprits = w->ncul ? &kp->culs[w->cul_first] : NULL;
+		s->nculprits = w->ncul;
+	}
+	memset(&r, 0, sizeof(r));
+	snprintf(id, sizeof(id), "%d:%u:%u", c->proc != KP_NONE ? kp->pr[c->proc].pid : -1, ci,
+		 c->nreq);
+	r.id = id;
+	r.service = svc;
+	r.name = c->req.name;
+	r.host = src ? src->host_name : NULL;
+	r.start_ns = c->req.start;
+	r.end_ns = c->req.end;
+	r.partial = overlaps_loss(kp, c->host, r.start_ns, r.end_ns);
+	r.segs = kp->segs;
+	r.nsegs = n;
+	if (c->req.status) {
+		snprintf(status, sizeof(status), "http.status=%d", c->req.status);
+		tags[0] = status;
+		r.tags = tags;
+	}
+	kp->requests_out++;
+	kp->requests_partial += r.partial;
+	return kp->emit ? kp->emit(kp->emit_arg, &r) : 0;
+}
+
+int kp__conn_finish_req(struct kp *kp, uint32_t ci)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	int err = 0;
+
+	if (c->phase == KP_PH_WRITING && c->req.reader != KP_NONE && c->req.writer != KP_NONE &&
+	    c->proc != KP_NONE && c->req.end >= c->req.start) {
+		err = kp__walk(kp, ci);
+		if (!err)
+			err = emit_request(kp, ci);
+		c = &kp->cn[ci];
+		c->prev_end = c->req.end;
+		c->nreq++;
+		memcpy(c->last_name, c->req.name, sizeof(c->last_name));
+		if (err && !kp->err)
+			kp->err = err;
+	}
+	c->phase = KP_PH_IDLE;
+	return err;
+}
+
+static int kp_prune(struct kp *kp)
+{
+	uint64_t mark = kp->now > KP_KEEP_NS ? kp->now - KP_KEEP_NS : 0;
+	int err;
+
+	for (uint32_t i = 0; i < kp->ncn; i++) {
+		struct kp_conn *c = &kp->cn[i];
+
+		if (c->role != KP_ROLE_SERVER || c->phase == KP_PH_IDLE)
+			continue;
+		if (c->phase == KP_PH_WRITING && c->req.end + KP_IDLE_FINISH_NS < kp->now) {
+			err = kp__conn_finish_req(kp, i);
+			if (err)
+				return err;
+			continue;
+		}
+		if (c->req.start < mark)
+			mark = c->req.start;
+	}
+	if (!mark)
+		return 0;
+	for (uint32_t i = 0; i < kp->nth; i++)
+		kp__tl_prune(&kp->th[i], mark);
+	for (uint32_t i = 0; i < kp->ncn; i++)
+		kp__conn_prune(&kp->cn[i], mark);
+	return 0;
+}
+
+static void set_comm(char *dst, const char *src)
+{
+	memcpy(dst, src, CP_COMM_LEN);
+	dst[CP_COMM_LEN - 1] = '\0';
+}
+
+static int md_process(struct kp *kp, uint32_t host, const struct cp_md_process *m)
+{
+	uint32_t p = kp__proc(kp, host, (int32_t)m->h.pid);
+
+	if (p == KP_NONE)
+		return -ENOMEM;
+	set_comm(kp->pr[p].comm, m->comm);
+	kp->pr[p].comm_from_md = true;
+	return 0;
+}
+
+static int md_socket(struct kp *kp, uint32_t host, const struct cp_md_socket *m)
+{
+	uint32_t p = kp__proc(kp, host, (int32_t)m->h.pid);
+
+	if (p == KP_NONE)
+		return -ENOMEM;
+	if (m->listening)
+		return kp__proc_listen(kp, p, m->lport);
+	return 0;
+}
+
+static int on_fork(struct kp *kp, uint32_t host, const struct cp_ev_process_fork *e)
+{
+	uint32_t t;
+
+	if (kp__proc_find(kp, host, (int32_t)e->parent_pid) == KP_NONE)
+		return 0;
+	t = kp__thread(kp, host, (int32_t)e->child_pid, (int32_t)e->child_tid);
+	if (t == KP_NONE)
+		return -ENOMEM;
+	set_comm(kp->th[t].comm, e->child_comm);
+	return 0;
+}
+
+static int on_exec(struct kp *kp, uint32_t host, const struct cp_ev_process_exec *e)
+{
+	uint32_t t = kp__thread_find(kp, host, (int32_t)e->h.tid);
+	const char *base, *fn = e->filename;
+	size_t max = e->h.size > offsetof(struct cp_ev_process_exec, filename) ?
+			     e->h.size - offsetof(struct cp_ev_process_exec, filename) : 0;
+	char comm[CP_COMM_LEN] = "";
+
+	if (t == KP_NONE || !max)
+		return 0;
+	base = memrchr(fn, '/', strnlen(fn, max));
+	base = base ? base + 1 : fn;
+	snprintf(comm, sizeof(comm), "%.*s", (int)strnlen(base, max - (size_t)(base - fn)), base);
+	memcpy(kp->th[t].comm, comm, CP_COMM_LEN);
+	if (kp->th[t].tid == kp->th[t].pid && !kp->pr[kp->th[t].proc].comm_from_md)
+		memcpy(kp->pr[kp->th[t].proc].comm, comm, CP_COMM_LEN);
+	return 0;
+}
+
+static int on_syscall_block(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t enter,
+			    uint64_t ts, uint8_t reason, uint64_t uaddr)
+{
+	uint32_t t = kp__thread(kp, host, (int32_t)h->pid, (int32_t)h->tid);
+
+	if (t == KP_NONE)
+		return -ENOMEM;
+	kp__tl_annotate(kp, t, enter, ts, reason, uaddr, KP_NONE);
+	return 0;
+}
+
+#define NEED(type) \
+	do { \
+		if (rec->size < sizeof(type)) \
+			return 0; \
+	} while (0)
+
+static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64_t ts)
+{
+	const struct kp_source *src = &kp->src[si];
+	uint32_t host = src->host;
+
+	switch (rec->type) {
+	case CP_EV_SCHED_SWITCH:
+		NEED(struct cp_ev_sched_switch);
+		return kp__tl_switch(kp, host, (const struct cp_ev_sched_switch *)rec, ts);
+	case CP_EV_SCHED_WAKING: {
+		const struct cp_ev_sched_waking *e = (const void *)rec;
+
+		NEED(struct cp_ev_sched_waking);
+		if (kp__proc(kp, host, (int32_t)e->wakee_pid) == KP_NONE)
+			return -ENOMEM;
+		return kp__tl_waking(kp, host, e, ts);
+	}
+	case CP_EV_WAKEUP_NEW: {
+		const struct cp_ev_wakeup_new *e = (const void *)rec;
+
+		NEED(struct cp_ev_wakeup_new);
+		if (kp__proc(kp, host, (int32_t)e->pid) == KP_NONE)
+			return -ENOMEM;
+		return kp__tl_new(kp, host, e, ts);
+	}
+	case CP_EV_PROCESS_FORK:
+		NEED(struct cp_ev_process_fork);
+		return on_fork(kp, host, (const void *)rec);
+	case CP_EV_PROCESS_EXEC:
+		if (rec->size <= offsetof(struct cp_ev_process_exec, filename))
+			return 0;
+		return on_exec(kp, host, (const void *)rec);
+	case CP_EV_PROCESS_EXIT:
+		return kp__tl_exit(kp, host, rec, ts);
+	case CP_EV_FUTEX: {
+		const struct cp_ev_futex *e = (const void *)rec;
+
+		NEED(struct cp_ev_futex);
+		if (e->phase != CP_PHASE_EXIT)
+			return 0;
+		return on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
+					KP_BR_FUTEX, e->uaddr);
+	}
+	case CP_EV_POLL: {
+		const struct cp_ev_poll *e = (const void *)rec;
+
+		NEED(struct cp_ev_poll);
+		if (e->phase != CP_PHASE_EXIT)
+			return 0;
+		return on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
+					KP_BR_POLL, 0);
+	}
+	case CP_EV_SOCK: {
+		const struct cp_ev_sock *e = (const void *)rec;
+		size_t room = rec->size - offsetof(struct cp_ev_sock, payload);
+		struct cp_ev_sock copy;
+
+		if (rec->size < offsetof(struct cp_ev_sock, payload))
+			return 0;
+		if (e->payload_len > room) {
+			/* a record shorter than its payload_len says: use what is there */
+			memcpy(&copy, e, rec->size);
+			copy.payload_len = (uint16_t)room;
+			e = &copy;
+		}
+		return kp__conn_sock(kp, si, e, ts, e->enter_ts + (uint64_t)src->delta);
+	}
+	case CP_EV_SK_DATA_READY:
+		NEED(struct cp_ev_sk_data_ready);
+		return kp__conn_dready(kp, host, (const void *)rec, ts);
+	case CP_EV_RUNQ_CULPRIT:
+		NEED(struct cp_ev_runq_culprit);
+		return kp__tl_culprit(kp, host, (const void *)rec, ts);
+	case CP_MD_PROCESS:
+		NEED(struct cp_md_process);
+		return md_process(kp, host, (const void *)rec);
+	case CP_MD_THREAD: {
+		const struct cp_md_thread *m = (const void *)rec;
+		uint32_t t;
+
+		NEED(struct cp_md_thread);
+		t = kp__thread(kp, host, (int32_t)m->h.pid, (int32_t)m->h.tid);
+		if (t == KP_NONE)
+			return -ENOMEM;
+		set_comm(kp->th[t].comm, m->comm);
+		return 0;
+	}
+	case CP_MD_SOCKET:
+		NEED(struct cp_md_socket);
+		return md_socket(kp, host, (const void *)rec);
+	case CP_MD_LOSS: {
+		const struct cp_md_loss *m = (const void *)rec;
+
+		NEED(struct cp_md_loss);
+		if (kp__grow((void **)&kp->loss, &kp->caploss, kp->nloss + 1, sizeof(*kp->loss)))
+			return -ENOMEM;
+		kp->loss[kp->nloss].host = host;
+		kp->loss[kp->nloss].start = m->start_ns + (uint64_t)src->delta;
+		kp->loss[kp->nloss].end = m->end_ns + (uint64_t)src->delta;
+		kp->nloss++;
+		return 0;
+	}
+	default:
+		return 0;	/* block, uprobe, hooks, probes, and types added later */
+	}
+}
+
+int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
+{
+	uint64_t ts;
+	int err;
+
+	if (src >= kp->nsrc || rec->size < sizeof(*rec))
+		return -EINVAL;
+	ts = rec->ts + (uint64_t)kp->src[src].delta;
+	/* metadata written at the start may carry no time; it never moves the stream */
+	if (rec->type < CP_MD_PROCESS && ts > kp->now)
+		kp->now = ts;
+	err = dispatch(kp, src, rec, ts);
+	if (err)
+		return err;
+	if (kp->err)
+		return kp->err;
+	kp->records++;
+	if (++kp->since_prune >= KP_PRUNE_EVERY) {
+		kp->since_prune = 0;
+		return kp_prune(kp);
+	}
+	return 0;
+}
+
+int kp__finish(struct kp *kp)
+{
+	for (uint32_t i = 0; i < kp->ncn; i++) {
+		int err;
+
+		if (kp->cn[i].role != KP_ROLE_SERVER || kp->cn[i].phase != KP_PH_WRITING)
+			continue;
+		err = kp__conn_finish_req(kp, i);
+		if (err)
+			return err;
+	}
+	return kp->err;
+}

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * The kernel-level analysis behind kpath__analyze() (DESIGN.md section 5),
+ * split so its core takes records from any source: the recording reader
+ * (user/kpath.c), hand-built arrays (tests/unit/test_kpath*.c) or a synthetic
+ * stream (tools/bench/bench_kpath.c).
+ *
+ *   timeline.c    per-thread intervals: running / runnable / blocked + wakeup
+ *   kpath_conn.c  connections, their writes, data arrivals, request framing
+ *   proto_*.c     protocol names (HTTP/1.x, memcached text, Redis RESP)
+ *   kpath_walk.c  the backward walk of one request and its ownership rules
+ *   kpath_core.c  record dispatch, finishing requests, pruning old state
+ *
+ * Records must arrive in time order of hdr.ts (syscall records sit at their
+ * exit time and carry enter_ts). Memory: per-thread intervals and
+ * per-connection writes are pruned behind a watermark (the oldest start of
+ * a request still open, and never more than KP_KEEP_NS behind the stream),
+ * so it follows the open window, not the file.
+ */
+#ifndef CRITPATH_KPATH_INTERNAL_H
+#define CRITPATH_KPATH_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/critpath_abi.h"
+#include "model.h"
+
+#define KP_NONE UINT32_MAX
+#define KP_OPEN UINT64_MAX		/* end of an interval still open */
+#define KP_KEEP_NS 2000000000ull	/* state kept behind the stream at least */
+#define KP_IDLE_FINISH_NS 1000000000ull	/* a response idle this long is complete */
+#define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
+#define KP_NAME_LEN 64
+
+enum kp_state {
+	KP_ST_UNKNOWN = 0,	/* before the first event of the thread */
+	KP_ST_RUNNING,
+	KP_ST_RUNNABLE,
+	KP_ST_BLOCKED,
+	KP_ST_DEAD,
+};
+
+enum kp_reason {
+	KP_BR_NONE = 0,
+	KP_BR_FUTEX,
+	KP_BR_SOCK,	/* recv on a connection (conn) */
+	KP_BR_POLL,
+	KP_BR_DISK,	/* uninterruptible (D state) */
+	KP_BR_NEW,	/* not yet born: ends with the parent's wakeup_new */
+};
+
+enum kp_wake {
+	KP_WK_NONE = 0,	/* unknown: no wakeup seen */
+	KP_WK_TASK,	/* waker = a thread */
+	KP_WK_NEW,	/* wakeup_new by the parent (waker) */
+	KP_WK_NET,	/* NET_RX; conn = the socket (sk_data_ready just before) */
+	KP_WK_TIMER,
+	KP_WK_DISK,
+	KP_WK_OTHER,	/* another interrupt */
+};
+
+struct kp_iv {
+	uint64_t start, end;	/* end = KP_OPEN while current */
+	uint64_t uaddr;		/* futex */
+	uint32_t waker;		/* thread index (TASK / NEW), or KP_NONE */
+	uint32_t conn;		/* NET wakeup's or SOCK block's connection, or KP_NONE */
+	uint32_t cul_first;	/* absolute index into the thread's culprits */
+	uint16_t ncul;
+	int16_t cpu;
+	uint8_t state;		/* enum kp_state */
+	uint8_t reason;		/* enum kp_reason (blocked) */
+	uint8_t wake;		/* enum kp_wake (blocked: what ended it) */
+	uint8_t __pad;
+};
+
+struct kp_culprit {
+	uint64_t ts;
+	uint64_t ns;
+	int32_t pid, tid;
+	char comm[CP_COMM_LEN];
+};
+
+struct kp_thread {
+	uint64_t key;		/* host << 32 | tid */
+	int32_t pid, tid;
+	uint32_t host;
+	uint32_t proc;		/* process index */
+	char comm[CP_COMM_LEN];
+	struct kp_iv *iv;
+	uint32_t niv, capiv;
+	struct kp_culprit *cul;
+	uint32_t ncul, capcul;
+	uint64_t cul_base;	/* absolute index of cul[0] */
+	/* a wakeup seen while we still thought the thread was running (the
+	 * waking and the switch-out raced on two CPUs) */
+	uint64_t pend_wake_ts;
+	uint32_t pend_waker, pend_conn;
+	uint8_t pend_wake;
+};
+
+struct kp_proc {
+	uint32_t host;
+	int32_t pid;
+	char comm[CP_COMM_LEN];
+	bool comm_from_md;	/* CP_MD_PROCESS named it: keep that name */
+	uint16_t *listen;	/* listening ports */
+	uint32_t nlisten, caplisten;
+};
+
+struct kp_addr {
+	uint16_t family, lport, rport, __pad;
+	uint8_t laddr[CP_ADDR_LEN];
+	uint8_t raddr[CP_ADDR_LEN];
+};
+
+enum kp_role { KP_ROLE_UNKNOWN = 0, KP_ROLE_SERVER, KP_ROLE_CLIENT };
+
+struct kp_write {
+	uint64_t enter, exit;
+	uint32_t thread;
+	uint32_t seq;
+	int64_t bytes;
+};
+
+struct kp_dready {
+	uint64_t ts;
+	uint32_t rcv_nxt;
+};
+
+enum kp_phase { KP_PH_IDLE = 0, KP_PH_READING, KP_PH_WRITING };
+
+/* The request being served on a server connection. */
+struct kp_req {
+	uint64_t start;		/* DESIGN: when its first bytes reached the process */
+	uint64_t first_read_enter, first_read_exit;
+	uint64_t end;		/* exit of the last write so far */
+	uint32_t reader;	/* the serving thread (first read) */
+	uint32_t writer;	/* the thread of the last write */
+	int status;		/* HTTP status, 0 = none */
+	char name[KP_NAME_LEN];
+};
+
+struct kp_conn {
+	uint32_t host;
+	uint32_t proc;		/* first process seen using it, or KP_NONE */
+	struct kp_addr a;
+	uint8_t role;		/* enum kp_role */
+	uint8_t phase;		/* enum kp_phase */
+	uint8_t seen_data;
+	uint32_t peer;		/* the other end, traced, or KP_NONE (cached) */
+	uint64_t prev_end;	/* end of the last request served */
+	uint32_t nreq;		/* requests finished on it */
+	struct kp_req req;
+	char last_name[KP_NAME_LEN];	/* client: the call being made; server: last request */
+	struct kp_write *wr;
+	uint32_t nwr, capwr;
+	struct kp_dready *dr;
+	uint32_t ndr, capdr;
+};
+
+struct kp_source {
+	char key[64];		/* boot id (or host name): same key, same host */
+	uint32_t host;		/* hosts are told apart by boot id */
+	int64_t delta;		/* added to this source's times (aligns hosts) */
+	const char *host_name;
+	const char *sku;
+	uint32_t ncpus;
+	const char *const *cpu_model;	/* by cpu number, may be NULL */
+};
+
+struct kp_loss {
+	uint32_t host;
+	uint64_t start, end;
+};
+
+struct kp_lastdr {
+	uint64_t ts;
+	uint32_t conn;
+};
+
+/* A segment while the walk builds it (pointers are resolved at the end,
+ * when the scratch arrays no longer move). */
+struct kp_wseg {
+	uint64_t start, end;
+	uint32_t thread;	/* KP_NONE: no thread (network, unexplained) */
+	uint32_t cul_first, ncul;	/* into kp->culs */
+	int32_t peer;		/* into kp->strs, or -1 */
+	int32_t frame3;		/* into kp->strs, or -1 */
+	int16_t cpu;
+	uint8_t cat;		/* enum cp_category */
+	bool interference;
+};
+
+typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
+
+struct kp_map {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t cap, n;	/* cap is a power of two */
+};
+
+struct kp {
+	kp_emit_fn emit;
+	void *emit_arg;
+	struct kp_source *src;
+	uint32_t nsrc;
+
+	struct kp_thread *th;
+	uint32_t nth, capth;
+	struct kp_map thmap;	/* host << 32 | tid → thread index */
+	struct kp_proc *pr;
+	uint32_t npr, cappr;
+	struct kp_map prmap;	/* host << 32 | pid → process index */
+	struct kp_conn *cn;
+	uint32_t ncn, capcn;
+	struct kp_map cnmap;	/* hash of (host, tuple) → conn index (chained by probing) */
+	struct kp_map fdmap;	/* host, pid, fd → conn index (records without addresses) */
+	struct kp_loss *loss;
+	uint32_t nloss, caploss;
+	struct kp_lastdr *lastdr;	/* [host * KP_MAX_CPUS + cpu] */
+	uint32_t nlastdr;
+
+	uint64_t now;		/* the stream's time (latest hdr.ts) */
+	uint64_t records, since_prune;
+	uint64_t requests_out, requests_partial, walk_unexplained_ns;
+	int err;		/* first error of the emit callback */
+
+	/* scratch of the walk, reused between requests */
+	struct kp_wseg *ws;
+	uint32_t nws, capws;
+	struct cp_segment *segs;
+	uint32_t nsegs, capsegs;
+	struct cp_culprit *culs;
+	uint32_t nculs, capculs;
+	char (*strs)[KP_NAME_LEN];
+	uint32_t nstrs, capstrs;
+	const char **frames;
+	uint32_t nframes, capframes;
+};
+
+#define KP_MAX_CPUS 1024
+
+/* kpath_core.c */
+int kp__init(struct kp *kp, kp_emit_fn emit, void *arg);
+void kp__free(struct kp *kp);
+/* A source (one recording); returns its index. host_key tells hosts apart
+ * (recordings of one host share tids and sockets): same key, same host. */
+int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const char *host_name,
+		   const char *sku, uint32_t ncpus, const char *const *cpu_model);
+int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec);
+/* Ends the stream: finishes requests whose response is complete. */
+int kp__finish(struct kp *kp);
+
+/* maps (kpath_core.c) */
+int kp_map__put(struct kp_map *m, uint64_t key, uint32_t val);
+uint32_t kp_map__get(const struct kp_map *m, uint64_t key);
+void kp_map__free(struct kp_map *m);
+int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* timeline.c */
+uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
+uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid);
+uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid);
+uint32_t kp__proc_find(const struct kp *kp, uint32_t host, int32_t pid);
+int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e, uint64_t ts);
+int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking *e, uint64_t ts);
+int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, uint64_t ts);
+int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit *e, uint64_t ts);
+int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts);
+/* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
+void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit,
+		     uint8_t reason, uint64_t uaddr, uint32_t conn);
+/* The interval of thread holding time t (start < t <= end), or -1. */
+int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts);
+void kp__tl_prune(struct kp_thread *t, uint64_t before);
+
+/* kpath_conn.c */
+uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a);
+uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock *e);
+uint32_t kp__conn_peer(struct kp *kp, uint32_t conn);
+int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
+		  uint64_t enter);
+int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e,
+		    uint64_t ts);
+/* The peer's write that carried the byte before rcv_nxt (or the last one
+ * begun before ts); NULL when none is known. */
+const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
+					  bool have_seq);
+/* The latest sk_data_ready on conn at or before ts (rcv_nxt), or false. */
+bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt);
+void kp__conn_prune(struct kp_conn *c, uint64_t before);
+int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
+void kp__conn_peer_str(const struct kp_conn *c, char *buf, size_t len);
+/* Requests: finish the one open on conn (walk + emit). */
+int kp__conn_finish_req(struct kp *kp, uint32_t conn);
+
+/* kpath_walk.c: fills kp->ws (time order) for the request open on conn */
+int kp__walk(struct kp *kp, uint32_t conn);
+/* "comm:port" of a process that listens, else its comm (into buf) */
+void kp__proc_service(const struct kp *kp, uint32_t proc, uint16_t port, char *buf, size_t len);
+const char *kp__thread_comm(const struct kp *kp, uint32_t thread);
+
+/* proto_detect.c */
+enum kp_proto { KP_PROTO_NONE = 0, KP_PROTO_HTTP, KP_PROTO_MEMCACHED, KP_PROTO_RESP };
+/* Names a request from the first bytes the server read ("GET /cart",
+ * "get", "SET"); returns the protocol, name "" when unknown. */
+enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen);
+/* HTTP status of a response's first bytes, 0 when not HTTP. */
+int proto__http_status(const uint8_t *p, size_t len);
+
+#endif /* CRITPATH_KPATH_INTERNAL_H */

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * The kernel-level critical path of one request (DESIGN.md section 5,
+ * SCENARIOS.md kernel cases): walk backwards from the exit of the write that
+ * carried the response's last byte to the request's start. Running time is
+ * `cpu`, runnable time `runqueue` (culprits from runq_culprit records), and a
+ * block is explained by what ended it: a waker thread (jump to it at the
+ * wakeup and keep walking), a network wakeup (into the traced peer's write
+ * that carried the data, or a `network` blind spot naming the peer), a timer
+ * (`sleep`), a block device (`disk`), else `unexplained`. The walk is bounded
+ * only by the request's start — not by the start of each block — which is
+ * what puts B, not A1's parallel work, on the path in CPT figure 2c.
+ *
+ * Segments are produced back to front and tile [start, end] exactly: every
+ * step consumes time from the cursor t down to some a >= start, or jumps to
+ * another thread at the same t.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kpath_internal.h"
+
+#define KP_WALK_MAX_STEPS 1000000u
+#define KP_WALK_MAX_JUMPS 64u	/* jumps in a row without time moving back */
+#define KP_OWN_MAX_DEPTH 256u
+
+struct walk {
+	struct kp *kp;
+	uint32_t conn;		/* the request's connection */
+	uint32_t serving;	/* the thread that read the request */
+	uint32_t proc;		/* the serving process */
+	uint64_t start;
+};
+
+static int32_t str_add(struct kp *kp, const char *s)
+{
+	if (kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
+		return -1;
+	snprintf(kp->strs[kp->nstrs], KP_NAME_LEN, "%s", s);
+	return (int32_t)kp->nstrs++;
+}
+
+const char *kp__thread_comm(const struct kp *kp, uint32_t thread)
+{
+	const struct kp_thread *t = &kp->th[thread];
+
+	if (t->comm[0])
+		return t->comm;
+	if (t->tid == t->pid && kp->pr[t->proc].comm[0])
+		return kp->pr[t->proc].comm;
+	return "?";
+}
+
+void kp__proc_service(const struct kp *kp, uint32_t proc, uint16_t port, char *buf, size_t len)
+{
+	const struct kp_proc *p = &kp->pr[proc];
+	const char *comm = p->comm;
+
+	if (!comm[0]) {
+		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
+
+		comm = ti != KP_NONE && kp->th[ti].comm[0] ? kp->th[ti].comm : NULL;
+	}
+	if (!port && p->nlisten)
+		port = p->listen[0];
+	if (comm && port)
+		snprintf(buf, len, "%s:%u", comm, port);
+	else if (comm)
+		snprintf(buf, len, "%s", comm);
+	else if (port)
+		snprintf(buf, len, "pid%d:%u", p->pid, port);
+	else
+		snprintf(buf, len, "pid%d", p->pid);
+}
+
+/* The peer's write whose bytes ended thread's block on conn at ts. */
+static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t ts)
+{
+	uint32_t peer, rcv = 0;
+	bool have;
+
+	if (conn == KP_NONE)
+		return NULL;
+	peer = kp__conn_peer(kp, conn);
+	if (peer == KP_NONE)
+		return NULL;
+	have = kp__conn_dready_at(&kp->cn[conn], ts, &rcv);
+	return kp__conn_write_for(&kp->cn[peer], ts, rcv, have);
+}
+
+/*
+ * DESIGN: an interval is owned by the request if its serving thread ran it
+ * after the request started, or it began with a wakeup from an owned
+ * interval (hand-off to a worker, reply from a downstream) — followed back
+ * through wakers, through the traced peer's write for network wakeups, and
+ * to the request's own connection (its data arriving is the request).
+ */
+static bool owned(const struct walk *w, uint32_t thread, int64_t idx)
+{
+	struct kp *kp = w->kp;
+
+	for (uint32_t depth = 0; depth < KP_OWN_MAX_DEPTH; depth++) {
+		const struct kp_thread *t = &kp->th[thread];
+		const struct kp_iv *b;
+		const struct kp_write *src;
+		int64_t j = idx;
+
+		if (thread == w->serving)
+			return true;
+		if (j >= 0 && t->iv[j].state == KP_ST_BLOCKED)
+			j--;
+		while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
+			j--;
+		if (j < 0)
+			return false;
+		b = &t->iv[j];
+		if (b->end < w->start)
+			return false;
+		switch (b->wake) {
+		case KP_WK_TASK:
+		case KP_WK_NEW:
+			if (b->waker == KP_NONE)
+				return false;
+			thread = b->waker;
+			idx = kp__tl_find(&kp->th[thread], b->end);
+			break;
+		case KP_WK_NET:
+			if (b->conn == w->conn)
+				return true;
+			src = net_source(kp, b->conn, b->end);
+			if (!src)
+				return false;
+			thread = src->thread;
+			idx = kp__tl_find(&kp->th[thread], src->exit < b->end ? src->exit : b->end);
+			break;
+		default:
+			return false;
+		}
+		if (idx < 0)
+			return false;
+	}
+	return false;
+}
+
+static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread,
+		   int16_t cpu, bool interf, int32_t peer, int32_t frame3)
+{
+	struct kp_wseg *s;
+
+	if (b <= a)
+		return 0;
+	if (kp->nws) {
+		/* the last one added is the next in time: extend it when alike */
+		s = &kp->ws[kp->nws - 1];
+		if (s->start == b && s->cat == cat && s->thread == thread && s->cpu == cpu &&
+		    s->interference == interf && s->peer == peer && s->frame3 == frame3 &&
+		    !s->ncul && cat != CP_CAT_RUNQUEUE && cat != CP_CAT_LOCK) {
+			s->start = a;
+			return 0;
+		}
+	}
+	if (kp__grow((void **)&kp->ws, &kp->capws, kp->nws + 1, sizeof(*kp->ws)))
+		return -ENOMEM;
+	s = &kp->ws[kp->nws++];
+	memset(s, 0, sizeof(*s));
+	s->start = a;
+	s->end = b;
+	s->cat = cat;
+	s->thread = thread;
+	s->cpu = cpu;
+	s->interference = interf;
+	s->peer = peer;
+	s->frame3 = frame3;
+	s->cul_first = kp->nculs;
+	return 0;
+}
+
+static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, uint64_t ns)
+{
+	struct cp_culprit *c;
+	int32_t si;
+
+	for (uint32_t i = kp->ws[kp->nws - 1].cul_first; i < kp->nculs; i++) {
+		if (kp->culs[i].tid == tid && kp->culs[i].pid == pid) {
+			kp->culs[i].ns += ns;
+			return 0;
+		}
+	}
+	si = str_add(kp, comm);
+	if (si < 0 || kp__grow((void **)&kp->culs, &kp->capculs, kp->nculs + 1, sizeof(*kp->culs)))
+		return -ENOMEM;
+	c = &kp->culs[kp->nculs++];
+	c->pid = pid;
+	c->tid = tid;
+	c->comm = (const char *)(uintptr_t)si;	/* resolved when the walk ends */
+	c->ns = ns;
+	kp->ws[kp->nws - 1].ncul++;
+	return 0;
+}
+
+/* The third frame of segments outside the serving process: the peer's service. */
+static int32_t proc_frame(struct walk *w, uint32_t thread)
+{
+	char buf[KP_NAME_LEN];
+	uint32_t proc = w->kp->th[thread].proc;
+
+	if (proc == w->proc)
+		return -1;
+	kp__proc_service(w->kp, proc, 0, buf, sizeof(buf));
+	return str_add(w->kp, buf);
+}
+
+static int32_t conn_peer_str(struct kp *kp, uint32_t conn)
+{
+	char buf[KP_NAME_LEN];
+
+	if (conn == KP_NONE)
+		return -1;
+	kp__conn_peer_str(&kp->cn[conn], buf, sizeof(buf));
+	return str_add(kp, buf);
+}
+
+static uint8_t block_category(const struct kp_iv *iv)
+{
+	if (iv->reason == KP_BR_DISK || iv->wake == KP_WK_DISK)
+		return CP_CAT_DISK;
+	if (iv->wake == KP_WK_TIMER)
+		return CP_CAT_SLEEP;
+	if (iv->wake == KP_WK_NET)
+		return CP_CAT_NETWORK;
+	return CP_CAT_UNEXPLAINED;
+}
+
+static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
+			uint64_t t, bool interf)
+{
+	struct kp *kp = w->kp;
+	const struct kp_thread *th = &kp->th[thread];
+	uint64_t dur = iv->end - iv->start;
+	int err = seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1,
+			  proc_frame(w, thread));
+
+	if (err || t <= a)
+		return err;
+	for (uint32_t k = 0; k < iv->ncul; k++) {
+		uint64_t abs = (uint64_t)iv->cul_first + k, ns;
+		const struct kp_culprit *c;
+
+		if (abs < th->cul_base || abs >= th->cul_base + th->ncul)
+			continue;
+		c = &th->cul[abs - th->cul_base];
+		/* the part of the wait this segment covers */
+		ns = dur ? (uint64_t)((double)c->ns * (double)(t - a) / (double)dur) : c->ns;
+		if (ns > t - a)
+			ns = t - a;
+		err = cul_add(kp, c->pid, c->tid, c->comm, ns);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int kp__walk(struct kp *kp, uint32_t conn)
+{
+	struct kp_conn *c = &kp->cn[conn];
+	struct walk w = {.kp = kp,
+			 .conn = conn,
+			 .serving = c->req.reader,
+			 .proc = c->proc,
+			 .start = c->req.start};
+	uint64_t t = c->req.end, S = c->req.start;
+	uint32_t thread = c->req.writer, jumps = 0, steps = 0;
+	bool lock_chain = false;
+	int err = 0;
+
+	kp->nws = kp->nculs = kp->nstrs = 0;
+	while (t > S && !err) {
+		struct kp_thread *th = &kp->th[thread];
+		int64_t idx = kp__tl_find(th, t);
+		const struct kp_iv *iv;
+		bool own, jumped = false;
+		uint64_t a;
+
+		if (idx < 0 || ++steps > KP_WALK_MAX_STEPS) {
+			err = seg_add(kp, S, t, CP_CAT_UNEXPLAINED, thread, -1, false, -1, -1);
+			break;
+		}
+		for (; idx >= 0 && t > S && !err; idx--) {
+			iv = &th->iv[idx];
+			a = iv->start > S ? iv->start : S;
+			own = owned(&w, thread, idx);
+			if (own)
+				lock_chain = false;
+			switch (iv->state) {
+			case KP_ST_RUNNING:
+				if (!own && lock_chain) {
+					err = seg_add(kp, a, t, CP_CAT_LOCK, thread, iv->cpu, true,
+						      -1, proc_frame(&w, thread));
+					if (!err && t > a)
+						err = cul_add(kp, th->pid, th->tid,
+							      kp__thread_comm(kp, thread), t - a);
+				} else {
+					err = seg_add(kp, a, t, CP_CAT_CPU, thread, iv->cpu, !own,
+						      -1, proc_frame(&w, thread));
+				}
+				break;
+			case KP_ST_RUNNABLE:
+				err = runqueue_seg(&w, thread, iv, a, t, !own);
+				break;
+			case KP_ST_BLOCKED:
+				if (iv->end > t || jumps >= KP_WALK_MAX_JUMPS) {
+					err = seg_add(kp, a, t, block_category(iv), thread, -1, !own,
+						      -1, proc_frame(&w, thread));
+					break;
+				}
+				if ((iv->wake == KP_WK_TASK || iv->wake == KP_WK_NEW) &&
+				    iv->waker != KP_NONE) {
+					/* a lock holder is reached through a futex wait */
+					if (iv->reason == KP_BR_FUTEX)
+						lock_chain = true;
+					thread = iv->waker;
+					jumped = true;
+					break;
+				}
+				if (iv->wake == KP_WK_NET && iv->conn != conn) {
+					const struct kp_write *src = net_source(kp, iv->conn, t);
+
+					if (src) {
+						uint64_t t2 = src->exit < t ? src->exit : t;
+
+						if (t2 < S)
+							t2 = S;
+						err = seg_add(kp, t2, t, CP_CAT_NETWORK, KP_NONE, -1,
+							      !own, conn_peer_str(kp, iv->conn),
+							      proc_frame(&w, src->thread));
+						t = t2;
+						thread = src->thread;
+						lock_chain = false;
+						jumped = true;
+						break;
+					}
+				}
+				if (iv->wake == KP_WK_NET || (iv->wake == KP_WK_NONE &&
+							      iv->reason == KP_BR_SOCK)) {
+					int32_t ps = conn_peer_str(kp, iv->conn);
+
+					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps,
+						      ps);
+					break;
+				}
+				err = seg_add(kp, a, t, block_category(iv), thread, -1, !own, -1,
+					      proc_frame(&w, thread));
+				break;
+			default:
+				err = seg_add(kp, a, t, CP_CAT_UNEXPLAINED, thread, -1, !own, -1,
+					      proc_frame(&w, thread));
+				break;
+			}
+			if (jumped)
+				break;
+			t = a;
+			jumps = 0;
+		}
+		if (jumped) {
+			jumps++;
+			continue;
+		}
+		if (t > S && !err) {
+			/* ran off the start of what we know of this thread */
+			err = seg_add(kp, S, t, CP_CAT_UNEXPLAINED, thread, -1, false, -1, -1);
+			break;
+		}
+	}
+	if (err)
+		return err;
+	/* back to front → time order */
+	for (uint32_t i = 0, j = kp->nws ? kp->nws - 1 : 0; i < j; i++, j--) {
+		struct kp_wseg tmp = kp->ws[i];
+
+		kp->ws[i] = kp->ws[j];
+		kp->ws[j] = tmp;
+	}
+	return 0;
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Request names from the first bytes a server read (DESIGN.md section 5):
+ * HTTP/1.x "METHOD /path" (query dropped, numeric path segments folded to
+ * "{n}" so /item/17 and /item/18 aggregate as one step), memcached text and
+ * Redis RESP by command. The recorder keeps only a payload prefix, so these
+ * parsers look at one line, never at a whole message.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kpath_internal.h"
+
+static const char *const http_methods[] = {"GET",     "POST",  "PUT",   "DELETE", "HEAD",
+					   "OPTIONS", "PATCH", "TRACE", "CONNECT"};
+
+static const char *const mc_commands[] = {
+	"get", "gets",	 "gat",	    "gats",    "set",	  "add",       "replace", "append",
+	"prepend", "cas", "delete", "incr",    "decr",	  "touch",     "stats",	  "flush_all",
+	"version", "verbosity", "quit", "mg",  "ms",	  "md",	       "ma",	  "mn",
+	"me",	   "lru_crawler", "slabs", "watch", "cache_memlimit", "shutdown",
+};
+
+static size_t line_len(const uint8_t *p, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && p[i] != '\r' && p[i] != '\n')
+		i++;
+	return i;
+}
+
+static bool is_digits(const char *s, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static enum kp_proto http_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	size_t ll = line_len(p, len), m = 0, i, o;
+	const char *line = (const char *)p;
+
+	for (size_t k = 0; k < sizeof(http_methods) / sizeof(http_methods[0]); k++) {
+		size_t n = strlen(http_methods[k]);
+
+		if (ll > n + 1 && !memcmp(line, http_methods[k], n) && line[n] == ' ') {
+			m = n;
+			break;
+		}
+	}
+	if (!m || line[m + 1] == ' ')
+		return KP_PROTO_NONE;
+	/* "METHOD SP target SP HTTP/1.x" — the version may lie past the prefix */
+	o = (size_t)snprintf(name, namelen, "%.*s ", (int)m, line);
+	i = m + 1;
+	while (i < ll && line[i] != ' ' && line[i] != '?' && line[i] != '#' && o + 4 < namelen) {
+		size_t seg = i;
+
+		if (line[i] == '/') {
+			name[o++] = '/';
+			i++;
+			continue;
+		}
+		while (seg < ll && line[seg] != '/' && line[seg] != ' ' && line[seg] != '?' &&
+		       line[seg] != '#')
+			seg++;
+		if (is_digits(line + i, seg - i)) {
+			o += (size_t)snprintf(name + o, namelen - o, "{n}");
+		} else {
+			for (; i < seg && o + 1 < namelen; i++)
+				name[o++] = isprint((unsigned char)line[i]) ? line[i] : '?';
+		}
+		i = seg;
+	}
+	if (o >= namelen)
+		o = namelen - 1;
+	name[o] = '\0';
+	return KP_PROTO_HTTP;
+}
+
+static enum kp_proto resp_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	/* *<n>\r\n$<len>\r\n<command>\r\n */
+	size_t i = 1, o = 0;
+
+	while (i < len && isdigit(p[i]))
+		i++;
+	if (i == 1 || i + 2 > len || p[i] != '\r' || p[i + 1] != '\n')
+		return KP_PROTO_NONE;
+	i += 2;
+	if (i >= len || p[i] != '$')
+		return KP_PROTO_RESP;
+	while (i < len && p[i] != '\n')
+		i++;
+	i++;
+	while (i < len && p[i] != '\r' && o + 1 < namelen) {
+		if (!isgraph(p[i]))
+			break;
+		name[o++] = (char)toupper(p[i]);
+		i++;
+	}
+	name[o] = '\0';
+	return KP_PROTO_RESP;
+}
+
+static enum kp_proto mc_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	size_t n = 0;
+
+	while (n < len && n < 32 && (islower(p[n]) || p[n] == '_'))
+		n++;
+	if (!n || (n < len && p[n] != ' ' && p[n] != '\r' && p[n] != '\n'))
+		return KP_PROTO_NONE;
+	for (size_t k = 0; k < sizeof(mc_commands) / sizeof(mc_commands[0]); k++) {
+		if (strlen(mc_commands[k]) == n && !memcmp(p, mc_commands[k], n)) {
+			snprintf(name, namelen, "%s", mc_commands[k]);
+			return KP_PROTO_MEMCACHED;
+		}
+	}
+	return KP_PROTO_NONE;
+}
+
+enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	enum kp_proto pr;
+
+	if (!namelen)
+		return KP_PROTO_NONE;
+	name[0] = '\0';
+	if (!p || !len)
+		return KP_PROTO_NONE;
+	if (p[0] == '*') {
+		pr = resp_name(p, len, name, namelen);
+		if (pr != KP_PROTO_NONE)
+			return pr;
+	}
+	pr = http_name(p, len, name, namelen);
+	if (pr != KP_PROTO_NONE)
+		return pr;
+	pr = mc_name(p, len, name, namelen);
+	if (pr != KP_PROTO_NONE)
+		return pr;
+	/* Redis inline commands ("PING\r\n") are a bare upper-case word */
+	{
+		size_t n = 0;
+
+		while (n < len && n < 16 && isupper(p[n]))
+			n++;
+		if (n && n < len && (p[n] == '\r' || p[n] == ' ' || p[n] == '\n')) {
+			snprintf(name, namelen, "%.*s", (int)n, (const char *)p);
+			return KP_PROTO_RESP;
+		}
+	}
+	name[0] = '\0';
+	return KP_PROTO_NONE;
+}
+
+int proto__http_status(const uint8_t *p, size_t len)
+{
+	int st = 0;
+
+	if (len < 12 || memcmp(p, "HTTP/1.", 7) || p[8] != ' ')
+		return 0;
+	for (int i = 9; i < 12; i++) {
+		if (!isdigit(p[i]))
+			return 0;
+		st = st * 10 + (p[i] - '0');
+	}
+	return st;
+}

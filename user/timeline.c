@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Thread timelines (DESIGN.md section 5): every traced thread is a gapless
+ * sequence of intervals — running on a CPU, runnable (with the tasks that
+ * held the CPU meanwhile), blocked (with the reason, known once the syscall
+ * that blocked exits, and the wakeup that ended it). Only threads of target
+ * processes get a timeline: a waker outside them is a blind spot, never a
+ * half-known thread the walk could wander into.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kpath_internal.h"
+
+/* A waking that raced ahead of the wakee's switch-out still ends the block
+ * that follows within this long. */
+#define KP_PEND_WAKE_NS 100000ull
+
+uint32_t kp__proc_find(const struct kp *kp, uint32_t host, int32_t pid)
+{
+	return kp_map__get(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid);
+}
+
+uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid)
+{
+	uint32_t i = kp__proc_find(kp, host, pid);
+	struct kp_proc *p;
+
+	if (i != KP_NONE)
+		return i;
+	if (kp__grow((void **)&kp->pr, &kp->cappr, kp->npr + 1, sizeof(*kp->pr)))
+		return KP_NONE;
+	i = kp->npr;
+	p = &kp->pr[i];
+	memset(p, 0, sizeof(*p));
+	p->host = host;
+	p->pid = pid;
+	if (kp_map__put(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid, i))
+		return KP_NONE;
+	kp->npr++;
+	return i;
+}
+
+uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
+{
+	return kp_map__get(&kp->thmap, (uint64_t)host << 32 | (uint32_t)tid);
+}
+
+uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
+{
+	uint32_t i = kp__thread_find(kp, host, tid), p;
+	struct kp_thread *t;
+
+	if (i != KP_NONE)
+		return i;
+	p = kp__proc(kp, host, pid);
+	if (p == KP_NONE)
+		return KP_NONE;
+	if (kp__grow((void **)&kp->th, &kp->capth, kp->nth + 1, sizeof(*kp->th)))
+		return KP_NONE;
+	i = kp->nth;
+	t = &kp->th[i];
+	memset(t, 0, sizeof(*t));
+	t->key = (uint64_t)host << 32 | (uint32_t)tid;
+	t->host = host;
+	t->pid = pid;
+	t->tid = tid;
+	t->proc = p;
+	t->pend_waker = KP_NONE;
+	t->pend_conn = KP_NONE;
+	if (kp_map__put(&kp->thmap, t->key, i))
+		return KP_NONE;
+	kp->nth++;
+	return i;
+}
+
+static struct kp_iv *tl_cur(struct kp_thread *t)
+{
+	return t->niv && t->iv[t->niv - 1].end == KP_OPEN ? &t->iv[t->niv - 1] : NULL;
+}
+
+/* Closes the current interval at ts and opens one in state; the timeline
+ * stays gapless (a time going backwards, CPU clocks being a few ns apart,
+ * is clamped). */
+static struct kp_iv *tl_open(struct kp_thread *t, uint8_t state, uint64_t ts)
+{
+	struct kp_iv *c = tl_cur(t), *n;
+	uint64_t start = ts;
+
+	if (c) {
+		c->end = ts < c->start ? c->start : ts;
+		start = c->end;
+	} else if (t->niv && start < t->iv[t->niv - 1].end) {
+		start = t->iv[t->niv - 1].end;
+	}
+	if (kp__grow((void **)&t->iv, &t->capiv, t->niv + 1, sizeof(*t->iv)))
+		return NULL;
+	n = &t->iv[t->niv++];
+	memset(n, 0, sizeof(*n));
+	n->start = start;
+	n->end = KP_OPEN;
+	n->state = state;
+	n->cpu = -1;
+	n->waker = KP_NONE;
+	n->conn = KP_NONE;
+	return n;
+}
+
+/* The thread's first event: what came before is unknown, except that a
+ * wakeup says it was blocked. Starting that interval at 0 keeps it
+ * unbounded; walks never go before their request's start anyway. */
+static int tl_begin(struct kp_thread *t, uint8_t state)
+{
+	struct kp_iv *iv;
+
+	if (t->niv)
+		return 0;
+	iv = tl_open(t, state, 0);
+	return iv ? 0 : -ENOMEM;
+}
+
+static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t waker, uint32_t conn)
+{
+	struct kp_iv *c;
+
+	if (tl_begin(t, KP_ST_BLOCKED))
+		return -ENOMEM;
+	c = tl_cur(t);
+	if (!c)
+		return 0;	/* dead */
+	if (c->state == KP_ST_RUNNING) {
+		t->pend_wake_ts = ts;
+		t->pend_wake = wake;
+		t->pend_waker = waker;
+		t->pend_conn = conn;
+		return 0;
+	}
+	if (c->state != KP_ST_BLOCKED)
+		return 0;	/* already runnable: a second wakeup changes nothing */
+	c->wake = wake;
+	c->waker = waker;
+	if (conn != KP_NONE)
+		c->conn = conn;
+	return tl_open(t, KP_ST_RUNNABLE, ts) ? 0 : -ENOMEM;
+}
+
+int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e, uint64_t ts)
+{
+	uint32_t pi = kp__proc_find(kp, host, (int32_t)e->prev_pid);
+	uint32_t ni = kp__proc_find(kp, host, (int32_t)e->next_pid);
+
+	if (pi != KP_NONE && e->prev_tid) {
+		uint32_t ti = kp__thread(kp, host, (int32_t)e->prev_pid, (int32_t)e->prev_tid);
+		struct kp_thread *t;
+		struct kp_iv *c;
+
+		if (ti == KP_NONE)
+			return -ENOMEM;
+		t = &kp->th[ti];
+		if (tl_begin(t, KP_ST_UNKNOWN))
+			return -ENOMEM;
+		c = tl_cur(t);
+		if (c && c->state != KP_ST_RUNNING && c->state != KP_ST_UNKNOWN) {
+			/* we missed its switch-in: it ran from some time we do not know */
+			if (!tl_open(t, KP_ST_UNKNOWN, ts))
+				return -ENOMEM;
+		}
+		if (e->prev_state == CP_PREV_PREEMPTED) {
+			if (!tl_open(t, KP_ST_RUNNABLE, ts))
+				return -ENOMEM;
+		} else if (e->prev_state == CP_PREV_DEAD) {
+			c = tl_open(t, KP_ST_DEAD, ts);
+			if (!c)
+				return -ENOMEM;
+		} else {
+			c = tl_open(t, KP_ST_BLOCKED, ts);
+			if (!c)
+				return -ENOMEM;
+			if (e->prev_state_raw & 2)	/* TASK_UNINTERRUPTIBLE */
+				c->reason = KP_BR_DISK;
+			if (t->pend_wake && t->pend_wake_ts <= ts &&
+			    ts - t->pend_wake_ts <= KP_PEND_WAKE_NS) {
+				uint8_t w = t->pend_wake;
+
+				t->pend_wake = 0;
+				if (tl_wake(t, ts, w, t->pend_waker, t->pend_conn))
+					return -ENOMEM;
+			}
+		}
+		t->pend_wake = 0;
+	}
+	if (ni != KP_NONE && e->next_tid) {
+		uint32_t ti = kp__thread(kp, host, (int32_t)e->next_pid, (int32_t)e->next_tid);
+		struct kp_thread *t;
+		struct kp_iv *c;
+
+		if (ti == KP_NONE)
+			return -ENOMEM;
+		t = &kp->th[ti];
+		if (!t->comm[0])
+			memcpy(t->comm, e->next_comm, CP_COMM_LEN);
+		t->comm[CP_COMM_LEN - 1] = '\0';
+		if (tl_begin(t, KP_ST_UNKNOWN))
+			return -ENOMEM;
+		c = tl_open(t, KP_ST_RUNNING, ts);
+		if (!c)
+			return -ENOMEM;
+		c->cpu = (int16_t)e->h.cpu;
+		t->pend_wake = 0;
+	}
+	return 0;
+}
+
+int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking *e, uint64_t ts)
+{
+	uint32_t wi = kp__thread(kp, host, (int32_t)e->wakee_pid, (int32_t)e->wakee_tid);
+	uint32_t waker = KP_NONE, conn = KP_NONE;
+	uint8_t wake;
+
+	if (wi == KP_NONE)
+		return -ENOMEM;
+	if (e->waker_ctx == CP_CTX_TASK && e->waker_tid)
+		waker = kp__thread_find(kp, host, (int32_t)e->waker_tid);
+	if (waker == KP_NONE && e->h.cpu < KP_MAX_CPUS &&
+	    (size_t)host * KP_MAX_CPUS + e->h.cpu < kp->nlastdr) {
+		/* data arriving on a socket wakes its reader from the same
+		 * softirq, on the same CPU, right after sock:sk_data_ready */
+		const struct kp_lastdr *d = &kp->lastdr[(size_t)host * KP_MAX_CPUS + e->h.cpu];
+
+		if (d->conn != KP_NONE && d->ts <= ts && ts - d->ts <= KP_DR_WINDOW_NS)
+			conn = d->conn;
+	}
+	if (waker != KP_NONE)
+		wake = KP_WK_TASK;
+	else if (conn != KP_NONE)
+		wake = KP_WK_NET;
+	else if (e->waker_ctx == CP_CTX_SOFTIRQ && e->softirq_vec == CP_SOFTIRQ_NET_RX)
+		wake = KP_WK_NET;
+	else if (e->waker_ctx == CP_CTX_SOFTIRQ && (e->softirq_vec == CP_SOFTIRQ_TIMER ||
+						    e->softirq_vec == CP_SOFTIRQ_HRTIMER))
+		wake = KP_WK_TIMER;
+	else if (e->waker_ctx == CP_CTX_SOFTIRQ && e->softirq_vec == CP_SOFTIRQ_BLOCK)
+		wake = KP_WK_DISK;
+	else if (e->waker_ctx == CP_CTX_HARDIRQ)
+		wake = KP_WK_TIMER;	/* hrtimers fire in hardirq; D-state blocks say disk */
+	else if (e->waker_ctx == CP_CTX_TASK)
+		wake = KP_WK_TASK;	/* a thread we do not trace */
+	else
+		wake = KP_WK_OTHER;
+	return tl_wake(&kp->th[wi], ts, wake, waker, conn);
+}
+
+int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, uint64_t ts)
+{
+	uint32_t parent = kp__thread_find(kp, host, (int32_t)e->h.tid);
+	uint32_t ci = kp__thread(kp, host, (int32_t)e->pid, (int32_t)e->tid);
+	struct kp_thread *t;
+	struct kp_iv *c;
+
+	if (ci == KP_NONE)
+		return -ENOMEM;
+	t = &kp->th[ci];
+	if (t->niv)
+		return 0;
+	c = tl_open(t, KP_ST_BLOCKED, ts);
+	if (!c)
+		return -ENOMEM;
+	c->reason = KP_BR_NEW;
+	c->wake = KP_WK_NEW;
+	c->waker = parent;
+	return tl_open(t, KP_ST_RUNNABLE, ts) ? 0 : -ENOMEM;
+}
+
+int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit *e, uint64_t ts)
+{
+	uint32_t ti = kp__thread_find(kp, host, (int32_t)e->h.tid);
+	struct kp_thread *t;
+	struct kp_culprit *c;
+	struct kp_iv *iv = NULL;
+
+	if (ti == KP_NONE)
+		return 0;
+	t = &kp->th[ti];
+	for (uint32_t k = t->niv; k > 0 && k + 4 > t->niv; k--) {
+		if (t->iv[k - 1].state == KP_ST_RUNNABLE) {
+			iv = &t->iv[k - 1];
+			break;
+		}
+	}
+	if (!iv)
+		return 0;
+	if (kp__grow((void **)&t->cul, &t->capcul, t->ncul + 1, sizeof(*t->cul)))
+		return -ENOMEM;
+	c = &t->cul[t->ncul];
+	c->ts = ts;
+	c->ns = e->ns;
+	c->pid = (int32_t)e->culprit_pid;
+	c->tid = (int32_t)e->culprit_tid;
+	memcpy(c->comm, e->culprit_comm, CP_COMM_LEN);
+	c->comm[CP_COMM_LEN - 1] = '\0';
+	if (!iv->ncul || iv->cul_first + iv->ncul != t->cul_base + t->ncul)
+		iv->cul_first = (uint32_t)(t->cul_base + t->ncul), iv->ncul = 0;
+	iv->ncul++;
+	t->ncul++;
+	return 0;
+}
+
+int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts)
+{
+	uint32_t ti = kp__thread_find(kp, host, (int32_t)h->tid);
+	struct kp_iv *c;
+
+	if (ti == KP_NONE)
+		return 0;
+	c = tl_cur(&kp->th[ti]);
+	if (c && c->state == KP_ST_DEAD)
+		return 0;
+	return tl_open(&kp->th[ti], KP_ST_DEAD, ts) ? 0 : -ENOMEM;
+}
+
+void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit,
+		     uint8_t reason, uint64_t uaddr, uint32_t conn)
+{
+	struct kp_thread *t = &kp->th[thread];
+
+	for (uint32_t k = t->niv; k > 0; k--) {
+		struct kp_iv *iv = &t->iv[k - 1];
+
+		if (iv->end != KP_OPEN && iv->end <= enter)
+			break;
+		if (iv->state != KP_ST_BLOCKED || iv->start >= exit)
+			continue;
+		if (iv->reason == KP_BR_NONE || (reason == KP_BR_FUTEX && iv->reason == KP_BR_DISK)) {
+			iv->reason = reason;
+			iv->uaddr = uaddr;
+		}
+		if (conn != KP_NONE && iv->conn == KP_NONE)
+			iv->conn = conn;
+	}
+}
+
+int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts)
+{
+	uint32_t lo = 0, hi = t->niv;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->iv[mid].end < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= t->niv || t->iv[lo].start >= ts)
+		return -1;
+	return lo;
+}
+
+void kp__tl_prune(struct kp_thread *t, uint64_t before)
+{
+	uint32_t drop = 0, cdrop = 0;
+
+	while (drop + 1 < t->niv && t->iv[drop].end < before)
+		drop++;
+	if (drop) {
+		memmove(t->iv, t->iv + drop, (t->niv - drop) * sizeof(*t->iv));
+		t->niv -= drop;
+	}
+	while (cdrop < t->ncul && t->cul[cdrop].ts + KP_DR_WINDOW_NS < before)
+		cdrop++;
+	if (cdrop) {
+		memmove(t->cul, t->cul + cdrop, (t->ncul - cdrop) * sizeof(*t->cul));
+		t->ncul -= cdrop;
+		t->cul_base += cdrop;
+	}
+}
