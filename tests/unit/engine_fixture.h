@@ -184,11 +184,12 @@ static inline int fx_golden_path(const char *name, char *out, size_t len)
 	exe[n] = 0;
 	for (char *slash = strrchr(exe, '/'); slash; slash = strrchr(exe, '/')) {
 		*slash = 0;
-		snprintf(out, len, "%s/tests/unit/golden", exe);
-		if (!access(out, F_OK)) {
-			snprintf(out, len, "%s/tests/unit/golden/%s", exe, name);
-			return 0;
-		}
+		if ((size_t)snprintf(out, len, "%s/tests/unit/golden", exe) >= len)
+			return -1;
+		if (!access(out, F_OK))
+			return (size_t)snprintf(out, len, "%s/tests/unit/golden/%s", exe, name) >= len
+				       ? -1
+				       : 0;
 	}
 	return -1;
 }
