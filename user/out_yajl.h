@@ -20,29 +20,47 @@ struct jw {
 	yajl_gen g;
 	FILE *f;
 	int err;	/* first error, -errno */
+	int html_safe;
 };
 
-static inline void jw__print(void *ctx, const char *s, size_t len)
+static inline void jw__write(struct jw *w, const char *s, size_t len)
 {
-	struct jw *w = ctx;
-
 	if (!w->err && len && fwrite(s, 1, len, w->f) != len)
 		w->err = -errno ?: -EIO;
 }
 
-/* escape_solidus: "/" is written "\/", so "</script>" can never appear in
- * the output, which lets the html writer embed it in a <script> element. */
-static inline int jw__init(struct jw *w, FILE *f, int escape_solidus)
+/* html_safe: every "<" is written as the escape \u003c. JSON has "<" only
+ * inside strings, where the escape means the same, and without "<" no
+ * "</script>" or "<!--" can end or confuse the <script> element the html
+ * writer embeds the data in. */
+static inline void jw__print(void *ctx, const char *s, size_t len)
+{
+	struct jw *w = ctx;
+	const char *lt;
+
+	if (!w->html_safe) {
+		jw__write(w, s, len);
+		return;
+	}
+	while (len && (lt = memchr(s, '<', len))) {
+		jw__write(w, s, lt - s);
+		jw__write(w, "\\u003c", 6);
+		len -= lt - s + 1;
+		s = lt + 1;
+	}
+	jw__write(w, s, len);
+}
+
+static inline int jw__init(struct jw *w, FILE *f, int html_safe)
 {
 	w->f = f;
 	w->err = 0;
+	w->html_safe = html_safe;
 	w->g = yajl_gen_alloc(NULL);
 	if (!w->g)
 		return -ENOMEM;
 	yajl_gen_config(w->g, yajl_gen_print_callback, jw__print, w);
 	yajl_gen_config(w->g, yajl_gen_validate_utf8, 1);
-	if (escape_solidus)
-		yajl_gen_config(w->g, yajl_gen_escape_solidus, 1);
 	return 0;
 }
 

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * `report --format html`: one self-contained, offline page. The engine
+ * result goes into the page as JSON in a <script type="application/json">
+ * element (every "<" escaped, see out_yajl.h, so no data can close it); the
+ * style and the script that renders flame graph, heat map, tables and
+ * request timelines come from out_html_assets.h. Nothing is fetched.
+ *
+ * Request timelines carry offsets from the request's start rather than
+ * absolute times: span input uses Unix-epoch nanoseconds, beyond the 2^53
+ * that a JavaScript number holds exactly.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "out_html_assets.h"
+#include "out_yajl.h"
+
+/* Requests shown when --requests does not say: a page, not a dump. */
+#define HTML_DEFAULT_REQUESTS 50
+
+static void html__escape(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+	}
+}
+
+static void html__strings(struct jw *w, const char *const *v, uint32_t n)
+{
+	uint32_t i;
+
+	jw__arr_open(w);
+	for (i = 0; i < n; i++)
+		jw__str(w, v[i] ? v[i] : "?");
+	jw__arr_close(w);
+}
+
+static void html__u64s(struct jw *w, const uint64_t *v, uint32_t n)
+{
+	uint32_t i;
+
+	jw__arr_open(w);
+	for (i = 0; i < n; i++)
+		jw__int(w, (int64_t)v[i]);
+	jw__arr_close(w);
+}
+
+static void html__profile(struct jw *w, const struct engine_result *r)
+{
+	uint32_t i;
+
+	jw__key(w, "profile");
+	jw__arr_open(w);
+	for (i = 0; i < r->nprofile; i++) {
+		const struct engine_profile_entry *p = &r->profile[i];
+		uint64_t q[4] = { p->q50_ns, p->q90_ns, p->q99_ns, p->max_ns };
+
+		jw__map_open(w);
+		jw__key(w, "frames");
+		html__strings(w, p->frames, p->nframes);
+		jw__key(w, "category");
+		jw__str(w, cp_category_name(p->category));
+		jw__key(w, "total_ns");
+		jw__int(w, (int64_t)p->total_ns);
+		jw__key(w, "requests");
+		jw__int(w, p->requests);
+		jw__key(w, "pct_total_ns");
+		html__u64s(w, p->pct_total_ns, ENGINE_NPCT);
+		jw__key(w, "q");
+		html__u64s(w, q, 4);
+		jw__map_close(w);
+	}
+	jw__arr_close(w);
+}
+
+static void html__contention(struct jw *w, const struct engine_result *r)
+{
+	uint32_t i;
+
+	jw__key(w, "contention");
+	jw__arr_open(w);
+	for (i = 0; i < r->ncontention; i++) {
+		const struct engine_contention *c = &r->contention[i];
+
+		jw__map_open(w);
+		jw__key(w, "pid");
+		jw__int(w, c->pid);
+		jw__key(w, "tid");
+		jw__int(w, c->tid);
+		jw__key(w, "comm");
+		jw__str(w, c->comm);
+		jw__key(w, "category");
+		jw__str(w, cp_category_name(c->category));
+		jw__key(w, "ns");
+		jw__int(w, (int64_t)c->ns);
+		jw__key(w, "requests");
+		jw__int(w, c->requests);
+		jw__map_close(w);
+	}
+	jw__arr_close(w);
+}
+
+static void html__segment(struct jw *w, const struct cp_request *q, const struct cp_segment *s)
+{
+	uint32_t i;
+
+	jw__map_open(w);
+	jw__key(w, "o");
+	jw__int(w, (int64_t)(s->start_ns - q->start_ns));
+	jw__key(w, "d");
+	jw__int(w, (int64_t)(s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0));
+	jw__key(w, "category");
+	jw__str(w, cp_category_name(s->category));
+	jw__key(w, "frames");
+	html__strings(w, s->frames, s->nframes);
+	jw__key(w, "interference");
+	jw__bool(w, s->interference);
+	if (s->pid >= 0) {
+		jw__key(w, "pid");
+		jw__int(w, s->pid);
+		jw__key(w, "tid");
+		jw__int(w, s->tid);
+		jw__key(w, "comm");
+		jw__str(w, s->comm);
+	}
+	if (s->cpu >= 0) {
+		jw__key(w, "cpu");
+		jw__int(w, s->cpu);
+	}
+	if (s->peer) {
+		jw__key(w, "peer");
+		jw__str(w, s->peer);
+	}
+	if (s->span_id) {
+		jw__key(w, "span_id");
+		jw__str(w, s->span_id);
+	}
+	if (s->service) {
+		jw__key(w, "service");
+		jw__str(w, s->service);
+	}
+	if (s->operation) {
+		jw__key(w, "operation");
+		jw__str(w, s->operation);
+	}
+	if (s->nculprits) {
+		jw__key(w, "culprits");
+		jw__arr_open(w);
+		for (i = 0; i < s->nculprits; i++) {
+			jw__map_open(w);
+			jw__key(w, "comm");
+			jw__str(w, s->culprits[i].comm);
+			jw__key(w, "pid");
+			jw__int(w, s->culprits[i].pid);
+			jw__key(w, "tid");
+			jw__int(w, s->culprits[i].tid);
+			jw__key(w, "ns");
+			jw__int(w, (int64_t)s->culprits[i].ns);
+			jw__map_close(w);
+		}
+		jw__arr_close(w);
+	}
+	jw__map_close(w);
+}
+
+static int html__cmp_latency_desc(const void *a, const void *b)
+{
+	const struct cp_request *x = *(const struct cp_request *const *)a;
+	const struct cp_request *y = *(const struct cp_request *const *)b;
+	uint64_t lx = x->end_ns - x->start_ns, ly = y->end_ns - y->start_ns;
+
+	return lx < ly ? 1 : lx > ly ? -1 : 0;
+}
+
+/* The slowest kept requests, slowest first. */
+static int html__requests(struct jw *w, const struct engine_result *r, const struct out_opts *o)
+{
+	uint32_t i, j, n = r->nkept, show;
+	const struct cp_request **v;
+
+	show = o && o->requests ? o->requests : HTML_DEFAULT_REQUESTS;
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, r->requests, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), html__cmp_latency_desc);
+	if (show < n)
+		n = show;
+	jw__key(w, "requests");
+	jw__arr_open(w);
+	for (i = 0; i < n; i++) {
+		const struct cp_request *q = v[i];
+
+		jw__map_open(w);
+		jw__key(w, "id");
+		jw__str(w, q->id);
+		jw__key(w, "service");
+		jw__str(w, q->service);
+		jw__key(w, "name");
+		jw__str(w, q->name);
+		if (q->host) {
+			jw__key(w, "host");
+			jw__str(w, q->host);
+		}
+		jw__key(w, "latency_ns");
+		jw__int(w, (int64_t)(q->end_ns - q->start_ns));
+		jw__key(w, "partial");
+		jw__bool(w, q->partial);
+		jw__key(w, "segs");
+		jw__arr_open(w);
+		for (j = 0; j < q->nsegs; j++)
+			html__segment(w, q, &q->segs[j]);
+		jw__arr_close(w);
+		jw__map_close(w);
+	}
+	jw__arr_close(w);
+	free(v);
+	return 0;
+}
+
+static int html__data(FILE *f, const struct engine_result *r, const struct out_opts *o)
+{
+	struct jw w = { 0 };
+	int err;
+
+	err = jw__init(&w, f, 1);
+	if (err)
+		return err;
+	jw__map_open(&w);
+	jw__key(&w, "title");
+	jw__str(&w, o && o->title ? o->title : "critpath report");
+	jw__key(&w, "nrequests");
+	jw__int(&w, (int64_t)r->nrequests);
+	jw__key(&w, "total_latency_ns");
+	jw__int(&w, (int64_t)r->total_latency_ns);
+	jw__key(&w, "latency_pct_ns");
+	html__u64s(&w, r->latency_pct_ns, ENGINE_NPCT);
+	jw__key(&w, "pct_nrequests");
+	html__u64s(&w, r->pct_nrequests, ENGINE_NPCT);
+	jw__key(&w, "max_latency_ns");
+	jw__int(&w, (int64_t)r->max_latency_ns);
+	html__profile(&w, r);
+	html__contention(&w, r);
+	err = html__requests(&w, r, o);
+	jw__key(&w, "warnings");
+	html__strings(&w, r->warnings, r->nwarnings);
+	jw__map_close(&w);
+	if (!err)
+		err = jw__finish(&w);
+	jw__finish(&w);
+	return err;
+}
+
+int out_html(FILE *f, const struct engine_result *r, const struct out_opts *o)
+{
+	const char *title = o && o->title ? o->title : "critpath report";
+	int err;
+
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<meta name=\"viewport\" content=\"width=device-width\">\n<title>",
+	      f);
+	html__escape(f, title);
+	fputs("</title>\n<style>\n", f);
+	fputs(html_css, f);
+	fputs("</style>\n</head>\n<body>\n<div id=\"cp-root\"></div>\n"
+	      "<div id=\"cp-status\" class=\"sub\">loading</div>\n"
+	      "<noscript>This report is drawn by JavaScript; the data is in the "
+	      "cp-data element of this file.</noscript>\n"
+	      "<script type=\"application/json\" id=\"cp-data\">",
+	      f);
+	err = html__data(f, r, o);
+	if (err)
+		return err;
+	fputs("</script>\n<script>\n", f);
+	fputs(html_js, f);
+	fputs("</script>\n</body>\n</html>\n", f);
+	if (fflush(f) || ferror(f))
+		return -errno ?: -EIO;
+	return 0;
+}
