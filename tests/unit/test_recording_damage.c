@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* The reader on damaged files: cut at every byte, random byte flips, a
+ * writer that runs out of space. Never a crash, never a record that was not
+ * written, always a reason. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "recording.h"
+#include "recording_testlib.h"
+
+static uint32_t rt_get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static void write_bytes(const char *path, const uint8_t *data, size_t len)
+{
+	FILE *fp;
+
+	/* A new file each time: ext4 flushes a file truncated and rewritten
+	 * (auto_da_alloc), which made this test wait on the disk. */
+	unlink(path);
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(data, 1, len, fp), len);
+	fclose(fp);
+}
+
+/* Reads path in file order; checks that what comes out is a subsequence of
+ * recs (a prefix when prefix is set). Returns the number of records read,
+ * or -1 when the file could not be opened. */
+static long read_check(const char *path, const struct rt_recs *recs, bool prefix,
+		       const char **stopped, bool *clean)
+{
+	struct recording_reader *r;
+	const struct cp_hdr *rec;
+	size_t j = 0;
+	long n = 0;
+	int ret;
+
+	if (recording_reader__open(&r, path, RECORDING_FILE_ORDER) < 0) {
+		assert_true(strlen(recording_reader__open_error()) > 0);
+		return -1;
+	}
+	while ((ret = recording_reader__next(r, &rec)) == 1) {
+		assert_true(rec->size >= sizeof(struct cp_hdr) && rec->size % 8 == 0);
+		if (prefix) {
+			assert_true(j < recs->n);
+			assert_memory_equal(rec, recs->r[j], rec->size);
+			j++;
+		} else {
+			while (j < recs->n && (recs->r[j]->size != rec->size ||
+					       memcmp(rec, recs->r[j], rec->size)))
+				j++;
+			assert_true(j < recs->n);	/* never a record that was not written */
+			j++;
+		}
+		n++;
+	}
+	assert_true(ret <= 0);
+	*clean = recording_reader__stopped(r) == NULL;
+	if (stopped) {
+		static char buf[1024];
+		const char *s = recording_reader__stopped(r);
+		snprintf(buf, sizeof(buf), "%s", s ? s : "");
+		*stopped = buf;
+	}
+	recording_reader__close(r);
+	return n;
+}
+
+/* Every record also comes out in time order, without a crash. */
+static long read_time_order(const char *path)
+{
+	struct recording_reader *r;
+	const struct cp_hdr *rec;
+	uint64_t last = 0;
+	long n = 0;
+
+	if (recording_reader__open(&r, path, RECORDING_TIME_ORDER) < 0)
+		return -1;
+	while (recording_reader__next(r, &rec) == 1) {
+		assert_true(rec->ts >= last);
+		last = rec->ts;
+		n++;
+	}
+	recording_reader__close(r);
+	return n;
+}
+
+static void test_truncate_every_offset(void **state)
+{
+	struct rt_file f, cut;
+	struct rt_recs recs = {};
+	long prev = 0;
+
+	rt_recs__every_type(&recs, 2, 1);
+	rt_file__write(&f, &recs, 6);	/* several small frames */
+	rt_file__path(&cut);
+	for (size_t len = 0; len <= f.len; len++) {
+		const char *why = NULL;
+		bool clean;
+		long n;
+
+		write_bytes(cut.path, f.data, len);
+		n = read_check(cut.path, &recs, true, &why, &clean);
+		if (n < 0) {
+			/* Only a cut inside the file header makes it unreadable. */
+			assert_true(len < 16 + rt_get32(f.data + 12) + 4);
+			assert_int_equal(prev, 0);
+			continue;
+		}
+		assert_true(n >= prev);	/* more bytes never give fewer records */
+		prev = n;
+		if (len < f.len) {
+			assert_false(clean);
+			assert_non_null(strstr(why, cut.path));
+			assert_non_null(strstr(why, "cut short"));
+		} else {
+			assert_true(clean);
+			assert_int_equal(n, recs.n);
+		}
+		assert_int_equal(read_time_order(cut.path), n);
+	}
+	assert_int_equal(prev, recs.n);
+	rt_file__remove(&cut);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+static void test_cut_message(void **state)
+{
+	struct rt_file f, cut;
+	struct rt_recs recs = {};
+	const char *why;
+	bool clean;
+
+	rt_recs__every_type(&recs, 2, 1);
+	rt_file__write(&f, &recs, 6);
+	rt_file__path(&cut);
+	/* Cut 100 bytes before the trailer: inside the last frame. */
+	write_bytes(cut.path, f.data, f.len - 64 - 100);
+	read_check(cut.path, &recs, true, &why, &clean);
+	assert_non_null(strstr(why, "cut short in frame "));
+	assert_non_null(strstr(why, " bytes present"));
+	rt_file__remove(&cut);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+static void test_random_flips(void **state)
+{
+	struct rt_file f, bad;
+	struct rt_recs recs = {};
+	uint8_t *copy;
+	int clean_runs = 0, damaged_runs = 0;
+
+	rt_recs__every_type(&recs, 3, 2);
+	rt_file__write(&f, &recs, 9);
+	rt_file__path(&bad);
+	copy = malloc(f.len);
+	assert_non_null(copy);
+	srand(12345);
+	for (int it = 0; it < 3000; it++) {
+		int nflips = 1 + rand() % 3;
+		bool clean;
+		long n;
+
+		memcpy(copy, f.data, f.len);
+		for (int k = 0; k < nflips; k++) {
+			size_t pos = (size_t)rand() % f.len;
+			copy[pos] ^= (uint8_t)(1 + rand() % 255);
+		}
+		write_bytes(bad.path, copy, f.len);
+		n = read_check(bad.path, &recs, false, NULL, &clean);
+		read_time_order(bad.path);
+		if (n < 0)
+			continue;
+		if (clean) {
+			/* Checksums cover every byte: clean means untouched data. */
+			assert_int_equal(n, recs.n);
+			clean_runs++;
+		} else {
+			damaged_runs++;
+		}
+	}
+	assert_true(damaged_runs > 1000);
+	free(copy);
+	rt_file__remove(&bad);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+/* A corrupted frame in the middle costs that frame only. */
+static void test_skip_bad_frame(void **state)
+{
+	struct rt_file f, bad;
+	struct rt_recs recs = {};
+	const char *why;
+	bool clean;
+	long n;
+
+	rt_recs__every_type(&recs, 4, 3);
+	rt_file__write(&f, &recs, 10);
+	rt_file__path(&bad);
+	/* Damage the contents of the middle frame, not its header. */
+	size_t offs[64], nf = 0, off = 16 + rt_get32(f.data + 12) + 4;
+	while (off + 48 <= f.len && !memcmp(f.data + off, "CPFR", 4) && nf < 64) {
+		offs[nf++] = off;
+		off += 48 + rt_get32(f.data + off + 8);
+	}
+	assert_true(nf >= 4);
+	size_t mid = offs[nf / 2] + 48 + rt_get32(f.data + offs[nf / 2] + 8) / 2;
+	f.data[mid] ^= 0x55;
+	write_bytes(bad.path, f.data, f.len);
+	n = read_check(bad.path, &recs, false, &why, &clean);
+	assert_false(clean);
+	assert_true(n >= (long)recs.n - 10 - 10);
+	assert_true(n < (long)recs.n);
+	assert_non_null(strstr(why, "skipped"));
+
+	/* A broken frame header: the reader finds the next one. */
+	f.data[mid] ^= 0x55;
+	uint8_t *p = memmem(f.data + f.len / 3, f.len - f.len / 3, "CPFR", 4);
+	assert_non_null(p);
+	p[1] = 'X';
+	write_bytes(bad.path, f.data, f.len);
+	n = read_check(bad.path, &recs, false, &why, &clean);
+	assert_false(clean);
+	assert_true(n >= (long)recs.n - 10);
+	assert_non_null(strstr(why, "next good frame header"));
+	rt_file__remove(&bad);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+/* A writer that runs out of room returns the error and leaves a file that
+ * reads as cut short, with every record before the failure intact. */
+static void test_writer_out_of_space(void **state)
+{
+	struct rt_file f;
+	struct rt_recs recs = {};
+	pid_t pid;
+	int status;
+
+	rt_recs__jittered(&recs, 60000, 1, 1);
+	rt_file__path(&f);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 30000, 30000 };
+		struct recording_writer *w;
+		int err = 0;
+		size_t i;
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		if (recording_writer__open(&w, f.path, rt_info()))
+			_exit(10);
+		for (i = 0; i < recs.n && !err; i++) {
+			err = recording_writer__append(w, recs.r[i]);
+			if (!err && i % 2000 == 1999)
+				err = recording_writer__flush(w);
+		}
+		if (err != -EFBIG)
+			_exit(11);
+		/* Close retries the flush, fails again, and says so. */
+		_exit(recording_writer__close(w, NULL) == -EFBIG ? 0 : 12);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	const char *why;
+	bool clean;
+	long n = read_check(f.path, &recs, true, &why, &clean);
+	assert_true(n > 0);
+	assert_false(clean);
+	assert_non_null(strstr(why, "no trailer"));
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_truncate_every_offset),
+		cmocka_unit_test(test_cut_message),
+		cmocka_unit_test(test_random_flips),
+		cmocka_unit_test(test_skip_bad_frame),
+		cmocka_unit_test(test_writer_out_of_space),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
