@@ -9,6 +9,7 @@
 #ifndef CRITPATH_ENGINE_FIXTURE_H
 #define CRITPATH_ENGINE_FIXTURE_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
