@@ -71,7 +71,7 @@ static void html__profile(struct jw *w, const struct engine_result *r)
 	jw__arr_open(w);
 	for (i = 0; i < r->nprofile; i++) {
 		const struct engine_profile_entry *p = &r->profile[i];
-		uint64_t q[4] = { p->q50_ns, p->q90_ns, p->q99_ns, p->max_ns };
+		uint64_t q[4] = {p->q50_ns, p->q90_ns, p->q99_ns, p->max_ns};
 
 		jw__map_open(w);
 		jw__key(w, "frames");
@@ -238,7 +238,7 @@ static int html__requests(struct jw *w, const struct engine_result *r, const str
 
 static int html__data(FILE *f, const struct engine_result *r, const struct out_opts *o)
 {
-	struct jw w = { 0 };
+	struct jw w = {0};
 	int err;
 
 	err = jw__init(&w, f, 1);

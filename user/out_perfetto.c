@@ -30,11 +30,11 @@
 
 struct pf_item {
 	uint32_t req, seg;
-	int64_t pid, tid;	/* the track before lane assignment */
-	uint64_t start, end;	/* ns relative to the clock's base */
-	int64_t out_tid;	/* the track it is drawn on */
+	int64_t pid, tid;    /* the track before lane assignment */
+	uint64_t start, end; /* ns relative to the clock's base */
+	int64_t out_tid;     /* the track it is drawn on */
 	uint32_t lane;
-	const char *name;	/* thread (kernel) or service (span) name */
+	const char *name; /* thread (kernel) or service (span) name */
 };
 
 struct pf {
@@ -42,9 +42,9 @@ struct pf {
 	uint32_t nreqs;
 	struct pf_item *items;
 	uint32_t nitems;
-	uint32_t *item_of;	/* reqs' segments back to back → item index */
-	uint32_t *segoff;	/* first item_of slot of each request */
-	const char **services;	/* span services, index = pid - PF_SPAN_PID_BASE */
+	uint32_t *item_of;     /* reqs' segments back to back → item index */
+	uint32_t *segoff;      /* first item_of slot of each request */
+	const char **services; /* span services, index = pid - PF_SPAN_PID_BASE */
 	uint32_t nservices;
 	uint64_t base_kernel, base_span;
 	int64_t next_lane_tid;
@@ -369,8 +369,9 @@ static void pf__write_slices(struct pf *p, struct jw *w)
 		jw__key(w, "ph");
 		jw__str(w, "X");
 		jw__key(w, "name");
-		jw__str(w, s->category == CP_CAT_SPAN && s->operation ? s->operation
-								     : cp_category_name(s->category));
+		jw__str(w, s->category == CP_CAT_SPAN && s->operation
+			       ? s->operation
+			       : cp_category_name(s->category));
 		jw__key(w, "cat");
 		jw__str(w, cp_category_name(s->category));
 		jw__key(w, "pid");
@@ -479,8 +480,8 @@ static void pf__write_flows(struct pf *p, struct jw *w)
 
 int out_perfetto(FILE *f, const struct engine_result *r, const struct out_opts *o)
 {
-	struct pf p = { .next_lane_tid = PF_LANE_TID_BASE };
-	struct jw w = { 0 };
+	struct pf p = {.next_lane_tid = PF_LANE_TID_BASE};
+	struct jw w = {0};
 	int err;
 
 	err = pf__select(&p, r, o);

@@ -23,9 +23,9 @@
 
 /* string → string_table index, open addressing over a power-of-two table */
 struct strtab {
-	char **strs;		/* string_table, strs[0] = "" */
+	char **strs; /* string_table, strs[0] = "" */
 	uint32_t n, cap;
-	uint32_t *slots;	/* index + 1, 0 = empty */
+	uint32_t *slots; /* index + 1, 0 = empty */
 	uint32_t nslots;
 };
 
@@ -105,11 +105,11 @@ struct pprof_build {
 	Perftools__Profiles__ValueType *vtp[PPROF_NVALUES];
 	Perftools__Profiles__Sample *samples;
 	Perftools__Profiles__Sample **samplep;
-	Perftools__Profiles__Label *labels;	/* one per sample: its category */
+	Perftools__Profiles__Label *labels; /* one per sample: its category */
 	Perftools__Profiles__Label **labelp;
-	uint64_t *locids;			/* all samples' stacks, back to back */
-	int64_t *values;			/* PPROF_NVALUES per sample */
-	uint32_t *func_of_str;			/* string index → function id, 0 = none */
+	uint64_t *locids;      /* all samples' stacks, back to back */
+	int64_t *values;       /* PPROF_NVALUES per sample */
+	uint32_t *func_of_str; /* string index → function id, 0 = none */
 	uint32_t nfunc_of_str;
 	Perftools__Profiles__Function *funcs;
 	Perftools__Profiles__Function **funcp;
@@ -145,7 +145,7 @@ static int64_t pprof__location(struct pprof_build *b, const char *name)
 	if (b->func_of_str[s])
 		return b->func_of_str[s];
 	if (b->nfuncs == b->capfuncs)
-		return -ENOSPC;	/* sized up front: cannot happen */
+		return -ENOSPC; /* sized up front: cannot happen */
 	b->funcs[b->nfuncs] = (Perftools__Profiles__Function)PERFTOOLS__PROFILES__FUNCTION__INIT;
 	b->funcs[b->nfuncs].id = b->nfuncs + 1;
 	b->funcs[b->nfuncs].name = s;
@@ -212,9 +212,9 @@ static void pprof__free(struct pprof_build *b)
 static int pprof__value_types(struct pprof_build *b)
 {
 	static const char *const names[PPROF_NVALUES][2] = {
-		{ "critical_path", "nanoseconds" },
-		{ "requests", "count" },
-		{ "per_request", "nanoseconds" },
+	    {"critical_path", "nanoseconds"},
+	    {"requests", "count"},
+	    {"per_request", "nanoseconds"},
 	};
 	int64_t t, u;
 	int i;
@@ -318,7 +318,7 @@ static int pprof__comments(struct pprof_build *b, const struct engine_result *r,
 static int pprof__write_gzip(FILE *f, const uint8_t *buf, size_t len)
 {
 	unsigned char out[16384];
-	z_stream zs = { 0 };
+	z_stream zs = {0};
 	int zerr, err = 0;
 	size_t have;
 

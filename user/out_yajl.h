@@ -19,7 +19,7 @@
 struct jw {
 	yajl_gen g;
 	FILE *f;
-	int err;	/* first error, -errno */
+	int err; /* first error, -errno */
 	int html_safe;
 };
 

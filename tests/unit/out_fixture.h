@@ -23,46 +23,79 @@
 __attribute__((weak)) const char *cp_category_name(enum cp_category c)
 {
 	static const char *const names[CP_CAT__COUNT] = {
-		"cpu", "runqueue", "lock", "network", "disk", "sleep", "span", "unexplained",
+	    "cpu", "runqueue", "lock", "network", "disk", "sleep", "span", "unexplained",
 	};
 
 	return (unsigned)c < CP_CAT__COUNT ? names[c] : "unexplained";
 }
 
 #define MS 1000000ull
-#define FX_BASE 5000000000ull		/* kernel requests: CLOCK_MONOTONIC ns */
-#define FX_SPAN_BASE 1700000000000000000ull	/* span requests: Unix-epoch ns */
+#define FX_BASE 5000000000ull		    /* kernel requests: CLOCK_MONOTONIC ns */
+#define FX_SPAN_BASE 1700000000000000000ull /* span requests: Unix-epoch ns */
 /* A step name that must be escaped in HTML and JSON */
 #define FX_NASTY "GET /q?a=\"1\"&b=</script><b>x"
 
-static const char *const fx_fr_api[] = { "web", "GET /api" };
-static const char *const fx_fr_kv[] = { "web", "GET /api", "kvstore", "get" };
-static const char *const fx_fr_nasty[] = { "web", FX_NASTY };
-static const char *const fx_fr_front[] = { "frontend GET /", };
-static const char *const fx_fr_back[] = { "frontend GET /", "backend query" };
+static const char *const fx_fr_api[] = {"web", "GET /api"};
+static const char *const fx_fr_kv[] = {"web", "GET /api", "kvstore", "get"};
+static const char *const fx_fr_nasty[] = {"web", FX_NASTY};
+static const char *const fx_fr_front[] = {
+    "frontend GET /",
+};
+static const char *const fx_fr_back[] = {"frontend GET /", "backend query"};
 
 static const struct engine_profile_entry fx_profile[] = {
-	{ fx_fr_kv, 4, CP_CAT_NETWORK, 40 * MS, 10, { 15 * MS, 30 * MS, 36 * MS },
-	  3 * MS, 5 * MS, 8 * MS, 9 * MS },
-	{ fx_fr_api, 2, CP_CAT_CPU, 30 * MS, 10, { 12 * MS, 24 * MS, 27 * MS },
-	  3 * MS, 4 * MS, 5 * MS, 5 * MS },
-	{ fx_fr_api, 2, CP_CAT_LOCK, 15 * MS, 6, { 2 * MS, 10 * MS, 13 * MS },
-	  2 * MS, 5 * MS, 6 * MS, 6 * MS },
-	{ fx_fr_api, 2, CP_CAT_RUNQUEUE, 10 * MS, 8, { 4 * MS, 8 * MS, 9 * MS },
-	  1 * MS, 2 * MS, 3 * MS, 3 * MS },
-	{ fx_fr_nasty, 2, CP_CAT_CPU, 5 * MS, 2, { 0, 2 * MS, 4 * MS },
-	  2 * MS, 3 * MS, 3 * MS, 3 * MS },
+    {fx_fr_kv,
+     4,
+     CP_CAT_NETWORK,
+     40 * MS,
+     10,
+     {15 * MS, 30 * MS, 36 * MS},
+     3 * MS,
+     5 * MS,
+     8 * MS,
+     9 * MS},
+    {fx_fr_api,
+     2,
+     CP_CAT_CPU,
+     30 * MS,
+     10,
+     {12 * MS, 24 * MS, 27 * MS},
+     3 * MS,
+     4 * MS,
+     5 * MS,
+     5 * MS},
+    {fx_fr_api,
+     2,
+     CP_CAT_LOCK,
+     15 * MS,
+     6,
+     {2 * MS, 10 * MS, 13 * MS},
+     2 * MS,
+     5 * MS,
+     6 * MS,
+     6 * MS},
+    {fx_fr_api,
+     2,
+     CP_CAT_RUNQUEUE,
+     10 * MS,
+     8,
+     {4 * MS, 8 * MS, 9 * MS},
+     1 * MS,
+     2 * MS,
+     3 * MS,
+     3 * MS},
+    {fx_fr_nasty, 2, CP_CAT_CPU, 5 * MS, 2, {0, 2 * MS, 4 * MS}, 2 * MS, 3 * MS, 3 * MS, 3 * MS},
 };
 
 static const struct engine_contention fx_contention[] = {
-	{ 1234, 1240, "cache-maint", CP_CAT_LOCK, 15 * MS, 6 },
-	{ 999, 999, "hog", CP_CAT_RUNQUEUE, 10 * MS, 8 },
+    {1234, 1240, "cache-maint", CP_CAT_LOCK, 15 * MS, 6},
+    {999, 999, "hog", CP_CAT_RUNQUEUE, 10 * MS, 8},
 };
 
-static const struct cp_culprit fx_cul_hog[] = { { 999, 999, "hog", 2 * MS } };
-static const struct cp_culprit fx_cul_maint[] = { { 1234, 1240, "cache-maint", 5 * MS } };
+static const struct cp_culprit fx_cul_hog[] = {{999, 999, "hog", 2 * MS}};
+static const struct cp_culprit fx_cul_maint[] = {{1234, 1240, "cache-maint", 5 * MS}};
 
-#define FX_KSEG(s, e, cat, fr, pid_, tid_, comm_, cpu_)                                         \
+#define FX_KSEG(s, e, cat, fr, pid_, tid_, comm_, cpu_)                                            \
 	.start_ns = FX_BASE + (s), .end_ns = FX_BASE + (e), .category = (cat), .frames = (fr),     \
 	.nframes = sizeof(fr) / sizeof((fr)[0]), .pid = (pid_), .tid = (tid_), .comm = (comm_),    \
 	.cpu = (cpu_)
@@ -70,62 +103,61 @@ static const struct cp_culprit fx_cul_maint[] = { { 1234, 1240, "cache-maint", 5
 /* The slowest request: acceptor → worker (run-queue wait, lock, downstream
  * call into the traced kvstore) → writer thread. */
 static const struct cp_segment fx_segs1[] = {
-	{ FX_KSEG(0, 2 * MS, CP_CAT_CPU, fx_fr_api, 1234, 1235, "web-accept", 0) },
-	{ FX_KSEG(2 * MS, 4 * MS, CP_CAT_RUNQUEUE, fx_fr_api, 1234, 1236, "web-worker", 1),
-	  .culprits = fx_cul_hog, .nculprits = 1, .interference = true },
-	{ FX_KSEG(4 * MS, 9 * MS, CP_CAT_LOCK, fx_fr_api, 1234, 1236, "web-worker", -1),
-	  .culprits = fx_cul_maint, .nculprits = 1, .interference = true },
-	{ FX_KSEG(9 * MS, 10 * MS, CP_CAT_NETWORK, fx_fr_kv, 1234, 1236, "web-worker", -1),
-	  .peer = "127.0.0.1:7000" },
-	{ FX_KSEG(10 * MS, 13 * MS, CP_CAT_CPU, fx_fr_kv, 2000, 2000, "kvstore", 1) },
-	{ FX_KSEG(13 * MS, 14 * MS, CP_CAT_NETWORK, fx_fr_kv, 1234, 1236, "web-worker", -1),
-	  .peer = "127.0.0.1:7000" },
-	{ FX_KSEG(14 * MS, 16 * MS, CP_CAT_CPU, fx_fr_api, 1234, 1237, "web-writer", 0) },
+    {FX_KSEG(0, 2 * MS, CP_CAT_CPU, fx_fr_api, 1234, 1235, "web-accept", 0)},
+    {FX_KSEG(2 * MS, 4 * MS, CP_CAT_RUNQUEUE, fx_fr_api, 1234, 1236, "web-worker", 1),
+     .culprits = fx_cul_hog, .nculprits = 1, .interference = true},
+    {FX_KSEG(4 * MS, 9 * MS, CP_CAT_LOCK, fx_fr_api, 1234, 1236, "web-worker", -1),
+     .culprits = fx_cul_maint, .nculprits = 1, .interference = true},
+    {FX_KSEG(9 * MS, 10 * MS, CP_CAT_NETWORK, fx_fr_kv, 1234, 1236, "web-worker", -1),
+     .peer = "127.0.0.1:7000"},
+    {FX_KSEG(10 * MS, 13 * MS, CP_CAT_CPU, fx_fr_kv, 2000, 2000, "kvstore", 1)},
+    {FX_KSEG(13 * MS, 14 * MS, CP_CAT_NETWORK, fx_fr_kv, 1234, 1236, "web-worker", -1),
+     .peer = "127.0.0.1:7000"},
+    {FX_KSEG(14 * MS, 16 * MS, CP_CAT_CPU, fx_fr_api, 1234, 1237, "web-writer", 0)},
 };
 
 /* Overlaps the first one in time on the same worker thread: the perfetto
  * writer must not stack them on one track. */
 static const struct cp_segment fx_segs2[] = {
-	{ FX_KSEG(3 * MS, 5 * MS, CP_CAT_CPU, fx_fr_api, 1234, 1235, "web-accept", 1) },
-	{ FX_KSEG(5 * MS, 8 * MS, CP_CAT_CPU, fx_fr_nasty, 1234, 1236, "web-worker", 1) },
+    {FX_KSEG(3 * MS, 5 * MS, CP_CAT_CPU, fx_fr_api, 1234, 1235, "web-accept", 1)},
+    {FX_KSEG(5 * MS, 8 * MS, CP_CAT_CPU, fx_fr_nasty, 1234, 1236, "web-worker", 1)},
 };
 
-#define FX_SSEG(s, e, fr, sid, svc, op)                                                         \
+#define FX_SSEG(s, e, fr, sid, svc, op)                                                            \
 	.start_ns = FX_SPAN_BASE + (s), .end_ns = FX_SPAN_BASE + (e), .category = CP_CAT_SPAN,     \
-	.frames = (fr), .nframes = sizeof(fr) / sizeof((fr)[0]), .pid = -1, .tid = -1, .cpu = -1, \
+	.frames = (fr), .nframes = sizeof(fr) / sizeof((fr)[0]), .pid = -1, .tid = -1, .cpu = -1,  \
 	.span_id = (sid), .service = (svc), .operation = (op)
 
 static const struct cp_segment fx_segs3[] = {
-	{ FX_SSEG(0, 1 * MS, fx_fr_front, "00a1", "frontend", "GET /") },
-	{ FX_SSEG(1 * MS, 5 * MS, fx_fr_back, "00b2", "backend", "query") },
-	{ FX_SSEG(5 * MS, 6 * MS, fx_fr_front, "00a1", "frontend", "GET /") },
+    {FX_SSEG(0, 1 * MS, fx_fr_front, "00a1", "frontend", "GET /")},
+    {FX_SSEG(1 * MS, 5 * MS, fx_fr_back, "00b2", "backend", "query")},
+    {FX_SSEG(5 * MS, 6 * MS, fx_fr_front, "00a1", "frontend", "GET /")},
 };
 
 static const struct cp_request fx_req[] = {
-	{ "1234:5:1", "web", "GET /api", "host1", FX_BASE, FX_BASE + 16 * MS, false, fx_segs1, 7 },
-	{ "1234:6:1", "web", FX_NASTY, "host1", FX_BASE + 3 * MS, FX_BASE + 8 * MS, true, fx_segs2,
-	  2 },
-	{ "4bf92f3577b34da6", "frontend", "GET /", "host2", FX_SPAN_BASE, FX_SPAN_BASE + 6 * MS,
-	  false, fx_segs3, 3 },
+    {"1234:5:1", "web", "GET /api", "host1", FX_BASE, FX_BASE + 16 * MS, false, fx_segs1, 7},
+    {"1234:6:1", "web", FX_NASTY, "host1", FX_BASE + 3 * MS, FX_BASE + 8 * MS, true, fx_segs2, 2},
+    {"4bf92f3577b34da6", "frontend", "GET /", "host2", FX_SPAN_BASE, FX_SPAN_BASE + 6 * MS, false,
+     fx_segs3, 3},
 };
 
-static const struct cp_request *const fx_reqp[] = { &fx_req[0], &fx_req[1], &fx_req[2] };
-static const char *const fx_warnings[] = { "traces/a.json: trace 00ff: span 0001: orphan" };
+static const struct cp_request *const fx_reqp[] = {&fx_req[0], &fx_req[1], &fx_req[2]};
+static const char *const fx_warnings[] = {"traces/a.json: trace 00ff: span 0001: orphan"};
 
 static const struct engine_result fx_result = {
-	.nrequests = 10,
-	.total_latency_ns = 100 * MS,
-	.latency_pct_ns = { 9 * MS, 15 * MS, 16 * MS },
-	.pct_nrequests = { 5, 9, 10 },
-	.max_latency_ns = 16 * MS,
-	.profile = fx_profile,
-	.nprofile = sizeof(fx_profile) / sizeof(fx_profile[0]),
-	.contention = fx_contention,
-	.ncontention = 2,
-	.requests = fx_reqp,
-	.nkept = 3,
-	.warnings = fx_warnings,
-	.nwarnings = 1,
+    .nrequests = 10,
+    .total_latency_ns = 100 * MS,
+    .latency_pct_ns = {9 * MS, 15 * MS, 16 * MS},
+    .pct_nrequests = {5, 9, 10},
+    .max_latency_ns = 16 * MS,
+    .profile = fx_profile,
+    .nprofile = sizeof(fx_profile) / sizeof(fx_profile[0]),
+    .contention = fx_contention,
+    .ncontention = 2,
+    .requests = fx_reqp,
+    .nkept = 3,
+    .warnings = fx_warnings,
+    .nwarnings = 1,
 };
 
 /* A private temporary directory (removed with fx_rmtree). */

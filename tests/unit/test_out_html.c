@@ -37,8 +37,8 @@ static size_t count(const char *hay, const char *needle)
 
 static void test_html_self_contained(void **state)
 {
-	char *page = page_of(&fx_result, &(struct out_opts){ .title = "fixture <report>" });
-	const char *path[] = { "profile", NULL };
+	char *page = page_of(&fx_result, &(struct out_opts){.title = "fixture <report>"});
+	const char *path[] = {"profile", NULL};
 	char *data, *end, err[256];
 	yajl_val root, prof, name;
 
@@ -66,7 +66,7 @@ static void test_html_self_contained(void **state)
 	assert_non_null(prof);
 	assert_int_equal(prof->u.array.len, fx_result.nprofile);
 	{
-		const char *fp[] = { "frames", NULL };
+		const char *fp[] = {"frames", NULL};
 		yajl_val fr = yajl_tree_get(prof->u.array.values[4], fp, yajl_t_array);
 
 		assert_non_null(fr);
@@ -116,7 +116,7 @@ static char *chromium_dom(const char *dir, const char *file, char **log)
 static void test_html_renders_in_chromium(void **state)
 {
 	char *page, *dom, *log = NULL, *dir, file[512];
-	const char *browser_errors[] = { "Uncaught", ":CONSOLE", "CONSOLE(" };
+	const char *browser_errors[] = {"Uncaught", ":CONSOLE", "CONSOLE("};
 	FILE *f;
 	size_t i;
 
@@ -127,7 +127,7 @@ static void test_html_renders_in_chromium(void **state)
 	dir = fx_tmpdir();
 	assert_non_null(dir);
 	snprintf(file, sizeof(file), "%s/report.html", dir);
-	page = page_of(&fx_result, &(struct out_opts){ .title = "fixture" });
+	page = page_of(&fx_result, &(struct out_opts){.title = "fixture"});
 	f = fopen(file, "w");
 	assert_non_null(f);
 	assert_int_equal(fputs(page, f) >= 0, 1);
@@ -171,7 +171,7 @@ static void test_html_renders_in_chromium(void **state)
 
 static void test_html_empty_result_renders(void **state)
 {
-	struct engine_result r = { 0 };
+	struct engine_result r = {0};
 	char *page = page_of(&r, NULL);
 
 	assert_non_null(strstr(page, "\"profile\":[]"));
@@ -182,9 +182,9 @@ static void test_html_empty_result_renders(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_html_self_contained),
-		cmocka_unit_test(test_html_empty_result_renders),
-		cmocka_unit_test(test_html_renders_in_chromium),
+	    cmocka_unit_test(test_html_self_contained),
+	    cmocka_unit_test(test_html_empty_result_renders),
+	    cmocka_unit_test(test_html_renders_in_chromium),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,7 +33,7 @@ static yajl_val write_and_parse(const struct engine_result *r, const struct out_
 
 static const char *str_of(yajl_val obj, const char *key)
 {
-	const char *path[] = { key, NULL };
+	const char *path[] = {key, NULL};
 	yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
 
 	return v ? YAJL_GET_STRING(v) : NULL;
@@ -41,7 +41,7 @@ static const char *str_of(yajl_val obj, const char *key)
 
 static double num_of(yajl_val obj, const char *key)
 {
-	const char *path[] = { key, NULL };
+	const char *path[] = {key, NULL};
 	yajl_val v = yajl_tree_get(obj, path, yajl_t_number);
 
 	if (!v)
@@ -51,7 +51,7 @@ static double num_of(yajl_val obj, const char *key)
 
 static yajl_val events_of(yajl_val root)
 {
-	const char *path[] = { "traceEvents", NULL };
+	const char *path[] = {"traceEvents", NULL};
 	yajl_val ev = yajl_tree_get(root, path, yajl_t_array);
 
 	assert_non_null(ev);
@@ -70,7 +70,7 @@ static size_t count_ph(yajl_val ev, const char *ph)
 /* the name of the M event of kind what for (pid, tid), or NULL */
 static const char *meta_name(yajl_val ev, const char *what, double pid, double tid)
 {
-	const char *path[] = { "args", "name", NULL };
+	const char *path[] = {"args", "name", NULL};
 	size_t i;
 
 	for (i = 0; i < ev->u.array.len; i++) {
@@ -105,7 +105,7 @@ static int cmp_xev(const void *a, const void *b)
 
 static void test_perfetto_structure(void **state)
 {
-	yajl_val root = write_and_parse(&fx_result, &(struct out_opts){ .title = "fx" });
+	yajl_val root = write_and_parse(&fx_result, &(struct out_opts){.title = "fx"});
 	yajl_val ev = events_of(root);
 	struct xev x[64];
 	size_t i, nx = 0;
@@ -127,8 +127,8 @@ static void test_perfetto_structure(void **state)
 		if (strcmp(str_of(e, "ph"), "X"))
 			continue;
 		assert_true(nx < 64);
-		x[nx] = (struct xev){ num_of(e, "pid"), num_of(e, "tid"), num_of(e, "ts"),
-				      num_of(e, "dur") };
+		x[nx] = (struct xev){num_of(e, "pid"), num_of(e, "tid"), num_of(e, "ts"),
+				     num_of(e, "dur")};
 		assert_true(x[nx].dur >= 0);
 		/* every track is named */
 		assert_non_null(meta_name(ev, "process_name", x[nx].pid, -1));
@@ -136,7 +136,7 @@ static void test_perfetto_structure(void **state)
 		assert_non_null(tn);
 		saw_lane |= !strcmp(tn, "web-worker [2]");
 		if (!strcmp(str_of(e, "name"), "lock")) {
-			const char *p[] = { "args", "culprits", NULL };
+			const char *p[] = {"args", "culprits", NULL};
 			yajl_val c = yajl_tree_get(e, p, yajl_t_array);
 
 			assert_non_null(c);
@@ -165,9 +165,9 @@ static void test_perfetto_structure(void **state)
 
 static void test_perfetto_flows_pair_up(void **state)
 {
-	yajl_val root = write_and_parse(&fx_result, &(struct out_opts){ 0 });
+	yajl_val root = write_and_parse(&fx_result, &(struct out_opts){0});
 	yajl_val ev = events_of(root);
-	int seen_s[16] = { 0 }, seen_f[16] = { 0 };
+	int seen_s[16] = {0}, seen_f[16] = {0};
 	size_t i;
 
 	for (i = 0; i < ev->u.array.len; i++) {
@@ -194,7 +194,7 @@ static void test_perfetto_flows_pair_up(void **state)
 
 static void test_perfetto_slowest_only(void **state)
 {
-	yajl_val root = write_and_parse(&fx_result, &(struct out_opts){ .requests = 1 });
+	yajl_val root = write_and_parse(&fx_result, &(struct out_opts){.requests = 1});
 	yajl_val ev = events_of(root);
 
 	/* the slowest request is the 16 ms one: 7 segments */
@@ -206,14 +206,20 @@ static void test_perfetto_slowest_only(void **state)
 /* Thread names come from the kernel: not always UTF-8. */
 static void test_perfetto_bad_utf8(void **state)
 {
-	static const char *const fr[] = { "svc\xff", "op" };
-	struct cp_segment seg = { .start_ns = 10, .end_ns = 20, .category = CP_CAT_CPU,
-				  .frames = fr, .nframes = 2, .pid = 7, .tid = 7,
-				  .comm = "bad\xc3\x28", .cpu = 0 };
-	struct cp_request req = { "7:1:1", "svc", "op\xfe", NULL, 10, 20, false, &seg, 1 };
-	const struct cp_request *reqs[] = { &req };
-	struct engine_result r = { .nrequests = 1, .requests = reqs, .nkept = 1 };
-	yajl_val root = write_and_parse(&r, &(struct out_opts){ 0 });
+	static const char *const fr[] = {"svc\xff", "op"};
+	struct cp_segment seg = {.start_ns = 10,
+				 .end_ns = 20,
+				 .category = CP_CAT_CPU,
+				 .frames = fr,
+				 .nframes = 2,
+				 .pid = 7,
+				 .tid = 7,
+				 .comm = "bad\xc3\x28",
+				 .cpu = 0};
+	struct cp_request req = {"7:1:1", "svc", "op\xfe", NULL, 10, 20, false, &seg, 1};
+	const struct cp_request *reqs[] = {&req};
+	struct engine_result r = {.nrequests = 1, .requests = reqs, .nkept = 1};
+	yajl_val root = write_and_parse(&r, &(struct out_opts){0});
 
 	assert_string_equal(meta_name(events_of(root), "thread_name", 7, 7), "bad?(");
 	yajl_tree_free(root);
@@ -221,8 +227,8 @@ static void test_perfetto_bad_utf8(void **state)
 
 static void test_perfetto_empty(void **state)
 {
-	struct engine_result r = { 0 };
-	yajl_val root = write_and_parse(&r, &(struct out_opts){ 0 });
+	struct engine_result r = {0};
+	yajl_val root = write_and_parse(&r, &(struct out_opts){0});
 
 	assert_int_equal(events_of(root)->u.array.len, 0);
 	yajl_tree_free(root);
@@ -231,11 +237,11 @@ static void test_perfetto_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_perfetto_structure),
-		cmocka_unit_test(test_perfetto_flows_pair_up),
-		cmocka_unit_test(test_perfetto_slowest_only),
-		cmocka_unit_test(test_perfetto_bad_utf8),
-		cmocka_unit_test(test_perfetto_empty),
+	    cmocka_unit_test(test_perfetto_structure),
+	    cmocka_unit_test(test_perfetto_flows_pair_up),
+	    cmocka_unit_test(test_perfetto_slowest_only),
+	    cmocka_unit_test(test_perfetto_bad_utf8),
+	    cmocka_unit_test(test_perfetto_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

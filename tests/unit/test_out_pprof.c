@@ -32,7 +32,7 @@ static int setup(void **state)
 	f = fopen(s->path, "w");
 	if (!f)
 		return -1;
-	if (out_pprof(f, &fx_result, &(struct out_opts){ .title = "fixture" })) {
+	if (out_pprof(f, &fx_result, &(struct out_opts){.title = "fixture"})) {
 		fclose(f);
 		return -1;
 	}
@@ -159,7 +159,7 @@ static void test_pprof_decodes(void **state)
 
 static void test_pprof_empty_result(void **state)
 {
-	struct engine_result empty = { 0 };
+	struct engine_result empty = {0};
 	Perftools__Profiles__Profile *p;
 	char *buf = NULL;
 	size_t blen = 0, len;
@@ -168,7 +168,7 @@ static void test_pprof_empty_result(void **state)
 	char path[300];
 
 	assert_non_null(f);
-	assert_int_equal(out_pprof(f, &empty, &(struct out_opts){ 0 }), 0);
+	assert_int_equal(out_pprof(f, &empty, &(struct out_opts){0}), 0);
 	fclose(f);
 	assert_true(blen > 18);
 	snprintf(path, sizeof(path), "%s/empty.pb.gz", ((struct pprof_state *)*state)->dir);
@@ -234,9 +234,9 @@ static void test_pprof_go_tool_reads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pprof_decodes),
-		cmocka_unit_test(test_pprof_empty_result),
-		cmocka_unit_test(test_pprof_go_tool_reads),
+	    cmocka_unit_test(test_pprof_decodes),
+	    cmocka_unit_test(test_pprof_empty_result),
+	    cmocka_unit_test(test_pprof_go_tool_reads),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
