@@ -4,7 +4,8 @@
  * (user/profile.proto) that `go tool pprof` reads.
  *
  * One sample per profile entry. Its stack is the entry's frames with the
- * category as the leaf, leaf first as pprof wants. Every distinct frame name
+ * category as the leaf (except for span input, where the deepest span is
+ * the leaf), leaf first as pprof wants. Every distinct frame name
  * is one Function and one Location, so pprof merges equal names across
  * stacks (flat time of "lock" = all lock time on critical paths). Values:
  * critical_path/nanoseconds (the default: total over all requests),
@@ -252,10 +253,14 @@ static int pprof__samples(struct pprof_build *b, const struct engine_result *r)
 
 		*s = (Perftools__Profiles__Sample)PERFTOOLS__PROFILES__SAMPLE__INIT;
 		s->location_id = loc;
-		id = pprof__location(b, cat);
-		if (id < 0)
-			return id;
-		*loc++ = id;
+		/* span input: the leaf is the span itself, whose flat time is its
+		 * exclusive time; a "span" leaf under every span would say nothing */
+		if (pe->category != CP_CAT_SPAN || !pe->nframes) {
+			id = pprof__location(b, cat);
+			if (id < 0)
+				return id;
+			*loc++ = id;
+		}
 		for (j = pe->nframes; j-- > 0;) {
 			id = pprof__location(b, pe->frames[j]);
 			if (id < 0)

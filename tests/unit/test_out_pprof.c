@@ -187,6 +187,35 @@ static void test_pprof_empty_result(void **state)
 	free(buf);
 }
 
+/* Span input: the deepest span is the leaf, no "span" frame below it. */
+static void test_pprof_span_leaf(void **state)
+{
+	static const char *const fr[] = {"frontend GET /", "backend query"};
+	struct engine_profile_entry pe = {fr, 2, CP_CAT_SPAN, 4 * MS, 1};
+	struct engine_result r = {.nrequests = 1, .profile = &pe, .nprofile = 1};
+	Perftools__Profiles__Profile *p;
+	char path[300];
+	uint8_t *raw;
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/span.pb.gz", ((struct pprof_state *)*state)->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(out_pprof(f, &r, NULL), 0);
+	fclose(f);
+	raw = gunzip_file(path, &len);
+	assert_non_null(raw);
+	p = perftools__profiles__profile__unpack(NULL, len, raw);
+	assert_non_null(p);
+	assert_int_equal(p->n_sample, 1);
+	assert_int_equal(p->sample[0]->n_location_id, 2);
+	assert_string_equal(func_name(p, p->sample[0]->location_id[0]), "backend query");
+	assert_string_equal(func_name(p, p->sample[0]->location_id[1]), "frontend GET /");
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(raw);
+}
+
 /* Debian's golang-go ships pprof: the real consumer must read the file. */
 static void test_pprof_go_tool_reads(void **state)
 {
@@ -236,6 +265,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pprof_decodes),
 	    cmocka_unit_test(test_pprof_empty_result),
+	    cmocka_unit_test(test_pprof_span_leaf),
 	    cmocka_unit_test(test_pprof_go_tool_reads),
 	};
 
