@@ -358,11 +358,12 @@ static int parse_num(const char *s, size_t len, double scale, int64_t *out)
 		neg = true;
 		i = 1;
 	}
-	if (i < len && len - i <= 18) {
+	/* up to 19 digits fit an int64 unless they pass INT64_MAX */
+	if (i < len && len - i <= 19) {
 		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
 			v = v * 10 + (uint64_t)(s[i] - '0');
-		if (i == len) {
-			*out = (int64_t)v * (int64_t)scale * (neg ? -1 : 1);
+		if (i == len && v <= (uint64_t)INT64_MAX / (uint64_t)scale) {
+			*out = (int64_t)(v * (uint64_t)scale) * (neg ? -1 : 1);
 			return 0;
 		}
 	}
@@ -762,9 +763,11 @@ static int end_otlp_request(struct parser *p)
 	while (i < n && !err) {
 		uint32_t j = i + 1;
 
-		while (j < n && !same_trace(&sp[i], &sp[j]))
+		while (j < n && same_trace(&sp[i], &sp[j]))
 			j++;
 		err = span_tree__analyze(p->f, sp[i].trace_id, &sp[i], j - i, p->tags.v);
+		if (err > 0)
+			err = 0;
 		i = j;
 	}
 	reset_trace(p);

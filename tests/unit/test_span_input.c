@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Span input: content detection, OTLP, several traces per file, and every
+ * kind of bad input (each warned with file, trace and span; the rest still
+ * analysed). Fixtures in tests/unit/data/ (tests run from the repo top).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include "span_internal.h"
+
+struct req {
+	char id[64], service[64], name[64], secs[1024], tags[512];
+	uint64_t latency_ns, sum_ns;
+	uint32_t nspans;
+	bool partial;
+};
+
+struct capture {
+	int nreq, nwarn;
+	struct req r[8];
+	char warns[16384];
+};
+
+static int capture_request(void *ctx, const struct cp_request *r)
+{
+	struct capture *c = ctx;
+	struct req *q = &c->r[c->nreq < 8 ? c->nreq : 7];
+	size_t o = 0;
+
+	c->nreq++;
+	memset(q, 0, sizeof(*q));
+	snprintf(q->id, sizeof(q->id), "%s", r->id);
+	snprintf(q->service, sizeof(q->service), "%s", r->service);
+	snprintf(q->name, sizeof(q->name), "%s", r->name);
+	q->latency_ns = r->end_ns - r->start_ns;
+	q->partial = r->partial;
+	q->nspans = r->nspans;
+	for (uint32_t i = 0; i < r->nsegs; i++) {
+		q->sum_ns += r->segs[i].end_ns - r->segs[i].start_ns;
+		if (o < sizeof(q->secs) - 100)
+			o += snprintf(q->secs + o, sizeof(q->secs) - o, "%s%s:%s:%llu", i ? " " : "",
+				      r->segs[i].service, r->segs[i].span_id,
+				      (unsigned long long)(r->segs[i].end_ns - r->segs[i].start_ns) /
+					      1000);
+	}
+	o = 0;
+	for (const char *const *t = r->tags; t && *t && o < sizeof(q->tags) - 80; t++)
+		o += snprintf(q->tags + o, sizeof(q->tags) - o, "%s%s", o ? " " : "", *t);
+	return 0;
+}
+
+static void capture_warn(void *ctx, const char *msg)
+{
+	struct capture *c = ctx;
+	size_t o = strlen(c->warns);
+
+	c->nwarn++;
+	snprintf(c->warns + o, sizeof(c->warns) - o, "%s\n", msg);
+}
+
+static const struct span_sink *sink_of(struct capture *c)
+{
+	static struct span_sink s;
+
+	memset(c, 0, sizeof(*c));
+	s = (struct span_sink){ capture_request, capture_warn, c };
+	return &s;
+}
+
+static int buf(struct capture *c, const char *json)
+{
+	return span_input__analyze_buffer("in.json", json, strlen(json), sink_of(c), NULL);
+}
+
+/* A Jaeger span: id, parent (NULL: none), start and duration in µs from 1.7e15. */
+static int jspan(char *b, size_t cap, const char *id, const char *parent, long start, long dur)
+{
+	char ref[128] = "";
+
+	if (parent)
+		snprintf(ref, sizeof(ref), "{\"refType\":\"CHILD_OF\",\"spanID\":\"%s\"}", parent);
+	return snprintf(b, cap,
+			"{%s%s%s\"operationName\":\"op%s\",\"references\":[%s],"
+			"\"startTime\":%ld,\"duration\":%ld,\"processID\":\"p1\","
+			"\"tags\":[{\"key\":\"k\",\"type\":\"string\",\"value\":\"v%s\"}]}",
+			id ? "\"spanID\":\"" : "", id ? id : "", id ? "\"," : "", id ? id : "", ref,
+			1700000000000000L + start, dur, id ? id : "");
+}
+
+static char *jtrace(const char *tid, const char *spans[][2], const long times[][2], int n)
+{
+	size_t cap = 1024 + 512 * (size_t)n, o = 0;
+	char *b = malloc(cap);
+
+	o += snprintf(b + o, cap - o, "{\"data\":[{\"traceID\":\"%s\",\"spans\":[", tid);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			b[o++] = ',';
+		o += jspan(b + o, cap - o, spans[i][0], spans[i][1], times[i][0], times[i][1]);
+	}
+	snprintf(b + o, cap - o,
+		 "],\"processes\":{\"p1\":{\"serviceName\":\"svc\",\"tags\":[]}}}]}");
+	return b;
+}
+
+static void expect_one(struct capture *c, const char *warn_part)
+{
+	assert_int_equal(c->nreq, 1);
+	assert_int_equal(c->r[0].sum_ns, c->r[0].latency_ns);
+	if (warn_part) {
+		if (!strstr(c->warns, warn_part))
+			fail_msg("no warning with '%s' in:\n%s", warn_part, c->warns);
+		assert_non_null(strstr(c->warns, "in.json: trace t1: span "));
+		assert_true(c->r[0].partial);
+	}
+}
+
+#define N(a) ((int)(sizeof(a) / sizeof(a[0])))
+
+static void run(struct capture *c, const char *spans[][2], const long times[][2], int n, int ret)
+{
+	char *j = jtrace("t1", spans, times, n);
+
+	assert_int_equal(buf(c, j), ret);
+	free(j);
+}
+
+static void test_missing_id(void **state)
+{
+	const char *s[][2] = { { "a", NULL }, { NULL, "a" }, { "c", "a" } };
+	const long t[][2] = { { 0, 100 }, { 10, 20 }, { 40, 20 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 1);
+	expect_one(&c, "no span id, span dropped");
+	assert_int_equal(c.r[0].nspans, 2);
+}
+
+static void test_negative_duration(void **state)
+{
+	const char *s[][2] = { { "a", NULL }, { "b", "a" }, { "c", "b" } };
+	const long t[][2] = { { 0, 100 }, { 10, -20 }, { 40, 20 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 1);
+	expect_one(&c, "span b: negative duration");
+	/* b's child is an orphan now, under the root */
+	assert_non_null(strstr(c.warns, "span c: parent b is not in the trace"));
+	assert_string_equal(c.r[0].secs, "svc:a:40 svc:c:20 svc:a:40");
+}
+
+static void test_duplicate_ids(void **state)
+{
+	const char *s[][2] = { { "a", NULL }, { "b", "a" }, { "b", "a" } };
+	const long t[][2] = { { 0, 100 }, { 10, 20 }, { 50, 20 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 1);
+	expect_one(&c, "span b: duplicate span id, later copy dropped");
+	assert_string_equal(c.r[0].secs, "svc:a:10 svc:b:20 svc:a:70");
+}
+
+static void test_parent_cycle(void **state)
+{
+	const char *s[][2] = { { "a", NULL }, { "b", "c" }, { "c", "b" } };
+	const long t[][2] = { { 0, 100 }, { 10, 50 }, { 20, 10 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 1);
+	expect_one(&c, "parent cycle");
+	assert_int_equal(c.r[0].nspans, 3);
+}
+
+static void test_orphan(void **state)
+{
+	const char *s[][2] = { { "a", NULL }, { "b", "zz" } };
+	const long t[][2] = { { 0, 100 }, { 10, 50 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 1);
+	expect_one(&c, "span b: parent zz is not in the trace (orphan), re-attached under root a");
+	assert_string_equal(c.r[0].secs, "svc:a:10 svc:b:50 svc:a:40");
+}
+
+static void test_several_roots(void **state)
+{
+	/* the longest is the root; the other is warned and re-attached */
+	const char *s[][2] = { { "b", NULL }, { "a", NULL } };
+	const long t[][2] = { { 10, 50 }, { 0, 100 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 1);
+	expect_one(&c, "span b: a second root");
+	assert_string_equal(c.r[0].name, "opa");
+}
+
+static void test_no_root(void **state)
+{
+	const char *s[][2] = { { "b", "x" }, { "a", "y" } };
+	const long t[][2] = { { 10, 50 }, { 0, 100 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 1);
+	expect_one(&c, "span a: parent y is not in the trace, used as the root");
+	assert_string_equal(c.r[0].name, "opa");
+}
+
+static void test_nothing_usable(void **state)
+{
+	const char *s[][2] = { { "a", NULL } };
+	const long t[][2] = { { 0, -5 } };
+	struct capture c;
+
+	run(&c, s, t, N(s), 0);
+	assert_int_equal(c.nreq, 0);
+	assert_non_null(strstr(c.warns, "no usable span"));
+}
+
+static void test_warning_cap(void **state)
+{
+	size_t cap = 1 << 20, o = 0;
+	char *b = malloc(cap);
+	struct capture c;
+
+	o += snprintf(b, cap, "{\"data\":[{\"traceID\":\"t1\",\"spans\":[");
+	o += jspan(b + o, cap - o, "r", NULL, 0, 1000);
+	for (int i = 0; i < 150; i++)
+		o += snprintf(b + o, cap - o, ",{\"spanID\":\"s%d\",\"startTime\":1,\"duration\":-1}",
+			      i);
+	snprintf(b + o, cap - o, "]}]}");
+	assert_int_equal(buf(&c, b), 1);
+	free(b);
+	assert_int_equal(c.nwarn, SPAN_MAX_WARNINGS_PER_FILE + 1);
+	assert_non_null(strstr(c.warns, "50 more warnings not shown"));
+}
+
+static void test_malformed_file(void **state)
+{
+	struct capture c;
+	int ret = span_input__analyze_file("tests/unit/data/span_malformed.json", sink_of(&c), NULL);
+
+	/* the first trace is complete before the damage */
+	assert_int_equal(ret, 1);
+	assert_int_equal(c.nreq, 1);
+	assert_string_equal(c.r[0].service, "web");
+	if (!strstr(c.warns, "span_malformed.json: malformed JSON at line 3"))
+		fail_msg("warnings: %s", c.warns);
+}
+
+static void test_truncated_buffer(void **state)
+{
+	const char *j = "{\"data\":[{\"traceID\":\"t1\",\"spans\":[{\"spanID\":\"a\",\"startTime\":1,";
+	struct capture c;
+
+	assert_int_equal(buf(&c, j), -EINVAL);
+	assert_non_null(strstr(c.warns, "malformed JSON"));
+}
+
+static void test_not_a_trace_file(void **state)
+{
+	struct capture c;
+
+	assert_int_equal(buf(&c, "{\"foo\":[1,2,3]}"), -EINVAL);
+	assert_non_null(strstr(c.warns, "in.json: not a Jaeger or OTLP JSON file"));
+	assert_int_equal(span_input__analyze_buffer("rec", "CPREC\x01\x02\x00", 8, sink_of(&c), NULL),
+			 -EINVAL);
+	assert_non_null(strstr(c.warns, "rec: not a Jaeger or OTLP JSON file"));
+	assert_int_equal(span_input__analyze_file("tests/unit/data/does-not-exist.json", sink_of(&c),
+						  NULL),
+			 -ENOENT);
+	assert_non_null(strstr(c.warns, "cannot open"));
+}
+
+static void test_jaeger_many_traces(void **state)
+{
+	const char *j =
+		"{\"data\":[{\"traceID\":\"t1\",\"spans\":[{\"spanID\":\"a\",\"operationName\":\"x\","
+		"\"startTime\":1700000000000000,\"duration\":10,\"processID\":\"p9\"}],"
+		"\"processes\":{\"p9\":{\"serviceName\":\"late\"}}},"
+		"{\"processes\":{\"p1\":{\"serviceName\":\"early\"}},\"spans\":[{\"spanID\":\"b\","
+		"\"traceID\":\"t2\",\"startTime\":1700000000000000,\"duration\":20,"
+		"\"processID\":\"p1\"}]}]}";
+	struct capture c;
+
+	assert_int_equal(buf(&c, j), 2);
+	assert_string_equal(c.r[0].id, "t1");
+	assert_string_equal(c.r[0].service, "late");	/* processes after spans */
+	assert_string_equal(c.r[1].id, "t2");	/* trace id from the span */
+	assert_string_equal(c.r[1].service, "early");
+	assert_string_equal(c.r[1].name, "(unnamed)");
+	assert_int_equal(c.nwarn, 0);
+}
+
+static void test_otlp(void **state)
+{
+	struct capture c;
+	int ret = span_input__analyze_file("tests/unit/data/span_otlp.json", sink_of(&c), NULL);
+
+	if (c.nwarn)
+		print_message("%s", c.warns);
+	assert_int_equal(ret, 3);
+	assert_int_equal(c.nwarn, 0);
+	/* grouped by trace id within the first request: "…02" sorts first */
+	assert_string_equal(c.r[0].id, "00000000000000000000000000000002");
+	assert_int_equal(c.r[0].latency_ns, 500000);
+	assert_string_equal(c.r[1].id, "5b8efff798038103d269b633813fc60c");
+	assert_string_equal(c.r[1].service, "frontend");
+	assert_string_equal(c.r[1].name, "GET /cart");
+	assert_int_equal(c.r[1].latency_ns, 100000000);
+	assert_string_equal(c.r[1].secs, "frontend:eee19b7ec3c1b174:10000 "
+					 "frontend:eee19b7ec3c1b175:10000 "
+					 "backend:aaa19b7ec3c1b176:50000 "
+					 "frontend:eee19b7ec3c1b175:20000 "
+					 "frontend:eee19b7ec3c1b174:10000");
+	assert_non_null(strstr(c.r[1].tags, "db.rows=42"));
+	assert_non_null(strstr(c.r[1].tags, "service.name=backend"));
+	assert_non_null(strstr(c.r[1].tags, "http.method=GET"));
+	assert_string_equal(c.r[2].id, "00000000000000000000000000000003");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_missing_id),	 cmocka_unit_test(test_negative_duration),
+		cmocka_unit_test(test_duplicate_ids),	 cmocka_unit_test(test_parent_cycle),
+		cmocka_unit_test(test_orphan),		 cmocka_unit_test(test_several_roots),
+		cmocka_unit_test(test_no_root),		 cmocka_unit_test(test_nothing_usable),
+		cmocka_unit_test(test_warning_cap),	 cmocka_unit_test(test_malformed_file),
+		cmocka_unit_test(test_truncated_buffer), cmocka_unit_test(test_not_a_trace_file),
+		cmocka_unit_test(test_jaeger_many_traces), cmocka_unit_test(test_otlp),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
