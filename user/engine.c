@@ -98,6 +98,8 @@ struct engine {
 	uint64_t gen;
 	uint32_t *touched;
 	uint32_t ntouched, captouched;
+	const char *const **seg_frames;	/* the request's segments' interned stacks */
+	uint32_t capseg_frames;
 	struct {
 		const void *frames;
 		uint32_t nframes, category;
@@ -234,6 +236,7 @@ void engine__free(struct engine *e)
 	free(e->spans);
 	free(e->span_index.slots);
 	free(e->touched);
+	free(e->seg_frames);
 	barr__free(&e->lat_counts);
 	barr__free(&e->lat_max);
 	for (uint32_t i = 0; i < e->nkept; i++)
@@ -581,7 +584,7 @@ static int engine__keep(struct engine *e, const struct cp_request *req)
 		return 0;
 	if (!e->opts.keep_all_requests && e->nkept == n && slower(req, e->kept[0]) <= 0)
 		return 0;
-	c = request__copy(req, e->in);
+	c = request__copy(req, e->in, e->seg_frames);
 	if (!c)
 		return -ENOMEM;
 	if (e->opts.keep_all_requests || e->nkept < n) {
@@ -608,6 +611,9 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 	int err;
 
 	e->ntouched = 0;
+	if (grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
+		 sizeof(*e->seg_frames)))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < req->nsegs; i++) {
 		const struct cp_segment *g = &req->segs[i];
 		uint64_t d = g->end_ns > g->start_ns ? g->end_ns - g->start_ns : 0;
@@ -617,6 +623,7 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		if (id < 0)
 			return (int)id;
 		s = &e->stacks[id];
+		e->seg_frames[i] = s->frames;
 		if (s->gen != e->gen) {
 			if (grow((void **)&e->touched, &e->captouched, e->ntouched + 1,
 				 sizeof(*e->touched)))

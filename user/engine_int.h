@@ -64,7 +64,10 @@ static inline uint64_t hash__u64(uint64_t h, uint64_t v)
 
 struct cp_request;
 /* A deep copy of req in one allocation (free() releases it); strings that
- * repeat across requests (frames, comm, service, …) come from in. */
-struct cp_request *request__copy(const struct cp_request *req, struct intern *in);
+ * repeat across requests (frames, comm, service, …) come from in. When
+ * seg_frames is not NULL, segment i's frames become seg_frames[i] (arrays
+ * that outlive the copy: the engine's interned stacks). */
+struct cp_request *request__copy(const struct cp_request *req, struct intern *in,
+				 const char *const *const *seg_frames);
 
 #endif /* CRITPATH_ENGINE_INT_H */

@@ -309,7 +309,36 @@ static const char *const *copy_frames(char **p, const char *const *frames, uint3
 	return d;
 }
 
-static size_t request__size(const struct cp_request *req)
+/* Within one copy the producer's pointers identify their contents: most
+ * segments of a request repeat a handful of comm / cpu_model / … pointers,
+ * so a small cache keyed by pointer saves hashing them again. */
+struct icache {
+	struct intern *in;
+	const char *src[8];
+	const char *dst[8];
+	int err;
+};
+
+static const char *icache__get(struct icache *c, const char *s)
+{
+	uint32_t j = (uint32_t)((uintptr_t)s >> 3) & 7;
+	const char *d;
+
+	if (!s)
+		return NULL;
+	if (c->src[j] == s)
+		return c->dst[j];
+	d = intern__get(c->in, s);
+	if (!d) {
+		c->err = -ENOMEM;
+		return NULL;
+	}
+	c->src[j] = s;
+	c->dst[j] = d;
+	return d;
+}
+
+static size_t request__size(const struct cp_request *req, bool have_frames)
 {
 	size_t sz = align8(sizeof(*req));
 	uint32_t ntags = 0;
@@ -320,7 +349,8 @@ static size_t request__size(const struct cp_request *req)
 		const struct cp_segment *g = &req->segs[i];
 
 		sz += align8(g->nculprits * sizeof(struct cp_culprit));
-		sz += align8(g->nframes * sizeof(char *));
+		if (!have_frames)
+			sz += align8(g->nframes * sizeof(char *));
 		sz += str_size(g->span_id);
 	}
 	for (uint32_t i = 0; i < req->nspans; i++) {
@@ -336,9 +366,11 @@ static size_t request__size(const struct cp_request *req)
 	return sz;
 }
 
-struct cp_request *request__copy(const struct cp_request *req, struct intern *in)
+struct cp_request *request__copy(const struct cp_request *req, struct intern *in,
+				 const char *const *const *seg_frames)
 {
-	size_t sz = request__size(req);
+	size_t sz = request__size(req, seg_frames != NULL);
+	struct icache ic = { .in = in };
 	struct cp_request *d;
 	struct cp_segment *segs = NULL;
 	struct cp_span_stat *spans = NULL;
@@ -370,17 +402,20 @@ struct cp_request *request__copy(const struct cp_request *req, struct intern *in
 			p += align8(g->nculprits * sizeof(*c));
 			for (uint32_t k = 0; k < g->nculprits; k++) {
 				c[k] = g->culprits[k];
-				c[k].comm = intern__get(in, g->culprits[k].comm);
+				c[k].comm = icache__get(&ic, g->culprits[k].comm);
 			}
 			s->culprits = c;
 		}
-		s->frames = copy_frames(&p, g->frames, g->nframes, in, &err);
-		s->comm = intern__get(in, g->comm);
-		s->cpu_model = intern__get(in, g->cpu_model);
-		s->sku = intern__get(in, g->sku);
-		s->peer = intern__get(in, g->peer);
-		s->service = intern__get(in, g->service);
-		s->operation = intern__get(in, g->operation);
+		if (seg_frames)
+			s->frames = seg_frames[i];
+		else
+			s->frames = copy_frames(&p, g->frames, g->nframes, in, &err);
+		s->comm = icache__get(&ic, g->comm);
+		s->cpu_model = icache__get(&ic, g->cpu_model);
+		s->sku = icache__get(&ic, g->sku);
+		s->peer = icache__get(&ic, g->peer);
+		s->service = icache__get(&ic, g->service);
+		s->operation = icache__get(&ic, g->operation);
 	}
 	for (uint32_t i = 0; i < req->nspans; i++) {
 		const struct cp_span_stat *g = &req->spans[i];
@@ -416,7 +451,7 @@ struct cp_request *request__copy(const struct cp_request *req, struct intern *in
 	d->service = intern__get(in, req->service);
 	d->name = intern__get(in, req->name);
 	d->host = intern__get(in, req->host);
-	if (err || (req->service && !d->service) || (req->name && !d->name) ||
+	if (err || ic.err || (req->service && !d->service) || (req->name && !d->name) ||
 	    (req->host && !d->host)) {
 		free(d);
 		return NULL;
