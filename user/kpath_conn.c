@@ -116,17 +116,24 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 	return KP_NONE;
 }
 
-void kp__conn_peer_str(const struct kp_conn *c, char *buf, size_t len)
+void kp__conn_addr_str(const struct kp_conn *c, bool local, char *buf, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
+	const uint8_t *addr = local ? c->a.laddr : c->a.raddr;
+	unsigned int port = local ? c->a.lport : c->a.rport;
 
 	if (c->a.family == AF_INET6) {
-		inet_ntop(AF_INET6, c->a.raddr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, c->a.rport);
+		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, port);
 	} else {
-		inet_ntop(AF_INET, c->a.raddr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, c->a.rport);
+		inet_ntop(AF_INET, addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, port);
 	}
+}
+
+void kp__conn_peer_str(const struct kp_conn *c, char *buf, size_t len)
+{
+	kp__conn_addr_str(c, false, buf, len);
 }
 
 static bool proc_listens(const struct kp_proc *p, uint16_t port)
@@ -166,6 +173,9 @@ static void conn_guess_role(struct kp *kp, struct kp_conn *c, bool reading)
 		}
 	}
 	c->role = reading ? KP_ROLE_SERVER : KP_ROLE_CLIENT;
+	/* a server side seen first mid-stream: its port is one the process listens on */
+	if (c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
+		kp__proc_listen(kp, c->proc, c->a.lport);
 }
 
 static void conn_reset(struct kp_conn *c)

@@ -292,6 +292,7 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt);
 void kp__conn_prune(struct kp_conn *c, uint64_t before);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
+void kp__conn_addr_str(const struct kp_conn *c, bool local, char *buf, size_t len);
 void kp__conn_peer_str(const struct kp_conn *c, char *buf, size_t len);
 /* Requests: finish the one open on conn (walk + emit). */
 int kp__conn_finish_req(struct kp *kp, uint32_t conn);

@@ -31,6 +31,7 @@ struct walk {
 	uint32_t serving;	/* the thread that read the request */
 	uint32_t proc;		/* the serving process */
 	uint64_t start;
+	const char *call;	/* the downstream call the walk went through, or NULL */
 };
 
 static int32_t str_add(struct kp *kp, const char *s)
@@ -108,8 +109,7 @@ static bool owned(const struct walk *w, uint32_t thread, int64_t idx)
 
 		if (thread == w->serving)
 			return true;
-		if (j >= 0 && t->iv[j].state == KP_ST_BLOCKED)
-			j--;
+		/* a blocked interval belongs with the activation its wakeup begins */
 		while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
 			j--;
 		if (j < 0)
@@ -208,6 +208,11 @@ static int32_t proc_frame(struct walk *w, uint32_t thread)
 	if (proc == w->proc)
 		return -1;
 	kp__proc_service(w->kp, proc, 0, buf, sizeof(buf));
+	if (w->call && w->call[0]) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, sizeof(buf) - n, " %s", w->call);
+	}
 	return str_add(w->kp, buf);
 }
 
@@ -217,7 +222,8 @@ static int32_t conn_peer_str(struct kp *kp, uint32_t conn)
 
 	if (conn == KP_NONE)
 		return -1;
-	kp__conn_peer_str(&kp->cn[conn], buf, sizeof(buf));
+	/* name the server end of the hop: the downstream, whichever side we are on */
+	kp__conn_addr_str(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER, buf, sizeof(buf));
 	return str_add(kp, buf);
 }
 
@@ -331,6 +337,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 
 						if (t2 < S)
 							t2 = S;
+						w.call = kp->cn[iv->conn].role == KP_ROLE_CLIENT ?
+								 kp->cn[iv->conn].last_name : NULL;
 						err = seg_add(kp, t2, t, CP_CAT_NETWORK, KP_NONE, -1,
 							      !own, conn_peer_str(kp, iv->conn),
 							      proc_frame(&w, src->thread));
@@ -343,10 +351,18 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				}
 				if (iv->wake == KP_WK_NET || (iv->wake == KP_WK_NONE &&
 							      iv->reason == KP_BR_SOCK)) {
-					int32_t ps = conn_peer_str(kp, iv->conn);
+					int32_t ps = conn_peer_str(kp, iv->conn), fs = ps;
 
+					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&
+					    kp->cn[iv->conn].last_name[0]) {
+						char buf[KP_NAME_LEN];
+
+						snprintf(buf, sizeof(buf), "%.40s %.20s", kp->strs[ps],
+							 kp->cn[iv->conn].last_name);
+						fs = str_add(kp, buf);
+					}
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps,
-						      ps);
+						      fs);
 					break;
 				}
 				err = seg_add(kp, a, t, block_category(iv), thread, -1, !own, -1,

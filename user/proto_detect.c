@@ -152,7 +152,7 @@ enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size
 
 		while (n < len && n < 16 && isupper(p[n]))
 			n++;
-		if (n && n < len && (p[n] == '\r' || p[n] == ' ' || p[n] == '\n')) {
+		if (n >= 3 && n < len && (p[n] == '\r' || p[n] == ' ' || p[n] == '\n')) {
 			snprintf(name, namelen, "%.*s", (int)n, (const char *)p);
 			return KP_PROTO_RESP;
 		}

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * Hand-built kernel record streams for the kpath tests (test_kpath*.c): a
+ * few calls per event kind, records sorted by time before they are fed to
+ * the core, and the requests it emits deep-copied for assertions.
+ */
+#ifndef TEST_KPATH_BUILDER_H
+#define TEST_KPATH_BUILDER_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "kpath_internal.h"
+
+#define KB_MAX_RECS 512
+#define KB_MAX_REQS 16
+#define KB_MAX_SEGS 32
+
+struct kb_rec {
+	uint64_t ts;
+	uint32_t order;
+	union {
+		struct cp_hdr h;
+		struct cp_ev_sched_switch sw;
+		struct cp_ev_sched_waking wk;
+		struct cp_ev_wakeup_new wn;
+		struct cp_ev_process_fork fk;
+		struct cp_ev_futex fx;
+		struct cp_ev_sock sk;
+		struct cp_ev_sk_data_ready dr;
+		struct cp_ev_runq_culprit rq;
+		struct cp_md_process mp;
+		struct cp_md_loss ml;
+	} u;
+};
+
+struct kb_seg {
+	uint64_t start, end;
+	enum cp_category cat;
+	int32_t pid, tid, cpu;
+	bool interference;
+	char peer[64];
+	uint32_t nframes;
+	char frame3[64];
+	uint32_t ncul;
+	int32_t cul_tid[4], cul_pid[4];
+	uint64_t cul_ns[4];
+};
+
+struct kb_req {
+	char service[64], name[64];
+	uint64_t start, end;
+	bool partial;
+	uint32_t nsegs;
+	struct kb_seg segs[KB_MAX_SEGS];
+};
+
+struct kb {
+	struct kb_rec recs[KB_MAX_RECS];
+	uint32_t n;
+	struct kb_req reqs[KB_MAX_REQS];
+	uint32_t nreqs;
+};
+
+static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
+				    uint32_t cpu, uint32_t pid, uint32_t tid)
+{
+	struct kb_rec *r = &b->recs[b->n];
+
+	memset(r, 0, sizeof(*r));
+	r->ts = ts;
+	r->order = b->n++;
+	r->u.h.type = type;
+	r->u.h.size = size;
+	r->u.h.ts = ts;
+	r->u.h.cpu = cpu;
+	r->u.h.pid = pid;
+	r->u.h.tid = tid;
+	return &r->u.h;
+}
+
+static inline void kb_proc(struct kb *b, uint32_t pid, const char *comm)
+{
+	struct cp_md_process *m = (void *)kb_new(b, CP_MD_PROCESS, sizeof(*m), 0, 0, pid, pid);
+
+	strncpy(m->comm, comm, CP_COMM_LEN - 1);
+}
+
+/* prev (pid, tid) leaves cpu in state, next comes in (0 = idle) */
+static inline void kb_switch(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t ppid, uint32_t ptid,
+			     uint8_t state, uint32_t npid, uint32_t ntid, const char *ncomm)
+{
+	struct cp_ev_sched_switch *e = (void *)kb_new(b, CP_EV_SCHED_SWITCH, sizeof(*e), ts, cpu,
+						      ppid, ptid);
+
+	e->prev_pid = ppid;
+	e->prev_tid = ptid;
+	e->next_pid = npid;
+	e->next_tid = ntid;
+	e->prev_state = state;
+	e->prev_state_raw = state == CP_PREV_BLOCKED ? 1 : 0;
+	strncpy(e->next_comm, ncomm ? ncomm : "", CP_COMM_LEN - 1);
+}
+
+static inline void kb_wake(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid, uint32_t tid,
+			   uint32_t waker_pid, uint32_t waker_tid, uint8_t ctx, uint8_t vec)
+{
+	struct cp_ev_sched_waking *e = (void *)kb_new(b, CP_EV_SCHED_WAKING, sizeof(*e), ts, cpu,
+						      waker_pid, waker_tid);
+
+	e->wakee_pid = pid;
+	e->wakee_tid = tid;
+	e->waker_pid = waker_pid;
+	e->waker_tid = waker_tid;
+	e->waker_ctx = ctx;
+	e->softirq_vec = vec;
+}
+
+static inline void kb_fork(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t ppid, uint32_t ptid,
+			   uint32_t cpid, uint32_t ctid, const char *comm)
+{
+	struct cp_ev_process_fork *f = (void *)kb_new(b, CP_EV_PROCESS_FORK, sizeof(*f), ts, cpu,
+						      ppid, ptid);
+	struct cp_ev_wakeup_new *n;
+
+	f->parent_pid = ppid;
+	f->parent_tid = ptid;
+	f->child_pid = cpid;
+	f->child_tid = ctid;
+	strncpy(f->child_comm, comm, CP_COMM_LEN - 1);
+	n = (void *)kb_new(b, CP_EV_WAKEUP_NEW, sizeof(*n), ts, cpu, ppid, ptid);
+	n->pid = cpid;
+	n->tid = ctid;
+}
+
+static inline void kb_futex(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,
+			    uint64_t uaddr)
+{
+	struct cp_ev_futex *e = (void *)kb_new(b, CP_EV_FUTEX, sizeof(*e), exit, 0, pid, tid);
+
+	e->enter_ts = enter;
+	e->uaddr = uaddr;
+	e->op = 128;
+	e->phase = CP_PHASE_EXIT;
+}
+
+struct kb_tuple {
+	const char *laddr;
+	uint16_t lport;
+	const char *raddr;
+	uint16_t rport;
+};
+
+static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,
+			   uint8_t call, int fd, struct kb_tuple t, int64_t bytes, uint32_t seq,
+			   const char *payload)
+{
+	size_t plen = payload ? strlen(payload) : 0;
+	struct cp_ev_sock *e = (void *)kb_new(
+		b, CP_EV_SOCK, (uint16_t)CP_ALIGN(offsetof(struct cp_ev_sock, payload) + plen), exit,
+		0, pid, tid);
+
+	e->enter_ts = enter;
+	e->bytes = bytes;
+	e->fd = fd;
+	e->phase = CP_PHASE_EXIT;
+	e->call = call;
+	e->family = AF_INET;
+	e->lport = t.lport;
+	e->rport = t.rport;
+	inet_pton(AF_INET, t.laddr, e->laddr);
+	inet_pton(AF_INET, t.raddr, e->raddr);
+	e->tcp_seq = seq;
+	e->sock_type = SOCK_STREAM;
+	e->payload_len = (uint16_t)plen;
+	if (plen)
+		memcpy(e->payload, payload, plen);
+}
+
+/* data arrived on the receiver's socket t (its own view of the tuple) */
+static inline void kb_dready(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid,
+			     struct kb_tuple t, uint32_t rcv_nxt)
+{
+	struct cp_ev_sk_data_ready *e = (void *)kb_new(b, CP_EV_SK_DATA_READY, sizeof(*e), ts, cpu,
+						       pid, pid);
+
+	e->family = AF_INET;
+	e->lport = t.lport;
+	e->rport = t.rport;
+	inet_pton(AF_INET, t.laddr, e->laddr);
+	inet_pton(AF_INET, t.raddr, e->raddr);
+	e->rcv_nxt = rcv_nxt;
+}
+
+static inline void kb_culprit(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid, uint32_t tid,
+			      uint32_t cpid, uint32_t ctid, const char *comm, uint64_t ns,
+			      uint64_t since)
+{
+	struct cp_ev_runq_culprit *e = (void *)kb_new(b, CP_EV_RUNQ_CULPRIT, sizeof(*e), ts, cpu,
+						      pid, tid);
+
+	e->culprit_pid = cpid;
+	e->culprit_tid = ctid;
+	e->ns = ns;
+	e->runnable_since = since;
+	strncpy(e->culprit_comm, comm, CP_COMM_LEN - 1);
+}
+
+static inline void kb_loss(struct kb *b, uint64_t start, uint64_t end)
+{
+	struct cp_md_loss *m = (void *)kb_new(b, CP_MD_LOSS, sizeof(*m), 0, 0, 0, 0);
+
+	m->start_ns = start;
+	m->end_ns = end;
+	m->events = 1;
+}
+
+static inline int kb_emit(void *arg, const struct cp_request *r)
+{
+	struct kb *b = arg;
+	struct kb_req *q;
+
+	if (b->nreqs >= KB_MAX_REQS)
+		return -ENOSPC;
+	q = &b->reqs[b->nreqs++];
+	memset(q, 0, sizeof(*q));
+	snprintf(q->service, sizeof(q->service), "%s", r->service ? r->service : "");
+	snprintf(q->name, sizeof(q->name), "%s", r->name ? r->name : "");
+	q->start = r->start_ns;
+	q->end = r->end_ns;
+	q->partial = r->partial;
+	for (uint32_t i = 0; i < r->nsegs && i < KB_MAX_SEGS; i++) {
+		const struct cp_segment *s = &r->segs[i];
+		struct kb_seg *g = &q->segs[q->nsegs++];
+
+		g->start = s->start_ns;
+		g->end = s->end_ns;
+		g->cat = s->category;
+		g->pid = s->pid;
+		g->tid = s->tid;
+		g->cpu = s->cpu;
+		g->interference = s->interference;
+		snprintf(g->peer, sizeof(g->peer), "%s", s->peer ? s->peer : "");
+		g->nframes = s->nframes;
+		if (s->nframes > 2)
+			snprintf(g->frame3, sizeof(g->frame3), "%s", s->frames[2]);
+		for (uint32_t k = 0; k < s->nculprits && k < 4; k++) {
+			g->cul_tid[k] = s->culprits[k].tid;
+			g->cul_pid[k] = s->culprits[k].pid;
+			g->cul_ns[k] = s->culprits[k].ns;
+			g->ncul++;
+		}
+	}
+	return 0;
+}
+
+static inline int kb_cmp(const void *a, const void *b)
+{
+	const struct kb_rec *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Feeds the records in time order (ties: the order they were built) */
+static inline int kb_run(struct kb *b)
+{
+	static const char *const models[] = {"Model A", "Model B"};
+	struct kp kp;
+	int err, src;
+
+	qsort(b->recs, b->n, sizeof(b->recs[0]), kb_cmp);
+	kp__init(&kp, kb_emit, b);
+	src = kp__add_source(&kp, "boot-1", 0, "host-1", "sku-x", 2, models);
+	err = src < 0 ? src : 0;
+	for (uint32_t i = 0; i < b->n && !err; i++)
+		err = kp__add_record(&kp, (uint32_t)src, &b->recs[i].u.h);
+	if (!err)
+		err = kp__finish(&kp);
+	kp__free(&kp);
+	return err;
+}
+
+static inline const struct kb_req *kb_find(const struct kb *b, const char *service)
+{
+	for (uint32_t i = 0; i < b->nreqs; i++)
+		if (!strcmp(b->reqs[i].service, service))
+			return &b->reqs[i];
+	return NULL;
+}
+
+#endif /* TEST_KPATH_BUILDER_H */

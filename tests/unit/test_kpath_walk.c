@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * The kernel-level walk on hand-built record streams: SCENARIOS.md kernel
+ * cases 1-7 (which include Trace Compass's classic cases: a thread woken by
+ * a forked child, a network round trip between two traced processes), the
+ * hand-off to a writer thread, and loss windows. Times are in units of U
+ * from base B; every expected segment comes from the scenario's text.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "test_kpath_builder.h"
+
+#define U 1000000ull
+#define B (1000 * U)
+
+static const struct kb_tuple CL = {"10.0.0.1", 80, "10.0.0.2", 5000};
+
+struct want {
+	uint64_t a, b;	/* in units from B */
+	enum cp_category cat;
+	int32_t tid;	/* -1: no thread */
+	bool interference;
+};
+
+static void check_tiling(const struct kb_req *q)
+{
+	uint64_t t = q->start, sum = 0;
+
+	assert_true(q->nsegs > 0);
+	for (uint32_t i = 0; i < q->nsegs; i++) {
+		assert_int_equal(q->segs[i].start, t);
+		assert_true(q->segs[i].end > q->segs[i].start);
+		sum += q->segs[i].end - q->segs[i].start;
+		t = q->segs[i].end;
+	}
+	assert_int_equal(t, q->end);
+	assert_int_equal(sum, q->end - q->start);
+}
+
+static void check_path(const struct kb_req *q, const struct want *w, uint32_t n)
+{
+	check_tiling(q);
+	if (q->nsegs != n) {
+		for (uint32_t i = 0; i < q->nsegs; i++)
+			print_message("  seg %u: %.3f..%.3f %s tid %d interf %d\n", i,
+				      (double)(q->segs[i].start - B) / U,
+				      (double)(q->segs[i].end - B) / U,
+				      cp_category_name(q->segs[i].cat), q->segs[i].tid,
+				      q->segs[i].interference);
+	}
+	assert_int_equal(q->nsegs, n);
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(q->segs[i].start, B + w[i].a * U);
+		assert_int_equal(q->segs[i].end, B + w[i].b * U);
+		assert_int_equal(q->segs[i].cat, w[i].cat);
+		assert_int_equal(q->segs[i].tid, w[i].tid);
+		assert_int_equal(q->segs[i].interference, w[i].interference);
+	}
+}
+
+/* pid/tid blocked in a read on CL since long before; the request's bytes
+ * arrive at B on cpu, waking it (NET_RX) and it runs from B. */
+static void serve_from_b(struct kb *b, uint32_t pid, uint32_t tid, uint32_t cpu, const char *req)
+{
+	kb_switch(b, B - 50 * U, cpu, pid, tid, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(b, B, cpu, pid, CL, 1000 + (uint32_t)strlen(req));
+	kb_wake(b, B, cpu, pid, tid, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(b, B, cpu, 0, 0, CP_PREV_PREEMPTED, pid, tid, "srv");
+	kb_sock(b, B - 50 * U - 1, B + 1000, pid, tid, CP_SOCK_READ, 5, CL,
+		(int64_t)strlen(req), 1000, req);
+}
+
+static void respond_at(struct kb *b, uint64_t ts, uint32_t pid, uint32_t tid)
+{
+	kb_sock(b, ts - 1000, ts, pid, tid, CP_SOCK_WRITE, 5, CL, 40, 9000,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+}
+
+/* 1. Basic: A runs 0→2, blocks 2→5, woken at 5 by B; B was woken by A at 1
+ * and ran 1→5; A runs 5→7. Path: A 0→1, B 1→5, A 5→7. */
+static void test_basic(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+		{0, 1, CP_CAT_CPU, 100, false},
+		{1, 5, CP_CAT_CPU, 101, false},
+		{5, 7, CP_CAT_CPU, 100, false},
+	};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 40 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	serve_from_b(&b, 100, 100, 0, "GET /x HTTP/1.1\r\n\r\n");
+	kb_wake(&b, B + 1 * U, 0, 100, 101, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 1 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "B");
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 5 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 5 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 5 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_futex(&b, B + 2 * U - 1000, B + 5 * U + 500, 100, 100, 0x1000);
+	respond_at(&b, B + 7 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	assert_string_equal(b.reqs[0].service, "srv:80");
+	assert_string_equal(b.reqs[0].name, "GET /x");
+	assert_false(b.reqs[0].partial);
+	check_path(&b.reqs[0], w, 3);
+}
+
+/* 2. Woken by a new child: A0 runs 0→4, blocks 4→6, woken at 6 by its child
+ * A1 (forked at 2, runnable 2→3, running 3→6); A0 runs 6→8. */
+static void test_forked_child(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+		{0, 2, CP_CAT_CPU, 100, false},
+		{2, 3, CP_CAT_RUNQUEUE, 200, false},
+		{3, 6, CP_CAT_CPU, 200, false},
+		{6, 8, CP_CAT_CPU, 100, false},
+	};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /fork HTTP/1.1\r\n\r\n");
+	kb_fork(&b, B + 2 * U, 0, 100, 100, 200, 200, "child");
+	kb_switch(&b, B + 3 * U, 1, 0, 0, CP_PREV_PREEMPTED, 200, 200, "child");
+	kb_switch(&b, B + 4 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 6 * U, 1, 100, 100, 200, 200, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 6 * U, 1, 200, 200, CP_PREV_DEAD, 0, 0, NULL);
+	kb_switch(&b, B + 6 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	respond_at(&b, B + 8 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	check_path(&b.reqs[0], w, 4);
+	assert_string_equal(b.reqs[0].segs[2].frame3, "child");
+}
+
+/* 3. Network round trip between two traced processes (client 200 serving an
+ * upstream request, server 100). */
+static void test_network_round_trip(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
+	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 80};
+	const struct kb_tuple d2 = {"10.0.0.1", 80, "10.0.0.2", 40000};
+	const struct want w[] = {
+		{10, 15, CP_CAT_CPU, 200, false},      {15, 35, CP_CAT_NETWORK, -1, false},
+		{35, 40, CP_CAT_RUNQUEUE, 100, false}, {40, 45, CP_CAT_CPU, 100, false},
+		{45, 70, CP_CAT_NETWORK, -1, false},   {70, 75, CP_CAT_RUNQUEUE, 200, false},
+		{75, 95, CP_CAT_CPU, 200, false},
+	};
+	const struct want ws[] = {
+		{35, 40, CP_CAT_RUNQUEUE, 100, false},
+		{40, 45, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *cq, *sq;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_proc(&b, 200, "cli");
+	/* client: the upstream request arrives at 10 */
+	kb_switch(&b, B - 50 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 10 * U, 0, 200, up, 20);
+	kb_wake(&b, B + 10 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_sock(&b, B - 50 * U, B + 10 * U + 1000, 200, 200, CP_SOCK_READ, 4, up, 20, 0,
+		"GET /c HTTP/1.1\r\n\r\n");
+	kb_sock(&b, B + 15 * U - 1000, B + 15 * U, 200, 200, CP_SOCK_WRITE, 6, d, 10, 1000,
+		"get k\r\n");
+	kb_switch(&b, B + 15 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* server: blocked in read, the packet arrives at 35, CPU at 40 */
+	kb_switch(&b, B - 40 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 35 * U, 1, 100, d2, 1010);
+	kb_wake(&b, B + 35 * U, 1, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock(&b, B - 40 * U - 1, B + 40 * U + 1000, 100, 100, CP_SOCK_READ, 7, d2, 10, 1000,
+		"get k\r\n");
+	kb_sock(&b, B + 45 * U - 1000, B + 45 * U, 100, 100, CP_SOCK_WRITE, 7, d2, 20, 5000,
+		"VALUE k 0 2\r\nok\r\nEND\r\n");
+	kb_switch(&b, B + 45 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* the reply reaches the client at 70, CPU at 75 */
+	kb_dready(&b, B + 70 * U, 0, 200, d, 5020);
+	kb_wake(&b, B + 70 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 75 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_sock(&b, B + 15 * U - 500, B + 75 * U + 1000, 200, 200, CP_SOCK_READ, 6, d, 20, 5000,
+		"VALUE k 0 2\r\n");
+	kb_sock(&b, B + 95 * U - 1000, B + 95 * U, 200, 200, CP_SOCK_WRITE, 4, up, 40, 7000,
+		"HTTP/1.1 200 OK\r\n");
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	cq = kb_find(&b, "cli:8080");
+	sq = kb_find(&b, "srv:80");
+	assert_non_null(cq);
+	assert_non_null(sq);
+	assert_string_equal(cq->name, "GET /c");
+	assert_string_equal(sq->name, "get");
+	check_path(cq, w, 7);
+	/* the downstream's time carries its service as a frame */
+	assert_string_equal(cq->segs[3].frame3, "srv:80 get");
+	assert_string_equal(cq->segs[1].peer, "10.0.0.1:80");
+	check_path(sq, ws, 2);
+}
+
+/* 4. Lock holder: R runs 0→1, blocks on a futex 1→11 held by H (running
+ * 0→11, not woken by R), R runs 11→13. Path: H 0→11 lock, then R 11→13. */
+static void test_lock_holder(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+		{0, 11, CP_CAT_LOCK, 101, true},
+		{11, 13, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B - 10 * U, 1, 100, 101, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B - 10 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "bg");
+	serve_from_b(&b, 100, 100, 0, "GET /lock HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 11 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 11 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_futex(&b, B + 1 * U - 100, B + 11 * U + 500, 100, 100, 0x2000);
+	kb_switch(&b, B + 12 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	respond_at(&b, B + 13 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	check_path(q, w, 2);
+	assert_int_equal(q->segs[0].ncul, 1);
+	assert_int_equal(q->segs[0].cul_tid[0], 101);
+	assert_int_equal(q->segs[0].cul_ns[0], 11 * U);
+}
+
+/* 5. Hand-off: R runs 0→2, wakes W at 2 and blocks; W runs 2→8 and wakes R;
+ * R runs 8→9. W's time is own work. */
+static void test_handoff(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+		{0, 2, CP_CAT_CPU, 100, false},
+		{2, 8, CP_CAT_CPU, 101, false},
+		{8, 9, CP_CAT_CPU, 100, false},
+	};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 30 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	serve_from_b(&b, 100, 100, 0, "GET /h HTTP/1.1\r\n\r\n");
+	kb_wake(&b, B + 2 * U, 0, 100, 101, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 2 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "worker");
+	kb_futex(&b, B - 30 * U - 100, B + 2 * U + 100, 100, 101, 0x3000);
+	kb_wake(&b, B + 8 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 8 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 8 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_futex(&b, B + 2 * U - 100, B + 8 * U + 100, 100, 100, 0x3000);
+	respond_at(&b, B + 9 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	check_path(&b.reqs[0], w, 3);
+}
+
+/* 5b. Hand-off where another thread writes the reply: the path ends on it. */
+static void test_handoff_writer(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+		{0, 2, CP_CAT_CPU, 100, false},
+		{2, 8, CP_CAT_CPU, 102, false},
+	};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 30 * U, 1, 100, 102, CP_PREV_BLOCKED, 0, 0, NULL);
+	serve_from_b(&b, 100, 100, 0, "GET /h HTTP/1.1\r\n\r\n");
+	kb_wake(&b, B + 2 * U, 0, 100, 102, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 2 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 102, "writer");
+	kb_futex(&b, B - 30 * U - 100, B + 2 * U + 100, 100, 102, 0x3000);
+	respond_at(&b, B + 8 * U, 100, 102);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	check_path(&b.reqs[0], w, 2);
+}
+
+/* 6. Wait for a CPU: R runnable 3→7 while hog X runs. */
+static void test_runqueue(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+		{0, 3, CP_CAT_CPU, 100, false},
+		{3, 7, CP_CAT_RUNQUEUE, 100, false},
+		{7, 9, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /rq HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 3 * U, 0, 100, 100, CP_PREV_PREEMPTED, 300, 300, "hog");
+	kb_switch(&b, B + 7 * U, 0, 300, 300, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_culprit(&b, B + 7 * U, 0, 100, 100, 300, 300, "hog", 4 * U, B + 3 * U);
+	respond_at(&b, B + 9 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	check_path(q, w, 3);
+	assert_int_equal(q->segs[1].ncul, 1);
+	assert_int_equal(q->segs[1].cul_pid[0], 300);
+	assert_int_equal(q->segs[1].cul_ns[0], 4 * U);
+}
+
+/* 7. Untraced downstream: R sends to 10.0.0.7:5432 at 2 and is woken by
+ * NET_RX on that socket at 30: a blind spot of exactly 28 naming the peer. */
+static void test_untraced_downstream(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple d = {"10.0.0.1", 41000, "10.0.0.7", 5432};
+	const struct want w[] = {
+		{0, 2, CP_CAT_CPU, 100, false},
+		{2, 30, CP_CAT_NETWORK, -1, false},
+		{30, 32, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /db HTTP/1.1\r\n\r\n");
+	kb_sock(&b, B + 2 * U - 1000, B + 2 * U, 100, 100, CP_SOCK_WRITE, 8, d, 10, 1, "q1\r\n");
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 30 * U, 0, 100, d, 100);
+	kb_wake(&b, B + 30 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 30 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock(&b, B + 2 * U - 500, B + 30 * U + 1000, 100, 100, CP_SOCK_READ, 8, d, 20, 50,
+		"R\r\n");
+	respond_at(&b, B + 32 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	check_path(q, w, 3);
+	assert_string_equal(q->segs[1].peer, "10.0.0.7:5432");
+	assert_string_equal(q->segs[1].frame3, "10.0.0.7:5432");
+}
+
+/* A loss window inside a request marks it partial; one outside does not. */
+static void test_loss_partial(void **state)
+{
+	static struct kb b;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_loss(&b, B + 1 * U, B + 2 * U);
+	serve_from_b(&b, 100, 100, 0, "GET /x HTTP/1.1\r\n\r\n");
+	respond_at(&b, B + 3 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	assert_true(b.reqs[0].partial);
+	check_tiling(&b.reqs[0]);
+}
+
+/* Keep-alive: two requests on one connection, framed by direction changes;
+ * the second starts at its own data arrival, after the first's response. */
+static void test_keepalive_two_requests(void **state)
+{
+	static struct kb b;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /a HTTP/1.1\r\n\r\n");
+	respond_at(&b, B + 2 * U, 100, 100);
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 10 * U, 0, 100, CL, 2000);
+	kb_wake(&b, B + 10 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock(&b, B + 2 * U + 100, B + 10 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 20, 1020,
+		"GET /item/17?x=1 HTTP/1.1\r\n");
+	respond_at(&b, B + 13 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	assert_string_equal(b.reqs[0].name, "GET /a");
+	assert_string_equal(b.reqs[1].name, "GET /item/{n}");
+	assert_int_equal(b.reqs[1].start, B + 10 * U);
+	assert_int_equal(b.reqs[1].end, B + 13 * U);
+	check_tiling(&b.reqs[0]);
+	check_tiling(&b.reqs[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_basic),
+		cmocka_unit_test(test_forked_child),
+		cmocka_unit_test(test_network_round_trip),
+		cmocka_unit_test(test_lock_holder),
+		cmocka_unit_test(test_handoff),
+		cmocka_unit_test(test_handoff_writer),
+		cmocka_unit_test(test_runqueue),
+		cmocka_unit_test(test_untraced_downstream),
+		cmocka_unit_test(test_loss_partial),
+		cmocka_unit_test(test_keepalive_two_requests),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
