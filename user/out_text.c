@@ -160,8 +160,11 @@ static void put_contention(FILE *f, const struct engine_result *r, uint32_t top)
 
 static void put_segment(FILE *f, const struct cp_request *q, const struct cp_segment *g)
 {
-	fprintf(f, "  +%9.3f %9.3f  %-11s", ms(g->start_ns - q->start_ns),
-		ms(g->end_ns - g->start_ns), cp_category_name(g->category));
+	char off[32];
+
+	snprintf(off, sizeof(off), "+%.3f", ms(g->start_ns - q->start_ns));
+	fprintf(f, "%11s %9.3f  %-11s", off, ms(g->end_ns - g->start_ns),
+		cp_category_name(g->category));
 	if (g->tid >= 0 || g->comm) {
 		fputs(" ", f);
 		fprintf(f, "%s/%d", g->comm ? g->comm : "?", g->tid);
