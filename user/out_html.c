@@ -200,7 +200,8 @@ static int html__requests(struct jw *w, const struct engine_result *r, const str
 	v = calloc(n + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	memcpy(v, r->requests, n * sizeof(*v));
+	if (n)
+		memcpy(v, r->requests, n * sizeof(*v));
 	qsort(v, n, sizeof(*v), html__cmp_latency_desc);
 	if (show < n)
 		n = show;
