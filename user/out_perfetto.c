@@ -27,6 +27,7 @@
 /* Beyond any pid_max (4194304): ids for span services and extra lanes */
 #define PF_SPAN_PID_BASE 5000000
 #define PF_LANE_TID_BASE 6000000
+#define PF_NOTHREAD_PID 4999999
 
 struct pf_item {
 	uint32_t req, seg;
@@ -157,6 +158,10 @@ static int pf__collect(struct pf *p)
 			if (span) {
 				it->name = s->service ? s->service : q->service;
 				it->pid = it->tid = pf__service_pid(p, it->name);
+			} else if (s->pid < 0 || s->tid < 0) {
+				/* a kernel segment not tied to a thread (a blind spot) */
+				it->pid = it->tid = PF_NOTHREAD_PID;
+				it->name = s->peer ? "network (untraced peers)" : "no thread";
 			} else {
 				it->pid = s->pid;
 				it->tid = s->tid;

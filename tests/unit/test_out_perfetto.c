@@ -225,6 +225,50 @@ static void test_perfetto_bad_utf8(void **state)
 	yajl_tree_free(root);
 }
 
+/* A kernel segment without a thread still lands on a named track. */
+static void test_perfetto_threadless_segment(void **state)
+{
+	static const char *const fr[] = {"svc", "op"};
+	struct cp_segment segs[] = {
+	    {.start_ns = 10,
+	     .end_ns = 20,
+	     .category = CP_CAT_CPU,
+	     .frames = fr,
+	     .nframes = 2,
+	     .pid = 7,
+	     .tid = 8,
+	     .comm = "t8",
+	     .cpu = 0},
+	    {.start_ns = 20,
+	     .end_ns = 50,
+	     .category = CP_CAT_NETWORK,
+	     .frames = fr,
+	     .nframes = 2,
+	     .pid = -1,
+	     .tid = -1,
+	     .cpu = -1,
+	     .peer = "10.0.0.7:5432"},
+	};
+	struct cp_request req = {"7:1:1", "svc", "op", NULL, 10, 50, false, segs, 2};
+	const struct cp_request *reqs[] = {&req};
+	struct engine_result r = {.nrequests = 1, .requests = reqs, .nkept = 1};
+	yajl_val root = write_and_parse(&r, &(struct out_opts){0});
+	yajl_val ev = events_of(root);
+	size_t i;
+
+	for (i = 0; i < ev->u.array.len; i++) {
+		yajl_val e = ev->u.array.values[i];
+
+		if (!strcmp(str_of(e, "ph"), "X")) {
+			assert_true(num_of(e, "pid") >= 0);
+			assert_non_null(
+			    meta_name(ev, "thread_name", num_of(e, "pid"), num_of(e, "tid")));
+		}
+	}
+	assert_int_equal(count_ph(ev, "s"), 1);
+	yajl_tree_free(root);
+}
+
 static void test_perfetto_empty(void **state)
 {
 	struct engine_result r = {0};
@@ -241,6 +285,7 @@ int main(void)
 	    cmocka_unit_test(test_perfetto_flows_pair_up),
 	    cmocka_unit_test(test_perfetto_slowest_only),
 	    cmocka_unit_test(test_perfetto_bad_utf8),
+	    cmocka_unit_test(test_perfetto_threadless_segment),
 	    cmocka_unit_test(test_perfetto_empty),
 	};
 
