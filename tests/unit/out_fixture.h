@@ -18,17 +18,6 @@
 #include "engine.h"
 #include "model.h"
 
-/* The engine defines cp_category_name(); a weak copy lets these tests link
- * against a libcritpath.a whose engine has not landed yet. */
-__attribute__((weak)) const char *cp_category_name(enum cp_category c)
-{
-	static const char *const names[CP_CAT__COUNT] = {
-	    "cpu", "runqueue", "lock", "network", "disk", "sleep", "span", "unexplained",
-	};
-
-	return (unsigned)c < CP_CAT__COUNT ? names[c] : "unexplained";
-}
-
 #define MS 1000000ull
 #define FX_BASE 5000000000ull		    /* kernel requests: CLOCK_MONOTONIC ns */
 #define FX_SPAN_BASE 1700000000000000000ull /* span requests: Unix-epoch ns */
