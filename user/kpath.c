@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * kpath__analyze: recordings in, requests to the engine. Each recording is
+ * read in time order (RECORDING_TIME_ORDER, bounded reorder window); several
+ * recordings are merged by time into one stream so connections between
+ * their processes (and hosts) can be followed. Recordings of other hosts
+ * (another boot id) are aligned on CLOCK_REALTIME through the offsets their
+ * headers carry; request times stay in the first recording's
+ * CLOCK_MONOTONIC.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kpath.h"
+#include "kpath_internal.h"
+#include "recording.h"
+
+struct input {
+	const char *path;
+	struct recording_reader *r;
+	const struct cp_hdr *cur;	/* the next record, NULL at the end */
+	int64_t delta;
+	uint32_t src;
+	const char **models;
+};
+
+static int to_engine(void *arg, const struct cp_request *req)
+{
+	engine__add_request(arg, req);
+	return 0;
+}
+
+static int input_next(struct input *in, struct engine *e)
+{
+	int rc = recording_reader__next(in->r, &in->cur);
+
+	if (rc == 1)
+		return 0;
+	in->cur = NULL;
+	if (recording_reader__stopped(in->r))
+		engine__warn(e, "%s: %s", in->path, recording_reader__stopped(in->r));
+	return 0;
+}
+
+int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
+		   const struct kpath_opts *opts)
+{
+	struct input *ins = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof(*ins));
+	const struct recording_info *first = NULL;
+	struct kp kp;
+	int err = 0, opened = 0;
+	bool progress = !(opts && opts->quiet) && isatty(STDERR_FILENO);
+
+	if (!ins)
+		return -ENOMEM;
+	kp__init(&kp, to_engine, e);
+	for (int i = 0; i < npaths; i++) {
+		struct input *in = &ins[i];
+		const struct recording_info *info;
+		int rc, src;
+
+		in->path = paths[i];
+		rc = recording_reader__open(&in->r, paths[i], RECORDING_TIME_ORDER);
+		if (rc) {
+			fprintf(stderr, "critpath report: %s: cannot read the recording: %s\n",
+				paths[i], strerror(-rc));
+			err = rc;
+			in->r = NULL;
+			continue;
+		}
+		info = recording_reader__info(in->r);
+		if (!first)
+			first = info;
+		/* another host's monotonic clock: align on the real-time clock */
+		if (first != info && (!first->boot_id || !info->boot_id ||
+				      strcmp(first->boot_id, info->boot_id)))
+			in->delta = info->realtime_offset_ns - first->realtime_offset_ns;
+		in->models = calloc(info->ncpus ? info->ncpus : 1, sizeof(*in->models));
+		if (!in->models) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		for (uint32_t c = 0; c < info->ncpus; c++) {
+			int cpu = info->cpus[c].cpu;
+
+			if (cpu >= 0 && (uint32_t)cpu < info->ncpus)
+				in->models[cpu] = info->cpus[c].model;
+		}
+		src = kp__add_source(&kp, info->boot_id && info->boot_id[0] ? info->boot_id : info->host,
+				     in->delta, info->host, info->sku, info->ncpus, in->models);
+		if (src < 0) {
+			err = src;
+			goto cleanup;
+		}
+		in->src = (uint32_t)src;
+		input_next(in, e);
+		opened++;
+	}
+	if (!opened)
+		goto cleanup;
+	err = 0;
+	for (;;) {
+		struct input *best = NULL;
+		uint64_t best_ts = 0;
+
+		for (int i = 0; i < npaths; i++) {
+			uint64_t ts;
+
+			if (!ins[i].r || !ins[i].cur)
+				continue;
+			ts = ins[i].cur->ts + (uint64_t)ins[i].delta;
+			if (!best || ts < best_ts) {
+				best = &ins[i];
+				best_ts = ts;
+			}
+		}
+		if (!best)
+			break;
+		err = kp__add_record(&kp, best->src, best->cur);
+		if (err) {
+			fprintf(stderr, "critpath report: %s: analysis failed: %s\n", best->path,
+				strerror(-err));
+			goto cleanup;
+		}
+		if (progress && !(kp.records & ((1u << 22) - 1)))
+			fprintf(stderr, "\rcritpath report: %llu records, %llu requests",
+				(unsigned long long)kp.records, (unsigned long long)kp.requests_out);
+		input_next(best, e);
+	}
+	err = kp__finish(&kp);
+	if (progress)
+		fprintf(stderr, "\r\033[K");
+	if (kp.requests_partial)
+		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
+			     (unsigned long long)kp.requests_partial,
+			     (unsigned long long)kp.requests_out);
+	if (!kp.requests_out)
+		engine__warn(e, "%s%s: no requests found (no server connection carried a request "
+				"and its response)", paths[0], npaths > 1 ? " and others" : "");
+cleanup:
+	kp__free(&kp);
+	for (int i = 0; i < npaths; i++) {
+		if (ins[i].r)
+			recording_reader__close(ins[i].r);
+		free(ins[i].models);
+	}
+	free(ins);
+	if (!err && !opened)
+		err = -ENOENT;
+	return err;
+}
