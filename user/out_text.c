@@ -47,6 +47,37 @@ static void put_header(FILE *f, const struct engine_result *r, const struct out_
 	fprintf(f, ", max %.3f ms\n", ms(r->max_latency_ns));
 }
 
+/* Where the path's time goes by category, over all steps (not just the top
+ * rows), largest first. */
+static void put_categories(FILE *f, const struct engine_result *r)
+{
+	uint64_t tot[CP_CAT__COUNT] = { 0 }, all = 0;
+	bool done[CP_CAT__COUNT] = { false };
+
+	for (uint32_t i = 0; i < r->nprofile; i++) {
+		if ((unsigned)r->profile[i].category < CP_CAT__COUNT)
+			tot[r->profile[i].category] += r->profile[i].total_ns;
+		all += r->profile[i].total_ns;
+	}
+	if (!all)
+		return;
+	fputs("By category:", f);
+	for (int n = 0; n < CP_CAT__COUNT; n++) {
+		int best = -1;
+
+		for (int c = 0; c < CP_CAT__COUNT; c++)
+			if (!done[c] && tot[c] && (best < 0 || tot[c] > tot[best]))
+				best = c;
+		if (best < 0)
+			break;
+		done[best] = true;
+		fprintf(f, "%s %s %.1f%% (%.3f ms/req)", n ? "," : "", cp_category_name(best),
+			100.0 * (double)tot[best] / (double)all,
+			per_req_ms(tot[best], r->nrequests));
+	}
+	fputc('\n', f);
+}
+
 /* The span stats of a step, when the step is a span call path. */
 static const struct engine_span_entry *span_of(const struct engine_result *r,
 					       const struct engine_profile_entry *p)
@@ -240,6 +271,7 @@ int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o)
 
 	put_header(f, r, o);
 	if (r->nrequests) {
+		put_categories(f, r);
 		put_profile(f, r, top);
 		put_spans(f, r, top);
 		put_contention(f, r, top);
