@@ -100,6 +100,35 @@ static void test_many_frames_time_order(void **state)
 	rt_recs__free(&recs);
 }
 
+/* A record later than the reader's window (64 frames) still comes out, once,
+ * and everything else stays in order. */
+static void test_beyond_window(void **state)
+{
+	struct rt_file f;
+	struct rt_recs recs = {};
+	struct recording_reader *r;
+	const struct cp_hdr *rec;
+	uint64_t last = 0, n = 0, out_of_order = 0;
+
+	rt_recs__jittered(&recs, 10000, 1, 3);
+	recs.r[9000]->ts = 1;	/* older than everything, 90 frames late */
+	rt_file__write(&f, &recs, 100);
+	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_TIME_ORDER), 0);
+	while (recording_reader__next(r, &rec) == 1) {
+		if (rec->ts < last)
+			out_of_order++;
+		else
+			last = rec->ts;
+		n++;
+	}
+	assert_int_equal(n, recs.n);
+	assert_int_equal(out_of_order, 1);
+	assert_null(recording_reader__stopped(r));
+	recording_reader__close(r);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
 static void test_mode_0600(void **state)
 {
 	struct rt_file f;
@@ -163,6 +192,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_every_type),
 		cmocka_unit_test(test_many_frames_time_order),
+		cmocka_unit_test(test_beyond_window),
 		cmocka_unit_test(test_mode_0600),
 		cmocka_unit_test(test_writer_rejects_bad_records),
 		cmocka_unit_test(test_open_errors),
