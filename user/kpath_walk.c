@@ -300,19 +300,22 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				lock_chain = false;
 			switch (iv->state) {
 			case KP_ST_RUNNING:
+			case KP_ST_RUNNABLE:
+				/* DESIGN: interference reached through a futex wait is
+				 * `lock`, its thread (the holder) the culprit — also while
+				 * the holder waits for a CPU */
 				if (!own && lock_chain) {
 					err = seg_add(kp, a, t, CP_CAT_LOCK, thread, iv->cpu, true,
 						      -1, proc_frame(&w, thread));
 					if (!err && t > a)
 						err = cul_add(kp, th->pid, th->tid,
 							      kp__thread_comm(kp, thread), t - a);
+				} else if (iv->state == KP_ST_RUNNABLE) {
+					err = runqueue_seg(&w, thread, iv, a, t, !own);
 				} else {
 					err = seg_add(kp, a, t, CP_CAT_CPU, thread, iv->cpu, !own,
 						      -1, proc_frame(&w, thread));
 				}
-				break;
-			case KP_ST_RUNNABLE:
-				err = runqueue_seg(&w, thread, iv, a, t, !own);
 				break;
 			case KP_ST_BLOCKED:
 				if (iv->end > t || jumps >= KP_WALK_MAX_JUMPS) {
