@@ -326,6 +326,41 @@ static void test_otlp(void **state)
 	assert_string_equal(c.r[2].id, "00000000000000000000000000000003");
 }
 
+/* Every prefix and single-byte corruption of a small file: a clear result
+ * (traces or a warning), never a crash (run under ASan by make test). */
+static void test_truncation_and_flips(void **state)
+{
+	const char *s[][2] = { { "a", NULL }, { "b", "a" }, { "c", "b" }, { "d", "a" } };
+	const long t[][2] = { { 0, 100 }, { 10, 50 }, { 20, 10 }, { 70, 20 } };
+	char *j = jtrace("t1", s, t, N(s));
+	size_t len = strlen(j);
+	char *copy = malloc(len + 1);
+	struct capture c;
+
+	for (size_t cut = 0; cut < len; cut++) {
+		int ret = span_input__analyze_buffer("cut", j, cut, sink_of(&c), NULL);
+
+		/* the trace is complete only without the final "]}": then it counts */
+		assert_true(ret == -EINVAL || (ret == 1 && cut >= len - 2));
+		assert_true(c.nwarn >= 1);
+	}
+	for (size_t i = 0; i < len; i++) {
+		static const char bytes[] = { '"', '{', ']', '-', 'x', 0, '9' };
+
+		for (size_t k = 0; k < sizeof(bytes); k++) {
+			int ret;
+
+			memcpy(copy, j, len + 1);
+			copy[i] = bytes[k];
+			ret = span_input__analyze_buffer("flip", copy, len, sink_of(&c), NULL);
+			assert_true(ret == 1 || ret == -EINVAL || ret == 0);
+			assert_true(ret == 1 || c.nwarn >= 1);
+		}
+	}
+	free(copy);
+	free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_warning_cap),	 cmocka_unit_test(test_malformed_file),
 		cmocka_unit_test(test_truncated_buffer), cmocka_unit_test(test_not_a_trace_file),
 		cmocka_unit_test(test_jaeger_many_traces), cmocka_unit_test(test_otlp),
+		cmocka_unit_test(test_truncation_and_flips),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
