@@ -124,6 +124,7 @@ struct engine {
 	struct engine_span_entry *res_spans;
 	const char **res_warnings;
 	const struct cp_request **res_requests;
+	uint32_t *res_hist;
 };
 
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -208,7 +209,9 @@ static void engine__free_result(struct engine *e)
 	free(e->res_spans);
 	free(e->res_warnings);
 	free(e->res_requests);
+	free(e->res_hist);
 	free(e->dropped_note);
+	e->res_hist = NULL;
 	e->res_profile = NULL;
 	e->res_contention = NULL;
 	e->res_spans = NULL;
@@ -770,6 +773,38 @@ static void engine__percentiles(struct engine *e, uint32_t pb[ENGINE_NPCT])
 	}
 }
 
+/* log2 of the values in fine bucket b (fine buckets never straddle a power
+ * of two); 0 and 1 share the first */
+static uint32_t bucket_log2(uint32_t b)
+{
+	uint64_t lo = bucket__lo(b);
+
+	return lo < 2 ? 0 : 63 - __builtin_clzll(lo);
+}
+
+/* The step's fine histogram folded into power-of-two buckets, in *pool. */
+static void stack__hist(const struct stack *s, uint32_t **pool, struct engine_profile_entry *p)
+{
+	uint32_t first = UINT32_MAX, last = 0;
+
+	for (uint32_t i = 0; i < s->dist.n; i++) {
+		if (!s->dist.v[i])
+			continue;
+		if (first == UINT32_MAX)
+			first = bucket_log2(s->dist.lo + i);
+		last = bucket_log2(s->dist.lo + i);
+	}
+	if (first == UINT32_MAX)
+		return;
+	p->hist = *pool;
+	p->nhist = last - first + 1;
+	p->hist_log2 = first;
+	for (uint32_t i = 0; i < s->dist.n; i++)
+		if (s->dist.v[i])
+			(*pool)[bucket_log2(s->dist.lo + i) - first] += (uint32_t)s->dist.v[i];
+	*pool += p->nhist;
+}
+
 static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], bool any,
 			struct engine_profile_entry *p)
 {
@@ -815,8 +850,16 @@ const struct engine_result *engine__result(struct engine *e)
 		engine__free_result(e);
 		return r;	/* the totals at least */
 	}
-	for (uint32_t i = 0; i < e->nstacks; i++)
+	/* 64 power-of-two buckets cover any uint64 */
+	e->res_hist = calloc((size_t)e->nstacks * 64 + 1, sizeof(*e->res_hist));
+	if (!e->res_hist) {
+		engine__free_result(e);
+		return r;
+	}
+	for (uint32_t i = 0, *pool = e->res_hist; i < e->nstacks; i++) {
 		stack__fill(&e->stacks[i], pb, e->nrequests > 0, &e->res_profile[i]);
+		stack__hist(&e->stacks[i], &pool, &e->res_profile[i]);
+	}
 	qsort(e->res_profile, e->nstacks, sizeof(*e->res_profile), profile_cmp);
 	for (uint32_t i = 0; i < e->nculprits; i++) {
 		const struct culprit *c = &e->culprits[i];

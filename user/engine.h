@@ -58,6 +58,12 @@ struct engine_profile_entry {
 	uint64_t pct_total_ns[ENGINE_NPCT];	/* over the requests at or below P50/P95/P99 */
 	/* the step's own latency distribution (its time per request) */
 	uint64_t q50_ns, q90_ns, q99_ns, max_ns;
+	/* additive: the same as a histogram with power-of-two buckets: hist[k]
+	 * counts requests whose time in this step was in [2^(hist_log2 + k),
+	 * 2^(hist_log2 + k + 1)) ns (the bucket of 2^0 also holds 0) */
+	const uint32_t *hist;
+	uint32_t nhist;
+	uint32_t hist_log2;
 };
 
 struct engine_contention {

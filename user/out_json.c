@@ -4,7 +4,9 @@
  * yajl_gen. Fields that do not apply are omitted; times are integers in ns.
  * Additive fields beyond the contract: "summary" (request count, latency
  * mean and percentiles), per profile entry the step's distribution
- * ("q50_ns", "q90_ns", "q99_ns", "max_ns") and its "percentiles" views
+ * ("q50_ns", "q90_ns", "q99_ns", "max_ns", and a "histogram" of
+ * power-of-two buckets [lo_ns, hi_ns) with their request counts, empty
+ * buckets left out) and its "percentiles" views
  * (CRISP: the same totals over the requests at or below P50/P95/P99),
  * "span_profile" (inclusive/exclusive per span call path) and per request
  * "spans".
@@ -250,6 +252,20 @@ static void gen_profile(yajl_gen g, const struct engine_result *r)
 		gen_ku64(g, "q90_ns", p->q90_ns);
 		gen_ku64(g, "q99_ns", p->q99_ns);
 		gen_ku64(g, "max_ns", p->max_ns);
+		gen_key(g, "histogram");
+		yajl_gen_array_open(g);
+		for (uint32_t k = 0; k < p->nhist; k++) {
+			uint32_t l2 = p->hist_log2 + k;
+
+			if (!p->hist[k])
+				continue;
+			yajl_gen_map_open(g);
+			gen_ku64(g, "lo_ns", l2 ? 1ull << l2 : 0);
+			gen_ku64(g, "hi_ns", l2 < 63 ? 1ull << (l2 + 1) : UINT64_MAX);
+			gen_ku64(g, "count", p->hist[k]);
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
 		gen_key(g, "percentiles");
 		yajl_gen_array_open(g);
 		for (int k = 0; k < ENGINE_NPCT; k++) {

@@ -143,6 +143,17 @@ static void test_distribution_error(void **state)
 	assert_true(p->q90_ns >= 9000000 * 0.992 && p->q90_ns <= 9000000 * 1.008);
 	assert_true(p->q99_ns >= 9900000 * 0.992 && p->q99_ns <= 9900000 * 1.008);
 	assert_int_equal(p->max_ns, 10000000);
+	/* the power-of-two histogram is exact: [2^20, 2^21) ns holds 1049..2097 us */
+	{
+		uint64_t sum = 0;
+
+		assert_true(p->hist_log2 <= 20 && p->hist_log2 + p->nhist > 20);
+		for (uint32_t k = 0; k < p->nhist; k++)
+			sum += p->hist[k];
+		assert_int_equal(sum, 10000);
+		assert_int_equal(p->hist[20 - p->hist_log2], 2097 - 1049 + 1);
+		assert_int_equal(p->hist_log2, 9);	/* 1000 ns is in [512, 1024) */
+	}
 	engine__free(e);
 }
 
