@@ -109,7 +109,7 @@ struct parser {
 	struct span_vec spans;	/* struct span_in */
 	struct span_vec tags;	/* const char * */
 	struct span_vec procs;	/* struct proc: Jaeger processes / OTLP resources */
-	struct span_vec perm;	/* OTLP grouping */
+	struct span_vec perm;	/* Jaeger: process id hash table */
 	const char *trace_id;
 	const char *proc_id;	/* Jaeger: key of the process being read */
 	/* the span being read */
@@ -675,25 +675,53 @@ static void fill_defaults(struct span_in *s)
 		s->operation = UNNAMED_OP;
 }
 
-/* Jaeger: a trace is complete; resolve processes and analyse it. */
+static uint32_t hash_id(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Jaeger: a trace is complete; resolve processes (through a hash table: a
+ * trace can have hundreds) and analyse it. */
 static int end_jaeger_trace(struct parser *p)
 {
 	struct span_in *sp = p->spans.v;
 	const struct proc *procs = p->procs.v, *last = NULL;
+	uint32_t nslots = 16, mask, *slots;
 	int err;
 
+	while (nslots < 2 * p->procs.n)
+		nslots *= 2;
+	mask = nslots - 1;
+	if (span_vec__reserve(&p->perm, sizeof(uint32_t), nslots))
+		return -ENOMEM;
+	slots = p->perm.v;
+	memset(slots, 0xff, nslots * sizeof(uint32_t));
+	for (uint32_t j = 0; j < p->procs.n; j++) {
+		uint32_t h;
+
+		if (!procs[j].id)
+			continue;
+		for (h = hash_id(procs[j].id) & mask; slots[h] != UINT32_MAX; h = (h + 1) & mask)
+			;
+		slots[h] = j;
+	}
 	for (uint32_t i = 0; i < p->spans.n; i++) {
 		struct span_in *s = &sp[i];
+		uint32_t h;
 
-		if (s->proc && !(last && !strcmp(last->id, s->proc))) {
-			last = NULL;
-			for (uint32_t j = 0; j < p->procs.n; j++)
-				if (procs[j].id && !strcmp(procs[j].id, s->proc)) {
-					last = &procs[j];
+		last = NULL;
+		if (s->proc) {
+			for (h = hash_id(s->proc) & mask; slots[h] != UINT32_MAX; h = (h + 1) & mask)
+				if (!strcmp(procs[slots[h]].id, s->proc)) {
+					last = &procs[slots[h]];
 					break;
 				}
 		}
-		if (s->proc && last) {
+		if (last) {
 			s->service = last->service;
 			s->hostname = last->hostname;
 			s->ptag_first = last->ptag_first;
