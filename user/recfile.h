@@ -3,6 +3,7 @@
 #ifndef CRITPATH_RECFILE_H
 #define CRITPATH_RECFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,9 +11,13 @@
 
 /* The smallest valid hdr.size of a record type (24 for types not known). */
 size_t recfile__min_size(uint16_t type);
-/* NULL when rec (avail bytes left in its frame) is whole and its variable
- * parts stay inside it, else why not. Also NUL-terminates its fixed-size
- * strings in place, so readers can print them as C strings. */
-const char *recfile__check(struct cp_hdr *rec, size_t avail);
+/* NULL when rec's size lets a reader step over it (>= 24, a multiple of 8,
+ * within the avail bytes left in its frame), else why not. */
+const char *recfile__check_walk(const struct cp_hdr *rec, size_t avail);
+/* NULL when rec (whose size passed recfile__check_walk) is big enough for
+ * its type and its variable parts stay inside it, else why not. With fix,
+ * also NUL-terminates its fixed-size strings in place, so readers can print
+ * them as C strings. */
+const char *recfile__check_type(struct cp_hdr *rec, bool fix);
 
 #endif /* CRITPATH_RECFILE_H */

@@ -30,7 +30,7 @@ size_t recfile__min_size(uint16_t type)
 	}
 }
 
-const char *recfile__check(struct cp_hdr *rec, size_t avail)
+const char *recfile__check_walk(const struct cp_hdr *rec, size_t avail)
 {
 	if (avail < sizeof(*rec))
 		return "fewer than 24 bytes left for a record";
@@ -40,6 +40,11 @@ const char *recfile__check(struct cp_hdr *rec, size_t avail)
 		return "size not a multiple of 8";
 	if (rec->size > avail)
 		return "size overruns the frame";
+	return NULL;
+}
+
+const char *recfile__check_type(struct cp_hdr *rec, bool fix)
+{
 	if (rec->size < recfile__min_size(rec->type))
 		return "size too small for its type";
 
@@ -50,7 +55,8 @@ const char *recfile__check(struct cp_hdr *rec, size_t avail)
 		if (e->filename_len >= CP_FILENAME_MAX ||
 		    offsetof(struct cp_ev_process_exec, filename) + e->filename_len + 1u > rec->size)
 			return "filename_len overruns the record";
-		e->filename[e->filename_len] = 0;
+		if (fix)
+			e->filename[e->filename_len] = 0;
 		break;
 	}
 	case CP_EV_SOCK: {
@@ -71,15 +77,19 @@ const char *recfile__check(struct cp_hdr *rec, size_t avail)
 	case CP_MD_HOOK: {
 		struct cp_md_hook *h = (void *)rec;
 
-		h->name[sizeof(h->name) - 1] = 0;
-		h->detail[sizeof(h->detail) - 1] = 0;
+		if (fix) {
+			h->name[sizeof(h->name) - 1] = 0;
+			h->detail[sizeof(h->detail) - 1] = 0;
+		}
 		break;
 	}
 	case CP_MD_PROBE: {
 		struct cp_md_probe *p = (void *)rec;
 
-		p->binary[sizeof(p->binary) - 1] = 0;
-		p->symbol[sizeof(p->symbol) - 1] = 0;
+		if (fix) {
+			p->binary[sizeof(p->binary) - 1] = 0;
+			p->symbol[sizeof(p->symbol) - 1] = 0;
+		}
 		break;
 	}
 	}

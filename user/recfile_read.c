@@ -594,8 +594,8 @@ static int reader__load(struct recording_reader *r)
 	struct fhdr h = r->ahead[r->ahead_first];
 	uint64_t total = REC_FRAME_HDR_SIZE + (uint64_t)h.comp;
 	struct rframe *f = NULL;
-	char why[160] = "";
-	uint32_t k = 0, off = 0;
+	char why[160] = "", badwhy[160] = "";
+	uint32_t k = 0, off = 0, seen = 0, nbad = 0;
 	ssize_t n;
 	size_t dn;
 	int err;
@@ -645,26 +645,38 @@ static int reader__load(struct recording_reader *r)
 		goto skip;
 	}
 
-	/* Every record checked before anyone reads a field; a bad one ends the
-	 * frame there, the records before it are kept. */
-	while (off < h.raw && k < h.count) {
+	/* Every record checked before anyone reads a field. One whose size
+	 * cannot be stepped over ends the frame there (the records before it
+	 * are kept); one that is only wrong for its type is skipped alone. */
+	while (off < h.raw && seen < h.count) {
 		struct cp_hdr *rec = (struct cp_hdr *)(f->raw + off);
-		const char *bad = recfile__check(rec, h.raw - off);
+		const char *bad = recfile__check_walk(rec, h.raw - off);
 
+		if (bad) {
+			snprintf(why, sizeof(why), "record %u at offset %u: %s", seen, off, bad);
+			break;
+		}
+		bad = recfile__check_type(rec, true);
 		if (!bad && (rec->ts < h.min_ts || rec->ts > h.max_ts))
 			bad = "timestamp outside the frame's range";
 		if (bad) {
-			snprintf(why, sizeof(why), "record %u at offset %u: %s", k, off, bad);
-			break;
+			if (!nbad++)
+				snprintf(badwhy, sizeof(badwhy), "record %u (%s) at offset %u: %s",
+					 seen, cp_rec_type_name(rec->type), off, bad);
+		} else {
+			f->keys[k].ts = rec->ts;
+			f->keys[k].off = off;
+			k++;
 		}
-		f->keys[k].ts = rec->ts;
-		f->keys[k].off = off;
-		k++;
+		seen++;
 		off += rec->size;
 	}
-	if (!why[0] && (k != h.count || off != h.raw))
-		snprintf(why, sizeof(why), "%u records in %u bytes, the header says %u in %u", k,
-			 off, h.count, h.raw);
+	if (nbad)
+		reader__problem(r, "frame %u at byte %llu: %s; skipped %u such records", h.seq,
+				(unsigned long long)h.off, badwhy, nbad);
+	if (!why[0] && (seen != h.count || off != h.raw))
+		snprintf(why, sizeof(why), "%u records in %u bytes, the header says %u in %u",
+			 seen, off, h.count, h.raw);
 	if (why[0])
 		reader__problem(r, "frame %u at byte %llu: %s; kept the %u records before it, "
 				"dropped the rest", h.seq, (unsigned long long)h.off, why, k);

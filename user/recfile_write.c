@@ -51,6 +51,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "recfile.h"
 #include "recfile_format.h"
 #include "recording.h"
 
@@ -323,6 +324,10 @@ int recording_writer__append(struct recording_writer *w, const struct cp_hdr *re
 	int err;
 
 	if (!w || !rec || rec->size < sizeof(struct cp_hdr) || rec->size % 8)
+		return -EINVAL;
+	/* What the reader would refuse is refused here, where the caller can
+	 * still tell which record it was (fix = false: rec is not written). */
+	if (recfile__check_type((struct cp_hdr *)rec, false))
 		return -EINVAL;
 	/* Flush before, not after, so a failed write leaves this record with
 	 * the caller (the error says it was not taken). */

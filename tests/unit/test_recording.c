@@ -164,6 +164,14 @@ static void test_writer_rejects_bad_records(void **state)
 	assert_int_equal(recording_writer__append(w, &h), -EINVAL);
 	h.size = 28;
 	assert_int_equal(recording_writer__append(w, &h), -EINVAL);
+	/* Sizes the reader would refuse for the type. */
+	struct cp_ev_sock sock = { .h = { .type = CP_EV_SOCK, .size = 48 } };
+	assert_int_equal(recording_writer__append(w, &sock.h), -EINVAL);
+	sock.h.size = 96 + 16;
+	sock.payload_len = 17;
+	assert_int_equal(recording_writer__append(w, &sock.h), -EINVAL);
+	sock.payload_len = 16;
+	assert_int_equal(recording_writer__append(w, &sock.h), 0);
 	assert_int_equal(recording_writer__close(w, NULL), 0);
 	rt_file__remove(&f);
 }

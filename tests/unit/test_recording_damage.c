@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include "recording.h"
 #include "recording_testlib.h"
@@ -295,6 +297,109 @@ static void test_writer_out_of_space(void **state)
 	rt_recs__free(&recs);
 }
 
+/* A file whose checksums are all right but whose frame holds records no
+ * writer would produce (a forged file, or a writer bug): the reader must
+ * still check each record. raw holds the frame's records. */
+static void forge(const char *path, const uint8_t *head, size_t head_len, const uint8_t *raw,
+		  uint32_t raw_len, uint32_t count)
+{
+	uint8_t hdr[48] = { 'C', 'P', 'F', 'R' };
+	size_t cap = ZSTD_compressBound(raw_len), clen;
+	uint8_t *c = malloc(cap);
+	ZSTD_CCtx *cctx = ZSTD_createCCtx();
+	uint64_t min = 0, max = UINT64_MAX;
+	uint32_t crc;
+	FILE *fp;
+
+	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+	clen = ZSTD_compress2(cctx, c, cap, raw, raw_len);
+	assert_false(ZSTD_isError(clen));
+	memcpy(hdr + 8, &(uint32_t){ (uint32_t)clen }, 4);
+	memcpy(hdr + 12, &raw_len, 4);
+	memcpy(hdr + 16, &count, 4);
+	memcpy(hdr + 24, &min, 8);
+	memcpy(hdr + 32, &max, 8);
+	crc = (uint32_t)crc32(0, hdr, 44);
+	memcpy(hdr + 44, &crc, 4);
+	unlink(path);
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	fwrite(head, 1, head_len, fp);
+	fwrite(hdr, 1, sizeof(hdr), fp);
+	fwrite(c, 1, clen, fp);
+	fclose(fp);
+	ZSTD_freeCCtx(cctx);
+	free(c);
+}
+
+static long forged_read(const char *path, const char **why)
+{
+	struct recording_reader *r;
+	const struct cp_hdr *rec;
+	long n = 0;
+
+	assert_int_equal(recording_reader__open(&r, path, RECORDING_TIME_ORDER), 0);
+	while (recording_reader__next(r, &rec) == 1) {
+		assert_int_equal(rec->type, CP_EV_POLL);
+		n++;
+	}
+	static char buf[1024];
+	snprintf(buf, sizeof(buf), "%s", recording_reader__stopped(r) ?: "");
+	*why = buf;
+	recording_reader__close(r);
+	return n;
+}
+
+static void test_forged_records(void **state)
+{
+	struct rt_file f, bad;
+	struct rt_recs recs = {};
+	uint8_t raw[4096] = {};
+	struct cp_ev_poll poll = { .h = { .type = CP_EV_POLL, .size = sizeof(poll), .ts = 5 } };
+	struct cp_ev_sock sock = { .h = { .type = CP_EV_SOCK, .size = 104, .ts = 6 } };
+	const char *why;
+	size_t head_len;
+
+	rt_recs__every_type(&recs, 1, 1);
+	rt_file__write(&f, &recs, 0);
+	rt_file__path(&bad);
+	head_len = 16 + rt_get32(f.data + 12) + 4;
+
+	/* poll, a sock whose payload_len overruns it, poll: the sock alone goes. */
+	sock.payload_len = 200;
+	memcpy(raw, &poll, 48);
+	memcpy(raw + 48, &sock, 104);
+	memcpy(raw + 152, &poll, 48);
+	forge(bad.path, f.data, head_len, raw, 200, 3);
+	assert_int_equal(forged_read(bad.path, &why), 2);
+	assert_non_null(strstr(why, "record 1 (sock) at offset 48: payload_len overruns"));
+
+	/* A record claiming 16 bytes: the walk cannot go on, the rest is dropped. */
+	struct cp_hdr tiny = { .type = CP_EV_POLL, .size = 16 };
+	memcpy(raw + 48, &tiny, sizeof(tiny));
+	forge(bad.path, f.data, head_len, raw, 200, 3);
+	assert_int_equal(forged_read(bad.path, &why), 1);
+	assert_non_null(strstr(why, "size below 24"));
+
+	/* One overrunning the frame. */
+	tiny.size = 4000;
+	memcpy(raw + 48, &tiny, sizeof(tiny));
+	forge(bad.path, f.data, head_len, raw, 200, 3);
+	assert_int_equal(forged_read(bad.path, &why), 1);
+	assert_non_null(strstr(why, "overruns the frame"));
+
+	/* The header's count disagrees with the contents. */
+	memcpy(raw + 48, &poll, 48);
+	memcpy(raw + 96, &poll, 48);
+	forge(bad.path, f.data, head_len, raw, 144, 4);
+	assert_int_equal(forged_read(bad.path, &why), 3);
+	assert_non_null(strstr(why, "the header says 4"));
+
+	rt_file__remove(&bad);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +408,7 @@ int main(void)
 		cmocka_unit_test(test_random_flips),
 		cmocka_unit_test(test_skip_bad_frame),
 		cmocka_unit_test(test_writer_out_of_space),
+		cmocka_unit_test(test_forged_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
