@@ -45,8 +45,8 @@ static void text__header(FILE *out, const char *path, const struct recording_inf
 		info->kernel ?: "?", info->boot_id ?: "?", info->sku ? ", sku " : "",
 		info->sku ?: "");
 	fprintf(out, "# command: %s\n", info->cmdline ?: "?");
-	fprintf(out, "# started %s.%09ld UTC (monotonic %" PRIu64 " ns), payload bytes %u\n",
-		when, (long)ts.tv_nsec, info->start_ns, info->payload_bytes);
+	fprintf(out, "# started %s.%09ld UTC (monotonic %" PRIu64 " ns), payload bytes %u\n", when,
+		(long)ts.tv_nsec, info->start_ns, info->payload_bytes);
 	for (uint32_t i = 0; i < info->ncpus; i++)
 		fprintf(out, "# cpu %d: %s, %u MHz, capacity %u\n", info->cpus[i].cpu,
 			info->cpus[i].model[0] ? info->cpus[i].model : "?", info->cpus[i].mhz,
@@ -93,7 +93,8 @@ static void json__header(FILE *out, const struct recording_info *info)
 static void dump__trailer(FILE *out, bool json, const struct recording_totals *t)
 {
 	if (!json) {
-		fprintf(out, "# end: monotonic %" PRIu64 " ns, %" PRIu64 " events, %" PRIu64
+		fprintf(out,
+			"# end: monotonic %" PRIu64 " ns, %" PRIu64 " events, %" PRIu64
 			" metadata records, %" PRIu64 " events lost, %u frames\n",
 			t->end_ns, t->events, t->metadata, t->lost, t->frames);
 		return;
@@ -113,10 +114,10 @@ static void dump__trailer(FILE *out, bool json, const struct recording_totals *t
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "file-order", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"json", no_argument, NULL, 'j'},
+	    {"file-order", no_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	enum recording_order order = RECORDING_TIME_ORDER;
 	struct recording_reader *r = NULL;

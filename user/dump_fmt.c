@@ -174,9 +174,12 @@ static const char *family_name(uint16_t family)
 	static __thread char buf[16];
 
 	switch (family) {
-	case AF_INET: return "AF_INET";
-	case AF_INET6: return "AF_INET6";
-	case AF_UNIX: return "AF_UNIX";
+	case AF_INET:
+		return "AF_INET";
+	case AF_INET6:
+		return "AF_INET6";
+	case AF_UNIX:
+		return "AF_UNIX";
 	default:
 		snprintf(buf, sizeof(buf), "AF_%u", family);
 		return buf;
@@ -188,10 +191,14 @@ static const char *sock_type_name(uint8_t type)
 	static __thread char buf[16];
 
 	switch (type) {
-	case SOCK_STREAM: return "stream";
-	case SOCK_DGRAM: return "dgram";
-	case SOCK_SEQPACKET: return "seqpacket";
-	case SOCK_RAW: return "raw";
+	case SOCK_STREAM:
+		return "stream";
+	case SOCK_DGRAM:
+		return "dgram";
+	case SOCK_SEQPACKET:
+		return "seqpacket";
+	case SOCK_RAW:
+		return "raw";
 	default:
 		snprintf(buf, sizeof(buf), "%u", type);
 		return buf;
@@ -347,8 +354,10 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 	case CP_EV_BLOCK: {
 		const struct cp_ev_block *e = (const void *)rec;
 
-		jline__str(j, "phase", e->phase == CP_BLOCK_ISSUE ? "issue" :
-				       e->phase == CP_BLOCK_COMPLETE ? "complete" : "unknown");
+		jline__str(j, "phase",
+			   e->phase == CP_BLOCK_ISSUE	   ? "issue"
+			   : e->phase == CP_BLOCK_COMPLETE ? "complete"
+							   : "unknown");
 		/* The kernel's dev_t: 12 bits major, 20 bits minor. */
 		snprintf(hex, sizeof(hex), "%u:%u", e->dev >> 20, e->dev & 0xfffff);
 		jline__str(j, "dev", hex);
@@ -416,10 +425,11 @@ static void fields_metadata(struct jline *j, const struct cp_hdr *rec)
 		const struct cp_md_hook *m = (const void *)rec;
 
 		jline__str(j, "name", m->name);
-		jline__str(j, "status", m->status == CP_HOOK_ATTACHED	 ? "attached" :
-					m->status == CP_HOOK_FALLBACK	 ? "fallback" :
-					m->status == CP_HOOK_UNAVAILABLE ? "unavailable" :
-									   "unknown");
+		jline__str(j, "status",
+			   m->status == CP_HOOK_ATTACHED      ? "attached"
+			   : m->status == CP_HOOK_FALLBACK    ? "fallback"
+			   : m->status == CP_HOOK_UNAVAILABLE ? "unavailable"
+							      : "unknown");
 		if (m->detail[0])
 			jline__str(j, "detail", m->detail);
 		break;
@@ -481,9 +491,9 @@ void dump__text(FILE *out, const struct recording_info *info, const struct cp_hd
 	if (gmtime_r(&sec, &tm))
 		strftime(tod, sizeof(tod), "%H:%M:%S", &tm);
 	snprintf(ids, sizeof(ids), "%u/%u", rec->pid, rec->tid);
-	fprintf(out, "%c%5" PRIu64 ".%09" PRIu64 " %s.%09" PRId64 " %4u %15s %-16s", rel < 0 ? '-' : '+',
-		arel / 1000000000, arel % 1000000000, tod, abs_ns % 1000000000, rec->cpu, ids,
-		cp_rec_type_name(rec->type));
+	fprintf(out, "%c%5" PRIu64 ".%09" PRIu64 " %s.%09" PRId64 " %4u %15s %-16s",
+		rel < 0 ? '-' : '+', arel / 1000000000, arel % 1000000000, tod, abs_ns % 1000000000,
+		rec->cpu, ids, cp_rec_type_name(rec->type));
 	text__begin(&j, out);
 	fields(&j, rec);
 	jline__end(&j);

@@ -24,7 +24,7 @@ struct jline {
 void jline__begin(struct jline *j, FILE *f);
 void jline__end(struct jline *j);
 void jline__key(struct jline *j, const char *key);
-void jline__str(struct jline *j, const char *key, const char *s);	/* NULL → null */
+void jline__str(struct jline *j, const char *key, const char *s); /* NULL → null */
 void jline__strn(struct jline *j, const char *key, const char *s, size_t max);
 /* Bytes as a string: printable ASCII as is, every other byte \u00XX (so
  * each code point is one byte value). */

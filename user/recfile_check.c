@@ -7,26 +7,46 @@
 size_t recfile__min_size(uint16_t type)
 {
 	switch (type) {
-	case CP_EV_SCHED_SWITCH: return sizeof(struct cp_ev_sched_switch);
-	case CP_EV_SCHED_WAKING: return sizeof(struct cp_ev_sched_waking);
-	case CP_EV_WAKEUP_NEW: return sizeof(struct cp_ev_wakeup_new);
-	case CP_EV_PROCESS_FORK: return sizeof(struct cp_ev_process_fork);
-	case CP_EV_PROCESS_EXEC: return CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + 1);
-	case CP_EV_PROCESS_EXIT: return sizeof(struct cp_ev_process_exit);
-	case CP_EV_FUTEX: return sizeof(struct cp_ev_futex);
-	case CP_EV_SOCK: return offsetof(struct cp_ev_sock, payload);
-	case CP_EV_SK_DATA_READY: return sizeof(struct cp_ev_sk_data_ready);
-	case CP_EV_POLL: return sizeof(struct cp_ev_poll);
-	case CP_EV_BLOCK: return sizeof(struct cp_ev_block);
-	case CP_EV_RUNQ_CULPRIT: return sizeof(struct cp_ev_runq_culprit);
-	case CP_EV_UPROBE: return sizeof(struct cp_ev_uprobe);
-	case CP_MD_PROCESS: return sizeof(struct cp_md_process);
-	case CP_MD_THREAD: return sizeof(struct cp_md_thread);
-	case CP_MD_SOCKET: return sizeof(struct cp_md_socket);
-	case CP_MD_LOSS: return sizeof(struct cp_md_loss);
-	case CP_MD_HOOK: return sizeof(struct cp_md_hook);
-	case CP_MD_PROBE: return sizeof(struct cp_md_probe);
-	default: return sizeof(struct cp_hdr);
+	case CP_EV_SCHED_SWITCH:
+		return sizeof(struct cp_ev_sched_switch);
+	case CP_EV_SCHED_WAKING:
+		return sizeof(struct cp_ev_sched_waking);
+	case CP_EV_WAKEUP_NEW:
+		return sizeof(struct cp_ev_wakeup_new);
+	case CP_EV_PROCESS_FORK:
+		return sizeof(struct cp_ev_process_fork);
+	case CP_EV_PROCESS_EXEC:
+		return CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + 1);
+	case CP_EV_PROCESS_EXIT:
+		return sizeof(struct cp_ev_process_exit);
+	case CP_EV_FUTEX:
+		return sizeof(struct cp_ev_futex);
+	case CP_EV_SOCK:
+		return offsetof(struct cp_ev_sock, payload);
+	case CP_EV_SK_DATA_READY:
+		return sizeof(struct cp_ev_sk_data_ready);
+	case CP_EV_POLL:
+		return sizeof(struct cp_ev_poll);
+	case CP_EV_BLOCK:
+		return sizeof(struct cp_ev_block);
+	case CP_EV_RUNQ_CULPRIT:
+		return sizeof(struct cp_ev_runq_culprit);
+	case CP_EV_UPROBE:
+		return sizeof(struct cp_ev_uprobe);
+	case CP_MD_PROCESS:
+		return sizeof(struct cp_md_process);
+	case CP_MD_THREAD:
+		return sizeof(struct cp_md_thread);
+	case CP_MD_SOCKET:
+		return sizeof(struct cp_md_socket);
+	case CP_MD_LOSS:
+		return sizeof(struct cp_md_loss);
+	case CP_MD_HOOK:
+		return sizeof(struct cp_md_hook);
+	case CP_MD_PROBE:
+		return sizeof(struct cp_md_probe);
+	default:
+		return sizeof(struct cp_hdr);
 	}
 }
 
@@ -53,7 +73,8 @@ const char *recfile__check_type(struct cp_hdr *rec, bool fix)
 		struct cp_ev_process_exec *e = (void *)rec;
 
 		if (e->filename_len >= CP_FILENAME_MAX ||
-		    offsetof(struct cp_ev_process_exec, filename) + e->filename_len + 1u > rec->size)
+		    offsetof(struct cp_ev_process_exec, filename) + e->filename_len + 1u >
+			rec->size)
 			return "filename_len overruns the record";
 		if (fix)
 			e->filename[e->filename_len] = 0;

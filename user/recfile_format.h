@@ -16,14 +16,14 @@
 
 #define REC_MAGIC "CRITPREC"
 #define REC_MAGIC_LEN 8
-#define REC_FILE_PREFIX 16		/* magic, version, body length */
+#define REC_FILE_PREFIX 16 /* magic, version, body length */
 #define REC_HEADER_BODY_MAX (1u << 20)
 #define REC_MAX_CPUS 8192
-#define REC_STR_NULL 0xffffffffu	/* length of a NULL string */
+#define REC_STR_NULL 0xffffffffu /* length of a NULL string */
 
-#define REC_FRAME_MAGIC 0x52465043u	/* "CPFR" */
+#define REC_FRAME_MAGIC 0x52465043u /* "CPFR" */
 #define REC_FRAME_HDR_SIZE 48
-#define REC_TRAILER_MAGIC 0x52545043u	/* "CPTR" */
+#define REC_TRAILER_MAGIC 0x52545043u /* "CPTR" */
 #define REC_TRAILER_SIZE 64
 
 /* A frame is cut when its raw batch reaches REC_FRAME_RAW_TARGET; the reader
@@ -33,12 +33,36 @@
 #define REC_FRAME_RAW_MAX (16u << 20)
 #define REC_ZSTD_LEVEL 1
 
-static inline void rec_put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static inline void rec_put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void rec_put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static inline uint16_t rec_get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static inline uint32_t rec_get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint64_t rec_get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline void rec_put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+static inline void rec_put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+static inline void rec_put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+static inline uint16_t rec_get16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+static inline uint32_t rec_get32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+static inline uint64_t rec_get64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
 
 /* Frame header fields (offsets). */
 #define RF_MAGIC 0

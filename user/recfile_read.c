@@ -52,7 +52,7 @@ struct rframe {
 };
 
 struct fhdr {
-	uint64_t off;		/* where the frame header starts */
+	uint64_t off; /* where the frame header starts */
 	uint32_t seq, comp, raw, count;
 	uint64_t min_ts, max_ts;
 };
@@ -67,18 +67,18 @@ struct recording_reader {
 	ZSTD_DCtx *dctx;
 	uint8_t *cbuf;
 	size_t ccap;
-	struct rkey *tmp;	/* merge sort scratch */
+	struct rkey *tmp; /* merge sort scratch */
 	size_t tmp_cap;
 
-	uint64_t off;		/* next byte to read */
-	uint32_t next_seq;	/* the sequence number expected next */
-	bool resynced;		/* the last header was found by scanning */
+	uint64_t off;	   /* next byte to read */
+	uint32_t next_seq; /* the sequence number expected next */
+	bool resynced;	   /* the last header was found by scanning */
 	/* Frame headers read ahead of the loaded frames, a ring. */
 	struct fhdr ahead[WINDOW_FRAMES];
 	int ahead_first, nahead, lookahead;
-	uint64_t ahead_min_ts;	/* smallest min_ts in ahead[] */
+	uint64_t ahead_min_ts; /* smallest min_ts in ahead[] */
 	bool reading_done;
-	int status;		/* what next() returns once everything is out */
+	int status; /* what next() returns once everything is out */
 
 	struct rframe *loaded[WINDOW_FRAMES];
 	int nloaded;
@@ -211,16 +211,16 @@ static int reader__header(struct recording_reader *r)
 	}
 	if (n < (ssize_t)sizeof(pre)) {
 		snprintf(open_error, sizeof(open_error),
-			 "%s: cut short in the header: %zd of at least %zu bytes present", r->path, n,
-			 sizeof(pre));
+			 "%s: cut short in the header: %zd of at least %zu bytes present", r->path,
+			 n, sizeof(pre));
 		return -ENODATA;
 	}
 	version = rec_get32(pre + 8);
 	body_len = rec_get32(pre + 12);
 	if (version != RECORDING_FORMAT_VERSION) {
 		snprintf(open_error, sizeof(open_error),
-			 "%s: recording format version %u, this critpath reads version %u",
-			 r->path, version, RECORDING_FORMAT_VERSION);
+			 "%s: recording format version %u, this critpath reads version %u", r->path,
+			 version, RECORDING_FORMAT_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	if (body_len > REC_HEADER_BODY_MAX) {
@@ -253,19 +253,19 @@ static int reader__header(struct recording_reader *r)
 	}
 	if (crc32(0, body, REC_FILE_PREFIX + body_len) !=
 	    rec_get32(body + REC_FILE_PREFIX + body_len)) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: corrupted header: checksum mismatch", r->path);
+		snprintf(open_error, sizeof(open_error), "%s: corrupted header: checksum mismatch",
+			 r->path);
 		err = -EBADMSG;
 		goto cleanup;
 	}
 
-	struct cursor c = { body + REC_FILE_PREFIX, body + REC_FILE_PREFIX + body_len };
+	struct cursor c = {body + REC_FILE_PREFIX, body + REC_FILE_PREFIX + body_len};
 	struct recording_info *info = &r->info;
 	char *s = r->strings;
 
 	info->format_version = version;
-	cur_u32(&c);	/* abi_version: records are self-describing by type and size */
-	cur_u32(&c);	/* flags */
+	cur_u32(&c); /* abi_version: records are self-describing by type and size */
+	cur_u32(&c); /* flags */
 	info->realtime_offset_ns = (int64_t)cur_u64(&c);
 	info->start_ns = cur_u64(&c);
 	info->payload_bytes = cur_u32(&c);
@@ -305,7 +305,8 @@ static int reader__header(struct recording_reader *r)
 	info->cpus = r->cpus;
 	if (c.bad) {
 		snprintf(open_error, sizeof(open_error),
-			 "%s: corrupted header: its fields overrun its %u bytes", r->path, body_len);
+			 "%s: corrupted header: its fields overrun its %u bytes", r->path,
+			 body_len);
 		err = -EBADMSG;
 		goto cleanup;
 	}
@@ -432,22 +433,24 @@ static void reader__peek(struct recording_reader *r)
 	while (!r->reading_done) {
 		n = read_at(r->fd, b, sizeof(b), r->off);
 		if (n < 0) {
-			reader__problem(r, "read error at byte %llu: %s", (unsigned long long)r->off,
-					strerror((int)-n));
+			reader__problem(r, "read error at byte %llu: %s",
+					(unsigned long long)r->off, strerror((int)-n));
 			r->status = (int)n;
 			r->reading_done = true;
 			return;
 		}
 		/* Past the end: the last frame's contents are cut short, which
 		 * loading it will report. */
-		if (n == 0 && r->nahead && fstat(r->fd, &st) == 0 && (uint64_t)st.st_size < r->off) {
+		if (n == 0 && r->nahead && fstat(r->fd, &st) == 0 &&
+		    (uint64_t)st.st_size < r->off) {
 			r->reading_done = true;
 			return;
 		}
 		if (n == 0) {
-			reader__problem(r, "cut short after %u frames at byte %llu: no trailer "
-					"(the recorder did not finish)", r->next_seq,
-					(unsigned long long)r->off);
+			reader__problem(r,
+					"cut short after %u frames at byte %llu: no trailer "
+					"(the recorder did not finish)",
+					r->next_seq, (unsigned long long)r->off);
 			r->reading_done = true;
 			return;
 		}
@@ -456,9 +459,10 @@ static void reader__peek(struct recording_reader *r)
 			uint64_t records;
 
 			if (n < REC_TRAILER_SIZE) {
-				reader__problem(r, "cut short in the trailer at byte %llu: %zd of %d "
-						"bytes present", (unsigned long long)r->off, n,
-						REC_TRAILER_SIZE);
+				reader__problem(r,
+						"cut short in the trailer at byte %llu: %zd of %d "
+						"bytes present",
+						(unsigned long long)r->off, n, REC_TRAILER_SIZE);
 				r->reading_done = true;
 				return;
 			}
@@ -466,21 +470,27 @@ static void reader__peek(struct recording_reader *r)
 				r->has_totals = true;
 				r->reading_done = true;
 				if (r->totals.frames != r->next_seq)
-					reader__problem(r, "the trailer counts %u frames, the file "
-							"holds %u", r->totals.frames, r->next_seq);
+					reader__problem(r,
+							"the trailer counts %u frames, the file "
+							"holds %u",
+							r->totals.frames, r->next_seq);
 				n = read_at(r->fd, b, 1, r->off + REC_TRAILER_SIZE);
 				if (n > 0)
-					reader__problem(r, "unexpected data after the trailer at "
-							"byte %llu", (unsigned long long)(
-							r->off + REC_TRAILER_SIZE));
+					reader__problem(
+					    r,
+					    "unexpected data after the trailer at "
+					    "byte %llu",
+					    (unsigned long long)(r->off + REC_TRAILER_SIZE));
 				return;
 			}
 			insane = "trailer checksum mismatch";
 		} else if (magic == REC_FRAME_MAGIC) {
 			if (n < REC_FRAME_HDR_SIZE) {
-				reader__problem(r, "cut short in frame %u at byte %llu: %zd of %d "
-						"header bytes present", r->next_seq,
-						(unsigned long long)r->off, n, REC_FRAME_HDR_SIZE);
+				reader__problem(r,
+						"cut short in frame %u at byte %llu: %zd of %d "
+						"header bytes present",
+						r->next_seq, (unsigned long long)r->off, n,
+						REC_FRAME_HDR_SIZE);
 				r->reading_done = true;
 				return;
 			}
@@ -488,13 +498,15 @@ static void reader__peek(struct recording_reader *r)
 				insane = fhdr__insane(&h);
 				if (!insane) {
 					if (h.seq != r->next_seq && !r->resynced)
-						reader__problem(r, "frame at byte %llu has sequence "
+						reader__problem(r,
+								"frame at byte %llu has sequence "
 								"number %u, expected %u",
-								(unsigned long long)r->off,
-								h.seq, r->next_seq);
+								(unsigned long long)r->off, h.seq,
+								r->next_seq);
 					r->resynced = false;
 					r->next_seq = h.seq + 1;
-					r->ahead[(r->ahead_first + r->nahead++) % WINDOW_FRAMES] = h;
+					r->ahead[(r->ahead_first + r->nahead++) % WINDOW_FRAMES] =
+					    h;
 					if (h.min_ts < r->ahead_min_ts)
 						r->ahead_min_ts = h.min_ts;
 					r->off = h.off + REC_FRAME_HDR_SIZE + h.comp;
@@ -504,8 +516,10 @@ static void reader__peek(struct recording_reader *r)
 				insane = "header checksum mismatch";
 			}
 		} else if (n < 4) {
-			reader__problem(r, "cut short after %u frames at byte %llu: %zd stray bytes, "
-					"no trailer", r->next_seq, (unsigned long long)r->off, n);
+			reader__problem(r,
+					"cut short after %u frames at byte %llu: %zd stray bytes, "
+					"no trailer",
+					r->next_seq, (unsigned long long)r->off, n);
 			r->reading_done = true;
 			return;
 		} else {
@@ -514,15 +528,16 @@ static void reader__peek(struct recording_reader *r)
 
 		uint64_t bad = r->off;
 		if (reader__resync(r)) {
-			reader__problem(r, "frame %u at byte %llu: %s; skipped %llu bytes to the "
-					"next good frame header", r->next_seq,
-					(unsigned long long)bad, insane,
+			reader__problem(r,
+					"frame %u at byte %llu: %s; skipped %llu bytes to the "
+					"next good frame header",
+					r->next_seq, (unsigned long long)bad, insane,
 					(unsigned long long)(r->off - bad));
 			r->resynced = true;
 			continue;
 		}
-		reader__problem(r, "frame %u at byte %llu: %s; no good frame after it",
-				r->next_seq, (unsigned long long)bad, insane);
+		reader__problem(r, "frame %u at byte %llu: %s; no good frame after it", r->next_seq,
+				(unsigned long long)bad, insane);
 		r->status = -EBADMSG;
 		r->reading_done = true;
 	}
@@ -617,8 +632,10 @@ static int reader__load(struct recording_reader *r)
 		return (int)n;
 	}
 	if (n < h.comp) {
-		reader__problem(r, "cut short in frame %u at byte %llu: %llu of %llu bytes "
-				"present", h.seq, (unsigned long long)h.off,
+		reader__problem(r,
+				"cut short in frame %u at byte %llu: %llu of %llu bytes "
+				"present",
+				h.seq, (unsigned long long)h.off,
 				(unsigned long long)(REC_FRAME_HDR_SIZE + n),
 				(unsigned long long)total);
 		/* Nothing can follow a frame cut short. */
@@ -675,11 +692,13 @@ static int reader__load(struct recording_reader *r)
 		reader__problem(r, "frame %u at byte %llu: %s; skipped %u such records", h.seq,
 				(unsigned long long)h.off, badwhy, nbad);
 	if (!why[0] && (seen != h.count || off != h.raw))
-		snprintf(why, sizeof(why), "%u records in %u bytes, the header says %u in %u",
-			 seen, off, h.count, h.raw);
+		snprintf(why, sizeof(why), "%u records in %u bytes, the header says %u in %u", seen,
+			 off, h.count, h.raw);
 	if (why[0])
-		reader__problem(r, "frame %u at byte %llu: %s; kept the %u records before it, "
-				"dropped the rest", h.seq, (unsigned long long)h.off, why, k);
+		reader__problem(r,
+				"frame %u at byte %llu: %s; kept the %u records before it, "
+				"dropped the rest",
+				h.seq, (unsigned long long)h.off, why, k);
 	if (h.count > k)
 		r->records_skipped += h.count - k;
 	if (!k) {
@@ -797,7 +816,7 @@ int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec
 			}
 			if (best && r->nahead && best->keys[best->pos].ts > r->ahead_min_ts) {
 				if (r->nloaded < WINDOW_FRAMES && r->loaded_bytes < WINDOW_BYTES)
-					best = NULL;	/* the next frame may hold older records */
+					best = NULL; /* the next frame may hold older records */
 				else
 					r->reorder_forced++;
 			}

@@ -57,14 +57,14 @@
 
 struct recording_writer {
 	int fd;
-	uint8_t *buf;		/* the batch being filled */
+	uint8_t *buf; /* the batch being filled */
 	size_t len, cap;
 	uint32_t count;
 	uint64_t min_ts, max_ts;
 	uint8_t *cbuf;
 	size_t ccap;
 	ZSTD_CCtx *cctx;
-	uint64_t off;		/* bytes written and complete */
+	uint64_t off; /* bytes written and complete */
 	uint32_t frames;
 	uint64_t events, metadata, lost, records;
 };
@@ -184,7 +184,7 @@ static int writer__header(struct recording_writer *w, const struct recording_inf
 		goto cleanup;
 	memcpy(b.p, REC_MAGIC, REC_MAGIC_LEN);
 	rec_put32(b.p + 8, RECORDING_FORMAT_VERSION);
-	b.len = REC_FILE_PREFIX;	/* body_len filled in below */
+	b.len = REC_FILE_PREFIX; /* body_len filled in below */
 	err = err ?: wbuf__u32(&b, CP_ABI_VERSION);
 	err = err ?: wbuf__u32(&b, 0);
 	err = err ?: wbuf__u64(&b, (uint64_t)info->realtime_offset_ns);
@@ -218,7 +218,7 @@ static int writer__header(struct recording_writer *w, const struct recording_inf
 	err = wbuf__u32(&b, (uint32_t)crc32(0, b.p, b.len));
 	if (err)
 		goto cleanup;
-	struct iovec iov = { b.p, b.len };
+	struct iovec iov = {b.p, b.len};
 	err = writer__commit(w, &iov, 1);
 cleanup:
 	free(b.p);
@@ -260,8 +260,8 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
-						REC_ZSTD_LEVEL)) ||
+	if (ZSTD_isError(
+		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, REC_ZSTD_LEVEL)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1))) {
 		err = -EINVAL;
@@ -308,7 +308,7 @@ int recording_writer__flush(struct recording_writer *w)
 	rec_put64(hdr + RF_MIN_TS, w->min_ts);
 	rec_put64(hdr + RF_MAX_TS, w->max_ts);
 	rec_put32(hdr + RF_CRC, (uint32_t)crc32(0, hdr, RF_CRC));
-	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { w->cbuf, clen } };
+	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {w->cbuf, clen}};
 	/* On failure the batch stays: nothing buffered is dropped silently. */
 	err = writer__commit(w, iov, 2);
 	if (err)
@@ -372,7 +372,7 @@ int recording_writer__close(struct recording_writer *w, const struct recording_t
 	rec_put64(t + RT_LOST, totals ? totals->lost : w->lost);
 	rec_put64(t + RT_RECORDS, w->records);
 	rec_put32(t + RT_CRC, (uint32_t)crc32(0, t, RT_CRC));
-	struct iovec iov = { t, sizeof(t) };
+	struct iovec iov = {t, sizeof(t)};
 	err = writer__commit(w, &iov, 1);
 	if (err)
 		goto cleanup;

@@ -21,7 +21,7 @@ struct rt_recs {
 
 struct rt_file {
 	char path[64];
-	uint8_t *data;		/* the file's bytes after rt_file__write */
+	uint8_t *data; /* the file's bytes after rt_file__write */
 	size_t len;
 };
 
@@ -78,7 +78,7 @@ static inline void rt_recs__every_type(struct rt_recs *rs, int nrep, unsigned in
 		sw->prev_pid = 100, sw->prev_tid = 101, sw->next_pid = 7, sw->next_tid = 8;
 		sw->prev_state = k % 3;
 		sw->prev_state_raw = 2;
-		memcpy(sw->next_comm, "kworker/0:1-events", CP_COMM_LEN);	/* no NUL */
+		memcpy(sw->next_comm, "kworker/0:1-events", CP_COMM_LEN); /* no NUL */
 
 		struct cp_ev_sched_waking *wk = rt_rec(rs, CP_EV_SCHED_WAKING, sizeof(*wk), ts++);
 		wk->wakee_pid = 100, wk->wakee_tid = 102;
@@ -92,14 +92,15 @@ static inline void rt_recs__every_type(struct rt_recs *rs, int nrep, unsigned in
 		wn->pid = 100, wn->tid = 105, wn->target_cpu = 0;
 
 		struct cp_ev_process_fork *fk = rt_rec(rs, CP_EV_PROCESS_FORK, sizeof(*fk), ts++);
-		fk->parent_pid = 100, fk->parent_tid = 100, fk->child_pid = 200, fk->child_tid = 200;
+		fk->parent_pid = 100, fk->parent_tid = 100, fk->child_pid = 200,
+		fk->child_tid = 200;
 		strcpy(fk->child_comm, "child");
 
 		const char *fn = k % 2 ? "/usr/bin/true" : "/bin/sh \"quoted\"\n";
 		size_t fl = strlen(fn);
 		struct cp_ev_process_exec *ex = rt_rec_var(
-			rs, CP_EV_PROCESS_EXEC, offsetof(struct cp_ev_process_exec, filename) + fl + 1,
-			sizeof(*ex), ts++);
+		    rs, CP_EV_PROCESS_EXEC, offsetof(struct cp_ev_process_exec, filename) + fl + 1,
+		    sizeof(*ex), ts++);
 		ex->old_tid = 200;
 		ex->filename_len = (uint16_t)fl;
 		memcpy(ex->filename, fn, fl + 1);
@@ -119,9 +120,8 @@ static inline void rt_recs__every_type(struct rt_recs *rs, int nrep, unsigned in
 		fx->call = CP_FUTEX_CALL_FUTEX;
 
 		size_t pl = (size_t)(k % 5) * 13;
-		struct cp_ev_sock *sk =
-			rt_rec_var(rs, CP_EV_SOCK, offsetof(struct cp_ev_sock, payload) + pl,
-				   sizeof(*sk), ts + 3);
+		struct cp_ev_sock *sk = rt_rec_var(
+		    rs, CP_EV_SOCK, offsetof(struct cp_ev_sock, payload) + pl, sizeof(*sk), ts + 3);
 		sk->enter_ts = ts;
 		ts += 4;
 		sk->bytes = (int64_t)pl;
@@ -164,8 +164,8 @@ static inline void rt_recs__every_type(struct rt_recs *rs, int nrep, unsigned in
 
 		const char exe[] = "/usr/sbin/server";
 		const char cmd[] = "server\0--port\0008080";
-		struct cp_md_process *pr = rt_rec(rs, CP_MD_PROCESS,
-						  sizeof(*pr) + sizeof(exe) - 1 + sizeof(cmd), ts++);
+		struct cp_md_process *pr =
+		    rt_rec(rs, CP_MD_PROCESS, sizeof(*pr) + sizeof(exe) - 1 + sizeof(cmd), ts++);
 		pr->ppid = 1;
 		pr->exe_len = sizeof(exe) - 1;
 		pr->cmdline_len = sizeof(cmd);
@@ -219,21 +219,21 @@ static inline void rt_recs__jittered(struct rt_recs *rs, size_t n, uint64_t jitt
 static inline const struct recording_info *rt_info(void)
 {
 	static const struct recording_cpu cpus[2] = {
-		{ .cpu = 0, .model = "Test CPU @ 2.00GHz", .mhz = 2000, .capacity = 1024 },
-		{ .cpu = 1, .model = "Test CPU @ 2.00GHz", .mhz = 2000, .capacity = 1024 },
+	    {.cpu = 0, .model = "Test CPU @ 2.00GHz", .mhz = 2000, .capacity = 1024},
+	    {.cpu = 1, .model = "Test CPU @ 2.00GHz", .mhz = 2000, .capacity = 1024},
 	};
 	static const struct recording_info info = {
-		.agent_version = "0.1.0-test",
-		.cmdline = "critpath record -p 1",
-		.host = "testhost",
-		.kernel = "6.18.0-test",
-		.boot_id = "0123456789abcdef",
-		.sku = NULL,
-		.realtime_offset_ns = -12345,
-		.start_ns = 999999999,
-		.payload_bytes = 128,
-		.ncpus = 2,
-		.cpus = cpus,
+	    .agent_version = "0.1.0-test",
+	    .cmdline = "critpath record -p 1",
+	    .host = "testhost",
+	    .kernel = "6.18.0-test",
+	    .boot_id = "0123456789abcdef",
+	    .sku = NULL,
+	    .realtime_offset_ns = -12345,
+	    .start_ns = 999999999,
+	    .payload_bytes = 128,
+	    .ncpus = 2,
+	    .cpus = cpus,
 	};
 	return &info;
 }
@@ -267,7 +267,7 @@ static inline void rt_file__write_to(struct rt_file *f, const struct rt_recs *rs
 				     size_t flush_every)
 {
 	struct recording_writer *w;
-	struct recording_totals t = { .end_ns = 5000000000ull, .events = 77, .metadata = 6 };
+	struct recording_totals t = {.end_ns = 5000000000ull, .events = 77, .metadata = 6};
 
 	assert_int_equal(recording_writer__open(&w, f->path, rt_info()), 0);
 	for (size_t i = 0; i < rs->n; i++) {

@@ -123,9 +123,9 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_header),	   cmocka_unit_test(test_events),
-		cmocka_unit_test(test_metadata),   cmocka_unit_test(test_min_sizes),
-		cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_header),   cmocka_unit_test(test_events),
+	    cmocka_unit_test(test_metadata), cmocka_unit_test(test_min_sizes),
+	    cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

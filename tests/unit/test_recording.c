@@ -72,7 +72,7 @@ static void test_many_frames_time_order(void **state)
 	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_TIME_ORDER), 0);
 	while ((ret = recording_reader__next(r, &rec)) == 1) {
 		const struct cp_ev_poll *p = (const void *)rec;
-		uint64_t seq = (uint64_t)p->ret;	/* file position, set by the generator */
+		uint64_t seq = (uint64_t)p->ret; /* file position, set by the generator */
 
 		assert_true(rec->ts >= last_ts);
 		if (n && rec->ts == last_ts)
@@ -111,7 +111,7 @@ static void test_beyond_window(void **state)
 	uint64_t last = 0, n = 0, out_of_order = 0;
 
 	rt_recs__jittered(&recs, 10000, 1, 3);
-	recs.r[9000]->ts = 1;	/* older than everything, 90 frames late */
+	recs.r[9000]->ts = 1; /* older than everything, 90 frames late */
 	rt_file__write(&f, &recs, 100);
 	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_TIME_ORDER), 0);
 	while (recording_reader__next(r, &rec) == 1) {
@@ -157,7 +157,7 @@ static void test_writer_rejects_bad_records(void **state)
 {
 	struct rt_file f;
 	struct recording_writer *w;
-	struct cp_hdr h = { .type = CP_EV_POLL, .size = 20 };
+	struct cp_hdr h = {.type = CP_EV_POLL, .size = 20};
 
 	rt_file__path(&f);
 	assert_int_equal(recording_writer__open(&w, f.path, rt_info()), 0);
@@ -165,7 +165,7 @@ static void test_writer_rejects_bad_records(void **state)
 	h.size = 28;
 	assert_int_equal(recording_writer__append(w, &h), -EINVAL);
 	/* Sizes the reader would refuse for the type. */
-	struct cp_ev_sock sock = { .h = { .type = CP_EV_SOCK, .size = 48 } };
+	struct cp_ev_sock sock = {.h = {.type = CP_EV_SOCK, .size = 48}};
 	assert_int_equal(recording_writer__append(w, &sock.h), -EINVAL);
 	sock.h.size = 96 + 16;
 	sock.payload_len = 17;
@@ -198,12 +198,12 @@ static void test_open_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip_every_type),
-		cmocka_unit_test(test_many_frames_time_order),
-		cmocka_unit_test(test_beyond_window),
-		cmocka_unit_test(test_mode_0600),
-		cmocka_unit_test(test_writer_rejects_bad_records),
-		cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_round_trip_every_type),
+	    cmocka_unit_test(test_many_frames_time_order),
+	    cmocka_unit_test(test_beyond_window),
+	    cmocka_unit_test(test_mode_0600),
+	    cmocka_unit_test(test_writer_rejects_bad_records),
+	    cmocka_unit_test(test_open_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

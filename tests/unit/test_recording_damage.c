@@ -68,7 +68,7 @@ static long read_check(const char *path, const struct rt_recs *recs, bool prefix
 			while (j < recs->n && (recs->r[j]->size != rec->size ||
 					       memcmp(rec, recs->r[j], rec->size)))
 				j++;
-			assert_true(j < recs->n);	/* never a record that was not written */
+			assert_true(j < recs->n); /* never a record that was not written */
 			j++;
 		}
 		n++;
@@ -111,7 +111,7 @@ static void test_truncate_every_offset(void **state)
 	long prev = 0;
 
 	rt_recs__every_type(&recs, 2, 1);
-	rt_file__write(&f, &recs, 6);	/* several small frames */
+	rt_file__write(&f, &recs, 6); /* several small frames */
 	rt_file__path(&cut);
 	for (size_t len = 0; len <= f.len; len++) {
 		const char *why = NULL;
@@ -126,7 +126,7 @@ static void test_truncate_every_offset(void **state)
 			assert_int_equal(prev, 0);
 			continue;
 		}
-		assert_true(n >= prev);	/* more bytes never give fewer records */
+		assert_true(n >= prev); /* more bytes never give fewer records */
 		prev = n;
 		if (len < f.len) {
 			assert_false(clean);
@@ -264,7 +264,7 @@ static void test_writer_out_of_space(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct rlimit rl = { 30000, 30000 };
+		struct rlimit rl = {30000, 30000};
 		struct recording_writer *w;
 		int err = 0;
 		size_t i;
@@ -303,7 +303,7 @@ static void test_writer_out_of_space(void **state)
 static void forge(const char *path, const uint8_t *head, size_t head_len, const uint8_t *raw,
 		  uint32_t raw_len, uint32_t count)
 {
-	uint8_t hdr[48] = { 'C', 'P', 'F', 'R' };
+	uint8_t hdr[48] = {'C', 'P', 'F', 'R'};
 	size_t cap = ZSTD_compressBound(raw_len), clen;
 	uint8_t *c = malloc(cap);
 	ZSTD_CCtx *cctx = ZSTD_createCCtx();
@@ -314,7 +314,7 @@ static void forge(const char *path, const uint8_t *head, size_t head_len, const 
 	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
 	clen = ZSTD_compress2(cctx, c, cap, raw, raw_len);
 	assert_false(ZSTD_isError(clen));
-	memcpy(hdr + 8, &(uint32_t){ (uint32_t)clen }, 4);
+	memcpy(hdr + 8, &(uint32_t){(uint32_t)clen}, 4);
 	memcpy(hdr + 12, &raw_len, 4);
 	memcpy(hdr + 16, &count, 4);
 	memcpy(hdr + 24, &min, 8);
@@ -355,8 +355,8 @@ static void test_forged_records(void **state)
 	struct rt_file f, bad;
 	struct rt_recs recs = {};
 	uint8_t raw[4096] = {};
-	struct cp_ev_poll poll = { .h = { .type = CP_EV_POLL, .size = sizeof(poll), .ts = 5 } };
-	struct cp_ev_sock sock = { .h = { .type = CP_EV_SOCK, .size = 104, .ts = 6 } };
+	struct cp_ev_poll poll = {.h = {.type = CP_EV_POLL, .size = sizeof(poll), .ts = 5}};
+	struct cp_ev_sock sock = {.h = {.type = CP_EV_SOCK, .size = 104, .ts = 6}};
 	const char *why;
 	size_t head_len;
 
@@ -375,7 +375,7 @@ static void test_forged_records(void **state)
 	assert_non_null(strstr(why, "record 1 (sock) at offset 48: payload_len overruns"));
 
 	/* A record claiming 16 bytes: the walk cannot go on, the rest is dropped. */
-	struct cp_hdr tiny = { .type = CP_EV_POLL, .size = 16 };
+	struct cp_hdr tiny = {.type = CP_EV_POLL, .size = 16};
 	memcpy(raw + 48, &tiny, sizeof(tiny));
 	forge(bad.path, f.data, head_len, raw, 200, 3);
 	assert_int_equal(forged_read(bad.path, &why), 1);
@@ -403,12 +403,9 @@ static void test_forged_records(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_truncate_every_offset),
-		cmocka_unit_test(test_cut_message),
-		cmocka_unit_test(test_random_flips),
-		cmocka_unit_test(test_skip_bad_frame),
-		cmocka_unit_test(test_writer_out_of_space),
-		cmocka_unit_test(test_forged_records),
+	    cmocka_unit_test(test_truncate_every_offset), cmocka_unit_test(test_cut_message),
+	    cmocka_unit_test(test_random_flips),	  cmocka_unit_test(test_skip_bad_frame),
+	    cmocka_unit_test(test_writer_out_of_space),	  cmocka_unit_test(test_forged_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,7 +75,7 @@ static void run_free(struct run *r)
 
 static const char *jstr(yajl_val v, const char *key)
 {
-	const char *path[] = { key, NULL };
+	const char *path[] = {key, NULL};
 	yajl_val s = yajl_tree_get(v, path, yajl_t_string);
 
 	return s ? YAJL_GET_STRING(s) : NULL;
@@ -83,7 +83,7 @@ static const char *jstr(yajl_val v, const char *key)
 
 static long long jint(yajl_val v, const char *key)
 {
-	const char *path[] = { key, NULL };
+	const char *path[] = {key, NULL};
 	yajl_val s = yajl_tree_get(v, path, yajl_t_number);
 
 	assert_non_null(s);
@@ -92,7 +92,7 @@ static long long jint(yajl_val v, const char *key)
 
 static bool jhas(yajl_val v, const char *key)
 {
-	const char *path[] = { key, NULL };
+	const char *path[] = {key, NULL};
 
 	return yajl_tree_get(v, path, yajl_t_any) != NULL;
 }
@@ -124,7 +124,7 @@ static void test_json_lines(void **state)
 
 	rt_recs__every_type(&recs, 5, 4);
 	rt_file__write(&f, &recs, 16);
-	char *argv[] = { "dump", "--json", f.path, NULL };
+	char *argv[] = {"dump", "--json", f.path, NULL};
 	struct run r = run_dump(3, argv);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.err, "");
@@ -177,7 +177,8 @@ static void test_json_lines(void **state)
 			assert_string_equal(jstr(v, "phase"), "exit");
 			assert_string_equal(jstr(v, "op"), "FUTEX_WAIT_PRIVATE");
 			assert_string_equal(jstr(v, "uaddr"), "0x7ffd12345678");
-			assert_int_equal(jint(v, "enter_ns"), ((const struct cp_ev_futex *)h)->enter_ts);
+			assert_int_equal(jint(v, "enter_ns"),
+					 ((const struct cp_ev_futex *)h)->enter_ts);
 			assert_true(jhas(v, "ret"));
 		} else if (!strcmp(type, "sock")) {
 			const struct cp_ev_sock *e = (const void *)h;
@@ -239,7 +240,7 @@ static void test_text_and_exit_codes(void **state)
 	rt_recs__every_type(&recs, 3, 5);
 	rt_file__write(&f, &recs, 10);
 
-	char *argv[] = { "dump", f.path, NULL };
+	char *argv[] = {"dump", f.path, NULL};
 	struct run r = run_dump(2, argv);
 	assert_int_equal(r.rc, 0);
 	/* 4 header lines + 2 CPUs + column line, the records, the trailer */
@@ -253,7 +254,7 @@ static void test_text_and_exit_codes(void **state)
 	FILE *fp = fopen(cut.path, "wb");
 	fwrite(f.data, 1, f.len - 100, fp);
 	fclose(fp);
-	char *argv2[] = { "dump", "--json", "--file-order", cut.path, NULL };
+	char *argv2[] = {"dump", "--json", "--file-order", cut.path, NULL};
 	r = run_dump(4, argv2);
 	assert_int_equal(r.rc, 1);
 	assert_non_null(strstr(r.err, "cut short in frame"));
@@ -265,7 +266,7 @@ static void test_text_and_exit_codes(void **state)
 	fp = fopen(cut.path, "wb");
 	fputs("hello\n", fp);
 	fclose(fp);
-	char *argv3[] = { "dump", cut.path, NULL };
+	char *argv3[] = {"dump", cut.path, NULL};
 	r = run_dump(2, argv3);
 	assert_int_equal(r.rc, 1);
 	assert_int_equal(count_lines(r.err), 1);
@@ -274,11 +275,11 @@ static void test_text_and_exit_codes(void **state)
 	run_free(&r);
 
 	/* Usage errors: exit 2. */
-	char *argv4[] = { "dump", NULL };
+	char *argv4[] = {"dump", NULL};
 	r = run_dump(1, argv4);
 	assert_int_equal(r.rc, 2);
 	run_free(&r);
-	char *argv5[] = { "dump", "--bogus", f.path, NULL };
+	char *argv5[] = {"dump", "--bogus", f.path, NULL};
 	r = run_dump(3, argv5);
 	assert_int_equal(r.rc, 2);
 	run_free(&r);
@@ -291,8 +292,8 @@ static void test_text_and_exit_codes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_lines),
-		cmocka_unit_test(test_text_and_exit_codes),
+	    cmocka_unit_test(test_json_lines),
+	    cmocka_unit_test(test_text_and_exit_codes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,7 +129,7 @@ static double read_all(const char *path, enum recording_order order, uint64_t *n
 	}
 	*n = 0;
 	while (recording_reader__next(r, &rec) == 1) {
-		sum += rec->ts;	/* touch every record */
+		sum += rec->ts; /* touch every record */
 		(*n)++;
 	}
 	if (recording_reader__stopped(r)) {
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 {
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 2000000;
 	const char *path = argc > 2 ? argv[2] : "/tmp/critpath-bench.rec";
-	struct recording_info info = { .agent_version = "bench", .host = "bench" };
+	struct recording_info info = {.agent_version = "bench", .host = "bench"};
 	struct recording_writer *w;
 	uint8_t buf[1024] __attribute__((aligned(8)));
 	uint64_t raw = 0, got;
