@@ -695,6 +695,8 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 	e->total_latency += lat;
 	if (lat > e->max_latency)
 		e->max_latency = lat;
+	if (e->opts.on_request)
+		e->opts.on_request(e->opts.on_request_ctx, req);
 	return 1;
 }
 

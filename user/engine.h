@@ -36,6 +36,11 @@ struct engine_opts {
 	bool keep_all_requests;		/* json: every request with its path */
 	uint32_t keep_slowest;		/* keep the N slowest requests (0 = none) */
 	double overlap_tolerance;	/* span level: fraction of parent, default 0.01 */
+	/* additive: called with every request the filters let through, right
+	 * after it is aggregated (the producer's request, valid during the call
+	 * only). Lets --format json stream requests instead of keeping them. */
+	void (*on_request)(void *ctx, const struct cp_request *req);
+	void *on_request_ctx;
 };
 
 struct engine;
@@ -119,6 +124,14 @@ struct out_opts {
 /* Output writers, one file each (user/out_<fmt>.c). 0 or -errno. */
 int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o);
 int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o);
+/* additive: out_json in two halves, so requests can be written as they
+ * arrive (engine_opts.on_request = out_json__request) and memory does not
+ * grow with them. out_json__end writes the rest (summary, profile, …; any
+ * kept requests are not written again) and frees s. */
+struct out_json_stream;
+struct out_json_stream *out_json__begin(FILE *f);
+void out_json__request(void *s, const struct cp_request *req);
+int out_json__end(struct out_json_stream *s, const struct engine_result *r);
 int out_folded(FILE *f, const struct engine_result *r, const struct out_opts *o);
 int out_pprof(FILE *f, const struct engine_result *r, const struct out_opts *o);
 int out_html(FILE *f, const struct engine_result *r, const struct out_opts *o);

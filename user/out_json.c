@@ -331,22 +331,44 @@ static void write_out(void *ctx, const char *s, size_t len)
 	fwrite(s, 1, len, ctx);
 }
 
-int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o)
-{
-	yajl_gen g = yajl_gen_alloc(NULL);
+struct out_json_stream {
+	yajl_gen g;
+	FILE *f;
+};
 
-	if (!g)
-		return -ENOMEM;
-	yajl_gen_config(g, yajl_gen_print_callback, write_out, f);
-	yajl_gen_map_open(g);
-	gen_key(g, "critpath_report");
-	yajl_gen_integer(g, 1);
-	gen_summary(g, r);
-	gen_key(g, "requests");
-	yajl_gen_array_open(g);
-	for (uint32_t i = 0; i < r->nkept; i++)
-		gen_request(g, r->requests[i]);
+struct out_json_stream *out_json__begin(FILE *f)
+{
+	struct out_json_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->g = yajl_gen_alloc(NULL);
+	if (!s->g) {
+		free(s);
+		return NULL;
+	}
+	s->f = f;
+	yajl_gen_config(s->g, yajl_gen_print_callback, write_out, f);
+	yajl_gen_map_open(s->g);
+	gen_key(s->g, "critpath_report");
+	yajl_gen_integer(s->g, 1);
+	gen_key(s->g, "requests");
+	yajl_gen_array_open(s->g);
+	return s;
+}
+
+void out_json__request(void *s, const struct cp_request *req)
+{
+	gen_request(((struct out_json_stream *)s)->g, req);
+}
+
+int out_json__end(struct out_json_stream *s, const struct engine_result *r)
+{
+	yajl_gen g = s->g;
+	FILE *f = s->f;
+
 	yajl_gen_array_close(g);
+	gen_summary(g, r);
 	gen_profile(g, r);
 	gen_span_profile(g, r);
 	gen_contention(g, r);
@@ -357,8 +379,20 @@ int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o)
 	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 	yajl_gen_free(g);
+	free(s);
 	fputc('\n', f);
 	if (fflush(f) || ferror(f))
 		return -EIO;
 	return 0;
+}
+
+int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o)
+{
+	struct out_json_stream *s = out_json__begin(f);
+
+	if (!s)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->nkept; i++)
+		out_json__request(s, r->requests[i]);
+	return out_json__end(s, r);
 }

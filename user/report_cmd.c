@@ -327,21 +327,20 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 	return 0;
 }
 
-static int write_output(const char *cmd, const struct report_args *a,
-			const struct engine_result *r)
+static FILE *open_output(const char *cmd, const char *out)
 {
-	FILE *f = stdout;
-	int err;
+	FILE *f;
 
-	if (a->out) {
-		f = fopen(a->out, "w");
-		if (!f) {
-			fprintf(stderr, "critpath %s: cannot write %s: %s\n", cmd, a->out,
-				strerror(errno));
-			return 1;
-		}
-	}
-	err = formats[a->fmt].write(f, r, &a->oo);
+	if (!out)
+		return stdout;
+	f = fopen(out, "w");
+	if (!f)
+		fprintf(stderr, "critpath %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+	return f;
+}
+
+static int close_output(const char *cmd, const struct report_args *a, FILE *f, int err)
+{
 	if (a->out && fclose(f) && !err)
 		err = -errno;
 	if (err) {
@@ -355,10 +354,12 @@ static int write_output(const char *cmd, const struct report_args *a,
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a = { 0 };
+	struct out_json_stream *js = NULL;
 	struct analyze_opts ao;
 	struct engine *e = NULL;
 	const char *why = NULL;
-	int rc, n;
+	FILE *out = NULL;
+	int rc, n, err = 0;
 
 	rc = parse_args("report", argc, argv, &a);
 	if (rc)
@@ -369,17 +370,31 @@ int cmd_report(int argc, char **argv)
 		report_usage(stderr);
 		return 2;
 	}
-	/* what the format shows decides what the engine keeps */
-	a.eo.keep_all_requests = a.fmt == FMT_JSON;
-	a.eo.keep_slowest = a.oo.requests;
+	/* what the format shows decides what the engine keeps; json streams
+	 * every request out as it comes, so memory does not grow with them */
+	a.eo.keep_slowest = a.fmt == FMT_JSON ? 0 : a.oo.requests;
 	if (a.fmt == FMT_HTML && !a.requests_set)
 		a.eo.keep_slowest = a.oo.requests = 50;
 	if (a.fmt == FMT_PERFETTO && !a.requests_set)
 		a.eo.keep_slowest = a.oo.requests = 1;
+	if (a.fmt == FMT_JSON) {
+		out = open_output("report", a.out);
+		if (!out)
+			return 1;
+		js = out_json__begin(out);
+		if (!js) {
+			fprintf(stderr, "critpath report: out of memory\n");
+			close_output("report", &a, out, 0);
+			return 1;
+		}
+		a.eo.on_request = out_json__request;
+		a.eo.on_request_ctx = js;
+	}
 	e = engine__new(&a.eo);
 	if (!e) {
 		fprintf(stderr, "critpath report: out of memory\n");
-		return 1;
+		rc = 1;
+		goto cleanup;
 	}
 	engine__set_quiet(e, a.quiet);
 	ao.overlap_tolerance = a.eo.overlap_tolerance;
@@ -389,10 +404,31 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "critpath report: nothing analysed: %s\n",
 			n < 0 ? strerror(-n) : why);
 		rc = 1;
-		goto cleanup;
 	}
-	rc = write_output("report", &a, engine__result(e));
+	if (js) {
+		/* the document is closed even when nothing was analysed */
+		err = out_json__end(js, engine__result(e));
+		js = NULL;
+	} else if (!rc) {
+		out = open_output("report", a.out);
+		if (!out) {
+			rc = 1;
+			goto cleanup;
+		}
+		err = formats[a.fmt].write(out, engine__result(e), &a.oo);
+	}
+	if (out && close_output("report", &a, out, err))
+		rc = 1;
+	out = NULL;
 cleanup:
+	if (js) {
+		/* only when the engine could not be made: end the empty document */
+		struct engine_result empty = { 0 };
+
+		out_json__end(js, &empty);
+	}
+	if (out)
+		close_output("report", &a, out, 0);
 	engine__free(e);
 	return rc;
 }
