@@ -950,6 +950,9 @@ static int input__feed(struct input *in, const char *buf, size_t len)
 		for (nl = (char *)msg; nl && *nl; nl++)
 			if (*nl == '\n')
 				*nl = ' ';
+		/* yajl ends its message with ".\n" */
+		while (msg && nl > (char *)msg && (nl[-1] == ' ' || nl[-1] == '.'))
+			*--nl = 0;
 		if (in->p.mode == MODE_UNKNOWN)
 			span__warnf(f, "not a Jaeger or OTLP JSON file (%s at byte %llu)",
 				    msg ? (char *)msg : "parse error",
@@ -957,9 +960,11 @@ static int input__feed(struct input *in, const char *buf, size_t len)
 		else
 			span__warnf(f,
 				    "malformed JSON at line %llu, byte %llu: %s; %u traces before it "
-				    "analysed, the one in progress skipped",
+				    "analysed, the one in progress (trace %s, %u spans read) skipped",
 				    (unsigned long long)line, (unsigned long long)(in->base + used),
-				    msg ? (char *)msg : "parse error", f->ntraces);
+				    msg ? (char *)msg : "parse error", f->ntraces,
+				    in->p.trace_id ? in->p.trace_id : "id not yet read",
+				    in->p.spans.n);
 		if (msg)
 			yajl_free_error(in->h, msg);
 	}
