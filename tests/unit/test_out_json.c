@@ -177,12 +177,35 @@ static void test_invalid_utf8(void **state)
 	engine__free(e);
 }
 
+/* streaming the requests gives the same document as keeping them */
+static void test_stream_equals_kept(void **state)
+{
+	char *a = NULL, *b = NULL;
+	size_t alen, blen;
+	FILE *fa = open_memstream(&a, &alen), *fb = open_memstream(&b, &blen);
+	struct out_json_stream *js = out_json__begin(fb);
+	struct engine_opts o = { .on_request = out_json__request, .on_request_ctx = js };
+	struct engine *kept = fx_engine(false, NULL), *streamed = fx_engine(false, &o);
+
+	assert_int_equal(out_json(fa, engine__result(kept), NULL), 0);
+	assert_int_equal(out_json__end(js, engine__result(streamed)), 0);
+	fclose(fa);
+	fclose(fb);
+	assert_int_equal(alen, blen);
+	assert_memory_equal(a, b, alen);
+	free(a);
+	free(b);
+	engine__free(kept);
+	engine__free(streamed);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kernel_contract),
 		cmocka_unit_test(test_span_contract),
 		cmocka_unit_test(test_invalid_utf8),
+		cmocka_unit_test(test_stream_equals_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
