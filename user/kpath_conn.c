@@ -28,12 +28,16 @@
 
 static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 {
-	uint64_t h = 1469598103934665603ull ^ host;
-	const uint8_t *p = (const uint8_t *)a;
+	uint64_t w[sizeof(*a) / 8], h = 0x9e3779b97f4a7c15ull ^ host;
 
-	for (size_t i = 0; i < sizeof(*a); i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h ^ (h >> 29);
+	_Static_assert(sizeof(*a) % 8 == 0, "kp_addr hashes as whole words");
+	memcpy(w, a, sizeof(w));
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		h ^= w[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
 }
 
 uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
@@ -180,6 +184,7 @@ static void conn_guess_role(struct kp *kp, struct kp_conn *c, bool reading)
 
 static void conn_reset(struct kp_conn *c)
 {
+	c->service[0] = '\0';
 	c->phase = KP_PH_IDLE;
 	c->prev_end = 0;
 	c->peer = KP_NONE;
@@ -192,8 +197,18 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
 	const struct kp_thread *t = &kp->th[thread];
 	uint64_t s = enter;
 	bool found = false;
+	uint32_t lo = 0, hi = c->ndr;
 
-	for (uint32_t i = 0; i < c->ndr; i++) {
+	/* the first arrival after the previous response */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->dr[mid].ts < c->prev_end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo; i < c->ndr; i++) {
 		const struct kp_dready *d = &c->dr[i];
 
 		if (d->ts > exit)

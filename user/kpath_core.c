@@ -208,7 +208,9 @@ static int emit_request(struct kp *kp, uint32_t ci)
 	if (kp__grow((void **)&kp->segs, &kp->capsegs, n, sizeof(*kp->segs)) ||
 	    kp__grow((void **)&kp->frames, &kp->capframes, 3 * n, sizeof(*kp->frames)))
 		return -ENOMEM;
-	kp__proc_service(kp, c->proc, c->a.lport, svc, sizeof(svc));
+	if (!kp->cn[ci].service[0])
+		kp__proc_service(kp, c->proc, c->a.lport, kp->cn[ci].service, KP_NAME_LEN);
+	memcpy(svc, c->service, sizeof(svc));
 	for (uint32_t i = 0; i < kp->nculs; i++)
 		kp->culs[i].comm = kp->strs[(uintptr_t)kp->culs[i].comm];
 	for (uint32_t i = 0; i < n; i++) {

@@ -154,6 +154,7 @@ struct kp_conn {
 	uint32_t nreq;		/* requests finished on it */
 	struct kp_req req;
 	char last_name[KP_NAME_LEN];	/* client: the call being made; server: last request */
+	char service[KP_NAME_LEN];	/* "comm:port", set at its first request */
 	struct kp_write *wr;
 	uint32_t nwr, capwr;
 	struct kp_dready *dr;

@@ -36,9 +36,12 @@ struct walk {
 
 static int32_t str_add(struct kp *kp, const char *s)
 {
+	size_t n = strnlen(s, KP_NAME_LEN - 1);
+
 	if (kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
 		return -1;
-	snprintf(kp->strs[kp->nstrs], KP_NAME_LEN, "%s", s);
+	memcpy(kp->strs[kp->nstrs], s, n);
+	kp->strs[kp->nstrs][n] = '\0';
 	return (int32_t)kp->nstrs++;
 }
 
