@@ -366,10 +366,13 @@ int recording_writer__close(struct recording_writer *w, const struct recording_t
 		goto cleanup;
 	rec_put32(t + RT_MAGIC, REC_TRAILER_MAGIC);
 	rec_put32(t + RT_FRAMES, w->frames);
-	rec_put64(t + RT_END_NS, totals ? totals->end_ns : w->max_ts);
-	rec_put64(t + RT_EVENTS, totals ? totals->events : w->events);
-	rec_put64(t + RT_METADATA, totals ? totals->metadata : w->metadata);
-	rec_put64(t + RT_LOST, totals ? totals->lost : w->lost);
+	/* Counts of what is in the file come from the writer, which saw every
+	 * record; the end time and the losses (drops may not all have become
+	 * loss records) from the caller when it has them. */
+	rec_put64(t + RT_END_NS, totals && totals->end_ns ? totals->end_ns : w->max_ts);
+	rec_put64(t + RT_EVENTS, w->events);
+	rec_put64(t + RT_METADATA, w->metadata);
+	rec_put64(t + RT_LOST, totals && totals->lost > w->lost ? totals->lost : w->lost);
 	rec_put64(t + RT_RECORDS, w->records);
 	rec_put32(t + RT_CRC, (uint32_t)crc32(0, t, RT_CRC));
 	struct iovec iov = {t, sizeof(t)};

@@ -147,7 +147,7 @@ static void test_json_lines(void **state)
 		}
 		if (line_no == recs.n + 1) {
 			assert_string_equal(type, "trailer");
-			assert_int_equal(jint(v, "events"), 77);
+			assert_int_equal(jint(v, "events"), 13 * 5);
 			yajl_tree_free(v);
 			continue;
 		}
