@@ -64,7 +64,11 @@ int recording_writer__open(struct recording_writer **w, const char *path,
 int recording_writer__append(struct recording_writer *w, const struct cp_hdr *rec);
 /* Ends the current frame and writes it (no-op when empty). */
 int recording_writer__flush(struct recording_writer *w);
-/* Flushes, writes the trailer, fsyncs and closes; frees w even on error. */
+/* Flushes, writes the trailer, fsyncs and closes; frees w even on error.
+ * totals may be NULL: events, metadata and frames are counted by the writer
+ * itself; end_ns (0: the last record's ts) and lost (at least the sum of the
+ * CP_MD_LOSS records written) come from totals. After a failed flush no
+ * trailer is written, so the file reads as cut short. */
 int recording_writer__close(struct recording_writer *w, const struct recording_totals *totals);
 /* Bytes written so far (for the recorder's summary). */
 uint64_t recording_writer__bytes(const struct recording_writer *w);
