@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * What every BPF file of critpath shares: the target filter, the ring buffer,
+ * the per-CPU drop counters and the configuration. All the .bpf.c files are linked
+ * into one object (bpftool gen object), so the maps and rodata below are
+ * __weak definitions: each file carries one, the linker keeps one.
+ */
+#ifndef CRITPATH_BPF_COMMON_H
+#define CRITPATH_BPF_COMMON_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#include "critpath_abi.h"
+
+/* Values of the targets map. A group whose last thread exited stays DEAD
+ * (still matched) until the recorder removes it, so the exit's final
+ * context switch is still recorded. */
+#define TARGET_LIVE 1
+#define TARGET_DEAD 2
+
+/* Configuration, set by the recorder before load (rodata). */
+const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
+/* Every program returns at its first instruction: the overhead floor of the
+ * hooks themselves (--empty-programs). */
+const volatile __u8 cfg_empty_programs __weak = 0;
+
+/* Thread groups being recorded: tgid → TARGET_LIVE / TARGET_DEAD. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps") __weak;
+
+/* The event stream; max_entries set from --buffer-mb by the recorder. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20);
+} events SEC(".maps") __weak;
+
+/* Failed ring-buffer reserves, per CPU: loss is never silent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps") __weak;
+
+/* Sockets a target touched: struct sock * → owner tgid and the direction of
+ * the last captured payload (see sock.bpf.c). Lets sk_data_ready, which runs
+ * in softirq context with an arbitrary current, know the socket is ours. */
+struct cp_sock_state {
+	__u32 tgid;
+	__u8 last_dir;	/* SOCK_DIR_* */
+	__u8 __pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct cp_sock_state);
+} sock_states SEC(".maps") __weak;
+
+#define SOCK_DIR_NONE 0
+#define SOCK_DIR_READ 1
+#define SOCK_DIR_WRITE 2
+
+static __always_inline bool tgid_is_target(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline bool current_is_target(void)
+{
+	return tgid_is_target(bpf_get_current_pid_tgid() >> 32);
+}
+
+static __always_inline void count_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+
+	if (n)
+		*n += 1;	/* per CPU: no atomics needed */
+}
+
+/* Fills the common header with the current task, CPU and time. */
+static __always_inline void hdr_fill(struct cp_hdr *h, __u16 type, __u16 size, __u64 ts)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	h->type = type;
+	h->size = size;
+	h->cpu = bpf_get_smp_processor_id();
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->ts = ts;
+}
+
+/* Reserves a fixed-size record and fills its header; counts a drop when the
+ * ring buffer is full. */
+static __always_inline void *ev_reserve(__u16 type, __u16 size, __u64 ts)
+{
+	struct cp_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!h) {
+		count_drop();
+		return NULL;
+	}
+	hdr_fill(h, type, size, ts);
+	return h;
+}
+
+/* Sends a variable-size record built in a scratch buffer (exact size). */
+static __always_inline void ev_output(void *rec, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, rec, size, 0))
+		count_drop();
+}
+
+/* The first statement of every program. */
+#define EMPTY_GUARD()                                                                              \
+	do {                                                                                       \
+		if (cfg_empty_programs)                                                            \
+			return 0;                                                                  \
+	} while (0)
+
+static __always_inline __u32 task_cpu_of(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, thread_info.cpu);
+}
+
+#endif /* CRITPATH_BPF_COMMON_H */

@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Scheduler hooks: context switches, wakeups (with the waker's context),
+ * fork/exec/exit (targets follow forks), and the run-queue culprits of target
+ * threads. Each hook has a tp_btf program and a raw_tp twin with the same
+ * arguments; the recorder loads one of the two (raw_tp when tp_btf does not
+ * load), so the bodies read everything through BPF_CORE_READ.
+ */
+#include "common.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define TASK_DEAD_BIT 0x80
+
+/* preempt_count() bits (include/linux/preempt.h): in which context a wakeup
+ * happens. */
+#define PC_SOFTIRQ_OFFSET 0x100
+#define PC_HARDIRQ_MASK 0xf0000
+#define PC_NMI_MASK 0xf00000
+
+extern int __preempt_count __ksym;
+
+/* The softirq vector being served on each CPU (softirqs do not nest on one
+ * CPU, so the latest softirq_entry is the one running). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} softirq_vecs SEC(".maps");
+
+/*
+ * Run-queue culprits. Each CPU keeps, in the kernel only, a ring of the last
+ * RQ_SLICES tasks that ran there and when (written only while some target is
+ * waiting for a CPU). A target thread that becomes runnable without running
+ * (preempted, or woken) gets an rq_wait entry; when it is switched in, the
+ * slices of its CPU overlapping the wait are summed per task and emitted as
+ * at most RQ_TOP culprit records plus one "[other]" record for the rest
+ * (including time older than the ring). No record per foreign switch.
+ */
+#define RQ_SLICES 16
+#define RQ_TOP 4
+
+struct cp_rq_slice {
+	__u32 pid;
+	__u32 tid;
+	__u64 start;
+	__u64 end;
+	char comm[CP_COMM_LEN];
+};
+
+struct cp_cpu_rq {
+	__u64 last_ts;	/* when the task now running got this CPU */
+	__u32 head;
+	__u32 __pad;
+	struct cp_rq_slice s[RQ_SLICES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_cpu_rq);
+} cpu_rqs SEC(".maps");
+
+struct cp_rq_wait {
+	__u64 since;
+	__u32 cpu;
+	__u32 pid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct cp_rq_wait);
+} rq_waits SEC(".maps");
+
+/* Target threads waiting for a CPU, host-wide; 0 = no slice logging needed.
+ * Approximate under races (it only decides whether slices are logged). */
+__u64 rq_waiters = 0;
+
+static __always_inline void rq_wait_begin(__u32 pid, __u32 tid, __u32 cpu, __u64 now)
+{
+	struct cp_rq_wait w = { .since = now, .cpu = cpu, .pid = pid };
+
+	if (bpf_map_update_elem(&rq_waits, &tid, &w, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&rq_waiters, 1);
+}
+
+static __always_inline void rq_wait_cancel(__u32 tid)
+{
+	if (bpf_map_delete_elem(&rq_waits, &tid) == 0)
+		__sync_fetch_and_add(&rq_waiters, -1);
+}
+
+struct cp_culprit {
+	__u32 pid;
+	__u32 tid;
+	__u64 ns;
+	__u32 slice;
+	__u32 used;
+};
+
+static __always_inline void rq_emit(__u32 pid, __u32 tid, __u32 cpu, __u64 now, __u64 since,
+				    __u32 cpid, __u32 ctid, __u64 ns, const char *comm)
+{
+	struct cp_ev_runq_culprit *e;
+
+	e = ev_reserve(CP_EV_RUNQ_CULPRIT, sizeof(*e), now);
+	if (!e)
+		return;
+	e->h.cpu = cpu;
+	e->h.pid = pid;
+	e->h.tid = tid;
+	e->culprit_pid = cpid;
+	e->culprit_tid = ctid;
+	e->ns = ns;
+	e->runnable_since = since;
+	if (comm) {
+		bpf_probe_read_kernel(e->culprit_comm, CP_COMM_LEN, comm);
+	} else {
+		__builtin_memset(e->culprit_comm, 0, CP_COMM_LEN);
+		__builtin_memcpy(e->culprit_comm, "[other]", 8);
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The victim tid got the CPU at now: emit who held its CPU meanwhile. */
+static __always_inline void rq_victim_runs(__u32 tid, __u64 now)
+{
+	struct cp_culprit top[RQ_TOP] = {};
+	struct cp_rq_wait *w, wait;
+	struct cp_cpu_rq *rq;
+	__u64 covered = 0, other = 0, total;
+	__u32 zero = 0;
+
+	w = bpf_map_lookup_elem(&rq_waits, &tid);
+	if (!w)
+		return;
+	wait = *w;
+	rq_wait_cancel(tid);
+	if (now <= wait.since)
+		return;
+	total = now - wait.since;
+	rq = bpf_map_lookup_percpu_elem(&cpu_rqs, &zero, wait.cpu);
+	if (!rq)
+		return;
+
+	for (int i = 0; i < RQ_SLICES; i++) {
+		struct cp_rq_slice *s = &rq->s[(rq->head - 1 - i) & (RQ_SLICES - 1)];
+		__u64 a = s->start > wait.since ? s->start : wait.since;
+		__u64 b = s->end < now ? s->end : now;
+		__u64 o;
+		int k, min_k = 0;
+
+		if (s->end <= wait.since)
+			break;	/* older than the wait: the rest are older still */
+		if (b <= a || s->tid == tid)
+			continue;
+		o = b - a;
+		covered += o;
+		for (k = 0; k < RQ_TOP; k++) {
+			if (top[k].used && top[k].tid == s->tid && top[k].pid == s->pid) {
+				top[k].ns += o;
+				break;
+			}
+		}
+		if (k < RQ_TOP)
+			continue;
+		for (k = 0; k < RQ_TOP; k++) {
+			if (!top[k].used)
+				break;
+			if (top[k].ns < top[min_k].ns)
+				min_k = k;
+		}
+		if (k < RQ_TOP) {
+			top[k].used = 1;
+			top[k].pid = s->pid;
+			top[k].tid = s->tid;
+			top[k].ns = o;
+			top[k].slice = (rq->head - 1 - i) & (RQ_SLICES - 1);
+		} else if (top[min_k & (RQ_TOP - 1)].ns < o) {
+			min_k &= RQ_TOP - 1;
+			other += top[min_k].ns;
+			top[min_k].pid = s->pid;
+			top[min_k].tid = s->tid;
+			top[min_k].ns = o;
+			top[min_k].slice = (rq->head - 1 - i) & (RQ_SLICES - 1);
+		} else {
+			other += o;
+		}
+	}
+	if (total > covered)
+		other += total - covered;	/* slices older than the ring */
+
+	for (int k = 0; k < RQ_TOP; k++) {
+		if (!top[k].used || !top[k].ns)
+			continue;
+		rq_emit(wait.pid, tid, wait.cpu, now, wait.since, top[k].pid, top[k].tid, top[k].ns,
+			rq->s[top[k].slice & (RQ_SLICES - 1)].comm);
+	}
+	if (other)
+		rq_emit(wait.pid, tid, wait.cpu, now, wait.since, 0, 0, other, NULL);
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next, unsigned int prev_state)
+{
+	__u32 prev_pid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
+	__u32 next_pid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
+	__u64 now = bpf_ktime_get_ns();
+	struct cp_ev_sched_switch *e;
+	struct cp_cpu_rq *rq;
+	__u32 zero = 0;
+	bool pt, nt;
+	__u8 state;
+
+	rq = bpf_map_lookup_elem(&cpu_rqs, &zero);
+	if (rq) {
+		if (rq_waiters) {
+			struct cp_rq_slice *s = &rq->s[rq->head & (RQ_SLICES - 1)];
+
+			s->pid = prev_pid;
+			s->tid = prev_tid;
+			s->start = rq->last_ts;
+			s->end = now;
+			bpf_core_read(s->comm, CP_COMM_LEN, &prev->comm);
+			rq->head++;
+		}
+		rq->last_ts = now;
+	}
+
+	pt = tgid_is_target(prev_pid);
+	nt = tgid_is_target(next_pid);
+	if (!pt && !nt)
+		return 0;
+
+	if (preempt || prev_state == 0)
+		state = CP_PREV_PREEMPTED;
+	else if (prev_state & TASK_DEAD_BIT)
+		state = CP_PREV_DEAD;
+	else
+		state = CP_PREV_BLOCKED;
+
+	e = ev_reserve(CP_EV_SCHED_SWITCH, sizeof(*e), now);
+	if (e) {
+		e->h.pid = prev_pid;
+		e->h.tid = prev_tid;
+		e->prev_pid = prev_pid;
+		e->prev_tid = prev_tid;
+		e->next_pid = next_pid;
+		e->next_tid = next_tid;
+		e->prev_state = state;
+		e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
+		e->prev_state_raw = prev_state;
+		bpf_core_read(e->next_comm, CP_COMM_LEN, &next->comm);
+		bpf_ringbuf_submit(e, 0);
+	}
+
+	if (nt)
+		rq_victim_runs(next_tid, now);
+	if (pt) {
+		if (state == CP_PREV_PREEMPTED)
+			rq_wait_begin(prev_pid, prev_tid, bpf_get_smp_processor_id(), now);
+		else
+			rq_wait_cancel(prev_tid);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	EMPTY_GUARD();
+	return on_switch(preempt, prev, next, prev_state);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	EMPTY_GUARD();
+	return on_switch(preempt, prev, next, prev_state);
+}
+
+static __always_inline int on_waking(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct cp_ev_sched_waking *e;
+	__u32 zero = 0, pc, *vec;
+	int *pcp;
+
+	if (!tgid_is_target(pid))
+		return 0;
+	e = ev_reserve(CP_EV_SCHED_WAKING, sizeof(*e), bpf_ktime_get_ns());
+	if (!e)
+		return 0;
+	e->wakee_pid = pid;
+	e->wakee_tid = BPF_CORE_READ(p, pid);
+	e->waker_pid = 0;
+	e->waker_tid = 0;
+	e->softirq_vec = CP_SOFTIRQ_NONE;
+	e->target_cpu = task_cpu_of(p);
+	e->__pad = 0;
+	pcp = bpf_this_cpu_ptr(&__preempt_count);
+	pc = *pcp;
+	if (pc & PC_NMI_MASK) {
+		e->waker_ctx = CP_CTX_NMI;
+	} else if (pc & PC_HARDIRQ_MASK) {
+		e->waker_ctx = CP_CTX_HARDIRQ;
+	} else if (pc & PC_SOFTIRQ_OFFSET) {
+		e->waker_ctx = CP_CTX_SOFTIRQ;
+		vec = bpf_map_lookup_elem(&softirq_vecs, &zero);
+		if (vec)
+			e->softirq_vec = *vec;
+	} else {
+		e->waker_ctx = CP_CTX_TASK;
+		e->waker_pid = e->h.pid;
+		e->waker_tid = e->h.tid;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(sched_waking_btf, struct task_struct *p)
+{
+	EMPTY_GUARD();
+	return on_waking(p);
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(sched_waking_raw, struct task_struct *p)
+{
+	EMPTY_GUARD();
+	return on_waking(p);
+}
+
+/* sched_wakeup fires once the CPU is chosen: the run-queue wait starts. */
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
+	if (!tgid_is_target(pid))
+		return 0;
+	if (BPF_CORE_READ(p, on_cpu))
+		return 0;	/* woken before it got off its CPU: no wait */
+	rq_wait_begin(pid, BPF_CORE_READ(p, pid), task_cpu_of(p), bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+{
+	EMPTY_GUARD();
+	return on_wakeup(p);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
+{
+	EMPTY_GUARD();
+	return on_wakeup(p);
+}
+
+static __always_inline int on_wakeup_new(struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct cp_ev_wakeup_new *e;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!tgid_is_target(pid))
+		return 0;
+	e = ev_reserve(CP_EV_WAKEUP_NEW, sizeof(*e), now);
+	if (e) {
+		e->pid = pid;
+		e->tid = tid;
+		e->target_cpu = task_cpu_of(p);
+		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
+		bpf_ringbuf_submit(e, 0);
+	}
+	rq_wait_begin(pid, tid, task_cpu_of(p), now);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
+{
+	EMPTY_GUARD();
+	return on_wakeup_new(p);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
+{
+	EMPTY_GUARD();
+	return on_wakeup_new(p);
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = BPF_CORE_READ(parent, tgid), cpid = BPF_CORE_READ(child, tgid);
+	struct cp_ev_process_fork *e;
+	__u8 live = TARGET_LIVE;
+
+	if (!tgid_is_target(ppid))
+		return 0;
+	if (cpid != ppid)
+		bpf_map_update_elem(&targets, &cpid, &live, BPF_ANY);	/* follow the child */
+	e = ev_reserve(CP_EV_PROCESS_FORK, sizeof(*e), bpf_ktime_get_ns());
+	if (!e)
+		return 0;
+	e->parent_pid = ppid;
+	e->parent_tid = BPF_CORE_READ(parent, pid);
+	e->child_pid = cpid;
+	e->child_tid = BPF_CORE_READ(child, pid);
+	bpf_core_read(e->child_comm, CP_COMM_LEN, &child->comm);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_process_fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	EMPTY_GUARD();
+	return on_fork(parent, child);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(sched_process_fork_raw, struct task_struct *parent, struct task_struct *child)
+{
+	EMPTY_GUARD();
+	return on_fork(parent, child);
+}
+
+static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct cp_ev_process_exec *e;
+	const char *fn;
+	long n;
+
+	if (!tgid_is_target(BPF_CORE_READ(p, tgid)))
+		return 0;
+	/* Reserved at full size, stored at hdr.size: the tail never reaches
+	 * the file. */
+	e = ev_reserve(CP_EV_PROCESS_EXEC, sizeof(*e), bpf_ktime_get_ns());
+	if (!e)
+		return 0;
+	e->old_tid = old_pid;
+	e->__pad = 0;
+	fn = BPF_CORE_READ(bprm, filename);
+	n = bpf_probe_read_kernel_str(e->filename, CP_FILENAME_MAX, fn);
+	if (n < 1) {
+		e->filename[0] = 0;
+		n = 1;
+	}
+	if (n > CP_FILENAME_MAX)
+		n = CP_FILENAME_MAX;
+	e->filename_len = n - 1;
+	for (int i = 0; i < 8; i++) {	/* zero the alignment padding */
+		long j = n + i;
+
+		if (j < CP_FILENAME_MAX)
+			e->filename[j] = 0;
+	}
+	e->h.size = CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + n);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sched_process_exec_btf, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	EMPTY_GUARD();
+	return on_exec(p, old_pid, bprm);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(sched_process_exec_raw, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	EMPTY_GUARD();
+	return on_exec(p, old_pid, bprm);
+}
+
+static __always_inline int on_exit(struct task_struct *p, bool group_dead)
+{
+	__u32 pid = BPF_CORE_READ(p, tgid);
+	struct cp_ev_process_exit *e;
+	__u8 dead = TARGET_DEAD;
+
+	if (!tgid_is_target(pid))
+		return 0;
+	rq_wait_cancel(BPF_CORE_READ(p, pid));
+	if (group_dead)
+		bpf_map_update_elem(&targets, &pid, &dead, BPF_EXIST);
+	e = ev_reserve(CP_EV_PROCESS_EXIT, sizeof(*e), bpf_ktime_get_ns());
+	if (!e)
+		return 0;
+	e->exit_code = BPF_CORE_READ(p, exit_code);
+	e->group_dead = group_dead;
+	e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_process_exit_btf, struct task_struct *p, bool group_dead)
+{
+	EMPTY_GUARD();
+	return on_exit(p, group_dead);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(sched_process_exit_raw, struct task_struct *p, bool group_dead)
+{
+	EMPTY_GUARD();
+	return on_exit(p, group_dead);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(softirq_entry_btf, unsigned int vec)
+{
+	__u32 zero = 0, *v;
+
+	EMPTY_GUARD();
+	v = bpf_map_lookup_elem(&softirq_vecs, &zero);
+	if (v)
+		*v = vec;
+	return 0;
+}
+
+SEC("raw_tp/softirq_entry")
+int BPF_PROG(softirq_entry_raw, unsigned int vec)
+{
+	__u32 zero = 0, *v;
+
+	EMPTY_GUARD();
+	v = bpf_map_lookup_elem(&softirq_vecs, &zero);
+	if (v)
+		*v = vec;
+	return 0;
+}

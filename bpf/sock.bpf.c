@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Socket syscalls of target threads (socket fds only, checked here: fd →
+ * file → inode is a socket), epoll/poll/select waits, and sk_data_ready for
+ * the sockets a target touched. One record per call, at exit, with enter_ts.
+ */
+#include "syscalls.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define IPPROTO_TCP 6
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_ev_sock);
+} sock_scratch SEC(".maps");
+
+static __always_inline struct sock *fd_sock(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt;
+	struct file **fds, *file;
+	struct socket *sock;
+	umode_t mode;
+
+	if (fd < 0)
+		return NULL;
+	fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return NULL;
+	mode = BPF_CORE_READ(file, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return NULL;
+	sock = BPF_CORE_READ(file, private_data);
+	if (!sock)
+		return NULL;
+	return BPF_CORE_READ(sock, sk);
+}
+
+static __always_inline bool sk_is_tcp(struct sock *sk, __u16 family)
+{
+	return (family == AF_INET || family == AF_INET6) &&
+	       BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
+}
+
+/* Family, type and the 4-tuple; addresses network order, ports host order. */
+static __always_inline void sk_read_info(struct sock *sk, struct cp_inflight *in)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	in->family = family;
+	in->sock_type = BPF_CORE_READ(sk, sk_type);
+	if (family == AF_INET) {
+		__u32 a = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__u32 b = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+
+		__builtin_memcpy(in->laddr, &a, 4);
+		__builtin_memcpy(in->raddr, &b, 4);
+	} else if (family == AF_INET6) {
+		BPF_CORE_READ_INTO(&in->laddr, sk, __sk_common.skc_v6_rcv_saddr);
+		BPF_CORE_READ_INTO(&in->raddr, sk, __sk_common.skc_v6_daddr);
+	}
+	if (family == AF_INET || family == AF_INET6) {
+		in->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+		in->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	}
+}
+
+static __always_inline int call_dir(__u8 call)
+{
+	switch (call) {
+	case CP_SOCK_READ:
+	case CP_SOCK_READV:
+	case CP_SOCK_RECVFROM:
+	case CP_SOCK_RECVMSG:
+	case CP_SOCK_RECVMMSG:
+		return SOCK_DIR_READ;
+	case CP_SOCK_WRITE:
+	case CP_SOCK_WRITEV:
+	case CP_SOCK_SENDTO:
+	case CP_SOCK_SENDMSG:
+	case CP_SOCK_SENDMMSG:
+		return SOCK_DIR_WRITE;
+	}
+	return SOCK_DIR_NONE;
+}
+
+/* Makes the socket known to sk_data_ready; returns its state. */
+static __always_inline struct cp_sock_state *sock_track(struct sock *sk, __u32 tgid)
+{
+	__u64 key = (__u64)sk;
+	struct cp_sock_state *st, fresh = { .tgid = tgid };
+
+	st = bpf_map_lookup_elem(&sock_states, &key);
+	if (st)
+		return st;
+	bpf_map_update_elem(&sock_states, &key, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&sock_states, &key);
+}
+
+static __always_inline int sock_enter(struct trace_event_raw_sys_enter *ctx, __u8 call)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct cp_inflight in = {};
+	struct cp_sock_state *st;
+	struct sock *sk;
+	int dir;
+
+	if (!tgid_is_target(id >> 32))
+		return 0;
+	sk = fd_sock((int)ctx->args[0]);
+	if (!sk)
+		return 0;
+	in.ts = bpf_ktime_get_ns();
+	in.pid = id >> 32;
+	in.fd = (int)ctx->args[0];
+	in.kind = INFLIGHT_SOCK;
+	in.call = call;
+	in.arg0 = ctx->args[1];
+	in.arg1 = ctx->args[2];
+	in.sk = (__u64)sk;
+	sk_read_info(sk, &in);
+	dir = call_dir(call);
+	if (dir != SOCK_DIR_NONE && sk_is_tcp(sk, in.family)) {
+		struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+		in.tcp_seq = dir == SOCK_DIR_WRITE ? BPF_CORE_READ(tp, snd_nxt)
+						   : BPF_CORE_READ(tp, copied_seq);
+	}
+	st = sock_track(sk, id >> 32);
+	/*
+	 * Payload only where protocol detection needs it, to keep recordings
+	 * small: the first read or write on a socket and the first one after a
+	 * change of direction (the start of a request or of a response).
+	 * last_dir is updated at exit, only by calls that moved bytes.
+	 */
+	if (dir != SOCK_DIR_NONE && cfg_payload_bytes && st && st->last_dir != dir)
+		in.capture = 1;
+	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+	return 0;
+}
+
+/* Where the call's first bytes are in user memory, and at most how many. */
+static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *max)
+{
+	struct iovec iov = {};
+	const void *msg = (const void *)in->arg0;
+
+	switch (in->call) {
+	case CP_SOCK_READ:
+	case CP_SOCK_WRITE:
+	case CP_SOCK_RECVFROM:
+	case CP_SOCK_SENDTO:
+		return msg;
+	case CP_SOCK_READV:
+	case CP_SOCK_WRITEV:
+		break;
+	case CP_SOCK_RECVMMSG:
+	case CP_SOCK_SENDMMSG: {
+		unsigned int len = 0;
+
+		bpf_probe_read_user(&len, sizeof(len),
+				    msg + offsetof(struct mmsghdr, msg_len));
+		if (len < *max)
+			*max = len;
+	}
+		/* fallthrough: the first message's msghdr */
+	case CP_SOCK_RECVMSG:
+	case CP_SOCK_SENDMSG: {
+		void *p = NULL;
+
+		bpf_probe_read_user(&p, sizeof(p), msg + offsetof(struct user_msghdr, msg_iov));
+		msg = p;
+		break;
+	}
+	default:
+		return NULL;
+	}
+	if (!msg || bpf_probe_read_user(&iov, sizeof(iov), msg))
+		return NULL;
+	if (iov.iov_len < *max)
+		*max = iov.iov_len;
+	return iov.iov_base;
+}
+
+static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 call)
+{
+	__u32 tid = current_tid(), zero = 0;
+	long ret = ctx->ret;
+	struct cp_ev_sock *e;
+	struct cp_inflight *in;
+	__u64 len = 0, size;
+	struct sock *sk;
+
+	in = bpf_map_lookup_elem(&inflight, &tid);
+	if (!in)
+		return 0;
+	if (in->kind != INFLIGHT_SOCK || in->call != call)
+		goto out;
+	e = bpf_map_lookup_elem(&sock_scratch, &zero);
+	if (!e)
+		goto out;
+	sk = (struct sock *)in->sk;
+	if ((call == CP_SOCK_ACCEPT || call == CP_SOCK_ACCEPT4) && ret >= 0) {
+		/* the new connection is what the call is about */
+		sk = fd_sock(ret);
+		if (sk) {
+			sk_read_info(sk, in);
+			sock_track(sk, in->pid);
+		}
+		in->fd = ret;
+	} else if (call == CP_SOCK_CONNECT) {
+		sk_read_info(sk, in);	/* the local port exists now */
+	} else if (call == CP_SOCK_CLOSE && ret == 0) {
+		__u64 key = in->sk;
+
+		bpf_map_delete_elem(&sock_states, &key);
+	}
+
+	hdr_fill(&e->h, CP_EV_SOCK, 0, bpf_ktime_get_ns());
+	e->enter_ts = in->ts;
+	e->bytes = ret;
+	e->fd = in->fd;
+	e->phase = CP_PHASE_EXIT;
+	e->call = call;
+	e->family = in->family;
+	e->lport = in->lport;
+	e->rport = in->rport;
+	e->tcp_seq = in->tcp_seq;
+	__builtin_memcpy(e->laddr, in->laddr, CP_ADDR_LEN);
+	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
+	e->sock_type = in->sock_type;
+	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
+
+	if (in->capture && ret > 0) {
+		__u64 max = call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX
+										 : ret;
+		const void *src;
+
+		if (max > cfg_payload_bytes)
+			max = cfg_payload_bytes;
+		src = payload_src(in, &max);
+		len = max;
+		if (len > CP_PAYLOAD_MAX)
+			len = CP_PAYLOAD_MAX;
+		barrier_var(len);
+		if (src && len && len <= CP_PAYLOAD_MAX) {
+			if (bpf_probe_read_user(e->payload, len, src))
+				len = 0;
+		} else {
+			len = 0;
+		}
+		if (len) {
+			__u64 key = in->sk;
+			struct cp_sock_state *st = bpf_map_lookup_elem(&sock_states, &key);
+
+			if (st)
+				st->last_dir = call_dir(call);
+		}
+	}
+	e->payload_len = len;
+	size = CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len);
+	for (int i = 0; i < 8; i++) {	/* zero the alignment padding */
+		__u64 j = len + i;
+
+		if (j < CP_PAYLOAD_MAX)
+			e->payload[j] = 0;
+	}
+	e->h.size = size;
+	if (size <= sizeof(*e))
+		ev_output(e, size);
+out:
+	bpf_map_delete_elem(&inflight, &tid);
+	return 0;
+}
+
+#define SOCK_CALL(name, call)                                                                      \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
+	int sys_enter_##name(struct trace_event_raw_sys_enter *ctx)                                \
+	{                                                                                          \
+		EMPTY_GUARD();                                                                     \
+		return sock_enter(ctx, call);                                                      \
+	}                                                                                          \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
+	int sys_exit_##name(struct trace_event_raw_sys_exit *ctx)                                  \
+	{                                                                                          \
+		EMPTY_GUARD();                                                                     \
+		return sock_exit(ctx, call);                                                       \
+	}
+
+SOCK_CALL(accept, CP_SOCK_ACCEPT)
+SOCK_CALL(accept4, CP_SOCK_ACCEPT4)
+SOCK_CALL(connect, CP_SOCK_CONNECT)
+SOCK_CALL(read, CP_SOCK_READ)
+SOCK_CALL(write, CP_SOCK_WRITE)
+SOCK_CALL(readv, CP_SOCK_READV)
+SOCK_CALL(writev, CP_SOCK_WRITEV)
+SOCK_CALL(recvfrom, CP_SOCK_RECVFROM)
+SOCK_CALL(sendto, CP_SOCK_SENDTO)
+SOCK_CALL(recvmsg, CP_SOCK_RECVMSG)
+SOCK_CALL(sendmsg, CP_SOCK_SENDMSG)
+SOCK_CALL(recvmmsg, CP_SOCK_RECVMMSG)
+SOCK_CALL(sendmmsg, CP_SOCK_SENDMMSG)
+SOCK_CALL(close, CP_SOCK_CLOSE)
+SOCK_CALL(shutdown, CP_SOCK_SHUTDOWN)
+
+/* epoll/poll/select: only the interval matters. */
+static __always_inline int poll_enter(__u8 call)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct cp_inflight in = {};
+	__u32 tid = (__u32)id;
+
+	if (!tgid_is_target(id >> 32))
+		return 0;
+	in.ts = bpf_ktime_get_ns();
+	in.pid = id >> 32;
+	in.kind = INFLIGHT_POLL;
+	in.call = call;
+	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int poll_exit(__u8 call, long ret)
+{
+	__u32 tid = current_tid();
+	struct cp_inflight *in;
+	struct cp_ev_poll *e;
+
+	in = bpf_map_lookup_elem(&inflight, &tid);
+	if (!in)
+		return 0;
+	if (in->kind != INFLIGHT_POLL || in->call != call)
+		goto out;
+	e = ev_reserve(CP_EV_POLL, sizeof(*e), bpf_ktime_get_ns());
+	if (!e)
+		goto out;
+	e->enter_ts = in->ts;
+	e->ret = ret;
+	e->phase = CP_PHASE_EXIT;
+	e->call = call;
+	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
+	bpf_ringbuf_submit(e, 0);
+out:
+	bpf_map_delete_elem(&inflight, &tid);
+	return 0;
+}
+
+#define POLL_CALL(name, call)                                                                      \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
+	int sys_enter_##name(struct trace_event_raw_sys_enter *ctx)                                \
+	{                                                                                          \
+		EMPTY_GUARD();                                                                     \
+		return poll_enter(call);                                                           \
+	}                                                                                          \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
+	int sys_exit_##name(struct trace_event_raw_sys_exit *ctx)                                  \
+	{                                                                                          \
+		EMPTY_GUARD();                                                                     \
+		return poll_exit(call, ctx->ret);                                                  \
+	}
+
+POLL_CALL(epoll_wait, CP_POLL_EPOLL_WAIT)
+POLL_CALL(epoll_pwait, CP_POLL_EPOLL_PWAIT)
+POLL_CALL(epoll_pwait2, CP_POLL_EPOLL_PWAIT2)
+POLL_CALL(poll, CP_POLL_POLL)
+POLL_CALL(ppoll, CP_POLL_PPOLL)
+POLL_CALL(select, CP_POLL_SELECT)
+POLL_CALL(pselect6, CP_POLL_PSELECT6)
+
+/* Data arrived on a socket a target touched (softirq context, usually). */
+static __always_inline int on_data_ready(struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct cp_ev_sk_data_ready *e;
+	struct cp_inflight info = {};
+
+	if (!bpf_map_lookup_elem(&sock_states, &key))
+		return 0;
+	e = ev_reserve(CP_EV_SK_DATA_READY, sizeof(*e), bpf_ktime_get_ns());
+	if (!e)
+		return 0;
+	sk_read_info(sk, &info);
+	e->family = info.family;
+	e->lport = info.lport;
+	e->rport = info.rport;
+	e->__pad = 0;
+	e->__pad2 = 0;
+	e->rcv_nxt = sk_is_tcp(sk, info.family) ? BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt) : 0;
+	__builtin_memcpy(e->laddr, info.laddr, CP_ADDR_LEN);
+	__builtin_memcpy(e->raddr, info.raddr, CP_ADDR_LEN);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(sk_data_ready_btf, struct sock *sk)
+{
+	EMPTY_GUARD();
+	return on_data_ready(sk);
+}
+
+SEC("raw_tp/sk_data_ready")
+int BPF_PROG(sk_data_ready_raw, struct sock *sk)
+{
+	EMPTY_GUARD();
+	return on_data_ready(sk);
+}
