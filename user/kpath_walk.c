@@ -247,8 +247,14 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	struct kp *kp = w->kp;
 	const struct kp_thread *th = &kp->th[thread];
 	uint64_t dur = iv->end - iv->start;
-	int err = seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1,
-			  proc_frame(w, thread));
+	int err;
+
+	/* the CPU was held by the culprits: their time is interference, even
+	 * inside the serving thread's own work */
+	if (iv->ncul)
+		interf = true;
+	err = seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1,
+		      proc_frame(w, thread));
 
 	if (err || t <= a)
 		return err;

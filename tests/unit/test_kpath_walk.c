@@ -297,7 +297,7 @@ static void test_runqueue(void **state)
 	static struct kb b;
 	const struct want w[] = {
 		{0, 3, CP_CAT_CPU, 100, false},
-		{3, 7, CP_CAT_RUNQUEUE, 100, false},
+		{3, 7, CP_CAT_RUNQUEUE, 100, true},	/* the hog's time: interference */
 		{7, 9, CP_CAT_CPU, 100, false},
 	};
 	const struct kb_req *q;
