@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * span.h on the real engine: traces become requests, warnings name file,
+ * trace and span, and the average critical path merges sections by call
+ * path ("service operation" per level from the root).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "engine.h"
+#include "span.h"
+
+/* Two traces of the same shape (root 0..100 µs calling "db" 10..50 µs) and
+ * one orphan in the second. */
+static const char two_traces[] =
+	"{\"data\":["
+	"{\"traceID\":\"t1\",\"spans\":["
+	"{\"spanID\":\"a\",\"operationName\":\"GET\",\"startTime\":1700000000000000,"
+	"\"duration\":100,\"processID\":\"p1\"},"
+	"{\"spanID\":\"b\",\"operationName\":\"query\",\"references\":[{\"refType\":\"CHILD_OF\","
+	"\"spanID\":\"a\"}],\"startTime\":1700000000000010,\"duration\":40,\"processID\":\"p2\","
+	"\"tags\":[{\"key\":\"db\",\"type\":\"string\",\"value\":\"users\"}]}],"
+	"\"processes\":{\"p1\":{\"serviceName\":\"web\"},\"p2\":{\"serviceName\":\"db\"}}},"
+	"{\"traceID\":\"t2\",\"spans\":["
+	"{\"spanID\":\"a\",\"operationName\":\"GET\",\"startTime\":1700000001000000,"
+	"\"duration\":100,\"processID\":\"p1\"},"
+	"{\"spanID\":\"b\",\"operationName\":\"query\",\"references\":[{\"refType\":\"CHILD_OF\","
+	"\"spanID\":\"a\"}],\"startTime\":1700000001000010,\"duration\":40,\"processID\":\"p2\"},"
+	"{\"spanID\":\"c\",\"operationName\":\"lost\",\"references\":[{\"refType\":\"CHILD_OF\","
+	"\"spanID\":\"zz\"}],\"startTime\":1700000001000060,\"duration\":10,\"processID\":\"p1\"}],"
+	"\"processes\":{\"p1\":{\"serviceName\":\"web\"},\"p2\":{\"serviceName\":\"db\"}}}]}";
+
+static const struct engine_profile_entry *find(const struct engine_result *r, const char *f0,
+					       const char *f1)
+{
+	for (uint32_t i = 0; i < r->nprofile; i++) {
+		const struct engine_profile_entry *p = &r->profile[i];
+
+		if (p->nframes == (f1 ? 2u : 1u) && !strcmp(p->frames[0], f0) &&
+		    (!f1 || !strcmp(p->frames[1], f1)))
+			return p;
+	}
+	return NULL;
+}
+
+static void test_average_path_by_call_path(void **state)
+{
+	struct engine_opts eo = { .overlap_tolerance = 0.01 };
+	struct span_opts so = { .overlap_tolerance = 0.01 };
+	struct engine *e = engine__new(&eo);
+	const struct engine_result *r;
+	const struct engine_profile_entry *root, *db;
+	bool warned = false;
+
+	assert_non_null(e);
+	engine__set_quiet(e, true);
+	assert_int_equal(span__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1, e, &so),
+			 2);
+	r = engine__result(e);
+	assert_int_equal(r->nrequests, 2);
+	root = find(r, "web GET", NULL);
+	db = find(r, "web GET", "db query");
+	assert_non_null(root);
+	assert_non_null(db);
+	/* both traces' db sections merged: 40 µs each */
+	assert_int_equal(db->requests, 2);
+	assert_int_equal(db->total_ns, 80000);
+	/* root: 60 µs in t1, 50 µs in t2 (the orphan took 10) */
+	assert_int_equal(root->total_ns, 110000);
+	assert_non_null(find(r, "web GET", "web lost"));
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		if (strstr(r->warnings[i], "x.json: trace t2: span c: parent zz"))
+			warned = true;
+	assert_true(warned);
+	engine__free(e);
+}
+
+static void test_tag_filter(void **state)
+{
+	struct engine_opts eo = { .filter.tag = "db=users" };
+	struct engine *e = engine__new(&eo);
+
+	assert_non_null(e);
+	engine__set_quiet(e, true);
+	/* both traces are analysed and handed over; the engine keeps the tagged one */
+	assert_int_equal(span__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1, e, NULL),
+			 2);
+	assert_int_equal(engine__result(e)->nrequests, 1);
+	engine__free(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_average_path_by_call_path),
+		cmocka_unit_test(test_tag_filter),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
