@@ -15,6 +15,7 @@
 #include "kpath_internal.h"
 
 #define KP_PRUNE_EVERY 65536u
+#define KP_HOLD_MAX_NS 30000000000ull
 
 int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
@@ -305,7 +306,9 @@ static int kp_prune(struct kp *kp)
 				return err;
 			continue;
 		}
-		if (c->req.start < mark)
+		/* an open request holds state back, but not forever: one open
+		 * longer than KP_HOLD_MAX_NS is walked over what is left */
+		if (c->req.start < mark && c->req.start + KP_HOLD_MAX_NS > kp->now)
 			mark = c->req.start;
 	}
 	if (!mark)
