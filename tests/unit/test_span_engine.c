@@ -50,7 +50,7 @@ static const struct engine_profile_entry *find(const struct engine_result *r, co
 
 static void test_average_path_by_call_path(void **state)
 {
-	struct engine_opts eo = { .overlap_tolerance = 0.01 };
+	struct engine_opts eo = { .overlap_tolerance = 0.01, .keep_slowest = 2 };
 	struct span_opts so = { .overlap_tolerance = 0.01 };
 	struct engine *e = engine__new(&eo);
 	const struct engine_result *r;
@@ -82,7 +82,7 @@ static void test_average_path_by_call_path(void **state)
 
 static void test_tag_filter(void **state)
 {
-	struct engine_opts eo = { .filter.tag = "db=users" };
+	struct engine_opts eo = { .filter.tag = "db=users", .keep_slowest = 1 };
 	struct engine *e = engine__new(&eo);
 
 	assert_non_null(e);
