@@ -419,6 +419,31 @@ static void ahead__update_min(struct recording_reader *r)
 	}
 }
 
+/* A good frame header at r->off: queued (true), or skipped when its frame
+ * came before (a file spliced or appended to itself). */
+static bool reader__accept(struct recording_reader *r, const struct fhdr *h)
+{
+	bool resynced = r->resynced;
+
+	r->resynced = false;
+	r->off = h->off + REC_FRAME_HDR_SIZE + h->comp;
+	if (h->seq < r->next_seq) {
+		reader__problem(r,
+				"frame at byte %llu repeats sequence number %u (expected %u); "
+				"skipped it",
+				(unsigned long long)h->off, h->seq, r->next_seq);
+		return false;
+	}
+	if (h->seq > r->next_seq && !resynced)
+		reader__problem(r, "frames %u to %u missing before byte %llu", r->next_seq,
+				h->seq - 1, (unsigned long long)h->off);
+	r->next_seq = h->seq + 1;
+	r->ahead[(r->ahead_first + r->nahead++) % WINDOW_FRAMES] = *h;
+	if (h->min_ts < r->ahead_min_ts)
+		r->ahead_min_ts = h->min_ts;
+	return true;
+}
+
 /* Reads what comes at r->off: a frame header (appended to ahead[], r->off
  * moves past its contents, read later) or the trailer, or notes why there
  * is neither. */
@@ -497,20 +522,9 @@ static void reader__peek(struct recording_reader *r)
 			if (fhdr__parse(b, r->off, &h)) {
 				insane = fhdr__insane(&h);
 				if (!insane) {
-					if (h.seq != r->next_seq && !r->resynced)
-						reader__problem(r,
-								"frame at byte %llu has sequence "
-								"number %u, expected %u",
-								(unsigned long long)r->off, h.seq,
-								r->next_seq);
-					r->resynced = false;
-					r->next_seq = h.seq + 1;
-					r->ahead[(r->ahead_first + r->nahead++) % WINDOW_FRAMES] =
-					    h;
-					if (h.min_ts < r->ahead_min_ts)
-						r->ahead_min_ts = h.min_ts;
-					r->off = h.off + REC_FRAME_HDR_SIZE + h.comp;
-					return;
+					if (reader__accept(r, &h))
+						return;
+					continue;
 				}
 			} else {
 				insane = "header checksum mismatch";

@@ -207,6 +207,81 @@ static void test_random_flips(void **state)
 	rt_recs__free(&recs);
 }
 
+/* Ranges deleted, duplicated, moved: what comes out is still a subsequence
+ * of what was written (frames seen before are not delivered twice). */
+static void test_random_splices(void **state)
+{
+	struct rt_file f, bad;
+	struct rt_recs recs = {};
+	uint8_t *copy;
+	int damaged = 0;
+
+	rt_recs__every_type(&recs, 3, 6);
+	rt_file__write(&f, &recs, 7);
+	rt_file__path(&bad);
+	copy = malloc(2 * f.len);
+	assert_non_null(copy);
+	srand(777);
+	for (int it = 0; it < 1500; it++) {
+		size_t a = (size_t)rand() % f.len, b = (size_t)rand() % f.len, len;
+		bool clean;
+
+		if (a > b) {
+			size_t t = a;
+			a = b;
+			b = t;
+		}
+		if (it % 2) {
+			/* delete [a, b) */
+			memcpy(copy, f.data, a);
+			memcpy(copy + a, f.data + b, f.len - b);
+			len = f.len - (b - a);
+		} else {
+			/* insert a copy of [a, b) at a random place */
+			size_t at = (size_t)rand() % f.len;
+			memcpy(copy, f.data, at);
+			memcpy(copy + at, f.data + a, b - a);
+			memcpy(copy + at + (b - a), f.data + at, f.len - at);
+			len = f.len + (b - a);
+		}
+		write_bytes(bad.path, copy, len);
+		if (read_check(bad.path, &recs, false, NULL, &clean) >= 0 && !clean)
+			damaged++;
+		read_time_order(bad.path);
+	}
+	assert_true(damaged > 500);
+	free(copy);
+	rt_file__remove(&bad);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
+/* A whole frame repeated: reported, not delivered twice. */
+static void test_repeated_frame(void **state)
+{
+	struct rt_file f, bad;
+	struct rt_recs recs = {};
+	const char *why;
+	bool clean;
+
+	rt_recs__every_type(&recs, 2, 1);
+	rt_file__write(&f, &recs, 10);
+	rt_file__path(&bad);
+	size_t first = 16 + rt_get32(f.data + 12) + 4;
+	size_t flen = 48 + rt_get32(f.data + first + 8);
+	uint8_t *copy = malloc(f.len + flen);
+	memcpy(copy, f.data, first + flen);
+	memcpy(copy + first + flen, f.data + first, f.len - first);
+	write_bytes(bad.path, copy, f.len + flen);
+	assert_int_equal(read_check(bad.path, &recs, true, &why, &clean), recs.n);
+	assert_false(clean);
+	assert_non_null(strstr(why, "repeats sequence number 0"));
+	free(copy);
+	rt_file__remove(&bad);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
 /* A corrupted frame in the middle costs that frame only. */
 static void test_skip_bad_frame(void **state)
 {
@@ -402,10 +477,17 @@ static void test_forged_records(void **state)
 
 int main(void)
 {
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_truncate_every_offset), cmocka_unit_test(test_cut_message),
-	    cmocka_unit_test(test_random_flips),	  cmocka_unit_test(test_skip_bad_frame),
-	    cmocka_unit_test(test_writer_out_of_space),	  cmocka_unit_test(test_forged_records),
+		cmocka_unit_test(test_truncate_every_offset),
+		cmocka_unit_test(test_cut_message),
+		cmocka_unit_test(test_random_flips),
+		cmocka_unit_test(test_random_splices),
+		cmocka_unit_test(test_repeated_frame),
+		cmocka_unit_test(test_skip_bad_frame),
+		cmocka_unit_test(test_writer_out_of_space),
+		cmocka_unit_test(test_forged_records),
 	};
+	/* clang-format on */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
