@@ -29,7 +29,7 @@
 
 #define KP_NONE UINT32_MAX
 #define KP_OPEN UINT64_MAX		/* end of an interval still open */
-#define KP_KEEP_NS 2000000000ull	/* state kept behind the stream at least */
+#define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
 #define KP_IDLE_FINISH_NS 1000000000ull	/* a response idle this long is complete */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
 #define KP_NAME_LEN 64

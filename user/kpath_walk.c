@@ -32,6 +32,11 @@ struct walk {
 	uint32_t proc;		/* the serving process */
 	uint64_t start;
 	const char *call;	/* the downstream call the walk went through, or NULL */
+	/* the last activation asked about: intervals of one activation share
+	 * their owner, and the walk asks about them one after the other */
+	uint32_t memo_thread;
+	int64_t memo_block;
+	bool memo_owned;
 };
 
 static int32_t str_add(struct kp *kp, const char *s)
@@ -100,7 +105,7 @@ static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t 
  * through wakers, through the traced peer's write for network wakeups, and
  * to the request's own connection (its data arriving is the request).
  */
-static bool owned(const struct walk *w, uint32_t thread, int64_t idx)
+static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 {
 	struct kp *kp = w->kp;
 
@@ -144,6 +149,23 @@ static bool owned(const struct walk *w, uint32_t thread, int64_t idx)
 			return false;
 	}
 	return false;
+}
+
+static bool owned(struct walk *w, uint32_t thread, int64_t idx)
+{
+	const struct kp_thread *t = &w->kp->th[thread];
+	int64_t j = idx;
+
+	if (thread == w->serving)
+		return true;
+	while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
+		j--;
+	if (thread != w->memo_thread || j != w->memo_block) {
+		w->memo_thread = thread;
+		w->memo_block = j;
+		w->memo_owned = owned_uncached(w, thread, j);
+	}
+	return w->memo_owned;
 }
 
 static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread,
@@ -283,7 +305,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			 .conn = conn,
 			 .serving = c->req.reader,
 			 .proc = c->proc,
-			 .start = c->req.start};
+			 .start = c->req.start,
+			 .memo_thread = KP_NONE};
 	uint64_t t = c->req.end, S = c->req.start;
 	uint32_t thread = c->req.writer, jumps = 0, steps = 0;
 	bool lock_chain = false;
