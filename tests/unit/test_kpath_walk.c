@@ -393,6 +393,61 @@ static void test_keepalive_two_requests(void **state)
 	check_tiling(&b.reqs[1]);
 }
 
+/* An event loop (Redis-like): one thread, two connections, both requests
+ * read in one wakeup and answered in turn; RESP names, each request from its
+ * own data arrival to its own reply. */
+static void test_event_loop_two_connections(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
+	const char *set = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+	const char *get = "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+	const struct kb_req *q1, *q2;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "redis-server");
+	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B, 0, 100, CL, 1000 + (uint32_t)strlen(set));
+	kb_wake(&b, B, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_dready(&b, B + 1 * U, 1, 100, c2, 3000 + (uint32_t)strlen(get));
+	kb_switch(&b, B + 2 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "redis-server");
+	{
+		struct cp_ev_poll *p = (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 2 * U + 100,
+						      0, 100, 100);
+
+		p->enter_ts = B - 50 * U - 1;
+		p->ret = 2;
+		p->phase = CP_PHASE_EXIT;
+		p->call = CP_POLL_EPOLL_WAIT;
+	}
+	kb_sock(&b, B + 3 * U, B + 3 * U + 100, 100, 100, CP_SOCK_READ, 5, CL,
+		(int64_t)strlen(set), 1000, set);
+	kb_sock(&b, B + 4 * U, B + 4 * U + 100, 100, 100, CP_SOCK_READ, 6, c2,
+		(int64_t)strlen(get), 3000, get);
+	kb_sock(&b, B + 5 * U - 100, B + 5 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 5, 9000, "+OK\r\n");
+	kb_sock(&b, B + 6 * U - 100, B + 6 * U, 100, 100, CP_SOCK_WRITE, 6, c2, 7, 7000,
+		"$1\r\nv\r\n");
+	kb_switch(&b, B + 7 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	q1 = &b.reqs[0];
+	q2 = &b.reqs[1];
+	if (strcmp(q1->name, "SET"))
+		q1 = &b.reqs[1], q2 = &b.reqs[0];
+	assert_string_equal(q1->name, "SET");
+	assert_string_equal(q2->name, "GET");
+	assert_string_equal(q1->service, "redis-server:80");
+	assert_int_equal(q1->start, B);
+	assert_int_equal(q1->end, B + 5 * U);
+	assert_int_equal(q2->start, B + 1 * U);
+	assert_int_equal(q2->end, B + 6 * U);
+	check_tiling(q1);
+	check_tiling(q2);
+	/* q1: waiting for its reader's CPU after the wakeup, then cpu */
+	assert_int_equal(q1->segs[0].cat, CP_CAT_RUNQUEUE);
+	assert_int_equal(q1->segs[q1->nsegs - 1].cat, CP_CAT_CPU);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_untraced_downstream),
 		cmocka_unit_test(test_loss_partial),
 		cmocka_unit_test(test_keepalive_two_requests),
+		cmocka_unit_test(test_event_loop_two_connections),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
