@@ -21,7 +21,7 @@
 struct input {
 	const char *path;
 	struct recording_reader *r;
-	const struct cp_hdr *cur;	/* the next record, NULL at the end */
+	const struct cp_hdr *cur; /* the next record, NULL at the end */
 	int64_t delta;
 	uint32_t src;
 	const char **models;
@@ -75,8 +75,8 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 		if (!first)
 			first = info;
 		/* another host's monotonic clock: align on the real-time clock */
-		if (first != info && (!first->boot_id || !info->boot_id ||
-				      strcmp(first->boot_id, info->boot_id)))
+		if (first != info &&
+		    (!first->boot_id || !info->boot_id || strcmp(first->boot_id, info->boot_id)))
 			in->delta = info->realtime_offset_ns - first->realtime_offset_ns;
 		in->models = calloc(info->ncpus ? info->ncpus : 1, sizeof(*in->models));
 		if (!in->models) {
@@ -89,7 +89,8 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			if (cpu >= 0 && (uint32_t)cpu < info->ncpus)
 				in->models[cpu] = info->cpus[c].model;
 		}
-		src = kp__add_source(&kp, info->boot_id && info->boot_id[0] ? info->boot_id : info->host,
+		src = kp__add_source(&kp,
+				     info->boot_id && info->boot_id[0] ? info->boot_id : info->host,
 				     in->delta, info->host, info->sku, info->ncpus, in->models);
 		if (src < 0) {
 			err = src;
@@ -127,7 +128,8 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 		}
 		if (progress && !(kp.records & ((1u << 22) - 1)))
 			fprintf(stderr, "\rcritpath report: %llu records, %llu requests",
-				(unsigned long long)kp.records, (unsigned long long)kp.requests_out);
+				(unsigned long long)kp.records,
+				(unsigned long long)kp.requests_out);
 		input_next(best, e);
 	}
 	err = kp__finish(&kp);
@@ -138,8 +140,10 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     (unsigned long long)kp.requests_partial,
 			     (unsigned long long)kp.requests_out);
 	if (!kp.requests_out)
-		engine__warn(e, "%s%s: no requests found (no server connection carried a request "
-				"and its response)", paths[0], npaths > 1 ? " and others" : "");
+		engine__warn(e,
+			     "%s%s: no requests found (no server connection carried a request "
+			     "and its response)",
+			     paths[0], npaths > 1 ? " and others" : "");
 cleanup:
 	kp__free(&kp);
 	for (int i = 0; i < npaths; i++) {

@@ -296,7 +296,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		return 0;
 	}
 	if (c->phase == KP_PH_IDLE)
-		return 0;	/* nothing asked for it (server push, or its request came before us) */
+		return 0; /* nothing asked for it (server push, or its request came before us) */
 	if (c->phase == KP_PH_READING) {
 		c->req.status = proto__http_status(e->payload, e->payload_len);
 		c->phase = KP_PH_WRITING;
@@ -326,9 +326,9 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	struct kp_conn *c;
 
 	if (e->phase != CP_PHASE_EXIT)
-		return 0;	/* still in progress when the recording ended */
+		return 0; /* still in progress when the recording ended */
 	if (e->sock_type && e->sock_type != SOCK_STREAM)
-		return 0;	/* datagrams have no requests to frame */
+		return 0; /* datagrams have no requests to frame */
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;
@@ -378,7 +378,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		if (e->bytes > 0)
 			return conn_read(kp, ci, e, thread, ts, enter);
 		if (e->bytes == 0 && c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
-			return kp__conn_finish_req(kp, ci);	/* EOF */
+			return kp__conn_finish_req(kp, ci); /* EOF */
 		return 0;
 	}
 	if (is_write(e->call) && e->bytes > 0)
@@ -386,8 +386,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	return 0;
 }
 
-int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e,
-		    uint64_t ts)
+int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts)
 {
 	struct kp_addr a;
 	struct kp_conn *c;

@@ -365,8 +365,9 @@ static int on_exec(struct kp *kp, uint32_t host, const struct cp_ev_process_exec
 {
 	uint32_t t = kp__thread_find(kp, host, (int32_t)e->h.tid);
 	const char *base, *fn = e->filename;
-	size_t max = e->h.size > offsetof(struct cp_ev_process_exec, filename) ?
-			     e->h.size - offsetof(struct cp_ev_process_exec, filename) : 0;
+	size_t max = e->h.size > offsetof(struct cp_ev_process_exec, filename)
+			 ? e->h.size - offsetof(struct cp_ev_process_exec, filename)
+			 : 0;
 	char comm[CP_COMM_LEN] = "";
 
 	if (t == KP_NONE || !max)
@@ -391,10 +392,10 @@ static int on_syscall_block(struct kp *kp, uint32_t host, const struct cp_hdr *h
 	return 0;
 }
 
-#define NEED(type) \
-	do { \
-		if (rec->size < sizeof(type)) \
-			return 0; \
+#define NEED(type)                                                                                 \
+	do {                                                                                       \
+		if (rec->size < sizeof(type))                                                      \
+			return 0;                                                                  \
 	} while (0)
 
 static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64_t ts)
@@ -500,7 +501,7 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 		return 0;
 	}
 	default:
-		return 0;	/* block, uprobe, hooks, probes, and types added later */
+		return 0; /* block, uprobe, hooks, probes, and types added later */
 	}
 }
 

@@ -30,12 +30,12 @@
 #define KP_NONE UINT32_MAX
 #define KP_OPEN UINT64_MAX		/* end of an interval still open */
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
-#define KP_IDLE_FINISH_NS 1000000000ull	/* a response idle this long is complete */
+#define KP_IDLE_FINISH_NS 1000000000ull /* a response idle this long is complete */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
 #define KP_NAME_LEN 64
 
 enum kp_state {
-	KP_ST_UNKNOWN = 0,	/* before the first event of the thread */
+	KP_ST_UNKNOWN = 0, /* before the first event of the thread */
 	KP_ST_RUNNING,
 	KP_ST_RUNNABLE,
 	KP_ST_BLOCKED,
@@ -45,33 +45,33 @@ enum kp_state {
 enum kp_reason {
 	KP_BR_NONE = 0,
 	KP_BR_FUTEX,
-	KP_BR_SOCK,	/* recv on a connection (conn) */
+	KP_BR_SOCK, /* recv on a connection (conn) */
 	KP_BR_POLL,
-	KP_BR_DISK,	/* uninterruptible (D state) */
-	KP_BR_NEW,	/* not yet born: ends with the parent's wakeup_new */
+	KP_BR_DISK, /* uninterruptible (D state) */
+	KP_BR_NEW,  /* not yet born: ends with the parent's wakeup_new */
 };
 
 enum kp_wake {
-	KP_WK_NONE = 0,	/* unknown: no wakeup seen */
+	KP_WK_NONE = 0, /* unknown: no wakeup seen */
 	KP_WK_TASK,	/* waker = a thread */
 	KP_WK_NEW,	/* wakeup_new by the parent (waker) */
 	KP_WK_NET,	/* NET_RX; conn = the socket (sk_data_ready just before) */
 	KP_WK_TIMER,
 	KP_WK_DISK,
-	KP_WK_OTHER,	/* another interrupt */
+	KP_WK_OTHER, /* another interrupt */
 };
 
 struct kp_iv {
-	uint64_t start, end;	/* end = KP_OPEN while current */
-	uint64_t uaddr;		/* futex */
-	uint32_t waker;		/* thread index (TASK / NEW), or KP_NONE */
-	uint32_t conn;		/* NET wakeup's or SOCK block's connection, or KP_NONE */
-	uint32_t cul_first;	/* absolute index into the thread's culprits */
+	uint64_t start, end; /* end = KP_OPEN while current */
+	uint64_t uaddr;	     /* futex */
+	uint32_t waker;	     /* thread index (TASK / NEW), or KP_NONE */
+	uint32_t conn;	     /* NET wakeup's or SOCK block's connection, or KP_NONE */
+	uint32_t cul_first;  /* absolute index into the thread's culprits */
 	uint16_t ncul;
 	int16_t cpu;
-	uint8_t state;		/* enum kp_state */
-	uint8_t reason;		/* enum kp_reason (blocked) */
-	uint8_t wake;		/* enum kp_wake (blocked: what ended it) */
+	uint8_t state;	/* enum kp_state */
+	uint8_t reason; /* enum kp_reason (blocked) */
+	uint8_t wake;	/* enum kp_wake (blocked: what ended it) */
 	uint8_t __pad;
 };
 
@@ -83,16 +83,16 @@ struct kp_culprit {
 };
 
 struct kp_thread {
-	uint64_t key;		/* host << 32 | tid */
+	uint64_t key; /* host << 32 | tid */
 	int32_t pid, tid;
 	uint32_t host;
-	uint32_t proc;		/* process index */
+	uint32_t proc; /* process index */
 	char comm[CP_COMM_LEN];
 	struct kp_iv *iv;
 	uint32_t niv, capiv;
 	struct kp_culprit *cul;
 	uint32_t ncul, capcul;
-	uint64_t cul_base;	/* absolute index of cul[0] */
+	uint64_t cul_base; /* absolute index of cul[0] */
 	/* a wakeup seen while we still thought the thread was running (the
 	 * waking and the switch-out raced on two CPUs) */
 	uint64_t pend_wake_ts;
@@ -104,8 +104,8 @@ struct kp_proc {
 	uint32_t host;
 	int32_t pid;
 	char comm[CP_COMM_LEN];
-	bool comm_from_md;	/* CP_MD_PROCESS named it: keep that name */
-	uint16_t *listen;	/* listening ports */
+	bool comm_from_md; /* CP_MD_PROCESS named it: keep that name */
+	uint16_t *listen;  /* listening ports */
 	uint32_t nlisten, caplisten;
 };
 
@@ -133,28 +133,28 @@ enum kp_phase { KP_PH_IDLE = 0, KP_PH_READING, KP_PH_WRITING };
 
 /* The request being served on a server connection. */
 struct kp_req {
-	uint64_t start;		/* DESIGN: when its first bytes reached the process */
+	uint64_t start; /* DESIGN: when its first bytes reached the process */
 	uint64_t first_read_enter, first_read_exit;
-	uint64_t end;		/* exit of the last write so far */
-	uint32_t reader;	/* the serving thread (first read) */
-	uint32_t writer;	/* the thread of the last write */
-	int status;		/* HTTP status, 0 = none */
+	uint64_t end;	 /* exit of the last write so far */
+	uint32_t reader; /* the serving thread (first read) */
+	uint32_t writer; /* the thread of the last write */
+	int status;	 /* HTTP status, 0 = none */
 	char name[KP_NAME_LEN];
 };
 
 struct kp_conn {
 	uint32_t host;
-	uint32_t proc;		/* first process seen using it, or KP_NONE */
+	uint32_t proc; /* first process seen using it, or KP_NONE */
 	struct kp_addr a;
-	uint8_t role;		/* enum kp_role */
-	uint8_t phase;		/* enum kp_phase */
+	uint8_t role;  /* enum kp_role */
+	uint8_t phase; /* enum kp_phase */
 	uint8_t seen_data;
-	uint32_t peer;		/* the other end, traced, or KP_NONE (cached) */
-	uint64_t prev_end;	/* end of the last request served */
-	uint32_t nreq;		/* requests finished on it */
+	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
+	uint64_t prev_end; /* end of the last request served */
+	uint32_t nreq;	   /* requests finished on it */
 	struct kp_req req;
-	char last_name[KP_NAME_LEN];	/* client: the call being made; server: last request */
-	char service[KP_NAME_LEN];	/* "comm:port", set at its first request */
+	char last_name[KP_NAME_LEN]; /* client: the call being made; server: last request */
+	char service[KP_NAME_LEN];   /* "comm:port", set at its first request */
 	struct kp_write *wr;
 	uint32_t nwr, capwr;
 	struct kp_dready *dr;
@@ -162,13 +162,13 @@ struct kp_conn {
 };
 
 struct kp_source {
-	char key[64];		/* boot id (or host name): same key, same host */
-	uint32_t host;		/* hosts are told apart by boot id */
-	int64_t delta;		/* added to this source's times (aligns hosts) */
+	char key[64];  /* boot id (or host name): same key, same host */
+	uint32_t host; /* hosts are told apart by boot id */
+	int64_t delta; /* added to this source's times (aligns hosts) */
 	const char *host_name;
 	const char *sku;
 	uint32_t ncpus;
-	const char *const *cpu_model;	/* by cpu number, may be NULL */
+	const char *const *cpu_model; /* by cpu number, may be NULL */
 };
 
 struct kp_loss {
@@ -185,12 +185,12 @@ struct kp_lastdr {
  * when the scratch arrays no longer move). */
 struct kp_wseg {
 	uint64_t start, end;
-	uint32_t thread;	/* KP_NONE: no thread (network, unexplained) */
-	uint32_t cul_first, ncul;	/* into kp->culs */
-	int32_t peer;		/* into kp->strs, or -1 */
-	int32_t frame3;		/* into kp->strs, or -1 */
+	uint32_t thread;	  /* KP_NONE: no thread (network, unexplained) */
+	uint32_t cul_first, ncul; /* into kp->culs */
+	int32_t peer;		  /* into kp->strs, or -1 */
+	int32_t frame3;		  /* into kp->strs, or -1 */
 	int16_t cpu;
-	uint8_t cat;		/* enum cp_category */
+	uint8_t cat; /* enum cp_category */
 	bool interference;
 };
 
@@ -199,7 +199,7 @@ typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
 struct kp_map {
 	uint64_t *keys;
 	uint32_t *vals;
-	uint32_t cap, n;	/* cap is a power of two */
+	uint32_t cap, n; /* cap is a power of two */
 };
 
 struct kp {
@@ -210,23 +210,23 @@ struct kp {
 
 	struct kp_thread *th;
 	uint32_t nth, capth;
-	struct kp_map thmap;	/* host << 32 | tid → thread index */
+	struct kp_map thmap; /* host << 32 | tid → thread index */
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
-	struct kp_map prmap;	/* host << 32 | pid → process index */
+	struct kp_map prmap; /* host << 32 | pid → process index */
 	struct kp_conn *cn;
 	uint32_t ncn, capcn;
-	struct kp_map cnmap;	/* hash of (host, tuple) → conn index (chained by probing) */
-	struct kp_map fdmap;	/* host, pid, fd → conn index (records without addresses) */
+	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
+	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
-	struct kp_lastdr *lastdr;	/* [host * KP_MAX_CPUS + cpu] */
+	struct kp_lastdr *lastdr; /* [host * KP_MAX_CPUS + cpu] */
 	uint32_t nlastdr;
 
-	uint64_t now;		/* the stream's time (latest hdr.ts) */
+	uint64_t now; /* the stream's time (latest hdr.ts) */
 	uint64_t records, since_prune;
 	uint64_t requests_out, requests_partial, walk_unexplained_ns;
-	int err;		/* first error of the emit callback */
+	int err; /* first error of the emit callback */
 
 	/* scratch of the walk, reused between requests */
 	struct kp_wseg *ws;
@@ -271,8 +271,8 @@ int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, u
 int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit *e, uint64_t ts);
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts);
 /* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
-void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit,
-		     uint8_t reason, uint64_t uaddr, uint32_t conn);
+void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,
+		     uint64_t uaddr, uint32_t conn);
 /* The interval of thread holding time t (start < t <= end), or -1. */
 int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts);
 void kp__tl_prune(struct kp_thread *t, uint64_t before);
@@ -283,8 +283,7 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 uint32_t kp__conn_peer(struct kp *kp, uint32_t conn);
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
 		  uint64_t enter);
-int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e,
-		    uint64_t ts);
+int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
 /* The peer's write that carried the byte before rcv_nxt (or the last one
  * begun before ts); NULL when none is known. */
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,

@@ -22,16 +22,16 @@
 #include "kpath_internal.h"
 
 #define KP_WALK_MAX_STEPS 1000000u
-#define KP_WALK_MAX_JUMPS 64u	/* jumps in a row without time moving back */
+#define KP_WALK_MAX_JUMPS 64u /* jumps in a row without time moving back */
 #define KP_OWN_MAX_DEPTH 256u
 
 struct walk {
 	struct kp *kp;
-	uint32_t conn;		/* the request's connection */
-	uint32_t serving;	/* the thread that read the request */
-	uint32_t proc;		/* the serving process */
+	uint32_t conn;	  /* the request's connection */
+	uint32_t serving; /* the thread that read the request */
+	uint32_t proc;	  /* the serving process */
 	uint64_t start;
-	const char *call;	/* the downstream call the walk went through, or NULL */
+	const char *call; /* the downstream call the walk went through, or NULL */
 	/* the last activation asked about: intervals of one activation share
 	 * their owner, and the walk asks about them one after the other */
 	uint32_t memo_thread;
@@ -168,8 +168,8 @@ static bool owned(struct walk *w, uint32_t thread, int64_t idx)
 	return w->memo_owned;
 }
 
-static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread,
-		   int16_t cpu, bool interf, int32_t peer, int32_t frame3)
+static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread, int16_t cpu,
+		   bool interf, int32_t peer, int32_t frame3)
 {
 	struct kp_wseg *s;
 
@@ -218,7 +218,7 @@ static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, ui
 	c = &kp->culs[kp->nculs++];
 	c->pid = pid;
 	c->tid = tid;
-	c->comm = (const char *)(uintptr_t)si;	/* resolved when the walk ends */
+	c->comm = (const char *)(uintptr_t)si; /* resolved when the walk ends */
 	c->ns = ns;
 	kp->ws[kp->nws - 1].ncul++;
 	return 0;
@@ -275,8 +275,8 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	 * inside the serving thread's own work */
 	if (iv->ncul)
 		interf = true;
-	err = seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1,
-		      proc_frame(w, thread));
+	err =
+	    seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1, proc_frame(w, thread));
 
 	if (err || t <= a)
 		return err;
@@ -351,8 +351,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				break;
 			case KP_ST_BLOCKED:
 				if (iv->end > t || jumps >= KP_WALK_MAX_JUMPS) {
-					err = seg_add(kp, a, t, block_category(iv), thread, -1, !own,
-						      -1, proc_frame(&w, thread));
+					err = seg_add(kp, a, t, block_category(iv), thread, -1,
+						      !own, -1, proc_frame(&w, thread));
 					break;
 				}
 				if ((iv->wake == KP_WK_TASK || iv->wake == KP_WK_NEW) &&
@@ -372,10 +372,11 @@ int kp__walk(struct kp *kp, uint32_t conn)
 
 						if (t2 < S)
 							t2 = S;
-						w.call = kp->cn[iv->conn].role == KP_ROLE_CLIENT ?
-								 kp->cn[iv->conn].last_name : NULL;
-						err = seg_add(kp, t2, t, CP_CAT_NETWORK, KP_NONE, -1,
-							      !own, conn_peer_str(kp, iv->conn),
+						w.call = kp->cn[iv->conn].role == KP_ROLE_CLIENT
+							     ? kp->cn[iv->conn].last_name
+							     : NULL;
+						err = seg_add(kp, t2, t, CP_CAT_NETWORK, KP_NONE,
+							      -1, !own, conn_peer_str(kp, iv->conn),
 							      proc_frame(&w, src->thread));
 						t = t2;
 						thread = src->thread;
@@ -384,20 +385,20 @@ int kp__walk(struct kp *kp, uint32_t conn)
 						break;
 					}
 				}
-				if (iv->wake == KP_WK_NET || (iv->wake == KP_WK_NONE &&
-							      iv->reason == KP_BR_SOCK)) {
+				if (iv->wake == KP_WK_NET ||
+				    (iv->wake == KP_WK_NONE && iv->reason == KP_BR_SOCK)) {
 					int32_t ps = conn_peer_str(kp, iv->conn), fs = ps;
 
 					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&
 					    kp->cn[iv->conn].last_name[0]) {
 						char buf[KP_NAME_LEN];
 
-						snprintf(buf, sizeof(buf), "%.40s %.20s", kp->strs[ps],
-							 kp->cn[iv->conn].last_name);
+						snprintf(buf, sizeof(buf), "%.40s %.20s",
+							 kp->strs[ps], kp->cn[iv->conn].last_name);
 						fs = str_add(kp, buf);
 					}
-					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps,
-						      fs);
+					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
+						      ps, fs);
 					break;
 				}
 				err = seg_add(kp, a, t, block_category(iv), thread, -1, !own, -1,

@@ -12,14 +12,40 @@
 
 #include "kpath_internal.h"
 
-static const char *const http_methods[] = {"GET",     "POST",  "PUT",   "DELETE", "HEAD",
+static const char *const http_methods[] = {"GET",     "POST",  "PUT",	"DELETE", "HEAD",
 					   "OPTIONS", "PATCH", "TRACE", "CONNECT"};
 
 static const char *const mc_commands[] = {
-	"get", "gets",	 "gat",	    "gats",    "set",	  "add",       "replace", "append",
-	"prepend", "cas", "delete", "incr",    "decr",	  "touch",     "stats",	  "flush_all",
-	"version", "verbosity", "quit", "mg",  "ms",	  "md",	       "ma",	  "mn",
-	"me",	   "lru_crawler", "slabs", "watch", "cache_memlimit", "shutdown",
+    "get",
+    "gets",
+    "gat",
+    "gats",
+    "set",
+    "add",
+    "replace",
+    "append",
+    "prepend",
+    "cas",
+    "delete",
+    "incr",
+    "decr",
+    "touch",
+    "stats",
+    "flush_all",
+    "version",
+    "verbosity",
+    "quit",
+    "mg",
+    "ms",
+    "md",
+    "ma",
+    "mn",
+    "me",
+    "lru_crawler",
+    "slabs",
+    "watch",
+    "cache_memlimit",
+    "shutdown",
 };
 
 static size_t line_len(const uint8_t *p, size_t len)

@@ -128,7 +128,7 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 		return -ENOMEM;
 	c = tl_cur(t);
 	if (!c)
-		return 0;	/* dead */
+		return 0; /* dead */
 	if (c->state == KP_ST_RUNNING) {
 		t->pend_wake_ts = ts;
 		t->pend_wake = wake;
@@ -137,7 +137,7 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 		return 0;
 	}
 	if (c->state != KP_ST_BLOCKED)
-		return 0;	/* already runnable: a second wakeup changes nothing */
+		return 0; /* already runnable: a second wakeup changes nothing */
 	c->wake = wake;
 	c->waker = waker;
 	if (conn != KP_NONE)
@@ -177,7 +177,7 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 			c = tl_open(t, KP_ST_BLOCKED, ts);
 			if (!c)
 				return -ENOMEM;
-			if (e->prev_state_raw & 2)	/* TASK_UNINTERRUPTIBLE */
+			if (e->prev_state_raw & 2) /* TASK_UNINTERRUPTIBLE */
 				c->reason = KP_BR_DISK;
 			if (t->pend_wake && t->pend_wake_ts <= ts &&
 			    ts - t->pend_wake_ts <= KP_PEND_WAKE_NS) {
@@ -237,15 +237,15 @@ int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking 
 		wake = KP_WK_NET;
 	else if (e->waker_ctx == CP_CTX_SOFTIRQ && e->softirq_vec == CP_SOFTIRQ_NET_RX)
 		wake = KP_WK_NET;
-	else if (e->waker_ctx == CP_CTX_SOFTIRQ && (e->softirq_vec == CP_SOFTIRQ_TIMER ||
-						    e->softirq_vec == CP_SOFTIRQ_HRTIMER))
+	else if (e->waker_ctx == CP_CTX_SOFTIRQ &&
+		 (e->softirq_vec == CP_SOFTIRQ_TIMER || e->softirq_vec == CP_SOFTIRQ_HRTIMER))
 		wake = KP_WK_TIMER;
 	else if (e->waker_ctx == CP_CTX_SOFTIRQ && e->softirq_vec == CP_SOFTIRQ_BLOCK)
 		wake = KP_WK_DISK;
 	else if (e->waker_ctx == CP_CTX_HARDIRQ)
-		wake = KP_WK_TIMER;	/* hrtimers fire in hardirq; D-state blocks say disk */
+		wake = KP_WK_TIMER; /* hrtimers fire in hardirq; D-state blocks say disk */
 	else if (e->waker_ctx == CP_CTX_TASK)
-		wake = KP_WK_TASK;	/* a thread we do not trace */
+		wake = KP_WK_TASK; /* a thread we do not trace */
 	else
 		wake = KP_WK_OTHER;
 	return tl_wake(&kp->th[wi], ts, wake, waker, conn);
@@ -319,8 +319,8 @@ int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t t
 	return tl_open(&kp->th[ti], KP_ST_DEAD, ts) ? 0 : -ENOMEM;
 }
 
-void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit,
-		     uint8_t reason, uint64_t uaddr, uint32_t conn)
+void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,
+		     uint64_t uaddr, uint32_t conn)
 {
 	struct kp_thread *t = &kp->th[thread];
 
@@ -331,7 +331,8 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 			break;
 		if (iv->state != KP_ST_BLOCKED || iv->start >= exit)
 			continue;
-		if (iv->reason == KP_BR_NONE || (reason == KP_BR_FUTEX && iv->reason == KP_BR_DISK)) {
+		if (iv->reason == KP_BR_NONE ||
+		    (reason == KP_BR_FUTEX && iv->reason == KP_BR_DISK)) {
 			iv->reason = reason;
 			iv->uaddr = uaddr;
 		}

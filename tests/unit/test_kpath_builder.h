@@ -93,8 +93,8 @@ static inline void kb_proc(struct kb *b, uint32_t pid, const char *comm)
 static inline void kb_switch(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t ppid, uint32_t ptid,
 			     uint8_t state, uint32_t npid, uint32_t ntid, const char *ncomm)
 {
-	struct cp_ev_sched_switch *e = (void *)kb_new(b, CP_EV_SCHED_SWITCH, sizeof(*e), ts, cpu,
-						      ppid, ptid);
+	struct cp_ev_sched_switch *e =
+	    (void *)kb_new(b, CP_EV_SCHED_SWITCH, sizeof(*e), ts, cpu, ppid, ptid);
 
 	e->prev_pid = ppid;
 	e->prev_tid = ptid;
@@ -108,8 +108,8 @@ static inline void kb_switch(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t p
 static inline void kb_wake(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid, uint32_t tid,
 			   uint32_t waker_pid, uint32_t waker_tid, uint8_t ctx, uint8_t vec)
 {
-	struct cp_ev_sched_waking *e = (void *)kb_new(b, CP_EV_SCHED_WAKING, sizeof(*e), ts, cpu,
-						      waker_pid, waker_tid);
+	struct cp_ev_sched_waking *e =
+	    (void *)kb_new(b, CP_EV_SCHED_WAKING, sizeof(*e), ts, cpu, waker_pid, waker_tid);
 
 	e->wakee_pid = pid;
 	e->wakee_tid = tid;
@@ -122,8 +122,8 @@ static inline void kb_wake(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid
 static inline void kb_fork(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t ppid, uint32_t ptid,
 			   uint32_t cpid, uint32_t ctid, const char *comm)
 {
-	struct cp_ev_process_fork *f = (void *)kb_new(b, CP_EV_PROCESS_FORK, sizeof(*f), ts, cpu,
-						      ppid, ptid);
+	struct cp_ev_process_fork *f =
+	    (void *)kb_new(b, CP_EV_PROCESS_FORK, sizeof(*f), ts, cpu, ppid, ptid);
 	struct cp_ev_wakeup_new *n;
 
 	f->parent_pid = ppid;
@@ -160,8 +160,8 @@ static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t
 {
 	size_t plen = payload ? strlen(payload) : 0;
 	struct cp_ev_sock *e = (void *)kb_new(
-		b, CP_EV_SOCK, (uint16_t)CP_ALIGN(offsetof(struct cp_ev_sock, payload) + plen), exit,
-		0, pid, tid);
+	    b, CP_EV_SOCK, (uint16_t)CP_ALIGN(offsetof(struct cp_ev_sock, payload) + plen), exit, 0,
+	    pid, tid);
 
 	e->enter_ts = enter;
 	e->bytes = bytes;
@@ -184,8 +184,8 @@ static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t
 static inline void kb_dready(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid,
 			     struct kb_tuple t, uint32_t rcv_nxt)
 {
-	struct cp_ev_sk_data_ready *e = (void *)kb_new(b, CP_EV_SK_DATA_READY, sizeof(*e), ts, cpu,
-						       pid, pid);
+	struct cp_ev_sk_data_ready *e =
+	    (void *)kb_new(b, CP_EV_SK_DATA_READY, sizeof(*e), ts, cpu, pid, pid);
 
 	e->family = AF_INET;
 	e->lport = t.lport;
@@ -199,8 +199,8 @@ static inline void kb_culprit(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t 
 			      uint32_t cpid, uint32_t ctid, const char *comm, uint64_t ns,
 			      uint64_t since)
 {
-	struct cp_ev_runq_culprit *e = (void *)kb_new(b, CP_EV_RUNQ_CULPRIT, sizeof(*e), ts, cpu,
-						      pid, tid);
+	struct cp_ev_runq_culprit *e =
+	    (void *)kb_new(b, CP_EV_RUNQ_CULPRIT, sizeof(*e), ts, cpu, pid, tid);
 
 	e->culprit_pid = cpid;
 	e->culprit_tid = ctid;

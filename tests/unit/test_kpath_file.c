@@ -53,20 +53,20 @@ static void lock_scenario(struct kb *b)
 static void write_recording(const struct kb *b, const char *path, uint32_t from, uint32_t to)
 {
 	static const struct recording_cpu cpus[2] = {
-		{0, "Test CPU A", 2000, 1024},
-		{1, "Test CPU B", 3000, 1024},
+	    {0, "Test CPU A", 2000, 1024},
+	    {1, "Test CPU B", 3000, 1024},
 	};
 	struct recording_info info = {
-		.format_version = RECORDING_FORMAT_VERSION,
-		.agent_version = "test",
-		.cmdline = "test",
-		.host = "host-1",
-		.kernel = "6.18",
-		.boot_id = "boot-1",
-		.sku = "sku-x",
-		.start_ns = 1,
-		.ncpus = 2,
-		.cpus = cpus,
+	    .format_version = RECORDING_FORMAT_VERSION,
+	    .agent_version = "test",
+	    .cmdline = "test",
+	    .host = "host-1",
+	    .kernel = "6.18",
+	    .boot_id = "boot-1",
+	    .sku = "sku-x",
+	    .start_ns = 1,
+	    .ncpus = 2,
+	    .cpus = cpus,
 	};
 	struct recording_totals tot = {.end_ns = B + 100 * U};
 	struct recording_writer *w = NULL;
@@ -165,9 +165,9 @@ static void test_missing_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lock_recording),
-		cmocka_unit_test(test_split_recordings),
-		cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_lock_recording),
+	    cmocka_unit_test(test_split_recordings),
+	    cmocka_unit_test(test_missing_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

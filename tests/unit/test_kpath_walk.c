@@ -22,9 +22,9 @@
 static const struct kb_tuple CL = {"10.0.0.1", 80, "10.0.0.2", 5000};
 
 struct want {
-	uint64_t a, b;	/* in units from B */
+	uint64_t a, b; /* in units from B */
 	enum cp_category cat;
-	int32_t tid;	/* -1: no thread */
+	int32_t tid; /* -1: no thread */
 	bool interference;
 };
 
@@ -72,8 +72,8 @@ static void serve_from_b(struct kb *b, uint32_t pid, uint32_t tid, uint32_t cpu,
 	kb_dready(b, B, cpu, pid, CL, 1000 + (uint32_t)strlen(req));
 	kb_wake(b, B, cpu, pid, tid, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
 	kb_switch(b, B, cpu, 0, 0, CP_PREV_PREEMPTED, pid, tid, "srv");
-	kb_sock(b, B - 50 * U - 1, B + 1000, pid, tid, CP_SOCK_READ, 5, CL,
-		(int64_t)strlen(req), 1000, req);
+	kb_sock(b, B - 50 * U - 1, B + 1000, pid, tid, CP_SOCK_READ, 5, CL, (int64_t)strlen(req),
+		1000, req);
 }
 
 static void respond_at(struct kb *b, uint64_t ts, uint32_t pid, uint32_t tid)
@@ -88,9 +88,9 @@ static void test_basic(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-		{0, 1, CP_CAT_CPU, 100, false},
-		{1, 5, CP_CAT_CPU, 101, false},
-		{5, 7, CP_CAT_CPU, 100, false},
+	    {0, 1, CP_CAT_CPU, 100, false},
+	    {1, 5, CP_CAT_CPU, 101, false},
+	    {5, 7, CP_CAT_CPU, 100, false},
 	};
 
 	memset(&b, 0, sizeof(b));
@@ -119,10 +119,10 @@ static void test_forked_child(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-		{0, 2, CP_CAT_CPU, 100, false},
-		{2, 3, CP_CAT_RUNQUEUE, 200, false},
-		{3, 6, CP_CAT_CPU, 200, false},
-		{6, 8, CP_CAT_CPU, 100, false},
+	    {0, 2, CP_CAT_CPU, 100, false},
+	    {2, 3, CP_CAT_RUNQUEUE, 200, false},
+	    {3, 6, CP_CAT_CPU, 200, false},
+	    {6, 8, CP_CAT_CPU, 100, false},
 	};
 
 	memset(&b, 0, sizeof(b));
@@ -150,14 +150,14 @@ static void test_network_round_trip(void **state)
 	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 80};
 	const struct kb_tuple d2 = {"10.0.0.1", 80, "10.0.0.2", 40000};
 	const struct want w[] = {
-		{10, 15, CP_CAT_CPU, 200, false},      {15, 35, CP_CAT_NETWORK, -1, false},
-		{35, 40, CP_CAT_RUNQUEUE, 100, false}, {40, 45, CP_CAT_CPU, 100, false},
-		{45, 70, CP_CAT_NETWORK, -1, false},   {70, 75, CP_CAT_RUNQUEUE, 200, false},
-		{75, 95, CP_CAT_CPU, 200, false},
+	    {10, 15, CP_CAT_CPU, 200, false},	   {15, 35, CP_CAT_NETWORK, -1, false},
+	    {35, 40, CP_CAT_RUNQUEUE, 100, false}, {40, 45, CP_CAT_CPU, 100, false},
+	    {45, 70, CP_CAT_NETWORK, -1, false},   {70, 75, CP_CAT_RUNQUEUE, 200, false},
+	    {75, 95, CP_CAT_CPU, 200, false},
 	};
 	const struct want ws[] = {
-		{35, 40, CP_CAT_RUNQUEUE, 100, false},
-		{40, 45, CP_CAT_CPU, 100, false},
+	    {35, 40, CP_CAT_RUNQUEUE, 100, false},
+	    {40, 45, CP_CAT_CPU, 100, false},
 	};
 	const struct kb_req *cq, *sq;
 
@@ -213,8 +213,8 @@ static void test_lock_holder(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-		{0, 11, CP_CAT_LOCK, 101, true},
-		{11, 13, CP_CAT_CPU, 100, false},
+	    {0, 11, CP_CAT_LOCK, 101, true},
+	    {11, 13, CP_CAT_CPU, 100, false},
 	};
 	const struct kb_req *q;
 
@@ -245,9 +245,9 @@ static void test_handoff(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-		{0, 2, CP_CAT_CPU, 100, false},
-		{2, 8, CP_CAT_CPU, 101, false},
-		{8, 9, CP_CAT_CPU, 100, false},
+	    {0, 2, CP_CAT_CPU, 100, false},
+	    {2, 8, CP_CAT_CPU, 101, false},
+	    {8, 9, CP_CAT_CPU, 100, false},
 	};
 
 	memset(&b, 0, sizeof(b));
@@ -273,8 +273,8 @@ static void test_handoff_writer(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-		{0, 2, CP_CAT_CPU, 100, false},
-		{2, 8, CP_CAT_CPU, 102, false},
+	    {0, 2, CP_CAT_CPU, 100, false},
+	    {2, 8, CP_CAT_CPU, 102, false},
 	};
 
 	memset(&b, 0, sizeof(b));
@@ -296,9 +296,9 @@ static void test_runqueue(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-		{0, 3, CP_CAT_CPU, 100, false},
-		{3, 7, CP_CAT_RUNQUEUE, 100, true},	/* the hog's time: interference */
-		{7, 9, CP_CAT_CPU, 100, false},
+	    {0, 3, CP_CAT_CPU, 100, false},
+	    {3, 7, CP_CAT_RUNQUEUE, 100, true}, /* the hog's time: interference */
+	    {7, 9, CP_CAT_CPU, 100, false},
 	};
 	const struct kb_req *q;
 
@@ -325,9 +325,9 @@ static void test_untraced_downstream(void **state)
 	static struct kb b;
 	const struct kb_tuple d = {"10.0.0.1", 41000, "10.0.0.7", 5432};
 	const struct want w[] = {
-		{0, 2, CP_CAT_CPU, 100, false},
-		{2, 30, CP_CAT_NETWORK, -1, false},
-		{30, 32, CP_CAT_CPU, 100, false},
+	    {0, 2, CP_CAT_CPU, 100, false},
+	    {2, 30, CP_CAT_NETWORK, -1, false},
+	    {30, 32, CP_CAT_CPU, 100, false},
 	};
 	const struct kb_req *q;
 
@@ -412,18 +412,18 @@ static void test_event_loop_two_connections(void **state)
 	kb_dready(&b, B + 1 * U, 1, 100, c2, 3000 + (uint32_t)strlen(get));
 	kb_switch(&b, B + 2 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "redis-server");
 	{
-		struct cp_ev_poll *p = (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 2 * U + 100,
-						      0, 100, 100);
+		struct cp_ev_poll *p =
+		    (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 2 * U + 100, 0, 100, 100);
 
 		p->enter_ts = B - 50 * U - 1;
 		p->ret = 2;
 		p->phase = CP_PHASE_EXIT;
 		p->call = CP_POLL_EPOLL_WAIT;
 	}
-	kb_sock(&b, B + 3 * U, B + 3 * U + 100, 100, 100, CP_SOCK_READ, 5, CL,
-		(int64_t)strlen(set), 1000, set);
-	kb_sock(&b, B + 4 * U, B + 4 * U + 100, 100, 100, CP_SOCK_READ, 6, c2,
-		(int64_t)strlen(get), 3000, get);
+	kb_sock(&b, B + 3 * U, B + 3 * U + 100, 100, 100, CP_SOCK_READ, 5, CL, (int64_t)strlen(set),
+		1000, set);
+	kb_sock(&b, B + 4 * U, B + 4 * U + 100, 100, 100, CP_SOCK_READ, 6, c2, (int64_t)strlen(get),
+		3000, get);
 	kb_sock(&b, B + 5 * U - 100, B + 5 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 5, 9000, "+OK\r\n");
 	kb_sock(&b, B + 6 * U - 100, B + 6 * U, 100, 100, CP_SOCK_WRITE, 6, c2, 7, 7000,
 		"$1\r\nv\r\n");
@@ -451,17 +451,17 @@ static void test_event_loop_two_connections(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic),
-		cmocka_unit_test(test_forked_child),
-		cmocka_unit_test(test_network_round_trip),
-		cmocka_unit_test(test_lock_holder),
-		cmocka_unit_test(test_handoff),
-		cmocka_unit_test(test_handoff_writer),
-		cmocka_unit_test(test_runqueue),
-		cmocka_unit_test(test_untraced_downstream),
-		cmocka_unit_test(test_loss_partial),
-		cmocka_unit_test(test_keepalive_two_requests),
-		cmocka_unit_test(test_event_loop_two_connections),
+	    cmocka_unit_test(test_basic),
+	    cmocka_unit_test(test_forked_child),
+	    cmocka_unit_test(test_network_round_trip),
+	    cmocka_unit_test(test_lock_holder),
+	    cmocka_unit_test(test_handoff),
+	    cmocka_unit_test(test_handoff_writer),
+	    cmocka_unit_test(test_runqueue),
+	    cmocka_unit_test(test_untraced_downstream),
+	    cmocka_unit_test(test_loss_partial),
+	    cmocka_unit_test(test_keepalive_two_requests),
+	    cmocka_unit_test(test_event_loop_two_connections),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

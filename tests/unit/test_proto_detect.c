@@ -98,9 +98,9 @@ static void test_unknown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_http),	 cmocka_unit_test(test_http_status),
-		cmocka_unit_test(test_memcached), cmocka_unit_test(test_resp),
-		cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_http),      cmocka_unit_test(test_http_status),
+	    cmocka_unit_test(test_memcached), cmocka_unit_test(test_resp),
+	    cmocka_unit_test(test_unknown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

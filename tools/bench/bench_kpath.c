@@ -29,7 +29,7 @@
 #include "kpath_internal.h"
 
 #define US 1000ull
-#define ROUND 4096	/* requests per generated batch */
+#define ROUND 4096 /* requests per generated batch */
 #define NCONN 64
 #define PID 1000
 #define HOLDER (PID + 100)
@@ -101,12 +101,12 @@ static void tuple(uint32_t c, uint16_t *lport, uint16_t *rport, uint8_t *laddr, 
 	inet_pton(AF_INET, "127.0.0.1", raddr);
 }
 
-static void sock(struct gen *g, uint64_t enter, uint64_t ts, uint32_t tid, uint8_t call,
-		 uint32_t c, uint32_t seq, const char *payload)
+static void sock(struct gen *g, uint64_t enter, uint64_t ts, uint32_t tid, uint8_t call, uint32_t c,
+		 uint32_t seq, const char *payload)
 {
 	size_t plen = strlen(payload);
-	struct cp_ev_sock *e = rec_new(g, CP_EV_SOCK, offsetof(struct cp_ev_sock, payload) + plen,
-				       ts, 0, tid);
+	struct cp_ev_sock *e =
+	    rec_new(g, CP_EV_SOCK, offsetof(struct cp_ev_sock, payload) + plen, ts, 0, tid);
 
 	e->enter_ts = enter;
 	e->bytes = (int64_t)plen;
@@ -300,7 +300,8 @@ static void measure(uint64_t n, bool with_engine, double *rate, long *rss_kb)
 
 		close(fds[0]);
 		waitpid(pid, NULL, 0);
-		if (got <= 0 || sscanf(line, "%lf %ld %llu %llu %lf", rate, rss_kb, &ev, &nr, &secs) != 5) {
+		if (got <= 0 ||
+		    sscanf(line, "%lf %ld %llu %llu %lf", rate, rss_kb, &ev, &nr, &secs) != 5) {
 			fprintf(stderr, "bench_kpath: the measuring child failed\n");
 			exit(1);
 		}
