@@ -8,7 +8,7 @@
 
 static int to_engine(void *ctx, const struct cp_request *r)
 {
-	engine__add_request(ctx, r);	/* 0 = filtered out, which is not an error */
+	engine__add_request(ctx, r); /* 0 = filtered out, which is not an error */
 	return 0;
 }
 
@@ -19,7 +19,7 @@ static void warn_engine(void *ctx, const char *msg)
 
 int span__analyze_file(const char *path, struct engine *e, const struct span_opts *o)
 {
-	struct span_sink sink = { to_engine, warn_engine, e };
+	struct span_sink sink = {to_engine, warn_engine, e};
 
 	return span_input__analyze_file(path, &sink, o);
 }
@@ -27,7 +27,7 @@ int span__analyze_file(const char *path, struct engine *e, const struct span_opt
 int span__analyze_buffer(const char *name, const char *buf, size_t len, struct engine *e,
 			 const struct span_opts *o)
 {
-	struct span_sink sink = { to_engine, warn_engine, e };
+	struct span_sink sink = {to_engine, warn_engine, e};
 
 	return span_input__analyze_buffer(name, buf, len, &sink, o);
 }

@@ -57,26 +57,26 @@ enum span_kind {
 
 /* One span as parsed. Times in Unix-epoch ns. */
 struct span_in {
-	const char *id;		/* NULL when missing */
-	const char *parent_id;	/* NULL for a root */
-	const char *trace_id;	/* OTLP: per span; Jaeger: may be NULL */
+	const char *id;	       /* NULL when missing */
+	const char *parent_id; /* NULL for a root */
+	const char *trace_id;  /* OTLP: per span; Jaeger: may be NULL */
 	const char *service;
 	const char *operation;
 	/* Clock domain: spans with equal host keys share a clock. Jaeger: the
 	 * process's hostname tag, else "process:<processID>"; OTLP: the
 	 * resource's host.name, else "resource:<n>". */
 	const char *host;
-	const char *hostname;	/* the host's name when the input gives one, else NULL */
-	const char *proc;	/* Jaeger processID, resolved at the end of the trace */
-	uint32_t seq;		/* input order within the trace / request */
-	uint32_t resource;	/* OTLP: index of its resourceSpans in the request */
+	const char *hostname; /* the host's name when the input gives one, else NULL */
+	const char *proc;     /* Jaeger processID, resolved at the end of the trace */
+	uint32_t seq;	      /* input order within the trace / request */
+	uint32_t resource;    /* OTLP: index of its resourceSpans in the request */
 	int64_t start_ns, end_ns;
-	uint32_t tag_first, ntags;	/* into the tag array handed to span_tree__analyze */
-	uint32_t ptag_first, nptags;	/* process / resource tags */
-	uint8_t kind;		/* enum span_kind */
-	bool follows;		/* FOLLOWS_FROM the parent: does not block it */
-	bool has_start, has_end;	/* end known (Jaeger: duration) */
-	bool bad_number;	/* a time that did not parse */
+	uint32_t tag_first, ntags;   /* into the tag array handed to span_tree__analyze */
+	uint32_t ptag_first, nptags; /* process / resource tags */
+	uint8_t kind;		     /* enum span_kind */
+	bool follows;		     /* FOLLOWS_FROM the parent: does not block it */
+	bool has_start, has_end;     /* end known (Jaeger: duration) */
+	bool bad_number;	     /* a time that did not parse */
 };
 
 /* Where finished traces and warnings go. */
@@ -92,10 +92,10 @@ struct span_file {
 	const char *name;
 	const struct span_sink *sink;
 	double overlap_tolerance;
-	uint32_t nwarnings;	/* warnings of this file so far (capped, see span__warnf) */
-	uint32_t ntraces;	/* handed to the sink */
-	uint64_t nspans;	/* spans seen, for benchmarks */
-	void *tree;		/* struct span_tree scratch, reused across traces */
+	uint32_t nwarnings; /* warnings of this file so far (capped, see span__warnf) */
+	uint32_t ntraces;   /* handed to the sink */
+	uint64_t nspans;    /* spans seen, for benchmarks */
+	void *tree;	    /* struct span_tree scratch, reused across traces */
 };
 
 #define SPAN_MAX_WARNINGS_PER_FILE 100
@@ -107,8 +107,8 @@ void span__warn_summary(struct span_file *f);
 /* Analyse one trace: spans[0..n), tags are "key=value" strings indexed by
  * span_in.tag_first/ptag_first. 1 = handed to the sink, 0 = nothing to
  * analyse (warned), < 0 = the sink asked to stop. */
-int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in *spans,
-		       uint32_t n, const char *const *tags);
+int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in *spans, uint32_t n,
+		       const char *const *tags);
 void span_tree__free(struct span_file *f);
 
 /* Both entry points of span.h, on a sink instead of an engine. Return the

@@ -30,8 +30,8 @@
 
 enum ctx {
 	C_SKIP = 0,
-	C_TOP,		/* the top-level object */
-	C_J_DATA,	/* "data": [ trace, … ] */
+	C_TOP,	  /* the top-level object */
+	C_J_DATA, /* "data": [ trace, … ] */
 	C_J_TRACE,
 	C_J_SPANS,
 	C_J_SPAN,
@@ -43,7 +43,7 @@ enum ctx {
 	C_J_PROC,
 	C_J_PTAGS,
 	C_J_PTAG,
-	C_O_RSS,	/* "resourceSpans": [ … ] */
+	C_O_RSS, /* "resourceSpans": [ … ] */
 	C_O_RS,
 	C_O_RES,
 	C_O_RATTRS,
@@ -81,7 +81,7 @@ enum key {
 	K_RESOURCE,
 	K_SCOPE_SPANS,
 	K_KIND,
-	K_PROCESS_KEY,	/* any key of "processes" */
+	K_PROCESS_KEY, /* any key of "processes" */
 };
 
 enum { MODE_UNKNOWN = 0, MODE_JAEGER, MODE_OTLP };
@@ -102,20 +102,20 @@ struct parser {
 	int mode;
 	uint8_t ctx[MAX_DEPTH];
 	int depth;
-	uint32_t skip;		/* depth inside a container we do not read */
+	uint32_t skip; /* depth inside a container we do not read */
 	int key;
 	int err;
 	struct span_arena arena;
-	struct span_vec spans;	/* struct span_in */
-	struct span_vec tags;	/* const char * */
-	struct span_vec procs;	/* struct proc: Jaeger processes / OTLP resources */
-	struct span_vec perm;	/* Jaeger: process id hash table */
+	struct span_vec spans; /* struct span_in */
+	struct span_vec tags;  /* const char * */
+	struct span_vec procs; /* struct proc: Jaeger processes / OTLP resources */
+	struct span_vec perm;  /* Jaeger: process id hash table */
 	const char *trace_id;
-	const char *proc_id;	/* Jaeger: key of the process being read */
+	const char *proc_id; /* Jaeger: key of the process being read */
 	/* the span being read */
 	int64_t dur;
 	bool has_dur;
-	int ref_kind;		/* 0 none, 1 FOLLOWS_FROM, 2 CHILD_OF */
+	int ref_kind; /* 0 none, 1 FOLLOWS_FROM, 2 CHILD_OF */
 	/* the reference being read */
 	int cur_ref_type;
 	const char *cur_ref_span;
@@ -390,7 +390,7 @@ static const char *pdup(struct parser *p, const char *s, size_t len)
 static void set_tval(struct parser *p, const char *s, size_t len)
 {
 	if (len >= TAG_VAL_MAX)
-		len = TAG_VAL_MAX - 1;	/* filters match on short values; keep it bounded */
+		len = TAG_VAL_MAX - 1; /* filters match on short values; keep it bounded */
 	memcpy(p->tval, s, len);
 	p->tval_len = len;
 	p->has_tval = true;
@@ -440,7 +440,7 @@ static int on_scalar(struct parser *p, const char *s, size_t len, bool is_string
 			sp->id = pdup(p, s, len);
 			break;
 		case K_PARENT_ID:
-			if (!p->ref_kind)	/* Jaeger: references win */
+			if (!p->ref_kind) /* Jaeger: references win */
 				sp->parent_id = pdup(p, s, len);
 			break;
 		case K_OPERATION:
@@ -453,7 +453,7 @@ static int on_scalar(struct parser *p, const char *s, size_t len, bool is_string
 			if (is_string)
 				sp->kind = kind_of(s, len);
 			else if (len == 1 && s[0] >= '0' && s[0] <= '5')
-				sp->kind = s[0] - '0';	/* OTLP's enum numbers match ours */
+				sp->kind = s[0] - '0'; /* OTLP's enum numbers match ours */
 			break;
 		case K_START:
 			if (parse_num(s, len, ctx == C_J_SPAN ? 1000 : 1, &sp->start_ns))
@@ -554,17 +554,17 @@ static int open_container(struct parser *p, bool is_map)
 		p->skip++;
 		return 1;
 	}
-	if (parent < 0) {	/* a top-level value */
+	if (parent < 0) { /* a top-level value */
 		if (is_map) {
 			ctx = C_TOP;
 		} else if (p->mode != MODE_OTLP) {
-			p->mode = MODE_JAEGER;	/* a bare array of Jaeger traces */
+			p->mode = MODE_JAEGER; /* a bare array of Jaeger traces */
 			ctx = C_J_DATA;
 		} else {
 			ctx = C_SKIP;
 		}
 		if (p->mode == MODE_OTLP || ctx == C_TOP)
-			reset_trace(p);	/* OTLP: one request per top-level object */
+			reset_trace(p); /* OTLP: one request per top-level object */
 	} else {
 		ctx = child_ctx(p, parent, p->key, is_map);
 	}
@@ -586,7 +586,7 @@ static int open_container(struct parser *p, bool is_map)
 			p->err = -ENOMEM;
 			return 0;
 		}
-		*s = (struct span_in){ .tag_first = p->tags.n, .seq = p->spans.n - 1 };
+		*s = (struct span_in){.tag_first = p->tags.n, .seq = p->spans.n - 1};
 		s->resource = p->procs.n ? p->procs.n - 1 : 0;
 		p->has_dur = false;
 		p->dur = 0;
@@ -612,7 +612,7 @@ static int open_container(struct parser *p, bool is_map)
 			p->err = -ENOMEM;
 			return 0;
 		}
-		*pr = (struct proc){ .id = ctx == C_J_PROC ? p->proc_id : NULL };
+		*pr = (struct proc){.id = ctx == C_J_PROC ? p->proc_id : NULL};
 		break;
 	}
 	case C_J_PTAGS:
@@ -715,7 +715,8 @@ static int end_jaeger_trace(struct parser *p)
 
 		last = NULL;
 		if (s->proc) {
-			for (h = hash_id(s->proc) & mask; slots[h] != UINT32_MAX; h = (h + 1) & mask)
+			for (h = hash_id(s->proc) & mask; slots[h] != UINT32_MAX;
+			     h = (h + 1) & mask)
 				if (!strcmp(procs[slots[h]].id, s->proc)) {
 					last = &procs[slots[h]];
 					break;
@@ -867,22 +868,22 @@ static int cb_end(void *ctx)
 }
 
 static const yajl_callbacks callbacks = {
-	.yajl_null = cb_null,
-	.yajl_boolean = cb_bool,
-	.yajl_number = cb_number,
-	.yajl_string = cb_string,
-	.yajl_start_map = cb_start_map,
-	.yajl_map_key = cb_key,
-	.yajl_end_map = cb_end,
-	.yajl_start_array = cb_start_array,
-	.yajl_end_array = cb_end,
+    .yajl_null = cb_null,
+    .yajl_boolean = cb_bool,
+    .yajl_number = cb_number,
+    .yajl_string = cb_string,
+    .yajl_start_map = cb_start_map,
+    .yajl_map_key = cb_key,
+    .yajl_end_map = cb_end,
+    .yajl_start_array = cb_start_array,
+    .yajl_end_array = cb_end,
 };
 
 struct input {
 	struct parser p;
 	yajl_handle h;
-	uint64_t base;		/* bytes before the current chunk */
-	uint64_t lines;		/* newlines before the current chunk */
+	uint64_t base;	/* bytes before the current chunk */
+	uint64_t lines; /* newlines before the current chunk */
 	bool failed;
 };
 
@@ -958,13 +959,13 @@ static int input__feed(struct input *in, const char *buf, size_t len)
 				    msg ? (char *)msg : "parse error",
 				    (unsigned long long)(in->base + used));
 		else
-			span__warnf(f,
-				    "malformed JSON at line %llu, byte %llu: %s; %u traces before it "
-				    "analysed, the one in progress (trace %s, %u spans read) skipped",
-				    (unsigned long long)line, (unsigned long long)(in->base + used),
-				    msg ? (char *)msg : "parse error", f->ntraces,
-				    in->p.trace_id ? in->p.trace_id : "id not yet read",
-				    in->p.spans.n);
+			span__warnf(
+			    f,
+			    "malformed JSON at line %llu, byte %llu: %s; %u traces before it "
+			    "analysed, the one in progress (trace %s, %u spans read) skipped",
+			    (unsigned long long)line, (unsigned long long)(in->base + used),
+			    msg ? (char *)msg : "parse error", f->ntraces,
+			    in->p.trace_id ? in->p.trace_id : "id not yet read", in->p.spans.n);
 		if (msg)
 			yajl_free_error(in->h, msg);
 	}
@@ -986,13 +987,13 @@ static int input__finish(struct input *in)
 	return 0;
 }
 
-static int run(const char *name, int fd, const char *buf, size_t len,
-	       const struct span_sink *sink, const struct span_opts *o)
+static int run(const char *name, int fd, const char *buf, size_t len, const struct span_sink *sink,
+	       const struct span_opts *o)
 {
 	struct span_file f = {
-		.name = name,
-		.sink = sink,
-		.overlap_tolerance = o ? o->overlap_tolerance : 0.01,
+	    .name = name,
+	    .sink = sink,
+	    .overlap_tolerance = o ? o->overlap_tolerance : 0.01,
 	};
 	struct input in;
 	char *chunk = NULL;
@@ -1050,7 +1051,7 @@ int span_input__analyze_buffer(const char *name, const char *buf, size_t len,
 int span_input__analyze_file(const char *path, const struct span_sink *sink,
 			     const struct span_opts *o)
 {
-	struct span_file f = { .name = path, .sink = sink };
+	struct span_file f = {.name = path, .sink = sink};
 	int fd, err;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);

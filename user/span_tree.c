@@ -177,24 +177,24 @@ void span__warn_summary(struct span_file *f)
 enum { ST_BAD = 1, ST_ROOT = 2, ST_ORPHAN = 4, ST_DONE = 8, ST_VISIT = 16, ST_KEPT = 32 };
 
 struct span_tree {
-	struct span_arena out;		/* frames, labels: valid until the next trace */
-	struct span_vec slots;		/* uint32_t: id hash table */
-	struct span_vec parent;		/* uint32_t */
-	struct span_vec state;		/* uint8_t */
-	struct span_vec order;		/* uint32_t: top-down order of kept spans */
-	struct span_vec shift;		/* int64_t: skew correction inherited by a subtree */
-	struct span_vec nodes;		/* struct sw_node */
-	struct span_vec children;	/* uint32_t */
-	struct span_vec all_children;	/* uint32_t: every child, for the top-down pass */
-	struct span_vec all_first;	/* uint32_t */
-	struct span_vec stack;		/* struct sw_frame, also the cycle walk */
-	struct span_vec secs;		/* struct sw_section */
-	struct span_vec segs;		/* struct cp_segment */
-	struct span_vec stats;		/* struct cp_span_stat */
-	struct span_vec frames;		/* const char **: per span */
-	struct span_vec nframes;	/* uint32_t */
-	struct span_vec tagset;		/* const char *: hash set */
-	struct span_vec tags;		/* const char *: the request's, NULL-terminated */
+	struct span_arena out;	      /* frames, labels: valid until the next trace */
+	struct span_vec slots;	      /* uint32_t: id hash table */
+	struct span_vec parent;	      /* uint32_t */
+	struct span_vec state;	      /* uint8_t */
+	struct span_vec order;	      /* uint32_t: top-down order of kept spans */
+	struct span_vec shift;	      /* int64_t: skew correction inherited by a subtree */
+	struct span_vec nodes;	      /* struct sw_node */
+	struct span_vec children;     /* uint32_t */
+	struct span_vec all_children; /* uint32_t: every child, for the top-down pass */
+	struct span_vec all_first;    /* uint32_t */
+	struct span_vec stack;	      /* struct sw_frame, also the cycle walk */
+	struct span_vec secs;	      /* struct sw_section */
+	struct span_vec segs;	      /* struct cp_segment */
+	struct span_vec stats;	      /* struct cp_span_stat */
+	struct span_vec frames;	      /* const char **: per span */
+	struct span_vec nframes;      /* uint32_t */
+	struct span_vec tagset;	      /* const char *: hash set */
+	struct span_vec tags;	      /* const char *: the request's, NULL-terminated */
 };
 
 /* Ids and tags are hashed for every span: eight bytes a step (a byte-wise
@@ -279,7 +279,8 @@ static int resolve_parents(struct span_file *f, struct span_tree *t, const char 
 			continue;
 		}
 		if (s->end_ns < s->start_ns) {
-			span__warnf(f, "trace %s: span %s: negative duration (%lld ns), span dropped",
+			span__warnf(f,
+				    "trace %s: span %s: negative duration (%lld ns), span dropped",
 				    tid_of(trace_id), s->id, (long long)(s->end_ns - s->start_ns));
 			st[i] = ST_BAD;
 			continue;
@@ -328,7 +329,7 @@ static int break_cycles(struct span_file *f, struct span_tree *t, const char *tr
 	uint32_t *parent = t->parent.v, *stack;
 	uint8_t *st = t->state.v;
 
-	RESERVE(order, uint32_t, n + 1);	/* free until correct_skew */
+	RESERVE(order, uint32_t, n + 1); /* free until correct_skew */
 	stack = t->order.v;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t sp_n = 0, j = i;
@@ -382,7 +383,7 @@ static int correct_skew(struct span_file *f, struct span_tree *t, const char *tr
 	/* counting sort by parent: children of p are kids[first[p] .. first[p+1]) */
 	memset(first, 0, (n + 1) * sizeof(uint32_t));
 	for (uint32_t i = 0; i < n; i++)
-		nodes[i] = (struct sw_node){ 0 };
+		nodes[i] = (struct sw_node){0};
 	for (uint32_t i = 0; i < n; i++)
 		if (parent[i] != NONE)
 			first[parent[i] + 1]++;
@@ -432,11 +433,12 @@ static int correct_skew(struct span_file *f, struct span_tree *t, const char *tr
 			} else {
 				if (e < pn->start || s > pn->end ||
 				    (e > s && (e == pn->start || s == pn->end))) {
-					span__warnf(f,
-						    "trace %s: span %s: [%lld, %lld] ns lies outside "
-						    "its parent %s, dropped with its subtree",
-						    tid_of(trace_id), cs->id, (long long)s,
-						    (long long)e, sp[p].id);
+					span__warnf(
+					    f,
+					    "trace %s: span %s: [%lld, %lld] ns lies outside "
+					    "its parent %s, dropped with its subtree",
+					    tid_of(trace_id), cs->id, (long long)s, (long long)e,
+					    sp[p].id);
 					*partial = true;
 					continue;
 				}
@@ -556,11 +558,10 @@ static struct span_tree *tree_of(struct span_file *f)
 void span_tree__free(struct span_file *f)
 {
 	struct span_tree *t = f->tree;
-	struct span_vec *vecs[] = { &t->slots,	      &t->parent,	&t->state,  &t->order,
-				    &t->shift,	      &t->nodes,	&t->children,
-				    &t->all_children, &t->all_first,	&t->stack,  &t->secs,
-				    &t->segs,	      &t->stats,	&t->frames, &t->nframes,
-				    &t->tagset,	      &t->tags };
+	struct span_vec *vecs[] = {
+	    &t->slots,	  &t->parent,	    &t->state,	   &t->order,  &t->shift, &t->nodes,
+	    &t->children, &t->all_children, &t->all_first, &t->stack,  &t->secs,  &t->segs,
+	    &t->stats,	  &t->frames,	    &t->nframes,   &t->tagset, &t->tags};
 
 	if (!t)
 		return;
@@ -579,7 +580,7 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 	uint8_t *st;
 	bool partial = false;
 	struct sw_tree wt;
-	struct cp_request req = { 0 };
+	struct cp_request req = {0};
 	struct cp_segment *segs;
 	struct cp_span_stat *stats;
 	struct sw_section *secs;
@@ -621,7 +622,7 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 				    "trace %s: span %s: a second root (trace has several), "
 				    "re-attached under root %s",
 				    tid_of(trace_id), sp[i].id, sp[root].id);
-		else if (sp[i].parent_id)	/* cycles were warned where cut */
+		else if (sp[i].parent_id) /* cycles were warned where cut */
 			span__warnf(f,
 				    "trace %s: span %s: parent %s is not in the trace (orphan), "
 				    "re-attached under root %s",
@@ -643,7 +644,7 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 		return nkept;
 
 	/* the walk */
-	wt = (struct sw_tree){ t->nodes.v, t->children.v, n, root };
+	wt = (struct sw_tree){t->nodes.v, t->children.v, n, root};
 	RESERVE(stack, struct sw_frame, n + 1);
 	RESERVE(secs, struct sw_section, 2 * n + 1);
 	span_walk__sort_children(&wt);
@@ -666,17 +667,17 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 		const struct span_in *s = &sp[secs[k].node];
 
 		segs[k] = (struct cp_segment){
-			.start_ns = secs[k].start,
-			.end_ns = secs[k].end,
-			.category = CP_CAT_SPAN,
-			.frames = ((const char *const **)t->frames.v)[secs[k].node],
-			.nframes = ((uint32_t *)t->nframes.v)[secs[k].node],
-			.pid = -1,
-			.tid = -1,
-			.cpu = -1,
-			.span_id = s->id,
-			.service = s->service,
-			.operation = s->operation,
+		    .start_ns = secs[k].start,
+		    .end_ns = secs[k].end,
+		    .category = CP_CAT_SPAN,
+		    .frames = ((const char *const **)t->frames.v)[secs[k].node],
+		    .nframes = ((uint32_t *)t->nframes.v)[secs[k].node],
+		    .pid = -1,
+		    .tid = -1,
+		    .cpu = -1,
+		    .span_id = s->id,
+		    .service = s->service,
+		    .operation = s->operation,
 		};
 	}
 	for (int k = 0; k < nkept; k++) {
@@ -684,13 +685,13 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 		const struct sw_node *nd = &((struct sw_node *)t->nodes.v)[i];
 
 		stats[k] = (struct cp_span_stat){
-			.span_id = sp[i].id,
-			.service = sp[i].service,
-			.operation = sp[i].operation,
-			.frames = ((const char *const **)t->frames.v)[i],
-			.nframes = ((uint32_t *)t->nframes.v)[i],
-			.inclusive_ns = (uint64_t)(nd->end - nd->start),
-			.exclusive_ns = (uint64_t)nd->excl,	/* 0 where the walk never went */
+		    .span_id = sp[i].id,
+		    .service = sp[i].service,
+		    .operation = sp[i].operation,
+		    .frames = ((const char *const **)t->frames.v)[i],
+		    .nframes = ((uint32_t *)t->nframes.v)[i],
+		    .inclusive_ns = (uint64_t)(nd->end - nd->start),
+		    .exclusive_ns = (uint64_t)nd->excl, /* 0 where the walk never went */
 		};
 	}
 	req.id = trace_id ? trace_id : "(no trace id)";

@@ -55,7 +55,7 @@ int span_walk__run(struct sw_tree *t, double overlap_tolerance, struct sw_frame 
 
 	/* Sections come out backwards in time (the walk goes from the end);
 	 * they are reversed at the end. */
-	stack[sp++] = (struct sw_frame){ t->root, nodes[t->root].child_first, nodes[t->root].end };
+	stack[sp++] = (struct sw_frame){t->root, nodes[t->root].child_first, nodes[t->root].end};
 	while (sp) {
 		struct sw_frame *f = &stack[sp - 1];
 		struct sw_node *s = &nodes[f->node];
@@ -73,7 +73,7 @@ int span_walk__run(struct sw_tree *t, double overlap_tolerance, struct sw_frame 
 				continue;
 			}
 			ce = c->end < f->hi ? c->end : f->hi;
-			if (ce <= c->start) {	/* nothing left of it before the cursor */
+			if (ce <= c->start) { /* nothing left of it before the cursor */
 				f->next++;
 				continue;
 			}
@@ -82,16 +82,17 @@ int span_walk__run(struct sw_tree *t, double overlap_tolerance, struct sw_frame 
 		}
 		if (pick != UINT32_MAX) {
 			if (ce < f->hi) {
-				out[n++] = (struct sw_section){ f->node, ce, f->hi };
+				out[n++] = (struct sw_section){f->node, ce, f->hi};
 				s->excl += f->hi - ce;
 			}
 			f->hi = nodes[pick].start;
-			if (sp >= t->nnodes)	/* only a cycle could do this; the builder breaks them */
+			if (sp >=
+			    t->nnodes) /* only a cycle could do this; the builder breaks them */
 				return -ELOOP;
-			stack[sp++] = (struct sw_frame){ pick, nodes[pick].child_first, ce };
+			stack[sp++] = (struct sw_frame){pick, nodes[pick].child_first, ce};
 		} else {
 			if (f->hi > s->start) {
-				out[n++] = (struct sw_section){ f->node, s->start, f->hi };
+				out[n++] = (struct sw_section){f->node, s->start, f->hi};
 				s->excl += f->hi - s->start;
 			}
 			sp--;

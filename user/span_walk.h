@@ -24,12 +24,12 @@
 #include <stdint.h>
 
 struct sw_node {
-	int64_t start, end;	/* corrected interval */
-	const char *id;		/* for ties; compared by length, then bytes */
+	int64_t start, end; /* corrected interval */
+	const char *id;	    /* for ties; compared by length, then bytes */
 	uint32_t id_len;
-	uint32_t child_first;	/* blocking children: children[child_first ..+ nchild) */
+	uint32_t child_first; /* blocking children: children[child_first ..+ nchild) */
 	uint32_t nchild;
-	int64_t excl;		/* out: time on the critical path */
+	int64_t excl; /* out: time on the critical path */
 };
 
 struct sw_section {
@@ -39,7 +39,7 @@ struct sw_section {
 
 struct sw_tree {
 	struct sw_node *nodes;
-	uint32_t *children;	/* node indices, grouped per parent; sorted by the walk */
+	uint32_t *children; /* node indices, grouped per parent; sorted by the walk */
 	uint32_t nnodes;
 	uint32_t root;
 };
@@ -49,8 +49,8 @@ struct sw_tree {
  * struct sw_frame (scratch, see span_walk.c: 24 bytes each). 0 or -errno. */
 struct sw_frame {
 	uint32_t node;
-	uint32_t next;		/* next child to consider, index into children */
-	int64_t hi;		/* cursor */
+	uint32_t next; /* next child to consider, index into children */
+	int64_t hi;    /* cursor */
 };
 
 void span_walk__sort_children(struct sw_tree *t);

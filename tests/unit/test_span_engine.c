@@ -18,22 +18,22 @@
 /* Two traces of the same shape (root 0..100 µs calling "db" 10..50 µs) and
  * one orphan in the second. */
 static const char two_traces[] =
-	"{\"data\":["
-	"{\"traceID\":\"t1\",\"spans\":["
-	"{\"spanID\":\"a\",\"operationName\":\"GET\",\"startTime\":1700000000000000,"
-	"\"duration\":100,\"processID\":\"p1\"},"
-	"{\"spanID\":\"b\",\"operationName\":\"query\",\"references\":[{\"refType\":\"CHILD_OF\","
-	"\"spanID\":\"a\"}],\"startTime\":1700000000000010,\"duration\":40,\"processID\":\"p2\","
-	"\"tags\":[{\"key\":\"db\",\"type\":\"string\",\"value\":\"users\"}]}],"
-	"\"processes\":{\"p1\":{\"serviceName\":\"web\"},\"p2\":{\"serviceName\":\"db\"}}},"
-	"{\"traceID\":\"t2\",\"spans\":["
-	"{\"spanID\":\"a\",\"operationName\":\"GET\",\"startTime\":1700000001000000,"
-	"\"duration\":100,\"processID\":\"p1\"},"
-	"{\"spanID\":\"b\",\"operationName\":\"query\",\"references\":[{\"refType\":\"CHILD_OF\","
-	"\"spanID\":\"a\"}],\"startTime\":1700000001000010,\"duration\":40,\"processID\":\"p2\"},"
-	"{\"spanID\":\"c\",\"operationName\":\"lost\",\"references\":[{\"refType\":\"CHILD_OF\","
-	"\"spanID\":\"zz\"}],\"startTime\":1700000001000060,\"duration\":10,\"processID\":\"p1\"}],"
-	"\"processes\":{\"p1\":{\"serviceName\":\"web\"},\"p2\":{\"serviceName\":\"db\"}}}]}";
+    "{\"data\":["
+    "{\"traceID\":\"t1\",\"spans\":["
+    "{\"spanID\":\"a\",\"operationName\":\"GET\",\"startTime\":1700000000000000,"
+    "\"duration\":100,\"processID\":\"p1\"},"
+    "{\"spanID\":\"b\",\"operationName\":\"query\",\"references\":[{\"refType\":\"CHILD_OF\","
+    "\"spanID\":\"a\"}],\"startTime\":1700000000000010,\"duration\":40,\"processID\":\"p2\","
+    "\"tags\":[{\"key\":\"db\",\"type\":\"string\",\"value\":\"users\"}]}],"
+    "\"processes\":{\"p1\":{\"serviceName\":\"web\"},\"p2\":{\"serviceName\":\"db\"}}},"
+    "{\"traceID\":\"t2\",\"spans\":["
+    "{\"spanID\":\"a\",\"operationName\":\"GET\",\"startTime\":1700000001000000,"
+    "\"duration\":100,\"processID\":\"p1\"},"
+    "{\"spanID\":\"b\",\"operationName\":\"query\",\"references\":[{\"refType\":\"CHILD_OF\","
+    "\"spanID\":\"a\"}],\"startTime\":1700000001000010,\"duration\":40,\"processID\":\"p2\"},"
+    "{\"spanID\":\"c\",\"operationName\":\"lost\",\"references\":[{\"refType\":\"CHILD_OF\","
+    "\"spanID\":\"zz\"}],\"startTime\":1700000001000060,\"duration\":10,\"processID\":\"p1\"}],"
+    "\"processes\":{\"p1\":{\"serviceName\":\"web\"},\"p2\":{\"serviceName\":\"db\"}}}]}";
 
 static const struct engine_profile_entry *find(const struct engine_result *r, const char *f0,
 					       const char *f1)
@@ -50,8 +50,8 @@ static const struct engine_profile_entry *find(const struct engine_result *r, co
 
 static void test_average_path_by_call_path(void **state)
 {
-	struct engine_opts eo = { .overlap_tolerance = 0.01, .keep_slowest = 2 };
-	struct span_opts so = { .overlap_tolerance = 0.01 };
+	struct engine_opts eo = {.overlap_tolerance = 0.01, .keep_slowest = 2};
+	struct span_opts so = {.overlap_tolerance = 0.01};
 	struct engine *e = engine__new(&eo);
 	const struct engine_result *r;
 	const struct engine_profile_entry *root, *db;
@@ -82,14 +82,14 @@ static void test_average_path_by_call_path(void **state)
 
 static void test_tag_filter(void **state)
 {
-	struct engine_opts eo = { .filter.tag = "db=users", .keep_slowest = 1 };
+	struct engine_opts eo = {.filter.tag = "db=users", .keep_slowest = 1};
 	struct engine *e = engine__new(&eo);
 
 	assert_non_null(e);
 	engine__set_quiet(e, true);
 	/* both traces are analysed and handed over; the engine keeps the tagged one */
-	assert_int_equal(span__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1, e, NULL),
-			 2);
+	assert_int_equal(
+	    span__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1, e, NULL), 2);
 	assert_int_equal(engine__result(e)->nrequests, 1);
 	engine__free(e);
 }
@@ -97,8 +97,8 @@ static void test_tag_filter(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_average_path_by_call_path),
-		cmocka_unit_test(test_tag_filter),
+	    cmocka_unit_test(test_average_path_by_call_path),
+	    cmocka_unit_test(test_tag_filter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

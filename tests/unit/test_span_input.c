@@ -46,10 +46,10 @@ static int capture_request(void *ctx, const struct cp_request *r)
 	for (uint32_t i = 0; i < r->nsegs; i++) {
 		q->sum_ns += r->segs[i].end_ns - r->segs[i].start_ns;
 		if (o < sizeof(q->secs) - 100)
-			o += snprintf(q->secs + o, sizeof(q->secs) - o, "%s%s:%s:%llu", i ? " " : "",
-				      r->segs[i].service, r->segs[i].span_id,
-				      (unsigned long long)(r->segs[i].end_ns - r->segs[i].start_ns) /
-					      1000);
+			o += snprintf(
+			    q->secs + o, sizeof(q->secs) - o, "%s%s:%s:%llu", i ? " " : "",
+			    r->segs[i].service, r->segs[i].span_id,
+			    (unsigned long long)(r->segs[i].end_ns - r->segs[i].start_ns) / 1000);
 	}
 	o = 0;
 	for (const char *const *t = r->tags; t && *t && o < sizeof(q->tags) - 80; t++)
@@ -71,7 +71,7 @@ static const struct span_sink *sink_of(struct capture *c)
 	static struct span_sink s;
 
 	memset(c, 0, sizeof(*c));
-	s = (struct span_sink){ capture_request, capture_warn, c };
+	s = (struct span_sink){capture_request, capture_warn, c};
 	return &s;
 }
 
@@ -135,8 +135,8 @@ static void run(struct capture *c, const char *spans[][2], const long times[][2]
 
 static void test_missing_id(void **state)
 {
-	const char *s[][2] = { { "a", NULL }, { NULL, "a" }, { "c", "a" } };
-	const long t[][2] = { { 0, 100 }, { 10, 20 }, { 40, 20 } };
+	const char *s[][2] = {{"a", NULL}, {NULL, "a"}, {"c", "a"}};
+	const long t[][2] = {{0, 100}, {10, 20}, {40, 20}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 1);
@@ -146,8 +146,8 @@ static void test_missing_id(void **state)
 
 static void test_negative_duration(void **state)
 {
-	const char *s[][2] = { { "a", NULL }, { "b", "a" }, { "c", "b" } };
-	const long t[][2] = { { 0, 100 }, { 10, -20 }, { 40, 20 } };
+	const char *s[][2] = {{"a", NULL}, {"b", "a"}, {"c", "b"}};
+	const long t[][2] = {{0, 100}, {10, -20}, {40, 20}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 1);
@@ -159,8 +159,8 @@ static void test_negative_duration(void **state)
 
 static void test_duplicate_ids(void **state)
 {
-	const char *s[][2] = { { "a", NULL }, { "b", "a" }, { "b", "a" } };
-	const long t[][2] = { { 0, 100 }, { 10, 20 }, { 50, 20 } };
+	const char *s[][2] = {{"a", NULL}, {"b", "a"}, {"b", "a"}};
+	const long t[][2] = {{0, 100}, {10, 20}, {50, 20}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 1);
@@ -170,8 +170,8 @@ static void test_duplicate_ids(void **state)
 
 static void test_parent_cycle(void **state)
 {
-	const char *s[][2] = { { "a", NULL }, { "b", "c" }, { "c", "b" } };
-	const long t[][2] = { { 0, 100 }, { 10, 50 }, { 20, 10 } };
+	const char *s[][2] = {{"a", NULL}, {"b", "c"}, {"c", "b"}};
+	const long t[][2] = {{0, 100}, {10, 50}, {20, 10}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 1);
@@ -181,8 +181,8 @@ static void test_parent_cycle(void **state)
 
 static void test_orphan(void **state)
 {
-	const char *s[][2] = { { "a", NULL }, { "b", "zz" } };
-	const long t[][2] = { { 0, 100 }, { 10, 50 } };
+	const char *s[][2] = {{"a", NULL}, {"b", "zz"}};
+	const long t[][2] = {{0, 100}, {10, 50}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 1);
@@ -193,8 +193,8 @@ static void test_orphan(void **state)
 static void test_several_roots(void **state)
 {
 	/* the longest is the root; the other is warned and re-attached */
-	const char *s[][2] = { { "b", NULL }, { "a", NULL } };
-	const long t[][2] = { { 10, 50 }, { 0, 100 } };
+	const char *s[][2] = {{"b", NULL}, {"a", NULL}};
+	const long t[][2] = {{10, 50}, {0, 100}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 1);
@@ -204,8 +204,8 @@ static void test_several_roots(void **state)
 
 static void test_no_root(void **state)
 {
-	const char *s[][2] = { { "b", "x" }, { "a", "y" } };
-	const long t[][2] = { { 10, 50 }, { 0, 100 } };
+	const char *s[][2] = {{"b", "x"}, {"a", "y"}};
+	const long t[][2] = {{10, 50}, {0, 100}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 1);
@@ -215,8 +215,8 @@ static void test_no_root(void **state)
 
 static void test_nothing_usable(void **state)
 {
-	const char *s[][2] = { { "a", NULL } };
-	const long t[][2] = { { 0, -5 } };
+	const char *s[][2] = {{"a", NULL}};
+	const long t[][2] = {{0, -5}};
 	struct capture c;
 
 	run(&c, s, t, N(s), 0);
@@ -233,8 +233,8 @@ static void test_warning_cap(void **state)
 	o += snprintf(b, cap, "{\"data\":[{\"traceID\":\"t1\",\"spans\":[");
 	o += jspan(b + o, cap - o, "r", NULL, 0, 1000);
 	for (int i = 0; i < 150; i++)
-		o += snprintf(b + o, cap - o, ",{\"spanID\":\"s%d\",\"startTime\":1,\"duration\":-1}",
-			      i);
+		o += snprintf(b + o, cap - o,
+			      ",{\"spanID\":\"s%d\",\"startTime\":1,\"duration\":-1}", i);
 	snprintf(b + o, cap - o, "]}]}");
 	assert_int_equal(buf(&c, b), 1);
 	free(b);
@@ -245,7 +245,8 @@ static void test_warning_cap(void **state)
 static void test_malformed_file(void **state)
 {
 	struct capture c;
-	int ret = span_input__analyze_file("tests/unit/data/span_malformed.json", sink_of(&c), NULL);
+	int ret =
+	    span_input__analyze_file("tests/unit/data/span_malformed.json", sink_of(&c), NULL);
 
 	/* the first trace is complete before the damage */
 	assert_int_equal(ret, 1);
@@ -257,7 +258,8 @@ static void test_malformed_file(void **state)
 
 static void test_truncated_buffer(void **state)
 {
-	const char *j = "{\"data\":[{\"traceID\":\"t1\",\"spans\":[{\"spanID\":\"a\",\"startTime\":1,";
+	const char *j =
+	    "{\"data\":[{\"traceID\":\"t1\",\"spans\":[{\"spanID\":\"a\",\"startTime\":1,";
 	struct capture c;
 
 	assert_int_equal(buf(&c, j), -EINVAL);
@@ -270,30 +272,30 @@ static void test_not_a_trace_file(void **state)
 
 	assert_int_equal(buf(&c, "{\"foo\":[1,2,3]}"), -EINVAL);
 	assert_non_null(strstr(c.warns, "in.json: not a Jaeger or OTLP JSON file"));
-	assert_int_equal(span_input__analyze_buffer("rec", "CPREC\x01\x02\x00", 8, sink_of(&c), NULL),
-			 -EINVAL);
+	assert_int_equal(
+	    span_input__analyze_buffer("rec", "CPREC\x01\x02\x00", 8, sink_of(&c), NULL), -EINVAL);
 	assert_non_null(strstr(c.warns, "rec: not a Jaeger or OTLP JSON file"));
-	assert_int_equal(span_input__analyze_file("tests/unit/data/does-not-exist.json", sink_of(&c),
-						  NULL),
-			 -ENOENT);
+	assert_int_equal(
+	    span_input__analyze_file("tests/unit/data/does-not-exist.json", sink_of(&c), NULL),
+	    -ENOENT);
 	assert_non_null(strstr(c.warns, "cannot open"));
 }
 
 static void test_jaeger_many_traces(void **state)
 {
 	const char *j =
-		"{\"data\":[{\"traceID\":\"t1\",\"spans\":[{\"spanID\":\"a\",\"operationName\":\"x\","
-		"\"startTime\":1700000000000000,\"duration\":10,\"processID\":\"p9\"}],"
-		"\"processes\":{\"p9\":{\"serviceName\":\"late\"}}},"
-		"{\"processes\":{\"p1\":{\"serviceName\":\"early\"}},\"spans\":[{\"spanID\":\"b\","
-		"\"traceID\":\"t2\",\"startTime\":1700000000000000,\"duration\":20,"
-		"\"processID\":\"p1\"}]}]}";
+	    "{\"data\":[{\"traceID\":\"t1\",\"spans\":[{\"spanID\":\"a\",\"operationName\":\"x\","
+	    "\"startTime\":1700000000000000,\"duration\":10,\"processID\":\"p9\"}],"
+	    "\"processes\":{\"p9\":{\"serviceName\":\"late\"}}},"
+	    "{\"processes\":{\"p1\":{\"serviceName\":\"early\"}},\"spans\":[{\"spanID\":\"b\","
+	    "\"traceID\":\"t2\",\"startTime\":1700000000000000,\"duration\":20,"
+	    "\"processID\":\"p1\"}]}]}";
 	struct capture c;
 
 	assert_int_equal(buf(&c, j), 2);
 	assert_string_equal(c.r[0].id, "t1");
-	assert_string_equal(c.r[0].service, "late");	/* processes after spans */
-	assert_string_equal(c.r[1].id, "t2");	/* trace id from the span */
+	assert_string_equal(c.r[0].service, "late"); /* processes after spans */
+	assert_string_equal(c.r[1].id, "t2");	     /* trace id from the span */
 	assert_string_equal(c.r[1].service, "early");
 	assert_string_equal(c.r[1].name, "(unnamed)");
 	assert_int_equal(c.nwarn, 0);
@@ -330,8 +332,8 @@ static void test_otlp(void **state)
  * (traces or a warning), never a crash (run under ASan by make test). */
 static void test_truncation_and_flips(void **state)
 {
-	const char *s[][2] = { { "a", NULL }, { "b", "a" }, { "c", "b" }, { "d", "a" } };
-	const long t[][2] = { { 0, 100 }, { 10, 50 }, { 20, 10 }, { 70, 20 } };
+	const char *s[][2] = {{"a", NULL}, {"b", "a"}, {"c", "b"}, {"d", "a"}};
+	const long t[][2] = {{0, 100}, {10, 50}, {20, 10}, {70, 20}};
 	char *j = jtrace("t1", s, t, N(s));
 	size_t len = strlen(j);
 	char *copy = malloc(len + 1);
@@ -345,7 +347,7 @@ static void test_truncation_and_flips(void **state)
 		assert_true(c.nwarn >= 1);
 	}
 	for (size_t i = 0; i < len; i++) {
-		static const char bytes[] = { '"', '{', ']', '-', 'x', 0, '9' };
+		static const char bytes[] = {'"', '{', ']', '-', 'x', 0, '9'};
 
 		for (size_t k = 0; k < sizeof(bytes); k++) {
 			int ret;
@@ -364,14 +366,21 @@ static void test_truncation_and_flips(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_missing_id),	 cmocka_unit_test(test_negative_duration),
-		cmocka_unit_test(test_duplicate_ids),	 cmocka_unit_test(test_parent_cycle),
-		cmocka_unit_test(test_orphan),		 cmocka_unit_test(test_several_roots),
-		cmocka_unit_test(test_no_root),		 cmocka_unit_test(test_nothing_usable),
-		cmocka_unit_test(test_warning_cap),	 cmocka_unit_test(test_malformed_file),
-		cmocka_unit_test(test_truncated_buffer), cmocka_unit_test(test_not_a_trace_file),
-		cmocka_unit_test(test_jaeger_many_traces), cmocka_unit_test(test_otlp),
-		cmocka_unit_test(test_truncation_and_flips),
+	    cmocka_unit_test(test_missing_id),
+	    cmocka_unit_test(test_negative_duration),
+	    cmocka_unit_test(test_duplicate_ids),
+	    cmocka_unit_test(test_parent_cycle),
+	    cmocka_unit_test(test_orphan),
+	    cmocka_unit_test(test_several_roots),
+	    cmocka_unit_test(test_no_root),
+	    cmocka_unit_test(test_nothing_usable),
+	    cmocka_unit_test(test_warning_cap),
+	    cmocka_unit_test(test_malformed_file),
+	    cmocka_unit_test(test_truncated_buffer),
+	    cmocka_unit_test(test_not_a_trace_file),
+	    cmocka_unit_test(test_jaeger_many_traces),
+	    cmocka_unit_test(test_otlp),
+	    cmocka_unit_test(test_truncation_and_flips),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,23 +17,23 @@
 
 #include "span_internal.h"
 
-#define BASE_US 1700000000000000LL	/* times are written relative to this epoch µs */
+#define BASE_US 1700000000000000LL /* times are written relative to this epoch µs */
 
 struct tspan {
 	const char *id, *parent;
-	long long start, end;	/* µs */
-	const char *extra;	/* "follows", "client", "server", "p2" (process), … */
+	long long start, end; /* µs */
+	const char *extra;    /* "follows", "client", "server", "p2" (process), … */
 };
 
 struct capture {
 	int nreq;
-	char secs[4096];	/* "A[0,10] B[10,30] …" of the last request, µs */
-	char excl[4096];	/* "A40 B20 …": spans with exclusive time > 0, by id */
+	char secs[4096]; /* "A[0,10] B[10,30] …" of the last request, µs */
+	char excl[4096]; /* "A40 B20 …": spans with exclusive time > 0, by id */
 	uint64_t latency_ns, sum_ns;
 	uint32_t nsegs;
 	bool partial;
 	char service[64], name[64];
-	char frames[1024];	/* frames of the last segment, joined by ';' */
+	char frames[1024]; /* frames of the last segment, joined by ';' */
 	char tags[1024];
 	int nwarn;
 	char warns[8192];
@@ -64,7 +64,7 @@ static int capture_request(void *ctx, const struct cp_request *r)
 
 		c->sum_ns += s->end_ns - s->start_ns;
 		if (i && s->start_ns != r->segs[i - 1].end_ns)
-			c->sum_ns = (uint64_t)-1;	/* a gap or overlap: tiling broken */
+			c->sum_ns = (uint64_t)-1; /* a gap or overlap: tiling broken */
 		if (o < sizeof(c->secs) - 64)
 			o += snprintf(c->secs + o, sizeof(c->secs) - o, "%s%s[%lld,%lld]",
 				      i ? " " : "", s->span_id,
@@ -113,7 +113,9 @@ static char *jaeger(const struct tspan *sp, int n)
 	o += snprintf(b + o, cap - o, "{\"data\":[{\"traceID\":\"t1\",\"spans\":[");
 	for (int i = 0; i < n; i++) {
 		const char *x = sp[i].extra ? sp[i].extra : "";
-		const char *kind = strstr(x, "server") ? "server" : strstr(x, "client") ? "client" : 0;
+		const char *kind = strstr(x, "server")	 ? "server"
+				   : strstr(x, "client") ? "client"
+							 : 0;
 
 		o += snprintf(b + o, cap - o,
 			      "%s{\"traceID\":\"t1\",\"spanID\":\"%s\",\"operationName\":\"op%s\","
@@ -124,28 +126,30 @@ static char *jaeger(const struct tspan *sp, int n)
 			o += snprintf(b + o, cap - o,
 				      "\"references\":[{\"refType\":\"%s\",\"traceID\":\"t1\","
 				      "\"spanID\":\"%s\"}],",
-				      strstr(x, "follows") ? "FOLLOWS_FROM" : "CHILD_OF", sp[i].parent);
+				      strstr(x, "follows") ? "FOLLOWS_FROM" : "CHILD_OF",
+				      sp[i].parent);
 		else
 			o += snprintf(b + o, cap - o, "\"references\":[],");
 		o += snprintf(b + o, cap - o, "\"tags\":[");
 		if (kind)
-			o += snprintf(b + o, cap - o,
-				      "{\"key\":\"span.kind\",\"type\":\"string\",\"value\":\"%s\"}",
-				      kind);
+			o += snprintf(
+			    b + o, cap - o,
+			    "{\"key\":\"span.kind\",\"type\":\"string\",\"value\":\"%s\"}", kind);
 		o += snprintf(b + o, cap - o, "],\"logs\":[],\"warnings\":null}");
 	}
-	o += snprintf(b + o, cap - o,
-		      "],\"processes\":{\"p1\":{\"serviceName\":\"front\",\"tags\":[{\"key\":"
-		      "\"hostname\",\"type\":\"string\",\"value\":\"h1\"}]},\"p2\":{\"serviceName\":"
-		      "\"back\",\"tags\":[{\"key\":\"hostname\",\"type\":\"string\",\"value\":"
-		      "\"h2\"}]}}}]}");
+	o +=
+	    snprintf(b + o, cap - o,
+		     "],\"processes\":{\"p1\":{\"serviceName\":\"front\",\"tags\":[{\"key\":"
+		     "\"hostname\",\"type\":\"string\",\"value\":\"h1\"}]},\"p2\":{\"serviceName\":"
+		     "\"back\",\"tags\":[{\"key\":\"hostname\",\"type\":\"string\",\"value\":"
+		     "\"h2\"}]}}}]}");
 	return b;
 }
 
 static int analyze(struct capture *c, const char *json, double tol)
 {
-	struct span_sink sink = { capture_request, capture_warn, c };
-	struct span_opts o = { .overlap_tolerance = tol };
+	struct span_sink sink = {capture_request, capture_warn, c};
+	struct span_opts o = {.overlap_tolerance = tol};
 
 	memset(c, 0, sizeof(*c));
 	return span_input__analyze_buffer("test.json", json, strlen(json), &sink, &o);
@@ -164,7 +168,7 @@ static void run_case(const struct tspan *sp, int n, double tol, const char *secs
 		assert_string_equal(c.secs, secs);
 	if (excl)
 		assert_string_equal(c.excl, excl);
-	assert_int_equal(c.sum_ns, c.latency_ns);	/* sections tile the root */
+	assert_int_equal(c.sum_ns, c.latency_ns); /* sections tile the root */
 }
 
 #define DEF 0.01
@@ -173,46 +177,41 @@ static void run_case(const struct tspan *sp, int n, double tol, const char *secs
 static void test_sequential(void **state)
 {
 	const struct tspan t[] = {
-		{ "A", NULL, 0, 100 }, { "B", "A", 10, 30 }, { "C", "A", 40, 50 }, { "D", "A", 60, 90 }
-	};
+	    {"A", NULL, 0, 100}, {"B", "A", 10, 30}, {"C", "A", 40, 50}, {"D", "A", 60, 90}};
 	run_case(t, N(t), DEF, "A[0,10] B[10,30] A[30,40] C[40,50] A[50,60] D[60,90] A[90,100]",
 		 "A40 B20 C10 D30");
 }
 
 static void test_overlapping_siblings_strict(void **state)
 {
-	const struct tspan t[] = { { "X", NULL, 1, 101 }, { "A", "X", 10, 50 }, { "C", "X", 20, 60 } };
+	const struct tspan t[] = {{"X", NULL, 1, 101}, {"A", "X", 10, 50}, {"C", "X", 20, 60}};
 	run_case(t, N(t), 0, "X[1,20] C[20,60] X[60,101]", "C40 X60");
 }
 
 static void test_nested_fork_join(void **state)
 {
-	const struct tspan t[] = { { "A", NULL, 0, 100 },
-				   { "B", "A", 10, 70 },
-				   { "C", "B", 25, 45 },
-				   { "D", "B", 30, 50 } };
+	const struct tspan t[] = {
+	    {"A", NULL, 0, 100}, {"B", "A", 10, 70}, {"C", "B", 25, 45}, {"D", "B", 30, 50}};
 	run_case(t, N(t), DEF, NULL, "A40 B40 D20");
 }
 
 static void test_child_overruns_parent(void **state)
 {
-	const struct tspan t[] = { { "A", NULL, 0, 100 }, { "B", "A", 10, 70 }, { "C", "B", 20, 120 } };
+	const struct tspan t[] = {{"A", NULL, 0, 100}, {"B", "A", 10, 70}, {"C", "B", 20, 120}};
 	run_case(t, N(t), DEF, "A[0,10] B[10,20] C[20,70] A[70,100]", "A40 B10 C50");
 }
 
 static void test_child_starts_before_parent(void **state)
 {
-	const struct tspan t[] = { { "A", NULL, 1, 30 }, { "B", "A", 15, 35 }, { "C", "B", 10, 25 } };
+	const struct tspan t[] = {{"A", NULL, 1, 30}, {"B", "A", 15, 35}, {"C", "B", 10, 25}};
 	run_case(t, N(t), 0, "A[1,15] C[15,25] B[25,30]", NULL);
 	run_case(t, N(t), DEF, "A[1,15] C[15,25] B[25,30]", NULL);
 }
 
 static void test_child_wholly_outside(void **state)
 {
-	const struct tspan t[] = { { "A", NULL, 0, 100 },
-				   { "B", "A", 110, 160 },
-				   { "C", "B", 120, 150 },
-				   { "D", "A", 60, 90 } };
+	const struct tspan t[] = {
+	    {"A", NULL, 0, 100}, {"B", "A", 110, 160}, {"C", "B", 120, 150}, {"D", "A", 60, 90}};
 	struct capture c;
 	char *json = jaeger(t, N(t));
 
@@ -226,31 +225,29 @@ static void test_child_wholly_outside(void **state)
 
 static void test_near_serial_overlap(void **state)
 {
-	const struct tspan t[] = { { "A", NULL, 0, 1000 },
-				   { "B", "A", 10, 210 },
-				   { "C", "A", 209, 309 },
-				   { "D", "A", 308, 608 } };
+	const struct tspan t[] = {
+	    {"A", NULL, 0, 1000}, {"B", "A", 10, 210}, {"C", "A", 209, 309}, {"D", "A", 308, 608}};
 	run_case(t, N(t), DEF, NULL, "A402 B199 C99 D300");
 	run_case(t, N(t), 0, NULL, "A500 B200 D300");
 }
 
 static void test_async_child(void **state)
 {
-	const struct tspan t[] = { { "A", NULL, 1, 31 }, { "B", "A", 10, 20, "follows" } };
+	const struct tspan t[] = {{"A", NULL, 1, 31}, {"B", "A", 10, 20, "follows"}};
 	run_case(t, N(t), DEF, "A[1,31]", "A30");
 }
 
 static void test_zero_length_child(void **state)
 {
-	const struct tspan t[] = { { "P", NULL, 0, 200 }, { "X", "P", 100, 150 }, { "Z", "P", 100, 100 } };
+	const struct tspan t[] = {{"P", NULL, 0, 200}, {"X", "P", 100, 150}, {"Z", "P", 100, 100}};
 	run_case(t, N(t), DEF, "P[0,100] X[100,150] P[150,200]", "P150 X50");
 }
 
 static void test_tie_on_end(void **state)
 {
 	/* equal ends: the earlier start wins; equal starts too: the smaller id */
-	const struct tspan t[] = { { "A", NULL, 0, 100 }, { "B", "A", 20, 80 }, { "C", "A", 10, 80 } };
-	const struct tspan u[] = { { "A", NULL, 0, 100 }, { "C", "A", 10, 80 }, { "B", "A", 10, 80 } };
+	const struct tspan t[] = {{"A", NULL, 0, 100}, {"B", "A", 20, 80}, {"C", "A", 10, 80}};
+	const struct tspan u[] = {{"A", NULL, 0, 100}, {"C", "A", 10, 80}, {"B", "A", 10, 80}};
 	run_case(t, N(t), DEF, "A[0,10] C[10,80] A[80,100]", NULL);
 	run_case(u, N(u), DEF, "A[0,10] B[10,80] A[80,100]", NULL);
 }
@@ -259,30 +256,27 @@ static void test_remote_server_capped(void **state)
 {
 	/* the server span (other host) is 100 µs late: moved to the middle of
 	 * its client span, with its child, instead of being dropped */
-	const struct tspan t[] = { { "R", NULL, 0, 200 },
-				   { "C", "R", 50, 150, "client" },
-				   { "S", "C", 200, 260, "server p2" },
-				   { "T", "S", 210, 220, "p2" } };
+	const struct tspan t[] = {{"R", NULL, 0, 200},
+				  {"C", "R", 50, 150, "client"},
+				  {"S", "C", 200, 260, "server p2"},
+				  {"T", "S", 210, 220, "p2"}};
 	/* the same on one host: wholly outside, dropped */
-	const struct tspan u[] = { { "R", NULL, 0, 200 },
-				   { "C", "R", 50, 150, "client" },
-				   { "S", "C", 200, 260, "server" } };
+	const struct tspan u[] = {
+	    {"R", NULL, 0, 200}, {"C", "R", 50, 150, "client"}, {"S", "C", 200, 260, "server"}};
 	/* longer than its client: capped to the client's interval */
-	const struct tspan v[] = { { "R", NULL, 0, 200 },
-				   { "C", "R", 50, 150, "client" },
-				   { "S", "C", 40, 190, "server p2" } };
+	const struct tspan v[] = {
+	    {"R", NULL, 0, 200}, {"C", "R", 50, 150, "client"}, {"S", "C", 40, 190, "server p2"}};
 
-	run_case(t, N(t), DEF,
-		 "R[0,50] C[50,70] S[70,80] T[80,90] S[90,130] C[130,150] R[150,200]", NULL);
+	run_case(t, N(t), DEF, "R[0,50] C[50,70] S[70,80] T[80,90] S[90,130] C[130,150] R[150,200]",
+		 NULL);
 	run_case(u, N(u), DEF, "R[0,50] C[50,150] R[150,200]", NULL);
 	run_case(v, N(v), DEF, "R[0,50] S[50,150] R[150,200]", NULL);
 }
 
 static void test_frames_and_service(void **state)
 {
-	const struct tspan t[] = { { "R", NULL, 0, 200 },
-				   { "C", "R", 50, 150, "client" },
-				   { "S", "C", 60, 140, "server p2" } };
+	const struct tspan t[] = {
+	    {"R", NULL, 0, 200}, {"C", "R", 50, 150, "client"}, {"S", "C", 60, 140, "server p2"}};
 	struct capture c;
 	char *json = jaeger(t, N(t));
 
@@ -301,7 +295,7 @@ static void test_deep_chain(void **state)
 {
 	const int n = 100000;
 	struct tspan *t = malloc(sizeof(*t) * n);
-	char (*ids)[16] = malloc(16 * (size_t)n);
+	char(*ids)[16] = malloc(16 * (size_t)n);
 	struct capture c;
 	struct timespec a, b;
 	char *json;
@@ -309,7 +303,7 @@ static void test_deep_chain(void **state)
 
 	for (int i = 0; i < n; i++) {
 		snprintf(ids[i], 16, "%x", i + 1);
-		t[i] = (struct tspan){ ids[i], i ? ids[i - 1] : NULL, i, 2LL * n - i };
+		t[i] = (struct tspan){ids[i], i ? ids[i - 1] : NULL, i, 2LL * n - i};
 	}
 	json = jaeger(t, n);
 	clock_gettime(CLOCK_MONOTONIC, &a);
@@ -329,19 +323,19 @@ static void test_deep_chain(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sequential),
-		cmocka_unit_test(test_overlapping_siblings_strict),
-		cmocka_unit_test(test_nested_fork_join),
-		cmocka_unit_test(test_child_overruns_parent),
-		cmocka_unit_test(test_child_starts_before_parent),
-		cmocka_unit_test(test_child_wholly_outside),
-		cmocka_unit_test(test_near_serial_overlap),
-		cmocka_unit_test(test_async_child),
-		cmocka_unit_test(test_zero_length_child),
-		cmocka_unit_test(test_tie_on_end),
-		cmocka_unit_test(test_remote_server_capped),
-		cmocka_unit_test(test_frames_and_service),
-		cmocka_unit_test(test_deep_chain),
+	    cmocka_unit_test(test_sequential),
+	    cmocka_unit_test(test_overlapping_siblings_strict),
+	    cmocka_unit_test(test_nested_fork_join),
+	    cmocka_unit_test(test_child_overruns_parent),
+	    cmocka_unit_test(test_child_starts_before_parent),
+	    cmocka_unit_test(test_child_wholly_outside),
+	    cmocka_unit_test(test_near_serial_overlap),
+	    cmocka_unit_test(test_async_child),
+	    cmocka_unit_test(test_zero_length_child),
+	    cmocka_unit_test(test_tie_on_end),
+	    cmocka_unit_test(test_remote_server_capped),
+	    cmocka_unit_test(test_frames_and_service),
+	    cmocka_unit_test(test_deep_chain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

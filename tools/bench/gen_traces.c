@@ -25,10 +25,10 @@
 
 struct gspan {
 	uint64_t id;
-	int parent;		/* index, -1 root */
+	int parent; /* index, -1 root */
 	int depth;
 	int proc;
-	long long start, end;	/* µs, true clock */
+	long long start, end; /* µs, true clock */
 	int status;
 };
 
@@ -61,7 +61,7 @@ static int build(struct gspan *sp, int fanout, int depth, long long t0, int *npr
 {
 	int n = 1, procs = 1;
 
-	sp[0] = (struct gspan){ rnd() | 1, -1, 0, 0, t0, t0 + rnd_range(5000, 50000), 200 };
+	sp[0] = (struct gspan){rnd() | 1, -1, 0, 0, t0, t0 + rnd_range(5000, 50000), 200};
 	for (int i = 0; i < n; i++) {
 		long long ps = sp[i].start, pe = sp[i].end, dur = pe - ps, cursor = ps;
 
@@ -71,10 +71,10 @@ static int build(struct gspan *sp, int fanout, int depth, long long t0, int *npr
 			struct gspan *c = &sp[n];
 			long long slot = dur / fanout, s, e;
 
-			if (rnd() % 3) {	/* sequential: after the previous one */
+			if (rnd() % 3) { /* sequential: after the previous one */
 				s = cursor + rnd_range(0, slot / 8);
 				e = s + rnd_range(slot / 4, slot * 3 / 4);
-			} else {	/* overlapping: anywhere */
+			} else { /* overlapping: anywhere */
 				s = ps + rnd_range(0, dur / 2);
 				e = s + rnd_range(dur / 8, dur / 2);
 			}
@@ -83,8 +83,8 @@ static int build(struct gspan *sp, int fanout, int depth, long long t0, int *npr
 			if (s > e)
 				s = e;
 			cursor = e;
-			*c = (struct gspan){ rnd() | 1, i, sp[i].depth + 1, sp[i].proc, s, e,
-					     rnd() % 50 ? 200 : 500 };
+			*c = (struct gspan){rnd() | 1, i, sp[i].depth + 1,	 sp[i].proc,
+					    s,	       e, rnd() % 50 ? 200 : 500};
 			/* server spans (odd depth) run in a process of their own */
 			if (c->depth % 2)
 				c->proc = procs++;
@@ -117,11 +117,15 @@ static void span_tags(FILE *f, const struct gspan *s, bool otlp)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "traces", required_argument, NULL, 't' }, { "fanout", required_argument, NULL, 'f' },
-		{ "depth", required_argument, NULL, 'd' },  { "skew-us", required_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'F' }, { "seed", required_argument, NULL, 'S' },
-		{ "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"traces", required_argument, NULL, 't'},
+	    {"fanout", required_argument, NULL, 'f'},
+	    {"depth", required_argument, NULL, 'd'},
+	    {"skew-us", required_argument, NULL, 's'},
+	    {"format", required_argument, NULL, 'F'},
+	    {"seed", required_argument, NULL, 'S'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	long traces = 1000, fanout = 4, depth = 4, skew = 0;
 	unsigned long long seed = 1;
@@ -154,7 +158,8 @@ int main(int argc, char **argv)
 			if (!strcmp(optarg, "otlp")) {
 				otlp = true;
 			} else if (strcmp(optarg, "jaeger")) {
-				fprintf(stderr, "gen_traces: --format: '%s' is not jaeger or otlp\n",
+				fprintf(stderr,
+					"gen_traces: --format: '%s' is not jaeger or otlp\n",
 					optarg);
 				return 2;
 			}
@@ -168,14 +173,16 @@ int main(int argc, char **argv)
 		}
 	}
 	if (traces < 1 || fanout < 1 || depth < 1 || skew < 0) {
-		fprintf(stderr, "gen_traces: --traces, --fanout, --depth must be >= 1, --skew-us >= 0\n");
+		fprintf(stderr,
+			"gen_traces: --traces, --fanout, --depth must be >= 1, --skew-us >= 0\n");
 		return 2;
 	}
 	for (long d = 1; d < depth; d++) {
 		level *= fanout;
 		max_spans += level;
 		if (max_spans > 10000000) {
-			fprintf(stderr, "gen_traces: fanout^depth too large (over 10M spans per trace)\n");
+			fprintf(stderr,
+				"gen_traces: fanout^depth too large (over 10M spans per trace)\n");
 			return 2;
 		}
 	}
@@ -218,9 +225,11 @@ int main(int argc, char **argv)
 					s->depth, (int)(s->id % 3));
 				if (s->parent >= 0)
 					fprintf(f,
-						"{\"refType\":\"CHILD_OF\",\"traceID\":\"%016llx%016llx\","
+						"{\"refType\":\"CHILD_OF\",\"traceID\":\"%016llx%"
+						"016llx\","
 						"\"spanID\":\"%016llx\"}",
-						(unsigned long long)tid_hi, (unsigned long long)tid_lo,
+						(unsigned long long)tid_hi,
+						(unsigned long long)tid_lo,
 						(unsigned long long)sp[s->parent].id);
 				fprintf(f, "],\"startTime\":%lld,\"duration\":%lld,",
 					s->start + offset[s->proc], s->end - s->start);
@@ -240,26 +249,32 @@ int main(int argc, char **argv)
 			for (int p = 0; p < nproc; p++) {
 				bool first = true;
 
-				fprintf(f,
-					"%s{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
-					"\"value\":{\"stringValue\":\"svc-%d\"}},{\"key\":\"host.name\","
-					"\"value\":{\"stringValue\":\"host-%d\"}}]},\"scopeSpans\":[{"
-					"\"scope\":{\"name\":\"gen\"},\"spans\":[",
-					p ? "," : "", p % 7, p);
+				fprintf(
+				    f,
+				    "%s{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+				    "\"value\":{\"stringValue\":\"svc-%d\"}},{\"key\":\"host."
+				    "name\","
+				    "\"value\":{\"stringValue\":\"host-%d\"}}]},\"scopeSpans\":[{"
+				    "\"scope\":{\"name\":\"gen\"},\"spans\":[",
+				    p ? "," : "", p % 7, p);
 				for (int i = 0; i < n; i++) {
 					const struct gspan *s = &sp[i];
 
 					if (s->proc != p)
 						continue;
 					fprintf(f,
-						"%s{\"traceId\":\"%016llx%016llx\",\"spanId\":\"%016llx\","
+						"%s{\"traceId\":\"%016llx%016llx\",\"spanId\":\"%"
+						"016llx\","
 						"\"parentSpanId\":\"",
 						first ? "" : ",", (unsigned long long)tid_hi,
-						(unsigned long long)tid_lo, (unsigned long long)s->id);
+						(unsigned long long)tid_lo,
+						(unsigned long long)s->id);
 					if (s->parent >= 0)
-						fprintf(f, "%016llx", (unsigned long long)sp[s->parent].id);
+						fprintf(f, "%016llx",
+							(unsigned long long)sp[s->parent].id);
 					fprintf(f,
-						"\",\"name\":\"op-%d-%d\",\"startTimeUnixNano\":\"%lld000\","
+						"\",\"name\":\"op-%d-%d\",\"startTimeUnixNano\":\"%"
+						"lld000\","
 						"\"endTimeUnixNano\":\"%lld000\",",
 						s->depth, (int)(s->id % 3), s->start + offset[p],
 						s->end + offset[p]);
