@@ -31,7 +31,9 @@
  * format version. */
 #define REC_FRAME_RAW_TARGET (512u * 1024)
 #define REC_FRAME_RAW_MAX (16u << 20)
+#ifndef REC_ZSTD_LEVEL
 #define REC_ZSTD_LEVEL 1
+#endif
 
 static inline void rec_put16(uint8_t *p, uint16_t v)
 {
