@@ -225,7 +225,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 
 	a->eo.overlap_tolerance = 0.01;
 	a->oo.top = 20;
-	optind = 1;
+	optind = 0;	/* 0: GNU getopt starts afresh, so commands can run twice (tests) */
 	while ((c = getopt_long(argc, argv, "f:o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': {
