@@ -241,6 +241,7 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 			   const struct recording_info *info)
 {
 	struct recording_writer *w;
+	struct stat st;
 	int err = 0;
 
 	*wp = NULL;
@@ -272,8 +273,9 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 		err = -errno;
 		goto cleanup;
 	}
-	/* open() keeps the mode of an existing file: force it. */
-	if (fchmod(w->fd, 0600) < 0) {
+	/* open() keeps the mode of an existing file: force it, on regular
+	 * files only (-o /dev/null must not make /dev/null root-only). */
+	if (fstat(w->fd, &st) < 0 || (S_ISREG(st.st_mode) && fchmod(w->fd, 0600) < 0)) {
 		err = -errno;
 		goto cleanup;
 	}
