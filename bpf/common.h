@@ -72,7 +72,11 @@ struct {
 
 static __always_inline bool tgid_is_target(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+
+	/* reading the value keeps clang from OR-ing two lookups' pointers,
+	 * which the verifier refuses */
+	return v && *v;
 }
 
 static __always_inline bool current_is_target(void)

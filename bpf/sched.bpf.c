@@ -12,22 +12,33 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define TASK_DEAD_BIT 0x80
 
-/* preempt_count() bits (include/linux/preempt.h): in which context a wakeup
- * happens. */
-#define PC_SOFTIRQ_OFFSET 0x100
-#define PC_HARDIRQ_MASK 0xf0000
-#define PC_NMI_MASK 0xf00000
+/*
+ * In which context a wakeup happens. preempt_count is a per-CPU variable the
+ * kernel does not export to BPF here (no address in kallsyms), so each CPU
+ * tracks it from tracepoints: device interrupts (irq_handler_entry/exit),
+ * hrtimer expiry (timer wakeups: hardirq, or the HRTIMER softirq) and
+ * softirqs (softirq_entry/exit, which also say the vector).
+ */
+struct irq_ctx {
+	__u32 hardirq;	/* nesting depth of irq handlers */
+	__u32 hrtimer;	/* nesting depth of hrtimer callbacks */
+	__u32 softirq;	/* serving a softirq */
+	__u32 vec;	/* its vector */
+};
 
-extern int __preempt_count __ksym;
-
-/* The softirq vector being served on each CPU (softirqs do not nest on one
- * CPU, so the latest softirq_entry is the one running). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u32);
-} softirq_vecs SEC(".maps");
+	__type(value, struct irq_ctx);
+} irq_ctxs SEC(".maps");
+
+static __always_inline struct irq_ctx *irq_ctx_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&irq_ctxs, &zero);
+}
 
 /*
  * Run-queue culprits. Each CPU keeps, in the kernel only, a ring of the last
@@ -289,8 +300,7 @@ static __always_inline int on_waking(struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, tgid);
 	struct cp_ev_sched_waking *e;
-	__u32 zero = 0, pc, *vec;
-	int *pcp;
+	struct irq_ctx *ic;
 
 	if (!tgid_is_target(pid))
 		return 0;
@@ -304,17 +314,12 @@ static __always_inline int on_waking(struct task_struct *p)
 	e->softirq_vec = CP_SOFTIRQ_NONE;
 	e->target_cpu = task_cpu_of(p);
 	e->__pad = 0;
-	pcp = bpf_this_cpu_ptr(&__preempt_count);
-	pc = *pcp;
-	if (pc & PC_NMI_MASK) {
-		e->waker_ctx = CP_CTX_NMI;
-	} else if (pc & PC_HARDIRQ_MASK) {
+	ic = irq_ctx_get();
+	if (ic && (ic->hardirq || (ic->hrtimer && !ic->softirq))) {
 		e->waker_ctx = CP_CTX_HARDIRQ;
-	} else if (pc & PC_SOFTIRQ_OFFSET) {
+	} else if (ic && ic->softirq) {
 		e->waker_ctx = CP_CTX_SOFTIRQ;
-		vec = bpf_map_lookup_elem(&softirq_vecs, &zero);
-		if (vec)
-			e->softirq_vec = *vec;
+		e->softirq_vec = ic->vec;
 	} else {
 		e->waker_ctx = CP_CTX_TASK;
 		e->waker_pid = e->h.pid;
@@ -451,6 +456,9 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct 
 	e->old_tid = old_pid;
 	e->__pad = 0;
 	fn = BPF_CORE_READ(bprm, filename);
+	/* zero the filename first: the alignment padding after the NUL must
+	 * not carry stale ring-buffer bytes into the file */
+	__builtin_memset(e->filename, 0, CP_FILENAME_MAX);
 	n = bpf_probe_read_kernel_str(e->filename, CP_FILENAME_MAX, fn);
 	if (n < 1) {
 		e->filename[0] = 0;
@@ -459,12 +467,6 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct 
 	if (n > CP_FILENAME_MAX)
 		n = CP_FILENAME_MAX;
 	e->filename_len = n - 1;
-	for (int i = 0; i < 8; i++) {	/* zero the alignment padding */
-		long j = n + i;
-
-		if (j < CP_FILENAME_MAX)
-			e->filename[j] = 0;
-	}
 	e->h.size = CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + n);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
@@ -521,26 +523,36 @@ int BPF_PROG(sched_process_exit_raw, struct task_struct *p, bool group_dead)
 	return on_exit(p, group_dead);
 }
 
-SEC("tp_btf/softirq_entry")
-int BPF_PROG(softirq_entry_btf, unsigned int vec)
-{
-	__u32 zero = 0, *v;
+/* Per-CPU context tracking: one tp_btf and one raw_tp program per edge. */
+#define IRQ_EDGE(tp, proto, stmt)                                                                  \
+	SEC("tp_btf/" #tp)                                                                         \
+	int BPF_PROG(tp##_btf, proto)                                                              \
+	{                                                                                          \
+		struct irq_ctx *ic;                                                                \
+                                                                                                   \
+		EMPTY_GUARD();                                                                     \
+		ic = irq_ctx_get();                                                                \
+		if (ic)                                                                            \
+			stmt;                                                                      \
+		return 0;                                                                          \
+	}                                                                                          \
+	SEC("raw_tp/" #tp)                                                                         \
+	int BPF_PROG(tp##_raw, proto)                                                              \
+	{                                                                                          \
+		struct irq_ctx *ic;                                                                \
+                                                                                                   \
+		EMPTY_GUARD();                                                                     \
+		ic = irq_ctx_get();                                                                \
+		if (ic)                                                                            \
+			stmt;                                                                      \
+		return 0;                                                                          \
+	}
 
-	EMPTY_GUARD();
-	v = bpf_map_lookup_elem(&softirq_vecs, &zero);
-	if (v)
-		*v = vec;
-	return 0;
-}
+#define DEPTH_DOWN(f) ((f) = (f) ? (f) - 1 : 0)
 
-SEC("raw_tp/softirq_entry")
-int BPF_PROG(softirq_entry_raw, unsigned int vec)
-{
-	__u32 zero = 0, *v;
-
-	EMPTY_GUARD();
-	v = bpf_map_lookup_elem(&softirq_vecs, &zero);
-	if (v)
-		*v = vec;
-	return 0;
-}
+IRQ_EDGE(softirq_entry, unsigned int vec, (ic->softirq = 1, ic->vec = vec))
+IRQ_EDGE(softirq_exit, unsigned int vec, (ic->softirq = 0, ic->vec = CP_SOFTIRQ_NONE))
+IRQ_EDGE(irq_handler_entry, int irq, ic->hardirq++)
+IRQ_EDGE(irq_handler_exit, int irq, DEPTH_DOWN(ic->hardirq))
+IRQ_EDGE(hrtimer_expire_entry, struct hrtimer *t, ic->hrtimer++)
+IRQ_EDGE(hrtimer_expire_exit, struct hrtimer *t, DEPTH_DOWN(ic->hrtimer))

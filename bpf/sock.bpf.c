@@ -107,7 +107,9 @@ static __always_inline struct cp_sock_state *sock_track(struct sock *sk, __u32 t
 	return bpf_map_lookup_elem(&sock_states, &key);
 }
 
-static __always_inline int sock_enter(struct trace_event_raw_sys_enter *ctx, __u8 call)
+/* fd, buf (or iovec / msghdr), len: only the arguments the syscall has (the
+ * kernel refuses to attach a program reading past its tracepoint's fields). */
+static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u8 call)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -118,16 +120,16 @@ static __always_inline int sock_enter(struct trace_event_raw_sys_enter *ctx, __u
 
 	if (!tgid_is_target(id >> 32))
 		return 0;
-	sk = fd_sock((int)ctx->args[0]);
+	sk = fd_sock(fd);
 	if (!sk)
 		return 0;
 	in.ts = bpf_ktime_get_ns();
 	in.pid = id >> 32;
-	in.fd = (int)ctx->args[0];
+	in.fd = fd;
 	in.kind = INFLIGHT_SOCK;
 	in.call = call;
-	in.arg0 = ctx->args[1];
-	in.arg1 = ctx->args[2];
+	in.arg0 = buf;
+	in.arg1 = len;
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
 	dir = call_dir(call);
@@ -255,6 +257,9 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 			len = CP_PAYLOAD_MAX;
 		barrier_var(len);
 		if (src && len && len <= CP_PAYLOAD_MAX) {
+			/* zero the 8-byte word the data ends in: the alignment
+			 * padding must not carry stale scratch bytes */
+			*(__u64 *)(e->payload + (len & 0x1f8)) = 0;
 			if (bpf_probe_read_user(e->payload, len, src))
 				len = 0;
 		} else {
@@ -270,12 +275,6 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 	}
 	e->payload_len = len;
 	size = CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len);
-	for (int i = 0; i < 8; i++) {	/* zero the alignment padding */
-		__u64 j = len + i;
-
-		if (j < CP_PAYLOAD_MAX)
-			e->payload[j] = 0;
-	}
 	e->h.size = size;
 	if (size <= sizeof(*e))
 		ev_output(e, size);
@@ -284,12 +283,12 @@ out:
 	return 0;
 }
 
-#define SOCK_CALL(name, call)                                                                      \
+#define SOCK_CALL_ARGS(name, call, buf, len)                                                       \
 	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
 	int sys_enter_##name(struct trace_event_raw_sys_enter *ctx)                                \
 	{                                                                                          \
 		EMPTY_GUARD();                                                                     \
-		return sock_enter(ctx, call);                                                      \
+		return sock_enter((int)ctx->args[0], buf, len, call);                              \
 	}                                                                                          \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
 	int sys_exit_##name(struct trace_event_raw_sys_exit *ctx)                                  \
@@ -297,6 +296,8 @@ out:
 		EMPTY_GUARD();                                                                     \
 		return sock_exit(ctx, call);                                                       \
 	}
+
+#define SOCK_CALL(name, call) SOCK_CALL_ARGS(name, call, ctx->args[1], ctx->args[2])
 
 SOCK_CALL(accept, CP_SOCK_ACCEPT)
 SOCK_CALL(accept4, CP_SOCK_ACCEPT4)
@@ -311,8 +312,8 @@ SOCK_CALL(recvmsg, CP_SOCK_RECVMSG)
 SOCK_CALL(sendmsg, CP_SOCK_SENDMSG)
 SOCK_CALL(recvmmsg, CP_SOCK_RECVMMSG)
 SOCK_CALL(sendmmsg, CP_SOCK_SENDMMSG)
-SOCK_CALL(close, CP_SOCK_CLOSE)
-SOCK_CALL(shutdown, CP_SOCK_SHUTDOWN)
+SOCK_CALL_ARGS(close, CP_SOCK_CLOSE, 0, 0)
+SOCK_CALL_ARGS(shutdown, CP_SOCK_SHUTDOWN, 0, 0)
 
 /* epoll/poll/select: only the interval matters. */
 static __always_inline int poll_enter(__u8 call)

@@ -1,11 +1,589 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* PLACEHOLDER so the tree links while record is being written; replaced by its owner. */
+/*
+ * critpath record: the CLI and the main loop. Open → configure → load →
+ * attach (record_hooks.c), then the ring buffer is drained into the
+ * recording writer; every ~100 ms the drop counters become loss records,
+ * dead groups leave the target map and new processes get their metadata;
+ * every second the writer flushes, so a killed recorder leaves a readable
+ * file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "record_int.h"
+
+#define TICK_MS 100
+#define FLUSH_NS 1000000000ull
+#define MAX_TARGETS 4096
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct target {
+	pid_t pid;
+	bool top;		/* named on the command line (or the launched command) */
+	uint8_t dead;		/* 1: group exited, 2: removed from the target map */
+	bool need_meta;		/* new or exec'd: metadata at the next tick */
+};
+
+struct recorder {
+	struct recording_writer *w;
+	struct rec_bpf *bpf;
+	const char *out;
+	struct target targets[MAX_TARGETS];
+	int ntargets;
+	uint64_t events, metadata, lost;
+	uint64_t *drops_seen;
+	int ncpus;
+	uint64_t last_check;
+	int write_err;		/* first writer error: recording stops */
+	bool quiet;
+	pid_t child;		/* -- CMD: the launched process */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: critpath record -p PID[,PID..] [-p ...] [options]\n"
+		   "       critpath record [options] -- CMD [ARGS..]\n"
+		   "  -o FILE             output (default critpath.rec, created 0600)\n"
+		   "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
+		   "  --buffer-mb N       ring buffer size in MiB, a power of 2 (default 64)\n"
+		   "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d)\n"
+		   "  --sku LABEL         label this machine's CPU model in the recording\n"
+		   "  -q                  no notes on stderr, only errors and the summary\n",
+		CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
+}
+
+static struct target *target__find(struct recorder *r, pid_t pid)
+{
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].pid == pid)
+			return &r->targets[i];
+	return NULL;
+}
+
+static struct target *target__add(struct recorder *r, pid_t pid, bool top)
+{
+	struct target *t = target__find(r, pid);
+
+	if (t)
+		return t;
+	if (r->ntargets >= MAX_TARGETS)
+		return NULL;
+	t = &r->targets[r->ntargets++];
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->top = top;
+	t->need_meta = true;
+	return t;
+}
+
+static int live_targets(const struct recorder *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->ntargets; i++)
+		n += !r->targets[i].dead;
+	return n;
+}
+
+static void write_error(struct recorder *r, int err)
+{
+	if (r->write_err)
+		return;
+	r->write_err = err;
+	if (err == -ENOSPC)
+		fprintf(stderr, "critpath record: %s: disk full (ENOSPC); the recording is readable up "
+				"to the last frame written\n", r->out);
+	else
+		fprintf(stderr, "critpath record: %s: write failed: %s\n", r->out, strerror(-err));
+}
+
+static int append(struct recorder *r, const struct cp_hdr *h)
+{
+	int err;
+
+	if (r->write_err)
+		return r->write_err;
+	err = recording_writer__append(r->w, h);
+	if (err)
+		write_error(r, err);
+	return err;
+}
+
+/* Ring buffer callback: store the record, follow process lifecycle. */
+static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
+{
+	struct recorder *r = ctx;
+	struct target *t;
+
+	if (append(r, h))
+		return -1;	/* stops the poll: the loop sees write_err */
+	r->events++;
+	switch (h->type) {
+	case CP_EV_PROCESS_FORK: {
+		const struct cp_ev_process_fork *f = (const void *)h;
+
+		if (f->child_pid != f->parent_pid) {
+			target__add(r, f->child_pid, false);
+		} else {
+			struct cp_md_thread m = {};
+
+			/* a new thread: its name now (it may rename itself later) */
+			m.h.type = CP_MD_THREAD;
+			m.h.size = sizeof(m);
+			m.h.pid = f->child_pid;
+			m.h.tid = f->child_tid;
+			m.h.ts = h->ts;
+			memcpy(m.comm, f->child_comm, CP_COMM_LEN);
+			if (!append(r, &m.h))
+				r->metadata++;
+		}
+		break;
+	}
+	case CP_EV_PROCESS_EXEC:
+		t = target__find(r, h->pid);
+		if (t)
+			t->need_meta = true;
+		break;
+	case CP_EV_PROCESS_EXIT: {
+		const struct cp_ev_process_exit *x = (const void *)h;
+
+		t = target__find(r, h->pid);
+		if (x->group_dead && t && !t->dead) {
+			t->dead = 1;
+			if (t->top && !r->quiet && t->pid != r->child)
+				fprintf(stderr, "critpath record: target %d exited (exit code %d)\n",
+					t->pid, (x->exit_code >> 8) & 0xff);
+		}
+		break;
+	}
+	}
+	return 0;
+}
+
+static void check_drops(struct recorder *r, uint64_t now)
+{
+	uint64_t cur[r->ncpus];
+
+	if (rec_bpf__drops(r->bpf, cur, r->ncpus))
+		return;
+	for (int c = 0; c < r->ncpus; c++) {
+		struct cp_md_loss l = {};
+
+		if (cur[c] <= r->drops_seen[c])
+			continue;
+		l.h.type = CP_MD_LOSS;
+		l.h.size = sizeof(l);
+		l.h.cpu = c;
+		l.h.ts = now;
+		l.start_ns = r->last_check;
+		l.end_ns = now;
+		l.events = cur[c] - r->drops_seen[c];
+		r->lost += l.events;
+		r->drops_seen[c] = cur[c];
+		if (!append(r, &l.h))
+			r->metadata++;
+	}
+	r->last_check = now;
+}
+
+/* Per tick: metadata for new processes, dead groups out of the map. */
+static void tick(struct recorder *r, uint64_t now)
+{
+	check_drops(r, now);
+	for (int i = 0; i < r->ntargets && !r->write_err; i++) {
+		struct target *t = &r->targets[i];
+		int err;
+
+		if (t->dead) {
+			if (t->dead == 1) {
+				rec_bpf__forget_target(r->bpf, t->pid);
+				t->dead = 2;
+			}
+			continue;
+		}
+		if (t->need_meta) {
+			t->need_meta = false;
+			err = rec_meta__process(r->w, t->pid, now);
+			if (err && err != -ESRCH)
+				write_error(r, err);
+		}
+		/* an exit we did not see (lost, or exited between checks) */
+		if (!rec_meta__alive(t->pid)) {
+			t->dead = 1;
+			if (t->top && !r->quiet && t->pid != r->child)
+				fprintf(stderr, "critpath record: target %d exited\n", t->pid);
+		}
+	}
+}
+
+static int parse_pids(struct recorder *r, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v = strtol(tok, &end, 10);
+
+		if (*end || v <= 0 || v > INT_MAX) {
+			fprintf(stderr, "critpath record: -p: '%s' is not a process id\n", tok);
+			err = -EINVAL;
+			break;
+		}
+		if (!target__add(r, v, true)) {
+			fprintf(stderr, "critpath record: -p: more than %d targets\n", MAX_TARGETS);
+			err = -E2BIG;
+			break;
+		}
+	}
+	free(copy);
+	return err;
+}
+
+static bool parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !*s || s[0] == '-' || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* -- CMD: the child waits on a pipe until the probes are attached. */
+static pid_t launch(char **argv, int *go_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char c;
+
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(127);	/* the recorder gave up */
+		execvp(argv[0], argv);
+		fprintf(stderr, "critpath record: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*go_fd = p[1];
+	return pid;
+}
+
+static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint64_t bytes)
+{
+	double secs = (end - start) / 1e9;
+	uint64_t total = r->events + r->metadata;
+
+	fprintf(stderr,
+		"critpath record: %.2f s, %llu events, %llu metadata records, %llu bytes written "
+		"(%.1f bytes/event), %llu lost events, file %s\n",
+		secs, (unsigned long long)r->events, (unsigned long long)r->metadata,
+		(unsigned long long)bytes, total ? (double)bytes / total : 0.0,
+		(unsigned long long)r->lost, r->out);
+}
 
 int cmd_record(int argc, char **argv)
 {
-	fprintf(stderr, "critpath record: not built yet\n");
-	return 1;
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "buffer-mb", required_argument, NULL, 'B' },
+		{ "payload-bytes", required_argument, NULL, 'P' },
+		{ "sku", required_argument, NULL, 'S' },
+		{ "empty-programs", no_argument, NULL, 'E' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct rec_bpf_opts bo = { .payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64 };
+	struct recorder *r = calloc(1, sizeof(*r));
+	struct rec_meta_host host = {};
+	struct recording_info info = {};
+	struct recording_totals totals = {};
+	const char *sku = NULL, *why;
+	uint64_t start, deadline = 0, last_flush, now, bytes = 0, inflight = 0;
+	unsigned long v;
+	double dur = 0;
+	int opt, ret = 1, err, go_fd = -1;
+	bool all_exited = false;
+	struct sigaction sa = {};
+
+	if (!r) {
+		fprintf(stderr, "critpath record: out of memory\n");
+		return 1;
+	}
+	r->out = "critpath.rec";
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+p:o:d:qh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_pids(r, optarg)) {
+				ret = 2;
+				goto cleanup;
+			}
+			break;
+		case 'o':
+			r->out = optarg;
+			break;
+		case 'd': {
+			char *end;
+
+			dur = strtod(optarg, &end);
+			if (*end || !(dur > 0)) {
+				fprintf(stderr, "critpath record: -d: '%s' is not a positive number "
+						"of seconds\n", optarg);
+				ret = 2;
+				goto cleanup;
+			}
+			break;
+		}
+		case 'B':
+			if (!parse_uint(optarg, 4096, &v) || v == 0 || (v & (v - 1))) {
+				fprintf(stderr, "critpath record: --buffer-mb: '%s' is not a power of "
+						"2 between 1 and 4096\n", optarg);
+				ret = 2;
+				goto cleanup;
+			}
+			bo.buffer_mb = v;
+			break;
+		case 'P':
+			if (!parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
+				fprintf(stderr, "critpath record: --payload-bytes: '%s' is not a number "
+						"between 0 and %d\n", optarg, CP_PAYLOAD_MAX);
+				ret = 2;
+				goto cleanup;
+			}
+			bo.payload_bytes = v;
+			break;
+		case 'S':
+			sku = optarg;
+			break;
+		case 'E':
+			bo.empty_programs = true;
+			break;
+		case 'q':
+			r->quiet = bo.quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			ret = 0;
+			goto cleanup;
+		default:
+			usage(stderr);
+			ret = 2;
+			goto cleanup;
+		}
+	}
+	if ((optind < argc) == (r->ntargets > 0)) {
+		fprintf(stderr, r->ntargets ? "critpath record: give -p PID or -- CMD, not both\n"
+					    : "critpath record: nothing to record: give -p PID or -- CMD\n");
+		usage(stderr);
+		ret = 2;
+		goto cleanup;
+	}
+	why = rec_meta__missing_privilege();
+	if (why) {
+		fprintf(stderr, "%s\n", why);
+		goto cleanup;
+	}
+	for (int i = 0; i < r->ntargets; i++) {
+		if (!rec_meta__alive(r->targets[i].pid)) {
+			fprintf(stderr, "critpath record: no process with PID %d\n", r->targets[i].pid);
+			goto cleanup;
+		}
+	}
+
+	err = rec_meta__host(&host, argc, argv);
+	if (err) {
+		fprintf(stderr, "critpath record: cannot read host facts: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	r->ncpus = host.ncpus;
+	r->drops_seen = calloc(r->ncpus, sizeof(*r->drops_seen));
+	if (!r->drops_seen)
+		goto cleanup;
+
+	/* Output first: a bad path fails before anything is loaded. */
+	start = rec_meta__now();
+	info.format_version = RECORDING_FORMAT_VERSION;
+	info.agent_version = CRITPATH_VERSION;
+	info.cmdline = host.cmdline;
+	info.host = host.host;
+	info.kernel = host.kernel;
+	info.boot_id = host.boot_id;
+	info.sku = sku;
+	info.realtime_offset_ns = rec_meta__realtime_offset();
+	info.start_ns = start;
+	info.payload_bytes = bo.payload_bytes;
+	info.ncpus = host.ncpus;
+	info.cpus = host.cpus;
+	err = recording_writer__open(&r->w, r->out, &info);
+	if (err) {
+		fprintf(stderr, "critpath record: cannot create %s: %s\n", r->out, strerror(-err));
+		goto cleanup;
+	}
+
+	err = rec_bpf__open_load(&r->bpf, &bo);
+	if (err)
+		goto cleanup;
+	if (optind < argc) {
+		r->child = launch(argv + optind, &go_fd);
+		if (r->child < 0) {
+			fprintf(stderr, "critpath record: cannot start %s: %s\n", argv[optind],
+				strerror(-r->child));
+			goto cleanup;
+		}
+		target__add(r, r->child, true);
+	}
+	for (int i = 0; i < r->ntargets; i++) {
+		err = rec_bpf__add_target(r->bpf, r->targets[i].pid);
+		if (err) {
+			fprintf(stderr, "critpath record: cannot add target %d: %s\n",
+				r->targets[i].pid, strerror(-err));
+			goto cleanup;
+		}
+	}
+	err = rec_bpf__ring(r->bpf, on_event, r);
+	if (err) {
+		fprintf(stderr, "critpath record: cannot set up the ring buffer: %s\n",
+			strerror(-err));
+		goto cleanup;
+	}
+	if (rec_bpf__attach(r->bpf))
+		goto cleanup;
+
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	start = rec_meta__now();
+	r->last_check = start;
+	last_flush = start;
+	if (dur > 0)
+		deadline = start + (uint64_t)(dur * 1e9);
+	err = rec_bpf__write_hooks(r->bpf, r->w, start);
+	if (err)
+		write_error(r, err);
+	tick(r, start);	/* process, thread and socket metadata of the targets */
+	if (go_fd >= 0) {
+		if (write(go_fd, "g", 1) != 1)
+			fprintf(stderr, "critpath record: cannot start the command\n");
+		close(go_fd);
+		go_fd = -1;
+	}
+	if (!r->quiet)
+		fprintf(stderr, "critpath record: recording %d process%s to %s%s\n", r->ntargets,
+			r->ntargets == 1 ? "" : "es", r->out, dur > 0 ? "" : " (Ctrl-C to stop)");
+
+	while (!stop_signal && !r->write_err) {
+		err = rec_bpf__poll(r->bpf, TICK_MS);
+		if (err < 0 && err != -EINTR && !r->write_err) {
+			fprintf(stderr, "critpath record: reading the ring buffer: %s\n", strerror(-err));
+			break;
+		}
+		now = rec_meta__now();
+		if (now - r->last_check >= TICK_MS * 1000000ull) {
+			if (r->child > 0) {
+				int status;
+
+				if (waitpid(r->child, &status, WNOHANG) == r->child) {
+					struct target *t = target__find(r, r->child);
+
+					if (t && !t->dead)
+						t->dead = 1;
+					r->child = -r->child;	/* reaped */
+				}
+			}
+			tick(r, now);
+			if (!live_targets(r)) {
+				all_exited = true;
+				break;
+			}
+		}
+		if (now - last_flush >= FLUSH_NS && !r->write_err) {
+			err = recording_writer__flush(r->w);
+			if (err)
+				write_error(r, err);
+			last_flush = now;
+		}
+		if (deadline && now >= deadline)
+			break;
+	}
+	/* what is still in the ring buffer, then the drops and blocked calls */
+	if (!r->write_err)
+		rec_bpf__poll(r->bpf, 0);
+	now = rec_meta__now();
+	if (!r->write_err)
+		check_drops(r, now);
+	if (!r->write_err) {
+		err = rec_bpf__write_inflight(r->bpf, r->w, &inflight);
+		if (err)
+			write_error(r, err);
+		r->events += inflight;
+	}
+	if (all_exited && !r->quiet)
+		fprintf(stderr, "critpath record: all targets exited\n");
+	totals.end_ns = now;
+	totals.lost = r->lost;
+	bytes = recording_writer__bytes(r->w);
+	err = recording_writer__close(r->w, &totals);
+	r->w = NULL;
+	if (err)
+		write_error(r, err);
+	else
+		bytes = 0;
+	if (!bytes) {
+		/* the trailer counts too */
+		FILE *f = fopen(r->out, "re");
+
+		if (f) {
+			fseek(f, 0, SEEK_END);
+			bytes = ftell(f);
+			fclose(f);
+		}
+	}
+	summary(r, start, now, bytes);
+	ret = r->write_err ? 1 : 0;
+cleanup:
+	if (go_fd >= 0)
+		close(go_fd);	/* the child sees EOF and exits */
+	if (r->child > 0) {
+		kill(r->child, SIGTERM);
+		waitpid(r->child, NULL, 0);
+	}
+	rec_bpf__destroy(r->bpf);
+	if (r->w)
+		recording_writer__close(r->w, NULL);
+	rec_meta__host_free(&host);
+	free(r->drops_seen);
+	free(r);
+	return ret;
 }

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Open → configure → load → attach of the BPF object (build/critpath.skel.h).
+ * Every kernel hook has a tp_btf program NAME_btf and a raw_tp twin NAME_raw
+ * with the same body; exactly one of the two is loaded. Syscall hooks are
+ * classic tracepoints (sys_enter_X / sys_exit_X), which need tracefs and
+ * exist only for the syscalls this kernel has.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "critpath.skel.h"
+#include "record_int.h"
+
+#define TRACEFS "/sys/kernel/tracing"
+#define MAX_HOOKS 64
+
+/* Mirror of struct cp_inflight in bpf/syscalls.h (leftovers read at stop). */
+struct inflight {
+	uint64_t ts, arg0, arg1, arg2, sk;
+	uint32_t pid;
+	int32_t fd;
+	uint8_t kind, call, capture, sock_type;
+	uint16_t family, lport, rport, pad;
+	uint32_t tcp_seq;
+	uint8_t laddr[CP_ADDR_LEN], raddr[CP_ADDR_LEN];
+};
+_Static_assert(sizeof(struct inflight) == 96, "struct cp_inflight in bpf/syscalls.h");
+
+enum { INFLIGHT_FUTEX = 1, INFLIGHT_SOCK = 2, INFLIGHT_POLL = 3 };
+
+struct hook {
+	char name[64];
+	char detail[128];
+	uint8_t status;
+};
+
+struct rec_bpf {
+	struct critpath_bpf *skel;
+	struct ring_buffer *rb;
+	rec_event_fn fn;
+	void *fn_ctx;
+	struct hook hooks[MAX_HOOKS];
+	int nhooks;
+	bool quiet;
+};
+
+static struct hook *hook__add(struct rec_bpf *b, const char *name, uint8_t status, const char *detail)
+{
+	struct hook *h;
+
+	if (b->nhooks >= MAX_HOOKS)
+		return NULL;
+	h = &b->hooks[b->nhooks++];
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	snprintf(h->detail, sizeof(h->detail), "%s", detail);
+	h->status = status;
+	return h;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_WARN && getenv("CRITPATH_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, args);
+	if (level == LIBBPF_DEBUG && getenv("CRITPATH_DEBUG_BPF"))
+		return vfprintf(stderr, fmt, args);
+	return 0;
+}
+
+/* Classic tracepoints need tracefs (libbpf reads the event ids there). */
+static int tracefs__ensure(void)
+{
+	struct stat st;
+
+	if (stat(TRACEFS "/events", &st) == 0)
+		return 0;
+	if (mount("nodev", TRACEFS, "tracefs", 0, NULL) && errno != EBUSY) {
+		int err = -errno;
+
+		fprintf(stderr, "critpath record: cannot mount tracefs at %s: %s\n", TRACEFS,
+			strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+static bool syscall_exists(const char *tp)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), TRACEFS "/events/syscalls/%s", tp);
+	return access(path, F_OK) == 0;
+}
+
+static bool btf_has_tp(const struct btf *vmlinux, const char *name)
+{
+	char t[96];
+
+	snprintf(t, sizeof(t), "btf_trace_%s", name);
+	return vmlinux && btf__find_by_name_kind(vmlinux, t, BTF_KIND_TYPEDEF) > 0;
+}
+
+/*
+ * Chooses, per hook, which program loads. force_raw: tp_btf did not load as
+ * a whole, use every raw_tp twin. Records one struct hook per hook.
+ */
+static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	struct bpf_program *p;
+
+	b->nhooks = 0;
+	bpf_object__for_each_program(p, b->skel->obj)
+	{
+		const char *name = bpf_program__name(p);
+		const char *sec = bpf_program__section_name(p);
+		size_t n = strlen(name);
+		char base[64];
+
+		if (!strncmp(sec, "tracepoint/syscalls/", 20)) {
+			const char *tp = sec + 20;
+			bool ok = syscall_exists(tp);
+
+			bpf_program__set_autoload(p, ok);
+			/* one hook line per syscall, from its enter program */
+			if (!strncmp(tp, "sys_enter_", 10)) {
+				snprintf(base, sizeof(base), "syscalls:%s", tp + 10);
+				hook__add(b, base, ok ? CP_HOOK_ATTACHED : CP_HOOK_UNAVAILABLE,
+					  ok ? "tracepoint" : "no such syscall tracepoint in this kernel");
+			}
+			continue;
+		}
+		if (n > 4 && !strcmp(name + n - 4, "_btf")) {
+			bool use = !force_raw && btf_has_tp(vmlinux, sec + strlen("tp_btf/"));
+
+			bpf_program__set_autoload(p, use);
+			snprintf(base, sizeof(base), "%.*s", (int)(n - 4), name);
+			if (use) {
+				hook__add(b, base, CP_HOOK_ATTACHED, "tp_btf");
+			} else {
+				char d[128];
+
+				snprintf(d, sizeof(d), "raw_tp (tp_btf %s)",
+					 force_raw ? why : "not in kernel BTF");
+				hook__add(b, base, CP_HOOK_FALLBACK, d);
+			}
+		}
+	}
+	/* raw twins: on exactly where their tp_btf is off */
+	bpf_object__for_each_program(p, b->skel->obj)
+	{
+		const char *name = bpf_program__name(p);
+		size_t n = strlen(name);
+		struct bpf_program *twin;
+		char tn[64];
+
+		if (n <= 4 || strcmp(name + n - 4, "_raw"))
+			continue;
+		snprintf(tn, sizeof(tn), "%.*s_btf", (int)(n - 4), name);
+		twin = bpf_object__find_program_by_name(b->skel->obj, tn);
+		bpf_program__set_autoload(p, !twin || !bpf_program__autoload(twin));
+	}
+	btf__free(vmlinux);
+	return 0;
+}
+
+static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
+{
+	uint64_t ring = (uint64_t)o->buffer_mb << 20;
+	int err;
+
+	b->skel = critpath_bpf__open();
+	if (!b->skel)
+		return -errno ? -errno : -ENOMEM;
+	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
+	b->skel->rodata->cfg_empty_programs = o->empty_programs;
+	err = bpf_map__set_max_entries(b->skel->maps.events, ring);
+	if (err)
+		return err;
+	return 0;
+}
+
+int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
+{
+	struct rec_bpf *b;
+	int err;
+
+	libbpf_set_print(libbpf_quiet);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->quiet = o->quiet;
+	err = tracefs__ensure();
+	if (err)
+		goto cleanup;
+	err = skel__open_config(b, o);
+	if (err)
+		goto cleanup;
+	hooks__choose(b, false, NULL);
+	err = critpath_bpf__load(b->skel);
+	if (err) {
+		char why[96];
+
+		/* Some tp_btf program did not load: all hooks fall back to raw_tp. */
+		snprintf(why, sizeof(why), "failed to load: %s", strerror(-err));
+		critpath_bpf__destroy(b->skel);
+		err = skel__open_config(b, o);
+		if (err)
+			goto cleanup;
+		hooks__choose(b, true, why);
+		err = critpath_bpf__load(b->skel);
+		if (err) {
+			fprintf(stderr,
+				"critpath record: cannot load the BPF programs: %s "
+				"(CRITPATH_DEBUG_BPF=1 shows the verifier log)\n",
+				strerror(-err));
+			goto cleanup;
+		}
+	}
+	for (int i = 0; i < b->nhooks; i++) {
+		if (b->hooks[i].status != CP_HOOK_ATTACHED)
+			fprintf(stderr, "critpath record: hook %s: %s\n", b->hooks[i].name,
+				b->hooks[i].status == CP_HOOK_FALLBACK ? b->hooks[i].detail
+								       : "unavailable");
+	}
+	*out = b;
+	return 0;
+cleanup:
+	rec_bpf__destroy(b);
+	return err;
+}
+
+int rec_bpf__add_target(struct rec_bpf *b, pid_t pid)
+{
+	uint32_t key = pid;
+	uint8_t v = 1;	/* TARGET_LIVE */
+
+	if (bpf_map__update_elem(b->skel->maps.targets, &key, sizeof(key), &v, sizeof(v), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
+{
+	uint32_t key = pid;
+
+	if (bpf_map__delete_elem(b->skel->maps.targets, &key, sizeof(key), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int rec_bpf__attach(struct rec_bpf *b)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, b->skel->obj)
+	{
+		struct bpf_link *l;
+
+		if (!bpf_program__autoload(p))
+			continue;
+		l = bpf_program__attach(p);
+		if (!l) {
+			int err = -errno;
+
+			fprintf(stderr, "critpath record: cannot attach %s (%s): %s\n",
+				bpf_program__name(p), bpf_program__section_name(p), strerror(-err));
+			return err;
+		}
+		/* The skeleton's links array holds them for destroy(). */
+		for (int i = 0; i < b->skel->skeleton->prog_cnt; i++) {
+			if (*b->skel->skeleton->progs[i].prog == p) {
+				*b->skel->skeleton->progs[i].link = l;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+int rec_bpf__write_hooks(struct rec_bpf *b, struct recording_writer *w, uint64_t ts)
+{
+	for (int i = 0; i < b->nhooks; i++) {
+		struct cp_md_hook r = {};
+		int err;
+
+		r.h.type = CP_MD_HOOK;
+		r.h.size = sizeof(r);
+		r.h.ts = ts;
+		r.status = b->hooks[i].status;
+		memcpy(r.name, b->hooks[i].name, sizeof(r.name) - 1);
+		memcpy(r.detail, b->hooks[i].detail, sizeof(r.detail) - 1);
+		err = recording_writer__append(w, &r.h);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int ring__sample(void *ctx, void *data, size_t len)
+{
+	struct rec_bpf *b = ctx;
+	const struct cp_hdr *h = data;
+
+	if (len < sizeof(*h) || h->size > len || h->size < sizeof(*h))
+		return 0;	/* cannot happen with our programs; never crash on it */
+	return b->fn(b->fn_ctx, h, h->size);
+}
+
+int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx)
+{
+	b->fn = fn;
+	b->fn_ctx = ctx;
+	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), ring__sample, b, NULL);
+	if (!b->rb)
+		return -errno;
+	return 0;
+}
+
+int rec_bpf__poll(struct rec_bpf *b, int timeout_ms)
+{
+	return ring_buffer__poll(b->rb, timeout_ms);
+}
+
+int rec_bpf__drops(struct rec_bpf *b, uint64_t *per_cpu, int ncpus)
+{
+	int n = libbpf_num_possible_cpus();
+	uint32_t zero = 0;
+	uint64_t *v;
+
+	if (n <= 0)
+		return n;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map__lookup_elem(b->skel->maps.drops, &zero, sizeof(zero), v, n * sizeof(*v), 0)) {
+		int err = -errno;
+
+		free(v);
+		return err;
+	}
+	for (int i = 0; i < ncpus; i++)
+		per_cpu[i] = i < n ? v[i] : 0;
+	free(v);
+	return 0;
+}
+
+static int inflight__write(struct recording_writer *w, uint32_t tid, const struct inflight *in)
+{
+	union {
+		struct cp_hdr h;
+		struct cp_ev_futex f;
+		struct cp_ev_sock s;
+		struct cp_ev_poll p;
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.h.pid = in->pid;
+	r.h.tid = tid;
+	r.h.ts = in->ts;
+	r.h.cpu = 0;
+	if (in->kind == INFLIGHT_FUTEX) {
+		r.h.type = CP_EV_FUTEX;
+		r.h.size = sizeof(r.f);
+		r.f.enter_ts = in->ts;
+		r.f.uaddr = in->arg0;
+		r.f.op = in->arg1;
+		r.f.val = in->arg2;
+		r.f.phase = CP_PHASE_ENTER;
+		r.f.call = in->call;
+	} else if (in->kind == INFLIGHT_SOCK) {
+		r.h.type = CP_EV_SOCK;
+		r.h.size = offsetof(struct cp_ev_sock, payload);
+		r.s.enter_ts = in->ts;
+		r.s.bytes = in->arg1;
+		r.s.fd = in->fd;
+		r.s.phase = CP_PHASE_ENTER;
+		r.s.call = in->call;
+		r.s.family = in->family;
+		r.s.lport = in->lport;
+		r.s.rport = in->rport;
+		r.s.tcp_seq = in->tcp_seq;
+		r.s.sock_type = in->sock_type;
+		memcpy(r.s.laddr, in->laddr, CP_ADDR_LEN);
+		memcpy(r.s.raddr, in->raddr, CP_ADDR_LEN);
+	} else if (in->kind == INFLIGHT_POLL) {
+		r.h.type = CP_EV_POLL;
+		r.h.size = sizeof(r.p);
+		r.p.enter_ts = in->ts;
+		r.p.phase = CP_PHASE_ENTER;
+		r.p.call = in->call;
+	} else {
+		return 0;
+	}
+	return recording_writer__append(w, &r.h);
+}
+
+int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, uint64_t *written)
+{
+	int fd = bpf_map__fd(b->skel->maps.inflight);
+	uint32_t key, next;
+	uint32_t *prev = NULL;
+	struct inflight in;
+	int err;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &in))
+			continue;
+		err = inflight__write(w, key, &in);
+		if (err)
+			return err;
+		(*written)++;
+	}
+	return 0;
+}
+
+void rec_bpf__destroy(struct rec_bpf *b)
+{
+	if (!b)
+		return;
+	ring_buffer__free(b->rb);
+	critpath_bpf__destroy(b->skel);
+	free(b);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * The recorder's parts (user/record*.c, the only code that sees libbpf):
+ * record.c is the CLI and the main loop, record_hooks.c opens, configures,
+ * loads and attaches the BPF programs, record_meta.c reads /proc for the
+ * header and the metadata records.
+ */
+#ifndef CRITPATH_RECORD_INT_H
+#define CRITPATH_RECORD_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "recording.h"
+
+struct rec_bpf;
+
+struct rec_bpf_opts {
+	uint32_t payload_bytes;
+	uint32_t buffer_mb;
+	bool empty_programs;
+	bool quiet;
+};
+
+/* Mounts tracefs when missing, opens the object, picks tp_btf or raw_tp per
+ * hook (and leaves out syscalls the kernel lacks), loads. Prints one line
+ * per hook that fell back. */
+int rec_bpf__open_load(struct rec_bpf **b, const struct rec_bpf_opts *o);
+int rec_bpf__add_target(struct rec_bpf *b, pid_t pid);
+int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid);
+int rec_bpf__attach(struct rec_bpf *b);
+/* One CP_MD_HOOK per hook. */
+int rec_bpf__write_hooks(struct rec_bpf *b, struct recording_writer *w, uint64_t ts);
+/* The event ring buffer: cb gets each record (already sized by hdr.size). */
+typedef int (*rec_event_fn)(void *ctx, const struct cp_hdr *rec, size_t len);
+int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx);
+/* Consumes what is there, waiting at most timeout_ms; returns records or -errno. */
+int rec_bpf__poll(struct rec_bpf *b, int timeout_ms);
+/* Per-CPU drop counters (ncpus entries). */
+int rec_bpf__drops(struct rec_bpf *b, uint64_t *per_cpu, int ncpus);
+/* Calls still blocked now: one enter record each (futex, sock, poll). */
+int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, uint64_t *written);
+void rec_bpf__destroy(struct rec_bpf *b);
+
+/* Header facts. Strings point into m (static storage of the caller). */
+struct rec_meta_host {
+	char host[256];
+	char kernel[256];
+	char boot_id[64];
+	char *cmdline;
+	int ncpus;
+	struct recording_cpu *cpus;
+};
+
+int rec_meta__host(struct rec_meta_host *m, int argc, char **argv);
+void rec_meta__host_free(struct rec_meta_host *m);
+uint64_t rec_meta__now(void);	/* CLOCK_MONOTONIC, ns */
+int64_t rec_meta__realtime_offset(void);
+/* CP_MD_PROCESS, a CP_MD_THREAD per /proc/PID/task entry, CP_MD_SOCKET per
+ * socket fd. -ESRCH when the process is gone; writer errors pass through. */
+int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts);
+int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);
+bool rec_meta__alive(pid_t pid);
+/* The first line naming a missing privilege, or NULL when we have them. */
+const char *rec_meta__missing_privilege(void);
+
+#endif /* CRITPATH_RECORD_INT_H */
