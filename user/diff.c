@@ -96,7 +96,7 @@ int diff_side__from_result(struct diff_side *s, const char *label, const struct 
 
 static uint64_t tree_u64(yajl_val v, const char *key, bool *ok)
 {
-	const char *path[] = { key, NULL };
+	const char *path[] = {key, NULL};
 	yajl_val n = yajl_tree_get(v, path, yajl_t_number);
 
 	if (!n) {
@@ -113,7 +113,7 @@ static uint64_t tree_u64(yajl_val v, const char *key, bool *ok)
 
 static int step__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *err, size_t errlen)
 {
-	const char *fp[] = { "frames", NULL }, *cp[] = { "category", NULL };
+	const char *fp[] = {"frames", NULL}, *cp[] = {"category", NULL};
 	yajl_val fr = yajl_tree_get(e, fp, yajl_t_array);
 	yajl_val cat = yajl_tree_get(e, cp, yajl_t_string);
 	const char **frames = NULL;
@@ -123,14 +123,18 @@ static int step__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *er
 	int rc;
 
 	if (!YAJL_IS_OBJECT(e) || !fr || !cat) {
-		snprintf(err, errlen, "profile[%u]: expected an object with \"frames\" (array) and "
-			 "\"category\" (string)", i);
+		snprintf(err, errlen,
+			 "profile[%u]: expected an object with \"frames\" (array) and "
+			 "\"category\" (string)",
+			 i);
 		return -EINVAL;
 	}
 	per_req = tree_u64(e, "per_request_ns", &ok);
 	if (!ok) {
-		snprintf(err, errlen, "profile[%u]: \"per_request_ns\" missing or not a "
-			 "non-negative number", i);
+		snprintf(err, errlen,
+			 "profile[%u]: \"per_request_ns\" missing or not a "
+			 "non-negative number",
+			 i);
 		return -EINVAL;
 	}
 	n = (uint32_t)fr->u.array.len;
@@ -153,7 +157,7 @@ static int step__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *er
 int diff_side__from_json(struct diff_side *s, const char *label, const char *buf, size_t len,
 			 char *err, size_t errlen)
 {
-	const char *pp[] = { "profile", NULL }, *sp[] = { "summary", NULL };
+	const char *pp[] = {"profile", NULL}, *sp[] = {"summary", NULL};
 	char *text = NULL, perr[256] = "";
 	yajl_val root = NULL, prof, sum;
 	int rc = 0;
@@ -225,7 +229,7 @@ static int step_ptr_cmp(const void *pa, const void *pb)
 }
 
 struct change {
-	const struct diff_step *step;	/* names the step (from A or B) */
+	const struct diff_step *step; /* names the step (from A or B) */
 	uint64_t a, b;
 };
 
@@ -258,8 +262,8 @@ static const struct diff_step **sorted(const struct diff_side *s)
 
 /* Merges the two sorted step lists into changes. Duplicate steps in a side
  * (a hand-edited file) are summed. */
-static int changes__build(const struct diff_side *a, const struct diff_side *b,
-			  uint64_t min_change, struct change **out, uint32_t *nout)
+static int changes__build(const struct diff_side *a, const struct diff_side *b, uint64_t min_change,
+			  struct change **out, uint32_t *nout)
 {
 	const struct diff_step **va = sorted(a), **vb = sorted(b);
 	struct change *c = calloc(a->nsteps + b->nsteps + 1, sizeof(*c));
@@ -273,7 +277,7 @@ static int changes__build(const struct diff_side *a, const struct diff_side *b,
 	}
 	while (i < a->nsteps || j < b->nsteps) {
 		int cmp = i >= a->nsteps ? 1 : j >= b->nsteps ? -1 : step_cmp(va[i], vb[j]);
-		struct change ch = { cmp <= 0 ? va[i] : vb[j], 0, 0 };
+		struct change ch = {cmp <= 0 ? va[i] : vb[j], 0, 0};
 
 		while (i < a->nsteps && !step_cmp(va[i], ch.step))
 			ch.a += va[i++]->per_request_ns;
@@ -310,7 +314,8 @@ static void write_text(FILE *f, const struct diff_side *a, const struct diff_sid
 	}
 	fprintf(f, "\nSteps whose critical-path time per request changed most (top %u of %u)\n",
 		n < top ? n : top, n);
-	fprintf(f, "%10s %10s %11s %8s  %s\n", "A ms/req", "B ms/req", "change ms", "ratio", "step");
+	fprintf(f, "%10s %10s %11s %8s  %s\n", "A ms/req", "B ms/req", "change ms", "ratio",
+		"step");
 	for (uint32_t i = 0; i < n && i < top; i++) {
 		double d = ((double)c[i].b - (double)c[i].a) / 1e6;
 

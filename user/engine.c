@@ -25,13 +25,13 @@
 #include "engine.h"
 #include "engine_int.h"
 
-const double engine_pct[ENGINE_NPCT] = { 0.50, 0.95, 0.99 };
+const double engine_pct[ENGINE_NPCT] = {0.50, 0.95, 0.99};
 
 static const char *const category_names[CP_CAT__COUNT] = {
-	[CP_CAT_CPU] = "cpu",	  [CP_CAT_RUNQUEUE] = "runqueue",
-	[CP_CAT_LOCK] = "lock",	  [CP_CAT_NETWORK] = "network",
-	[CP_CAT_DISK] = "disk",	  [CP_CAT_SLEEP] = "sleep",
-	[CP_CAT_SPAN] = "span",	  [CP_CAT_UNEXPLAINED] = "unexplained",
+    [CP_CAT_CPU] = "cpu",   [CP_CAT_RUNQUEUE] = "runqueue",
+    [CP_CAT_LOCK] = "lock", [CP_CAT_NETWORK] = "network",
+    [CP_CAT_DISK] = "disk", [CP_CAT_SLEEP] = "sleep",
+    [CP_CAT_SPAN] = "span", [CP_CAT_UNEXPLAINED] = "unexplained",
 };
 
 const char *cp_category_name(enum cp_category c)
@@ -42,21 +42,21 @@ const char *cp_category_name(enum cp_category c)
 }
 
 struct stack {
-	const char *const *frames;	/* interned */
+	const char *const *frames; /* interned */
 	uint32_t nframes;
 	enum cp_category category;
 	uint64_t hash;
 	uint64_t total_ns;
 	uint32_t requests;
-	uint64_t gen, cur_ns;		/* the request being added */
+	uint64_t gen, cur_ns; /* the request being added */
 	uint64_t min_ns, max_ns;
-	struct barr dist;		/* counts by bucket of the step's ns per request */
-	struct barr by_lat;		/* ns by bucket of the request's latency */
+	struct barr dist;   /* counts by bucket of the step's ns per request */
+	struct barr by_lat; /* ns by bucket of the request's latency */
 };
 
 struct culprit {
 	int32_t pid, tid;
-	const char *comm;		/* interned */
+	const char *comm; /* interned */
 	enum cp_category category;
 	uint64_t hash;
 	uint64_t ns;
@@ -98,7 +98,7 @@ struct engine {
 	uint64_t gen;
 	uint32_t *touched;
 	uint32_t ntouched, captouched;
-	const char *const **seg_frames;	/* the request's segments' interned stacks */
+	const char *const **seg_frames; /* the request's segments' interned stacks */
 	uint32_t capseg_frames;
 	struct {
 		const void *frames;
@@ -110,7 +110,7 @@ struct engine {
 	uint64_t nrequests, nfiltered, total_latency, max_latency;
 	struct barr lat_counts, lat_max;
 
-	struct cp_request **kept;	/* keep_all: in arrival order; slowest: a min-heap */
+	struct cp_request **kept; /* keep_all: in arrival order; slowest: a min-heap */
 	uint32_t nkept, capkept;
 
 	char **warnings;
@@ -271,8 +271,10 @@ void engine__warn(struct engine *e, const char *fmt, ...)
 		if (n < WARN_PRINT)
 			fprintf(stderr, "critpath: warning: %s\n", s);
 		else if (n == WARN_PRINT)
-			fprintf(stderr, "critpath: warning: more than %d warnings; the rest are "
-				"in the report only\n", WARN_PRINT);
+			fprintf(stderr,
+				"critpath: warning: more than %d warnings; the rest are "
+				"in the report only\n",
+				WARN_PRINT);
 	}
 	if (!s || e->nwarnings >= WARN_KEEP ||
 	    grow((void **)&e->warnings, &e->capwarnings, e->nwarnings + 1, sizeof(char *))) {
@@ -380,7 +382,7 @@ static const char *const *intern_frames(struct engine *e, const char *const *fra
 static int64_t engine__stack(struct engine *e, const struct cp_segment *g)
 {
 	uint32_t c = (uint32_t)(((uintptr_t)g->frames >> 3) ^ g->category) % CACHE_SLOTS;
-	struct stack_key k = { e, g->frames, g->nframes, g->category, 0 };
+	struct stack_key k = {e, g->frames, g->nframes, g->category, 0};
 	uint32_t *slot;
 	struct stack *s;
 
@@ -419,7 +421,8 @@ static int64_t engine__stack(struct engine *e, const struct cp_segment *g)
 static bool culprit_eq(const void *ctx, uint32_t i)
 {
 	const struct culprit *k = ((const struct culprit *const *)ctx)[0];
-	const struct culprit *c = &((const struct engine *)((const void *const *)ctx)[1])->culprits[i];
+	const struct culprit *c =
+	    &((const struct engine *)((const void *const *)ctx)[1])->culprits[i];
 
 	return c->hash == k->hash && c->pid == k->pid && c->tid == k->tid &&
 	       c->category == k->category && str_is(k->comm, c->comm) && str_is(c->comm, k->comm);
@@ -433,13 +436,13 @@ static uint64_t culprit_hash_of(const void *ctx, uint32_t i)
 static int engine__blame(struct engine *e, int32_t pid, int32_t tid, const char *comm,
 			 enum cp_category cat, uint64_t ns)
 {
-	struct culprit k = { pid, tid, comm, cat, 0, 0, 0, 0 };
-	const void *ctx[2] = { &k, e };
+	struct culprit k = {pid, tid, comm, cat, 0, 0, 0, 0};
+	const void *ctx[2] = {&k, e};
 	uint32_t *slot;
 	struct culprit *c;
 
-	k.hash = hash__str(hash__u64(hash__u64(hash__u64(0, (uint32_t)pid), (uint32_t)tid), cat),
-			   comm);
+	k.hash =
+	    hash__str(hash__u64(hash__u64(hash__u64(0, (uint32_t)pid), (uint32_t)tid), cat), comm);
 	if (index__reserve(&e->culprit_index, e->nculprits, culprit_hash_of, e))
 		return -ENOMEM;
 	slot = index__find(&e->culprit_index, k.hash, culprit_eq, ctx);
@@ -484,7 +487,8 @@ static bool span_eq(const void *ctx, uint32_t i)
 	const struct stack_key *k = ctx;
 	const struct span_agg *s = &k->e->spans[i];
 
-	return s->hash == k->hash && frames_eq(s->pub.frames, s->pub.nframes, k->frames, k->nframes);
+	return s->hash == k->hash &&
+	       frames_eq(s->pub.frames, s->pub.nframes, k->frames, k->nframes);
 }
 
 static uint64_t span_hash_of(const void *ctx, uint32_t i)
@@ -494,7 +498,7 @@ static uint64_t span_hash_of(const void *ctx, uint32_t i)
 
 static int engine__span(struct engine *e, const struct cp_span_stat *st)
 {
-	struct stack_key k = { e, st->frames, st->nframes, 0, 0 };
+	struct stack_key k = {e, st->frames, st->nframes, 0, 0};
 	struct span_agg *s;
 	uint32_t *slot;
 
@@ -850,7 +854,7 @@ const struct engine_result *engine__result(struct engine *e)
 	if (!e->res_profile || !e->res_contention || !e->res_spans || !e->res_requests ||
 	    !e->res_warnings) {
 		engine__free_result(e);
-		return r;	/* the totals at least */
+		return r; /* the totals at least */
 	}
 	/* 64 power-of-two buckets cover any uint64 */
 	e->res_hist = calloc((size_t)e->nstacks * 64 + 1, sizeof(*e->res_hist));
@@ -866,8 +870,8 @@ const struct engine_result *engine__result(struct engine *e)
 	for (uint32_t i = 0; i < e->nculprits; i++) {
 		const struct culprit *c = &e->culprits[i];
 
-		e->res_contention[i] = (struct engine_contention){ c->pid, c->tid, c->comm,
-								   c->category, c->ns, c->requests };
+		e->res_contention[i] = (struct engine_contention){c->pid,      c->tid, c->comm,
+								  c->category, c->ns,  c->requests};
 	}
 	qsort(e->res_contention, e->nculprits, sizeof(*e->res_contention), contention_cmp);
 	for (uint32_t i = 0; i < e->nspans; i++)
@@ -877,9 +881,8 @@ const struct engine_result *engine__result(struct engine *e)
 	qsort(e->res_requests, e->nkept, sizeof(*e->res_requests), start_cmp);
 	nw = e->nwarnings;
 	memcpy(e->res_warnings, e->warnings, nw * sizeof(char *));
-	if (e->warnings_dropped &&
-	    asprintf(&e->dropped_note, "%llu more warnings not kept",
-		     (unsigned long long)e->warnings_dropped) >= 0)
+	if (e->warnings_dropped && asprintf(&e->dropped_note, "%llu more warnings not kept",
+					    (unsigned long long)e->warnings_dropped) >= 0)
 		e->res_warnings[nw++] = e->dropped_note;
 
 	r->profile = e->res_profile;

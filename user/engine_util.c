@@ -370,7 +370,7 @@ struct cp_request *request__copy(const struct cp_request *req, struct intern *in
 				 const char *const *const *seg_frames)
 {
 	size_t sz = request__size(req, seg_frames != NULL);
-	struct icache ic = { .in = in };
+	struct icache ic = {.in = in};
 	struct cp_request *d;
 	struct cp_segment *segs = NULL;
 	struct cp_span_stat *spans = NULL;

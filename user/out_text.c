@@ -43,7 +43,8 @@ static void put_header(FILE *f, const struct engine_result *r, const struct out_
 	}
 	fprintf(f, "; latency mean %.3f ms", per_req_ms(r->total_latency_ns, r->nrequests));
 	for (int p = 0; p < ENGINE_NPCT; p++)
-		fprintf(f, ", P%d %.3f ms", (int)(engine_pct[p] * 100 + 0.5), ms(r->latency_pct_ns[p]));
+		fprintf(f, ", P%d %.3f ms", (int)(engine_pct[p] * 100 + 0.5),
+			ms(r->latency_pct_ns[p]));
 	fprintf(f, ", max %.3f ms\n", ms(r->max_latency_ns));
 }
 
@@ -51,8 +52,8 @@ static void put_header(FILE *f, const struct engine_result *r, const struct out_
  * rows), largest first. */
 static void put_categories(FILE *f, const struct engine_result *r)
 {
-	uint64_t tot[CP_CAT__COUNT] = { 0 }, all = 0;
-	bool done[CP_CAT__COUNT] = { false };
+	uint64_t tot[CP_CAT__COUNT] = {0}, all = 0;
+	bool done[CP_CAT__COUNT] = {false};
 
 	for (uint32_t i = 0; i < r->nprofile; i++) {
 		if ((unsigned)r->profile[i].category < CP_CAT__COUNT)
@@ -106,7 +107,8 @@ static void put_profile(FILE *f, const struct engine_result *r, uint32_t top)
 	double mean = per_req_ms(r->total_latency_ns, r->nrequests);
 	bool spans = r->nspans > 0;
 
-	fprintf(f, "\nAverage critical path: top %u of %u steps, time per request and share of the "
+	fprintf(f,
+		"\nAverage critical path: top %u of %u steps, time per request and share of the "
 		"mean latency;\nP50/P95/P99: per request over the requests at or below that "
 		"latency (%llu/%llu/%llu requests)\n",
 		n, r->nprofile, (unsigned long long)r->pct_nrequests[0],
@@ -128,7 +130,8 @@ static void put_profile(FILE *f, const struct engine_result *r, uint32_t top)
 			const struct engine_span_entry *s = span_of(r, p);
 
 			if (s)
-				fprintf(f, " %9.3f %9.3f", per_req_ms(s->inclusive_ns, r->nrequests),
+				fprintf(f, " %9.3f %9.3f",
+					per_req_ms(s->inclusive_ns, r->nrequests),
 					per_req_ms(s->exclusive_ns, r->nrequests));
 			else
 				fprintf(f, " %9s %9s", "-", "-");
@@ -145,8 +148,10 @@ static void put_spans(FILE *f, const struct engine_result *r, uint32_t top)
 
 	if (!r->nspans)
 		return;
-	fprintf(f, "\nSpans: top %u of %u call paths by exclusive time on the critical path, "
-		"per request\n", n, r->nspans);
+	fprintf(f,
+		"\nSpans: top %u of %u call paths by exclusive time on the critical path, "
+		"per request\n",
+		n, r->nspans);
 	fprintf(f, "%10s %10s %9s  %s\n", "excl ms", "incl ms", "spans", "call path");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct engine_span_entry *s = &r->spans[i];
@@ -176,8 +181,10 @@ static void put_contention(FILE *f, const struct engine_result *r, uint32_t top)
 
 	if (!r->ncontention)
 		return;
-	fprintf(f, "\nContention: off-path culprits by the critical-path time they cost "
-		"(top %u of %u)\n", n, r->ncontention);
+	fprintf(f,
+		"\nContention: off-path culprits by the critical-path time they cost "
+		"(top %u of %u)\n",
+		n, r->ncontention);
 	fprintf(f, "%10s %9s  %-9s %s\n", "ms total", "reqs", "category", "culprit");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct engine_contention *c = &r->contention[i];

@@ -57,11 +57,11 @@ static ssize_t read_head(const char *path, char *buf, size_t len)
 	return got;
 }
 
-int report__analyze(char *const *paths, int npaths, struct engine *e,
-		    const struct analyze_opts *o, const char **why)
+int report__analyze(char *const *paths, int npaths, struct engine *e, const struct analyze_opts *o,
+		    const char **why)
 {
-	struct span_opts so = { .overlap_tolerance = o->overlap_tolerance };
-	struct kpath_opts ko = { .quiet = o->quiet };
+	struct span_opts so = {.overlap_tolerance = o->overlap_tolerance};
+	struct kpath_opts ko = {.quiet = o->quiet};
 	bool progress = !o->quiet && isatty(STDERR_FILENO), shown = false;
 	const char **recs = NULL;
 	char **files = NULL;
@@ -125,9 +125,9 @@ static const struct {
 	const char *name;
 	int (*write)(FILE *f, const struct engine_result *r, const struct out_opts *o);
 } formats[] = {
-	[FMT_TEXT] = { "text", out_text },	   [FMT_JSON] = { "json", out_json },
-	[FMT_FOLDED] = { "folded", out_folded },   [FMT_PPROF] = { "pprof", out_pprof },
-	[FMT_HTML] = { "html", out_html },	   [FMT_PERFETTO] = { "perfetto", out_perfetto },
+    [FMT_TEXT] = {"text", out_text},	   [FMT_JSON] = {"json", out_json},
+    [FMT_FOLDED] = {"folded", out_folded}, [FMT_PPROF] = {"pprof", out_pprof},
+    [FMT_HTML] = {"html", out_html},	   [FMT_PERFETTO] = {"perfetto", out_perfetto},
 };
 
 enum {
@@ -193,7 +193,7 @@ struct report_args {
 	struct engine_opts eo;
 	struct out_opts oo;
 	bool quiet, requests_set;
-	uint64_t min_change_ns;	/* diff only */
+	uint64_t min_change_ns; /* diff only */
 	bool diff;
 };
 
@@ -201,23 +201,23 @@ struct report_args {
 static int parse_args(const char *cmd, int argc, char **argv, struct report_args *a)
 {
 	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "requests", required_argument, NULL, OPT_REQUESTS },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "overlap-tolerance", required_argument, NULL, OPT_OVERLAP },
-		{ "service", required_argument, NULL, OPT_SERVICE },
-		{ "name", required_argument, NULL, OPT_NAME },
-		{ "min-latency", required_argument, NULL, OPT_MIN_LAT },
-		{ "max-latency", required_argument, NULL, OPT_MAX_LAT },
-		{ "from", required_argument, NULL, OPT_FROM },
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "host", required_argument, NULL, OPT_HOST },
-		{ "tag", required_argument, NULL, OPT_TAG },
-		{ "min-change", required_argument, NULL, OPT_MIN_CHANGE },
-		{ NULL, 0, NULL, 0 },
+	    {"format", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"requests", required_argument, NULL, OPT_REQUESTS},
+	    {"top", required_argument, NULL, OPT_TOP},
+	    {"overlap-tolerance", required_argument, NULL, OPT_OVERLAP},
+	    {"service", required_argument, NULL, OPT_SERVICE},
+	    {"name", required_argument, NULL, OPT_NAME},
+	    {"min-latency", required_argument, NULL, OPT_MIN_LAT},
+	    {"max-latency", required_argument, NULL, OPT_MAX_LAT},
+	    {"from", required_argument, NULL, OPT_FROM},
+	    {"to", required_argument, NULL, OPT_TO},
+	    {"host", required_argument, NULL, OPT_HOST},
+	    {"tag", required_argument, NULL, OPT_TAG},
+	    {"min-change", required_argument, NULL, OPT_MIN_CHANGE},
+	    {NULL, 0, NULL, 0},
 	};
 	struct engine_filter *fl = &a->eo.filter;
 	char *end;
@@ -225,7 +225,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 
 	a->eo.overlap_tolerance = 0.01;
 	a->oo.top = 20;
-	optind = 0;	/* 0: GNU getopt starts afresh, so commands can run twice (tests) */
+	optind = 0; /* 0: GNU getopt starts afresh, so commands can run twice (tests) */
 	while ((c = getopt_long(argc, argv, "f:o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': {
@@ -353,7 +353,7 @@ static int close_output(const char *cmd, const struct report_args *a, FILE *f, i
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_args a = { 0 };
+	struct report_args a = {0};
 	struct out_json_stream *js = NULL;
 	struct analyze_opts ao;
 	struct engine *e = NULL;
@@ -423,7 +423,7 @@ int cmd_report(int argc, char **argv)
 cleanup:
 	if (js) {
 		/* only when the engine could not be made: end the empty document */
-		struct engine_result empty = { 0 };
+		struct engine_result empty = {0};
 
 		out_json__end(js, &empty);
 	}
@@ -471,7 +471,7 @@ static int read_file(const char *path, char **buf, size_t *len)
 /* One side of a diff: a saved report, or inputs analysed as report does. */
 static int diff_load(const char *path, const struct report_args *a, struct diff_side *s)
 {
-	struct analyze_opts ao = { a->eo.overlap_tolerance, a->quiet };
+	struct analyze_opts ao = {a->eo.overlap_tolerance, a->quiet};
 	struct engine_opts eo = a->eo;
 	char head[SNIFF_BYTES], err[512] = "";
 	struct stat st;
@@ -528,8 +528,8 @@ static int diff_load(const char *path, const struct report_args *a, struct diff_
 
 int cmd_diff(int argc, char **argv)
 {
-	struct report_args a = { .diff = true };
-	struct diff_side sa = { 0 }, sb = { 0 };
+	struct report_args a = {.diff = true};
+	struct diff_side sa = {0}, sb = {0};
 	struct diff_opts o;
 	int rc;
 

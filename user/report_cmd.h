@@ -33,15 +33,15 @@ void input_list__free(char **files);
 
 struct analyze_opts {
 	double overlap_tolerance;
-	bool quiet;		/* no progress */
+	bool quiet; /* no progress */
 };
 
 /* Recordings (recording__sniff) go together to kpath__analyze, other files
  * to span__analyze_file. Returns how many inputs were analysed (>= 0), or
  * -errno when the input list could not be built; *why says why nothing was
  * analysed when it returns 0. */
-int report__analyze(char *const *paths, int npaths, struct engine *e,
-		    const struct analyze_opts *o, const char **why);
+int report__analyze(char *const *paths, int npaths, struct engine *e, const struct analyze_opts *o,
+		    const char **why);
 
 /* --- diff --------------------------------------------------------------- */
 
@@ -73,7 +73,7 @@ void diff_side__free(struct diff_side *s);
 struct diff_opts {
 	bool json;
 	uint32_t top;		/* rows, default 20 */
-	uint64_t min_change_ns;	/* smaller changes are not differences */
+	uint64_t min_change_ns; /* smaller changes are not differences */
 };
 
 /* Writes the steps whose per-request time changed most; returns the number

@@ -18,8 +18,8 @@ static const struct {
 	const char *unit;
 	double ns;
 } units[] = {
-	{ "ns", 1 },	 { "us", 1e3 },	   { "\xc2\xb5s", 1e3 }, { "ms", 1e6 },
-	{ "s", 1e9 },	 { "m", 60e9 },	   { "min", 60e9 },	 { "h", 3600e9 },
+    {"ns", 1},	{"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
+    {"s", 1e9}, {"m", 60e9}, {"min", 60e9},	 {"h", 3600e9},
 };
 
 int parse_duration(const char *s, uint64_t *ns)
@@ -55,7 +55,7 @@ int parse_duration(const char *s, uint64_t *ns)
 /* "2024-05-01T12:00:00[.frac](Z|±hh:mm)" or with a space, no zone = UTC */
 static int parse_rfc3339(const char *s, uint64_t *ns)
 {
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	const char *p;
 	uint64_t frac = 0, scale = 1000000000ull;
 	long off = 0;
@@ -193,7 +193,7 @@ static int walk(struct list *l, const char *dir, struct engine *e)
 int input_list__collect(char *const *paths, int npaths, struct engine *e, char ***files,
 			int *nfiles)
 {
-	struct list l = { 0 };
+	struct list l = {0};
 	int err = 0;
 
 	for (int i = 0; i < npaths && !err; i++) {
@@ -213,7 +213,7 @@ int input_list__collect(char *const *paths, int npaths, struct engine *e, char *
 		}
 	}
 	if (!err && !l.v) {
-		l.v = calloc(1, sizeof(*l.v));	/* an empty list is still a list */
+		l.v = calloc(1, sizeof(*l.v)); /* an empty list is still a list */
 		if (!l.v)
 			err = -ENOMEM;
 	}

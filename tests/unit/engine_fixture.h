@@ -20,13 +20,13 @@
 
 #define MS 1000000ull
 
-static const char *const fx_frames_cart[] = { "frontend:8080", "GET /cart" };
-static const char *const fx_frames_kv[] = { "frontend:8080", "GET /cart", "kvstore:7000 get" };
-static const char *const fx_frames_root[] = { "api /checkout" };
-static const char *const fx_frames_db[] = { "api /checkout", "db query" };
+static const char *const fx_frames_cart[] = {"frontend:8080", "GET /cart"};
+static const char *const fx_frames_kv[] = {"frontend:8080", "GET /cart", "kvstore:7000 get"};
+static const char *const fx_frames_root[] = {"api /checkout"};
+static const char *const fx_frames_db[] = {"api /checkout", "db query"};
 
-static const struct cp_culprit fx_maint[] = { { 100, 105, "cache-maint", 0 } };
-static const struct cp_culprit fx_hog[] = { { 300, 300, "kp_hog", MS / 2 } };
+static const struct cp_culprit fx_maint[] = {{100, 105, "cache-maint", 0}};
+static const struct cp_culprit fx_hog[] = {{300, 300, "kp_hog", MS / 2}};
 
 /* Kernel request i (0..3): cpu 1 ms; lock (i+1) ms held by cache-maint;
  * a downstream kv call of 2 ms; an untraced peer 1 ms; run queue 0.5 ms
@@ -103,7 +103,7 @@ static inline void fx_kernel_request(int i, struct cp_request *q, struct cp_segm
 static inline void fx_span_request(int j, struct cp_request *q, struct cp_segment *g,
 				   struct cp_span_stat *st, char *id, size_t idlen)
 {
-	static const char *const tags[] = { "env=prod", NULL };
+	static const char *const tags[] = {"env=prod", NULL};
 	uint64_t t0 = 1700000000000ull * MS + (uint64_t)j * 1000 * MS;
 
 	snprintf(id, idlen, "4bf92f3577b34da6a3ce929d0e0e473%d", j);
@@ -129,10 +129,10 @@ static inline void fx_span_request(int j, struct cp_request *q, struct cp_segmen
 	g[2].start_ns = t0 + (8 + j) * MS;
 	g[2].end_ns = t0 + 10 * MS;
 	memset(st, 0, 2 * sizeof(*st));
-	st[0] = (struct cp_span_stat){ "00f067aa0ba902b7", "api", "/checkout", fx_frames_root, 1,
-				       10 * MS, (4 - j) * MS };
-	st[1] = (struct cp_span_stat){ "53995c3f42cd8ad8", "db", "query", fx_frames_db, 2,
-				       (6 + j) * MS, (6 + j) * MS };
+	st[0] = (struct cp_span_stat){
+	    "00f067aa0ba902b7", "api", "/checkout", fx_frames_root, 1, 10 * MS, (4 - j) * MS};
+	st[1] = (struct cp_span_stat){"53995c3f42cd8ad8", "db",	       "query", fx_frames_db, 2,
+				      (6 + j) * MS,	  (6 + j) * MS};
 	memset(q, 0, sizeof(*q));
 	q->id = id;
 	q->service = "api";
@@ -150,7 +150,7 @@ static inline void fx_span_request(int j, struct cp_request *q, struct cp_segmen
  * requests (spans true), and a warning. */
 static inline struct engine *fx_engine(bool spans, const struct engine_opts *opts)
 {
-	struct engine_opts def = { .keep_all_requests = true };
+	struct engine_opts def = {.keep_all_requests = true};
 	struct engine *e = engine__new(opts ? opts : &def);
 	struct cp_segment g[6];
 	struct cp_span_stat st[2];
@@ -188,9 +188,10 @@ static inline int fx_golden_path(const char *name, char *out, size_t len)
 		if ((size_t)snprintf(out, len, "%s/tests/unit/golden", exe) >= len)
 			return -1;
 		if (!access(out, F_OK))
-			return (size_t)snprintf(out, len, "%s/tests/unit/golden/%s", exe, name) >= len
-				       ? -1
-				       : 0;
+			return (size_t)snprintf(out, len, "%s/tests/unit/golden/%s", exe, name) >=
+				       len
+				   ? -1
+				   : 0;
 	}
 	return -1;
 }

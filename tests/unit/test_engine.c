@@ -9,8 +9,8 @@
 #include "engine_fixture.h"
 #include "engine_int.h"
 
-static const struct engine_profile_entry *find(const struct engine_result *r,
-					       enum cp_category cat, uint32_t nframes)
+static const struct engine_profile_entry *find(const struct engine_result *r, enum cp_category cat,
+					       uint32_t nframes)
 {
 	for (uint32_t i = 0; i < r->nprofile; i++)
 		if (r->profile[i].category == cat && r->profile[i].nframes == nframes)
@@ -77,15 +77,15 @@ static void test_profile(void **state)
 
 static void test_percentile_views(void **state)
 {
-	struct engine *e = engine__new(&(struct engine_opts){ 0 });
+	struct engine *e = engine__new(&(struct engine_opts){0});
 	const struct engine_result *r;
 	const struct engine_profile_entry *work, *lock;
 
 	/* request i (1..100) is i ms: "work" cpu (i ms, or i-1 ms plus 1 ms
 	 * "lock" for the slowest five) */
 	for (int i = 1; i <= 100; i++) {
-		struct cp_segment g[2] = { 0 };
-		struct cp_request q = { 0 };
+		struct cp_segment g[2] = {0};
+		struct cp_request q = {0};
 		uint64_t t0 = (uint64_t)i * 1000 * MS;
 
 		g[0].start_ns = t0;
@@ -126,15 +126,17 @@ static void test_percentile_views(void **state)
 
 static void test_distribution_error(void **state)
 {
-	struct engine *e = engine__new(&(struct engine_opts){ 0 });
+	struct engine *e = engine__new(&(struct engine_opts){0});
 	const struct engine_profile_entry *p;
 
 	/* 10,000 requests whose step takes 1..10,000 us */
 	for (int i = 1; i <= 10000; i++) {
-		struct cp_segment g = { .start_ns = 0, .end_ns = (uint64_t)i * 1000,
-					.frames = fx_frames_root, .nframes = 1 };
-		struct cp_request q = { .id = "d", .start_ns = 0, .end_ns = g.end_ns,
-					.segs = &g, .nsegs = 1 };
+		struct cp_segment g = {.start_ns = 0,
+				       .end_ns = (uint64_t)i * 1000,
+				       .frames = fx_frames_root,
+				       .nframes = 1};
+		struct cp_request q = {
+		    .id = "d", .start_ns = 0, .end_ns = g.end_ns, .segs = &g, .nsegs = 1};
 
 		engine__add_request(e, &q);
 	}
@@ -152,7 +154,7 @@ static void test_distribution_error(void **state)
 			sum += p->hist[k];
 		assert_int_equal(sum, 10000);
 		assert_int_equal(p->hist[20 - p->hist_log2], 2097 - 1049 + 1);
-		assert_int_equal(p->hist_log2, 9);	/* 1000 ns is in [512, 1024) */
+		assert_int_equal(p->hist_log2, 9); /* 1000 ns is in [512, 1024) */
 	}
 	engine__free(e);
 }
@@ -168,20 +170,20 @@ static void test_filters(void **state)
 		struct engine_filter f;
 		int kernel, span;
 	} cases[] = {
-		{ { 0 }, 1, 1 },
-		{ { .service = "api" }, 0, 1 },
-		{ { .name = "GET /cart" }, 1, 0 },
-		{ { .host = "h1" }, 1, 0 },
-		{ { .tag = "env=prod" }, 0, 1 },
-		{ { .tag = "env=dev" }, 0, 0 },
-		{ { .min_latency_ns = 6 * MS }, 0, 1 },
-		{ { .max_latency_ns = 6 * MS }, 1, 0 },
-		{ { .from_ns = 2000 * MS }, 0, 1 },
-		{ { .to_ns = 2000 * MS }, 1, 0 },
+	    {{0}, 1, 1},
+	    {{.service = "api"}, 0, 1},
+	    {{.name = "GET /cart"}, 1, 0},
+	    {{.host = "h1"}, 1, 0},
+	    {{.tag = "env=prod"}, 0, 1},
+	    {{.tag = "env=dev"}, 0, 0},
+	    {{.min_latency_ns = 6 * MS}, 0, 1},
+	    {{.max_latency_ns = 6 * MS}, 1, 0},
+	    {{.from_ns = 2000 * MS}, 0, 1},
+	    {{.to_ns = 2000 * MS}, 1, 0},
 	};
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		struct engine_opts o = { .filter = cases[c].f };
+		struct engine_opts o = {.filter = cases[c].f};
 		struct engine *e = engine__new(&o);
 
 		fx_kernel_request(0, &k, g, cul, id1, sizeof(id1));
@@ -189,8 +191,7 @@ static void test_filters(void **state)
 		fx_span_request(0, &s, g, st, id2, sizeof(id2));
 		assert_int_equal(engine__add_request(e, &s), cases[c].span);
 		assert_int_equal(engine__result(e)->nrequests, cases[c].kernel + cases[c].span);
-		assert_int_equal(engine__result(e)->nfiltered,
-				 2 - cases[c].kernel - cases[c].span);
+		assert_int_equal(engine__result(e)->nfiltered, 2 - cases[c].kernel - cases[c].span);
 		engine__free(e);
 	}
 }
@@ -199,8 +200,8 @@ static void test_contention(void **state)
 {
 	struct engine *e = fx_engine(false, NULL);
 	const struct engine_result *r;
-	struct cp_segment g = { 0 };
-	struct cp_request q = { 0 };
+	struct cp_segment g = {0};
+	struct cp_request q = {0};
 
 	/* a lock wait with no culprit list blames the segment's own thread */
 	g.start_ns = 0;
@@ -242,7 +243,7 @@ static void test_contention(void **state)
  * and freed right after each call. */
 static void test_keep_slowest(void **state)
 {
-	struct engine_opts o = { .keep_slowest = 2 };
+	struct engine_opts o = {.keep_slowest = 2};
 	struct engine *e = engine__new(&o);
 	const struct engine_result *r;
 
@@ -309,7 +310,7 @@ static void test_keep_all_spans(void **state)
 static void test_bad_request(void **state)
 {
 	struct engine *e = engine__new(NULL);
-	struct cp_request q = { .id = "back", .start_ns = 10, .end_ns = 5 };
+	struct cp_request q = {.id = "back", .start_ns = 10, .end_ns = 5};
 
 	engine__set_quiet(e, true);
 	assert_int_equal(engine__add_request(e, &q), 0);
@@ -322,15 +323,11 @@ static void test_bad_request(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buckets),
-		cmocka_unit_test(test_profile),
-		cmocka_unit_test(test_percentile_views),
-		cmocka_unit_test(test_distribution_error),
-		cmocka_unit_test(test_filters),
-		cmocka_unit_test(test_contention),
-		cmocka_unit_test(test_keep_slowest),
-		cmocka_unit_test(test_keep_all_spans),
-		cmocka_unit_test(test_bad_request),
+	    cmocka_unit_test(test_buckets),	     cmocka_unit_test(test_profile),
+	    cmocka_unit_test(test_percentile_views), cmocka_unit_test(test_distribution_error),
+	    cmocka_unit_test(test_filters),	     cmocka_unit_test(test_contention),
+	    cmocka_unit_test(test_keep_slowest),     cmocka_unit_test(test_keep_all_spans),
+	    cmocka_unit_test(test_bad_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

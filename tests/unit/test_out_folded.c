@@ -26,10 +26,10 @@ static void test_folded(void **state)
 /* ';' inside a frame would split it into two frames */
 static void test_separator_in_frame(void **state)
 {
-	static const char *const frames[] = { "svc;x", "op\nline" };
+	static const char *const frames[] = {"svc;x", "op\nline"};
 	struct engine *e = engine__new(NULL);
-	struct cp_segment g = { .end_ns = 7, .frames = frames, .nframes = 2 };
-	struct cp_request q = { .id = "q", .end_ns = 7, .segs = &g, .nsegs = 1 };
+	struct cp_segment g = {.end_ns = 7, .frames = frames, .nframes = 2};
+	struct cp_request q = {.id = "q", .end_ns = 7, .segs = &g, .nsegs = 1};
 	char *buf = NULL;
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
@@ -45,8 +45,8 @@ static void test_separator_in_frame(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_folded),
-		cmocka_unit_test(test_separator_in_frame),
+	    cmocka_unit_test(test_folded),
+	    cmocka_unit_test(test_separator_in_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,7 +31,7 @@ static yajl_val render(struct engine *e, const char *golden)
 
 static yajl_val get(yajl_val v, const char *k1, const char *k2)
 {
-	const char *path[] = { k1, k2, NULL };
+	const char *path[] = {k1, k2, NULL};
 
 	return yajl_tree_get(v, path, yajl_t_any);
 }
@@ -156,11 +156,11 @@ static void test_span_contract(void **state)
 /* bytes that are not UTF-8 (payload-derived names) must not break the JSON */
 static void test_invalid_utf8(void **state)
 {
-	static const char *const frames[] = { "svc", "GET /\xff\xfe" };
-	struct engine *e = engine__new(&(struct engine_opts){ .keep_all_requests = true });
-	struct cp_segment g = { .end_ns = 7, .frames = frames, .nframes = 2, .pid = -1,
-				.tid = -1, .cpu = -1 };
-	struct cp_request q = { .id = "q\x80", .end_ns = 7, .segs = &g, .nsegs = 1 };
+	static const char *const frames[] = {"svc", "GET /\xff\xfe"};
+	struct engine *e = engine__new(&(struct engine_opts){.keep_all_requests = true});
+	struct cp_segment g = {
+	    .end_ns = 7, .frames = frames, .nframes = 2, .pid = -1, .tid = -1, .cpu = -1};
+	struct cp_request q = {.id = "q\x80", .end_ns = 7, .segs = &g, .nsegs = 1};
 	char *buf = NULL, err[256];
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
@@ -184,7 +184,7 @@ static void test_stream_equals_kept(void **state)
 	size_t alen, blen;
 	FILE *fa = open_memstream(&a, &alen), *fb = open_memstream(&b, &blen);
 	struct out_json_stream *js = out_json__begin(fb);
-	struct engine_opts o = { .on_request = out_json__request, .on_request_ctx = js };
+	struct engine_opts o = {.on_request = out_json__request, .on_request_ctx = js};
 	struct engine *kept = fx_engine(false, NULL), *streamed = fx_engine(false, &o);
 
 	assert_int_equal(out_json(fa, engine__result(kept), NULL), 0);
@@ -202,10 +202,10 @@ static void test_stream_equals_kept(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kernel_contract),
-		cmocka_unit_test(test_span_contract),
-		cmocka_unit_test(test_invalid_utf8),
-		cmocka_unit_test(test_stream_equals_kept),
+	    cmocka_unit_test(test_kernel_contract),
+	    cmocka_unit_test(test_span_contract),
+	    cmocka_unit_test(test_invalid_utf8),
+	    cmocka_unit_test(test_stream_equals_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

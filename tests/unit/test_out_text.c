@@ -21,9 +21,9 @@ static char *render(struct engine *e, const struct out_opts *o, size_t *len)
 
 static void test_kernel(void **state)
 {
-	struct engine_opts eo = { .keep_slowest = 2 };
+	struct engine_opts eo = {.keep_slowest = 2};
 	struct engine *e = fx_engine(false, &eo);
-	struct out_opts o = { .top = 20, .requests = 2 };
+	struct out_opts o = {.top = 20, .requests = 2};
 	size_t len;
 	char *s = render(e, &o, &len);
 
@@ -42,7 +42,7 @@ static void test_kernel(void **state)
 static void test_spans(void **state)
 {
 	struct engine *e = fx_engine(true, NULL);
-	struct out_opts o = { .top = 20 };
+	struct out_opts o = {.top = 20};
 	size_t len;
 	char *s = render(e, &o, &len);
 
@@ -57,7 +57,7 @@ static void test_spans(void **state)
 static void test_empty(void **state)
 {
 	struct engine *e = engine__new(NULL);
-	struct out_opts o = { 0 };
+	struct out_opts o = {0};
 	size_t len;
 	char *s = render(e, &o, &len);
 
@@ -69,9 +69,9 @@ static void test_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kernel),
-		cmocka_unit_test(test_spans),
-		cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_kernel),
+	    cmocka_unit_test(test_spans),
+	    cmocka_unit_test(test_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

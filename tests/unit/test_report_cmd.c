@@ -17,11 +17,11 @@ static void test_durations(void **state)
 		const char *s;
 		uint64_t ns;
 	} ok[] = {
-		{ "5ms", 5000000 }, { "200us", 200000 }, { "1.5s", 1500000000 },
-		{ "100ns", 100 },   { "0", 0 },		 { "2m", 120000000000ull },
-		{ "1h", 3600000000000ull }, { "0.25ms", 250000 }, { "3\xc2\xb5s", 3000 },
+	    {"5ms", 5000000},	      {"200us", 200000},  {"1.5s", 1500000000},
+	    {"100ns", 100},	      {"0", 0},		  {"2m", 120000000000ull},
+	    {"1h", 3600000000000ull}, {"0.25ms", 250000}, {"3\xc2\xb5s", 3000},
 	};
-	static const char *const bad[] = { "", "5", "ms", "-5ms", "5 ms", "5xs", "1e30s", "+1s" };
+	static const char *const bad[] = {"", "5", "ms", "-5ms", "5 ms", "5xs", "1e30s", "+1s"};
 	uint64_t ns;
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -79,9 +79,9 @@ static void test_inputs(void **state)
 	touch(dir, "a.json");
 	touch(sub, "z.rec");
 	snprintf(link, sizeof(link), "%s/d-link", dir);
-	assert_int_equal(symlink(sub, link), 0);	/* a symlinked directory is not followed */
+	assert_int_equal(symlink(sub, link), 0); /* a symlinked directory is not followed */
 	snprintf(fifo, sizeof(fifo), "%s/e-fifo", dir);
-	assert_int_equal(mkfifo(fifo, 0600), 0);	/* not regular: skipped */
+	assert_int_equal(mkfifo(fifo, 0600), 0); /* not regular: skipped */
 	args[0] = dir;
 	args[1] = "/nonexistent/critpath-input";
 	args[2] = NULL;
@@ -118,9 +118,9 @@ static void test_inputs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_times),
-		cmocka_unit_test(test_inputs),
+	    cmocka_unit_test(test_durations),
+	    cmocka_unit_test(test_times),
+	    cmocka_unit_test(test_inputs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,7 @@
 
 static char *run_diff(const struct diff_side *a, const struct diff_side *b, bool json, int *n)
 {
-	struct diff_opts o = { .json = json, .top = 20 };
+	struct diff_opts o = {.json = json, .top = 20};
 	char *buf = NULL;
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
@@ -73,8 +73,9 @@ static void test_slowdown_first(void **state)
 	assert_int_equal(diff_side__from_result(&b, "B", engine__result(e2)), 0);
 	out = run_diff(&a, &b, false, &n);
 	assert_int_equal(n, 1);
-	assert_non_null(strstr(out, "2.000      5.000      +3.000    2.50x  frontend:8080 ; GET /cart "
-				    "; kvstore:7000 get ; cpu\n"));
+	assert_non_null(strstr(out,
+			       "2.000      5.000      +3.000    2.50x  frontend:8080 ; GET /cart "
+			       "; kvstore:7000 get ; cpu\n"));
 	free(out);
 	out = run_diff(&a, &b, true, &n);
 	assert_non_null(strstr(out, "\"changes\":[{\"frames\":[\"frontend:8080\",\"GET /cart\","
@@ -115,13 +116,13 @@ static void test_saved_report(void **state)
 	free(out);
 	diff_side__free(&a);
 	diff_side__free(&b);
-	assert_int_equal(diff_side__from_json(&a, "bad", "{\"critpath_report\":1,", 21, err,
-					      sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    diff_side__from_json(&a, "bad", "{\"critpath_report\":1,", 21, err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "not valid JSON"));
-	assert_int_equal(diff_side__from_json(&a, "bad", "{\"critpath_report\":1}", 21, err,
-					      sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    diff_side__from_json(&a, "bad", "{\"critpath_report\":1}", 21, err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "profile"));
 	free(buf);
 	engine__free(e);
@@ -130,9 +131,9 @@ static void test_saved_report(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_identical),
-		cmocka_unit_test(test_slowdown_first),
-		cmocka_unit_test(test_saved_report),
+	    cmocka_unit_test(test_identical),
+	    cmocka_unit_test(test_slowdown_first),
+	    cmocka_unit_test(test_saved_report),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

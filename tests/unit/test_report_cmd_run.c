@@ -15,23 +15,23 @@
 #include "engine_fixture.h"
 
 static char dir[] = "/tmp/critpath-report.XXXXXX";
-static char io[] = "/tmp/critpath-report-io.XXXXXX";	/* captured output, not an input */
+static char io[] = "/tmp/critpath-report-io.XXXXXX"; /* captured output, not an input */
 
 /* CPT's sequential case: A[0,100]; B[10,30] C[40,50] D[60,90] (us) */
 static const char jaeger[] =
-	"{\"data\":[{\"traceID\":\"t1\",\"spans\":["
-	"{\"traceID\":\"t1\",\"spanID\":\"a\",\"operationName\":\"A\",\"references\":[],"
-	"\"startTime\":1000,\"duration\":100,\"processID\":\"p1\"},"
-	"{\"traceID\":\"t1\",\"spanID\":\"b\",\"operationName\":\"B\",\"references\":[{\"refType\":"
-	"\"CHILD_OF\",\"traceID\":\"t1\",\"spanID\":\"a\"}],\"startTime\":1010,\"duration\":20,"
-	"\"processID\":\"p1\"},"
-	"{\"traceID\":\"t1\",\"spanID\":\"c\",\"operationName\":\"C\",\"references\":[{\"refType\":"
-	"\"CHILD_OF\",\"traceID\":\"t1\",\"spanID\":\"a\"}],\"startTime\":1040,\"duration\":10,"
-	"\"processID\":\"p1\"},"
-	"{\"traceID\":\"t1\",\"spanID\":\"d\",\"operationName\":\"D\",\"references\":[{\"refType\":"
-	"\"CHILD_OF\",\"traceID\":\"t1\",\"spanID\":\"a\"}],\"startTime\":1060,\"duration\":30,"
-	"\"processID\":\"p1\"}],"
-	"\"processes\":{\"p1\":{\"serviceName\":\"svc\"}}}]}";
+    "{\"data\":[{\"traceID\":\"t1\",\"spans\":["
+    "{\"traceID\":\"t1\",\"spanID\":\"a\",\"operationName\":\"A\",\"references\":[],"
+    "\"startTime\":1000,\"duration\":100,\"processID\":\"p1\"},"
+    "{\"traceID\":\"t1\",\"spanID\":\"b\",\"operationName\":\"B\",\"references\":[{\"refType\":"
+    "\"CHILD_OF\",\"traceID\":\"t1\",\"spanID\":\"a\"}],\"startTime\":1010,\"duration\":20,"
+    "\"processID\":\"p1\"},"
+    "{\"traceID\":\"t1\",\"spanID\":\"c\",\"operationName\":\"C\",\"references\":[{\"refType\":"
+    "\"CHILD_OF\",\"traceID\":\"t1\",\"spanID\":\"a\"}],\"startTime\":1040,\"duration\":10,"
+    "\"processID\":\"p1\"},"
+    "{\"traceID\":\"t1\",\"spanID\":\"d\",\"operationName\":\"D\",\"references\":[{\"refType\":"
+    "\"CHILD_OF\",\"traceID\":\"t1\",\"spanID\":\"a\"}],\"startTime\":1060,\"duration\":30,"
+    "\"processID\":\"p1\"}],"
+    "\"processes\":{\"p1\":{\"serviceName\":\"svc\"}}}]}";
 
 static void put(const char *name, const char *text)
 {
@@ -122,11 +122,11 @@ static int setup(void **state)
 
 static void test_json_output(void **state)
 {
-	char *argv[] = { "report", path("a.json"), "--format", "json", "-o", io_path("out.json"),
-			 NULL };
+	char *argv[] = {"report", path("a.json"),      "--format", "json",
+			"-o",	  io_path("out.json"), NULL};
 	char *s, err[128];
 	yajl_val v, reqs, seg;
-	const char *k1[] = { "requests", NULL }, *k2[] = { "critpath_report", NULL };
+	const char *k1[] = {"requests", NULL}, *k2[] = {"critpath_report", NULL};
 	uint64_t sum = 0;
 
 	assert_int_equal(run(cmd_report, argv), 0);
@@ -136,24 +136,24 @@ static void test_json_output(void **state)
 	assert_int_equal(YAJL_GET_INTEGER(yajl_tree_get(v, k2, yajl_t_number)), 1);
 	reqs = yajl_tree_get(v, k1, yajl_t_array);
 	assert_int_equal(reqs->u.array.len, 1);
-	seg = yajl_tree_get(reqs->u.array.values[0], (const char *[]){ "critical_path", NULL },
+	seg = yajl_tree_get(reqs->u.array.values[0], (const char *[]){"critical_path", NULL},
 			    yajl_t_array);
 	for (size_t i = 0; i < seg->u.array.len; i++) {
 		yajl_val g = seg->u.array.values[i];
 
-		sum += YAJL_GET_INTEGER(yajl_tree_get(g, (const char *[]){ "end_ns", NULL },
-						      yajl_t_number)) -
-		       YAJL_GET_INTEGER(yajl_tree_get(g, (const char *[]){ "start_ns", NULL },
-						      yajl_t_number));
+		sum += YAJL_GET_INTEGER(
+			   yajl_tree_get(g, (const char *[]){"end_ns", NULL}, yajl_t_number)) -
+		       YAJL_GET_INTEGER(
+			   yajl_tree_get(g, (const char *[]){"start_ns", NULL}, yajl_t_number));
 	}
-	assert_int_equal(sum, 100000);	/* sections tile the root's 100 us */
+	assert_int_equal(sum, 100000); /* sections tile the root's 100 us */
 	yajl_tree_free(v);
 	free(s);
 }
 
 static void test_text_directory(void **state)
 {
-	char *argv[] = { "report", dir, "--top", "3", NULL };
+	char *argv[] = {"report", dir, "--top", "3", NULL};
 	char *s;
 
 	/* a.json, bad.json, more/README, more/b.json: two traces, two warnings */
@@ -168,12 +168,12 @@ static void test_text_directory(void **state)
 
 static void test_exit_codes(void **state)
 {
-	char *bad[] = { "report", path("bad.json"), NULL };
-	char *none[] = { "report", path("missing.json"), NULL };
-	char *noinput[] = { "report", NULL };
-	char *badfmt[] = { "report", path("a.json"), "--format", "xml", NULL };
-	char *baddur[] = { "report", path("a.json"), "--min-latency", "5", NULL };
-	char *filtered[] = { "report", path("a.json"), "--min-latency", "1s", NULL };
+	char *bad[] = {"report", path("bad.json"), NULL};
+	char *none[] = {"report", path("missing.json"), NULL};
+	char *noinput[] = {"report", NULL};
+	char *badfmt[] = {"report", path("a.json"), "--format", "xml", NULL};
+	char *baddur[] = {"report", path("a.json"), "--min-latency", "5", NULL};
+	char *filtered[] = {"report", path("a.json"), "--min-latency", "1s", NULL};
 	char *s;
 
 	assert_int_equal(run(cmd_report, bad), 1);
@@ -196,12 +196,11 @@ static void test_exit_codes(void **state)
 
 static void test_diff(void **state)
 {
-	char *same[] = { "diff", path("a.json"), path("more/b.json"), NULL };
-	char *save[] = { "report", path("a.json"), "--format", "json", "-o",
-			 io_path("saved.json"), NULL };
-	char *saved[] = { "diff", io_path("saved.json"), path("a.json"), "--format", "json",
-			  NULL };
-	char *one[] = { "diff", path("a.json"), NULL };
+	char *same[] = {"diff", path("a.json"), path("more/b.json"), NULL};
+	char *save[] = {"report", path("a.json"),	 "--format", "json",
+			"-o",	  io_path("saved.json"), NULL};
+	char *saved[] = {"diff", io_path("saved.json"), path("a.json"), "--format", "json", NULL};
+	char *one[] = {"diff", path("a.json"), NULL};
 	char *s;
 
 	assert_int_equal(run(cmd_diff, same), 0);
@@ -228,10 +227,10 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_json_output),
-		cmocka_unit_test(test_text_directory),
-		cmocka_unit_test(test_exit_codes),
-		cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_json_output),
+	    cmocka_unit_test(test_text_directory),
+	    cmocka_unit_test(test_exit_codes),
+	    cmocka_unit_test(test_diff),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
