@@ -34,6 +34,9 @@ struct capture {
 	bool partial;
 	char service[64], name[64];
 	char frames[1024]; /* frames of the last segment, joined by ';' */
+	uint32_t max_nframes;
+	char deepest[64]; /* last two frames of the segment with the most */
+	char deepest_id[32];
 	char tags[1024];
 	int nwarn;
 	char warns[8192];
@@ -70,6 +73,21 @@ static int capture_request(void *ctx, const struct cp_request *r)
 				      i ? " " : "", s->span_id,
 				      (long long)(s->start_ns / 1000 - BASE_US),
 				      (long long)(s->end_ns / 1000 - BASE_US));
+	}
+	c->max_nframes = 0;
+	c->deepest_id[0] = 0;
+	for (uint32_t i = 0; i < r->nsegs; i++) {
+		const struct cp_segment *s = &r->segs[i];
+
+		/* the most frames; among equals, the largest span id (the chain's last) */
+		if (s->nframes >= 2 &&
+		    (s->nframes > c->max_nframes ||
+		     (s->nframes == c->max_nframes && strcmp(s->span_id, c->deepest_id) > 0))) {
+			snprintf(c->deepest_id, sizeof(c->deepest_id), "%s", s->span_id);
+			c->max_nframes = s->nframes;
+			snprintf(c->deepest, sizeof(c->deepest), "%s;%s", s->frames[s->nframes - 2],
+				 s->frames[s->nframes - 1]);
+		}
 	}
 	if (r->nsegs) {
 		const struct cp_segment *s = &r->segs[r->nsegs - 1];
@@ -291,6 +309,26 @@ static void test_frames_and_service(void **state)
 	assert_false(c.partial);
 }
 
+/* Call paths deeper than 32 levels keep the first 30, "…" and the span's own
+ * level, so frames stay linear in the number of spans. */
+static void test_frames_capped(void **state)
+{
+	struct tspan t[40];
+	char ids[40][8];
+	struct capture c;
+	char *json;
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(ids[i], sizeof(ids[i]), "s%02d", i);
+		t[i] = (struct tspan){ids[i], i ? ids[i - 1] : NULL, i, 100 - i};
+	}
+	json = jaeger(t, 40);
+	assert_int_equal(analyze(&c, json, DEF), 1);
+	free(json);
+	assert_int_equal(c.max_nframes, 32);
+	assert_string_equal(c.deepest, "…;front ops39");
+}
+
 static void test_deep_chain(void **state)
 {
 	const int n = 100000;
@@ -335,6 +373,7 @@ int main(void)
 	    cmocka_unit_test(test_tie_on_end),
 	    cmocka_unit_test(test_remote_server_capped),
 	    cmocka_unit_test(test_frames_and_service),
+	    cmocka_unit_test(test_frames_capped),
 	    cmocka_unit_test(test_deep_chain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
