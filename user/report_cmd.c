@@ -93,6 +93,13 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 			recs[nrecs++] = files[i];
 			continue;
 		}
+		if (diff__is_saved_profile(head, (size_t)n)) {
+			engine__warn(e,
+				     "%s: a saved critpath report, not a trace or recording "
+				     "(critpath diff compares these), skipped",
+				     files[i]);
+			continue;
+		}
 		if (span__analyze_file(files[i], e, &so) >= 0)
 			analysed++;
 		if (progress && now_s() - t0 > 1.0) {
