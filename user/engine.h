@@ -7,8 +7,9 @@
  *
  * Memory: the engine keeps aggregates whose size depends on the number of
  * distinct frame stacks, not on the number of requests; it keeps whole
- * requests only as far as engine_opts asks (all of them for --format json,
- * the slowest N for --requests N / html / perfetto).
+ * requests only as far as engine_opts asks (all of them with
+ * keep_all_requests, the slowest N for --requests N / html / perfetto);
+ * report --format json streams every request through on_request instead.
  */
 #ifndef CRITPATH_ENGINE_H
 #define CRITPATH_ENGINE_H
