@@ -98,13 +98,6 @@ struct recording_reader {
 	char *stopped;
 };
 
-static __thread char open_error[512];
-
-const char *recording_reader__open_error(void)
-{
-	return open_error;
-}
-
 bool recording__sniff(const void *head, size_t len)
 {
 	return head && len >= REC_MAGIC_LEN && !memcmp(head, REC_MAGIC, REC_MAGIC_LEN);
@@ -119,201 +112,6 @@ __attribute__((format(printf, 2, 3))) static void reader__problem(struct recordi
 	vsnprintf(r->nproblems ? r->last : r->first, MSG_LEN, fmt, ap);
 	va_end(ap);
 	r->nproblems++;
-}
-
-/* Reads up to len bytes at off; returns the count (short only at EOF) or -errno. */
-static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		got += n;
-	}
-	return (ssize_t)got;
-}
-
-/* --- header ------------------------------------------------------------- */
-
-struct cursor {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-static uint32_t cur_u32(struct cursor *c)
-{
-	if (c->end - c->p < 4) {
-		c->bad = true;
-		return 0;
-	}
-	c->p += 4;
-	return rec_get32(c->p - 4);
-}
-
-static uint64_t cur_u64(struct cursor *c)
-{
-	if (c->end - c->p < 8) {
-		c->bad = true;
-		return 0;
-	}
-	c->p += 8;
-	return rec_get64(c->p - 8);
-}
-
-/* Copies a string into *dst (NUL-terminated) and returns its start, or NULL. */
-static const char *cur_str(struct cursor *c, char **dst)
-{
-	uint32_t n = cur_u32(c);
-	char *s = *dst;
-
-	if (c->bad || n == REC_STR_NULL)
-		return NULL;
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		return NULL;
-	}
-	memcpy(s, c->p, n);
-	s[n] = 0;
-	c->p += n;
-	*dst += n + 1;
-	return s;
-}
-
-static int reader__header(struct recording_reader *r)
-{
-	uint8_t pre[REC_FILE_PREFIX];
-	uint8_t *body = NULL;
-	uint32_t body_len, version;
-	ssize_t n;
-	int err = 0;
-
-	n = read_at(r->fd, pre, sizeof(pre), 0);
-	if (n < 0) {
-		snprintf(open_error, sizeof(open_error), "%s: %s", r->path, strerror((int)-n));
-		return (int)n;
-	}
-	if (n == 0) {
-		snprintf(open_error, sizeof(open_error), "%s: empty file, not a recording",
-			 r->path);
-		return -EPROTO;
-	}
-	if (memcmp(pre, REC_MAGIC, n < REC_MAGIC_LEN ? n : REC_MAGIC_LEN)) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: not a critpath recording (no CRITPREC magic)", r->path);
-		return -EPROTO;
-	}
-	if (n < (ssize_t)sizeof(pre)) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: cut short in the header: %zd of at least %zu bytes present", r->path,
-			 n, sizeof(pre));
-		return -ENODATA;
-	}
-	version = rec_get32(pre + 8);
-	body_len = rec_get32(pre + 12);
-	if (version != RECORDING_FORMAT_VERSION) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: recording format version %u, this critpath reads version %u", r->path,
-			 version, RECORDING_FORMAT_VERSION);
-		return -EPROTONOSUPPORT;
-	}
-	if (body_len > REC_HEADER_BODY_MAX) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: corrupted header: body of %u bytes (at most %u)", r->path, body_len,
-			 REC_HEADER_BODY_MAX);
-		return -EBADMSG;
-	}
-	body = malloc(REC_FILE_PREFIX + body_len + 4);
-	/* Strings: at most body_len bytes plus one NUL per string. */
-	r->strings = malloc(body_len + 6 + REC_MAX_CPUS);
-	if (!body || !r->strings) {
-		err = -ENOMEM;
-		snprintf(open_error, sizeof(open_error), "%s: out of memory", r->path);
-		goto cleanup;
-	}
-	memcpy(body, pre, REC_FILE_PREFIX);
-	n = read_at(r->fd, body + REC_FILE_PREFIX, body_len + 4, REC_FILE_PREFIX);
-	if (n < 0) {
-		err = (int)n;
-		snprintf(open_error, sizeof(open_error), "%s: %s", r->path, strerror(-err));
-		goto cleanup;
-	}
-	if (n < (ssize_t)body_len + 4) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: cut short in the header: %zd of %u bytes present", r->path,
-			 REC_FILE_PREFIX + n, REC_FILE_PREFIX + body_len + 4);
-		err = -ENODATA;
-		goto cleanup;
-	}
-	if (crc32(0, body, REC_FILE_PREFIX + body_len) !=
-	    rec_get32(body + REC_FILE_PREFIX + body_len)) {
-		snprintf(open_error, sizeof(open_error), "%s: corrupted header: checksum mismatch",
-			 r->path);
-		err = -EBADMSG;
-		goto cleanup;
-	}
-
-	struct cursor c = {body + REC_FILE_PREFIX, body + REC_FILE_PREFIX + body_len};
-	struct recording_info *info = &r->info;
-	char *s = r->strings;
-
-	info->format_version = version;
-	cur_u32(&c); /* abi_version: records are self-describing by type and size */
-	cur_u32(&c); /* flags */
-	info->realtime_offset_ns = (int64_t)cur_u64(&c);
-	info->start_ns = cur_u64(&c);
-	info->payload_bytes = cur_u32(&c);
-	info->ncpus = cur_u32(&c);
-	info->agent_version = cur_str(&c, &s);
-	info->cmdline = cur_str(&c, &s);
-	info->host = cur_str(&c, &s);
-	info->kernel = cur_str(&c, &s);
-	info->boot_id = cur_str(&c, &s);
-	info->sku = cur_str(&c, &s);
-	if (!c.bad && info->ncpus > REC_MAX_CPUS) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: corrupted header: %u CPUs (at most %u)", r->path, info->ncpus,
-			 REC_MAX_CPUS);
-		err = -EBADMSG;
-		goto cleanup;
-	}
-	if (!c.bad && info->ncpus) {
-		r->cpus = calloc(info->ncpus, sizeof(*r->cpus));
-		if (!r->cpus) {
-			err = -ENOMEM;
-			snprintf(open_error, sizeof(open_error), "%s: out of memory", r->path);
-			goto cleanup;
-		}
-	}
-	for (uint32_t i = 0; !c.bad && i < info->ncpus; i++) {
-		struct recording_cpu *cpu = &r->cpus[i];
-		const char *model;
-
-		cpu->cpu = (int)cur_u32(&c);
-		cpu->mhz = cur_u32(&c);
-		cpu->capacity = cur_u32(&c);
-		model = cur_str(&c, &s);
-		if (model)
-			snprintf(cpu->model, sizeof(cpu->model), "%s", model);
-	}
-	info->cpus = r->cpus;
-	if (c.bad) {
-		snprintf(open_error, sizeof(open_error),
-			 "%s: corrupted header: its fields overrun its %u bytes", r->path,
-			 body_len);
-		err = -EBADMSG;
-		goto cleanup;
-	}
-	r->off = REC_FILE_PREFIX + body_len + 4;
-cleanup:
-	free(body);
-	return err;
 }
 
 /* --- frames ------------------------------------------------------------- */
@@ -373,7 +171,7 @@ static bool reader__resync(struct recording_reader *r)
 	if (!buf)
 		return false;
 	for (;;) {
-		ssize_t n = read_at(r->fd, buf, RESYNC_CHUNK + REC_TRAILER_SIZE, pos);
+		ssize_t n = recfile__read_at(r->fd, buf, RESYNC_CHUNK + REC_TRAILER_SIZE, pos);
 		if (n < 4)
 			break;
 		for (ssize_t i = 0; i + 4 <= n && i < RESYNC_CHUNK; i++) {
@@ -387,7 +185,7 @@ static bool reader__resync(struct recording_reader *r)
 			m = rec_get32(buf + i);
 			if (m != REC_FRAME_MAGIC && m != REC_TRAILER_MAGIC)
 				continue;
-			got = read_at(r->fd, cand, sizeof(cand), pos + i);
+			got = recfile__read_at(r->fd, cand, sizeof(cand), pos + i);
 			if (m == REC_FRAME_MAGIC && got >= REC_FRAME_HDR_SIZE &&
 			    fhdr__parse(cand, pos + i, &h) && !fhdr__insane(&h))
 				found = true;
@@ -456,7 +254,7 @@ static void reader__peek(struct recording_reader *r)
 	ssize_t n;
 
 	while (!r->reading_done) {
-		n = read_at(r->fd, b, sizeof(b), r->off);
+		n = recfile__read_at(r->fd, b, sizeof(b), r->off);
 		if (n < 0) {
 			reader__problem(r, "read error at byte %llu: %s",
 					(unsigned long long)r->off, strerror((int)-n));
@@ -499,7 +297,7 @@ static void reader__peek(struct recording_reader *r)
 							"the trailer counts %u frames, the file "
 							"holds %u",
 							r->totals.frames, r->next_seq);
-				n = read_at(r->fd, b, 1, r->off + REC_TRAILER_SIZE);
+				n = recfile__read_at(r->fd, b, 1, r->off + REC_TRAILER_SIZE);
 				if (n > 0)
 					reader__problem(
 					    r,
@@ -639,7 +437,7 @@ static int reader__load(struct recording_reader *r)
 		if (!r->cbuf)
 			return -ENOMEM;
 	}
-	n = read_at(r->fd, r->cbuf, h.comp, h.off + REC_FRAME_HDR_SIZE);
+	n = recfile__read_at(r->fd, r->cbuf, h.comp, h.off + REC_FRAME_HDR_SIZE);
 	if (n < 0) {
 		reader__problem(r, "read error in frame %u at byte %llu: %s", h.seq,
 				(unsigned long long)h.off, strerror((int)-n));
@@ -754,10 +552,10 @@ int recording_reader__open(struct recording_reader **rp, const char *path,
 	int err;
 
 	*rp = NULL;
-	open_error[0] = 0;
+	recfile_open_error[0] = 0;
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		snprintf(open_error, sizeof(open_error), "%s: out of memory", path);
+		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	r->fd = -1;
@@ -767,17 +565,18 @@ int recording_reader__open(struct recording_reader **rp, const char *path,
 	r->path = strdup(path);
 	r->dctx = ZSTD_createDCtx();
 	if (!r->path || !r->dctx) {
-		snprintf(open_error, sizeof(open_error), "%s: out of memory", path);
+		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: out of memory", path);
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0) {
 		err = -errno;
-		snprintf(open_error, sizeof(open_error), "%s: %s", path, strerror(errno));
+		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: %s", path,
+			 strerror(errno));
 		goto cleanup;
 	}
-	err = reader__header(r);
+	err = recfile__read_header(r->fd, path, &r->info, &r->strings, &r->cpus, &r->off);
 	if (err)
 		goto cleanup;
 	*rp = r;
