@@ -52,7 +52,7 @@ static __always_inline void blk_emit(struct request *rq, struct cp_blk_key *k, _
 	e->bytes = bytes;
 	e->phase = phase;
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 }
 
 static __always_inline int on_issue(struct request *rq)

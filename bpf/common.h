@@ -27,6 +27,11 @@ const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
 /* Every program returns at its first instruction: the overhead floor of the
  * hooks themselves (--empty-programs). */
 const volatile __u8 cfg_empty_programs __weak = 0;
+/* Wake the recorder only when this much is waiting in the ring buffer: a
+ * wakeup per record would have the recorder preempt the target for every
+ * event it caused (and cost a context switch each). The recorder polls on a
+ * short timer otherwise. */
+const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
 
 /* Thread groups being recorded: tgid → TARGET_LIVE / TARGET_DEAD. */
 struct {
@@ -120,10 +125,22 @@ static __always_inline void *ev_reserve(__u16 type, __u16 size, __u64 ts)
 	return h;
 }
 
+static __always_inline __u64 wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void ev_submit(void *rec)
+{
+	bpf_ringbuf_submit(rec, wakeup_flag());
+}
+
 /* Sends a variable-size record built in a scratch buffer (exact size). */
 static __always_inline void ev_output(void *rec, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, rec, size, 0))
+	if (bpf_ringbuf_output(&events, rec, size, wakeup_flag()))
 		count_drop();
 }
 

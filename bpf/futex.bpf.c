@@ -50,7 +50,7 @@ static __always_inline int futex_exit(__u8 call, long ret)
 	e->phase = CP_PHASE_EXIT;
 	e->call = call;
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 out:
 	bpf_map_delete_elem(&inflight, &tid);
 	return 0;

@@ -134,7 +134,7 @@ static __always_inline void rq_emit(__u32 pid, __u32 tid, __u32 cpu, __u64 now, 
 		__builtin_memset(e->culprit_comm, 0, CP_COMM_LEN);
 		__builtin_memcpy(e->culprit_comm, "[other]", 8);
 	}
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 }
 
 /* The victim tid got the CPU at now: emit who held its CPU meanwhile. */
@@ -266,7 +266,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
 		e->prev_state_raw = prev_state;
 		bpf_core_read(e->next_comm, CP_COMM_LEN, &next->comm);
-		bpf_ringbuf_submit(e, 0);
+		ev_submit(e);
 	}
 
 	if (nt)
@@ -325,7 +325,7 @@ static __always_inline int on_waking(struct task_struct *p)
 		e->waker_pid = e->h.pid;
 		e->waker_tid = e->h.tid;
 	}
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 	return 0;
 }
 
@@ -384,7 +384,7 @@ static __always_inline int on_wakeup_new(struct task_struct *p)
 		e->tid = tid;
 		e->target_cpu = task_cpu_of(p);
 		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-		bpf_ringbuf_submit(e, 0);
+		ev_submit(e);
 	}
 	rq_wait_begin(pid, tid, task_cpu_of(p), now);
 	return 0;
@@ -422,7 +422,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	e->child_pid = cpid;
 	e->child_tid = BPF_CORE_READ(child, pid);
 	bpf_core_read(e->child_comm, CP_COMM_LEN, &child->comm);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 	return 0;
 }
 
@@ -468,7 +468,7 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct 
 		n = CP_FILENAME_MAX;
 	e->filename_len = n - 1;
 	e->h.size = CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + n);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 	return 0;
 }
 
@@ -505,7 +505,7 @@ static __always_inline int on_exit(struct task_struct *p, bool group_dead)
 	e->exit_code = BPF_CORE_READ(p, exit_code);
 	e->group_dead = group_dead;
 	e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 	return 0;
 }
 

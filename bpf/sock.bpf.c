@@ -351,7 +351,7 @@ static __always_inline int poll_exit(__u8 call, long ret)
 	e->phase = CP_PHASE_EXIT;
 	e->call = call;
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 out:
 	bpf_map_delete_elem(&inflight, &tid);
 	return 0;
@@ -400,7 +400,7 @@ static __always_inline int on_data_ready(struct sock *sk)
 	e->rcv_nxt = sk_is_tcp(sk, info.family) ? BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt) : 0;
 	__builtin_memcpy(e->laddr, info.laddr, CP_ADDR_LEN);
 	__builtin_memcpy(e->raddr, info.raddr, CP_ADDR_LEN);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit(e);
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "record_int.h"
 
 #define TICK_MS 100
+#define POLL_MS 10	/* the ring buffer wakes us only when filling up */
 #define FLUSH_NS 1000000000ull
 #define MAX_TARGETS 4096
 
@@ -299,12 +300,13 @@ static pid_t launch(char **argv, int *go_fd)
 static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint64_t bytes)
 {
 	double secs = (end - start) / 1e9;
-	uint64_t total = r->events + r->metadata;
+	uint64_t md = r->metadata + rec_meta__records();
+	uint64_t total = r->events + md;
 
 	fprintf(stderr,
 		"critpath record: %.2f s, %llu events, %llu metadata records, %llu bytes written "
 		"(%.1f bytes/event), %llu lost events, file %s\n",
-		secs, (unsigned long long)r->events, (unsigned long long)r->metadata,
+		secs, (unsigned long long)r->events, (unsigned long long)md,
 		(unsigned long long)bytes, total ? (double)bytes / total : 0.0,
 		(unsigned long long)r->lost, r->out);
 }
@@ -492,6 +494,8 @@ int cmd_record(int argc, char **argv)
 	err = rec_bpf__write_hooks(r->bpf, r->w, start);
 	if (err)
 		write_error(r, err);
+	else
+		r->metadata += rec_bpf__nhooks(r->bpf);
 	tick(r, start);	/* process, thread and socket metadata of the targets */
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)
@@ -504,7 +508,7 @@ int cmd_record(int argc, char **argv)
 			r->ntargets == 1 ? "" : "es", r->out, dur > 0 ? "" : " (Ctrl-C to stop)");
 
 	while (!stop_signal && !r->write_err) {
-		err = rec_bpf__poll(r->bpf, TICK_MS);
+		err = rec_bpf__poll(r->bpf, POLL_MS);
 		if (err < 0 && err != -EINTR && !r->write_err) {
 			fprintf(stderr, "critpath record: reading the ring buffer: %s\n", strerror(-err));
 			break;

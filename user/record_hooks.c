@@ -183,6 +183,7 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 		return -errno ? -errno : -ENOMEM;
 	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
+	b->skel->rodata->cfg_wakeup_bytes = ring / 8;
 	err = bpf_map__set_max_entries(b->skel->maps.events, ring);
 	if (err)
 		return err;
@@ -262,11 +263,15 @@ int rec_bpf__attach(struct rec_bpf *b)
 {
 	struct bpf_program *p;
 
+	/* Exits before entries (pass 0, then 1): an irq/softirq context entered
+	 * with only its entry hook attached would otherwise stick. */
+	for (int pass = 0; pass < 2; pass++)
 	bpf_object__for_each_program(p, b->skel->obj)
 	{
 		struct bpf_link *l;
 
-		if (!bpf_program__autoload(p))
+		if (!bpf_program__autoload(p) ||
+		    (strstr(bpf_program__name(p), "_exit") != NULL) != (pass == 0))
 			continue;
 		l = bpf_program__attach(p);
 		if (!l) {
@@ -306,6 +311,11 @@ int rec_bpf__write_hooks(struct rec_bpf *b, struct recording_writer *w, uint64_t
 	return 0;
 }
 
+int rec_bpf__nhooks(const struct rec_bpf *b)
+{
+	return b->nhooks;
+}
+
 static int ring__sample(void *ctx, void *data, size_t len)
 {
 	struct rec_bpf *b = ctx;
@@ -328,7 +338,13 @@ int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx)
 
 int rec_bpf__poll(struct rec_bpf *b, int timeout_ms)
 {
-	return ring_buffer__poll(b->rb, timeout_ms);
+	int n = ring_buffer__poll(b->rb, timeout_ms);
+
+	/* Records are submitted without wakeups (bpf/common.h): after the
+	 * timeout, take whatever is there. */
+	if (n < 0)
+		return n;
+	return ring_buffer__consume(b->rb);
 }
 
 int rec_bpf__drops(struct rec_bpf *b, uint64_t *per_cpu, int ncpus)

@@ -32,6 +32,7 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid);
 int rec_bpf__attach(struct rec_bpf *b);
 /* One CP_MD_HOOK per hook. */
 int rec_bpf__write_hooks(struct rec_bpf *b, struct recording_writer *w, uint64_t ts);
+int rec_bpf__nhooks(const struct rec_bpf *b);
 /* The event ring buffer: cb gets each record (already sized by hdr.size). */
 typedef int (*rec_event_fn)(void *ctx, const struct cp_hdr *rec, size_t len);
 int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx);
@@ -62,6 +63,8 @@ int64_t rec_meta__realtime_offset(void);
 int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts);
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);
 bool rec_meta__alive(pid_t pid);
+/* Metadata records rec_meta__* wrote so far. */
+uint64_t rec_meta__records(void);
 /* The first line naming a missing privilege, or NULL when we have them. */
 const char *rec_meta__missing_privilege(void);
 

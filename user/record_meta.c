@@ -186,6 +186,23 @@ const char *rec_meta__missing_privilege(void)
 	return NULL;
 }
 
+static uint64_t records_written;
+
+uint64_t rec_meta__records(void)
+{
+	return records_written;
+}
+
+/* Every metadata append goes through here, so the summary can count them. */
+static int md_append(struct recording_writer *w, const struct cp_hdr *h)
+{
+	int err = recording_writer__append(w, h);
+
+	if (!err)
+		records_written++;
+	return err;
+}
+
 static void hdr_init(struct cp_hdr *h, uint16_t type, uint16_t size, pid_t pid, pid_t tid,
 		     uint64_t ts)
 {
@@ -208,7 +225,7 @@ int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t 
 	chomp(buf);
 	hdr_init(&r.h, CP_MD_THREAD, sizeof(r), pid, tid, ts);
 	memcpy(r.comm, buf, strnlen(buf, CP_COMM_LEN - 1));
-	return recording_writer__append(w, &r.h);
+	return md_append(w, &r.h);
 }
 
 static int threads__write(struct recording_writer *w, pid_t pid, uint64_t ts)
@@ -340,7 +357,7 @@ static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 		r.listening = row.listening;
 		memcpy(r.laddr, row.laddr, CP_ADDR_LEN);
 		memcpy(r.raddr, row.raddr, CP_ADDR_LEN);
-		err = recording_writer__append(w, &r.h);
+		err = md_append(w, &r.h);
 		if (err)
 			break;
 	}
@@ -388,7 +405,7 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts)
 	memcpy(r->comm, comm, strnlen(comm, CP_COMM_LEN - 1));
 	memcpy(r->data, exe, exe_len);
 	memcpy(r->data + exe_len, cmdline, cmd_len);
-	err = recording_writer__append(w, &r->h);
+	err = md_append(w, &r->h);
 	free(r);
 	if (err)
 		return err;
