@@ -7,7 +7,7 @@
  *
  * Detected by content: a top-level object with "data" is Jaeger (a bare
  * top-level array of trace objects is accepted as Jaeger too), one with
- * "resourceSpans" is OTLP. Several top-level values (JSON lines, as the
+ * "resourceSpans" (Tempo: "batches") is OTLP. Several top-level values (JSON lines, as the
  * OpenTelemetry collector's file exporter writes) are allowed.
  *
  * Memory bound: Jaeger, the largest trace (one element of "data"). OTLP has
@@ -143,7 +143,8 @@ static int key_id(int ctx, const char *s, size_t len)
 	case C_TOP:
 		if (KEYIS("data"))
 			return K_DATA;
-		if (KEYIS("resourceSpans"))
+		/* Grafana Tempo writes OTLP's resourceSpans as "batches" */
+		if (KEYIS("resourceSpans") || KEYIS("batches"))
 			return K_RESOURCE_SPANS;
 		break;
 	case C_J_TRACE:

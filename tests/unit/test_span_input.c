@@ -328,6 +328,21 @@ static void test_otlp(void **state)
 	assert_string_equal(c.r[2].id, "00000000000000000000000000000003");
 }
 
+static void test_tempo_batches(void **state)
+{
+	const char *j =
+	    "{\"batches\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+	    "\"value\":{\"stringValue\":\"api\"}}]},\"instrumentationLibrarySpans\":[{"
+	    "\"spans\":[{\"traceId\":\"AAAAAAAAAAAAAAAAAAAAAQ==\",\"spanId\":\"AAAAAAAAAAE=\","
+	    "\"name\":\"GET\",\"kind\":\"SPAN_KIND_SERVER\",\"startTimeUnixNano\":\"1000\","
+	    "\"endTimeUnixNano\":\"3000\"}]}]}]}";
+	struct capture c;
+
+	assert_int_equal(buf(&c, j), 1);
+	assert_string_equal(c.r[0].service, "api");
+	assert_int_equal(c.r[0].latency_ns, 2000);
+}
+
 /* Every prefix and single-byte corruption of a small file: a clear result
  * (traces or a warning), never a crash (run under ASan by make test). */
 static void test_truncation_and_flips(void **state)
@@ -380,6 +395,7 @@ int main(void)
 	    cmocka_unit_test(test_not_a_trace_file),
 	    cmocka_unit_test(test_jaeger_many_traces),
 	    cmocka_unit_test(test_otlp),
+	    cmocka_unit_test(test_tempo_batches),
 	    cmocka_unit_test(test_truncation_and_flips),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
