@@ -1000,6 +1000,10 @@ static int run(const char *name, int fd, const char *buf, size_t len, const stru
 	char *chunk = NULL;
 	int err;
 
+	/* a negative or NaN tolerance would make the walk skip children that end
+	 * exactly at the cursor: the strict rule is 0 */
+	if (!(f.overlap_tolerance >= 0))
+		f.overlap_tolerance = 0;
 	err = input__init(&in, &f);
 	if (err)
 		goto cleanup;
