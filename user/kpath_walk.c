@@ -334,9 +334,10 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			case KP_ST_RUNNING:
 			case KP_ST_RUNNABLE:
 				/* DESIGN: interference reached through a futex wait is
-				 * `lock`, its thread (the holder) the culprit — also while
-				 * the holder waits for a CPU */
-				if (!own && lock_chain) {
+				 * `lock`, its thread (the holder) the culprit. While the
+				 * holder waits for a CPU it stays `runqueue`, with the
+				 * tasks that held the CPU: that names who starved it. */
+				if (!own && lock_chain && iv->state == KP_ST_RUNNING) {
 					err = seg_add(kp, a, t, CP_CAT_LOCK, thread, iv->cpu, true,
 						      -1, proc_frame(&w, thread));
 					if (!err && t > a)
@@ -384,6 +385,15 @@ int kp__walk(struct kp *kp, uint32_t conn)
 						jumped = true;
 						break;
 					}
+				}
+				if (iv->wake == KP_WK_NET && iv->conn == conn) {
+					/* the request's own bytes on their way in: the client */
+					char buf[KP_NAME_LEN];
+
+					kp__conn_peer_str(&kp->cn[conn], buf, sizeof(buf));
+					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
+						      str_add(kp, buf), -1);
+					break;
 				}
 				if (iv->wake == KP_WK_NET ||
 				    (iv->wake == KP_WK_NONE && iv->reason == KP_BR_SOCK)) {
