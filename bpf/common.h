@@ -60,7 +60,7 @@ struct {
  * in softirq context with an arbitrary current, know the socket is ours. */
 struct cp_sock_state {
 	__u32 tgid;
-	__u8 last_dir;	/* SOCK_DIR_* */
+	__u8 last_dir; /* SOCK_DIR_* */
 	__u8 __pad[3];
 };
 
@@ -95,7 +95,7 @@ static __always_inline void count_drop(void)
 	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
 
 	if (n)
-		*n += 1;	/* per CPU: no atomics needed */
+		*n += 1; /* per CPU: no atomics needed */
 }
 
 /* Fills the common header with the current task, CPU and time. */
@@ -128,8 +128,8 @@ static __always_inline void *ev_reserve(__u16 type, __u16 size, __u64 ts)
 static __always_inline __u64 wakeup_flag(void)
 {
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes
-		       ? BPF_RB_FORCE_WAKEUP
-		       : BPF_RB_NO_WAKEUP;
+		   ? BPF_RB_FORCE_WAKEUP
+		   : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void ev_submit(void *rec)

@@ -21,15 +21,15 @@ enum inflight_kind {
 /* Keep in sync with user/record_hooks.c (it reads leftovers at stop). */
 struct cp_inflight {
 	__u64 ts;
-	__u64 arg0;	/* futex: uaddr; sock: buffer / iovec / msghdr pointer */
-	__u64 arg1;	/* futex: op; sock: requested length */
-	__u64 arg2;	/* futex: val */
-	__u64 sk;	/* struct sock * */
+	__u64 arg0; /* futex: uaddr; sock: buffer / iovec / msghdr pointer */
+	__u64 arg1; /* futex: op; sock: requested length */
+	__u64 arg2; /* futex: val */
+	__u64 sk;   /* struct sock * */
 	__u32 pid;
 	__s32 fd;
-	__u8 kind;	/* enum inflight_kind */
+	__u8 kind; /* enum inflight_kind */
 	__u8 call;
-	__u8 capture;	/* sock: this call's payload is wanted (see sock.bpf.c) */
+	__u8 capture; /* sock: this call's payload is wanted (see sock.bpf.c) */
 	__u8 sock_type;
 	__u16 family;
 	__u16 lport;

@@ -22,7 +22,7 @@
 #include "record_int.h"
 
 #define TICK_MS 100
-#define POLL_MS 10	/* the ring buffer wakes us only when filling up */
+#define POLL_MS 10 /* the ring buffer wakes us only when filling up */
 #define FLUSH_NS 1000000000ull
 #define MAX_TARGETS 4096
 
@@ -35,9 +35,9 @@ static void on_signal(int sig)
 
 struct target {
 	pid_t pid;
-	bool top;		/* named on the command line (or the launched command) */
-	uint8_t dead;		/* 1: group exited, 2: removed from the target map */
-	bool need_meta;		/* new or exec'd: metadata at the next tick */
+	bool top;	/* named on the command line (or the launched command) */
+	uint8_t dead;	/* 1: group exited, 2: removed from the target map */
+	bool need_meta; /* new or exec'd: metadata at the next tick */
 };
 
 struct recorder {
@@ -50,22 +50,26 @@ struct recorder {
 	uint64_t *drops_seen;
 	int ncpus;
 	uint64_t last_check;
-	int write_err;		/* first writer error: recording stops */
+	int write_err; /* first writer error: recording stops */
 	bool quiet;
-	pid_t child;		/* -- CMD: the launched process */
+	pid_t child;	  /* -- CMD: the launched process */
+	int child_status; /* its wait status once reaped */
+	bool child_exec;  /* it reached exec */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: critpath record -p PID[,PID..] [-p ...] [options]\n"
-		   "       critpath record [options] -- CMD [ARGS..]\n"
-		   "  -o FILE             output (default critpath.rec, created 0600)\n"
-		   "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
-		   "  --buffer-mb N       ring buffer size in MiB, a power of 2 (default 64)\n"
-		   "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d)\n"
-		   "  --sku LABEL         label this machine's CPU model in the recording\n"
-		   "  -q                  no notes on stderr, only errors and the summary\n",
-		CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
+	fprintf(
+	    f,
+	    "usage: critpath record -p PID[,PID..] [-p ...] [options]\n"
+	    "       critpath record [options] -- CMD [ARGS..]\n"
+	    "  -o FILE             output (default critpath.rec, created 0600)\n"
+	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
+	    "  --buffer-mb N       ring buffer size in MiB, a power of 2 (default 64)\n"
+	    "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d)\n"
+	    "  --sku LABEL         label this machine's CPU model in the recording\n"
+	    "  -q                  no notes on stderr, only errors and the summary\n",
+	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
 }
 
 static struct target *target__find(struct recorder *r, pid_t pid)
@@ -107,8 +111,10 @@ static void write_error(struct recorder *r, int err)
 		return;
 	r->write_err = err;
 	if (err == -ENOSPC)
-		fprintf(stderr, "critpath record: %s: disk full (ENOSPC); the recording is readable up "
-				"to the last frame written\n", r->out);
+		fprintf(stderr,
+			"critpath record: %s: disk full (ENOSPC); the recording is readable up "
+			"to the last frame written\n",
+			r->out);
 	else
 		fprintf(stderr, "critpath record: %s: write failed: %s\n", r->out, strerror(-err));
 }
@@ -132,7 +138,7 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 	struct target *t;
 
 	if (append(r, h))
-		return -1;	/* stops the poll: the loop sees write_err */
+		return -1; /* stops the poll: the loop sees write_err */
 	r->events++;
 	switch (h->type) {
 	case CP_EV_PROCESS_FORK: {
@@ -156,6 +162,8 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		break;
 	}
 	case CP_EV_PROCESS_EXEC:
+		if (h->pid == (uint32_t)r->child)
+			r->child_exec = true;
 		t = target__find(r, h->pid);
 		if (t)
 			t->need_meta = true;
@@ -167,7 +175,8 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		if (x->group_dead && t && !t->dead) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
-				fprintf(stderr, "critpath record: target %d exited (exit code %d)\n",
+				fprintf(stderr,
+					"critpath record: target %d exited (exit code %d)\n",
 					t->pid, (x->exit_code >> 8) & 0xff);
 		}
 		break;
@@ -287,7 +296,7 @@ static pid_t launch(char **argv, int *go_fd)
 
 		close(p[1]);
 		if (read(p[0], &c, 1) != 1)
-			_exit(127);	/* the recorder gave up */
+			_exit(127); /* the recorder gave up */
 		execvp(argv[0], argv);
 		fprintf(stderr, "critpath record: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -314,18 +323,18 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "buffer-mb", required_argument, NULL, 'B' },
-		{ "payload-bytes", required_argument, NULL, 'P' },
-		{ "sku", required_argument, NULL, 'S' },
-		{ "empty-programs", no_argument, NULL, 'E' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"buffer-mb", required_argument, NULL, 'B'},
+	    {"payload-bytes", required_argument, NULL, 'P'},
+	    {"sku", required_argument, NULL, 'S'},
+	    {"empty-programs", no_argument, NULL, 'E'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
-	struct rec_bpf_opts bo = { .payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64 };
+	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64};
 	struct recorder *r = calloc(1, sizeof(*r));
 	struct rec_meta_host host = {};
 	struct recording_info info = {};
@@ -360,8 +369,10 @@ int cmd_record(int argc, char **argv)
 
 			dur = strtod(optarg, &end);
 			if (*end || !(dur > 0)) {
-				fprintf(stderr, "critpath record: -d: '%s' is not a positive number "
-						"of seconds\n", optarg);
+				fprintf(stderr,
+					"critpath record: -d: '%s' is not a positive number "
+					"of seconds\n",
+					optarg);
 				ret = 2;
 				goto cleanup;
 			}
@@ -369,8 +380,10 @@ int cmd_record(int argc, char **argv)
 		}
 		case 'B':
 			if (!parse_uint(optarg, 4096, &v) || v == 0 || (v & (v - 1))) {
-				fprintf(stderr, "critpath record: --buffer-mb: '%s' is not a power of "
-						"2 between 1 and 4096\n", optarg);
+				fprintf(stderr,
+					"critpath record: --buffer-mb: '%s' is not a power of "
+					"2 between 1 and 4096\n",
+					optarg);
 				ret = 2;
 				goto cleanup;
 			}
@@ -378,8 +391,10 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'P':
 			if (!parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
-				fprintf(stderr, "critpath record: --payload-bytes: '%s' is not a number "
-						"between 0 and %d\n", optarg, CP_PAYLOAD_MAX);
+				fprintf(stderr,
+					"critpath record: --payload-bytes: '%s' is not a number "
+					"between 0 and %d\n",
+					optarg, CP_PAYLOAD_MAX);
 				ret = 2;
 				goto cleanup;
 			}
@@ -405,8 +420,10 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	if ((optind < argc) == (r->ntargets > 0)) {
-		fprintf(stderr, r->ntargets ? "critpath record: give -p PID or -- CMD, not both\n"
-					    : "critpath record: nothing to record: give -p PID or -- CMD\n");
+		fprintf(stderr,
+			r->ntargets
+			    ? "critpath record: give -p PID or -- CMD, not both\n"
+			    : "critpath record: nothing to record: give -p PID or -- CMD\n");
 		usage(stderr);
 		ret = 2;
 		goto cleanup;
@@ -418,7 +435,8 @@ int cmd_record(int argc, char **argv)
 	}
 	for (int i = 0; i < r->ntargets; i++) {
 		if (!rec_meta__alive(r->targets[i].pid)) {
-			fprintf(stderr, "critpath record: no process with PID %d\n", r->targets[i].pid);
+			fprintf(stderr, "critpath record: no process with PID %d\n",
+				r->targets[i].pid);
 			goto cleanup;
 		}
 	}
@@ -496,7 +514,7 @@ int cmd_record(int argc, char **argv)
 		write_error(r, err);
 	else
 		r->metadata += rec_bpf__nhooks(r->bpf);
-	tick(r, start);	/* process, thread and socket metadata of the targets */
+	tick(r, start); /* process, thread and socket metadata of the targets */
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)
 			fprintf(stderr, "critpath record: cannot start the command\n");
@@ -510,7 +528,8 @@ int cmd_record(int argc, char **argv)
 	while (!stop_signal && !r->write_err) {
 		err = rec_bpf__poll(r->bpf, POLL_MS);
 		if (err < 0 && err != -EINTR && !r->write_err) {
-			fprintf(stderr, "critpath record: reading the ring buffer: %s\n", strerror(-err));
+			fprintf(stderr, "critpath record: reading the ring buffer: %s\n",
+				strerror(-err));
 			break;
 		}
 		now = rec_meta__now();
@@ -519,11 +538,12 @@ int cmd_record(int argc, char **argv)
 				int status;
 
 				if (waitpid(r->child, &status, WNOHANG) == r->child) {
+					r->child_status = status;
 					struct target *t = target__find(r, r->child);
 
 					if (t && !t->dead)
 						t->dead = 1;
-					r->child = -r->child;	/* reaped */
+					r->child = -r->child; /* reaped */
 				}
 			}
 			tick(r, now);
@@ -576,9 +596,13 @@ int cmd_record(int argc, char **argv)
 	}
 	summary(r, start, now, bytes);
 	ret = r->write_err ? 1 : 0;
+	/* the command never ran (it said why): that is a failed recording */
+	if (r->child < 0 && !r->child_exec && WIFEXITED(r->child_status) &&
+	    WEXITSTATUS(r->child_status) == 127)
+		ret = 1;
 cleanup:
 	if (go_fd >= 0)
-		close(go_fd);	/* the child sees EOF and exits */
+		close(go_fd); /* the child sees EOF and exits */
 	if (r->child > 0) {
 		kill(r->child, SIGTERM);
 		waitpid(r->child, NULL, 0);

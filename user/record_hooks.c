@@ -54,7 +54,8 @@ struct rec_bpf {
 	bool quiet;
 };
 
-static struct hook *hook__add(struct rec_bpf *b, const char *name, uint8_t status, const char *detail)
+static struct hook *hook__add(struct rec_bpf *b, const char *name, uint8_t status,
+			      const char *detail)
 {
 	struct hook *h;
 
@@ -135,7 +136,8 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 			if (!strncmp(tp, "sys_enter_", 10)) {
 				snprintf(base, sizeof(base), "syscalls:%s", tp + 10);
 				hook__add(b, base, ok ? CP_HOOK_ATTACHED : CP_HOOK_UNAVAILABLE,
-					  ok ? "tracepoint" : "no such syscall tracepoint in this kernel");
+					  ok ? "tracepoint"
+					     : "no such syscall tracepoint in this kernel");
 			}
 			continue;
 		}
@@ -243,7 +245,7 @@ cleanup:
 int rec_bpf__add_target(struct rec_bpf *b, pid_t pid)
 {
 	uint32_t key = pid;
-	uint8_t v = 1;	/* TARGET_LIVE */
+	uint8_t v = 1; /* TARGET_LIVE */
 
 	if (bpf_map__update_elem(b->skel->maps.targets, &key, sizeof(key), &v, sizeof(v), BPF_ANY))
 		return -errno;
@@ -266,29 +268,30 @@ int rec_bpf__attach(struct rec_bpf *b)
 	/* Exits before entries (pass 0, then 1): an irq/softirq context entered
 	 * with only its entry hook attached would otherwise stick. */
 	for (int pass = 0; pass < 2; pass++)
-	bpf_object__for_each_program(p, b->skel->obj)
-	{
-		struct bpf_link *l;
+		bpf_object__for_each_program(p, b->skel->obj)
+		{
+			struct bpf_link *l;
 
-		if (!bpf_program__autoload(p) ||
-		    (strstr(bpf_program__name(p), "_exit") != NULL) != (pass == 0))
-			continue;
-		l = bpf_program__attach(p);
-		if (!l) {
-			int err = -errno;
+			if (!bpf_program__autoload(p) ||
+			    (strstr(bpf_program__name(p), "_exit") != NULL) != (pass == 0))
+				continue;
+			l = bpf_program__attach(p);
+			if (!l) {
+				int err = -errno;
 
-			fprintf(stderr, "critpath record: cannot attach %s (%s): %s\n",
-				bpf_program__name(p), bpf_program__section_name(p), strerror(-err));
-			return err;
-		}
-		/* The skeleton's links array holds them for destroy(). */
-		for (int i = 0; i < b->skel->skeleton->prog_cnt; i++) {
-			if (*b->skel->skeleton->progs[i].prog == p) {
-				*b->skel->skeleton->progs[i].link = l;
-				break;
+				fprintf(stderr, "critpath record: cannot attach %s (%s): %s\n",
+					bpf_program__name(p), bpf_program__section_name(p),
+					strerror(-err));
+				return err;
+			}
+			/* The skeleton's links array holds them for destroy(). */
+			for (int i = 0; i < b->skel->skeleton->prog_cnt; i++) {
+				if (*b->skel->skeleton->progs[i].prog == p) {
+					*b->skel->skeleton->progs[i].link = l;
+					break;
+				}
 			}
 		}
-	}
 	return 0;
 }
 
@@ -322,7 +325,7 @@ static int ring__sample(void *ctx, void *data, size_t len)
 	const struct cp_hdr *h = data;
 
 	if (len < sizeof(*h) || h->size > len || h->size < sizeof(*h))
-		return 0;	/* cannot happen with our programs; never crash on it */
+		return 0; /* cannot happen with our programs; never crash on it */
 	return b->fn(b->fn_ctx, h, h->size);
 }
 

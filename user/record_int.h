@@ -56,7 +56,7 @@ struct rec_meta_host {
 
 int rec_meta__host(struct rec_meta_host *m, int argc, char **argv);
 void rec_meta__host_free(struct rec_meta_host *m);
-uint64_t rec_meta__now(void);	/* CLOCK_MONOTONIC, ns */
+uint64_t rec_meta__now(void); /* CLOCK_MONOTONIC, ns */
 int64_t rec_meta__realtime_offset(void);
 /* CP_MD_PROCESS, a CP_MD_THREAD per /proc/PID/task entry, CP_MD_SOCKET per
  * socket fd. -ESRCH when the process is gone; writer errors pass through. */

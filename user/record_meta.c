@@ -45,7 +45,8 @@ int64_t rec_meta__realtime_offset(void)
 	clock_gettime(CLOCK_MONOTONIC, &m);
 	clock_gettime(CLOCK_REALTIME, &b);
 	int64_t rt = ((int64_t)a.tv_sec * 1000000000ll + a.tv_nsec +
-		      (int64_t)b.tv_sec * 1000000000ll + b.tv_nsec) / 2;
+		      (int64_t)b.tv_sec * 1000000000ll + b.tv_nsec) /
+		     2;
 	return rt - ((int64_t)m.tv_sec * 1000000000ll + m.tv_nsec);
 }
 
@@ -91,8 +92,8 @@ static int cpus__read(struct rec_meta_host *m)
 		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpu_capacity", i);
 		if (read_small(path, buf, sizeof(buf)) > 0)
 			m->cpus[i].capacity = strtoul(buf, NULL, 10);
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq",
-			 i);
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", i);
 		if (read_small(path, buf, sizeof(buf)) > 0)
 			m->cpus[i].mhz = strtoul(buf, NULL, 10) / 1000;
 	}
@@ -170,7 +171,7 @@ bool rec_meta__alive(pid_t pid)
 
 const char *rec_meta__missing_privilege(void)
 {
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2] = {};
 	uint64_t eff;
 
@@ -244,7 +245,7 @@ static int threads__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 			continue;
 		err = rec_meta__thread(w, pid, atoi(de->d_name), ts);
 		if (err == -ESRCH)
-			err = 0;	/* exited meanwhile */
+			err = 0; /* exited meanwhile */
 		if (err)
 			break;
 	}
@@ -269,7 +270,7 @@ static void hex_addr(const char *s, uint8_t *out, int words)
 		memcpy(w, s + 8 * i, 8);
 		w[8] = 0;
 		v = strtoul(w, NULL, 16);
-		memcpy(out + 4 * i, &v, 4);	/* the kernel prints the raw word */
+		memcpy(out + 4 * i, &v, 4); /* the kernel prints the raw word */
 	}
 }
 
@@ -292,7 +293,8 @@ static bool net_table_find(pid_t pid, const char *table, uint16_t family, uint8_
 		return false;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %*d: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %x %*s %*s %*s %*u %*u %lu",
+		if (sscanf(line,
+			   " %*d: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %x %*s %*s %*s %*u %*u %lu",
 			   la, &lp, ra, &rp, &st, &ino) != 6 ||
 		    ino != inode)
 			continue;
@@ -304,7 +306,7 @@ static bool net_table_find(pid_t pid, const char *table, uint16_t family, uint8_
 		row->rport = rp;
 		hex_addr(la, row->laddr, family == AF_INET6 ? 4 : 1);
 		hex_addr(ra, row->raddr, family == AF_INET6 ? 4 : 1);
-		row->listening = type == SOCK_STREAM && st == 0x0A;	/* TCP_LISTEN */
+		row->listening = type == SOCK_STREAM && st == 0x0A; /* TCP_LISTEN */
 		found = true;
 		break;
 	}
@@ -347,7 +349,7 @@ static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 		if (sscanf(link, "socket:[%lu]", &inode) != 1)
 			continue;
 		if (!sock_lookup(pid, inode, &row))
-			row.family = AF_UNIX;	/* not in the inet tables: unix or other */
+			row.family = AF_UNIX; /* not in the inet tables: unix or other */
 		hdr_init(&r.h, CP_MD_SOCKET, sizeof(r), pid, pid, ts);
 		r.fd = atoi(de->d_name);
 		r.family = row.family;
@@ -392,7 +394,7 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts)
 	if (cmd_len < 0)
 		cmd_len = 0;
 	while (cmd_len > 0 && cmdline[cmd_len - 1] == 0)
-		cmd_len--;	/* no trailing NUL: arguments are separated, not ended */
+		cmd_len--; /* no trailing NUL: arguments are separated, not ended */
 
 	size = CP_ALIGN(sizeof(*r) + exe_len + cmd_len);
 	r = calloc(1, size);
