@@ -271,9 +271,11 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	uint64_t dur = iv->end - iv->start;
 	int err;
 
-	/* the CPU was held by the culprits: their time is interference, even
-	 * inside the serving thread's own work */
-	if (iv->ncul)
+	/* DESIGN: the serving thread owns what it *ran* after the start; while
+	 * it waited for a CPU the culprits ran, so that wait is interference.
+	 * Other threads own whole activations begun by an owned wakeup,
+	 * run-queue waits included (a worker's wait is the request's own). */
+	if (iv->ncul && thread == w->serving)
 		interf = true;
 	err =
 	    seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1, proc_frame(w, thread));
