@@ -320,10 +320,10 @@ static void write_text(FILE *f, const struct diff_side *a, const struct diff_sid
 		double d = ((double)c[i].b - (double)c[i].a) / 1e6;
 
 		fprintf(f, "%10.3f %10.3f %+11.3f ", c[i].a / 1e6, c[i].b / 1e6, d);
-		if (c[i].a)
+		if (c[i].a && c[i].b)
 			fprintf(f, "%7.2fx  ", (double)c[i].b / (double)c[i].a);
 		else
-			fprintf(f, "%8s  ", "new");
+			fprintf(f, "%8s  ", c[i].a ? "gone" : "new");
 		put_step(f, c[i].step);
 		fputc('\n', f);
 	}
