@@ -388,11 +388,14 @@ int kp__walk(struct kp *kp, uint32_t conn)
 						break;
 					}
 				}
-				if (iv->wake == KP_WK_NET && iv->conn == conn) {
-					/* the request's own bytes on their way in: the client */
+				if (iv->wake == KP_WK_NET && iv->conn != KP_NONE &&
+				    (iv->conn == conn ||
+				     kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
+					/* bytes of this (or another) request on their way in:
+					 * name the client, no downstream frame */
 					char buf[KP_NAME_LEN];
 
-					kp__conn_peer_str(&kp->cn[conn], buf, sizeof(buf));
+					kp__conn_peer_str(&kp->cn[iv->conn], buf, sizeof(buf));
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
 						      str_add(kp, buf), -1);
 					break;
