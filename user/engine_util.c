@@ -53,9 +53,10 @@ static int barr__reserve(struct barr *a, uint32_t b)
 	if (a->n && b >= a->lo && b - a->lo < a->n)
 		return 0;
 	if (!a->n) {
-		/* start with some room around the first value: neighbours follow */
-		lo = b > 8 ? b - 8 : 0;
-		hi = b + 24;
+		/* a little room around the first value: neighbours follow, and a
+		 * step seen in few requests stays small */
+		lo = b > 2 ? b - 2 : 0;
+		hi = b + 6;
 	} else {
 		lo = b < a->lo ? b : a->lo;
 		hi = b >= a->lo + a->n ? b + 1 : a->lo + a->n;
