@@ -66,7 +66,7 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 	const char **recs = NULL;
 	char **files = NULL;
 	int nfiles = 0, nrecs = 0, analysed = 0, err;
-	double t0 = now_s();
+	double t0 = now_s(), last = 0;
 
 	*why = NULL;
 	err = input_list__collect(paths, npaths, e, &files, &nfiles);
@@ -102,9 +102,11 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 		}
 		if (span__analyze_file(files[i], e, &so) >= 0)
 			analysed++;
-		if (progress && now_s() - t0 > 1.0) {
+		/* after the first second, at most five updates a second */
+		if (progress && now_s() - t0 > 1.0 && now_s() - last > 0.2) {
 			fprintf(stderr, "\rcritpath: %d/%d files", i + 1, nfiles);
 			shown = true;
+			last = now_s();
 		}
 	}
 	if (shown)
