@@ -22,6 +22,7 @@
 struct kb_rec {
 	uint64_t ts;
 	uint32_t order;
+	uint32_t src; /* which recording (host) it comes from */
 	union {
 		struct cp_hdr h;
 		struct cp_ev_sched_switch sw;
@@ -63,6 +64,7 @@ struct kb {
 	uint32_t n;
 	struct kb_req reqs[KB_MAX_REQS];
 	uint32_t nreqs;
+	uint32_t cur_src; /* source of the records built next */
 };
 
 static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
@@ -72,6 +74,7 @@ static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, 
 
 	memset(r, 0, sizeof(*r));
 	r->ts = ts;
+	r->src = b->cur_src;
 	r->order = b->n++;
 	r->u.h.type = type;
 	r->u.h.size = size;
@@ -266,19 +269,30 @@ static inline int kb_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Feeds the records in time order (ties: the order they were built) */
+/* Feeds the records in time order (ties: the order they were built); each
+ * source is a recording of its own host ("boot-1", "boot-2", ...). */
 static inline int kb_run(struct kb *b)
 {
 	static const char *const models[] = {"Model A", "Model B"};
+	uint32_t nsrc = 1;
 	struct kp kp;
-	int err, src;
+	int err = 0;
 
 	qsort(b->recs, b->n, sizeof(b->recs[0]), kb_cmp);
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->recs[i].src + 1 > nsrc)
+			nsrc = b->recs[i].src + 1;
 	kp__init(&kp, kb_emit, b);
-	src = kp__add_source(&kp, "boot-1", 0, "host-1", "sku-x", 2, models);
-	err = src < 0 ? src : 0;
+	for (uint32_t s = 0; s < nsrc && !err; s++) {
+		char key[16];
+		int src;
+
+		snprintf(key, sizeof(key), "boot-%u", s + 1);
+		src = kp__add_source(&kp, key, 0, s ? "host-2" : "host-1", "sku-x", 2, models);
+		err = src < 0 ? src : 0;
+	}
 	for (uint32_t i = 0; i < b->n && !err; i++)
-		err = kp__add_record(&kp, (uint32_t)src, &b->recs[i].u.h);
+		err = kp__add_record(&kp, b->recs[i].src, &b->recs[i].u.h);
 	if (!err)
 		err = kp__finish(&kp);
 	kp__free(&kp);

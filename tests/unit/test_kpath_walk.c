@@ -141,70 +141,94 @@ static void test_forked_child(void **state)
 	assert_string_equal(b.reqs[0].segs[2].frame3, "child");
 }
 
-/* 3. Network round trip between two traced processes (client 200 serving an
- * upstream request, server 100). */
-static void test_network_round_trip(void **state)
+/* 3. Network round trip between two traced processes: client 200 (serving
+ * an upstream request) and server spid, the server on host srv_src. */
+static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
 {
-	static struct kb b;
 	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
 	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 80};
 	const struct kb_tuple d2 = {"10.0.0.1", 80, "10.0.0.2", 40000};
+
+	memset(b, 0, sizeof(*b));
+	kb_proc(b, 200, "cli");
+	/* client: the upstream request arrives at 10 */
+	kb_switch(b, B - 50 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(b, B + 10 * U, 0, 200, up, 20);
+	kb_wake(b, B + 10 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_sock(b, B - 50 * U, B + 10 * U + 1000, 200, 200, CP_SOCK_READ, 4, up, 20, 0,
+		"GET /c HTTP/1.1\r\n\r\n");
+	kb_sock(b, B + 15 * U - 1000, B + 15 * U, 200, 200, CP_SOCK_WRITE, 6, d, 10, 1000,
+		"get k\r\n");
+	kb_switch(b, B + 15 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* server: blocked in read, the packet arrives at 35, CPU at 40 */
+	b->cur_src = srv_src;
+	kb_proc(b, spid, "srv");
+	kb_switch(b, B - 40 * U, 1, spid, spid, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(b, B + 35 * U, 1, spid, d2, 1010);
+	kb_wake(b, B + 35 * U, 1, spid, spid, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(b, B + 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, spid, spid, "srv");
+	kb_sock(b, B - 40 * U - 1, B + 40 * U + 1000, spid, spid, CP_SOCK_READ, 7, d2, 10, 1000,
+		"get k\r\n");
+	kb_sock(b, B + 45 * U - 1000, B + 45 * U, spid, spid, CP_SOCK_WRITE, 7, d2, 20, 5000,
+		"VALUE k 0 2\r\nok\r\nEND\r\n");
+	kb_switch(b, B + 45 * U, 1, spid, spid, CP_PREV_BLOCKED, 0, 0, NULL);
+	b->cur_src = 0;
+	/* the reply reaches the client at 70, CPU at 75 */
+	kb_dready(b, B + 70 * U, 0, 200, d, 5020);
+	kb_wake(b, B + 70 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(b, B + 75 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_sock(b, B + 15 * U - 500, B + 75 * U + 1000, 200, 200, CP_SOCK_READ, 6, d, 20, 5000,
+		"VALUE k 0 2\r\n");
+	kb_sock(b, B + 95 * U - 1000, B + 95 * U, 200, 200, CP_SOCK_WRITE, 4, up, 40, 7000,
+		"HTTP/1.1 200 OK\r\n");
+}
+
+static void check_round_trip(const struct kb *b, int32_t stid)
+{
 	const struct want w[] = {
-	    {10, 15, CP_CAT_CPU, 200, false},	   {15, 35, CP_CAT_NETWORK, -1, false},
-	    {35, 40, CP_CAT_RUNQUEUE, 100, false}, {40, 45, CP_CAT_CPU, 100, false},
-	    {45, 70, CP_CAT_NETWORK, -1, false},   {70, 75, CP_CAT_RUNQUEUE, 200, false},
+	    {10, 15, CP_CAT_CPU, 200, false},	    {15, 35, CP_CAT_NETWORK, -1, false},
+	    {35, 40, CP_CAT_RUNQUEUE, stid, false}, {40, 45, CP_CAT_CPU, stid, false},
+	    {45, 70, CP_CAT_NETWORK, -1, false},    {70, 75, CP_CAT_RUNQUEUE, 200, false},
 	    {75, 95, CP_CAT_CPU, 200, false},
 	};
 	const struct want ws[] = {
-	    {35, 40, CP_CAT_RUNQUEUE, 100, false},
-	    {40, 45, CP_CAT_CPU, 100, false},
+	    {35, 40, CP_CAT_RUNQUEUE, stid, false},
+	    {40, 45, CP_CAT_CPU, stid, false},
 	};
-	const struct kb_req *cq, *sq;
+	const struct kb_req *cq = kb_find(b, "cli:8080"), *sq = kb_find(b, "srv:80");
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	kb_proc(&b, 200, "cli");
-	/* client: the upstream request arrives at 10 */
-	kb_switch(&b, B - 50 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_dready(&b, B + 10 * U, 0, 200, up, 20);
-	kb_wake(&b, B + 10 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
-	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
-	kb_sock(&b, B - 50 * U, B + 10 * U + 1000, 200, 200, CP_SOCK_READ, 4, up, 20, 0,
-		"GET /c HTTP/1.1\r\n\r\n");
-	kb_sock(&b, B + 15 * U - 1000, B + 15 * U, 200, 200, CP_SOCK_WRITE, 6, d, 10, 1000,
-		"get k\r\n");
-	kb_switch(&b, B + 15 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
-	/* server: blocked in read, the packet arrives at 35, CPU at 40 */
-	kb_switch(&b, B - 40 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_dready(&b, B + 35 * U, 1, 100, d2, 1010);
-	kb_wake(&b, B + 35 * U, 1, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
-	kb_switch(&b, B + 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	kb_sock(&b, B - 40 * U - 1, B + 40 * U + 1000, 100, 100, CP_SOCK_READ, 7, d2, 10, 1000,
-		"get k\r\n");
-	kb_sock(&b, B + 45 * U - 1000, B + 45 * U, 100, 100, CP_SOCK_WRITE, 7, d2, 20, 5000,
-		"VALUE k 0 2\r\nok\r\nEND\r\n");
-	kb_switch(&b, B + 45 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	/* the reply reaches the client at 70, CPU at 75 */
-	kb_dready(&b, B + 70 * U, 0, 200, d, 5020);
-	kb_wake(&b, B + 70 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
-	kb_switch(&b, B + 75 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
-	kb_sock(&b, B + 15 * U - 500, B + 75 * U + 1000, 200, 200, CP_SOCK_READ, 6, d, 20, 5000,
-		"VALUE k 0 2\r\n");
-	kb_sock(&b, B + 95 * U - 1000, B + 95 * U, 200, 200, CP_SOCK_WRITE, 4, up, 40, 7000,
-		"HTTP/1.1 200 OK\r\n");
-	assert_int_equal(kb_run(&b), 0);
-	assert_int_equal(b.nreqs, 2);
-	cq = kb_find(&b, "cli:8080");
-	sq = kb_find(&b, "srv:80");
+	assert_int_equal(b->nreqs, 2);
 	assert_non_null(cq);
 	assert_non_null(sq);
 	assert_string_equal(cq->name, "GET /c");
 	assert_string_equal(sq->name, "get");
 	check_path(cq, w, 7);
-	/* the downstream's time carries its service as a frame */
+	/* the downstream's time carries its service and the call as a frame */
 	assert_string_equal(cq->segs[3].frame3, "srv:80 get");
 	assert_string_equal(cq->segs[1].peer, "10.0.0.1:80");
 	check_path(sq, ws, 2);
+}
+
+static void test_network_round_trip(void **state)
+{
+	static struct kb b;
+
+	round_trip(&b, 0, 100);
+	assert_int_equal(kb_run(&b), 0);
+	check_round_trip(&b, 100);
+}
+
+/* The same across two hosts (two recordings), the server reusing the
+ * client's tid on its own host: stitched by the connection's 4-tuple and
+ * TCP sequence numbers, threads told apart by host. */
+static void test_network_round_trip_two_hosts(void **state)
+{
+	static struct kb b;
+
+	round_trip(&b, 1, 200);
+	assert_int_equal(kb_run(&b), 0);
+	check_round_trip(&b, 200);
 }
 
 /* 4. Lock holder: R runs 0→1, blocks on a futex 1→11 held by H (running
@@ -454,6 +478,7 @@ int main(void)
 	    cmocka_unit_test(test_basic),
 	    cmocka_unit_test(test_forked_child),
 	    cmocka_unit_test(test_network_round_trip),
+	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_lock_holder),
 	    cmocka_unit_test(test_handoff),
 	    cmocka_unit_test(test_handoff_writer),
