@@ -112,7 +112,13 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 
 			if (!ins[i].r || !ins[i].cur)
 				continue;
-			ts = ins[i].cur->ts + (uint64_t)ins[i].delta;
+			/* metadata may carry no time (0): it goes first, never
+			 * wrapped around by another host's negative offset */
+			ts = ins[i].cur->ts;
+			if (ts && ins[i].delta)
+				ts = ins[i].delta < 0 && ts < (uint64_t)-ins[i].delta
+					     ? 0
+					     : ts + (uint64_t)ins[i].delta;
 			if (!best || ts < best_ts) {
 				best = &ins[i];
 				best_ts = ts;
