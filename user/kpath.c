@@ -117,8 +117,8 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			ts = ins[i].cur->ts;
 			if (ts && ins[i].delta)
 				ts = ins[i].delta < 0 && ts < (uint64_t)-ins[i].delta
-					     ? 0
-					     : ts + (uint64_t)ins[i].delta;
+					 ? 0
+					 : ts + (uint64_t)ins[i].delta;
 			if (!best || ts < best_ts) {
 				best = &ins[i];
 				best_ts = ts;

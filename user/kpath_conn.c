@@ -333,6 +333,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	if (thread == KP_NONE)
 		return -ENOMEM;
 	proc = kp->th[thread].proc;
+	if (kp__tl_seen_running(kp, thread, e->h.cpu))
+		return -ENOMEM;
 	ci = kp__conn_by_sock(kp, host, e);
 	if (ci == KP_NONE)
 		return 0;

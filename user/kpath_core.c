@@ -386,7 +386,7 @@ static int on_syscall_block(struct kp *kp, uint32_t host, const struct cp_hdr *h
 {
 	uint32_t t = kp__thread(kp, host, (int32_t)h->pid, (int32_t)h->tid);
 
-	if (t == KP_NONE)
+	if (t == KP_NONE || kp__tl_seen_running(kp, t, h->cpu))
 		return -ENOMEM;
 	kp__tl_annotate(kp, t, enter, ts, reason, uaddr, KP_NONE);
 	return 0;

@@ -306,6 +306,22 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	return 0;
 }
 
+int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu)
+{
+	struct kp_thread *t = &kp->th[thread];
+	struct kp_iv *iv;
+
+	/* every switch of a target is traced: a thread first seen at a
+	 * syscall's exit has been on its CPU since before the recording */
+	if (t->niv)
+		return 0;
+	iv = tl_open(t, KP_ST_RUNNING, 0);
+	if (!iv)
+		return -ENOMEM;
+	iv->cpu = (int16_t)cpu;
+	return 0;
+}
+
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts)
 {
 	uint32_t ti = kp__thread_find(kp, host, (int32_t)h->tid);

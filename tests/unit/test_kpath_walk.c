@@ -417,6 +417,25 @@ static void test_keepalive_two_requests(void **state)
 	check_tiling(&b.reqs[1]);
 }
 
+/* A busy thread never switched out during the recording: first seen at a
+ * syscall's exit, it has been running all along. */
+static void test_never_switched(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {{0, 5, CP_CAT_CPU, 100, false}};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "spin");
+	kb_dready(&b, B, 0, 100, CL, 1020);
+	kb_sock(&b, B + 1 * U, B + 1 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 20, 1000,
+		"GET /spin HTTP/1.1\r\n");
+	respond_at(&b, B + 5 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	check_path(&b.reqs[0], w, 1);
+	assert_int_equal(b.reqs[0].segs[0].cpu, 0);
+}
+
 /* An event loop (Redis-like): one thread, two connections, both requests
  * read in one wakeup and answered in turn; RESP names, each request from its
  * own data arrival to its own reply. */
@@ -487,6 +506,7 @@ int main(void)
 	    cmocka_unit_test(test_loss_partial),
 	    cmocka_unit_test(test_keepalive_two_requests),
 	    cmocka_unit_test(test_event_loop_two_connections),
+	    cmocka_unit_test(test_never_switched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
