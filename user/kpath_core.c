@@ -125,7 +125,10 @@ void kp__free(struct kp *kp)
 	for (uint32_t i = 0; i < kp->nth; i++) {
 		free(kp->th[i].iv);
 		free(kp->th[i].cul);
+		free(kp->th[i].pev);
 	}
+	free(kp->probe_names);
+	kp_map__free(&kp->probemap);
 	for (uint32_t i = 0; i < kp->npr; i++)
 		free(kp->pr[i].listen);
 	for (uint32_t i = 0; i < kp->ncn; i++) {
@@ -206,8 +209,21 @@ static int emit_request(struct kp *kp, uint32_t ci)
 	struct cp_request r;
 	uint32_t n = kp->nws;
 
+	uint32_t nfr = 0, fi = 0;
+
+	/* frames: service, name, the downstream (if any), the probed calls */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct kp_wseg *w = &kp->ws[i];
+
+		nfr += 3;
+		if (w->pev >= 0 && w->thread != KP_NONE) {
+			const struct kp_thread *t = &kp->th[w->thread];
+
+			nfr += t->pev[w->pev - (int64_t)t->pev_base].depth;
+		}
+	}
 	if (kp__grow((void **)&kp->segs, &kp->capsegs, n, sizeof(*kp->segs)) ||
-	    kp__grow((void **)&kp->frames, &kp->capframes, 3 * n, sizeof(*kp->frames)))
+	    kp__grow((void **)&kp->frames, &kp->capframes, nfr, sizeof(*kp->frames)))
 		return -ENOMEM;
 	if (!kp->cn[ci].service[0])
 		kp__proc_service(kp, c->proc, c->a.lport, kp->cn[ci].service, KP_NAME_LEN);
@@ -217,7 +233,7 @@ static int emit_request(struct kp *kp, uint32_t ci)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct kp_wseg *w = &kp->ws[i];
 		struct cp_segment *s = &kp->segs[i];
-		const char **fr = &kp->frames[3 * i];
+		const char **fr = &kp->frames[fi];
 
 		memset(s, 0, sizeof(*s));
 		s->start_ns = w->start;
@@ -226,9 +242,18 @@ static int emit_request(struct kp *kp, uint32_t ci)
 		s->interference = w->interference;
 		fr[0] = svc;
 		fr[1] = c->req.name;
-		fr[2] = w->frame3 >= 0 ? kp->strs[w->frame3] : NULL;
+		s->nframes = 2;
+		if (w->frame3 >= 0)
+			fr[s->nframes++] = kp->strs[w->frame3];
+		if (w->pev >= 0 && w->thread != KP_NONE) {
+			const struct kp_thread *t = &kp->th[w->thread];
+			const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
+
+			for (uint32_t k = 0; k < pe->depth; k++)
+				fr[s->nframes++] = kp->probe_names[pe->stack[k]];
+		}
 		s->frames = fr;
-		s->nframes = fr[2] ? 3 : 2;
+		fi += s->nframes;
 		s->pid = s->tid = s->cpu = -1;
 		if (w->thread != KP_NONE) {
 			const struct kp_thread *t = &kp->th[w->thread];
@@ -471,6 +496,12 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 	case CP_EV_RUNQ_CULPRIT:
 		NEED(struct cp_ev_runq_culprit);
 		return kp__tl_culprit(kp, host, (const void *)rec, ts);
+	case CP_EV_UPROBE:
+		NEED(struct cp_ev_uprobe);
+		return kp__tl_probe(kp, host, (const void *)rec, ts);
+	case CP_MD_PROBE:
+		NEED(struct cp_md_probe);
+		return kp__tl_probe_def(kp, host, (const void *)rec);
 	case CP_MD_PROCESS:
 		NEED(struct cp_md_process);
 		return md_process(kp, host, (const void *)rec);
@@ -501,7 +532,7 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 		return 0;
 	}
 	default:
-		return 0; /* block, uprobe, hooks, probes, and types added later */
+		return 0; /* block, hooks, and types added later */
 	}
 }
 

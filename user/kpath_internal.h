@@ -82,6 +82,17 @@ struct kp_culprit {
 	char comm[CP_COMM_LEN];
 };
 
+/* A --probe function entered or returned on a thread, with the stack of
+ * probed calls active right after it (outermost first; deeper calls than
+ * KP_PROBE_DEPTH are counted, not named). */
+#define KP_PROBE_DEPTH 6
+
+struct kp_probe_ev {
+	uint64_t ts;
+	uint32_t stack[KP_PROBE_DEPTH]; /* into kp->probe_names */
+	uint8_t depth;
+};
+
 struct kp_thread {
 	uint64_t key; /* host << 32 | tid */
 	int32_t pid, tid;
@@ -98,6 +109,11 @@ struct kp_thread {
 	uint64_t pend_wake_ts;
 	uint32_t pend_waker, pend_conn;
 	uint8_t pend_wake;
+	struct kp_probe_ev *pev;
+	uint32_t npev, cappev;
+	uint64_t pev_base;		 /* absolute index of pev[0] */
+	uint32_t pstack[KP_PROBE_DEPTH]; /* probed calls active now */
+	uint8_t pdepth;
 };
 
 struct kp_proc {
@@ -189,6 +205,7 @@ struct kp_wseg {
 	uint32_t cul_first, ncul; /* into kp->culs */
 	int32_t peer;		  /* into kp->strs, or -1 */
 	int32_t frame3;		  /* into kp->strs, or -1 */
+	int64_t pev;		  /* the thread's probe event whose stack applies, -1 = none */
 	int16_t cpu;
 	uint8_t cat; /* enum cp_category */
 	bool interference;
@@ -220,7 +237,10 @@ struct kp {
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
-	struct kp_lastdr *lastdr; /* [host * KP_MAX_CPUS + cpu] */
+	struct kp_lastdr *lastdr;	  /* [host * KP_MAX_CPUS + cpu] */
+	char (*probe_names)[KP_NAME_LEN]; /* --probe symbols */
+	uint32_t nprobe_names, capprobe_names;
+	struct kp_map probemap; /* host << 32 | probe_id → probe_names index */
 	uint32_t nlastdr;
 
 	uint64_t now; /* the stream's time (latest hdr.ts) */
@@ -271,6 +291,11 @@ int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, u
 int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit *e, uint64_t ts);
 /* A syscall record of a thread with no timeline yet: it was running. */
 int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu);
+/* uprobes (timeline.c): --probe definitions and calls */
+int kp__tl_probe_def(struct kp *kp, uint32_t host, const struct cp_md_probe *m);
+int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uint64_t ts);
+/* The probe event (absolute index) whose stack holds just before ts, or -1. */
+int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts);
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts);
 /* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,

@@ -168,19 +168,32 @@ static bool owned(struct walk *w, uint32_t thread, int64_t idx)
 	return w->memo_owned;
 }
 
+static bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
+{
+	const struct kp_probe_ev *a = &t->pev[x - (int64_t)t->pev_base];
+	const struct kp_probe_ev *b = &t->pev[y - (int64_t)t->pev_base];
+
+	return a->depth == b->depth && !memcmp(a->stack, b->stack, a->depth * sizeof(a->stack[0]));
+}
+
 static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread, int16_t cpu,
 		   bool interf, int32_t peer, int32_t frame3)
 {
 	struct kp_wseg *s;
+	int64_t pev;
 
 	if (b <= a)
 		return 0;
+	/* the probed calls active on the thread at the segment's end */
+	pev = thread != KP_NONE ? kp__tl_probe_at(&kp->th[thread], b) : -1;
 	if (kp->nws) {
 		/* the last one added is the next in time: extend it when alike */
 		s = &kp->ws[kp->nws - 1];
 		if (s->start == b && s->cat == cat && s->thread == thread && s->cpu == cpu &&
 		    s->interference == interf && s->peer == peer && s->frame3 == frame3 &&
-		    !s->ncul && cat != CP_CAT_RUNQUEUE && cat != CP_CAT_LOCK) {
+		    !s->ncul && cat != CP_CAT_RUNQUEUE && cat != CP_CAT_LOCK &&
+		    (s->pev == pev ||
+		     (s->pev >= 0 && pev >= 0 && same_stack(&kp->th[thread], s->pev, pev)))) {
 			s->start = a;
 			return 0;
 		}
@@ -197,8 +210,30 @@ static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t 
 	s->interference = interf;
 	s->peer = peer;
 	s->frame3 = frame3;
+	s->pev = pev;
 	s->cul_first = kp->nculs;
 	return 0;
+}
+
+/* cpu time on a thread, split where its probed calls begin or end */
+static int cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
+		   bool interf, int32_t frame3)
+{
+	struct kp *kp = w->kp;
+	const struct kp_thread *th = &kp->th[thread];
+	int64_t k = kp__tl_probe_at(th, t) - (int64_t)th->pev_base;
+	int err = 0;
+
+	while (t > a && !err) {
+		uint64_t lo = a;
+
+		if (k >= 0 && th->pev[k].ts > a)
+			lo = th->pev[k].ts;
+		err = seg_add(kp, lo, t, CP_CAT_CPU, thread, cpu, interf, -1, frame3);
+		t = lo;
+		k--;
+	}
+	return err;
 }
 
 static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, uint64_t ns)
@@ -348,8 +383,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				} else if (iv->state == KP_ST_RUNNABLE) {
 					err = runqueue_seg(&w, thread, iv, a, t, !own);
 				} else {
-					err = seg_add(kp, a, t, CP_CAT_CPU, thread, iv->cpu, !own,
-						      -1, proc_frame(&w, thread));
+					err = cpu_seg(&w, thread, iv->cpu, a, t, !own,
+						      proc_frame(&w, thread));
 				}
 				break;
 			case KP_ST_BLOCKED:
@@ -389,8 +424,7 @@ int kp__walk(struct kp *kp, uint32_t conn)
 					}
 				}
 				if (iv->wake == KP_WK_NET && iv->conn != KP_NONE &&
-				    (iv->conn == conn ||
-				     kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
+				    (iv->conn == conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
 					/* bytes of this (or another) request on their way in:
 					 * name the client, no downstream frame */
 					char buf[KP_NAME_LEN];

@@ -8,6 +8,7 @@
  * half-known thread the walk could wander into.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,6 +307,85 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	return 0;
 }
 
+static uint32_t probe_name(struct kp *kp, uint32_t host, uint32_t id, const char *sym)
+{
+	uint64_t key = (uint64_t)host << 32 | id;
+	uint32_t i = kp_map__get(&kp->probemap, key);
+
+	if (i == KP_NONE) {
+		if (kp__grow((void **)&kp->probe_names, &kp->capprobe_names, kp->nprobe_names + 1,
+			     sizeof(*kp->probe_names)))
+			return KP_NONE;
+		i = kp->nprobe_names;
+		snprintf(kp->probe_names[i], KP_NAME_LEN, "probe%u", id);
+		if (kp_map__put(&kp->probemap, key, i))
+			return KP_NONE;
+		kp->nprobe_names++;
+	}
+	if (sym && sym[0])
+		snprintf(kp->probe_names[i], KP_NAME_LEN, "%s", sym);
+	return i;
+}
+
+int kp__tl_probe_def(struct kp *kp, uint32_t host, const struct cp_md_probe *m)
+{
+	char sym[sizeof(m->symbol) + 1];
+
+	memcpy(sym, m->symbol, sizeof(m->symbol));
+	sym[sizeof(m->symbol)] = '\0';
+	return probe_name(kp, host, m->probe_id, sym) == KP_NONE ? -ENOMEM : 0;
+}
+
+int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uint64_t ts)
+{
+	uint32_t ti = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
+	uint32_t name = probe_name(kp, host, e->probe_id, NULL);
+	struct kp_probe_ev *ev;
+	struct kp_thread *t;
+
+	if (ti == KP_NONE || name == KP_NONE)
+		return -ENOMEM;
+	t = &kp->th[ti];
+	if (e->phase == CP_PHASE_ENTER) {
+		if (t->pdepth < KP_PROBE_DEPTH)
+			t->pstack[t->pdepth] = name;
+		if (t->pdepth < UINT8_MAX)
+			t->pdepth++;
+	} else {
+		/* pop to the call this returns from; a return without its entry
+		 * (before the recording, or a longjmp past it) pops nothing */
+		for (int d = (t->pdepth < KP_PROBE_DEPTH ? t->pdepth : KP_PROBE_DEPTH) - 1; d >= 0;
+		     d--) {
+			if (t->pstack[d] == name) {
+				t->pdepth = (uint8_t)d;
+				break;
+			}
+		}
+	}
+	if (kp__grow((void **)&t->pev, &t->cappev, t->npev + 1, sizeof(*t->pev)))
+		return -ENOMEM;
+	ev = &t->pev[t->npev++];
+	ev->ts = ts;
+	ev->depth = t->pdepth < KP_PROBE_DEPTH ? t->pdepth : KP_PROBE_DEPTH;
+	memcpy(ev->stack, t->pstack, sizeof(ev->stack));
+	return 0;
+}
+
+int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
+{
+	uint32_t lo = 0, hi = t->npev;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->pev[mid].ts < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? (int64_t)(t->pev_base + lo - 1) : -1;
+}
+
 int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu)
 {
 	struct kp_thread *t = &kp->th[thread];
@@ -390,5 +470,14 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 		memmove(t->cul, t->cul + cdrop, (t->ncul - cdrop) * sizeof(*t->cul));
 		t->ncul -= cdrop;
 		t->cul_base += cdrop;
+	}
+	/* keep the last probe event before the mark: its stack holds there */
+	cdrop = 0;
+	while (cdrop + 1 < t->npev && t->pev[cdrop + 1].ts < before)
+		cdrop++;
+	if (cdrop) {
+		memmove(t->pev, t->pev + cdrop, (t->npev - cdrop) * sizeof(*t->pev));
+		t->npev -= cdrop;
+		t->pev_base += cdrop;
 	}
 }

@@ -35,6 +35,8 @@ struct kb_rec {
 		struct cp_ev_runq_culprit rq;
 		struct cp_md_process mp;
 		struct cp_md_loss ml;
+		struct cp_ev_uprobe up;
+		struct cp_md_probe mp2;
 	} u;
 };
 
@@ -46,6 +48,7 @@ struct kb_seg {
 	char peer[64];
 	uint32_t nframes;
 	char frame3[64];
+	char stack[160]; /* every frame, joined by ";" */
 	uint32_t ncul;
 	int32_t cul_tid[4], cul_pid[4];
 	uint64_t cul_ns[4];
@@ -221,6 +224,24 @@ static inline void kb_loss(struct kb *b, uint64_t start, uint64_t end)
 	m->events = 1;
 }
 
+static inline void kb_probe_def(struct kb *b, uint32_t id, const char *symbol)
+{
+	struct cp_md_probe *m = (void *)kb_new(b, CP_MD_PROBE, sizeof(*m), 0, 0, 0, 0);
+
+	m->probe_id = id;
+	strncpy(m->binary, "/usr/bin/srv", sizeof(m->binary) - 1);
+	strncpy(m->symbol, symbol, sizeof(m->symbol) - 1);
+}
+
+static inline void kb_uprobe(struct kb *b, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t id,
+			     uint8_t phase)
+{
+	struct cp_ev_uprobe *e = (void *)kb_new(b, CP_EV_UPROBE, sizeof(*e), ts, 0, pid, tid);
+
+	e->probe_id = id;
+	e->phase = phase;
+}
+
 static inline int kb_emit(void *arg, const struct cp_request *r)
 {
 	struct kb *b = arg;
@@ -250,6 +271,12 @@ static inline int kb_emit(void *arg, const struct cp_request *r)
 		g->nframes = s->nframes;
 		if (s->nframes > 2)
 			snprintf(g->frame3, sizeof(g->frame3), "%s", s->frames[2]);
+		for (uint32_t k = 0; k < s->nframes; k++) {
+			size_t o = strlen(g->stack);
+
+			snprintf(g->stack + o, sizeof(g->stack) - o, "%s%s", k ? ";" : "",
+				 s->frames[k]);
+		}
 		for (uint32_t k = 0; k < s->nculprits && k < 4; k++) {
 			g->cul_tid[k] = s->culprits[k].tid;
 			g->cul_pid[k] = s->culprits[k].pid;

@@ -436,6 +436,37 @@ static void test_never_switched(void **state)
 	assert_int_equal(b.reqs[0].segs[0].cpu, 0);
 }
 
+/* --probe functions are subcomponents: frames service; request; calls
+ * (nested), and cpu time splits where a call begins or ends. */
+static void test_probe_frames(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+	    {0, 2, CP_CAT_CPU, 100, false},  {2, 3, CP_CAT_CPU, 100, false},
+	    {3, 5, CP_CAT_CPU, 100, false},  {5, 8, CP_CAT_CPU, 100, false},
+	    {8, 10, CP_CAT_CPU, 100, false},
+	};
+	const char *const stacks[] = {"srv:80;GET /p", "srv:80;GET /p;handle",
+				      "srv:80;GET /p;handle;parse", "srv:80;GET /p;handle",
+				      "srv:80;GET /p"};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_probe_def(&b, 1, "handle");
+	kb_probe_def(&b, 2, "parse");
+	serve_from_b(&b, 100, 100, 0, "GET /p HTTP/1.1\r\n\r\n");
+	kb_uprobe(&b, B + 2 * U, 100, 100, 1, CP_PHASE_ENTER);
+	kb_uprobe(&b, B + 3 * U, 100, 100, 2, CP_PHASE_ENTER);
+	kb_uprobe(&b, B + 5 * U, 100, 100, 2, CP_PHASE_EXIT);
+	kb_uprobe(&b, B + 8 * U, 100, 100, 1, CP_PHASE_EXIT);
+	respond_at(&b, B + 10 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	check_path(&b.reqs[0], w, 5);
+	for (int i = 0; i < 5; i++)
+		assert_string_equal(b.reqs[0].segs[i].stack, stacks[i]);
+}
+
 /* An event loop (Redis-like): one thread, two connections, both requests
  * read in one wakeup and answered in turn; RESP names, each request from its
  * own data arrival to its own reply. */
@@ -507,6 +538,7 @@ int main(void)
 	    cmocka_unit_test(test_keepalive_two_requests),
 	    cmocka_unit_test(test_event_loop_two_connections),
 	    cmocka_unit_test(test_never_switched),
+	    cmocka_unit_test(test_probe_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
