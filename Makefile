@@ -94,13 +94,13 @@ $(BUILD)/critpath: $(BUILD)/user/main.o $(REC_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(BPF_LIBS)
 
 # --- tests and tools ---------------------------------------------------------
-$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(wildcard tests/unit/*.h) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(PROTO_H) $(wildcard tests/unit/*.h) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Itests/unit $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS) -lcmocka
 
 $(BUILD)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lpthread -lm
 
-$(BUILD)/bench/%: tools/bench/%.c $(LIB) | $(BUILD)/bench
+$(BUILD)/bench/%: tools/bench/%.c $(LIB) $(PROTO_H) | $(BUILD)/bench
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS)
 
 $(BUILD)/demo/%: tools/demo/%.c $(wildcard tools/demo/*.h) | $(BUILD)/demo

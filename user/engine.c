@@ -877,10 +877,13 @@ const struct engine_result *engine__result(struct engine *e)
 	for (uint32_t i = 0; i < e->nspans; i++)
 		e->res_spans[i] = e->spans[i].pub;
 	qsort(e->res_spans, e->nspans, sizeof(*e->res_spans), span_cmp);
-	memcpy(e->res_requests, e->kept, e->nkept * sizeof(*e->kept));
-	qsort(e->res_requests, e->nkept, sizeof(*e->res_requests), start_cmp);
+	if (e->nkept) {
+		memcpy(e->res_requests, e->kept, e->nkept * sizeof(*e->kept));
+		qsort(e->res_requests, e->nkept, sizeof(*e->res_requests), start_cmp);
+	}
 	nw = e->nwarnings;
-	memcpy(e->res_warnings, e->warnings, nw * sizeof(char *));
+	if (nw)
+		memcpy(e->res_warnings, e->warnings, nw * sizeof(char *));
 	if (e->warnings_dropped && asprintf(&e->dropped_note, "%llu more warnings not kept",
 					    (unsigned long long)e->warnings_dropped) >= 0)
 		e->res_warnings[nw++] = e->dropped_note;
