@@ -57,6 +57,10 @@ TOOL_BINS := $(patsubst tools/%.c,$(BUILD)/%,$(TOOL_SRCS))
 .PHONY: all critpath tests tools deps test test-unit test-asan test-integration demo bench \
 	vmlinux clean format
 .DELETE_ON_ERROR:
+# The generated protobuf-c files are prerequisites of pattern rules only, so
+# make would delete them as intermediates after a build; a later build then
+# compiles profile.pb-c.c without its header.
+.SECONDARY: $(PROTO_C) $(PROTO_H)
 
 all: $(BUILD)/critpath tests tools
 
