@@ -65,7 +65,7 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 	bool progress = !o->quiet && isatty(STDERR_FILENO), shown = false;
 	const char **recs = NULL;
 	char **files = NULL;
-	int nfiles = 0, nrecs = 0, analysed = 0, err;
+	int nfiles = 0, nrecs = 0, analysed = 0, unusable = 0, err, traces;
 	double t0 = now_s(), last = 0;
 
 	*why = NULL;
@@ -100,8 +100,13 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 				     files[i]);
 			continue;
 		}
-		if (span__analyze_file(files[i], e, &so) >= 0)
+		/* a trace file whose every trace was unusable (warned) is read
+		 * but not analysed: nothing of it reaches the report */
+		traces = span__analyze_file(files[i], e, &so);
+		if (traces > 0)
 			analysed++;
+		else if (!traces)
+			unusable++;
 		/* after the first second, at most five updates a second */
 		if (progress && now_s() - t0 > 1.0 && now_s() - last > 0.2) {
 			fprintf(stderr, "\rcritpath: %d/%d files", i + 1, nfiles);
@@ -116,7 +121,9 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 		if (!kpath__analyze(recs, nrecs, e, &ko))
 			analysed += nrecs;
 	}
-	if (!analysed)
+	if (!analysed && unusable)
+		*why = "no trace in the input could be analysed (see the warnings)";
+	else if (!analysed)
 		*why = nfiles == 1 ? "the input could not be read as a recording or a trace file"
 				   : "none of the inputs could be read as a recording or a trace "
 				     "file";

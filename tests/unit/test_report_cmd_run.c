@@ -174,7 +174,21 @@ static void test_exit_codes(void **state)
 	char *badfmt[] = {"report", path("a.json"), "--format", "xml", NULL};
 	char *baddur[] = {"report", path("a.json"), "--min-latency", "5", NULL};
 	char *filtered[] = {"report", path("a.json"), "--min-latency", "1s", NULL};
+	/* written outside dir, so the directory tests do not see it */
+	char neg[300];
+	char *unusable[] = {"report", neg, NULL};
+	char *unusable_and_good[] = {"report", neg, path("a.json"), NULL};
 	char *s;
+	FILE *f;
+
+	snprintf(neg, sizeof(neg), "%s", io_path("neg.json"));
+	f = fopen(neg, "w");
+	assert_non_null(f);
+	fputs("{\"data\":[{\"traceID\":\"t9\",\"spans\":[{\"traceID\":\"t9\",\"spanID\":\"a\","
+	      "\"operationName\":\"A\",\"startTime\":1000,\"duration\":-5,\"processID\":\"p1\"}],"
+	      "\"processes\":{\"p1\":{\"serviceName\":\"svc\"}}}]}",
+	      f);
+	fclose(f);
 
 	assert_int_equal(run(cmd_report, bad), 1);
 	s = slurp("stderr");
@@ -186,6 +200,17 @@ static void test_exit_codes(void **state)
 	assert_int_equal(run(cmd_report, baddur), 2);
 	s = slurp("stderr");
 	assert_non_null(strstr(s, "--min-latency '5'"));
+	free(s);
+	/* a trace file read fine whose only trace is unusable: nothing analysed */
+	assert_int_equal(run(cmd_report, unusable), 1);
+	s = slurp("stderr");
+	assert_non_null(strstr(s, "span a: negative duration"));
+	assert_non_null(strstr(s, "nothing analysed: no trace in the input could be analysed"));
+	free(s);
+	/* next to a usable one it is a warning, and the report goes on */
+	assert_int_equal(run(cmd_report, unusable_and_good), 0);
+	s = slurp("stdout");
+	assert_non_null(strstr(s, "1 requests"));
 	free(s);
 	/* analysed, but the filter left nothing: still a report, exit 0 */
 	assert_int_equal(run(cmd_report, filtered), 0);
