@@ -231,6 +231,61 @@ static void test_network_round_trip_two_hosts(void **state)
 	check_round_trip(&b, 200);
 }
 
+/* SCENARIOS.md, CPT figure 2c: A1 (serving an upstream request from 0)
+ * sends to B1 (traced, another process) at 3 and keeps computing until 10,
+ * then waits for B1's reply, which comes at 17; A1 runs 17→27. The walk is
+ * bounded only by the request's start: path A1 0→3, B1 3→17, A1 17→27 —
+ * A1's 3→10 ran in parallel with B1 and is off the path. */
+static void test_cpt_figure_2c(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 7000};
+	const struct kb_tuple d2 = {"10.0.0.1", 7000, "10.0.0.2", 40000};
+	const struct want w[] = {
+	    {0, 3, CP_CAT_CPU, 100, false},
+	    {3, 17, CP_CAT_CPU, 200, false},
+	    {17, 27, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "A");
+	kb_proc(&b, 200, "B");
+	serve_from_b(&b, 100, 100, 0, "GET /2c HTTP/1.1\r\n\r\n");
+	/* B1 blocked in a read on its end of the connection */
+	kb_switch(&b, B - 40 * U, 1, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* A1 sends at 3 and keeps running */
+	kb_sock(&b, B + 3 * U - 1000, B + 3 * U, 100, 100, CP_SOCK_WRITE, 6, d, 10, 500,
+		"get k\r\n");
+	kb_dready(&b, B + 3 * U, 1, 200, d2, 510);
+	kb_wake(&b, B + 3 * U, 1, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 3 * U, 1, 0, 0, CP_PREV_PREEMPTED, 200, 200, "B");
+	kb_sock(&b, B - 40 * U - 1, B + 3 * U + 1000, 200, 200, CP_SOCK_READ, 7, d2, 10, 500,
+		"get k\r\n");
+	/* A1 blocks at 10 in the read of the reply */
+	kb_switch(&b, B + 10 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* B1 replies at 17 */
+	kb_sock(&b, B + 17 * U - 1000, B + 17 * U, 200, 200, CP_SOCK_WRITE, 7, d2, 20, 9000,
+		"VALUE k 0 2\r\nok\r\nEND\r\n");
+	kb_switch(&b, B + 17 * U, 1, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 17 * U, 0, 100, d, 9020);
+	kb_wake(&b, B + 17 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 17 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "A");
+	kb_sock(&b, B + 10 * U - 500, B + 17 * U + 1000, 100, 100, CP_SOCK_READ, 6, d, 20, 9000,
+		"VALUE k 0 2\r\n");
+	respond_at(&b, B + 27 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	q = kb_find(&b, "A:80");
+	assert_non_null(q);
+	check_path(q, w, 3);
+	assert_string_equal(q->segs[1].frame3, "B:7000 get");
+	/* B1's own request: from the arrival at 3 to its reply at 17 */
+	q = kb_find(&b, "B:7000");
+	assert_non_null(q);
+	assert_int_equal(q->start, B + 3 * U);
+	assert_int_equal(q->end, B + 17 * U);
+}
+
 /* 4. Lock holder: R runs 0→1, blocks on a futex 1→11 held by H (running
  * 0→11, not woken by R), R runs 11→13. Path: H 0→11 lock, then R 11→13. */
 static void test_lock_holder(void **state)
@@ -529,6 +584,7 @@ int main(void)
 	    cmocka_unit_test(test_forked_child),
 	    cmocka_unit_test(test_network_round_trip),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
+	    cmocka_unit_test(test_cpt_figure_2c),
 	    cmocka_unit_test(test_lock_holder),
 	    cmocka_unit_test(test_handoff),
 	    cmocka_unit_test(test_handoff_writer),
