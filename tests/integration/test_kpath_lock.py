@@ -44,12 +44,24 @@ def main():
            f"recording {path}")
     if not reqs:
         K.done(tap)
+    # bg holds the lock for 12 ms of *CPU* time: on an idle machine the request
+    # waits ~10 ms and takes ~11 ms; on a loaded one bg (and the request) also
+    # wait for a CPU, which stretches the latency (18.7 ms was seen) but not the
+    # lock time, which is bg's CPU time. So: the latency within a wide range,
+    # the lock time near 10 ms, and the holder (its CPU as lock, its waits for
+    # a CPU as runqueue) most of every request's path.
     lat = K.median_latency(reqs)
-    tap.ok(f"lock: median latency {K.fmt_ms(lat)}, expected ~11 ms", K.near(lat, 11),
-           K.describe(mid))
+    tap.ok(f"lock: median latency {K.fmt_ms(lat)}, expected ~11 ms (7..60 ms under load)",
+           7 * MS <= lat <= 60 * MS, K.describe(mid))
     lock = K.median_ns(reqs, lambda g: g.get("category") == "lock")
     tap.ok(f"lock: median lock time on the path {K.fmt_ms(lock)}, expected ~10 ms",
-           K.near(lock, 10), K.describe(mid))
+           K.near(lock, 10, rel=0.4, abs_ms=4.0), K.describe(mid))
+    shares = sorted(K.path_ns(q, lambda g: g.get("tid") == bg
+                              and g.get("category") in ("lock", "runqueue"))
+                    / max(q["latency_ns"], 1) for q in reqs)
+    share = shares[len(shares) // 2]
+    tap.ok(f"lock: the holder bg is {share:.0%} of the median request's path, expected most",
+           share >= 0.6, K.describe(mid))
     interf = K.median_ns(reqs, lambda g: g.get("category") == "lock" and g.get("interference"))
     tap.ok("lock: the lock segments are interference", interf >= 0.9 * lock and lock > 0,
            f"lock {K.fmt_ms(lock)}, of which interference {K.fmt_ms(interf)}\n" + K.describe(mid))
