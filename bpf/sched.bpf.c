@@ -315,7 +315,10 @@ static __always_inline int on_waking(struct task_struct *p)
 	e->target_cpu = task_cpu_of(p);
 	e->__pad = 0;
 	ic = irq_ctx_get();
-	if (ic && (ic->hardirq || (ic->hrtimer && !ic->softirq))) {
+	/* An hrtimer callback inside a softirq is soft only in the HRTIMER
+	 * softirq: any other softirq was interrupted by a hard timer. */
+	if (ic && (ic->hardirq ||
+		   (ic->hrtimer && !(ic->softirq && ic->vec == CP_SOFTIRQ_HRTIMER)))) {
 		e->waker_ctx = CP_CTX_HARDIRQ;
 	} else if (ic && ic->softirq) {
 		e->waker_ctx = CP_CTX_SOFTIRQ;
@@ -550,8 +553,14 @@ int BPF_PROG(sched_process_exit_raw, struct task_struct *p, bool group_dead)
 
 #define DEPTH_DOWN(f) ((f) = (f) ? (f) - 1 : 0)
 
-IRQ_EDGE(softirq_entry, unsigned int vec, (ic->softirq = 1, ic->vec = vec))
-IRQ_EDGE(softirq_exit, unsigned int vec, (ic->softirq = 0, ic->vec = CP_SOFTIRQ_NONE))
+/* An interrupt may land between the two stores: the vector is valid
+ * whenever softirq is set. */
+IRQ_EDGE(softirq_entry, unsigned int vec, { ic->vec = vec; barrier(); ic->softirq = 1; })
+IRQ_EDGE(softirq_exit, unsigned int vec, {
+	ic->softirq = 0;
+	barrier();
+	ic->vec = CP_SOFTIRQ_NONE;
+})
 IRQ_EDGE(irq_handler_entry, int irq, ic->hardirq++)
 IRQ_EDGE(irq_handler_exit, int irq, DEPTH_DOWN(ic->hardirq))
 IRQ_EDGE(hrtimer_expire_entry, struct hrtimer *t, ic->hrtimer++)
