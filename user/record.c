@@ -131,6 +131,17 @@ static int append(struct recorder *r, const struct cp_hdr *h)
 	return err;
 }
 
+/* exit_code is the kernel's wait status: a signal in the low 7 bits. */
+static void say_exited(pid_t pid, int32_t exit_code)
+{
+	if (exit_code & 0x7f)
+		fprintf(stderr, "critpath record: target %d killed by signal %d\n", pid,
+			exit_code & 0x7f);
+	else
+		fprintf(stderr, "critpath record: target %d exited (exit code %d)\n", pid,
+			(exit_code >> 8) & 0xff);
+}
+
 /* Ring buffer callback: store the record, follow process lifecycle. */
 static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
@@ -175,9 +186,7 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		if (x->group_dead && t && !t->dead) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
-				fprintf(stderr,
-					"critpath record: target %d exited (exit code %d)\n",
-					t->pid, (x->exit_code >> 8) & 0xff);
+				say_exited(t->pid, x->exit_code);
 		}
 		break;
 	}
