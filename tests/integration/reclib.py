@@ -139,7 +139,12 @@ class Result:
 def run_record(args, timeout=60, **kw):
     """`critpath record ARGS` to its end, stdin closed (a launched workload
     goes at once). stdout is the launched command's."""
-    argv = [CRITPATH, "record", *[str(a) for a in args]]
+    return run([CRITPATH, "record", *[str(a) for a in args]], timeout, **kw)
+
+
+def run(argv, timeout=60, **kw):
+    """Any command (setpriv/unshare around the recorder) to its end."""
+    argv = [str(a) for a in argv]
     t0 = time.monotonic()
     try:
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
