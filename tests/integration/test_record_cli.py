@@ -105,9 +105,10 @@ def disk_full(tap, d):
            "up to the last frame", r.rc == 1 and len(errs) == 1 and "ENOSPC" in errs[0],
            r.describe())
     dump = R.Dump(os.path.join(d, "full-copy.rec"))
-    tap.ok("cli disk full: dump reads what was written and says where it stopped (exit 1)",
-           dump.rc == 1 and dump.header and dump.records and "cut short" in dump.stderr,
-           dump.problem())
+    # how many frames fit before the disk filled depends on timing: maybe none
+    tap.ok(f"cli disk full: dump reads what was written ({len(dump.records)} records) and "
+           "says where it stopped (exit 1)",
+           dump.rc == 1 and dump.header and "cut short" in dump.stderr, dump.problem())
 
 
 def several_pids(tap, d):
