@@ -141,6 +141,13 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	err = kp__finish(&kp);
 	if (progress)
 		fprintf(stderr, "\r\033[K");
+	if (kp.loss_after_early)
+		engine__warn(e,
+			     "%llu requests went out before their wait for late loss windows was "
+			     "over (more than %llu MiB of requests waiting): a loss window written "
+			     "after them may overlap some without marking them partial",
+			     (unsigned long long)kp.pend_early,
+			     (unsigned long long)(KP_PEND_MAX_BYTES >> 20));
 	if (kp.requests_partial)
 		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
 			     (unsigned long long)kp.requests_partial,

@@ -120,22 +120,26 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 	return KP_NONE;
 }
 
-void kp__conn_addr_str(const struct kp_conn *c, bool local, char *buf, size_t len)
+void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len)
 {
-	char ip[INET6_ADDRSTRLEN] = "?";
+	char ip[INET6_ADDRSTRLEN] = "?", *str = local ? c->lstr : c->rstr;
 	const uint8_t *addr = local ? c->a.laddr : c->a.raddr;
 	unsigned int port = local ? c->a.lport : c->a.rport;
 
-	if (c->a.family == AF_INET6) {
-		inet_ntop(AF_INET6, addr, ip, sizeof(ip));
-		snprintf(buf, len, "[%s]:%u", ip, port);
-	} else {
-		inet_ntop(AF_INET, addr, ip, sizeof(ip));
-		snprintf(buf, len, "%s:%u", ip, port);
+	/* the walk asks for them on every request: formatted once per conn */
+	if (!str[0]) {
+		if (c->a.family == AF_INET6) {
+			inet_ntop(AF_INET6, addr, ip, sizeof(ip));
+			snprintf(str, KP_ADDR_STR_LEN, "[%s]:%u", ip, port);
+		} else {
+			inet_ntop(AF_INET, addr, ip, sizeof(ip));
+			snprintf(str, KP_ADDR_STR_LEN, "%s:%u", ip, port);
+		}
 	}
+	snprintf(buf, len, "%s", str);
 }
 
-void kp__conn_peer_str(const struct kp_conn *c, char *buf, size_t len)
+void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len)
 {
 	kp__conn_addr_str(c, false, buf, len);
 }

@@ -134,7 +134,9 @@ void kp__free(struct kp *kp)
 	for (uint32_t i = 0; i < kp->ncn; i++) {
 		free(kp->cn[i].wr);
 		free(kp->cn[i].dr);
+		free(kp->cn[i].runs);
 	}
+	kp__pend_free(kp);
 	free(kp->th);
 	free(kp->pr);
 	free(kp->cn);
@@ -183,117 +185,6 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 	return (int)kp->nsrc++;
 }
 
-static const struct kp_source *host_source(const struct kp *kp, uint32_t host)
-{
-	for (uint32_t i = 0; i < kp->nsrc; i++)
-		if (kp->src[i].host == host)
-			return &kp->src[i];
-	return NULL;
-}
-
-static bool overlaps_loss(const struct kp *kp, uint32_t host, uint64_t a, uint64_t b)
-{
-	for (uint32_t i = 0; i < kp->nloss; i++)
-		if (kp->loss[i].host == host && kp->loss[i].start <= b && kp->loss[i].end >= a)
-			return true;
-	return false;
-}
-
-/* Turns the walk's segments into a struct cp_request and hands it on. */
-static int emit_request(struct kp *kp, uint32_t ci)
-{
-	const struct kp_conn *c = &kp->cn[ci];
-	const struct kp_source *src = host_source(kp, c->host);
-	char svc[KP_NAME_LEN], id[64], status[32];
-	const char *tags[2] = {NULL, NULL};
-	struct cp_request r;
-	uint32_t n = kp->nws;
-
-	uint32_t nfr = 0, fi = 0;
-
-	/* frames: service, name, the downstream (if any), the probed calls */
-	for (uint32_t i = 0; i < n; i++) {
-		const struct kp_wseg *w = &kp->ws[i];
-
-		nfr += 3;
-		if (w->pev >= 0 && w->thread != KP_NONE) {
-			const struct kp_thread *t = &kp->th[w->thread];
-
-			nfr += t->pev[w->pev - (int64_t)t->pev_base].depth;
-		}
-	}
-	if (kp__grow((void **)&kp->segs, &kp->capsegs, n, sizeof(*kp->segs)) ||
-	    kp__grow((void **)&kp->frames, &kp->capframes, nfr, sizeof(*kp->frames)))
-		return -ENOMEM;
-	if (!kp->cn[ci].service[0])
-		kp__proc_service(kp, c->proc, c->a.lport, kp->cn[ci].service, KP_NAME_LEN);
-	memcpy(svc, c->service, sizeof(svc));
-	for (uint32_t i = 0; i < kp->nculs; i++)
-		kp->culs[i].comm = kp->strs[(uintptr_t)kp->culs[i].comm];
-	for (uint32_t i = 0; i < n; i++) {
-		const struct kp_wseg *w = &kp->ws[i];
-		struct cp_segment *s = &kp->segs[i];
-		const char **fr = &kp->frames[fi];
-
-		memset(s, 0, sizeof(*s));
-		s->start_ns = w->start;
-		s->end_ns = w->end;
-		s->category = (enum cp_category)w->cat;
-		s->interference = w->interference;
-		fr[0] = svc;
-		fr[1] = c->req.name;
-		s->nframes = 2;
-		if (w->frame3 >= 0)
-			fr[s->nframes++] = kp->strs[w->frame3];
-		if (w->pev >= 0 && w->thread != KP_NONE) {
-			const struct kp_thread *t = &kp->th[w->thread];
-			const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
-
-			for (uint32_t k = 0; k < pe->depth; k++)
-				fr[s->nframes++] = kp->probe_names[pe->stack[k]];
-		}
-		s->frames = fr;
-		fi += s->nframes;
-		s->pid = s->tid = s->cpu = -1;
-		if (w->thread != KP_NONE) {
-			const struct kp_thread *t = &kp->th[w->thread];
-
-			s->pid = t->pid;
-			s->tid = t->tid;
-			s->comm = kp__thread_comm(kp, w->thread);
-		}
-		if (w->cpu >= 0) {
-			s->cpu = w->cpu;
-			if (src && src->cpu_model && (uint32_t)w->cpu < src->ncpus)
-				s->cpu_model = src->cpu_model[w->cpu];
-			s->sku = src ? src->sku : NULL;
-		}
-		s->peer = w->peer >= 0 ? kp->strs[w->peer] : NULL;
-		s->culprits = w->ncul ? &kp->culs[w->cul_first] : NULL;
-		s->nculprits = w->ncul;
-	}
-	memset(&r, 0, sizeof(r));
-	snprintf(id, sizeof(id), "%d:%u:%u", c->proc != KP_NONE ? kp->pr[c->proc].pid : -1, ci,
-		 c->nreq);
-	r.id = id;
-	r.service = svc;
-	r.name = c->req.name;
-	r.host = src ? src->host_name : NULL;
-	r.start_ns = c->req.start;
-	r.end_ns = c->req.end;
-	r.partial = overlaps_loss(kp, c->host, r.start_ns, r.end_ns);
-	r.segs = kp->segs;
-	r.nsegs = n;
-	if (c->req.status) {
-		snprintf(status, sizeof(status), "http.status=%d", c->req.status);
-		tags[0] = status;
-		r.tags = tags;
-	}
-	kp->requests_out++;
-	kp->requests_partial += r.partial;
-	return kp->emit ? kp->emit(kp->emit_arg, &r) : 0;
-}
-
 int kp__conn_finish_req(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -303,10 +194,15 @@ int kp__conn_finish_req(struct kp *kp, uint32_t ci)
 	    c->proc != KP_NONE && c->req.end >= c->req.start) {
 		err = kp__walk(kp, ci);
 		if (!err)
-			err = emit_request(kp, ci);
+			err = kp__emit_request(kp, ci);
 		c = &kp->cn[ci];
 		c->prev_end = c->req.end;
-		c->nreq++;
+		if (c->req.nruns) {
+			for (uint32_t k = 0; k < c->req.nruns; k++)
+				c->nreq += c->runs[k].count;
+		} else {
+			c->nreq++;
+		}
 		memcpy(c->last_name, c->req.name, sizeof(c->last_name));
 		if (err && !kp->err)
 			kp->err = err;
@@ -523,13 +419,8 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 		const struct cp_md_loss *m = (const void *)rec;
 
 		NEED(struct cp_md_loss);
-		if (kp__grow((void **)&kp->loss, &kp->caploss, kp->nloss + 1, sizeof(*kp->loss)))
-			return -ENOMEM;
-		kp->loss[kp->nloss].host = host;
-		kp->loss[kp->nloss].start = m->start_ns + (uint64_t)src->delta;
-		kp->loss[kp->nloss].end = m->end_ns + (uint64_t)src->delta;
-		kp->nloss++;
-		return 0;
+		return kp__loss_add(kp, host, m->start_ns + (uint64_t)src->delta,
+				    m->end_ns + (uint64_t)src->delta);
 	}
 	default:
 		return 0; /* block, hooks, and types added later */
@@ -550,6 +441,10 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	err = dispatch(kp, src, rec, ts);
 	if (err)
 		return err;
+	if (kp->pend_head < kp->npend &&
+	    (kp->pend[kp->pend_head].req->end_ns + KP_LOSS_LAG_NS <= kp->now ||
+	     kp->pend_bytes > KP_PEND_MAX_BYTES))
+		kp__pend_flush(kp, false);
 	if (kp->err)
 		return kp->err;
 	kp->records++;
@@ -571,5 +466,6 @@ int kp__finish(struct kp *kp)
 		if (err)
 			return err;
 	}
+	kp__pend_flush(kp, true);
 	return kp->err;
 }

@@ -10,6 +10,7 @@
  *   proto_*.c     protocol names (HTTP/1.x, memcached text, Redis RESP)
  *   kpath_walk.c  the backward walk of one request and its ownership rules
  *   kpath_core.c  record dispatch, finishing requests, pruning old state
+ *   kpath_emit.c  requests out, after a wait for late loss windows
  *
  * Records must arrive in time order of hdr.ts (syscall records sit at their
  * exit time and carry enter_ts). Memory: per-thread intervals and
@@ -32,7 +33,13 @@
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
 #define KP_IDLE_FINISH_NS 1000000000ull /* a response idle this long is complete */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
+/* A finished request waits this long (stream time past its end) before it
+ * goes out: the recorder writes a loss window when it notices the drops,
+ * ~100 ms after them, and a request overlapping one must be marked partial. */
+#define KP_LOSS_LAG_NS 1000000000ull
+#define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
 #define KP_NAME_LEN 64
+#define KP_ADDR_STR_LEN 48 /* "[ipv6]:port" */
 
 enum kp_state {
 	KP_ST_UNKNOWN = 0, /* before the first event of the thread */
@@ -147,6 +154,13 @@ struct kp_dready {
 
 enum kp_phase { KP_PH_IDLE = 0, KP_PH_READING, KP_PH_WRITING };
 
+/* Pipelining: the requests one read carried, as runs of equal names (the
+ * first run starts with the request's own name). */
+struct kp_name_run {
+	char name[KP_NAME_LEN];
+	uint32_t count;
+};
+
 /* The request being served on a server connection. */
 struct kp_req {
 	uint64_t start; /* DESIGN: when its first bytes reached the process */
@@ -156,6 +170,10 @@ struct kp_req {
 	uint32_t writer; /* the thread of the last write */
 	int status;	 /* HTTP status, 0 = none */
 	char name[KP_NAME_LEN];
+	/* several requests in its first read (pipelined): the runs of names in
+	 * kp_conn.runs, all of them served by this one read-then-write exchange;
+	 * 0 = just this one */
+	uint16_t nruns;
 };
 
 struct kp_conn {
@@ -171,10 +189,13 @@ struct kp_conn {
 	struct kp_req req;
 	char last_name[KP_NAME_LEN]; /* client: the call being made; server: last request */
 	char service[KP_NAME_LEN];   /* "comm:port", set at its first request */
+	char lstr[KP_ADDR_STR_LEN], rstr[KP_ADDR_STR_LEN]; /* "ip:port" of each end, once known */
 	struct kp_write *wr;
 	uint32_t nwr, capwr;
 	struct kp_dready *dr;
 	uint32_t ndr, capdr;
+	struct kp_name_run *runs; /* req.nruns of them (pipelining), allocated when first needed */
+	uint32_t capruns;
 };
 
 struct kp_source {
@@ -190,6 +211,18 @@ struct kp_source {
 struct kp_loss {
 	uint32_t host;
 	uint64_t start, end;
+};
+
+/* A finished request waiting for KP_LOSS_LAG_NS (a deep copy in one block).
+ * Pipelined requests wait as one, with their names. */
+struct kp_pend {
+	struct cp_request *req;
+	uint32_t host;
+	int32_t pid;
+	uint32_t conn, nreq;	  /* ids: "pid:conn:nreq", nreq counting up per request */
+	struct kp_name_run *runs; /* NULL: one request named req->name */
+	uint32_t nruns;
+	uint64_t bytes;
 };
 
 struct kp_lastdr {
@@ -246,6 +279,19 @@ struct kp {
 	uint64_t now; /* the stream's time (latest hdr.ts) */
 	uint64_t records, since_prune;
 	uint64_t requests_out, requests_partial, walk_unexplained_ns;
+	uint64_t loss_maxlen; /* the longest loss window (kp->loss is sorted by end) */
+
+	/* finished requests waiting for late loss windows (FIFO) */
+	struct kp_pend *pend;
+	uint32_t pend_head, npend, cappend; /* waiting: pend[pend_head .. npend) */
+	uint64_t pend_bytes;
+	uint64_t pend_early;   /* sent before their wait was over (too many waiting) */
+	bool loss_after_early; /* and a loss window came after one of them */
+
+	/* pipelining: reads that carried several requests; of those, reads
+	 * whose bytes went on past the recorded payload prefix (requests there
+	 * not seen, not counted) */
+	uint64_t pipe_reads, pipe_requests, pipe_beyond;
 	int err; /* first error of the emit callback */
 
 	/* scratch of the walk, reused between requests */
@@ -271,7 +317,8 @@ void kp__free(struct kp *kp);
 int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const char *host_name,
 		   const char *sku, uint32_t ncpus, const char *const *cpu_model);
 int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec);
-/* Ends the stream: finishes requests whose response is complete. */
+/* Ends the stream: finishes requests whose response is complete, and sends
+ * every request still waiting for loss windows. */
 int kp__finish(struct kp *kp);
 
 /* maps (kpath_core.c) */
@@ -319,10 +366,18 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt);
 void kp__conn_prune(struct kp_conn *c, uint64_t before);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
-void kp__conn_addr_str(const struct kp_conn *c, bool local, char *buf, size_t len);
-void kp__conn_peer_str(const struct kp_conn *c, char *buf, size_t len);
+void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len);
+void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);
 /* Requests: finish the one open on conn (walk + emit). */
 int kp__conn_finish_req(struct kp *kp, uint32_t conn);
+
+/* kpath_emit.c: the walk's result as a request, waiting KP_LOSS_LAG_NS for
+ * loss windows before it goes to kp->emit */
+int kp__emit_request(struct kp *kp, uint32_t conn);
+int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end);
+/* Sends the requests whose wait is over (every one with all). */
+int kp__pend_flush(struct kp *kp, bool all);
+void kp__pend_free(struct kp *kp);
 
 /* kpath_walk.c: fills kp->ws (time order) for the request open on conn */
 int kp__walk(struct kp *kp, uint32_t conn);
@@ -337,5 +392,20 @@ enum kp_proto { KP_PROTO_NONE = 0, KP_PROTO_HTTP, KP_PROTO_MEMCACHED, KP_PROTO_R
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen);
 /* HTTP status of a response's first bytes, 0 when not HTTP. */
 int proto__http_status(const uint8_t *p, size_t len);
+
+/* proto_frame.c: pipelining. The requests in the first bytes p[0..len) of
+ * a read that returned total bytes, for the protocols proto__request_name
+ * knows (anything else is one request). Fills up to max messages (offset
+ * and length within p; a message cut by the end of p runs to len) and
+ * returns how many: 1 for a read holding one request (or none that can be
+ * framed), 0 only when len is 0. A message after the first counts only when
+ * its name is whole in p. *beyond: the read carried more requests than p
+ * shows (bytes past p after a message boundary, or a cut message after the
+ * first), so some were not seen. */
+struct proto_msg {
+	uint32_t off, len;
+};
+uint32_t proto__split(const uint8_t *p, size_t len, uint64_t total, struct proto_msg *m,
+		      uint32_t max, bool *beyond);
 
 #endif /* CRITPATH_KPATH_INTERNAL_H */

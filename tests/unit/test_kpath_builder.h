@@ -224,6 +224,17 @@ static inline void kb_loss(struct kb *b, uint64_t start, uint64_t end)
 	m->events = 1;
 }
 
+/* A loss record as the recorder writes it: when it noticed the drops (ts),
+ * after the window [start, end] it covers. */
+static inline void kb_loss_at(struct kb *b, uint64_t ts, uint64_t start, uint64_t end)
+{
+	struct cp_md_loss *m = (void *)kb_new(b, CP_MD_LOSS, sizeof(*m), ts, 0, 0, 0);
+
+	m->start_ns = start;
+	m->end_ns = end;
+	m->events = 1;
+}
+
 static inline void kb_probe_def(struct kb *b, uint32_t id, const char *symbol)
 {
 	struct cp_md_probe *m = (void *)kb_new(b, CP_MD_PROBE, sizeof(*m), 0, 0, 0, 0);

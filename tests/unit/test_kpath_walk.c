@@ -445,6 +445,49 @@ static void test_loss_partial(void **state)
 	check_tiling(&b.reqs[0]);
 }
 
+/* The recorder writes a loss window after the fact (at its next check, ~100
+ * ms later): requests it overlaps are partial even when they were finished
+ * before the loss record came in the stream; a later one is not. */
+static void test_loss_late_record(void **state)
+{
+	static struct kb b;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /a HTTP/1.1\r\n\r\n");
+	respond_at(&b, B + 2 * U, 100, 100);
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* the next request finishes the first at 10 */
+	kb_dready(&b, B + 10 * U, 0, 100, CL, 2000);
+	kb_wake(&b, B + 10 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock(&b, B + 2 * U + 100, B + 10 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 20, 1020,
+		"GET /b HTTP/1.1\r\n\r\n");
+	respond_at(&b, B + 13 * U, 100, 100);
+	kb_switch(&b, B + 13 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* events lost in [1, 12] and [12, 112], noticed at 12 and at 112: the
+	 * first request was finished at 10, before either record */
+	kb_loss_at(&b, B + 12 * U, B + 1 * U, B + 12 * U);
+	kb_loss_at(&b, B + 112 * U, B + 12 * U, B + 112 * U);
+	/* a third request two seconds later, clear of both windows */
+	kb_dready(&b, B + 2000 * U, 0, 100, CL, 3000);
+	kb_wake(&b, B + 2000 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 2000 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock(&b, B + 13 * U + 100, B + 2000 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 20, 2020,
+		"GET /c HTTP/1.1\r\n\r\n");
+	respond_at(&b, B + 2003 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 3);
+	assert_string_equal(b.reqs[0].name, "GET /a");
+	assert_true(b.reqs[0].partial);
+	assert_string_equal(b.reqs[1].name, "GET /b");
+	assert_true(b.reqs[1].partial);
+	assert_string_equal(b.reqs[2].name, "GET /c");
+	assert_false(b.reqs[2].partial);
+	for (int i = 0; i < 3; i++)
+		check_tiling(&b.reqs[i]);
+}
+
 /* Keep-alive: two requests on one connection, framed by direction changes;
  * the second starts at its own data arrival, after the first's response. */
 static void test_keepalive_two_requests(void **state)
@@ -591,6 +634,7 @@ int main(void)
 	    cmocka_unit_test(test_runqueue),
 	    cmocka_unit_test(test_untraced_downstream),
 	    cmocka_unit_test(test_loss_partial),
+	    cmocka_unit_test(test_loss_late_record),
 	    cmocka_unit_test(test_keepalive_two_requests),
 	    cmocka_unit_test(test_event_loop_two_connections),
 	    cmocka_unit_test(test_never_switched),
