@@ -141,6 +141,13 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	err = kp__finish(&kp);
 	if (progress)
 		fprintf(stderr, "\r\033[K");
+	if (kp.pipe_beyond)
+		engine__warn(e,
+			     "%llu reads held more pipelined requests than their %u-byte payload "
+			     "prefix shows: the requests past it were not seen and are not counted "
+			     "(record with a larger --payload-bytes, up to %d, to see more)",
+			     (unsigned long long)kp.pipe_beyond, first ? first->payload_bytes : 0,
+			     CP_PAYLOAD_MAX);
 	if (kp.loss_after_early)
 		engine__warn(e,
 			     "%llu requests went out before their wait for late loss windows was "

@@ -242,6 +242,50 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
 	return s;
 }
 
+/*
+ * Pipelining: several requests in the read that began this one (their bytes
+ * all came before any response). Each is a request of its own, named by its
+ * own first bytes; all of them start when the read's first byte arrived and
+ * end with the last byte written before the next read — which response
+ * bytes belong to which request is not known from syscalls — so they share
+ * this exchange's critical path. Only the payload prefix can be framed:
+ * reads whose requests went on past it are counted (kp->pipe_beyond).
+ */
+#define KP_PIPE_MAX 256
+
+static int conn_pipelined(struct kp *kp, struct kp_conn *c, const struct cp_ev_sock *e)
+{
+	struct proto_msg m[KP_PIPE_MAX];
+	bool beyond = false;
+	uint32_t n =
+	    proto__split(e->payload, e->payload_len, (uint64_t)e->bytes, m, KP_PIPE_MAX, &beyond);
+
+	kp->pipe_beyond += beyond;
+	if (n < 2)
+		return 0;
+	kp->pipe_reads++;
+	kp->pipe_requests += n;
+	c->req.nruns = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		char name[KP_NAME_LEN];
+		struct kp_name_run *r;
+
+		proto__request_name(e->payload + m[i].off, m[i].len, name, sizeof(name));
+		if (!name[0])
+			snprintf(name, sizeof(name), "request");
+		if (c->req.nruns && !strcmp(c->runs[c->req.nruns - 1].name, name)) {
+			c->runs[c->req.nruns - 1].count++;
+			continue;
+		}
+		if (kp__grow((void **)&c->runs, &c->capruns, c->req.nruns + 1u, sizeof(*c->runs)))
+			return -ENOMEM;
+		r = &c->runs[c->req.nruns++];
+		memcpy(r->name, name, sizeof(r->name));
+		r->count = 1;
+	}
+	return 0;
+}
+
 static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		     uint64_t ts, uint64_t enter)
 {
@@ -272,7 +316,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	if (!c->req.name[0])
 		snprintf(c->req.name, sizeof(c->req.name), "request");
 	c->phase = KP_PH_READING;
-	return 0;
+	return conn_pipelined(kp, c, e);
 }
 
 static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,

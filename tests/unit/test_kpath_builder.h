@@ -55,7 +55,7 @@ struct kb_seg {
 };
 
 struct kb_req {
-	char service[64], name[64];
+	char service[64], name[64], id[64];
 	uint64_t start, end;
 	bool partial;
 	uint32_t nsegs;
@@ -264,6 +264,7 @@ static inline int kb_emit(void *arg, const struct cp_request *r)
 	memset(q, 0, sizeof(*q));
 	snprintf(q->service, sizeof(q->service), "%s", r->service ? r->service : "");
 	snprintf(q->name, sizeof(q->name), "%s", r->name ? r->name : "");
+	snprintf(q->id, sizeof(q->id), "%s", r->id ? r->id : "");
 	q->start = r->start_ns;
 	q->end = r->end_ns;
 	q->partial = r->partial;

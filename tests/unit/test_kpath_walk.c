@@ -515,6 +515,48 @@ static void test_keepalive_two_requests(void **state)
 	check_tiling(&b.reqs[1]);
 }
 
+/* Pipelining (redis-benchmark -P 3): one read carries SET, SET, GET, one
+ * write answers them. Three requests, each named by its own command, with
+ * the exchange's start, end and path; the next read is a request of its own. */
+static void test_pipelined(void **state)
+{
+	static struct kb b;
+	const char *batch = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+			    "*3\r\n$3\r\nSET\r\n$1\r\nj\r\n$1\r\nw\r\n"
+			    "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+	const struct want w[] = {{0, 4, CP_CAT_CPU, 100, false}};
+	const char *names[] = {"SET", "SET", "GET", "PING"};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "redis-server");
+	serve_from_b(&b, 100, 100, 0, batch);
+	kb_sock(&b, B + 4 * U - 1000, B + 4 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 17, 9000,
+		"+OK\r\n+OK\r\n$1\r\nv\r\n");
+	kb_switch(&b, B + 4 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 10 * U, 0, 100, CL, 1000 + (uint32_t)strlen(batch) + 14);
+	kb_wake(&b, B + 10 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "redis-server");
+	kb_sock(&b, B + 4 * U + 100, B + 10 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 14,
+		1000 + (uint32_t)strlen(batch), "*1\r\n$4\r\nPING\r\n");
+	respond_at(&b, B + 11 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(b.reqs[i].name, names[i]);
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(b.reqs[i].id, b.reqs[j].id);
+	}
+	for (int i = 0; i < 3; i++) {
+		check_path(&b.reqs[i], w, 1);
+		/* the name frame is each request's own */
+		assert_string_equal(b.reqs[i].segs[0].stack,
+				    i < 2 ? "redis-server:80;SET" : "redis-server:80;GET");
+	}
+	assert_int_equal(b.reqs[3].start, B + 10 * U);
+	assert_int_equal(b.reqs[3].end, B + 11 * U);
+	check_tiling(&b.reqs[3]);
+}
+
 /* A busy thread never switched out during the recording: first seen at a
  * syscall's exit, it has been running all along. */
 static void test_never_switched(void **state)
@@ -637,6 +679,7 @@ int main(void)
 	    cmocka_unit_test(test_loss_late_record),
 	    cmocka_unit_test(test_keepalive_two_requests),
 	    cmocka_unit_test(test_event_loop_two_connections),
+	    cmocka_unit_test(test_pipelined),
 	    cmocka_unit_test(test_never_switched),
 	    cmocka_unit_test(test_probe_frames),
 	};

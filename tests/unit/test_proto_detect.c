@@ -2,12 +2,14 @@
 /*
  * Request names from payload prefixes (user/proto_detect.c): HTTP/1.x
  * method and path (query dropped, numbers folded), memcached text and Redis
- * RESP commands, prefixes cut anywhere, and bytes that are none of these.
+ * RESP commands, prefixes cut anywhere, and bytes that are none of these;
+ * pipelined requests split by each protocol's framing (user/proto_frame.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -95,12 +97,133 @@ static void test_unknown(void **state)
 	assert_int_equal(name_of("hello world\r\n", n), KP_PROTO_NONE);
 }
 
+/* --- pipelining (user/proto_frame.c) ----------------------------------- */
+
+/* Splits payload (the prefix of a read of total bytes; 0 = all of it) and
+ * writes the names found, joined by ',', into names. */
+static uint32_t split(const char *payload, size_t plen, uint64_t total, bool *beyond, char *names)
+{
+	struct proto_msg m[64];
+	uint32_t n;
+	size_t o = 0;
+
+	if (!plen)
+		plen = strlen(payload);
+	n = proto__split((const uint8_t *)payload, plen, total ? total : plen, m, 64, beyond);
+	names[0] = '\0';
+	for (uint32_t i = 0; i < n; i++) {
+		char nm[KP_NAME_LEN];
+
+		assert_true(m[i].off + m[i].len <= plen);
+		proto__request_name((const uint8_t *)payload + m[i].off, m[i].len, nm, sizeof(nm));
+		o += (size_t)snprintf(names + o, 1024 - o, "%s%s", i ? "," : "", nm);
+	}
+	return n;
+}
+
+static void test_split_resp(void **state)
+{
+	const char *p = "*3\r\n$3\r\nSET\r\n$3\r\nk:1\r\n$3\r\nabc\r\n"
+			"*3\r\n$3\r\nSET\r\n$3\r\nk:2\r\n$3\r\nabc\r\n"
+			"*2\r\n$3\r\nGET\r\n$3\r\nk:1\r\n";
+	size_t len = strlen(p);
+	char names[1024];
+	bool beyond;
+
+	/* redis-benchmark -P 3: three requests, the whole read seen */
+	assert_int_equal(split(p, 0, 0, &beyond, names), 3);
+	assert_string_equal(names, "SET,SET,GET");
+	assert_false(beyond);
+	/* the prefix ends on a request boundary, the read went on: not all seen */
+	assert_int_equal(split(p, 62, len + 50, &beyond, names), 2);
+	assert_string_equal(names, "SET,SET");
+	assert_true(beyond);
+	/* cut inside the third request after its name: counted; before it: not */
+	assert_int_equal(split(p, 62 + 13, len, &beyond, names), 3);
+	assert_true(beyond);
+	assert_int_equal(split(p, 62 + 10, len, &beyond, names), 2);
+	assert_true(beyond);
+	/* one request longer than the prefix: one request, nothing unseen */
+	assert_int_equal(split(p, 20, 35, &beyond, names), 1);
+	assert_string_equal(names, "SET");
+	assert_false(beyond);
+	/* inline commands, one a line */
+	assert_int_equal(split("PING\r\nPING\r\nINFO\r\n", 0, 0, &beyond, names), 3);
+	assert_string_equal(names, "PING,PING,INFO");
+	/* a binary value that looks like a command is data, not a request */
+	assert_int_equal(split("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$14\r\n*1\r\n$4\r\nPING\r\n\r\n", 0,
+			       0, &beyond, names),
+			 1);
+}
+
+static void test_split_memcached(void **state)
+{
+	const char *p = "set k1 0 0 11\r\nget k2 k3\r\n\r\nget k1\r\n"
+			"get k2\r\ndelete k1 noreply\r\n";
+	char names[1024];
+	bool beyond;
+
+	/* the data block (which holds a command line) is skipped by its length */
+	assert_int_equal(split(p, 0, 0, &beyond, names), 4);
+	assert_string_equal(names, "set,get,get,delete");
+	assert_false(beyond);
+	assert_int_equal(split("ms k 2 T0\r\nhi\r\nmg k v\r\n", 0, 0, &beyond, names), 2);
+	assert_string_equal(names, "ms,mg");
+	/* a data length that is not a number, or one the data does not end
+	 * at: not framed further */
+	assert_int_equal(split("set k 0 0 x\r\nget k\r\n", 0, 0, &beyond, names), 1);
+	assert_int_equal(split("set k 0 0 3\r\nab\r\nget k\r\n", 0, 0, &beyond, names), 1);
+}
+
+static void test_split_http(void **state)
+{
+	const char *p = "POST /item/7 HTTP/1.1\r\nHost: a\r\ncontent-length: 17\r\n\r\n"
+			"GET /x HTTP/1.1\r\n"
+			"GET /cart HTTP/1.1\r\nHost: a\r\n\r\n"
+			"GET /item/8 HTTP/1.1\r\n\r\n";
+	const char *chunked = "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+			      "3\r\nabc\r\n0\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
+	char names[1024];
+	bool beyond;
+
+	/* the POST's 17-byte body looks like a request line but is its body */
+	assert_int_equal(split(p, 0, 0, &beyond, names), 3);
+	assert_string_equal(names, "POST /item/{n},GET /cart,GET /item/{n}");
+	assert_false(beyond);
+	/* a chunked body ends the framing: one request */
+	assert_int_equal(split(chunked, 0, 0, &beyond, names), 1);
+	/* the third request's target is cut: not counted, but some unseen */
+	assert_int_equal(split(p, strlen(p) - 15, strlen(p), &beyond, names), 2);
+	assert_true(beyond);
+	/* cut after its target: counted */
+	assert_int_equal(split(p, strlen(p) - 12, strlen(p), &beyond, names), 3);
+	assert_string_equal(names, "POST /item/{n},GET /cart,GET /item/{n}");
+}
+
+static void test_split_other(void **state)
+{
+	char names[1024];
+	bool beyond;
+
+	assert_int_equal(split("\x01\x02binary\r\n\r\nmore", 0, 100, &beyond, names), 1);
+	assert_false(beyond);
+	assert_int_equal(proto__split((const uint8_t *)"x", 0, 0, NULL, 4, &beyond), 0);
+	/* a memcached request then bytes of another protocol: one request */
+	assert_int_equal(split("get k\r\nGET / HTTP/1.1\r\n\r\n", 0, 0, &beyond, names), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_http),      cmocka_unit_test(test_http_status),
-	    cmocka_unit_test(test_memcached), cmocka_unit_test(test_resp),
+	    cmocka_unit_test(test_http),
+	    cmocka_unit_test(test_http_status),
+	    cmocka_unit_test(test_memcached),
+	    cmocka_unit_test(test_resp),
 	    cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_split_resp),
+	    cmocka_unit_test(test_split_memcached),
+	    cmocka_unit_test(test_split_http),
+	    cmocka_unit_test(test_split_other),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
