@@ -8,7 +8,9 @@
  * server connection are framed by direction changes — reads, then writes,
  * then the next read begins the next request — and named by the protocol of
  * their first bytes; the payload prefix the recorder keeps (first read after
- * a write, first write after a read) is exactly what that needs.
+ * a write, first write after a read) is exactly what that needs. A read that
+ * carries several requests (pipelining) gives one request each, framed by
+ * the protocol in that prefix (proto_frame.c).
  *
  * Start of a request: the sk_data_ready that delivered its first byte (the
  * byte at the read's tcp_seq) after the previous response ended — that is
