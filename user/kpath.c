@@ -40,8 +40,9 @@ static int input_next(struct input *in, struct engine *e)
 	if (rc == 1)
 		return 0;
 	in->cur = NULL;
+	/* the reader's line names the file already */
 	if (recording_reader__stopped(in->r))
-		engine__warn(e, "%s: %s", in->path, recording_reader__stopped(in->r));
+		engine__warn(e, "%s", recording_reader__stopped(in->r));
 	return 0;
 }
 

@@ -338,6 +338,47 @@ static inline int kb_run(struct kb *b)
 	return err;
 }
 
+#ifdef KB_WITH_RECORDING
+#include "recording.h"
+
+/* Writes records [from, to) of b (every metadata record too, sorted by
+ * time first) to path as a recording of host-1 with two CPU models. */
+static inline void kb_write_recording(struct kb *b, const char *path, uint32_t from, uint32_t to)
+{
+	static const struct recording_cpu cpus[2] = {
+	    {0, "Test CPU A", 2000, 1024},
+	    {1, "Test CPU B", 3000, 1024},
+	};
+	struct recording_info info = {
+	    .format_version = RECORDING_FORMAT_VERSION,
+	    .agent_version = "test",
+	    .cmdline = "test",
+	    .host = "host-1",
+	    .kernel = "6.18",
+	    .boot_id = "boot-1",
+	    .sku = "sku-x",
+	    .start_ns = 1,
+	    .payload_bytes = CP_PAYLOAD_DEFAULT,
+	    .ncpus = 2,
+	    .cpus = cpus,
+	};
+	struct recording_totals tot = {0};
+	struct recording_writer *w = NULL;
+
+	qsort(b->recs, b->n, sizeof(b->recs[0]), kb_cmp);
+	assert_int_equal(recording_writer__open(&w, path, &info), 0);
+	for (uint32_t i = 0; i < b->n; i++) {
+		if ((i < from || i >= to) && b->recs[i].u.h.type < CP_MD_PROCESS)
+			continue;
+		assert_int_equal(recording_writer__append(w, &b->recs[i].u.h), 0);
+		tot.events++;
+		if (b->recs[i].ts > tot.end_ns)
+			tot.end_ns = b->recs[i].ts;
+	}
+	assert_int_equal(recording_writer__close(w, &tot), 0);
+}
+#endif
+
 static inline const struct kb_req *kb_find(const struct kb *b, const char *service)
 {
 	for (uint32_t i = 0; i < b->nreqs; i++)

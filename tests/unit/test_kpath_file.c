@@ -18,7 +18,7 @@
 
 #include "engine.h"
 #include "kpath.h"
-#include "recording.h"
+#define KB_WITH_RECORDING
 #include "test_kpath_builder.h"
 
 #define U 1000000ull
@@ -49,38 +49,6 @@ static void lock_scenario(struct kb *b)
 	qsort(b->recs, b->n, sizeof(b->recs[0]), kb_cmp);
 }
 
-/* Writes records [from, to) of b (every metadata record too) to path. */
-static void write_recording(const struct kb *b, const char *path, uint32_t from, uint32_t to)
-{
-	static const struct recording_cpu cpus[2] = {
-	    {0, "Test CPU A", 2000, 1024},
-	    {1, "Test CPU B", 3000, 1024},
-	};
-	struct recording_info info = {
-	    .format_version = RECORDING_FORMAT_VERSION,
-	    .agent_version = "test",
-	    .cmdline = "test",
-	    .host = "host-1",
-	    .kernel = "6.18",
-	    .boot_id = "boot-1",
-	    .sku = "sku-x",
-	    .start_ns = 1,
-	    .ncpus = 2,
-	    .cpus = cpus,
-	};
-	struct recording_totals tot = {.end_ns = B + 100 * U};
-	struct recording_writer *w = NULL;
-
-	assert_int_equal(recording_writer__open(&w, path, &info), 0);
-	for (uint32_t i = 0; i < b->n; i++) {
-		if ((i < from || i >= to) && b->recs[i].u.h.type < CP_MD_PROCESS)
-			continue;
-		assert_int_equal(recording_writer__append(w, &b->recs[i].u.h), 0);
-		tot.events++;
-	}
-	assert_int_equal(recording_writer__close(w, &tot), 0);
-}
-
 static const struct engine_result *analyze(struct engine *e, const char *const *paths, int n)
 {
 	engine__set_quiet(e, true);
@@ -101,7 +69,7 @@ static void test_lock_recording(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	lock_scenario(&b);
-	write_recording(&b, path, 0, b.n);
+	kb_write_recording(&b, path, 0, b.n);
 	r = analyze(e, paths, 1);
 	assert_int_equal(r->nrequests, 1);
 	assert_int_equal(r->nkept, 1);
@@ -141,8 +109,8 @@ static void test_split_recordings(void **state)
 	close(f1);
 	close(f2);
 	lock_scenario(&b);
-	write_recording(&b, p1, 0, b.n / 2);
-	write_recording(&b, p2, b.n / 2, b.n);
+	kb_write_recording(&b, p1, 0, b.n / 2);
+	kb_write_recording(&b, p2, b.n / 2, b.n);
 	r = analyze(e, paths, 2);
 	assert_int_equal(r->nrequests, 1);
 	assert_int_equal(r->requests[0]->nsegs, 2);

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * `critpath report` and `critpath diff` on recordings, end to end without
+ * root: a hand-built lock-holder recording (SCENARIOS.md kernel case 4)
+ * through every --format, --requests N (the slowest requests with their
+ * paths), the contention table, a diff of two recordings (the holder made
+ * slower) and of identical ones, and a recording cut short.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <fcntl.h>
+#include <yajl/yajl_tree.h>
+
+#include "commands.h"
+#define KB_WITH_RECORDING
+#include "test_kpath_builder.h"
+
+#define U 1000000ull
+#define B (1000 * U)
+
+static const struct kb_tuple CL = {"10.0.0.1", 80, "10.0.0.2", 5000};
+static char dir[] = "/tmp/critpath-report-rec.XXXXXX";
+
+static char *path(const char *name)
+{
+	static char p[16][256];
+	static int i;
+
+	i = (i + 1) % 16;
+	snprintf(p[i], sizeof(p[i]), "%s/%s", dir, name);
+	return p[i];
+}
+
+/* Two requests on srv:80; in each, the request thread blocks on a futex
+ * that bg (tid 101) holds for hold units from the request's start. */
+static void lock_recording(const char *file, uint64_t hold)
+{
+	static struct kb b;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	for (uint64_t k = 0; k < 2; k++) {
+		uint64_t t = B + k * 100 * U;
+		uint32_t seq = 1000 + (uint32_t)k * 22;
+
+		kb_wake(&b, t - 10 * U, 1, 100, 101, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+		kb_switch(&b, t - 10 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "bg");
+		kb_dready(&b, t, 0, 100, CL, seq + 22);
+		kb_wake(&b, t, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+		kb_switch(&b, t, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+		kb_sock(&b, t - 50 * U - 1, t + 1000, 100, 100, CP_SOCK_READ, 5, CL, 22, seq,
+			"GET /cart HTTP/1.1\r\n\r\n");
+		kb_switch(&b, t + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_wake(&b, t + hold * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+		kb_switch(&b, t + hold * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+		kb_futex(&b, t + 1 * U - 100, t + hold * U + 500, 100, 100, 0x2000);
+		kb_switch(&b, t + (hold + 1) * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_sock(&b, t + (hold + 2) * U - 1000, t + (hold + 2) * U, 100, 100, CP_SOCK_WRITE,
+			5, CL, 40, 9000 + (uint32_t)k * 40, "HTTP/1.1 200 OK\r\n");
+		kb_switch(&b, t + (hold + 2) * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	}
+	kb_write_recording(&b, file, 0, b.n);
+}
+
+/* Runs a command with stdout and stderr into files; returns its status. */
+static int run(int (*cmd)(int, char **), char **argv)
+{
+	int argc = 0, out, err, so = dup(1), se = dup(2), rc;
+	char po[300], pe[300];
+
+	while (argv[argc])
+		argc++;
+	fflush(stdout);
+	fflush(stderr);
+	/* not path(): its buffers hold argv's strings */
+	snprintf(po, sizeof(po), "%s/stdout", dir);
+	snprintf(pe, sizeof(pe), "%s/stderr", dir);
+	out = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	err = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	dup2(out, 1);
+	dup2(err, 2);
+	rc = cmd(argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(so, 1);
+	dup2(se, 2);
+	close(out);
+	close(err);
+	close(so);
+	close(se);
+	return rc;
+}
+
+static char *slurp(const char *name, size_t *len)
+{
+	char p[300];
+	FILE *f;
+	char *buf = calloc(1, 1 << 20);
+	size_t n;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	fclose(f);
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static int setup(void **state)
+{
+	if (!mkdtemp(dir))
+		return -1;
+	lock_recording(path("a.rec"), 11);
+	lock_recording(path("b.rec"), 21);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return getenv("KEEP") ? 0 : system(cmd) ? -1 : 0;
+}
+
+static void test_text(void **state)
+{
+	char *argv[] = {"report", path("a.rec"), "--requests", "1", NULL};
+	char *s;
+
+	assert_int_equal(run(cmd_report, argv), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "2 requests; latency mean 13.000 ms"));
+	assert_non_null(strstr(s, "srv:80 ; GET /cart ; lock"));
+	/* the contention table names the holder, category lock */
+	assert_non_null(strstr(s, "Contention"));
+	assert_non_null(strstr(s, "lock      bg (pid 100, tid 101)"));
+	/* --requests 1: the slowest request with its full path */
+	assert_non_null(strstr(s, "The 1 slowest requests"));
+	assert_non_null(strstr(s, "lock        bg/101"));
+	assert_null(strstr(s, "Warnings"));
+	free(s);
+}
+
+static yajl_val jget(yajl_val v, const char *k)
+{
+	const char *p[] = {k, NULL};
+
+	return yajl_tree_get(v, p, yajl_t_any);
+}
+
+static void test_json(void **state)
+{
+	char *argv[] = {"report", path("a.rec"), "--format", "json", "-o", path("a.json"), NULL};
+	char *s, err[128];
+	yajl_val v, reqs, seg, cul, cont;
+
+	assert_int_equal(run(cmd_report, argv), 0);
+	s = slurp("a.json", NULL);
+	v = yajl_tree_parse(s, err, sizeof(err));
+	assert_non_null(v);
+	reqs = jget(v, "requests");
+	assert_true(YAJL_IS_ARRAY(reqs));
+	assert_int_equal(reqs->u.array.len, 2);
+	assert_string_equal(YAJL_GET_STRING(jget(reqs->u.array.values[0], "service")), "srv:80");
+	assert_string_equal(YAJL_GET_STRING(jget(reqs->u.array.values[0], "host")), "host-1");
+	assert_true(YAJL_IS_FALSE(jget(reqs->u.array.values[0], "partial")));
+	seg = jget(reqs->u.array.values[0], "critical_path");
+	assert_int_equal(seg->u.array.len, 2);
+	seg = seg->u.array.values[0];
+	assert_string_equal(YAJL_GET_STRING(jget(seg, "category")), "lock");
+	assert_true(YAJL_IS_TRUE(jget(seg, "interference")));
+	assert_int_equal(YAJL_GET_INTEGER(jget(seg, "pid")), 100);
+	assert_int_equal(YAJL_GET_INTEGER(jget(seg, "tid")), 101);
+	assert_int_equal(YAJL_GET_INTEGER(jget(seg, "cpu")), 1);
+	assert_string_equal(YAJL_GET_STRING(jget(seg, "comm")), "bg");
+	assert_string_equal(YAJL_GET_STRING(jget(seg, "cpu_model")), "Test CPU B");
+	assert_string_equal(YAJL_GET_STRING(jget(seg, "sku")), "sku-x");
+	cul = jget(seg, "culprits");
+	assert_int_equal(cul->u.array.len, 1);
+	assert_int_equal(YAJL_GET_INTEGER(jget(cul->u.array.values[0], "tid")), 101);
+	assert_int_equal(YAJL_GET_INTEGER(jget(cul->u.array.values[0], "ns")), 11 * U);
+	cont = jget(v, "contention");
+	assert_true(cont->u.array.len >= 1);
+	assert_string_equal(YAJL_GET_STRING(jget(cont->u.array.values[0], "category")), "lock");
+	assert_int_equal(YAJL_GET_INTEGER(jget(cont->u.array.values[0], "ns")), 22 * U);
+	assert_int_equal(YAJL_GET_INTEGER(jget(cont->u.array.values[0], "requests")), 2);
+	yajl_tree_free(v);
+	free(s);
+}
+
+static void test_other_formats(void **state)
+{
+	char *folded[] = {"report", path("a.rec"), "-f", "folded", NULL};
+	char *pprof[] = {"report", path("a.rec"), "-f", "pprof", "-o", path("a.pb.gz"), NULL};
+	char *html[] = {"report", path("a.rec"), "-f", "html", "-o", path("a.html"), NULL};
+	char *perfetto[] = {"report", path("a.rec"), "-f", "perfetto", "-o", path("a.pf"), NULL};
+	size_t len;
+	char *s;
+
+	assert_int_equal(run(cmd_report, folded), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "srv:80;GET /cart;lock 22000000\n"));
+	assert_non_null(strstr(s, "srv:80;GET /cart;cpu 4000000\n"));
+	free(s);
+	assert_int_equal(run(cmd_report, pprof), 0);
+	s = slurp("a.pb.gz", &len);
+	assert_true(len > 20);
+	assert_int_equal((unsigned char)s[0], 0x1f); /* gzip */
+	assert_int_equal((unsigned char)s[1], 0x8b);
+	free(s);
+	assert_int_equal(run(cmd_report, html), 0);
+	s = slurp("a.html", NULL);
+	assert_non_null(strstr(s, "<html"));
+	assert_non_null(strstr(s, "GET /cart"));
+	free(s);
+	assert_int_equal(run(cmd_report, perfetto), 0);
+	s = slurp("a.pf", NULL);
+	assert_non_null(strstr(s, "\"traceEvents\""));
+	assert_non_null(strstr(s, "bg"));
+	free(s);
+}
+
+static void test_diff(void **state)
+{
+	char *same[] = {"diff", path("a.rec"), path("a.rec"), NULL};
+	char *slower[] = {"diff", path("a.rec"), path("b.rec"), NULL};
+	char *save[] = {"report", path("a.rec"), "-f", "json", "-o", path("saved.json"), NULL};
+	char *saved[] = {"diff", path("saved.json"), path("b.rec"), "-f", "json", NULL};
+	char *s;
+
+	assert_int_equal(run(cmd_diff, same), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "no differences"));
+	free(s);
+	/* the holder holds 10 ms longer: the lock step, +10 ms per request */
+	assert_int_equal(run(cmd_diff, slower), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "11.000     21.000     +10.000"));
+	assert_non_null(strstr(s, "srv:80 ; GET /cart ; lock"));
+	free(s);
+	assert_int_equal(run(cmd_report, save), 0);
+	assert_int_equal(run(cmd_diff, saved), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "\"change_ns\":10000000"));
+	free(s);
+}
+
+/* A recording cut short: what is readable is reported, and the report
+ * says where the file stopped. */
+static void test_cut_recording(void **state)
+{
+	char *argv[] = {"report", path("cut.rec"), NULL};
+	struct stat st;
+	char *s;
+	int in, out;
+	char buf[65536];
+	ssize_t n;
+
+	assert_int_equal(stat(path("a.rec"), &st), 0);
+	in = open(path("a.rec"), O_RDONLY);
+	out = open(path("cut.rec"), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	n = read(in, buf, sizeof(buf));
+	assert_true(n == st.st_size);
+	/* the trailer and part of the last frame gone */
+	assert_int_equal(write(out, buf, (size_t)n - 40), n - 40);
+	close(in);
+	close(out);
+	/* the trailer is cut off, the frame before is whole: both requests */
+	assert_int_equal(run(cmd_report, argv), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "2 requests"));
+	free(s);
+	s = slurp("stderr", NULL);
+	assert_non_null(strstr(s, "cut.rec: cut short"));
+	/* named once, not "cut.rec: …/cut.rec: cut short" */
+	assert_null(strstr(s, "cut.rec: /"));
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_text),	  cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_other_formats), cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_cut_recording),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
