@@ -298,6 +298,26 @@ static uint8_t block_category(const struct kp_iv *iv)
 	return CP_CAT_UNEXPLAINED;
 }
 
+/* Did a task of neither the waiting thread's process nor the serving
+ * process hold the CPU during this run-queue wait? */
+static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
+			     const struct kp_iv *iv)
+{
+	int32_t serving_pid = w->kp->th[w->serving].pid;
+
+	for (uint32_t k = 0; k < iv->ncul; k++) {
+		uint64_t abs = (uint64_t)iv->cul_first + k;
+		const struct kp_culprit *c;
+
+		if (abs < th->cul_base || abs >= th->cul_base + th->ncul)
+			continue;
+		c = &th->cul[abs - th->cul_base];
+		if (c->pid != th->pid && c->pid != serving_pid && c->ns)
+			return true;
+	}
+	return false;
+}
+
 static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
 			uint64_t t, bool interf)
 {
@@ -308,9 +328,12 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 
 	/* DESIGN: the serving thread owns what it *ran* after the start; while
 	 * it waited for a CPU the culprits ran, so that wait is interference.
-	 * Other threads own whole activations begun by an owned wakeup,
-	 * run-queue waits included (a worker's wait is the request's own). */
-	if (iv->ncul && thread == w->serving)
+	 * Another thread's activation begun by an owned wakeup is the
+	 * request's own, but not the time a task from outside took its CPU
+	 * (a hog, another service): that is interference there too. Its own
+	 * process's and the serving process's threads do not count: they are
+	 * the request's hand-offs (a waker finishing its slice) or its peers. */
+	if (iv->ncul && (thread == w->serving || outside_culprits(w, th, iv)))
 		interf = true;
 	err =
 	    seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1, proc_frame(w, thread));

@@ -245,6 +245,45 @@ def median_ns(reqs, pred):
     return statistics.median(path_ns(q, pred) for q in reqs)
 
 
+def own(g):
+    """A segment that is the request's own work (DESIGN.md section 5)."""
+    return not g.get("interference")
+
+
+def median_own_latency(reqs):
+    """Latency without the interference on the path: what the request's own
+    work took. Other load on the machine (a loaded 2-core CI box) shows up as
+    run-queue interference, not here."""
+    if not reqs:
+        return 0
+    return statistics.median(q["latency_ns"] - path_ns(q, lambda g: not own(g)) for q in reqs)
+
+
+def interference_errors(reqs, own_pids, own_limit_ns):
+    """A run-queue wait that is interference names its culprits. Interference
+    caused by the workload's own processes alone (a waker finishing its slice)
+    is at most own_limit_ns in the median request (None: not checked, for
+    workloads whose threads compute at the same time by design); whatever else
+    runs on the machine may cost what it costs."""
+    errs, mine = [], []
+    for q in reqs:
+        m = 0
+        for g in q.get("critical_path") or []:
+            if own(g):
+                continue
+            cul = g.get("culprits") or []
+            if g.get("category") == "runqueue" and not cul:
+                errs.append(f"{q.get('id')}: run-queue interference {fmt_ms(dur(g))} "
+                            "without culprits")
+            if cul and all(c.get("pid") in own_pids for c in cul):
+                m += dur(g)
+        mine.append(m)
+    if own_limit_ns is not None and mine and statistics.median(mine) > own_limit_ns:
+        errs.append(f"median request: {fmt_ms(statistics.median(mine))} of interference "
+                    "by the workload itself")
+    return errs
+
+
 def median_latency(reqs):
     return statistics.median(q["latency_ns"] for q in reqs) if reqs else 0
 
