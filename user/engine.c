@@ -303,8 +303,14 @@ static bool engine__wants(const struct engine *e, const struct cp_request *req)
 	if ((f->min_latency_ns && lat < f->min_latency_ns) ||
 	    (f->max_latency_ns && lat > f->max_latency_ns))
 		return false;
-	if ((f->from_ns && req->start_ns < f->from_ns) || (f->to_ns && req->start_ns > f->to_ns))
-		return false;
+	if (f->from_ns || f->to_ns) {
+		uint64_t rt = req->start_ns + (uint64_t)req->realtime_offset_ns;
+		uint64_t from = f->from_realtime ? rt : req->start_ns;
+		uint64_t to = f->to_realtime ? rt : req->start_ns;
+
+		if ((f->from_ns && from < f->from_ns) || (f->to_ns && to > f->to_ns))
+			return false;
+	}
 	if (f->tag) {
 		bool found = false;
 

@@ -28,6 +28,10 @@ struct engine_filter {
 	const char *name;		/* root operation / request name */
 	uint64_t min_latency_ns, max_latency_ns;	/* 0 = unbounded */
 	uint64_t from_ns, to_ns;	/* request start within, 0 = unbounded */
+	/* additive: from_ns / to_ns are Unix-epoch times (RFC 3339, Unix
+	 * seconds), compared with start_ns + realtime_offset_ns; otherwise
+	 * times on the input's own clock (since boot for recordings) */
+	bool from_realtime, to_realtime;
 	const char *host;
 	const char *tag;		/* "key=value" on any span of the trace */
 };

@@ -73,8 +73,10 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			continue;
 		}
 		info = recording_reader__info(in->r);
-		if (!first)
+		if (!first) {
 			first = info;
+			kp.realtime_offset_ns = info->realtime_offset_ns;
+		}
 		/* another host's monotonic clock: align on the real-time clock */
 		if (first != info &&
 		    (!first->boot_id || !info->boot_id || strcmp(first->boot_id, info->boot_id)))

@@ -450,6 +450,7 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	r.end_ns = c->req.end;
 	r.segs = kp->segs;
 	r.nsegs = n;
+	r.realtime_offset_ns = kp->realtime_offset_ns;
 	if (c->req.status) {
 		snprintf(status, sizeof(status), "http.status=%d", c->req.status);
 		tags[0] = status;

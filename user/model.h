@@ -92,6 +92,10 @@ struct cp_request {
 	/* span tags usable by --tag filters: key=value pairs (NULL-terminated
 	 * array of "key=value" strings), NULL when none */
 	const char *const *tags;
+	/* additive: start_ns + realtime_offset_ns is Unix-epoch ns (kernel input:
+	 * the recording's CLOCK_REALTIME - CLOCK_MONOTONIC; span input: 0, its
+	 * times are Unix epoch already). Lets wall-clock filters apply to both. */
+	int64_t realtime_offset_ns;
 };
 
 #endif /* CRITPATH_MODEL_H */

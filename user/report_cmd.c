@@ -318,12 +318,12 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 						 "a duration like 100us, 1ms");
 			break;
 		case OPT_FROM:
-			if (parse_time(optarg, &fl->from_ns))
+			if (parse_time_kind(optarg, &fl->from_ns, &fl->from_realtime))
 				return bad_value(cmd, "--from", optarg,
 						 "RFC 3339 time, Unix seconds or a duration");
 			break;
 		case OPT_TO:
-			if (parse_time(optarg, &fl->to_ns))
+			if (parse_time_kind(optarg, &fl->to_ns, &fl->to_realtime))
 				return bad_value(cmd, "--to", optarg,
 						 "RFC 3339 time, Unix seconds or a duration");
 			break;
@@ -336,7 +336,8 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 		fprintf(stderr, "critpath %s: --min-latency is above --max-latency\n", cmd);
 		return 2;
 	}
-	if (fl->from_ns && fl->to_ns && fl->from_ns > fl->to_ns) {
+	if (fl->from_ns && fl->to_ns && fl->from_realtime == fl->to_realtime &&
+	    fl->from_ns > fl->to_ns) {
 		fprintf(stderr, "critpath %s: --from is after --to\n", cmd);
 		return 2;
 	}

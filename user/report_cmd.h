@@ -21,6 +21,9 @@ int parse_duration(const char *s, uint64_t *ns);
  * or a duration ("120s": that many ns on the requests' own clock, which for
  * recordings is CLOCK_MONOTONIC, i.e. time since boot). 0 or -EINVAL. */
 int parse_time(const char *s, uint64_t *ns);
+/* The same; *realtime says whether it was a wall-clock time (RFC 3339 or
+ * Unix seconds) rather than a duration on the input's clock. */
+int parse_time_kind(const char *s, uint64_t *ns, bool *realtime);
 
 /* The input files named by paths: regular files as given, directories
  * walked recursively in name order (non-regular entries skipped, symlinked

@@ -98,23 +98,33 @@ static int parse_rfc3339(const char *s, uint64_t *ns)
 	return 0;
 }
 
-int parse_time(const char *s, uint64_t *ns)
+int parse_time_kind(const char *s, uint64_t *ns, bool *realtime)
 {
 	char *end;
 	double v;
 
+	*realtime = true;
 	if (!s || !*s)
 		return -EINVAL;
 	if (!parse_rfc3339(s, ns))
 		return 0;
-	if (!parse_duration(s, ns))
+	if (!parse_duration(s, ns)) {
+		*realtime = false;
 		return 0;
+	}
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1.8e10)
 		return -EINVAL;
 	*ns = (uint64_t)llround(v * 1e9);
 	return 0;
+}
+
+int parse_time(const char *s, uint64_t *ns)
+{
+	bool realtime;
+
+	return parse_time_kind(s, ns, &realtime);
 }
 
 struct list {

@@ -342,7 +342,8 @@ static inline int kb_run(struct kb *b)
 #include "recording.h"
 
 /* Writes records [from, to) of b (every metadata record too, sorted by
- * time first) to path as a recording of host-1 with two CPU models. */
+ * time first) to path as a recording of host-1 with two CPU models, whose
+ * monotonic 0 was 2023-11-14T22:13:20Z. */
 static inline void kb_write_recording(struct kb *b, const char *path, uint32_t from, uint32_t to)
 {
 	static const struct recording_cpu cpus[2] = {
@@ -358,6 +359,7 @@ static inline void kb_write_recording(struct kb *b, const char *path, uint32_t f
 	    .boot_id = "boot-1",
 	    .sku = "sku-x",
 	    .start_ns = 1,
+	    .realtime_offset_ns = 1700000000ll * 1000000000ll, /* 2023-11-14T22:13:20Z */
 	    .payload_bytes = CP_PAYLOAD_DEFAULT,
 	    .ncpus = 2,
 	    .cpus = cpus,

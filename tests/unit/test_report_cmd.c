@@ -48,6 +48,17 @@ static void test_times(void **state)
 	assert_int_equal(ns, 1714564800500000000ull);
 	assert_int_equal(parse_time("120s", &ns), 0);
 	assert_int_equal(ns, 120000000000ull);
+	{
+		bool rt = false;
+
+		assert_int_equal(parse_time_kind("2024-05-01T12:00:00Z", &ns, &rt), 0);
+		assert_true(rt);
+		assert_int_equal(parse_time_kind("1714564800", &ns, &rt), 0);
+		assert_true(rt);
+		assert_int_equal(parse_time_kind("90s", &ns, &rt), 0);
+		assert_false(rt);
+		assert_int_equal(ns, 90000000000ull);
+	}
 	assert_int_equal(parse_time("yesterday", &ns), -EINVAL);
 	assert_int_equal(parse_time("2024-05-01T12:00", &ns), -EINVAL);
 	assert_int_equal(parse_time("2024-05-01T12:00:00Zjunk", &ns), -EINVAL);

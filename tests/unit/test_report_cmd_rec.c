@@ -4,7 +4,8 @@
  * root: a hand-built lock-holder recording (SCENARIOS.md kernel case 4)
  * through every --format, --requests N (the slowest requests with their
  * paths), the contention table, a diff of two recordings (the holder made
- * slower) and of identical ones, and a recording cut short.
+ * slower) and of identical ones, --from / --to in wall-clock and boot time,
+ * and a recording cut short.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -257,6 +258,46 @@ static void test_diff(void **state)
 	free(s);
 }
 
+/* --from / --to on a recording: wall-clock times through the header's
+ * clock offset, durations on the recording's own clock (since boot). The
+ * requests start at 1.0 s and 1.1 s, i.e. 2023-11-14T22:13:21.0Z and .1Z. */
+static void test_time_filters(void **state)
+{
+	char *from_rt[] = {"report", path("a.rec"), "--from", "2023-11-14T22:13:21.05Z", NULL};
+	char *to_rt[] = {"report", path("a.rec"), "--to", "2023-11-14T23:13:21.05+01:00", NULL};
+	char *unix_s[] = {"report", path("a.rec"),   "--from", "1700000000.5",
+			  "--to",   "1700000001.05", NULL};
+	char *boot[] = {"report", path("a.rec"), "--from", "1050ms", NULL};
+	char *mixed[] = {"report", path("a.rec"), "--from", "1s", "--to", "1700000001.05", NULL};
+	char *none[] = {"report", path("a.rec"), "--from", "2023-11-14T22:14:00Z", NULL};
+	char *s;
+
+	assert_int_equal(run(cmd_report, from_rt), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "1 requests (1 more left out by filters)"));
+	free(s);
+	assert_int_equal(run(cmd_report, to_rt), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "1 requests (1 more left out by filters)"));
+	free(s);
+	assert_int_equal(run(cmd_report, unix_s), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "1 requests (1 more left out by filters)"));
+	free(s);
+	assert_int_equal(run(cmd_report, boot), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "1 requests (1 more left out by filters)"));
+	free(s);
+	assert_int_equal(run(cmd_report, mixed), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "1 requests (1 more left out by filters)"));
+	free(s);
+	assert_int_equal(run(cmd_report, none), 0);
+	s = slurp("stdout", NULL);
+	assert_non_null(strstr(s, "0 requests (2 more left out by filters)"));
+	free(s);
+}
+
 /* A recording cut short: what is readable is reported, and the report
  * says where the file stopped. */
 static void test_cut_recording(void **state)
@@ -294,7 +335,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_text),	  cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_other_formats), cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_cut_recording),
+	    cmocka_unit_test(test_time_filters),  cmocka_unit_test(test_cut_recording),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
