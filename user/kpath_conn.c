@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -50,9 +51,13 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 
 	if (i != KP_NONE && kp->cn[i].host == host && !memcmp(&kp->cn[i].a, a, sizeof(*a)))
 		return i;
-	if (kp__grow((void **)&kp->cn, &kp->capcn, kp->ncn + 1, sizeof(*kp->cn)))
-		return KP_NONE;
-	i = kp->ncn;
+	if (kp->nfreecn) {
+		i = kp->freecn[--kp->nfreecn];
+	} else {
+		if (kp__grow((void **)&kp->cn, &kp->capcn, kp->ncn + 1, sizeof(*kp->cn)))
+			return KP_NONE;
+		i = kp->ncn;
+	}
 	c = &kp->cn[i];
 	memset(c, 0, sizeof(*c));
 	c->host = host;
@@ -60,9 +65,13 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 	c->proc = KP_NONE;
 	c->peer = KP_NONE;
 	c->req.reader = c->req.writer = KP_NONE;
-	if (kp_map__put(&kp->cnmap, key, i))
+	if (kp_map__put(&kp->cnmap, key, i)) {
+		if (i < kp->ncn)
+			kp->freecn[kp->nfreecn++] = i; /* still free */
 		return KP_NONE;
-	kp->ncn++;
+	}
+	if (i == kp->ncn)
+		kp->ncn++;
 	return i;
 }
 
@@ -190,6 +199,9 @@ static void conn_guess_role(struct kp *kp, struct kp_conn *c, bool reading)
 
 static void conn_reset(struct kp_conn *c)
 {
+	/* a new connection on a 4-tuple used before: the old one's data
+	 * arrivals and writes are not its own (another sequence space) */
+	c->ndr = c->nwr = 0;
 	c->service[0] = '\0';
 	c->phase = KP_PH_IDLE;
 	c->prev_end = 0;
@@ -255,12 +267,13 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
  */
 #define KP_PIPE_MAX 256
 
-static int conn_pipelined(struct kp *kp, struct kp_conn *c, const struct cp_ev_sock *e)
+static int conn_pipelined(struct kp *kp, struct kp_conn *c, const struct cp_ev_sock *e,
+			  enum kp_proto pr)
 {
 	struct proto_msg m[KP_PIPE_MAX];
 	bool beyond = false;
-	uint32_t n =
-	    proto__split(e->payload, e->payload_len, (uint64_t)e->bytes, m, KP_PIPE_MAX, &beyond);
+	uint32_t n = proto__split(pr, e->payload, e->payload_len, (uint64_t)e->bytes, m,
+				  KP_PIPE_MAX, &beyond);
 
 	kp->pipe_beyond += beyond;
 	if (n < 2)
@@ -292,6 +305,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		     uint64_t ts, uint64_t enter)
 {
 	struct kp_conn *c = &kp->cn[ci];
+	enum kp_proto pr;
 	int err;
 
 	conn_guess_role(kp, c, true);
@@ -314,11 +328,11 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.first_read_enter = enter;
 	c->req.first_read_exit = ts;
 	c->req.start = req_start(kp, c, thread, enter, ts, e->tcp_seq);
-	proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
+	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
 	if (!c->req.name[0])
 		snprintf(c->req.name, sizeof(c->req.name), "request");
 	c->phase = KP_PH_READING;
-	return conn_pipelined(kp, c, e);
+	return conn_pipelined(kp, c, e, pr);
 }
 
 static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
@@ -368,6 +382,61 @@ static bool is_write(uint8_t call)
 	       call == CP_SOCK_SENDMSG || call == CP_SOCK_SENDMMSG;
 }
 
+/* Its process closed it: it waits in kp->closed to be recycled (another
+ * process holding the same socket keeps using it: then it is not). */
+static int conn_closed(struct kp *kp, uint32_t host, uint32_t ci, const struct cp_ev_sock *e,
+		       uint64_t ts)
+{
+	uint64_t fk = fd_key(host, e->h.pid, e->fd);
+
+	if (e->fd >= 0 && kp_map__get(&kp->fdmap, fk) == ci)
+		kp_map__del(&kp->fdmap, fk);
+	if (kp->cn[ci].closed_at) {
+		kp->cn[ci].closed_at = ts; /* already waiting: from now */
+		return 0;
+	}
+	if (kp__grow((void **)&kp->closed, &kp->capclosed, kp->nclosed + 1, sizeof(*kp->closed)))
+		return -ENOMEM;
+	kp->cn[ci].closed_at = ts;
+	kp->closed[kp->nclosed++] = ci;
+	return 0;
+}
+
+void kp__conn_recycle(struct kp *kp, uint64_t mark)
+{
+	uint32_t keep = 0;
+
+	for (uint32_t k = 0; k < kp->nclosed; k++) {
+		uint32_t ci = kp->closed[k], peer;
+		struct kp_conn *c = &kp->cn[ci];
+
+		if (c->last_used > c->closed_at) {
+			c->closed_at = 0; /* used after the close: someone else's too */
+			continue;
+		}
+		if (c->closed_at + KP_KEEP_NS > mark ||
+		    kp__grow((void **)&kp->freecn, &kp->capfreecn, kp->nfreecn + 1,
+			     sizeof(*kp->freecn))) {
+			kp->closed[keep++] = ci;
+			continue;
+		}
+		if (kp_map__get(&kp->cnmap, addr_hash(c->host, &c->a)) == ci)
+			kp_map__del(&kp->cnmap, addr_hash(c->host, &c->a));
+		peer = c->peer;
+		if (peer != KP_NONE && peer < kp->ncn && kp->cn[peer].peer == ci)
+			kp->cn[peer].peer = KP_NONE;
+		free(c->wr);
+		free(c->dr);
+		free(c->runs);
+		memset(c, 0, sizeof(*c));
+		c->proc = c->peer = KP_NONE;
+		c->req.reader = c->req.writer = KP_NONE;
+		kp->freecn[kp->nfreecn++] = ci;
+		kp->conns_recycled++;
+	}
+	kp->nclosed = keep;
+}
+
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
 		  uint64_t enter)
 {
@@ -391,6 +460,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	c = &kp->cn[ci];
 	if (c->proc == KP_NONE)
 		c->proc = proc;
+	c->last_used = ts;
 	switch (e->call) {
 	case CP_SOCK_ACCEPT:
 	case CP_SOCK_ACCEPT4:
@@ -416,10 +486,18 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		return 0;
 	case CP_SOCK_CLOSE:
 	case CP_SOCK_SHUTDOWN:
-		if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
-			return kp__conn_finish_req(kp, ci);
-		if (e->call == CP_SOCK_CLOSE)
+		if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
+			int err = kp__conn_finish_req(kp, ci);
+
+			if (err)
+				return err;
+			c = &kp->cn[ci];
+		}
+		if (e->call == CP_SOCK_CLOSE) {
 			c->phase = KP_PH_IDLE;
+			if (!e->bytes)
+				return conn_closed(kp, host, ci, e, ts);
+		}
 		return 0;
 	default:
 		break;
@@ -454,6 +532,7 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	if (ci == KP_NONE)
 		return -ENOMEM;
 	c = &kp->cn[ci];
+	c->last_used = ts;
 	if (kp__grow((void **)&c->dr, &c->capdr, c->ndr + 1, sizeof(*c->dr)))
 		return -ENOMEM;
 	c->dr[c->ndr].ts = ts;

@@ -105,6 +105,34 @@ uint32_t kp_map__get(const struct kp_map *m, uint64_t key)
 	return KP_NONE;
 }
 
+/* Linear probing: the entries after the hole move back when their home
+ * slot is not between the hole and them. */
+void kp_map__del(struct kp_map *m, uint64_t key)
+{
+	uint32_t h, j, mask = m->cap - 1;
+
+	if (!m->cap)
+		return;
+	h = (uint32_t)mix64(key) & mask;
+	while (m->vals[h] != KP_NONE && m->keys[h] != key)
+		h = (h + 1) & mask;
+	if (m->vals[h] == KP_NONE)
+		return;
+	m->vals[h] = KP_NONE;
+	m->n--;
+	for (j = (h + 1) & mask; m->vals[j] != KP_NONE; j = (j + 1) & mask) {
+		uint32_t home = (uint32_t)mix64(m->keys[j]) & mask;
+
+		/* stays when home lies cyclically in (h, j] */
+		if (h <= j ? (home > h && home <= j) : (home > h || home <= j))
+			continue;
+		m->keys[h] = m->keys[j];
+		m->vals[h] = m->vals[j];
+		m->vals[j] = KP_NONE;
+		h = j;
+	}
+}
+
 void kp_map__free(struct kp_map *m)
 {
 	free(m->keys);
@@ -140,6 +168,8 @@ void kp__free(struct kp *kp)
 	free(kp->th);
 	free(kp->pr);
 	free(kp->cn);
+	free(kp->closed);
+	free(kp->freecn);
 	free(kp->src);
 	free(kp->loss);
 	free(kp->lastdr);
@@ -238,6 +268,7 @@ static int kp_prune(struct kp *kp)
 		kp__tl_prune(&kp->th[i], mark);
 	for (uint32_t i = 0; i < kp->ncn; i++)
 		kp__conn_prune(&kp->cn[i], mark);
+	kp__conn_recycle(kp, mark);
 	return 0;
 }
 

@@ -196,6 +196,8 @@ struct kp_conn {
 	uint32_t ndr, capdr;
 	struct kp_name_run *runs; /* req.nruns of them (pipelining), allocated when first needed */
 	uint32_t capruns;
+	uint64_t last_used; /* the latest record on it */
+	uint64_t closed_at; /* closed by its process (0 = open); recycled once behind the window */
 };
 
 struct kp_source {
@@ -268,6 +270,11 @@ struct kp {
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
+	/* connections closed, waiting to be recycled; recycled slots for reuse
+	 * (memory follows the open connections, not all there ever were) */
+	uint32_t *closed, nclosed, capclosed;
+	uint32_t *freecn, nfreecn, capfreecn;
+	uint64_t conns_recycled;
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
 	struct kp_lastdr *lastdr;	  /* [host * KP_MAX_CPUS + cpu] */
@@ -325,6 +332,7 @@ int kp__finish(struct kp *kp);
 /* maps (kpath_core.c) */
 int kp_map__put(struct kp_map *m, uint64_t key, uint32_t val);
 uint32_t kp_map__get(const struct kp_map *m, uint64_t key);
+void kp_map__del(struct kp_map *m, uint64_t key);
 void kp_map__free(struct kp_map *m);
 int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
@@ -366,6 +374,9 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 /* The latest sk_data_ready on conn at or before ts (rcv_nxt), or false. */
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt);
 void kp__conn_prune(struct kp_conn *c, uint64_t before);
+/* Recycles connections closed more than KP_KEEP_NS before mark that nothing
+ * used since (no walk can reach them any more). */
+void kp__conn_recycle(struct kp *kp, uint64_t mark);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
 void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len);
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);
@@ -395,18 +406,17 @@ enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size
 int proto__http_status(const uint8_t *p, size_t len);
 
 /* proto_frame.c: pipelining. The requests in the first bytes p[0..len) of
- * a read that returned total bytes, for the protocols proto__request_name
- * knows (anything else is one request). Fills up to max messages (offset
- * and length within p; a message cut by the end of p runs to len) and
- * returns how many: 1 for a read holding one request (or none that can be
- * framed), 0 only when len is 0. A message after the first counts only when
- * its name is whole in p. *beyond: the read carried more requests than p
- * shows (bytes past p after a message boundary, or a cut message after the
- * first), so some were not seen. */
+ * a read that returned total bytes, whose first request is of protocol pr
+ * (what proto__request_name said of p; KP_PROTO_NONE: one request). Fills up to max messages
+ * (offset and length within p; a message cut by the end of p runs to len) and returns how many: 1
+ * for a read holding one request (or none that can be framed), 0 only when len is 0. A message
+ * after the first counts only when its name is whole in p. *beyond: the read carried more requests
+ * than p shows (bytes past p after a message boundary, or a cut message after the first), so some
+ * were not seen. */
 struct proto_msg {
 	uint32_t off, len;
 };
-uint32_t proto__split(const uint8_t *p, size_t len, uint64_t total, struct proto_msg *m,
-		      uint32_t max, bool *beyond);
+uint32_t proto__split(enum kp_proto pr, const uint8_t *p, size_t len, uint64_t total,
+		      struct proto_msg *m, uint32_t max, bool *beyond);
 
 #endif /* CRITPATH_KPATH_INTERNAL_H */

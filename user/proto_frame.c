@@ -239,18 +239,16 @@ static int64_t msg_len(enum kp_proto pr, const uint8_t *p, size_t len, size_t *n
 	}
 }
 
-uint32_t proto__split(const uint8_t *p, size_t len, uint64_t total, struct proto_msg *m,
-		      uint32_t max, bool *beyond)
+uint32_t proto__split(enum kp_proto pr, const uint8_t *p, size_t len, uint64_t total,
+		      struct proto_msg *m, uint32_t max, bool *beyond)
 {
 	char name[KP_NAME_LEN];
-	enum kp_proto pr;
 	uint32_t n = 0;
 	size_t o = 0;
 
 	*beyond = false;
 	if (!p || !len || !max)
 		return 0;
-	pr = proto__request_name(p, len, name, sizeof(name));
 	while (o < len && n < max) {
 		size_t name_end;
 		int64_t l = msg_len(pr, p + o, len - o, &name_end);

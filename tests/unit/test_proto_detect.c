@@ -109,7 +109,8 @@ static uint32_t split(const char *payload, size_t plen, uint64_t total, bool *be
 
 	if (!plen)
 		plen = strlen(payload);
-	n = proto__split((const uint8_t *)payload, plen, total ? total : plen, m, 64, beyond);
+	n = proto__split(proto__request_name((const uint8_t *)payload, plen, names, KP_NAME_LEN),
+			 (const uint8_t *)payload, plen, total ? total : plen, m, 64, beyond);
 	names[0] = '\0';
 	for (uint32_t i = 0; i < n; i++) {
 		char nm[KP_NAME_LEN];
@@ -207,7 +208,8 @@ static void test_split_other(void **state)
 
 	assert_int_equal(split("\x01\x02binary\r\n\r\nmore", 0, 100, &beyond, names), 1);
 	assert_false(beyond);
-	assert_int_equal(proto__split((const uint8_t *)"x", 0, 0, NULL, 4, &beyond), 0);
+	assert_int_equal(proto__split(KP_PROTO_HTTP, (const uint8_t *)"x", 0, 0, NULL, 4, &beyond),
+			 0);
 	/* a memcached request then bytes of another protocol: one request */
 	assert_int_equal(split("get k\r\nGET / HTTP/1.1\r\n\r\n", 0, 0, &beyond, names), 1);
 }
