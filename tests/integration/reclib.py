@@ -231,6 +231,19 @@ def check_no_drops(tap, name, d, rec_err):
            f"trailer {d.trailer}\nloss records {losses[:5]}\nsummary {summary}")
 
 
+def unseen_allowance(n):
+    """How many of n wakeups (and the switches in after them) a check lets
+    go unrecorded. Measured on this VM: sched_waking/sched_switch hits whose
+    current task is the VM's init agent (pid 1, "tokio-rt-worker") are now
+    and then not delivered to BPF programs at all -- ftrace sees them, the
+    programs' run counts do not include them, recursion_misses stays 0, and
+    two recorders attached at once miss the same ones -- about 0.1-0.5% of a
+    timer-woken thread's wakeups, in bursts of a few milliseconds. The
+    recorder cannot see or count that; everything it did record must still
+    be right."""
+    return max(2, n // 50)
+
+
 def waking_in(d, tid, start, end):
     """sched_waking records of wakee tid with start <= ts_ns <= end."""
     return [w for w in d.of("sched_waking", wakee_tid=tid) if start <= w["ts_ns"] <= end]

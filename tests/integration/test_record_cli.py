@@ -137,8 +137,10 @@ def several_pids(tap, d):
             wk = R.waking_in(dmp, w.ready["tid"], done[0]["t0"], done[0]["t1"]) if done else []
             meta = dmp.of("process", pid=w.pid)
             got.append((len(wk), bool(meta and meta[0].get("comm") == "rec_sleep")))
-        tap.ok(f"cli several -p ({form}): both targets' 10 sleeps and process metadata are "
-               "recorded", got == [(10, True), (10, True)], f"(wakeups, metadata) {got}")
+        low = 10 - R.unseen_allowance(10)
+        tap.ok(f"cli several -p ({form}): both targets' 10 sleeps (at least {low} wakeups "
+               "each, see reclib) and process metadata are recorded",
+               all(low <= n <= 10 and m for n, m in got), f"(wakeups, metadata) {got}")
 
 
 def stop_by_signal(tap, d):

@@ -38,8 +38,9 @@ def main():
         R.done(tap)
     tid, t0, t1 = w.ready["tid"], done[0]["t0"], done[0]["t1"]
     wk = R.waking_in(d, tid, t0, t1)
-    tap.ok(f"timer: {len(wk)} wakeups of the sleeper during its {N} sleeps", len(wk) == N,
-           f"wakings {wk[:5]}")
+    tap.ok(f"timer: {len(wk)} wakeups of the sleeper during its {N} sleeps (at most "
+           f"{R.unseen_allowance(N)} unrecorded, see reclib)",
+           N - R.unseen_allowance(N) <= len(wk) <= N, f"wakings {wk[:5]}")
     ctxs = {}
     for x in wk:
         c = x.get("waker_ctx", f"task {x.get('waker_tid')}")
