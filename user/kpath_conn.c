@@ -80,11 +80,39 @@ static uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
 	return (uint64_t)host << 56 ^ (uint64_t)pid << 24 ^ ((uint32_t)fd & 0xffffff);
 }
 
+/*
+ * A Unix-domain stream socket has no 4-tuple (and the peer is not
+ * recorded): it is known by its descriptor. Accept and connect begin a
+ * connection of its own, with a serial number for an address; other calls
+ * find the one on the fd, or begin one when it was open before.
+ */
+static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
+{
+	uint64_t fk = fd_key(host, e->h.pid, e->fd);
+	uint32_t i = kp_map__get(&kp->fdmap, fk);
+	bool begins =
+	    e->call == CP_SOCK_ACCEPT || e->call == CP_SOCK_ACCEPT4 || e->call == CP_SOCK_CONNECT;
+	struct kp_addr a;
+
+	if (e->fd < 0 || (i != KP_NONE && !begins) || (i == KP_NONE && e->call == CP_SOCK_CLOSE))
+		return i;
+	memset(&a, 0, sizeof(a));
+	a.family = AF_UNIX;
+	kp->unix_serial++;
+	memcpy(a.laddr, &kp->unix_serial, sizeof(kp->unix_serial));
+	i = kp__conn(kp, host, &a);
+	if (i != KP_NONE)
+		kp_map__put(&kp->fdmap, fk, i);
+	return i;
+}
+
 uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
 {
 	struct kp_addr a;
 	uint32_t i;
 
+	if (e->family == AF_UNIX)
+		return unix_conn(kp, host, e);
 	if ((e->family != AF_INET && e->family != AF_INET6) || (!e->lport && !e->rport))
 		return kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
 	memset(&a, 0, sizeof(a));
@@ -139,7 +167,9 @@ void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len)
 
 	/* the walk asks for them on every request: formatted once per conn */
 	if (!str[0]) {
-		if (c->a.family == AF_INET6) {
+		if (c->a.family == AF_UNIX) {
+			snprintf(str, KP_ADDR_STR_LEN, "unix socket"); /* no address recorded */
+		} else if (c->a.family == AF_INET6) {
 			inet_ntop(AF_INET6, addr, ip, sizeof(ip));
 			snprintf(str, KP_ADDR_STR_LEN, "[%s]:%u", ip, port);
 		} else {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "kpath_internal.h"
 
@@ -395,7 +396,8 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	    kp__grow((void **)&kp->frames, &kp->capframes, nfr, sizeof(*kp->frames)))
 		return -ENOMEM;
 	if (!kp->cn[ci].service[0])
-		kp__proc_service(kp, c->proc, c->a.lport, kp->cn[ci].service, KP_NAME_LEN);
+		kp__proc_service(kp, c->proc, c->a.family == AF_UNIX ? KP_PORT_UNIX : c->a.lport,
+				 kp->cn[ci].service, KP_NAME_LEN);
 	memcpy(svc, c->service, sizeof(svc));
 	for (uint32_t i = 0; i < kp->nculs; i++)
 		kp->culs[i].comm = kp->strs[(uintptr_t)kp->culs[i].comm];

@@ -275,6 +275,7 @@ struct kp {
 	uint32_t *closed, nclosed, capclosed;
 	uint32_t *freecn, nfreecn, capfreecn;
 	uint64_t conns_recycled;
+	uint64_t unix_serial; /* Unix-domain connections: their "address" */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
 	struct kp_lastdr *lastdr;	  /* [host * KP_MAX_CPUS + cpu] */
@@ -393,8 +394,10 @@ void kp__pend_free(struct kp *kp);
 
 /* kpath_walk.c: fills kp->ws (time order) for the request open on conn */
 int kp__walk(struct kp *kp, uint32_t conn);
-/* "comm:port" of a process that listens, else its comm (into buf) */
-void kp__proc_service(const struct kp *kp, uint32_t proc, uint16_t port, char *buf, size_t len);
+/* "comm:port" of a process that listens (port 0: its first listening port),
+ * "comm:unix" for KP_PORT_UNIX, else its comm (into buf) */
+#define KP_PORT_UNIX (-1) /* kp__proc_service: a Unix-domain socket's service */
+void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len);
 const char *kp__thread_comm(const struct kp *kp, uint32_t thread);
 
 /* proto_detect.c */

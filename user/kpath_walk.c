@@ -61,7 +61,7 @@ const char *kp__thread_comm(const struct kp *kp, uint32_t thread)
 	return "?";
 }
 
-void kp__proc_service(const struct kp *kp, uint32_t proc, uint16_t port, char *buf, size_t len)
+void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len)
 {
 	const struct kp_proc *p = &kp->pr[proc];
 	const char *comm = p->comm;
@@ -70,6 +70,13 @@ void kp__proc_service(const struct kp *kp, uint32_t proc, uint16_t port, char *b
 		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
 
 		comm = ti != KP_NONE && kp->th[ti].comm[0] ? kp->th[ti].comm : NULL;
+	}
+	if (port == KP_PORT_UNIX) {
+		if (comm)
+			snprintf(buf, len, "%s:unix", comm);
+		else
+			snprintf(buf, len, "pid%d:unix", p->pid);
+		return;
 	}
 	if (!port && p->nlisten)
 		port = p->listen[0];
@@ -457,8 +464,14 @@ int kp__walk(struct kp *kp, uint32_t conn)
 						      str_add(kp, buf), -1);
 					break;
 				}
+				/* data from an untraced peer: a network blind spot too
+				 * (a Unix-domain peer wakes the reader from its own
+				 * task, not from NET_RX) */
 				if (iv->wake == KP_WK_NET ||
-				    (iv->wake == KP_WK_NONE && iv->reason == KP_BR_SOCK)) {
+				    (iv->reason == KP_BR_SOCK &&
+				     (iv->wake == KP_WK_NONE ||
+				      (iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
+				       iv->conn != KP_NONE)))) {
 					int32_t ps = conn_peer_str(kp, iv->conn), fs = ps;
 
 					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&

@@ -186,6 +186,28 @@ static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t
 		memcpy(e->payload, payload, plen);
 }
 
+/* A Unix-domain stream socket call: no addresses, known by its fd. */
+static inline void kb_sock_unix(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid,
+				uint32_t tid, uint8_t call, int fd, int64_t bytes,
+				const char *payload)
+{
+	size_t plen = payload ? strlen(payload) : 0;
+	struct cp_ev_sock *e = (void *)kb_new(
+	    b, CP_EV_SOCK, (uint16_t)CP_ALIGN(offsetof(struct cp_ev_sock, payload) + plen), exit, 0,
+	    pid, tid);
+
+	e->enter_ts = enter;
+	e->bytes = bytes;
+	e->fd = fd;
+	e->phase = CP_PHASE_EXIT;
+	e->call = call;
+	e->family = AF_UNIX;
+	e->sock_type = SOCK_STREAM;
+	e->payload_len = (uint16_t)plen;
+	if (plen)
+		memcpy(e->payload, payload, plen);
+}
+
 /* data arrived on the receiver's socket t (its own view of the tuple) */
 static inline void kb_dready(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid,
 			     struct kb_tuple t, uint32_t rcv_nxt)
