@@ -552,6 +552,10 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	struct kp_conn *c;
 	uint32_t ci;
 
+	/* a Unix-domain peer wakes its reader from its own task: no 4-tuple
+	 * and no sequence to match, and not a NET_RX wakeup to explain */
+	if (e->family != AF_INET && e->family != AF_INET6)
+		return 0;
 	memset(&a, 0, sizeof(a));
 	a.family = e->family;
 	a.lport = e->lport;

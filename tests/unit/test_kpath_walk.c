@@ -577,6 +577,13 @@ static void test_unix_sockets(void **state)
 	/* accepted before B, blocked in the read until client 300 writes at B */
 	kb_sock_unix(&b, B - 60 * U, B - 50 * U, 100, 100, CP_SOCK_ACCEPT, 6, 6, NULL);
 	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	{
+		/* sk_data_ready on a Unix socket: no tuple, ignored */
+		struct cp_ev_sk_data_ready *e =
+		    (void *)kb_new(&b, CP_EV_SK_DATA_READY, sizeof(*e), B, 1, 300, 300);
+
+		e->family = AF_UNIX;
+	}
 	kb_wake(&b, B, 1, 100, 100, 300, 300, CP_CTX_TASK, CP_SOFTIRQ_NONE);
 	kb_switch(&b, B, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
 	kb_sock_unix(&b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 6, 14,
