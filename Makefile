@@ -6,6 +6,8 @@
 #   user/record*.c     → the recorder: the only code that sees libbpf
 #   user/main.c        → the CLI entry point
 #   user/*.c (others)  → libcritpath.a: reader, engine, reports (no libbpf)
+#   user/*.cpp         → libcritpath.a too: thin C++ shims with a C interface
+#                        (span_json.cpp: simdjson), so everything links libstdc++
 #   user/*.proto       → protobuf-c code generated into $(BUILD)/gen
 #   tests/unit/test_*.c      → one cmocka binary each, linked with libcritpath.a
 #   tests/workloads/*.c      → one program each (driven by integration tests)
@@ -13,13 +15,15 @@
 
 BUILD ?= build
 CC ?= gcc
+CXX ?= g++
 CLANG ?= clang
 BPFTOOL ?= bpftool
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 PKGS := libbpf libzstd zlib yajl libprotobuf-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIB_LIBS := $(shell pkg-config --libs libzstd zlib yajl libprotobuf-c 2>/dev/null) -lm -lpthread
+LIB_LIBS := $(shell pkg-config --libs libzstd zlib yajl libprotobuf-c simdjson 2>/dev/null) \
+	    -lstdc++ -lm -lpthread
 BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz
 
 SAN ?=
@@ -29,6 +33,9 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	  -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=gnu++17 -Wall -Wextra -Wno-unused-parameter -Iinclude -Iuser \
+	    $(shell pkg-config --cflags simdjson 2>/dev/null) $(SANFLAGS)
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude -Ibpf -Wall \
 	      -Wno-unused-function
@@ -43,7 +50,9 @@ PROTO_H := $(PROTO_C:.c=.h)
 
 REC_SRCS := $(wildcard user/record*.c)
 LIB_SRCS := $(filter-out user/main.c $(REC_SRCS),$(wildcard user/*.c))
-LIB_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS)) $(PROTO_C:.c=.o)
+LIB_CXX_SRCS := $(wildcard user/*.cpp)
+LIB_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS)) $(PROTO_C:.c=.o) \
+	    $(patsubst user/%.cpp,$(BUILD)/user/%.o,$(LIB_CXX_SRCS))
 REC_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(REC_SRCS))
 LIB := $(BUILD)/libcritpath.a
 
@@ -91,6 +100,9 @@ $(REC_OBJS): $(BUILD)/user/%.o: user/%.c $(SKEL) $(wildcard user/*.h include/*.h
 $(BUILD)/user/%.o: user/%.c $(wildcard user/*.h include/*.h) $(PROTO_H) | $(BUILD)/user
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/user/%.o: user/%.cpp $(wildcard user/*.h) | $(BUILD)/user
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
 $(LIB): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
@@ -136,7 +148,7 @@ vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
 
 format:
-	clang-format -i $(filter-out vmlinux/%,$(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.h \
+	clang-format -i $(filter-out vmlinux/%,$(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.cpp user/*.h \
 		tests/unit/*.c tests/workloads/*.c tools/*/*.c))
 
 clean:

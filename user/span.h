@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /*
  * Span-level input (DESIGN.md section 5, "critical path of a trace"): Jaeger
- * query-API JSON and OTLP JSON, detected by content, parsed with yajl's
- * streaming parser so memory is bounded by the largest trace, not the file.
+ * query-API JSON and OTLP JSON, detected by content, read in chunks, cut
+ * into traces and each parsed with simdjson, so memory is bounded by the
+ * largest trace, not the file.
  * Every trace's critical path (CRISP's last-finishing-child walk, iterative)
  * goes to the engine as one struct cp_request.
  */

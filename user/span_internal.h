@@ -3,8 +3,11 @@
  * Span input, internal API shared by the parser (span_parse.c), the trace
  * builder (span_tree.c), the walk (span_walk.c) and the engine glue (span.c).
  *
- * Flow: the streaming parser collects the spans of one trace (Jaeger: one
- * element of "data"; OTLP: one top-level export request, grouped by traceId)
+ * Flow: the scanner (span_scan.c) reads the input in chunks and cuts it into
+ * units (a Jaeger trace; OTLP: the resourceSpans of one top-level export
+ * request), simdjson walks each unit (span_json.cpp) and the parser
+ * (span_parse.c) collects the spans of one trace (Jaeger: one element of
+ * "data"; OTLP: one top-level export request, grouped by traceId)
  * into a struct span_in array whose strings live in a per-trace arena, then
  * calls span_tree__analyze(), which resolves parents, repairs bad input
  * (warning about it), corrects clock skew, runs the critical-path walk and
@@ -110,6 +113,29 @@ void span__warn_summary(struct span_file *f);
 int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in *spans, uint32_t n,
 		       const char *const *tags);
 void span_tree__free(struct span_file *f);
+
+/* The parser (span_parse.c): what Jaeger and OTLP values mean. span_scan.c
+ * splits the input into units and hands each to span_parser__unit. */
+enum span_unit {
+	SPAN_UNIT_JAEGER, /* one trace object: an element of "data" */
+	SPAN_UNIT_OTLP,	  /* the "resourceSpans" (Tempo: "batches") array of a request */
+};
+struct span_parser;
+struct span_parser *span_parser__new(struct span_file *f);
+void span_parser__free(struct span_parser *p);
+/* A top-level object begins / ends; OTLP analyses its spans at the end
+ * (0, or < 0 when the sink asked to stop or memory ran out). */
+void span_parser__begin_request(struct span_parser *p);
+int span_parser__end_request(struct span_parser *p);
+/* One unit, buf readable up to len + SPAN_JSON_PADDING. 0; 1 = malformed
+ * (*msg, *at: see span_json__parse); 2 = not valid UTF-8, nothing read;
+ * < 0 = the sink asked to stop or memory ran out. */
+int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
+		      const char **msg, size_t *at);
+/* The trace in progress, for warnings: its id (NULL before it is read) and
+ * how many spans were read. */
+const char *span_parser__trace_id(const struct span_parser *p);
+uint32_t span_parser__nspans(const struct span_parser *p);
 
 /* Both entry points of span.h, on a sink instead of an engine. Return the
  * number of traces handed to the sink, or -errno (warned). */
