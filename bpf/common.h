@@ -16,12 +16,6 @@
 
 #include "critpath_abi.h"
 
-/* Values of the targets map. A group whose last thread exited stays DEAD
- * (still matched) until the recorder removes it, so the exit's final
- * context switch is still recorded. */
-#define TARGET_LIVE 1
-#define TARGET_DEAD 2
-
 /* Configuration, set by the recorder before load (rodata). */
 const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
 /* Every program returns at its first instruction: the overhead floor of the
@@ -33,13 +27,16 @@ const volatile __u8 cfg_empty_programs __weak = 0;
  * short timer otherwise. */
 const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
 
-/* Thread groups being recorded: tgid → TARGET_LIVE / TARGET_DEAD. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} targets SEC(".maps") __weak;
+/*
+ * Thread groups being recorded: one bit per tgid (tgids are below
+ * PID_MAX_LIMIT, 1 << 22 on 64-bit), tested by every hook first thing — a
+ * load from global data where a hash lookup cost ~30 ns per call. Set by the
+ * recorder (user/record_hooks.c, atomically through the mmapped .bss) and
+ * by sched_process_fork for children; cleared by the recorder only after a
+ * group's exit is recorded, so its final context switch is still seen.
+ */
+#define TARGET_WORDS (1 << 16)
+__u64 target_bits[TARGET_WORDS] __weak;
 
 /* The event stream; max_entries set from --buffer-mb by the recorder. */
 struct {
@@ -77,11 +74,12 @@ struct {
 
 static __always_inline bool tgid_is_target(__u32 tgid)
 {
-	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+	return (target_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1;
+}
 
-	/* reading the value keeps clang from OR-ing two lookups' pointers,
-	 * which the verifier refuses */
-	return v && *v;
+static __always_inline void target_add(__u32 tgid)
+{
+	__sync_fetch_and_or(&target_bits[(tgid >> 6) & (TARGET_WORDS - 1)], 1ull << (tgid & 63));
 }
 
 static __always_inline bool current_is_target(void)
@@ -155,5 +153,29 @@ static __always_inline __u32 task_cpu_of(struct task_struct *p)
 {
 	return BPF_CORE_READ(p, thread_info.cpu);
 }
+
+/*
+ * A field of a kernel object. btf (a constant after inlining): p is a
+ * BTF-typed pointer (a tp_btf argument, bpf_get_current_task_btf(), or a
+ * kernel_cast() result), read with a direct load, which the verifier turns
+ * into a fault-safe load at a fraction of the cost of a bpf_probe_read_kernel()
+ * call; otherwise (raw_tp arguments are plain numbers) through BPF_CORE_READ.
+ * Both are CO-RE relocated.
+ */
+#define KREAD(btf, p, ...) ((btf) ? (p)->__VA_ARGS__ : BPF_CORE_READ(p, __VA_ARGS__))
+
+static __always_inline void comm_copy(bool btf, char *dst, struct task_struct *p)
+{
+	if (btf)
+		__builtin_memcpy(dst, p->comm, CP_COMM_LEN);
+	else
+		bpf_core_read(dst, CP_COMM_LEN, &p->comm);
+}
+
+/* Makes a kernel address (a number to the verifier) a read-only BTF-typed
+ * pointer that KREAD(true, ...) can load through (kernel 6.2+). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define kernel_cast(ptr, type)                                                                     \
+	((type *)bpf_rdonly_cast((void *)(ptr), bpf_core_type_id_kernel(type)))
 
 #endif /* CRITPATH_BPF_COMMON_H */

@@ -13,7 +13,6 @@ static __always_inline int futex_enter(__u8 call, __u64 uaddr, __u64 op, __u64 v
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_inflight in = {};
-	__u32 tid = (__u32)id;
 
 	if (!tgid_is_target(id >> 32))
 		return 0;
@@ -24,17 +23,16 @@ static __always_inline int futex_enter(__u8 call, __u64 uaddr, __u64 op, __u64 v
 	in.arg0 = uaddr;
 	in.arg1 = op;
 	in.arg2 = val;
-	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+	inflight_put(&in);
 	return 0;
 }
 
 static __always_inline int futex_exit(__u8 call, long ret)
 {
-	__u32 tid = current_tid();
 	struct cp_inflight *in;
 	struct cp_ev_futex *e;
 
-	in = bpf_map_lookup_elem(&inflight, &tid);
+	in = inflight_get();
 	if (!in)
 		return 0;
 	if (in->kind != INFLIGHT_FUTEX || in->call != call)
@@ -52,7 +50,7 @@ static __always_inline int futex_exit(__u8 call, long ret)
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 	ev_submit(e);
 out:
-	bpf_map_delete_elem(&inflight, &tid);
+	inflight_done(in);
 	return 0;
 }
 

@@ -4,7 +4,9 @@
  * fork/exec/exit (targets follow forks), and the run-queue culprits of target
  * threads. Each hook has a tp_btf program and a raw_tp twin with the same
  * arguments; the recorder loads one of the two (raw_tp when tp_btf does not
- * load), so the bodies read everything through BPF_CORE_READ.
+ * load). The bodies take a constant `btf`: tp_btf programs read task fields
+ * with direct loads (KREAD, bpf/common.h), their raw_tp twins through
+ * BPF_CORE_READ.
  */
 #include "common.h"
 
@@ -20,10 +22,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * softirqs (softirq_entry/exit, which also say the vector).
  */
 struct irq_ctx {
-	__u32 hardirq;	/* nesting depth of irq handlers */
-	__u32 hrtimer;	/* nesting depth of hrtimer callbacks */
-	__u32 softirq;	/* serving a softirq */
-	__u32 vec;	/* its vector */
+	__u32 hardirq; /* nesting depth of irq handlers */
+	__u32 hrtimer; /* nesting depth of hrtimer callbacks */
+	__u32 softirq; /* serving a softirq */
+	__u32 vec;     /* its vector */
 };
 
 struct {
@@ -61,7 +63,7 @@ struct cp_rq_slice {
 };
 
 struct cp_cpu_rq {
-	__u64 last_ts;	/* when the task now running got this CPU */
+	__u64 last_ts; /* when the task now running got this CPU */
 	__u32 head;
 	__u32 __pad;
 	struct cp_rq_slice s[RQ_SLICES];
@@ -93,7 +95,7 @@ __u64 rq_waiters = 0;
 
 static __always_inline void rq_wait_begin(__u32 pid, __u32 tid, __u32 cpu, __u64 now)
 {
-	struct cp_rq_wait w = { .since = now, .cpu = cpu, .pid = pid };
+	struct cp_rq_wait w = {.since = now, .cpu = cpu, .pid = pid};
 
 	if (bpf_map_update_elem(&rq_waits, &tid, &w, BPF_NOEXIST) == 0)
 		__sync_fetch_and_add(&rq_waiters, 1);
@@ -101,7 +103,8 @@ static __always_inline void rq_wait_begin(__u32 pid, __u32 tid, __u32 cpu, __u64
 
 static __always_inline void rq_wait_cancel(__u32 tid)
 {
-	if (bpf_map_delete_elem(&rq_waits, &tid) == 0)
+	/* a delete takes the bucket lock even for a missing key: look first */
+	if (bpf_map_lookup_elem(&rq_waits, &tid) && bpf_map_delete_elem(&rq_waits, &tid) == 0)
 		__sync_fetch_and_add(&rq_waiters, -1);
 }
 
@@ -166,7 +169,7 @@ static __always_inline void rq_victim_runs(__u32 tid, __u64 now)
 		int k, min_k = 0;
 
 		if (s->end <= wait.since)
-			break;	/* older than the wait: the rest are older still */
+			break; /* older than the wait: the rest are older still */
 		if (b <= a || s->tid == tid)
 			continue;
 		o = b - a;
@@ -203,7 +206,7 @@ static __always_inline void rq_victim_runs(__u32 tid, __u64 now)
 		}
 	}
 	if (total > covered)
-		other += total - covered;	/* slices older than the ring */
+		other += total - covered; /* slices older than the ring */
 
 	for (int k = 0; k < RQ_TOP; k++) {
 		if (!top[k].used || !top[k].ns)
@@ -215,11 +218,11 @@ static __always_inline void rq_victim_runs(__u32 tid, __u64 now)
 		rq_emit(wait.pid, tid, wait.cpu, now, wait.since, 0, 0, other, NULL);
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+static __always_inline int on_switch(bool btf, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
-	__u32 prev_pid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
-	__u32 next_pid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
+	__u32 prev_pid = KREAD(btf, prev, tgid), prev_tid = KREAD(btf, prev, pid);
+	__u32 next_pid = KREAD(btf, next, tgid), next_tid = KREAD(btf, next, pid);
 	__u64 now = bpf_ktime_get_ns();
 	struct cp_ev_sched_switch *e;
 	struct cp_cpu_rq *rq;
@@ -236,7 +239,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 			s->tid = prev_tid;
 			s->start = rq->last_ts;
 			s->end = now;
-			bpf_core_read(s->comm, CP_COMM_LEN, &prev->comm);
+			comm_copy(btf, s->comm, prev);
 			rq->head++;
 		}
 		rq->last_ts = now;
@@ -265,7 +268,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		e->prev_state = state;
 		e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
 		e->prev_state_raw = prev_state;
-		bpf_core_read(e->next_comm, CP_COMM_LEN, &next->comm);
+		comm_copy(btf, e->next_comm, next);
 		ev_submit(e);
 	}
 
@@ -285,7 +288,7 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 	     unsigned int prev_state)
 {
 	EMPTY_GUARD();
-	return on_switch(preempt, prev, next, prev_state);
+	return on_switch(true, preempt, prev, next, prev_state);
 }
 
 SEC("raw_tp/sched_switch")
@@ -293,12 +296,12 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	     unsigned int prev_state)
 {
 	EMPTY_GUARD();
-	return on_switch(preempt, prev, next, prev_state);
+	return on_switch(false, preempt, prev, next, prev_state);
 }
 
-static __always_inline int on_waking(struct task_struct *p)
+static __always_inline int on_waking(bool btf, struct task_struct *p)
 {
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 pid = KREAD(btf, p, tgid);
 	struct cp_ev_sched_waking *e;
 	struct irq_ctx *ic;
 
@@ -308,17 +311,17 @@ static __always_inline int on_waking(struct task_struct *p)
 	if (!e)
 		return 0;
 	e->wakee_pid = pid;
-	e->wakee_tid = BPF_CORE_READ(p, pid);
+	e->wakee_tid = KREAD(btf, p, pid);
 	e->waker_pid = 0;
 	e->waker_tid = 0;
 	e->softirq_vec = CP_SOFTIRQ_NONE;
-	e->target_cpu = task_cpu_of(p);
+	e->target_cpu = KREAD(btf, p, thread_info.cpu);
 	e->__pad = 0;
 	ic = irq_ctx_get();
 	/* An hrtimer callback inside a softirq is soft only in the HRTIMER
 	 * softirq: any other softirq was interrupted by a hard timer. */
-	if (ic && (ic->hardirq ||
-		   (ic->hrtimer && !(ic->softirq && ic->vec == CP_SOFTIRQ_HRTIMER)))) {
+	if (ic &&
+	    (ic->hardirq || (ic->hrtimer && !(ic->softirq && ic->vec == CP_SOFTIRQ_HRTIMER)))) {
 		e->waker_ctx = CP_CTX_HARDIRQ;
 	} else if (ic && ic->softirq) {
 		e->waker_ctx = CP_CTX_SOFTIRQ;
@@ -336,26 +339,26 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(sched_waking_btf, struct task_struct *p)
 {
 	EMPTY_GUARD();
-	return on_waking(p);
+	return on_waking(true, p);
 }
 
 SEC("raw_tp/sched_waking")
 int BPF_PROG(sched_waking_raw, struct task_struct *p)
 {
 	EMPTY_GUARD();
-	return on_waking(p);
+	return on_waking(false, p);
 }
 
 /* sched_wakeup fires once the CPU is chosen: the run-queue wait starts. */
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int on_wakeup(bool btf, struct task_struct *p)
 {
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 pid = KREAD(btf, p, tgid);
 
 	if (!tgid_is_target(pid))
 		return 0;
-	if (BPF_CORE_READ(p, on_cpu))
-		return 0;	/* woken before it got off its CPU: no wait */
-	rq_wait_begin(pid, BPF_CORE_READ(p, pid), task_cpu_of(p), bpf_ktime_get_ns());
+	if (KREAD(btf, p, on_cpu))
+		return 0; /* woken before it got off its CPU: no wait */
+	rq_wait_begin(pid, KREAD(btf, p, pid), KREAD(btf, p, thread_info.cpu), bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -363,14 +366,14 @@ SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
 	EMPTY_GUARD();
-	return on_wakeup(p);
+	return on_wakeup(true, p);
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 {
 	EMPTY_GUARD();
-	return on_wakeup(p);
+	return on_wakeup(false, p);
 }
 
 static __always_inline int on_wakeup_new(struct task_struct *p)
@@ -411,12 +414,11 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 {
 	__u32 ppid = BPF_CORE_READ(parent, tgid), cpid = BPF_CORE_READ(child, tgid);
 	struct cp_ev_process_fork *e;
-	__u8 live = TARGET_LIVE;
 
 	if (!tgid_is_target(ppid))
 		return 0;
 	if (cpid != ppid)
-		bpf_map_update_elem(&targets, &cpid, &live, BPF_ANY);	/* follow the child */
+		target_add(cpid); /* follow the child */
 	e = ev_reserve(CP_EV_PROCESS_FORK, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
@@ -495,13 +497,10 @@ static __always_inline int on_exit(struct task_struct *p, bool group_dead)
 {
 	__u32 pid = BPF_CORE_READ(p, tgid);
 	struct cp_ev_process_exit *e;
-	__u8 dead = TARGET_DEAD;
 
 	if (!tgid_is_target(pid))
 		return 0;
 	rq_wait_cancel(BPF_CORE_READ(p, pid));
-	if (group_dead)
-		bpf_map_update_elem(&targets, &pid, &dead, BPF_EXIST);
 	e = ev_reserve(CP_EV_PROCESS_EXIT, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
@@ -551,11 +550,15 @@ int BPF_PROG(sched_process_exit_raw, struct task_struct *p, bool group_dead)
 		return 0;                                                                          \
 	}
 
-#define DEPTH_DOWN(f) ((f) = (f) ? (f) - 1 : 0)
+#define DEPTH_DOWN(f) ((f) = (f) ? (f)-1 : 0)
 
 /* An interrupt may land between the two stores: the vector is valid
  * whenever softirq is set. */
-IRQ_EDGE(softirq_entry, unsigned int vec, { ic->vec = vec; barrier(); ic->softirq = 1; })
+IRQ_EDGE(softirq_entry, unsigned int vec, {
+	ic->vec = vec;
+	barrier();
+	ic->softirq = 1;
+})
 IRQ_EDGE(softirq_exit, unsigned int vec, {
 	ic->softirq = 0;
 	barrier();

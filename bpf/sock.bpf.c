@@ -21,58 +21,83 @@ struct {
 	__type(value, struct cp_ev_sock);
 } sock_scratch SEC(".maps");
 
+/*
+ * The socket behind a descriptor of the current task, or NULL. Direct loads
+ * through BTF-typed pointers (KREAD in common.h): the task from
+ * bpf_get_current_task_btf(), the file and the socket cast from the numbers
+ * the fd table holds. The returned sock is such a pointer too.
+ */
 static __always_inline struct sock *fd_sock(int fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt;
 	struct file **fds, *file;
 	struct socket *sock;
-	umode_t mode;
+	struct inode *inode;
 
 	if (fd < 0)
 		return NULL;
-	fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+	fdt = task->files->fdt;
+	if (!fdt || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
+	fds = fdt->fd;
 	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return NULL;
-	mode = BPF_CORE_READ(file, f_inode, i_mode);
-	if ((mode & S_IFMT) != S_IFSOCK)
+	file = kernel_cast(file, struct file);
+	inode = file->f_inode;
+	if (!inode || (inode->i_mode & S_IFMT) != S_IFSOCK)
 		return NULL;
-	sock = BPF_CORE_READ(file, private_data);
+	sock = kernel_cast(file->private_data, struct socket);
 	if (!sock)
 		return NULL;
-	return BPF_CORE_READ(sock, sk);
+	return sock->sk;
 }
 
-static __always_inline bool sk_is_tcp(struct sock *sk, __u16 family)
+/* sk from a number (the inflight entry): a pointer fd_sock()-like code can
+ * load through. */
+static __always_inline struct sock *sk_ptr(__u64 sk)
+{
+	return kernel_cast(sk, struct sock);
+}
+
+static __always_inline bool sk_is_tcp(bool btf, struct sock *sk, __u16 family)
 {
 	return (family == AF_INET || family == AF_INET6) &&
-	       BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
+	       KREAD(btf, sk, sk_protocol) == IPPROTO_TCP;
 }
 
-/* Family, type and the 4-tuple; addresses network order, ports host order. */
-static __always_inline void sk_read_info(struct sock *sk, struct cp_inflight *in)
+/* Family, type and the 4-tuple; addresses network order, ports host order.
+ * btf: sk is a BTF-typed pointer (direct loads), else a raw_tp argument. */
+static __always_inline void sk_info(bool btf, struct sock *sk, struct cp_inflight *in)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family = KREAD(btf, sk, __sk_common.skc_family);
 
 	in->family = family;
-	in->sock_type = BPF_CORE_READ(sk, sk_type);
+	in->sock_type = KREAD(btf, sk, sk_type);
 	if (family == AF_INET) {
-		__u32 a = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
-		__u32 b = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		__u32 a = KREAD(btf, sk, __sk_common.skc_rcv_saddr);
+		__u32 b = KREAD(btf, sk, __sk_common.skc_daddr);
 
 		__builtin_memcpy(in->laddr, &a, 4);
 		__builtin_memcpy(in->raddr, &b, 4);
 	} else if (family == AF_INET6) {
-		BPF_CORE_READ_INTO(&in->laddr, sk, __sk_common.skc_v6_rcv_saddr);
-		BPF_CORE_READ_INTO(&in->raddr, sk, __sk_common.skc_v6_daddr);
+		if (btf) {
+			__builtin_memcpy(in->laddr, &sk->__sk_common.skc_v6_rcv_saddr, 16);
+			__builtin_memcpy(in->raddr, &sk->__sk_common.skc_v6_daddr, 16);
+		} else {
+			BPF_CORE_READ_INTO(&in->laddr, sk, __sk_common.skc_v6_rcv_saddr);
+			BPF_CORE_READ_INTO(&in->raddr, sk, __sk_common.skc_v6_daddr);
+		}
 	}
 	if (family == AF_INET || family == AF_INET6) {
-		in->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-		in->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+		in->lport = KREAD(btf, sk, __sk_common.skc_num);
+		in->rport = bpf_ntohs(KREAD(btf, sk, __sk_common.skc_dport));
 	}
+}
+
+static __always_inline void sk_read_info(struct sock *sk, struct cp_inflight *in)
+{
+	sk_info(true, sk, in);
 }
 
 static __always_inline int call_dir(__u8 call)
@@ -98,7 +123,7 @@ static __always_inline int call_dir(__u8 call)
 static __always_inline struct cp_sock_state *sock_track(struct sock *sk, __u32 tgid)
 {
 	__u64 key = (__u64)sk;
-	struct cp_sock_state *st, fresh = { .tgid = tgid };
+	struct cp_sock_state *st, fresh = {.tgid = tgid};
 
 	st = bpf_map_lookup_elem(&sock_states, &key);
 	if (st)
@@ -112,9 +137,7 @@ static __always_inline struct cp_sock_state *sock_track(struct sock *sk, __u32 t
 static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u8 call)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
 	struct cp_inflight in = {};
-	struct cp_sock_state *st;
 	struct sock *sk;
 	int dir;
 
@@ -133,22 +156,14 @@ static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u8 call)
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
 	dir = call_dir(call);
-	if (dir != SOCK_DIR_NONE && sk_is_tcp(sk, in.family)) {
-		struct tcp_sock *tp = (struct tcp_sock *)sk;
+	if (dir != SOCK_DIR_NONE && sk_is_tcp(true, sk, in.family)) {
+		struct tcp_sock *tp = kernel_cast(sk, struct tcp_sock);
 
-		in.tcp_seq = dir == SOCK_DIR_WRITE ? BPF_CORE_READ(tp, snd_nxt)
-						   : BPF_CORE_READ(tp, copied_seq);
+		in.tcp_seq = dir == SOCK_DIR_WRITE ? tp->snd_nxt : tp->copied_seq;
 	}
-	st = sock_track(sk, id >> 32);
-	/*
-	 * Payload only where protocol detection needs it, to keep recordings
-	 * small: the first read or write on a socket and the first one after a
-	 * change of direction (the start of a request or of a response).
-	 * last_dir is updated at exit, only by calls that moved bytes.
-	 */
-	if (dir != SOCK_DIR_NONE && cfg_payload_bytes && st && st->last_dir != dir)
-		in.capture = 1;
-	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+	/* known to sk_data_ready before data arrives for this call */
+	sock_track(sk, id >> 32);
+	inflight_put(&in);
 	return 0;
 }
 
@@ -171,8 +186,7 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 	case CP_SOCK_SENDMMSG: {
 		unsigned int len = 0;
 
-		bpf_probe_read_user(&len, sizeof(len),
-				    msg + offsetof(struct mmsghdr, msg_len));
+		bpf_probe_read_user(&len, sizeof(len), msg + offsetof(struct mmsghdr, msg_len));
 		if (len < *max)
 			*max = len;
 	}
@@ -197,14 +211,16 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 
 static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 call)
 {
-	__u32 tid = current_tid(), zero = 0;
+	struct cp_sock_state *st = NULL;
+	__u32 zero = 0;
 	long ret = ctx->ret;
+	int dir;
 	struct cp_ev_sock *e;
 	struct cp_inflight *in;
 	__u64 len = 0, size;
 	struct sock *sk;
 
-	in = bpf_map_lookup_elem(&inflight, &tid);
+	in = inflight_get();
 	if (!in)
 		return 0;
 	if (in->kind != INFLIGHT_SOCK || in->call != call)
@@ -212,7 +228,7 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 	e = bpf_map_lookup_elem(&sock_scratch, &zero);
 	if (!e)
 		goto out;
-	sk = (struct sock *)in->sk;
+	sk = sk_ptr(in->sk);
 	if ((call == CP_SOCK_ACCEPT || call == CP_SOCK_ACCEPT4) && ret >= 0) {
 		/* the new connection is what the call is about */
 		sk = fd_sock(ret);
@@ -222,7 +238,7 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 		}
 		in->fd = ret;
 	} else if (call == CP_SOCK_CONNECT) {
-		sk_read_info(sk, in);	/* the local port exists now */
+		sk_read_info(sk, in); /* the local port exists now */
 	} else if (call == CP_SOCK_CLOSE && ret == 0) {
 		__u64 key = in->sk;
 
@@ -244,9 +260,23 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 	e->sock_type = in->sock_type;
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 
-	if (in->capture && ret > 0) {
-		__u64 max = call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX
-										 : ret;
+	/*
+	 * Payload only where protocol detection needs it, to keep recordings
+	 * small: the first read or write on a socket and the first one after a
+	 * change of direction (the start of a request or of a response), among
+	 * calls that moved bytes. Decided here at the exit, not at the start: a
+	 * reader may begin its next read before another thread has written the
+	 * previous response (a hand-off), and that read still starts a request.
+	 */
+	dir = call_dir(call);
+	if (ret > 0 && dir != SOCK_DIR_NONE && cfg_payload_bytes) {
+		__u64 key = in->sk;
+
+		st = bpf_map_lookup_elem(&sock_states, &key);
+	}
+	if (st && st->last_dir != dir) {
+		__u64 max =
+		    call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX : ret;
 		const void *src;
 
 		if (max > cfg_payload_bytes)
@@ -265,13 +295,8 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 		} else {
 			len = 0;
 		}
-		if (len) {
-			__u64 key = in->sk;
-			struct cp_sock_state *st = bpf_map_lookup_elem(&sock_states, &key);
-
-			if (st)
-				st->last_dir = call_dir(call);
-		}
+		if (len)
+			st->last_dir = dir;
 	}
 	e->payload_len = len;
 	size = CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len);
@@ -279,7 +304,7 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 	if (size <= sizeof(*e))
 		ev_output(e, size);
 out:
-	bpf_map_delete_elem(&inflight, &tid);
+	inflight_done(in);
 	return 0;
 }
 
@@ -320,7 +345,6 @@ static __always_inline int poll_enter(__u8 call)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_inflight in = {};
-	__u32 tid = (__u32)id;
 
 	if (!tgid_is_target(id >> 32))
 		return 0;
@@ -328,17 +352,16 @@ static __always_inline int poll_enter(__u8 call)
 	in.pid = id >> 32;
 	in.kind = INFLIGHT_POLL;
 	in.call = call;
-	bpf_map_update_elem(&inflight, &tid, &in, BPF_ANY);
+	inflight_put(&in);
 	return 0;
 }
 
 static __always_inline int poll_exit(__u8 call, long ret)
 {
-	__u32 tid = current_tid();
 	struct cp_inflight *in;
 	struct cp_ev_poll *e;
 
-	in = bpf_map_lookup_elem(&inflight, &tid);
+	in = inflight_get();
 	if (!in)
 		return 0;
 	if (in->kind != INFLIGHT_POLL || in->call != call)
@@ -353,7 +376,7 @@ static __always_inline int poll_exit(__u8 call, long ret)
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 	ev_submit(e);
 out:
-	bpf_map_delete_elem(&inflight, &tid);
+	inflight_done(in);
 	return 0;
 }
 
@@ -380,7 +403,7 @@ POLL_CALL(select, CP_POLL_SELECT)
 POLL_CALL(pselect6, CP_POLL_PSELECT6)
 
 /* Data arrived on a socket a target touched (softirq context, usually). */
-static __always_inline int on_data_ready(struct sock *sk)
+static __always_inline int on_data_ready(bool btf, struct sock *sk)
 {
 	__u64 key = (__u64)sk;
 	struct cp_ev_sk_data_ready *e;
@@ -391,13 +414,18 @@ static __always_inline int on_data_ready(struct sock *sk)
 	e = ev_reserve(CP_EV_SK_DATA_READY, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
-	sk_read_info(sk, &info);
+	sk_info(btf, sk, &info);
 	e->family = info.family;
 	e->lport = info.lport;
 	e->rport = info.rport;
 	e->__pad = 0;
 	e->__pad2 = 0;
-	e->rcv_nxt = sk_is_tcp(sk, info.family) ? BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt) : 0;
+	if (!sk_is_tcp(btf, sk, info.family))
+		e->rcv_nxt = 0;
+	else if (btf)
+		e->rcv_nxt = kernel_cast(sk, struct tcp_sock)->rcv_nxt;
+	else
+		e->rcv_nxt = BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt);
 	__builtin_memcpy(e->laddr, info.laddr, CP_ADDR_LEN);
 	__builtin_memcpy(e->raddr, info.raddr, CP_ADDR_LEN);
 	ev_submit(e);
@@ -408,12 +436,12 @@ SEC("tp_btf/sk_data_ready")
 int BPF_PROG(sk_data_ready_btf, struct sock *sk)
 {
 	EMPTY_GUARD();
-	return on_data_ready(sk);
+	return on_data_ready(true, sk);
 }
 
 SEC("raw_tp/sk_data_ready")
 int BPF_PROG(sk_data_ready_raw, struct sock *sk)
 {
 	EMPTY_GUARD();
-	return on_data_ready(sk);
+	return on_data_ready(false, sk);
 }

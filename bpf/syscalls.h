@@ -2,8 +2,8 @@
 /*
  * Syscalls in flight: the enter tracepoint of a target's futex / socket /
  * poll call stores what the exit needs (time, arguments, socket state before
- * the call) under the thread id; the exit emits ONE record with enter_ts and
- * deletes the entry. A thread is in one syscall at a time. What is left in
+ * the call) in the thread's slot; the exit emits ONE record with enter_ts and
+ * frees the slot. A thread is in one syscall at a time. What is left in
  * the map when recording stops are calls still blocked: the recorder writes
  * them as enter records.
  */
@@ -29,7 +29,7 @@ struct cp_inflight {
 	__s32 fd;
 	__u8 kind; /* enum inflight_kind */
 	__u8 call;
-	__u8 capture; /* sock: this call's payload is wanted (see sock.bpf.c) */
+	__u8 capture; /* unused: the payload is decided at the exit (sock.bpf.c) */
 	__u8 sock_type;
 	__u16 family;
 	__u16 lport;
@@ -40,16 +40,45 @@ struct cp_inflight {
 	__u8 raddr[CP_ADDR_LEN];
 };
 
+/*
+ * Task-local storage, not a hash keyed by tid: the enter's store and the
+ * exit's lookup go straight to the thread's own slot, with no hashing, no
+ * bucket lock and no delete (kind = 0 marks the slot free). The recorder
+ * reads the slots left at stop through pidfds of the target threads.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct cp_inflight);
 } inflight SEC(".maps") __weak;
 
-static __always_inline __u32 current_tid(void)
+/* Enter: the call's state into the thread's slot. A slot that cannot be
+ * allocated loses the call's record: counted as a drop. */
+static __always_inline void inflight_put(const struct cp_inflight *in)
 {
-	return (__u32)bpf_get_current_pid_tgid();
+	struct cp_inflight *slot;
+
+	slot = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (slot)
+		*slot = *in;
+	else
+		count_drop();
+}
+
+/* Exit: the thread's call in flight, or NULL. */
+static __always_inline struct cp_inflight *inflight_get(void)
+{
+	struct cp_inflight *in;
+
+	in = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	return in && in->kind ? in : NULL;
+}
+
+static __always_inline void inflight_done(struct cp_inflight *in)
+{
+	in->kind = 0;
 }
 
 #endif /* CRITPATH_BPF_SYSCALLS_H */

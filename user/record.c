@@ -577,7 +577,13 @@ int cmd_record(int argc, char **argv)
 	if (!r->write_err)
 		check_drops(r, now);
 	if (!r->write_err) {
-		err = rec_bpf__write_inflight(r->bpf, r->w, &inflight);
+		pid_t pids[MAX_TARGETS];
+		int n = 0;
+
+		for (int i = 0; i < r->ntargets; i++)
+			if (!r->targets[i].dead)
+				pids[n++] = r->targets[i].pid;
+		err = rec_bpf__write_inflight(r->bpf, r->w, pids, n, &inflight);
 		if (err)
 			write_error(r, err);
 		r->events += inflight;

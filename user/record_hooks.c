@@ -6,12 +6,15 @@
  * classic tracepoints (sys_enter_X / sys_exit_X), which need tracefs and
  * exist only for the syscalls this kernel has.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -242,22 +245,36 @@ cleanup:
 	return err;
 }
 
+/* One bit per tgid in the BPF object's global target_bits (bpf/common.h),
+ * set and cleared atomically: sched_process_fork sets bits of children
+ * meanwhile. */
+#define TARGET_PID_LIMIT (1u << 22)
+
+static uint64_t *target_word(struct rec_bpf *b, pid_t pid, uint64_t *bit)
+{
+	if (pid <= 0 || (uint32_t)pid >= TARGET_PID_LIMIT || !b->skel->bss)
+		return NULL;
+	*bit = 1ull << (pid & 63);
+	return (uint64_t *)&b->skel->bss->target_bits[pid >> 6];
+}
+
 int rec_bpf__add_target(struct rec_bpf *b, pid_t pid)
 {
-	uint32_t key = pid;
-	uint8_t v = 1; /* TARGET_LIVE */
+	uint64_t bit, *w = target_word(b, pid, &bit);
 
-	if (bpf_map__update_elem(b->skel->maps.targets, &key, sizeof(key), &v, sizeof(v), BPF_ANY))
-		return -errno;
+	if (!w)
+		return -EINVAL;
+	__atomic_fetch_or(w, bit, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
 int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
 {
-	uint32_t key = pid;
+	uint64_t bit, *w = target_word(b, pid, &bit);
 
-	if (bpf_map__delete_elem(b->skel->maps.targets, &key, sizeof(key), 0) && errno != ENOENT)
-		return -errno;
+	if (!w)
+		return -EINVAL;
+	__atomic_fetch_and(w, ~bit, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -423,23 +440,53 @@ static int inflight__write(struct recording_writer *w, uint32_t tid, const struc
 	return recording_writer__append(w, &r.h);
 }
 
-int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, uint64_t *written)
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* linux/pidfd.h, 6.9+ */
+#endif
+
+/* The slot of one thread (inflight is task storage, keyed by a pidfd). */
+static int inflight__lookup(int map_fd, pid_t pid, pid_t tid, struct inflight *in)
+{
+	int pidfd = syscall(SYS_pidfd_open, tid, PIDFD_THREAD), err;
+
+	if (pidfd < 0 && tid == pid)
+		pidfd = syscall(SYS_pidfd_open, tid, 0); /* a kernel before PIDFD_THREAD */
+	if (pidfd < 0)
+		return -errno;
+	err = bpf_map_lookup_elem(map_fd, &pidfd, in) ? -errno : 0;
+	close(pidfd);
+	return err;
+}
+
+int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, const pid_t *pids,
+			    int npids, uint64_t *written)
 {
 	int fd = bpf_map__fd(b->skel->maps.inflight);
-	uint32_t key, next;
-	uint32_t *prev = NULL;
-	struct inflight in;
-	int err;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &in))
-			continue;
-		err = inflight__write(w, key, &in);
-		if (err)
-			return err;
-		(*written)++;
+	for (int i = 0; i < npids; i++) {
+		char path[64];
+		struct dirent *d;
+		DIR *dir;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", pids[i]);
+		dir = opendir(path);
+		if (!dir)
+			continue; /* exited: no call of it is in flight */
+		while ((d = readdir(dir))) {
+			pid_t tid = atoi(d->d_name);
+			struct inflight in;
+			int err;
+
+			if (tid <= 0 || inflight__lookup(fd, pids[i], tid, &in) || !in.kind)
+				continue;
+			err = inflight__write(w, tid, &in);
+			if (err) {
+				closedir(dir);
+				return err;
+			}
+			(*written)++;
+		}
+		closedir(dir);
 	}
 	return 0;
 }

@@ -40,8 +40,10 @@ int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx);
 int rec_bpf__poll(struct rec_bpf *b, int timeout_ms);
 /* Per-CPU drop counters (ncpus entries). */
 int rec_bpf__drops(struct rec_bpf *b, uint64_t *per_cpu, int ncpus);
-/* Calls still blocked now: one enter record each (futex, sock, poll). */
-int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, uint64_t *written);
+/* Calls of the threads of pids still blocked now: one enter record each
+ * (futex, sock, poll). */
+int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, const pid_t *pids,
+			    int npids, uint64_t *written);
 void rec_bpf__destroy(struct rec_bpf *b);
 
 /* Header facts. Strings point into m (static storage of the caller). */

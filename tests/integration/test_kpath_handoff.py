@@ -33,6 +33,11 @@ def main():
            N - 1 <= len(reqs) <= N, f"recording {path}")
     if not reqs:
         K.done(tap)
+    unnamed = [q for q in reqs if q.get("name") == "request"]
+    tap.ok(f"handoff: every request named by its command ({len(unnamed)} of {len(reqs)} only "
+           "'request')", not unnamed, "the payload of a read that began before the previous "
+           "response was written must still be captured\n" + K.describe(unnamed[0] if unnamed
+                                                                      else mid))
     lat = K.median_own_latency(reqs)
     tap.ok(f"handoff: median latency without interference {K.fmt_ms(lat)} (path "
            f"{K.fmt_ms(K.median_latency(reqs))}), expected ~10 ms", K.near(lat, 10.3),
