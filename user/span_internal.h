@@ -137,6 +137,21 @@ int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *bu
 const char *span_parser__trace_id(const struct span_parser *p);
 uint32_t span_parser__nspans(const struct span_parser *p);
 
+/* span_blocks.c: where the object or array starting at buf[*i] ends. Reads
+ * 64 bytes a step while *i + 64 <= hi: true with *end (the index after its
+ * closing bracket), or false with *i where it stopped; st (zeroed at the
+ * start) carries over to the next call with more bytes. */
+struct span_block_state {
+	long long depth;
+	uint64_t in_string; /* all ones when the last block ended inside a string */
+	bool escape;	    /* the last block ended with an unescaped backslash */
+};
+bool span_blocks__scan(const char *buf, size_t *i, size_t hi, struct span_block_state *st,
+		       size_t *end);
+/* The same without AVX2 (what span_blocks__scan uses on CPUs without it). */
+bool span_blocks__scan_portable(const char *buf, size_t *i, size_t hi, struct span_block_state *st,
+				size_t *end);
+
 /* Both entry points of span.h, on a sink instead of an engine. Return the
  * number of traces handed to the sink, or -errno (warned). */
 int span_input__analyze_buffer(const char *name, const char *buf, size_t len,

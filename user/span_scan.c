@@ -15,10 +15,8 @@
  * "batches") is OTLP.
  *
  * Where a unit (or a value skipped whole, like Jaeger's "errors") ends is
- * found 64 bytes at a time, without looking at each byte: masks of quotes,
- * backslashes and brackets, strings masked out by a prefix XOR of the
- * unescaped quotes, the depth counted with popcounts (the idea of simdjson's
- * first stage). A skipped value is checked for strings and brackets only.
+ * found 64 bytes at a time (span_blocks.c). A skipped value is checked for
+ * strings and brackets only.
  *
  * A malformed unit is warned (line, byte, simdjson's message, the trace) and
  * the units after it are still read; damage to the outer levels, or an end
@@ -72,9 +70,6 @@ struct scan {
 /* Without -mpopcnt, __builtin_popcount is a call into libgcc. */
 static inline int popcount64(uint64_t x)
 {
-#ifdef __POPCNT__
-	return __builtin_popcountll(x);
-#endif
 	x -= (x >> 1) & 0x5555555555555555ull;
 	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
@@ -226,135 +221,20 @@ static int fail(struct scan *s, const char *what)
 	return fail_at(s, s->pos < s->hi ? s->pos : s->hi, what);
 }
 
-/* ---- the block scan ------------------------------------------------------- */
-
-struct block_state {
-	long long depth;
-	uint64_t in_string; /* all ones when the last block ended inside a string */
-	bool escape;	    /* the last block ended with an unescaped backslash */
-};
-
-static void block_masks(const char *b, uint64_t *quote, uint64_t *bslash, uint64_t *open,
-			uint64_t *close)
-{
-	uint64_t q = 0, bs = 0, o = 0, c = 0;
-
-#ifdef __SSE2__
-	const __m128i kq = _mm_set1_epi8('"'), kb = _mm_set1_epi8('\\');
-	const __m128i k20 = _mm_set1_epi8(0x20), ko = _mm_set1_epi8('{'), kc = _mm_set1_epi8('}');
-
-	for (int i = 0; i < 4; i++) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * i));
-		/* '[' | 0x20 == '{' and ']' | 0x20 == '}'; no other byte maps there */
-		__m128i l = _mm_or_si128(v, k20);
-
-		q |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, kq)) << (16 * i);
-		bs |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, kb)) << (16 * i);
-		o |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(l, ko)) << (16 * i);
-		c |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(l, kc)) << (16 * i);
-	}
-#else
-	for (int i = 0; i < 64; i++) {
-		char ch = b[i];
-
-		q |= (uint64_t)(ch == '"') << i;
-		bs |= (uint64_t)(ch == '\\') << i;
-		o |= (uint64_t)(ch == '{' || ch == '[') << i;
-		c |= (uint64_t)(ch == '}' || ch == ']') << i;
-	}
-#endif
-	*quote = q;
-	*bslash = bs;
-	*open = o;
-	*close = c;
-}
-
-/* The characters escaped by a backslash (rare: a loop is fine). */
-static uint64_t escaped_chars(uint64_t bslash, bool *carry)
-{
-	uint64_t esc = 0;
-
-	if (*carry) {
-		esc = 1;
-		bslash &= ~(uint64_t)1; /* an escaped backslash escapes nothing */
-	}
-	*carry = false;
-	while (bslash) {
-		int i = __builtin_ctzll(bslash);
-
-		if (i == 63) {
-			*carry = true;
-			break;
-		}
-		esc |= (uint64_t)1 << (i + 1);
-		bslash &= ~((uint64_t)3 << i);
-	}
-	return esc;
-}
-
-static uint64_t prefix_xor(uint64_t x)
-{
-	x ^= x << 1;
-	x ^= x << 2;
-	x ^= x << 4;
-	x ^= x << 8;
-	x ^= x << 16;
-	x ^= x << 32;
-	return x;
-}
-
-/* One block of 64 bytes: true when the value's closing bracket is in it, at
- * *off. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-/* POPCNT where the CPU has it (a cheap instruction instead of a dozen) */
-__attribute__((target_clones("popcnt", "default")))
-#endif
-static bool
-block_scan(const char *b, struct block_state *st, unsigned *off)
-{
-	uint64_t quote, bslash, open, close, in;
-	int nclose;
-
-	block_masks(b, &quote, &bslash, &open, &close);
-	if (bslash || st->escape)
-		quote &= ~escaped_chars(bslash, &st->escape);
-	in = prefix_xor(quote) ^ st->in_string;
-	st->in_string = (uint64_t)((int64_t)in >> 63);
-	open &= ~in;
-	close &= ~in;
-	nclose = popcount64(close);
-	if (st->depth > nclose) { /* cannot reach 0 in this block */
-		st->depth += popcount64(open) - nclose;
-		return false;
-	}
-	for (uint64_t all = open | close; all; all &= all - 1) {
-		unsigned i = __builtin_ctzll(all);
-
-		if (open >> i & 1) {
-			st->depth++;
-		} else if (--st->depth == 0) {
-			*off = i;
-			return true;
-		}
-	}
-	return false;
-}
+/* ---- cutting ------------------------------------------------------------- */
 
 /* The object or array at pos: *end is the index after its closing bracket
  * (pos is left there). Bytes from s->keep on stay in the buffer. */
 static int scan_container(struct scan *s, size_t *end, const char *what)
 {
-	struct block_state st = {0};
+	struct span_block_state st = {0};
 	size_t i = s->pos;
-	unsigned off;
 	int r;
 
 	for (;;) {
-		for (; i + 64 <= s->hi; i += 64) {
-			if (block_scan(s->buf + i, &st, &off)) {
-				*end = s->pos = i + off + 1;
-				return 0;
-			}
+		if (span_blocks__scan(s->buf, &i, s->hi, &st, end)) {
+			s->pos = *end;
+			return 0;
 		}
 		s->pos = i;
 		r = fill(s);
@@ -366,11 +246,13 @@ static int scan_container(struct scan *s, size_t *end, const char *what)
 	}
 	if (i < s->hi) { /* the last bytes, padded with spaces */
 		char tail[64];
+		size_t t = 0;
 
 		memset(tail, ' ', sizeof(tail));
 		memcpy(tail, s->buf + i, s->hi - i);
-		if (block_scan(tail, &st, &off)) {
-			*end = s->pos = i + off + 1;
+		if (span_blocks__scan(tail, &t, sizeof(tail), &st, end)) {
+			*end += i;
+			s->pos = *end;
 			return 0;
 		}
 	}
