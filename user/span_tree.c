@@ -194,6 +194,7 @@ struct span_tree {
 	struct span_vec frames;	      /* const char **: per span */
 	struct span_vec nframes;      /* uint32_t */
 	struct span_vec tagset;	      /* const char *: hash set */
+	struct span_vec tagseen;      /* uint8_t per tag index: looked at already */
 	struct span_vec tags;	      /* const char *: the request's, NULL-terminated */
 };
 
@@ -507,14 +508,26 @@ static int collect_tags(struct span_tree *t, struct span_in *sp, uint32_t nkept,
 			const char *const *tags)
 {
 	const uint32_t *order = t->order.v;
-	uint32_t total = 0, nslots = 16, mask;
+	uint32_t total = 0, nslots = 16, mask, ntags = 0;
 	const char **set, **out;
+	uint8_t *seen;
 
 	t->tags.n = 0;
-	for (uint32_t k = 0; k < nkept; k++)
-		total += sp[order[k]].ntags + sp[order[k]].nptags;
+	for (uint32_t k = 0; k < nkept; k++) {
+		const struct span_in *s = &sp[order[k]];
+
+		total += s->ntags + s->nptags;
+		if (s->ntags && s->tag_first + s->ntags > ntags)
+			ntags = s->tag_first + s->ntags;
+		if (s->nptags && s->ptag_first + s->nptags > ntags)
+			ntags = s->ptag_first + s->nptags;
+	}
 	if (!total || !tags)
 		return 0;
+	/* the spans of a process share its tags: each index is hashed once */
+	RESERVE(tagseen, uint8_t, ntags);
+	seen = t->tagseen.v;
+	memset(seen, 0, ntags);
 	while (nslots < 2 * total)
 		nslots *= 2;
 	mask = nslots - 1;
@@ -534,6 +547,9 @@ static int collect_tags(struct span_tree *t, struct span_in *sp, uint32_t nkept,
 				const char *tag = tags[j];
 				uint32_t h;
 
+				if (seen[j])
+					continue;
+				seen[j] = 1;
 				for (h = hash_str(tag) & mask; set[h]; h = (h + 1) & mask)
 					if (set[h] == tag || !strcmp(set[h], tag))
 						break;
@@ -561,7 +577,7 @@ void span_tree__free(struct span_file *f)
 	struct span_vec *vecs[] = {
 	    &t->slots,	  &t->parent,	    &t->state,	   &t->order,  &t->shift, &t->nodes,
 	    &t->children, &t->all_children, &t->all_first, &t->stack,  &t->secs,  &t->segs,
-	    &t->stats,	  &t->frames,	    &t->nframes,   &t->tagset, &t->tags};
+	    &t->stats,	  &t->frames,	    &t->nframes,   &t->tagset, &t->tags,  &t->tagseen};
 
 	if (!t)
 		return;
