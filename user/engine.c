@@ -352,7 +352,11 @@ static uint64_t frames_hash(const char *const *frames, uint32_t n, uint64_t seed
 
 	for (uint32_t i = 0; i < n; i++)
 		h = hash__u64(h, (uintptr_t)frames[i]);
-	return h;
+	/* the index takes the low bits: a product's are weak, and pointers'
+	 * lowest are zero */
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
 }
 
 static bool frames_eq(const char *const *a, uint32_t na, const char *const *b, uint32_t nb)
