@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
  * futex(2), futex_wait(2), futex_wake(2), futex_waitv(2) of target threads:
- * one CP_EV_FUTEX per call, at exit, with the enter time. Syscall tracepoints
- * (classic: tracefs must be mounted); a call the kernel lacks is left out by
- * the recorder (autoload off).
+ * one CP_EV_FUTEX per call, at exit, with the enter time. Reached from the
+ * raw_syscalls programs (syscalls.bpf.c) through cp_futex_enter/exit.
  */
 #include "syscalls.h"
 
@@ -14,8 +13,6 @@ static __always_inline int futex_enter(__u8 call, __u64 uaddr, __u64 op, __u64 v
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_inflight in = {};
 
-	if (!tgid_is_target(id >> 32))
-		return 0;
 	in.ts = bpf_ktime_get_ns();
 	in.pid = id >> 32;
 	in.kind = INFLIGHT_FUTEX;
@@ -27,16 +24,18 @@ static __always_inline int futex_enter(__u8 call, __u64 uaddr, __u64 op, __u64 v
 	return 0;
 }
 
-static __always_inline int futex_exit(__u8 call, long ret)
+static __always_inline int futex_exit(long ret)
 {
 	struct cp_inflight *in;
 	struct cp_ev_futex *e;
+	__u8 call;
 
 	in = inflight_get();
 	if (!in)
 		return 0;
-	if (in->kind != INFLIGHT_FUTEX || in->call != call)
+	if (in->kind != INFLIGHT_FUTEX)
 		goto out;
+	call = in->call;
 	e = ev_reserve(CP_EV_FUTEX, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		goto out;
@@ -54,68 +53,33 @@ out:
 	return 0;
 }
 
-/* futex(uaddr, op, val, utime, uaddr2, val3) */
-SEC("tracepoint/syscalls/sys_enter_futex")
-int sys_enter_futex(struct trace_event_raw_sys_enter *ctx)
-{
-	EMPTY_GUARD();
-	return futex_enter(CP_FUTEX_CALL_FUTEX, ctx->args[0], ctx->args[1], ctx->args[2]);
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex")
-int sys_exit_futex(struct trace_event_raw_sys_exit *ctx)
-{
-	EMPTY_GUARD();
-	return futex_exit(CP_FUTEX_CALL_FUTEX, ctx->ret);
-}
-
-/* futex_wait(uaddr, val, mask, flags, timeout, clockid): op = flags */
-SEC("tracepoint/syscalls/sys_enter_futex_wait")
-int sys_enter_futex_wait(struct trace_event_raw_sys_enter *ctx)
-{
-	EMPTY_GUARD();
-	return futex_enter(CP_FUTEX_CALL_WAIT, ctx->args[0], ctx->args[3], ctx->args[1]);
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex_wait")
-int sys_exit_futex_wait(struct trace_event_raw_sys_exit *ctx)
-{
-	EMPTY_GUARD();
-	return futex_exit(CP_FUTEX_CALL_WAIT, ctx->ret);
-}
-
-/* futex_wake(uaddr, mask, nr, flags): op = flags, val = nr */
-SEC("tracepoint/syscalls/sys_enter_futex_wake")
-int sys_enter_futex_wake(struct trace_event_raw_sys_enter *ctx)
-{
-	EMPTY_GUARD();
-	return futex_enter(CP_FUTEX_CALL_WAKE, ctx->args[0], ctx->args[3], ctx->args[2]);
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex_wake")
-int sys_exit_futex_wake(struct trace_event_raw_sys_exit *ctx)
-{
-	EMPTY_GUARD();
-	return futex_exit(CP_FUTEX_CALL_WAKE, ctx->ret);
-}
-
-/* futex_waitv(waiters, nr, flags, timeout, clockid): uaddr and val of the
- * first waiter, op = flags */
-SEC("tracepoint/syscalls/sys_enter_futex_waitv")
-int sys_enter_futex_waitv(struct trace_event_raw_sys_enter *ctx)
+/*
+ * The arguments by call:
+ *   futex(uaddr, op, val, utime, uaddr2, val3)
+ *   futex_wait(uaddr, val, mask, flags, timeout, clockid): op = flags
+ *   futex_wake(uaddr, mask, nr, flags): op = flags, val = nr
+ *   futex_waitv(waiters, nr, flags, timeout, clockid): uaddr and val of the
+ *     first waiter, op = flags
+ */
+__noinline int cp_futex_enter(__u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 {
 	struct futex_waitv w = {};
 
-	EMPTY_GUARD();
-	if (!current_is_target())
-		return 0;
-	bpf_probe_read_user(&w, sizeof(w), (void *)ctx->args[0]);
-	return futex_enter(CP_FUTEX_CALL_WAITV, w.uaddr, ctx->args[2], w.val);
+	switch (call) {
+	case CP_FUTEX_CALL_FUTEX:
+		return futex_enter(call, a0, a1, a2);
+	case CP_FUTEX_CALL_WAIT:
+		return futex_enter(call, a0, a3, a1);
+	case CP_FUTEX_CALL_WAKE:
+		return futex_enter(call, a0, a3, a2);
+	case CP_FUTEX_CALL_WAITV:
+		bpf_probe_read_user(&w, sizeof(w), (void *)a0);
+		return futex_enter(call, w.uaddr, a2, w.val);
+	}
+	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_futex_waitv")
-int sys_exit_futex_waitv(struct trace_event_raw_sys_exit *ctx)
+__noinline int cp_futex_exit(__s64 ret)
 {
-	EMPTY_GUARD();
-	return futex_exit(CP_FUTEX_CALL_WAITV, ctx->ret);
+	return futex_exit(ret);
 }

@@ -3,6 +3,8 @@
  * Socket syscalls of target threads (socket fds only, checked here: fd →
  * file → inode is a socket), epoll/poll/select waits, and sk_data_ready for
  * the sockets a target touched. One record per call, at exit, with enter_ts.
+ * The calls are reached from the raw_syscalls programs (syscalls.bpf.c)
+ * through cp_sock_enter/exit and cp_poll_enter/exit.
  */
 #include "syscalls.h"
 
@@ -13,13 +15,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define IPPROTO_TCP 6
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cp_ev_sock);
-} sock_scratch SEC(".maps");
 
 /*
  * The socket behind a descriptor of the current task, or NULL. Direct loads
@@ -132,8 +127,7 @@ static __always_inline struct cp_sock_state *sock_track(struct sock *sk, __u32 t
 	return bpf_map_lookup_elem(&sock_states, &key);
 }
 
-/* fd, buf (or iovec / msghdr), len: only the arguments the syscall has (the
- * kernel refuses to attach a program reading past its tracepoint's fields). */
+/* fd, buf (or iovec / msghdr), len of the call. */
 static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u8 call)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -141,8 +135,6 @@ static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u8 call)
 	struct sock *sk;
 	int dir;
 
-	if (!tgid_is_target(id >> 32))
-		return 0;
 	sk = fd_sock(fd);
 	if (!sk)
 		return 0;
@@ -209,25 +201,47 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 	return iov.iov_base;
 }
 
-static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 call)
+/* The payload prefix into buf (CP_PAYLOAD_MAX bytes of ring buffer): its
+ * length, 0 when there is none to take. */
+static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, long ret, __u8 *buf)
+{
+	__u64 max = call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX : ret;
+	const void *src;
+	__u64 len;
+
+	if (max > cfg_payload_bytes)
+		max = cfg_payload_bytes;
+	src = payload_src(in, &max);
+	len = max;
+	if (len > CP_PAYLOAD_MAX)
+		len = CP_PAYLOAD_MAX;
+	barrier_var(len);
+	if (!src || !len || len > CP_PAYLOAD_MAX)
+		return 0;
+	/* zero the 8-byte word the data ends in: the alignment padding must
+	 * not carry stale ring-buffer bytes into the file */
+	*(__u64 *)(buf + (len & 0x1f8)) = 0;
+	if (bpf_probe_read_user(buf, len, src))
+		return 0;
+	return len;
+}
+
+static __always_inline int sock_exit(long ret)
 {
 	struct cp_sock_state *st = NULL;
-	__u32 zero = 0;
-	long ret = ctx->ret;
-	int dir;
-	struct cp_ev_sock *e;
 	struct cp_inflight *in;
-	__u64 len = 0, size;
+	struct cp_ev_sock *e;
+	__u64 len = 0;
 	struct sock *sk;
+	__u8 call;
+	int dir;
 
 	in = inflight_get();
 	if (!in)
 		return 0;
-	if (in->kind != INFLIGHT_SOCK || in->call != call)
+	if (in->kind != INFLIGHT_SOCK)
 		goto out;
-	e = bpf_map_lookup_elem(&sock_scratch, &zero);
-	if (!e)
-		goto out;
+	call = in->call;
 	sk = sk_ptr(in->sk);
 	if ((call == CP_SOCK_ACCEPT || call == CP_SOCK_ACCEPT4) && ret >= 0) {
 		/* the new connection is what the call is about */
@@ -245,21 +259,6 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 		bpf_map_delete_elem(&sock_states, &key);
 	}
 
-	hdr_fill(&e->h, CP_EV_SOCK, 0, bpf_ktime_get_ns());
-	e->enter_ts = in->ts;
-	e->bytes = ret;
-	e->fd = in->fd;
-	e->phase = CP_PHASE_EXIT;
-	e->call = call;
-	e->family = in->family;
-	e->lport = in->lport;
-	e->rport = in->rport;
-	e->tcp_seq = in->tcp_seq;
-	__builtin_memcpy(e->laddr, in->laddr, CP_ADDR_LEN);
-	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
-	e->sock_type = in->sock_type;
-	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-
 	/*
 	 * Payload only where protocol detection needs it, to keep recordings
 	 * small: the first read or write on a socket and the first one after a
@@ -273,72 +272,48 @@ static __always_inline int sock_exit(struct trace_event_raw_sys_exit *ctx, __u8 
 		__u64 key = in->sk;
 
 		st = bpf_map_lookup_elem(&sock_states, &key);
+		if (st && st->last_dir == dir)
+			st = NULL;
 	}
-	if (st && st->last_dir != dir) {
-		__u64 max =
-		    call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX : ret;
-		const void *src;
-
-		if (max > cfg_payload_bytes)
-			max = cfg_payload_bytes;
-		src = payload_src(in, &max);
-		len = max;
-		if (len > CP_PAYLOAD_MAX)
-			len = CP_PAYLOAD_MAX;
-		barrier_var(len);
-		if (src && len && len <= CP_PAYLOAD_MAX) {
-			/* zero the 8-byte word the data ends in: the alignment
-			 * padding must not carry stale scratch bytes */
-			*(__u64 *)(e->payload + (len & 0x1f8)) = 0;
-			if (bpf_probe_read_user(e->payload, len, src))
-				len = 0;
-		} else {
-			len = 0;
+	/* Reserved in place (no scratch copy): at full size when a payload is
+	 * taken, stored at hdr.size (the tail never reaches the file). */
+	if (st) {
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count_drop();
+			goto out;
 		}
+		len = sock_payload(in, call, ret, e->payload);
 		if (len)
 			st->last_dir = dir;
+	} else {
+		e = bpf_ringbuf_reserve(&events, offsetof(struct cp_ev_sock, payload), 0);
+		if (!e) {
+			count_drop();
+			goto out;
+		}
 	}
+	hdr_fill(&e->h, CP_EV_SOCK, CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len),
+		 bpf_ktime_get_ns());
+	e->enter_ts = in->ts;
+	e->bytes = ret;
+	e->fd = in->fd;
+	e->phase = CP_PHASE_EXIT;
+	e->call = call;
+	e->family = in->family;
+	e->lport = in->lport;
+	e->rport = in->rport;
+	e->tcp_seq = in->tcp_seq;
+	__builtin_memcpy(e->laddr, in->laddr, CP_ADDR_LEN);
+	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
+	e->sock_type = in->sock_type;
+	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 	e->payload_len = len;
-	size = CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len);
-	e->h.size = size;
-	if (size <= sizeof(*e))
-		ev_output(e, size);
+	ev_submit(e);
 out:
 	inflight_done(in);
 	return 0;
 }
-
-#define SOCK_CALL_ARGS(name, call, buf, len)                                                       \
-	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
-	int sys_enter_##name(struct trace_event_raw_sys_enter *ctx)                                \
-	{                                                                                          \
-		EMPTY_GUARD();                                                                     \
-		return sock_enter((int)ctx->args[0], buf, len, call);                              \
-	}                                                                                          \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
-	int sys_exit_##name(struct trace_event_raw_sys_exit *ctx)                                  \
-	{                                                                                          \
-		EMPTY_GUARD();                                                                     \
-		return sock_exit(ctx, call);                                                       \
-	}
-
-#define SOCK_CALL(name, call) SOCK_CALL_ARGS(name, call, ctx->args[1], ctx->args[2])
-
-SOCK_CALL(accept, CP_SOCK_ACCEPT)
-SOCK_CALL(accept4, CP_SOCK_ACCEPT4)
-SOCK_CALL(connect, CP_SOCK_CONNECT)
-SOCK_CALL(read, CP_SOCK_READ)
-SOCK_CALL(write, CP_SOCK_WRITE)
-SOCK_CALL(readv, CP_SOCK_READV)
-SOCK_CALL(writev, CP_SOCK_WRITEV)
-SOCK_CALL(recvfrom, CP_SOCK_RECVFROM)
-SOCK_CALL(sendto, CP_SOCK_SENDTO)
-SOCK_CALL(recvmsg, CP_SOCK_RECVMSG)
-SOCK_CALL(sendmsg, CP_SOCK_SENDMSG)
-SOCK_CALL(recvmmsg, CP_SOCK_RECVMMSG)
-SOCK_CALL(sendmmsg, CP_SOCK_SENDMMSG)
-SOCK_CALL_ARGS(close, CP_SOCK_CLOSE, 0, 0)
-SOCK_CALL_ARGS(shutdown, CP_SOCK_SHUTDOWN, 0, 0)
 
 /* epoll/poll/select: only the interval matters. */
 static __always_inline int poll_enter(__u8 call)
@@ -346,8 +321,6 @@ static __always_inline int poll_enter(__u8 call)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_inflight in = {};
 
-	if (!tgid_is_target(id >> 32))
-		return 0;
 	in.ts = bpf_ktime_get_ns();
 	in.pid = id >> 32;
 	in.kind = INFLIGHT_POLL;
@@ -356,7 +329,7 @@ static __always_inline int poll_enter(__u8 call)
 	return 0;
 }
 
-static __always_inline int poll_exit(__u8 call, long ret)
+static __always_inline int poll_exit(long ret)
 {
 	struct cp_inflight *in;
 	struct cp_ev_poll *e;
@@ -364,7 +337,7 @@ static __always_inline int poll_exit(__u8 call, long ret)
 	in = inflight_get();
 	if (!in)
 		return 0;
-	if (in->kind != INFLIGHT_POLL || in->call != call)
+	if (in->kind != INFLIGHT_POLL)
 		goto out;
 	e = ev_reserve(CP_EV_POLL, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
@@ -372,7 +345,7 @@ static __always_inline int poll_exit(__u8 call, long ret)
 	e->enter_ts = in->ts;
 	e->ret = ret;
 	e->phase = CP_PHASE_EXIT;
-	e->call = call;
+	e->call = in->call;
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 	ev_submit(e);
 out:
@@ -380,27 +353,29 @@ out:
 	return 0;
 }
 
-#define POLL_CALL(name, call)                                                                      \
-	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
-	int sys_enter_##name(struct trace_event_raw_sys_enter *ctx)                                \
-	{                                                                                          \
-		EMPTY_GUARD();                                                                     \
-		return poll_enter(call);                                                           \
-	}                                                                                          \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
-	int sys_exit_##name(struct trace_event_raw_sys_exit *ctx)                                  \
-	{                                                                                          \
-		EMPTY_GUARD();                                                                     \
-		return poll_exit(call, ctx->ret);                                                  \
-	}
+/* Entry points for the raw_syscalls programs (syscalls.bpf.c): fd, buf (or
+ * iovec / msghdr), len of a socket call of a target thread. */
+__noinline int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len)
+{
+	if (call == CP_SOCK_CLOSE || call == CP_SOCK_SHUTDOWN)
+		buf = len = 0; /* close(fd), shutdown(fd, how) */
+	return sock_enter((int)fd, buf, len, call);
+}
 
-POLL_CALL(epoll_wait, CP_POLL_EPOLL_WAIT)
-POLL_CALL(epoll_pwait, CP_POLL_EPOLL_PWAIT)
-POLL_CALL(epoll_pwait2, CP_POLL_EPOLL_PWAIT2)
-POLL_CALL(poll, CP_POLL_POLL)
-POLL_CALL(ppoll, CP_POLL_PPOLL)
-POLL_CALL(select, CP_POLL_SELECT)
-POLL_CALL(pselect6, CP_POLL_PSELECT6)
+__noinline int cp_sock_exit(__s64 ret)
+{
+	return sock_exit(ret);
+}
+
+__noinline int cp_poll_enter(__u32 call)
+{
+	return poll_enter(call);
+}
+
+__noinline int cp_poll_exit(__s64 ret)
+{
+	return poll_exit(ret);
+}
 
 /* Data arrived on a socket a target touched (softirq context, usually). */
 static __always_inline int on_data_ready(bool btf, struct sock *sk)

@@ -81,4 +81,21 @@ static __always_inline void inflight_done(struct cp_inflight *in)
 	in->kind = 0;
 }
 
+/*
+ * The traced syscalls, by number: cfg_sys_calls[nr] = kind << 8 | call
+ * (enum inflight_kind, and enum cp_futex_call / cp_sock_call / cp_poll_call),
+ * 0 for the others. Set by the recorder from the host's syscall numbers
+ * (user/record_hooks.c); syscalls.bpf.c reads it.
+ */
+#define CP_SYS_TABLE 1024
+
+/* The families' entry points (global functions, futex.bpf.c and
+ * sock.bpf.c): the caller has checked that the thread is a target. */
+int cp_futex_enter(__u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3);
+int cp_futex_exit(__s64 ret);
+int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len);
+int cp_sock_exit(__s64 ret);
+int cp_poll_enter(__u32 call);
+int cp_poll_exit(__s64 ret);
+
 #endif /* CRITPATH_BPF_SYSCALLS_H */

@@ -2,9 +2,9 @@
 /*
  * Open → configure → load → attach of the BPF object (build/critpath.skel.h).
  * Every kernel hook has a tp_btf program NAME_btf and a raw_tp twin NAME_raw
- * with the same body; exactly one of the two is loaded. Syscall hooks are
- * classic tracepoints (sys_enter_X / sys_exit_X), which need tracefs and
- * exist only for the syscalls this kernel has.
+ * with the same body; exactly one of the two is loaded. Syscalls come from
+ * the raw_syscalls tracepoints sys_enter / sys_exit (no tracefs needed),
+ * with the numbers of the traced ones in a table (sys_traced below).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,7 +22,6 @@
 #include "critpath.skel.h"
 #include "record_int.h"
 
-#define TRACEFS "/sys/kernel/tracing"
 #define MAX_HOOKS 64
 
 /* Mirror of struct cp_inflight in bpf/syscalls.h (leftovers read at stop). */
@@ -80,31 +77,6 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-/* Classic tracepoints need tracefs (libbpf reads the event ids there). */
-static int tracefs__ensure(void)
-{
-	struct stat st;
-
-	if (stat(TRACEFS "/events", &st) == 0)
-		return 0;
-	if (mount("nodev", TRACEFS, "tracefs", 0, NULL) && errno != EBUSY) {
-		int err = -errno;
-
-		fprintf(stderr, "critpath record: cannot mount tracefs at %s: %s\n", TRACEFS,
-			strerror(errno));
-		return err;
-	}
-	return 0;
-}
-
-static bool syscall_exists(const char *tp)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), TRACEFS "/events/syscalls/%s", tp);
-	return access(path, F_OK) == 0;
-}
-
 static bool btf_has_tp(const struct btf *vmlinux, const char *name)
 {
 	char t[96];
@@ -130,20 +102,6 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		size_t n = strlen(name);
 		char base[64];
 
-		if (!strncmp(sec, "tracepoint/syscalls/", 20)) {
-			const char *tp = sec + 20;
-			bool ok = syscall_exists(tp);
-
-			bpf_program__set_autoload(p, ok);
-			/* one hook line per syscall, from its enter program */
-			if (!strncmp(tp, "sys_enter_", 10)) {
-				snprintf(base, sizeof(base), "syscalls:%s", tp + 10);
-				hook__add(b, base, ok ? CP_HOOK_ATTACHED : CP_HOOK_UNAVAILABLE,
-					  ok ? "tracepoint"
-					     : "no such syscall tracepoint in this kernel");
-			}
-			continue;
-		}
 		if (n > 4 && !strcmp(name + n - 4, "_btf")) {
 			bool use = !force_raw && btf_has_tp(vmlinux, sec + strlen("tp_btf/"));
 
@@ -178,6 +136,62 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	return 0;
 }
 
+#define SYSC(kind, call) ((kind) << 8 | (call))
+/* Newer than this system's headers; the generic numbers every 64-bit
+ * architecture shares from 424 on. */
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+#ifndef SYS_futex_wake
+#define SYS_futex_wake 454
+#endif
+#ifndef SYS_futex_wait
+#define SYS_futex_wait 455
+#endif
+
+/* The syscalls recorded, by this host's numbers (bpf/syscalls.bpf.c). */
+static const struct {
+	long nr;
+	uint16_t code;
+} sys_traced[] = {
+    {SYS_futex, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_FUTEX)},
+    {SYS_futex_wait, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAIT)},
+    {SYS_futex_wake, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAKE)},
+    {SYS_futex_waitv, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAITV)},
+#ifdef SYS_accept
+    {SYS_accept, SYSC(INFLIGHT_SOCK, CP_SOCK_ACCEPT)},
+#endif
+    {SYS_accept4, SYSC(INFLIGHT_SOCK, CP_SOCK_ACCEPT4)},
+    {SYS_connect, SYSC(INFLIGHT_SOCK, CP_SOCK_CONNECT)},
+    {SYS_read, SYSC(INFLIGHT_SOCK, CP_SOCK_READ)},
+    {SYS_write, SYSC(INFLIGHT_SOCK, CP_SOCK_WRITE)},
+    {SYS_readv, SYSC(INFLIGHT_SOCK, CP_SOCK_READV)},
+    {SYS_writev, SYSC(INFLIGHT_SOCK, CP_SOCK_WRITEV)},
+    {SYS_recvfrom, SYSC(INFLIGHT_SOCK, CP_SOCK_RECVFROM)},
+    {SYS_sendto, SYSC(INFLIGHT_SOCK, CP_SOCK_SENDTO)},
+    {SYS_recvmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_RECVMSG)},
+    {SYS_sendmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_SENDMSG)},
+    {SYS_recvmmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_RECVMMSG)},
+    {SYS_sendmmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_SENDMMSG)},
+    {SYS_close, SYSC(INFLIGHT_SOCK, CP_SOCK_CLOSE)},
+    {SYS_shutdown, SYSC(INFLIGHT_SOCK, CP_SOCK_SHUTDOWN)},
+#ifdef SYS_epoll_wait
+    {SYS_epoll_wait, SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_WAIT)},
+#endif
+    {SYS_epoll_pwait, SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_PWAIT)},
+#ifdef SYS_epoll_pwait2
+    {SYS_epoll_pwait2, SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_PWAIT2)},
+#endif
+#ifdef SYS_poll
+    {SYS_poll, SYSC(INFLIGHT_POLL, CP_POLL_POLL)},
+#endif
+    {SYS_ppoll, SYSC(INFLIGHT_POLL, CP_POLL_PPOLL)},
+#ifdef SYS_select
+    {SYS_select, SYSC(INFLIGHT_POLL, CP_POLL_SELECT)},
+#endif
+    {SYS_pselect6, SYSC(INFLIGHT_POLL, CP_POLL_PSELECT6)},
+};
+
 static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 {
 	uint64_t ring = (uint64_t)o->buffer_mb << 20;
@@ -189,6 +203,13 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
 	b->skel->rodata->cfg_wakeup_bytes = ring / 8;
+	for (size_t i = 0; i < sizeof(sys_traced) / sizeof(sys_traced[0]); i++) {
+		long nr = sys_traced[i].nr;
+
+		if (nr >= 0 && nr < (long)(sizeof(b->skel->rodata->cfg_sys_calls) /
+					   sizeof(b->skel->rodata->cfg_sys_calls[0])))
+			b->skel->rodata->cfg_sys_calls[nr] = sys_traced[i].code;
+	}
 	err = bpf_map__set_max_entries(b->skel->maps.events, ring);
 	if (err)
 		return err;
@@ -205,9 +226,6 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	if (!b)
 		return -ENOMEM;
 	b->quiet = o->quiet;
-	err = tracefs__ensure();
-	if (err)
-		goto cleanup;
 	err = skel__open_config(b, o);
 	if (err)
 		goto cleanup;
