@@ -115,8 +115,12 @@ struct engine {
 		const char *from, *to;
 		uint64_t gen;
 	} memo[1u << MEMO_BITS];
-	const char **key; /* a frame stack being looked up, interned */
-	uint32_t capkey;
+	const char **skeys; /* the request's span stats' frame stacks, interned */
+	uint64_t *shash;
+	uint32_t capskeys, capshash;
+	const char **gkeys; /* the same for its segments */
+	uint64_t *ghash;
+	uint32_t capgkeys, capghash;
 
 	uint64_t nrequests, nfiltered, total_latency, max_latency;
 	struct barr lat_counts, lat_max;
@@ -171,15 +175,16 @@ static uint32_t *index__find(struct index *ix, uint64_t hash,
 	return &ix->slots[j];
 }
 
-/* Keeps the load under 1/2; hashes come from hash_of(i). */
-static int index__reserve(struct index *ix, uint32_t n, uint64_t (*hash_of)(const void *, uint32_t),
-			  const void *ctx)
+/* Keeps the load under 1/2 with room for `more` entries after the n there
+ * are; hashes come from hash_of(i). */
+static int index__reserve_more(struct index *ix, uint32_t n, uint32_t more,
+			       uint64_t (*hash_of)(const void *, uint32_t), const void *ctx)
 {
 	uint32_t cap = ix->cap ? ix->cap : 256, *slots;
 
-	if (ix->cap && (n + 1) * 2 <= ix->cap)
+	if (ix->cap && (n + more + 1) * 2 <= ix->cap)
 		return 0;
-	while ((n + 1) * 2 > cap)
+	while ((n + more + 1) * 2 > cap)
 		cap *= 2;
 	slots = calloc(cap, sizeof(*slots));
 	if (!slots)
@@ -195,6 +200,12 @@ static int index__reserve(struct index *ix, uint32_t n, uint64_t (*hash_of)(cons
 	ix->slots = slots;
 	ix->cap = cap;
 	return 0;
+}
+
+static int index__reserve(struct index *ix, uint32_t n, uint64_t (*hash_of)(const void *, uint32_t),
+			  const void *ctx)
+{
+	return index__reserve_more(ix, n, 0, hash_of, ctx);
 }
 
 struct engine *engine__new(const struct engine_opts *opts)
@@ -242,7 +253,10 @@ void engine__free(struct engine *e)
 		barr__free(&e->stacks[i].by_lat);
 	}
 	free(e->stacks);
-	free(e->key);
+	free(e->skeys);
+	free(e->shash);
+	free(e->gkeys);
+	free(e->ghash);
 	free(e->stack_index.slots);
 	free(e->culprits);
 	free(e->culprit_index.slots);
@@ -403,17 +417,6 @@ static const char *engine__frame(struct engine *e, const char *f)
 	return e->memo[m].to;
 }
 
-/* frames, interned, in e->key; NULL when out of memory. */
-static const char *const *engine__key(struct engine *e, const char *const *frames, uint32_t n)
-{
-	if (grow((void **)&e->key, &e->capkey, n + 1, sizeof(*e->key)))
-		return NULL;
-	for (uint32_t i = 0; i < n; i++)
-		if (!(e->key[i] = engine__frame(e, frames[i])))
-			return NULL;
-	return e->key;
-}
-
 static const char *const *frames_dup(const char *const *frames, uint32_t n)
 {
 	const char **d = malloc((n ? n : 1) * sizeof(*d));
@@ -423,25 +426,72 @@ static const char *const *frames_dup(const char *const *frames, uint32_t n)
 	return d;
 }
 
-/* The stack id of a segment, creating it on first sight; -ENOMEM. */
-static int64_t engine__stack(struct engine *e, const struct cp_segment *g)
+static uint32_t cache_slot(const struct cp_segment *g)
 {
-	uint32_t c = (uint32_t)(((uintptr_t)g->frames >> 3) ^ g->category) % CACHE_SLOTS;
-	struct stack_key k = {e, NULL, g->nframes, g->category, 0};
+	return (uint32_t)(((uintptr_t)g->frames >> 3) ^ g->category) % CACHE_SLOTS;
+}
+
+/* Producers hand the same frames array to many segments of a request;
+ * within one call the pointer identifies the contents. */
+static bool cache_hit(const struct engine *e, const struct cp_segment *g, uint32_t c)
+{
+	return e->cache[c].gen == e->gen && e->cache[c].frames == g->frames &&
+	       e->cache[c].nframes == g->nframes && e->cache[c].category == (uint32_t)g->category;
+}
+
+/* Before the segments are looked up one by one: their keys and hashes
+ * (into e->gkeys, e->ghash), and prefetches of what the lookups will touch,
+ * as engine__spans does. (The cache holds nothing of this gen yet.) */
+static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
+{
+	uint32_t n = req->nsegs, total = 0, mask;
+	const struct cp_segment *g = req->segs;
+	const char **kf;
+
+	for (uint32_t i = 0; i < n; i++)
+		total += g[i].nframes;
+	if (grow((void **)&e->gkeys, &e->capgkeys, total + 1, sizeof(*e->gkeys)) ||
+	    grow((void **)&e->ghash, &e->capghash, n + 1, sizeof(*e->ghash)) ||
+	    index__reserve_more(&e->stack_index, e->nstacks, n, stack_hash_of, e))
+		return -ENOMEM;
+	mask = e->stack_index.cap - 1;
+	kf = e->gkeys;
+	for (uint32_t i = 0; i < n; kf += g[i++].nframes) {
+		for (uint32_t j = 0; j < g[i].nframes; j++)
+			if (!(kf[j] = engine__frame(e, g[i].frames[j])))
+				return -ENOMEM;
+		e->ghash[i] = frames_hash(kf, g[i].nframes, g[i].category);
+		__builtin_prefetch(&e->stack_index.slots[e->ghash[i] & mask]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t slot = e->stack_index.slots[e->ghash[i] & mask];
+
+		if (slot)
+			__builtin_prefetch(&e->stacks[slot - 1].hash);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t slot = e->stack_index.slots[e->ghash[i] & mask];
+
+		if (slot) {
+			__builtin_prefetch(e->stacks[slot - 1].frames);
+			__builtin_prefetch(&e->stacks[slot - 1].cur_ns);
+		}
+	}
+	return 0;
+}
+
+/* The stack id of segment g, its frames interned in kf with hash h
+ * (engine__stacks_ahead), creating it on first sight; -ENOMEM. */
+static int64_t engine__stack(struct engine *e, const struct cp_segment *g, const char *const *kf,
+			     uint64_t h)
+{
+	uint32_t c = cache_slot(g);
+	struct stack_key k = {e, kf, g->nframes, g->category, h};
 	uint32_t *slot;
 	struct stack *s;
 
-	/* Producers hand the same frames array to many segments of a request;
-	 * within one call the pointer identifies the contents. */
-	if (e->cache[c].gen == e->gen && e->cache[c].frames == g->frames &&
-	    e->cache[c].nframes == g->nframes && e->cache[c].category == (uint32_t)g->category)
+	if (cache_hit(e, g, c))
 		return e->cache[c].stack;
-	k.frames = engine__key(e, g->frames, g->nframes);
-	if (!k.frames)
-		return -ENOMEM;
-	k.hash = frames_hash(k.frames, k.nframes, g->category);
-	if (index__reserve(&e->stack_index, e->nstacks, stack_hash_of, e))
-		return -ENOMEM;
 	slot = index__find(&e->stack_index, k.hash, stack_eq, &k);
 	if (!*slot) {
 		if (grow((void **)&e->stacks, &e->capstacks, e->nstacks + 1, sizeof(*s)))
@@ -544,18 +594,14 @@ static uint64_t span_hash_of(const void *ctx, uint32_t i)
 	return ((const struct engine *)ctx)->spans[i].hash;
 }
 
-static int engine__span(struct engine *e, const struct cp_span_stat *st)
+/* One span stat, its frames interned in kf with hash h. */
+static int engine__span(struct engine *e, const struct cp_span_stat *st, const char *const *kf,
+			uint64_t h)
 {
-	struct stack_key k = {e, NULL, st->nframes, 0, 0};
+	struct stack_key k = {e, kf, st->nframes, 0, h};
 	struct span_agg *s;
 	uint32_t *slot;
 
-	k.frames = engine__key(e, st->frames, st->nframes);
-	if (!k.frames)
-		return -ENOMEM;
-	k.hash = frames_hash(k.frames, k.nframes, 0x5a5a);
-	if (index__reserve(&e->span_index, e->nspans, span_hash_of, e))
-		return -ENOMEM;
 	slot = index__find(&e->span_index, k.hash, span_eq, &k);
 	if (!*slot) {
 		if (grow((void **)&e->spans, &e->capspans, e->nspans + 1, sizeof(*s)))
@@ -578,6 +624,56 @@ static int engine__span(struct engine *e, const struct cp_span_stat *st)
 	if (s->gen != e->gen) {
 		s->gen = e->gen;
 		s->pub.requests++;
+	}
+	return 0;
+}
+
+/* A request's span stats in passes: keys and hashes first, prefetching the
+ * index slots, then the entries those slots hold and their frames, then the
+ * lookups proper. The table outgrows the caches (a few thousand call paths
+ * with their frames), and a miss after a miss per span (slot, entry,
+ * frames) cost more than all the rest of the engine. */
+static int engine__spans(struct engine *e, const struct cp_request *req)
+{
+	uint32_t n = req->nspans, total = 0, mask;
+	const struct cp_span_stat *sp = req->spans;
+	const char **kf;
+
+	for (uint32_t i = 0; i < n; i++)
+		total += sp[i].nframes;
+	if (grow((void **)&e->skeys, &e->capskeys, total + 1, sizeof(*e->skeys)) ||
+	    grow((void **)&e->shash, &e->capshash, n + 1, sizeof(*e->shash)) ||
+	    index__reserve_more(&e->span_index, e->nspans, n, span_hash_of, e))
+		return -ENOMEM;
+	mask = e->span_index.cap - 1;
+	kf = e->skeys;
+	for (uint32_t i = 0; i < n; kf += sp[i++].nframes) {
+		for (uint32_t j = 0; j < sp[i].nframes; j++)
+			if (!(kf[j] = engine__frame(e, sp[i].frames[j])))
+				return -ENOMEM;
+		e->shash[i] = frames_hash(kf, sp[i].nframes, 0x5a5a);
+		__builtin_prefetch(&e->span_index.slots[e->shash[i] & mask]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t slot = e->span_index.slots[e->shash[i] & mask];
+
+		if (slot)
+			__builtin_prefetch(&e->spans[slot - 1].hash);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t slot = e->span_index.slots[e->shash[i] & mask];
+
+		if (slot) {
+			__builtin_prefetch(e->spans[slot - 1].pub.frames);
+			__builtin_prefetch(&e->spans[slot - 1].pub.count);
+		}
+	}
+	kf = e->skeys;
+	for (uint32_t i = 0; i < n; kf += sp[i++].nframes) {
+		int err = engine__span(e, &sp[i], kf, e->shash[i]);
+
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -666,16 +762,21 @@ static int engine__keep(struct engine *e, const struct cp_request *req)
 static int engine__aggregate(struct engine *e, const struct cp_request *req, uint64_t lat)
 {
 	uint32_t lb = bucket__of(lat);
+	const char **kf;
 	int err;
 
 	e->ntouched = 0;
 	if (grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
 		 sizeof(*e->seg_frames)))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < req->nsegs; i++) {
+	err = engine__stacks_ahead(e, req);
+	if (err)
+		return err;
+	kf = e->gkeys;
+	for (uint32_t i = 0; i < req->nsegs; kf += req->segs[i++].nframes) {
 		const struct cp_segment *g = &req->segs[i];
 		uint64_t d = g->end_ns > g->start_ns ? g->end_ns - g->start_ns : 0;
-		int64_t id = engine__stack(e, g);
+		int64_t id = engine__stack(e, g, kf, e->ghash[i]);
 		struct stack *s;
 
 		if (id < 0)
@@ -695,6 +796,15 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		if (err)
 			return err;
 	}
+	for (uint32_t i = 0; i < e->ntouched; i++) { /* what barr__add will touch */
+		const struct stack *s = &e->stacks[e->touched[i]];
+		uint32_t b = bucket__of(s->cur_ns);
+
+		if (s->dist.n && b >= s->dist.lo && b - s->dist.lo < s->dist.n)
+			__builtin_prefetch(&s->dist.v[b - s->dist.lo]);
+		if (s->by_lat.n && lb >= s->by_lat.lo && lb - s->by_lat.lo < s->by_lat.n)
+			__builtin_prefetch(&s->by_lat.v[lb - s->by_lat.lo]);
+	}
 	for (uint32_t i = 0; i < e->ntouched; i++) {
 		struct stack *s = &e->stacks[e->touched[i]];
 
@@ -710,11 +820,9 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		if (err)
 			return err;
 	}
-	for (uint32_t i = 0; i < req->nspans; i++) {
-		err = engine__span(e, &req->spans[i]);
-		if (err)
-			return err;
-	}
+	err = engine__spans(e, req);
+	if (err)
+		return err;
 	err = barr__add(&e->lat_counts, lb, 1);
 	if (!err)
 		err = barr__max(&e->lat_max, lb, lat);
