@@ -44,12 +44,12 @@ static __always_inline struct irq_ctx *irq_ctx_get(void)
 
 /*
  * Run-queue culprits. Each CPU keeps, in the kernel only, a ring of the last
- * RQ_SLICES tasks that ran there and when (written only while some target is
- * waiting for a CPU). A target thread that becomes runnable without running
- * (preempted, or woken) gets an rq_wait entry; when it is switched in, the
- * slices of its CPU overlapping the wait are summed per task and emitted as
- * at most RQ_TOP culprit records plus one "[other]" record for the rest
- * (including time older than the ring). No record per foreign switch.
+ * RQ_SLICES tasks that ran there and when. A target thread that becomes
+ * runnable without running (preempted, or woken) gets an rq_wait entry; when
+ * it is switched in, the slices of its CPU overlapping the wait are summed
+ * per task and emitted, with the switch, as at most RQ_TOP culprit records
+ * plus one "[other]" record for the rest (including time older than the
+ * ring). No record per foreign switch.
  */
 #define RQ_SLICES 16
 #define RQ_TOP 4
@@ -76,11 +76,22 @@ struct {
 	__type(value, struct cp_cpu_rq);
 } cpu_rqs SEC(".maps");
 
+/* A target thread waiting for a CPU since when, on which CPU (since 0: not
+ * waiting). tp_btf programs keep it in the task's own storage (no hashing,
+ * no bucket lock); their raw_tp twins, which have no BTF task pointer to
+ * key it by, in a hash by tid. */
 struct cp_rq_wait {
 	__u64 since;
 	__u32 cpu;
 	__u32 pid;
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cp_rq_wait);
+} rq_wait_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -89,23 +100,44 @@ struct {
 	__type(value, struct cp_rq_wait);
 } rq_waits SEC(".maps");
 
-/* Target threads waiting for a CPU, host-wide; 0 = no slice logging needed.
- * Approximate under races (it only decides whether slices are logged). */
-__u64 rq_waiters = 0;
-
-static __always_inline void rq_wait_begin(__u32 pid, __u32 tid, __u32 cpu, __u64 now)
+/* t became runnable without running. A wait already begun is kept. A slot
+ * that cannot be had loses the wait's culprits: counted as a drop. */
+static __always_inline void rq_wait_begin(bool btf, struct task_struct *t, __u32 pid, __u32 tid,
+					  __u32 cpu, __u64 now)
 {
-	struct cp_rq_wait w = {.since = now, .cpu = cpu, .pid = pid};
+	struct cp_rq_wait w = {.since = now, .cpu = cpu, .pid = pid}, *slot;
 
-	if (bpf_map_update_elem(&rq_waits, &tid, &w, BPF_NOEXIST) == 0)
-		__sync_fetch_and_add(&rq_waiters, 1);
+	if (!btf) {
+		bpf_map_update_elem(&rq_waits, &tid, &w, BPF_NOEXIST);
+		return;
+	}
+	slot = bpf_task_storage_get(&rq_wait_slots, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!slot)
+		count_drop();
+	else if (!slot->since)
+		*slot = w;
 }
 
-static __always_inline void rq_wait_cancel(__u32 tid)
+/* Takes t's wait, if it has one, and clears it. */
+static __always_inline bool rq_wait_take(bool btf, struct task_struct *t, __u32 tid,
+					 struct cp_rq_wait *out)
 {
-	/* a delete takes the bucket lock even for a missing key: look first */
-	if (bpf_map_lookup_elem(&rq_waits, &tid) && bpf_map_delete_elem(&rq_waits, &tid) == 0)
-		__sync_fetch_and_add(&rq_waiters, -1);
+	struct cp_rq_wait *w;
+
+	if (!btf) {
+		w = bpf_map_lookup_elem(&rq_waits, &tid);
+		if (!w)
+			return false;
+		*out = *w;
+		bpf_map_delete_elem(&rq_waits, &tid);
+		return true;
+	}
+	w = bpf_task_storage_get(&rq_wait_slots, t, 0, 0);
+	if (!w || !w->since)
+		return false;
+	*out = *w;
+	w->since = 0;
+	return true;
 }
 
 struct cp_culprit {
@@ -116,63 +148,63 @@ struct cp_culprit {
 	__u32 used;
 };
 
-static __always_inline void rq_emit(__u32 pid, __u32 tid, __u32 cpu, __u64 now, __u64 since,
-				    __u32 cpid, __u32 ctid, __u64 ns, const char *comm)
-{
-	struct cp_ev_runq_culprit *e;
+/*
+ * A switch to a thread that waited for its CPU, with the culprits of that
+ * wait, in one ring-buffer reservation (a CP_RING_BATCH, see the ABI
+ * header): at most RQ_TOP tasks and one "[other]" for the rest; slots not
+ * needed are CP_RING_PAD.
+ */
+struct cp_switch_batch {
+	struct cp_hdr batch;
+	struct cp_ev_sched_switch sw;
+	struct cp_ev_runq_culprit c[RQ_TOP + 1];
+};
 
-	e = ev_reserve(CP_EV_RUNQ_CULPRIT, sizeof(*e), now);
-	if (!e)
-		return;
-	e->h.cpu = cpu;
-	e->h.pid = pid;
+static __always_inline void culprit_fill(struct cp_ev_runq_culprit *e, struct cp_rq_wait *wait,
+					 __u32 tid, __u64 now, __u32 cpid, __u32 ctid, __u64 ns)
+{
+	e->h.type = CP_EV_RUNQ_CULPRIT;
+	e->h.size = sizeof(*e);
+	e->h.cpu = wait->cpu;
+	e->h.pid = wait->pid;
 	e->h.tid = tid;
+	e->h.ts = now;
 	e->culprit_pid = cpid;
 	e->culprit_tid = ctid;
 	e->ns = ns;
-	e->runnable_since = since;
-	if (comm) {
-		bpf_probe_read_kernel(e->culprit_comm, CP_COMM_LEN, comm);
-	} else {
-		__builtin_memset(e->culprit_comm, 0, CP_COMM_LEN);
-		__builtin_memcpy(e->culprit_comm, "[other]", 8);
-	}
-	ev_submit(e);
+	e->runnable_since = wait->since;
 }
 
-/* The victim tid got the CPU at now: emit who held its CPU meanwhile. */
-static __always_inline void rq_victim_runs(__u32 tid, __u64 now)
+/* The victim tid, waiting since wait->since, got the CPU at now: who held
+ * its CPU meanwhile, into b->c. */
+static __always_inline void rq_culprits(struct cp_switch_batch *b, struct cp_rq_wait *wait,
+					__u32 tid, __u64 now)
 {
 	struct cp_culprit top[RQ_TOP] = {};
-	struct cp_rq_wait *w, wait;
 	struct cp_cpu_rq *rq;
-	__u64 covered = 0, other = 0, total;
-	__u32 zero = 0;
+	__u64 covered = 0, other = 0, total = now - wait->since;
+	__u32 zero = 0, n = 0;
 
-	w = bpf_map_lookup_elem(&rq_waits, &tid);
-	if (!w)
-		return;
-	wait = *w;
-	rq_wait_cancel(tid);
-	if (now <= wait.since)
-		return;
-	total = now - wait.since;
-	rq = bpf_map_lookup_percpu_elem(&cpu_rqs, &zero, wait.cpu);
-	if (!rq)
-		return;
-
+	rq = bpf_map_lookup_percpu_elem(&cpu_rqs, &zero, wait->cpu);
+	if (!rq) {
+		culprit_fill(&b->c[0], wait, tid, now, 0, 0, total);
+		__builtin_memset(b->c[0].culprit_comm, 0, CP_COMM_LEN);
+		__builtin_memcpy(b->c[0].culprit_comm, "[other]", 8);
+		n = 1;
+		goto pad;
+	}
 	for (int i = 0; i < RQ_SLICES; i++) {
 		struct cp_rq_slice *s = &rq->s[(rq->head - 1 - i) & (RQ_SLICES - 1)];
-		__u64 a = s->start > wait.since ? s->start : wait.since;
-		__u64 b = s->end < now ? s->end : now;
+		__u64 a = s->start > wait->since ? s->start : wait->since;
+		__u64 e = s->end < now ? s->end : now;
 		__u64 o;
 		int k, min_k = 0;
 
-		if (s->end <= wait.since)
+		if (s->end <= wait->since)
 			break; /* older than the wait: the rest are older still */
-		if (b <= a || s->tid == tid)
+		if (e <= a || s->tid == tid)
 			continue;
-		o = b - a;
+		o = e - a;
 		covered += o;
 		for (k = 0; k < RQ_TOP; k++) {
 			if (top[k].used && top[k].tid == s->tid && top[k].pid == s->pid) {
@@ -208,14 +240,52 @@ static __always_inline void rq_victim_runs(__u32 tid, __u64 now)
 	if (total > covered)
 		other += total - covered; /* slices older than the ring */
 
+	/* n < RQ_TOP here: the top ones, then [other] in the last slot at most */
 	for (int k = 0; k < RQ_TOP; k++) {
-		if (!top[k].used || !top[k].ns)
+		struct cp_ev_runq_culprit *e;
+
+		if (!top[k].used || !top[k].ns || n >= RQ_TOP)
 			continue;
-		rq_emit(wait.pid, tid, wait.cpu, now, wait.since, top[k].pid, top[k].tid, top[k].ns,
-			rq->s[top[k].slice & (RQ_SLICES - 1)].comm);
+		e = &b->c[n++];
+		culprit_fill(e, wait, tid, now, top[k].pid, top[k].tid, top[k].ns);
+		__builtin_memcpy(e->culprit_comm, rq->s[top[k].slice & (RQ_SLICES - 1)].comm,
+				 CP_COMM_LEN);
 	}
-	if (other)
-		rq_emit(wait.pid, tid, wait.cpu, now, wait.since, 0, 0, other, NULL);
+	if (other && n <= RQ_TOP) {
+		struct cp_ev_runq_culprit *e = &b->c[n++];
+
+		culprit_fill(e, wait, tid, now, 0, 0, other);
+		__builtin_memset(e->culprit_comm, 0, CP_COMM_LEN);
+		__builtin_memcpy(e->culprit_comm, "[other]", 8);
+	}
+pad:
+	for (int k = 0; k <= RQ_TOP; k++) {
+		if (k < n)
+			continue;
+		b->c[k].h.type = CP_RING_PAD;
+		b->c[k].h.size = sizeof(b->c[0]);
+	}
+}
+
+static __always_inline void switch_fill(bool btf, struct cp_ev_sched_switch *e, __u64 now,
+					__u32 prev_pid, __u32 prev_tid, __u32 next_pid,
+					__u32 next_tid, __u8 state, unsigned int prev_state,
+					struct task_struct *next)
+{
+	e->h.type = CP_EV_SCHED_SWITCH;
+	e->h.size = sizeof(*e);
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h.pid = prev_pid;
+	e->h.tid = prev_tid;
+	e->h.ts = now;
+	e->prev_pid = prev_pid;
+	e->prev_tid = prev_tid;
+	e->next_pid = next_pid;
+	e->next_tid = next_tid;
+	e->prev_state = state;
+	e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
+	e->prev_state_raw = prev_state;
+	comm_copy(btf, e->next_comm, next);
 }
 
 static __always_inline int on_switch(bool btf, bool preempt, struct task_struct *prev,
@@ -224,24 +294,24 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	__u32 prev_pid = KREAD(btf, prev, tgid), prev_tid = KREAD(btf, prev, pid);
 	__u32 next_pid = KREAD(btf, next, tgid), next_tid = KREAD(btf, next, pid);
 	__u64 now = bpf_ktime_get_ns();
-	struct cp_ev_sched_switch *e;
+	struct cp_rq_wait wait;
 	struct cp_cpu_rq *rq;
 	__u32 zero = 0;
 	bool pt, nt;
 	__u8 state;
 
+	/* Every switch logs its slice: cheaper than knowing, host-wide,
+	 * whether some target waits for a CPU (a shared atomic counter). */
 	rq = bpf_map_lookup_elem(&cpu_rqs, &zero);
 	if (rq) {
-		if (rq_waiters) {
-			struct cp_rq_slice *s = &rq->s[rq->head & (RQ_SLICES - 1)];
+		struct cp_rq_slice *s = &rq->s[rq->head & (RQ_SLICES - 1)];
 
-			s->pid = prev_pid;
-			s->tid = prev_tid;
-			s->start = rq->last_ts;
-			s->end = now;
-			comm_copy(btf, s->comm, prev);
-			rq->head++;
-		}
+		s->pid = prev_pid;
+		s->tid = prev_tid;
+		s->start = rq->last_ts;
+		s->end = now;
+		comm_copy(btf, s->comm, prev);
+		rq->head++;
 		rq->last_ts = now;
 	}
 
@@ -257,28 +327,39 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	else
 		state = CP_PREV_BLOCKED;
 
-	e = ev_reserve(CP_EV_SCHED_SWITCH, sizeof(*e), now);
-	if (e) {
-		e->h.pid = prev_pid;
-		e->h.tid = prev_tid;
-		e->prev_pid = prev_pid;
-		e->prev_tid = prev_tid;
-		e->next_pid = next_pid;
-		e->next_tid = next_tid;
-		e->prev_state = state;
-		e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
-		e->prev_state_raw = prev_state;
-		comm_copy(btf, e->next_comm, next);
-		ev_submit(e);
+	if (nt && rq_wait_take(btf, next, next_tid, &wait) && now > wait.since) {
+		struct cp_switch_batch *b = bpf_ringbuf_reserve(&events, sizeof(*b), 0);
+
+		if (b) {
+			b->batch.type = CP_RING_BATCH;
+			b->batch.size = sizeof(b->batch);
+			b->batch.cpu = b->batch.pid = b->batch.tid = 0;
+			b->batch.ts = now;
+			switch_fill(btf, &b->sw, now, prev_pid, prev_tid, next_pid, next_tid, state,
+				    prev_state, next);
+			rq_culprits(b, &wait, next_tid, now);
+			ev_submit(b);
+		} else {
+			count_drop();
+		}
+	} else {
+		struct cp_ev_sched_switch *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+		if (e) {
+			switch_fill(btf, e, now, prev_pid, prev_tid, next_pid, next_tid, state,
+				    prev_state, next);
+			ev_submit(e);
+		} else {
+			count_drop();
+		}
 	}
 
-	if (nt)
-		rq_victim_runs(next_tid, now);
 	if (pt) {
 		if (state == CP_PREV_PREEMPTED)
-			rq_wait_begin(prev_pid, prev_tid, bpf_get_smp_processor_id(), now);
+			rq_wait_begin(btf, prev, prev_pid, prev_tid, bpf_get_smp_processor_id(),
+				      now);
 		else
-			rq_wait_cancel(prev_tid);
+			rq_wait_take(btf, prev, prev_tid, &wait); /* blocked: no wait */
 	}
 	return 0;
 }
@@ -358,7 +439,8 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p)
 		return 0;
 	if (KREAD(btf, p, on_cpu))
 		return 0; /* woken before it got off its CPU: no wait */
-	rq_wait_begin(pid, KREAD(btf, p, pid), KREAD(btf, p, thread_info.cpu), bpf_ktime_get_ns());
+	rq_wait_begin(btf, p, pid, KREAD(btf, p, pid), KREAD(btf, p, thread_info.cpu),
+		      bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -376,9 +458,9 @@ int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 	return on_wakeup(false, p);
 }
 
-static __always_inline int on_wakeup_new(struct task_struct *p)
+static __always_inline int on_wakeup_new(bool btf, struct task_struct *p)
 {
-	__u32 pid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 pid = KREAD(btf, p, tgid), tid = KREAD(btf, p, pid);
 	struct cp_ev_wakeup_new *e;
 	__u64 now = bpf_ktime_get_ns();
 
@@ -392,7 +474,7 @@ static __always_inline int on_wakeup_new(struct task_struct *p)
 		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 		ev_submit(e);
 	}
-	rq_wait_begin(pid, tid, task_cpu_of(p), now);
+	rq_wait_begin(btf, p, pid, tid, task_cpu_of(p), now);
 	return 0;
 }
 
@@ -400,14 +482,14 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
 {
 	EMPTY_GUARD();
-	return on_wakeup_new(p);
+	return on_wakeup_new(true, p);
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
 {
 	EMPTY_GUARD();
-	return on_wakeup_new(p);
+	return on_wakeup_new(false, p);
 }
 
 static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
@@ -493,14 +575,15 @@ int BPF_PROG(sched_process_exec_raw, struct task_struct *p, pid_t old_pid,
 	return on_exec(p, old_pid, bprm);
 }
 
-static __always_inline int on_exit(struct task_struct *p, bool group_dead)
+static __always_inline int on_exit(bool btf, struct task_struct *p, bool group_dead)
 {
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 pid = KREAD(btf, p, tgid);
 	struct cp_ev_process_exit *e;
+	struct cp_rq_wait w;
 
 	if (!tgid_is_target(pid))
 		return 0;
-	rq_wait_cancel(BPF_CORE_READ(p, pid));
+	rq_wait_take(btf, p, KREAD(btf, p, pid), &w); /* a tid's hash entry outlives it */
 	e = ev_reserve(CP_EV_PROCESS_EXIT, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
@@ -515,14 +598,14 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit_btf, struct task_struct *p, bool group_dead)
 {
 	EMPTY_GUARD();
-	return on_exit(p, group_dead);
+	return on_exit(true, p, group_dead);
 }
 
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sched_process_exit_raw, struct task_struct *p, bool group_dead)
 {
 	EMPTY_GUARD();
-	return on_exit(p, group_dead);
+	return on_exit(false, p, group_dead);
 }
 
 /* Per-CPU context tracking: one tp_btf and one raw_tp program per edge. */

@@ -43,6 +43,13 @@ enum cp_rec_type {
 	CP_EV_RUNQ_CULPRIT = 12,
 	CP_EV_UPROBE = 13,
 
+	/* ring-buffer framing between bpf/ and the recorder, never stored: a
+	 * CP_RING_BATCH header (a bare struct cp_hdr) says that records follow
+	 * back to back in the same ring sample up to its end; CP_RING_PAD fills
+	 * slots of a batch that were not needed (skipped by hdr.size). */
+	CP_RING_BATCH = 0xfe,
+	CP_RING_PAD = 0xff,
+
 	/* metadata, written by the recorder itself */
 	CP_MD_PROCESS = 0x100,
 	CP_MD_THREAD = 0x101,

@@ -354,14 +354,30 @@ int rec_bpf__nhooks(const struct rec_bpf *b)
 	return b->nhooks;
 }
 
+/* A sample is one record, or a CP_RING_BATCH: records back to back up to
+ * the sample's end, CP_RING_PAD ones skipped (critpath_abi.h). */
 static int ring__sample(void *ctx, void *data, size_t len)
 {
 	struct rec_bpf *b = ctx;
 	const struct cp_hdr *h = data;
+	size_t off;
+	int err;
 
 	if (len < sizeof(*h) || h->size > len || h->size < sizeof(*h))
 		return 0; /* cannot happen with our programs; never crash on it */
-	return b->fn(b->fn_ctx, h, h->size);
+	if (h->type != CP_RING_BATCH)
+		return b->fn(b->fn_ctx, h, h->size);
+	for (off = h->size; off + sizeof(*h) <= len; off += h->size) {
+		h = (const struct cp_hdr *)((const char *)data + off);
+		if (h->size < sizeof(*h) || h->size > len - off)
+			return 0;
+		if (h->type == CP_RING_PAD)
+			continue;
+		err = b->fn(b->fn_ctx, h, h->size);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx)
