@@ -94,7 +94,10 @@ static int parse_num(const char *s, size_t len, double scale, int64_t *out)
 	d = strtod(buf, &end);
 	if (*end)
 		return -EINVAL;
-	*out = (int64_t)(d * scale);
+	d *= scale;
+	if (!(d > -9.2e18 && d < 9.2e18)) /* past int64 (or NaN): no conversion defined */
+		return -EINVAL;
+	*out = (int64_t)d;
 	return 0;
 }
 
@@ -224,7 +227,8 @@ int span_json__span_end(void *ctx)
 	struct span_in *s = cur_span(p);
 
 	if (p->has_dur) {
-		s->end_ns = s->start_ns + p->dur;
+		if (__builtin_add_overflow(s->start_ns, p->dur, &s->end_ns))
+			s->bad_number = true;
 		s->has_end = true;
 	}
 	s->ntags = p->tags.n - s->tag_first;

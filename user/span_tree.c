@@ -48,6 +48,10 @@
 #include "span_walk.h"
 
 #define SPAN_MAX_FRAMES 32
+/* Times beyond these (ns; 2116 and 1896) are not taken: differences of
+ * times, and skew shifts, must stay inside int64. */
+#define SPAN_MAX_NS ((int64_t)1 << 62)
+#define SPAN_MIN_NS (-((int64_t)1 << 61))
 #define NONE UINT32_MAX
 
 /* ---- arena and vectors --------------------------------------------------- */
@@ -276,6 +280,16 @@ static int resolve_parents(struct span_file *f, struct span_tree *t, const char 
 				    s->id,
 				    s->bad_number ? "a time is not a number"
 						  : "no start time or no duration/end time");
+			st[i] = ST_BAD;
+			continue;
+		}
+		if (s->start_ns < SPAN_MIN_NS || s->start_ns >= SPAN_MAX_NS ||
+		    s->end_ns < SPAN_MIN_NS || s->end_ns >= SPAN_MAX_NS) {
+			span__warnf(f,
+				    "trace %s: span %s: time out of range ([%lld, %lld] ns), span "
+				    "dropped",
+				    tid_of(trace_id), s->id, (long long)s->start_ns,
+				    (long long)s->end_ns);
 			st[i] = ST_BAD;
 			continue;
 		}
