@@ -24,13 +24,11 @@ static __always_inline int futex_enter(__u8 call, __u64 uaddr, __u64 op, __u64 v
 	return 0;
 }
 
-static __always_inline int futex_exit(long ret)
+static __always_inline int futex_exit(struct cp_inflight *in, long ret)
 {
-	struct cp_inflight *in;
 	struct cp_ev_futex *e;
 	__u8 call;
 
-	in = inflight_get();
 	if (!in)
 		return 0;
 	if (in->kind != INFLIGHT_FUTEX)
@@ -79,7 +77,7 @@ __noinline int cp_futex_enter(__u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3
 	return 0;
 }
 
-__noinline int cp_futex_exit(__s64 ret)
+__noinline int cp_futex_exit(struct cp_inflight *in, __s64 ret)
 {
-	return futex_exit(ret);
+	return futex_exit(in, ret);
 }

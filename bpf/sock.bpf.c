@@ -226,17 +226,15 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 	return len;
 }
 
-static __always_inline int sock_exit(long ret)
+static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 {
 	struct cp_sock_state *st = NULL;
-	struct cp_inflight *in;
 	struct cp_ev_sock *e;
 	__u64 len = 0;
 	struct sock *sk;
 	__u8 call;
 	int dir;
 
-	in = inflight_get();
 	if (!in)
 		return 0;
 	if (in->kind != INFLIGHT_SOCK)
@@ -329,12 +327,10 @@ static __always_inline int poll_enter(__u8 call)
 	return 0;
 }
 
-static __always_inline int poll_exit(long ret)
+static __always_inline int poll_exit(struct cp_inflight *in, long ret)
 {
-	struct cp_inflight *in;
 	struct cp_ev_poll *e;
 
-	in = inflight_get();
 	if (!in)
 		return 0;
 	if (in->kind != INFLIGHT_POLL)
@@ -362,9 +358,9 @@ __noinline int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len)
 	return sock_enter((int)fd, buf, len, call);
 }
 
-__noinline int cp_sock_exit(__s64 ret)
+__noinline int cp_sock_exit(struct cp_inflight *in, __s64 ret)
 {
-	return sock_exit(ret);
+	return sock_exit(in, ret);
 }
 
 __noinline int cp_poll_enter(__u32 call)
@@ -372,9 +368,9 @@ __noinline int cp_poll_enter(__u32 call)
 	return poll_enter(call);
 }
 
-__noinline int cp_poll_exit(__s64 ret)
+__noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
 {
-	return poll_exit(ret);
+	return poll_exit(in, ret);
 }
 
 /* Data arrived on a socket a target touched (softirq context, usually). */

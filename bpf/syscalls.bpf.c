@@ -70,11 +70,11 @@ static __always_inline int on_sys_exit(long ret)
 		return 0;
 	switch (in->kind) {
 	case INFLIGHT_FUTEX:
-		return cp_futex_exit(ret);
+		return cp_futex_exit(in, ret);
 	case INFLIGHT_SOCK:
-		return cp_sock_exit(ret);
+		return cp_sock_exit(in, ret);
 	case INFLIGHT_POLL:
-		return cp_poll_exit(ret);
+		return cp_poll_exit(in, ret);
 	}
 	return 0;
 }

@@ -90,12 +90,13 @@ static __always_inline void inflight_done(struct cp_inflight *in)
 #define CP_SYS_TABLE 1024
 
 /* The families' entry points (global functions, futex.bpf.c and
- * sock.bpf.c): the caller has checked that the thread is a target. */
+ * sock.bpf.c): the caller has checked that the thread is a target; an exit
+ * gets the thread's slot (the verifier makes the callee check for NULL). */
 int cp_futex_enter(__u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3);
-int cp_futex_exit(__s64 ret);
+int cp_futex_exit(struct cp_inflight *in, __s64 ret);
 int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len);
-int cp_sock_exit(__s64 ret);
+int cp_sock_exit(struct cp_inflight *in, __s64 ret);
 int cp_poll_enter(__u32 call);
-int cp_poll_exit(__s64 ret);
+int cp_poll_exit(struct cp_inflight *in, __s64 ret);
 
 #endif /* CRITPATH_BPF_SYSCALLS_H */
