@@ -22,6 +22,7 @@
 #include "commands.h"
 #define KB_WITH_RECORDING
 #include "test_kpath_builder.h"
+#include "cmd_capture.h"
 
 #define U 1000000ull
 #define B (1000 * U)
@@ -75,30 +76,7 @@ static void lock_recording(const char *file, uint64_t hold)
 /* Runs a command with stdout and stderr into files; returns its status. */
 static int run(int (*cmd)(int, char **), char **argv)
 {
-	int argc = 0, out, err, so = dup(1), se = dup(2), rc;
-	char po[300], pe[300];
-
-	while (argv[argc])
-		argc++;
-	fflush(stdout);
-	fflush(stderr);
-	/* not path(): its buffers hold argv's strings */
-	snprintf(po, sizeof(po), "%s/stdout", dir);
-	snprintf(pe, sizeof(pe), "%s/stderr", dir);
-	out = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-	err = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-	dup2(out, 1);
-	dup2(err, 2);
-	rc = cmd(argc, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(so, 1);
-	dup2(se, 2);
-	close(out);
-	close(err);
-	close(so);
-	close(se);
-	return rc;
+	return run_captured(dir, cmd, argv);
 }
 
 static char *slurp(const char *name, size_t *len)

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "engine_fixture.h"
+#include "cmd_capture.h"
 
 static char dir[] = "/tmp/critpath-report.XXXXXX";
 static char io[] = "/tmp/critpath-report-io.XXXXXX"; /* captured output, not an input */
@@ -68,30 +69,7 @@ static char *io_path(const char *name)
 /* Runs a command with stdout and stderr into files; returns its status. */
 static int run(int (*cmd)(int, char **), char **argv)
 {
-	int argc = 0, out, err, so = dup(1), se = dup(2), rc;
-	char po[300], pe[300];
-
-	while (argv[argc])
-		argc++;
-	fflush(stdout);
-	fflush(stderr);
-	/* not io_path(): its buffers may hold argv's strings */
-	snprintf(po, sizeof(po), "%s/stdout", io);
-	snprintf(pe, sizeof(pe), "%s/stderr", io);
-	out = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-	err = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-	dup2(out, 1);
-	dup2(err, 2);
-	rc = cmd(argc, argv);
-	fflush(stdout);
-	fflush(stderr);
-	dup2(so, 1);
-	dup2(se, 2);
-	close(out);
-	close(err);
-	close(so);
-	close(se);
-	return rc;
+	return run_captured(io, cmd, argv);
 }
 
 static char *slurp(const char *name)

@@ -11,6 +11,8 @@
 #ifndef REC_COMMON_H
 #define REC_COMMON_H
 
+#include "kp_common.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -22,33 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static void rec_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void rec_die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-static inline int rec_gettid(void)
-{
-	return (int)syscall(SYS_gettid);
-}
-
-/* CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns(), so the test can compare
- * times the workload prints with the recording's. */
-static inline uint64_t rec_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static __attribute__((unused)) long rec_arg(const char *s, long min, long max, const char *what)
 {
 	char *end;
@@ -57,7 +32,7 @@ static __attribute__((unused)) long rec_arg(const char *s, long min, long max, c
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || *end || !*s || v < min || v > max)
-		rec_die("%s: '%s' is not a number between %ld and %ld", what, s, min, max);
+		kp_die("%s: '%s' is not a number between %ld and %ld", what, s, min, max);
 	return v;
 }
 
@@ -68,7 +43,7 @@ static __attribute__((unused)) void rec_pin(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
-		rec_die("sched_setaffinity(cpu %d): %s", cpu, strerror(errno));
+		kp_die("sched_setaffinity(cpu %d): %s", cpu, strerror(errno));
 }
 
 /* Burns ms of this thread's CPU time (time spent preempted does not count). */
@@ -96,7 +71,7 @@ static int rec_go_pipe[2] = {-1, -1};
 static __attribute__((unused)) void rec_go_init(void)
 {
 	if (pipe(rec_go_pipe))
-		rec_die("pipe: %s", strerror(errno));
+		kp_die("pipe: %s", strerror(errno));
 }
 
 /* Main: waits for a line or EOF on stdin (read byte by byte, so a child
@@ -110,10 +85,10 @@ static __attribute__((unused)) void rec_go(int nthreads)
 	while ((n = read(0, &c, 1)) == 1 && c != '\n')
 		;
 	if (n < 0)
-		rec_die("read stdin: %s", strerror(errno));
+		kp_die("read stdin: %s", strerror(errno));
 	for (int i = 0; i < nthreads; i++)
 		if (write(rec_go_pipe[1], "g", 1) != 1)
-			rec_die("write go pipe: %s", strerror(errno));
+			kp_die("write go pipe: %s", strerror(errno));
 }
 
 static __attribute__((unused)) void rec_go_wait(void)
@@ -123,7 +98,7 @@ static __attribute__((unused)) void rec_go_wait(void)
 
 	while ((n = read(rec_go_pipe[0], &c, 1)) != 1)
 		if (n == 0 || errno != EINTR)
-			rec_die("read go pipe: %s", n ? strerror(errno) : "closed");
+			kp_die("read go pipe: %s", n ? strerror(errno) : "closed");
 }
 
 #endif /* REC_COMMON_H */

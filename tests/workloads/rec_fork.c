@@ -19,20 +19,20 @@ int main(int argc, char **argv)
 	int status;
 
 	if (argc < 2)
-		rec_die("usage: rec_fork PROG [ARGS..]");
+		kp_die("usage: rec_fork PROG [ARGS..]");
 	printf("READY pid=%d\n", getpid());
 	rec_go(0);
 	child = fork();
 	if (child < 0)
-		rec_die("fork: %s", strerror(errno));
+		kp_die("fork: %s", strerror(errno));
 	if (child == 0) {
 		execv(argv[1], argv + 1);
-		rec_die("exec %s: %s", argv[1], strerror(errno));
+		kp_die("exec %s: %s", argv[1], strerror(errno));
 	}
 	printf("CHILD pid=%d\n", child);
 	fflush(stdout);
 	if (waitpid(child, &status, 0) != child)
-		rec_die("waitpid: %s", strerror(errno));
+		kp_die("waitpid: %s", strerror(errno));
 	printf("DONE status=%d\n", status);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

@@ -35,7 +35,7 @@ static void wait_turn(uint32_t *word, volatile uint32_t *seq, uint32_t seen)
 {
 	for (;;) {
 		if (futex(word, FUTEX_WAIT_PRIVATE, 0) && errno != EINTR)
-			rec_die("futex wait: %s", strerror(errno));
+			kp_die("futex wait: %s", strerror(errno));
 		if (__atomic_load_n(seq, __ATOMIC_ACQUIRE) != seen)
 			return;
 		spurious++;
@@ -50,7 +50,7 @@ static void give_turn(uint32_t *word, volatile uint32_t *seq)
 		long n = futex(word, FUTEX_WAKE_PRIVATE, 1);
 
 		if (n < 0)
-			rec_die("futex wake: %s", strerror(errno));
+			kp_die("futex wake: %s", strerror(errno));
 		if (n == 1)
 			return;
 		sched_yield();
@@ -59,7 +59,7 @@ static void give_turn(uint32_t *word, volatile uint32_t *seq)
 
 static void *thread_b(void *arg)
 {
-	__atomic_store_n(&tid_b, rec_gettid(), __ATOMIC_RELEASE);
+	__atomic_store_n(&tid_b, kp_gettid(), __ATOMIC_RELEASE);
 	rec_go_wait();
 	for (long i = 0; i < rounds; i++) {
 		wait_turn(&word_b, &seq_b, (uint32_t)i);
@@ -74,16 +74,16 @@ int main(int argc, char **argv)
 	pthread_t b;
 
 	if (argc < 2 || argc > 3)
-		rec_die("usage: rec_futex N [LINGER_MS]");
+		kp_die("usage: rec_futex N [LINGER_MS]");
 	rounds = rec_arg(argv[1], 1, 1000000, "N");
 	if (argc == 3)
 		linger_ms = rec_arg(argv[2], 0, 600000, "LINGER_MS");
 	rec_go_init();
 	if (pthread_create(&b, NULL, thread_b, NULL))
-		rec_die("pthread_create failed");
+		kp_die("pthread_create failed");
 	while (!__atomic_load_n(&tid_b, __ATOMIC_ACQUIRE))
 		sched_yield();
-	printf("READY pid=%d a=%d b=%d wa=%p wb=%p n=%ld\n", getpid(), rec_gettid(), tid_b,
+	printf("READY pid=%d a=%d b=%d wa=%p wb=%p n=%ld\n", getpid(), kp_gettid(), tid_b,
 	       (void *)&word_a, (void *)&word_b, rounds);
 	rec_go(1);
 	for (long i = 0; i < rounds; i++) {

@@ -14,7 +14,7 @@ int main(int argc, char **argv)
 	long cpu;
 
 	if (argc != 2)
-		rec_die("usage: rec_hog CPU");
+		kp_die("usage: rec_hog CPU");
 	cpu = rec_arg(argv[1], 0, 4095, "CPU");
 	rec_pin(cpu);
 	printf("READY pid=%d cpu=%ld\n", getpid(), cpu);

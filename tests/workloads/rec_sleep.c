@@ -27,7 +27,7 @@ static void sleep_once(long i, long ms)
 			;
 		break;
 	default: {
-		uint64_t end = rec_now_ns() + (uint64_t)ms * 1000000;
+		uint64_t end = kp_clock_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000;
 
 		ts.tv_sec = end / 1000000000;
 		ts.tv_nsec = end % 1000000000;
@@ -36,7 +36,7 @@ static void sleep_once(long i, long ms)
 	}
 	}
 	if (err)
-		rec_die("clock_nanosleep: %s", strerror(err));
+		kp_die("clock_nanosleep: %s", strerror(err));
 }
 
 int main(int argc, char **argv)
@@ -45,15 +45,15 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 
 	if (argc != 3)
-		rec_die("usage: rec_sleep N MS");
+		kp_die("usage: rec_sleep N MS");
 	n = rec_arg(argv[1], 1, 1000000, "N");
 	ms = rec_arg(argv[2], 1, 60000, "MS");
-	printf("READY pid=%d tid=%d\n", getpid(), rec_gettid());
+	printf("READY pid=%d tid=%d\n", getpid(), kp_gettid());
 	rec_go(0);
-	t0 = rec_now_ns();
+	t0 = kp_clock_ns(CLOCK_MONOTONIC);
 	for (long i = 0; i < n; i++)
 		sleep_once(i, ms);
-	t1 = rec_now_ns();
+	t1 = kp_clock_ns(CLOCK_MONOTONIC);
 	printf("DONE t0=%llu t1=%llu\n", (unsigned long long)t0, (unsigned long long)t1);
 	return 0;
 }

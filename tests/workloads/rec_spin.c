@@ -17,16 +17,16 @@ int main(int argc, char **argv)
 	uint64_t end;
 
 	if (argc != 5)
-		rec_die("usage: rec_spin CPU SECONDS SPIN_MS SLEEP_MS");
+		kp_die("usage: rec_spin CPU SECONDS SPIN_MS SLEEP_MS");
 	cpu = rec_arg(argv[1], 0, 4095, "CPU");
 	secs = rec_arg(argv[2], 1, 3600, "SECONDS");
 	spin = rec_arg(argv[3], 1, 10000, "SPIN_MS");
 	nap = rec_arg(argv[4], 0, 10000, "SLEEP_MS");
 	rec_pin(cpu);
-	printf("READY pid=%d tid=%d cpu=%ld\n", getpid(), rec_gettid(), cpu);
+	printf("READY pid=%d tid=%d cpu=%ld\n", getpid(), kp_gettid(), cpu);
 	rec_go(0);
-	end = rec_now_ns() + (uint64_t)secs * 1000000000ull;
-	while (rec_now_ns() < end) {
+	end = kp_clock_ns(CLOCK_MONOTONIC) + (uint64_t)secs * 1000000000ull;
+	while (kp_clock_ns(CLOCK_MONOTONIC) < end) {
 		rec_spin_ms(spin);
 		if (nap)
 			usleep(nap * 1000);

@@ -44,8 +44,8 @@ static void recv_all(int fd, char *buf, long len, int use_recv)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			rec_die("%s fd %d: %s", use_recv ? "recv" : "read", fd,
-				n ? strerror(errno) : "EOF inside a message");
+			kp_die("%s fd %d: %s", use_recv ? "recv" : "read", fd,
+			       n ? strerror(errno) : "EOF inside a message");
 		buf += n;
 		len -= n;
 	}
@@ -57,7 +57,7 @@ static void check(const char *got, const char *kind, long i, long size)
 
 	message(want, kind, i, size);
 	if (memcmp(got, want, size))
-		rec_die("%s %ld: not the bytes sent", kind, i);
+		kp_die("%s %ld: not the bytes sent", kind, i);
 	free(want);
 }
 
@@ -66,20 +66,20 @@ static void *server(void *arg)
 	char *req = malloc(req_bytes), *resp = malloc(resp_bytes), c;
 	int fd;
 
-	__atomic_store_n(&tid_server, rec_gettid(), __ATOMIC_RELEASE);
+	__atomic_store_n(&tid_server, kp_gettid(), __ATOMIC_RELEASE);
 	rec_go_wait();
 	fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
-		rec_die("accept: %s", strerror(errno));
+		kp_die("accept: %s", strerror(errno));
 	for (long i = 0; i < rounds; i++) {
 		recv_all(fd, req, req_bytes, 0);
 		check(req, "REQ", i, req_bytes);
 		message(resp, "RSP", i, resp_bytes);
 		if (write(fd, resp, resp_bytes) != resp_bytes)
-			rec_die("write response %ld: %s", i, strerror(errno));
+			kp_die("write response %ld: %s", i, strerror(errno));
 	}
 	if (read(fd, &c, 1) != 0)
-		rec_die("server: expected EOF after %ld rounds", rounds);
+		kp_die("server: expected EOF after %ld rounds", rounds);
 	close(fd);
 	free(req);
 	free(resp);
@@ -94,16 +94,16 @@ static void *client(void *arg)
 	char *req = malloc(req_bytes), *resp = malloc(resp_bytes);
 	int fd;
 
-	__atomic_store_n(&tid_client, rec_gettid(), __ATOMIC_RELEASE);
+	__atomic_store_n(&tid_client, kp_gettid(), __ATOMIC_RELEASE);
 	rec_go_wait();
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
-		rec_die("connect 127.0.0.1:%d: %s", port, strerror(errno));
+		kp_die("connect 127.0.0.1:%d: %s", port, strerror(errno));
 	for (long i = 0; i < rounds; i++) {
 		usleep(20000);
 		message(req, "REQ", i, req_bytes);
 		if (send(fd, req, req_bytes, 0) != req_bytes)
-			rec_die("send request %ld: %s", i, strerror(errno));
+			kp_die("send request %ld: %s", i, strerror(errno));
 		recv_all(fd, resp, resp_bytes, 1);
 		check(resp, "RSP", i, resp_bytes);
 	}
@@ -120,18 +120,18 @@ int main(int argc, char **argv)
 	pthread_t ts, tc;
 
 	if (argc != 4)
-		rec_die("usage: rec_tcp ROUNDS REQ_BYTES RESP_BYTES");
+		kp_die("usage: rec_tcp ROUNDS REQ_BYTES RESP_BYTES");
 	rounds = rec_arg(argv[1], 1, 100000, "ROUNDS");
 	req_bytes = rec_arg(argv[2], 16, 65536, "REQ_BYTES");
 	resp_bytes = rec_arg(argv[3], 16, 65536, "RESP_BYTES");
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 8) ||
 	    getsockname(lfd, (struct sockaddr *)&a, &len))
-		rec_die("listen on 127.0.0.1: %s", strerror(errno));
+		kp_die("listen on 127.0.0.1: %s", strerror(errno));
 	port = ntohs(a.sin_port);
 	rec_go_init();
 	if (pthread_create(&ts, NULL, server, NULL) || pthread_create(&tc, NULL, client, NULL))
-		rec_die("pthread_create failed");
+		kp_die("pthread_create failed");
 	while (!__atomic_load_n(&tid_server, __ATOMIC_ACQUIRE) ||
 	       !__atomic_load_n(&tid_client, __ATOMIC_ACQUIRE))
 		sched_yield();
