@@ -305,6 +305,18 @@ static uint8_t block_category(const struct kp_iv *iv)
 	return CP_CAT_UNEXPLAINED;
 }
 
+/* The k-th culprit of a run-queue interval, or NULL when the timeline has
+ * already pruned it. */
+static const struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv,
+					   uint32_t k)
+{
+	uint64_t abs = (uint64_t)iv->cul_first + k;
+
+	if (abs < th->cul_base || abs >= th->cul_base + th->ncul)
+		return NULL;
+	return &th->cul[abs - th->cul_base];
+}
+
 /* Did a task of neither the waiting thread's process nor the serving
  * process hold the CPU during this run-queue wait? */
 static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
@@ -313,13 +325,9 @@ static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
 	int32_t serving_pid = w->kp->th[w->serving].pid;
 
 	for (uint32_t k = 0; k < iv->ncul; k++) {
-		uint64_t abs = (uint64_t)iv->cul_first + k;
-		const struct kp_culprit *c;
+		const struct kp_culprit *c = iv_culprit(th, iv, k);
 
-		if (abs < th->cul_base || abs >= th->cul_base + th->ncul)
-			continue;
-		c = &th->cul[abs - th->cul_base];
-		if (c->pid != th->pid && c->pid != serving_pid && c->ns)
+		if (c && c->pid != th->pid && c->pid != serving_pid && c->ns)
 			return true;
 	}
 	return false;
@@ -348,12 +356,11 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	if (err || t <= a)
 		return err;
 	for (uint32_t k = 0; k < iv->ncul; k++) {
-		uint64_t abs = (uint64_t)iv->cul_first + k, ns;
-		const struct kp_culprit *c;
+		const struct kp_culprit *c = iv_culprit(th, iv, k);
+		uint64_t ns;
 
-		if (abs < th->cul_base || abs >= th->cul_base + th->ncul)
+		if (!c)
 			continue;
-		c = &th->cul[abs - th->cul_base];
 		/* the part of the wait this segment covers */
 		ns = dur ? (uint64_t)((double)c->ns * (double)(t - a) / (double)dur) : c->ns;
 		if (ns > t - a)
