@@ -8,7 +8,7 @@
  * with direct loads (KREAD, bpf/common.h), their raw_tp twins through
  * BPF_CORE_READ.
  */
-#include "common.h"
+#include "blocked.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -352,6 +352,14 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 		} else {
 			count_drop();
 		}
+	}
+
+	/* after the switch record: a block it ends is read in that order */
+	if (btf && cfg_lean) {
+		if (pt && state == CP_PREV_BLOCKED)
+			blk_note(prev, now);
+		if (nt)
+			blk_resume(next, next_pid, next_tid, now);
 	}
 
 	if (pt) {

@@ -6,7 +6,7 @@
  * The calls are reached from the raw_syscalls programs (syscalls.bpf.c)
  * through cp_sock_enter/exit and cp_poll_enter/exit.
  */
-#include "syscalls.h"
+#include "blocked.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -15,6 +15,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define IPPROTO_TCP 6
+#define MSG_PEEK 2
 
 /*
  * The socket behind a descriptor of the current task, or NULL. Direct loads
@@ -372,6 +373,112 @@ __noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
 {
 	return poll_exit(in, ret);
 }
+
+/*
+ * The default capture's socket records (blocked.h): sock_sendmsg and
+ * sock_recvmsg report every socket's data as it moves, in the task that
+ * moves it, so only socket I/O runs a program, not every syscall. The
+ * call, fd and buffer come from the task's syscall registers; a transfer
+ * outside a traced call (sendfile, io_uring) is a plain read or write with
+ * fd -1 and no payload. Failed calls (EAGAIN) are not recorded.
+ */
+static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int dir)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct cp_inflight in = {};
+	struct pt_regs *regs;
+	__u64 blocked;
+	__u16 code;
+
+	if (!tgid_is_target(id >> 32))
+		return 0;
+	task = bpf_get_current_task_btf();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	code = syscall_code(regs_syscall(regs));
+	if (code >> 8 == INFLIGHT_SOCK && call_dir(code & 0xff) == dir) {
+		in.call = code & 0xff;
+		in.fd = (int)PT_REGS_PARM1_SYSCALL(regs);
+		in.arg0 = PT_REGS_PARM2_SYSCALL(regs);
+		in.arg1 = PT_REGS_PARM3_SYSCALL(regs);
+	} else {
+		code = 0;
+		in.call = dir == SOCK_DIR_READ ? CP_SOCK_READ : CP_SOCK_WRITE;
+		in.fd = -1;
+	}
+	blocked = code ? blk_take(task, code, in.fd) : 0;
+	if (ret < 0 || (ret == 0 && dir == SOCK_DIR_WRITE))
+		return 0;
+	in.ts = blocked ? blocked : bpf_ktime_get_ns();
+	in.pid = id >> 32;
+	in.kind = INFLIGHT_SOCK;
+	in.sk = (__u64)sk;
+	sk_read_info(sk, &in);
+	if (sk_is_tcp(true, sk, in.family)) {
+		struct tcp_sock *tp = kernel_cast(sk, struct tcp_sock);
+
+		/* the sequence of the call's first byte, as the exit of the
+		 * raw_syscalls capture records it */
+		if (dir == SOCK_DIR_WRITE)
+			in.tcp_seq = tp->write_seq - ret;
+		else
+			in.tcp_seq = tp->copied_seq - (flags & MSG_PEEK ? 0 : ret);
+	}
+	sock_track(sk, in.pid);
+	return sock_exit(&in, ret);
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(sock_send_length_btf, struct sock *sk, int ret, int flags)
+{
+	EMPTY_GUARD();
+	return on_sock_io(sk, ret, flags, SOCK_DIR_WRITE);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(sock_recv_length_btf, struct sock *sk, int ret, int flags)
+{
+	EMPTY_GUARD();
+	return on_sock_io(sk, ret, flags, SOCK_DIR_READ);
+}
+
+/*
+ * The calls that begin and end connections are rare: their own syscall
+ * tracepoints (which cost the host's other syscalls the kernel's slow
+ * path, ~40 ns, but run no program for them), through the same enter/exit
+ * pair as the raw_syscalls capture.
+ */
+#define SOCK_LIFECYCLE_TP(name, call, nargs)                                                       \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
+	int sys_enter_##name##_tp(struct trace_event_raw_sys_enter *ctx)                           \
+	{                                                                                          \
+		EMPTY_GUARD();                                                                     \
+		if (!current_is_target())                                                          \
+			return 0;                                                                  \
+		/* the event holds the call's arguments only: a program that                       \
+		 * reads past them does not attach (EACCES) */                                     \
+		return cp_sock_enter(call, ctx->args[0], nargs > 1 ? ctx->args[1] : 0,             \
+				     nargs > 2 ? ctx->args[2] : 0);                                \
+	}                                                                                          \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
+	int sys_exit_##name##_tp(struct trace_event_raw_sys_exit *ctx)                             \
+	{                                                                                          \
+		struct cp_inflight *in;                                                            \
+                                                                                                   \
+		EMPTY_GUARD();                                                                     \
+		if (!current_is_target())                                                          \
+			return 0;                                                                  \
+		in = inflight_get();                                                               \
+		if (!in)                                                                           \
+			return 0;                                                                  \
+		return cp_sock_exit(in, ctx->ret);                                                 \
+	}
+
+SOCK_LIFECYCLE_TP(accept, CP_SOCK_ACCEPT, 3)
+SOCK_LIFECYCLE_TP(accept4, CP_SOCK_ACCEPT4, 3)
+SOCK_LIFECYCLE_TP(connect, CP_SOCK_CONNECT, 3)
+SOCK_LIFECYCLE_TP(close, CP_SOCK_CLOSE, 1)
+SOCK_LIFECYCLE_TP(shutdown, CP_SOCK_SHUTDOWN, 2)
 
 /* Data arrived on a socket a target touched (softirq context, usually). */
 static __always_inline int on_data_ready(bool btf, struct sock *sk)

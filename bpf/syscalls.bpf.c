@@ -18,8 +18,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u16 cfg_sys_calls[CP_SYS_TABLE];
-
 #define TS_COMPAT 0x0002 /* arch/x86/include/asm/thread_info.h */
 
 /* A 32-bit task on x86-64 numbers its syscalls differently: not ours. */

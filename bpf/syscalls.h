@@ -89,6 +89,8 @@ static __always_inline void inflight_done(struct cp_inflight *in)
  */
 #define CP_SYS_TABLE 1024
 
+const volatile __u16 cfg_sys_calls[CP_SYS_TABLE] __weak;
+
 /* The families' entry points (global functions, futex.bpf.c and
  * sock.bpf.c): the caller has checked that the thread is a target; an exit
  * gets the thread's slot (the verifier makes the callee check for NULL). */

@@ -169,6 +169,10 @@ struct cp_ev_process_exit {
 enum cp_phase {
 	CP_PHASE_ENTER = 0,
 	CP_PHASE_EXIT = 1,
+	/* The call blocked from enter_ts until h.ts, when the thread ran again
+	 * (the default capture sees calls where the scheduler does: at the
+	 * switch that blocked the thread); its result was not recorded. */
+	CP_PHASE_BLOCKED = 2,
 };
 
 enum cp_futex_call {

@@ -166,7 +166,15 @@ void jline__bool(struct jline *j, const char *key, bool v)
 
 static const char *phase_name(uint8_t phase)
 {
-	return phase == CP_PHASE_ENTER ? "enter" : phase == CP_PHASE_EXIT ? "exit" : "unknown";
+	switch (phase) {
+	case CP_PHASE_ENTER:
+		return "enter";
+	case CP_PHASE_EXIT:
+		return "exit";
+	case CP_PHASE_BLOCKED:
+		return "blocked";
+	}
+	return "unknown";
 }
 
 static const char *family_name(uint16_t family)

@@ -599,6 +599,12 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 		const struct kp_write *w = &c->wr[i - 1];
 		int32_t d = (int32_t)(rcv_nxt - w->seq);
 
+		/* The write that holds the arrived bytes. Its call may end
+		 * after they arrived (loopback delivers inside the send), and
+		 * the default capture, which sees a call that did not block at
+		 * its end, records its start there too. */
+		if (have_seq && d > 0 && d <= w->bytes && w->enter <= ts + KP_WRITE_SLACK_NS)
+			return w;
 		if (w->enter > ts)
 			continue;
 		if (!have_seq)

@@ -388,7 +388,7 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 		const struct cp_ev_futex *e = (const void *)rec;
 
 		NEED(struct cp_ev_futex);
-		if (e->phase != CP_PHASE_EXIT)
+		if (e->phase != CP_PHASE_EXIT && e->phase != CP_PHASE_BLOCKED)
 			return 0;
 		return on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
 					KP_BR_FUTEX, e->uaddr);
@@ -397,7 +397,7 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 		const struct cp_ev_poll *e = (const void *)rec;
 
 		NEED(struct cp_ev_poll);
-		if (e->phase != CP_PHASE_EXIT)
+		if (e->phase != CP_PHASE_EXIT && e->phase != CP_PHASE_BLOCKED)
 			return 0;
 		return on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
 					KP_BR_POLL, 0);

@@ -31,6 +31,7 @@
 #define KP_NONE UINT32_MAX
 #define KP_OPEN UINT64_MAX		/* end of an interval still open */
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
+#define KP_WRITE_SLACK_NS 5000000ull	/* a write seen at its end ends this long after its bytes arrived, at most */
 #define KP_IDLE_FINISH_NS 1000000000ull /* a response idle this long is complete */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
 /* A finished request waits this long (stream time past its end) before it

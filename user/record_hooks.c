@@ -2,9 +2,15 @@
 /*
  * Open → configure → load → attach of the BPF object (build/critpath.skel.h).
  * Every kernel hook has a tp_btf program NAME_btf and a raw_tp twin NAME_raw
- * with the same body; exactly one of the two is loaded. Syscalls come from
- * the raw_syscalls tracepoints sys_enter / sys_exit (no tracefs needed),
- * with the numbers of the traced ones in a table (sys_traced below).
+ * with the same body; exactly one of the two is loaded. Two captures of
+ * syscalls (bpf/blocked.h): by default the scheduler and the socket layer
+ * (sock_send_length / sock_recv_length, tp_btf only) see the calls that
+ * block or move data, and the syscall tracepoints of the rare connection
+ * calls (accept, connect, close, shutdown: classic tracepoints, NAME_tp,
+ * which need tracefs) the rest; --all-syscalls, or a kernel where tp_btf
+ * does not load, takes every call from the raw_syscalls tracepoints
+ * sys_enter / sys_exit instead. Both look calls up by number in a table
+ * (sys_traced below).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -52,6 +60,7 @@ struct rec_bpf {
 	struct hook hooks[MAX_HOOKS];
 	int nhooks;
 	bool quiet;
+	bool lean; /* the default capture, not raw_syscalls for every call */
 };
 
 static struct hook *hook__add(struct rec_bpf *b, const char *name, uint8_t status,
@@ -85,6 +94,75 @@ static bool btf_has_tp(const struct btf *vmlinux, const char *name)
 	return vmlinux && btf__find_by_name_kind(vmlinux, t, BTF_KIND_TYPEDEF) > 0;
 }
 
+#define TRACEFS "/sys/kernel/tracing"
+
+/* Classic tracepoints need tracefs (libbpf reads the event ids there); a
+ * fresh machine may not have it mounted. */
+static bool tracefs__ensure(bool quiet)
+{
+	struct stat st;
+
+	if (stat(TRACEFS "/events", &st) == 0)
+		return true;
+	if (mount("nodev", TRACEFS, "tracefs", 0, NULL) && errno != EBUSY) {
+		if (!quiet)
+			fprintf(stderr, "critpath record: cannot mount tracefs at %s: %s\n",
+				TRACEFS, strerror(errno));
+		return false;
+	}
+	return stat(TRACEFS "/events", &st) == 0;
+}
+
+static bool has_suffix(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), k = strlen(suffix);
+
+	return n > k && !strcmp(name + n - k, suffix);
+}
+
+/* Whether a program belongs to the capture b->lean chose. */
+static bool prog_in_capture(const struct rec_bpf *b, const char *name)
+{
+	if (!strncmp(name, "sys_enter_btf", 13) || !strncmp(name, "sys_exit_btf", 12) ||
+	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
+		return !b->lean;
+	if (!strncmp(name, "sock_send_length", 16) || !strncmp(name, "sock_recv_length", 16) ||
+	    has_suffix(name, "_tp"))
+		return b->lean;
+	return true;
+}
+
+/* The classic tracepoints of the lean capture: on where tracefs has them. */
+static void hooks__classic(struct rec_bpf *b)
+{
+	bool tracefs = b->lean && tracefs__ensure(b->quiet);
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, b->skel->obj)
+	{
+		const char *name = bpf_program__name(p);
+		const char *sec = bpf_program__section_name(p);
+		char path[256], base[64];
+		bool use;
+
+		if (!has_suffix(name, "_tp"))
+			continue;
+		if (!b->lean) {
+			bpf_program__set_autoload(p, false);
+			continue;
+		}
+		sec += strlen("tracepoint/");
+		snprintf(path, sizeof(path), TRACEFS "/events/%s", sec);
+		use = tracefs && access(path, F_OK) == 0;
+		bpf_program__set_autoload(p, use);
+		snprintf(base, sizeof(base), "%.*s", (int)(strlen(name) - 3), name);
+		hook__add(b, base, use ? CP_HOOK_ATTACHED : CP_HOOK_UNAVAILABLE,
+			  use	    ? "tracepoint"
+			  : tracefs ? "not in tracefs"
+				    : "tracefs not mounted");
+	}
+}
+
 /*
  * Chooses, per hook, which program loads. force_raw: tp_btf did not load as
  * a whole, use every raw_tp twin. Records one struct hook per hook.
@@ -95,6 +173,15 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	struct bpf_program *p;
 
 	b->nhooks = 0;
+	if (b->lean && (force_raw || !btf_has_tp(vmlinux, "sock_send_length") ||
+			!btf_has_tp(vmlinux, "sock_recv_length"))) {
+		fprintf(stderr, "critpath record: %s: recording every syscall from raw_syscalls\n",
+			force_raw
+			    ? "tp_btf did not load"
+			    : "no sock_send_length/sock_recv_length tracepoints (kernel < 6.3)");
+		b->lean = false;
+	}
+	b->skel->rodata->cfg_lean = b->lean;
 	bpf_object__for_each_program(p, b->skel->obj)
 	{
 		const char *name = bpf_program__name(p);
@@ -102,6 +189,10 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		size_t n = strlen(name);
 		char base[64];
 
+		if (!prog_in_capture(b, name)) {
+			bpf_program__set_autoload(p, false);
+			continue;
+		}
 		if (n > 4 && !strcmp(name + n - 4, "_btf")) {
 			bool use = !force_raw && btf_has_tp(vmlinux, sec + strlen("tp_btf/"));
 
@@ -128,11 +219,16 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 
 		if (n <= 4 || strcmp(name + n - 4, "_raw"))
 			continue;
+		if (!prog_in_capture(b, name)) {
+			bpf_program__set_autoload(p, false);
+			continue;
+		}
 		snprintf(tn, sizeof(tn), "%.*s_btf", (int)(n - 4), name);
 		twin = bpf_object__find_program_by_name(b->skel->obj, tn);
 		bpf_program__set_autoload(p, !twin || !bpf_program__autoload(twin));
 	}
 	btf__free(vmlinux);
+	hooks__classic(b);
 	return 0;
 }
 
@@ -202,6 +298,7 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 		return -errno ? -errno : -ENOMEM;
 	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
+	b->skel->rodata->cfg_lean = b->lean;
 	b->skel->rodata->cfg_wakeup_bytes = ring / 8;
 	for (size_t i = 0; i < sizeof(sys_traced) / sizeof(sys_traced[0]); i++) {
 		long nr = sys_traced[i].nr;
@@ -226,6 +323,7 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	if (!b)
 		return -ENOMEM;
 	b->quiet = o->quiet;
+	b->lean = !o->all_syscalls;
 	err = skel__open_config(b, o);
 	if (err)
 		goto cleanup;

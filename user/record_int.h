@@ -20,6 +20,7 @@ struct rec_bpf_opts {
 	uint32_t payload_bytes;
 	uint32_t buffer_mb;
 	bool empty_programs;
+	bool all_syscalls; /* raw_syscalls for every call, not the lean capture */
 	bool quiet;
 };
 

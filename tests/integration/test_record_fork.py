@@ -50,8 +50,9 @@ def main():
     tap.ok(f"fork: process_exec of {C} names {prog}",
            len(execs) == 1 and execs[0].get("filename") == prog
            and (not forks or execs[0]["ts_ns"] > forks[0]["ts_ns"]), f"execs {execs}")
-    waits = [f for f in d.of("futex", pid=C, tid=a, op="FUTEX_WAIT_PRIVATE", phase="exit")
-             if f.get("uaddr") == hex(kid[0]["wa"]) and f.get("ret") == 0]
+    waits = [f for f in d.of("futex", pid=C, tid=a, op="FUTEX_WAIT_PRIVATE")
+             if f.get("phase") in ("exit", "blocked")
+             if f.get("uaddr") == hex(kid[0]["wa"]) and f.get("ret", 0) == 0]
     tap.ok(f"fork: the child's own futex waits are recorded ({len(waits)} of {N})",
            len(waits) == N, f"child futex records {d.of('futex', pid=C)[:4]}")
     wakers = {x.get("waker_tid") for f in waits

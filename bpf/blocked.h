@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * The default capture sees a target's futex, poll and socket waits where
+ * the scheduler does, not at syscall entry and exit: a syscall tracepoint
+ * of any kind puts every syscall of the host on the kernel's slow path, and
+ * a program on raw_syscalls runs for all of them (bench_record_overhead:
+ * getppid 167 → 295 ns with empty programs). Instead:
+ *
+ *  - when sched_switch takes the CPU from a blocked target thread, the
+ *    thread's saved user registers say which syscall it blocked in and with
+ *    which arguments: blk_note() keeps that in the thread's slot;
+ *  - when the thread runs again, a futex or poll block becomes one
+ *    CP_EV_FUTEX / CP_EV_POLL record, phase CP_PHASE_BLOCKED, from when it
+ *    blocked to now (blk_resume());
+ *  - a socket block is kept for the call's socket record, written when the
+ *    data moves (sock:sock_send_length / sock_recv_length, sock.bpf.c): its
+ *    enter_ts is when the thread blocked in that call (blk_take()).
+ *
+ * Calls that did not block are not seen (they are CPU time to the critical
+ * path); --all-syscalls records every call from raw_syscalls instead.
+ */
+#ifndef CRITPATH_BPF_BLOCKED_H
+#define CRITPATH_BPF_BLOCKED_H
+
+#include "syscalls.h"
+
+#define ENOSYS 38
+
+/* 1: the default capture (above); 0: --all-syscalls (syscalls.bpf.c). */
+const volatile __u8 cfg_lean __weak = 0;
+
+struct cp_blocked {
+	__u64 ts;
+	__u64 arg0; /* futex: uaddr; sock: fd */
+	__u64 arg1; /* futex: op */
+	__u64 arg2; /* futex: val */
+	__u16 code; /* cfg_sys_calls[nr]: kind << 8 | call; 0 = none */
+	__u16 __pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cp_blocked);
+} blocked_slots SEC(".maps") __weak;
+
+/*
+ * The syscall a task's user registers say it is in, or -1. On x86-64 the
+ * entry code stores -ENOSYS in ax until the call returns, and orig_ax holds
+ * the number; an exception (a page fault) leaves the user's ax and its
+ * error code in orig_ax, which must not read as a syscall.
+ */
+static __always_inline long regs_syscall(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	if (!regs || (long)regs->ax != -ENOSYS)
+		return -1;
+	return (long)regs->orig_ax;
+#else
+	return -1;
+#endif
+}
+
+static __always_inline __u16 syscall_code(long nr)
+{
+	if (nr < 0 || nr >= CP_SYS_TABLE)
+		return 0;
+	return cfg_sys_calls[nr & (CP_SYS_TABLE - 1)];
+}
+
+/* prev (the current task: sched_switch runs before the switch) blocks. */
+static __always_inline void blk_note(struct task_struct *prev, __u64 now)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	struct cp_blocked *b;
+	__u64 a0, a1, a2, a3;
+	__u16 code;
+
+	code = syscall_code(regs_syscall(regs));
+	b = bpf_task_storage_get(&blocked_slots, prev, 0,
+				 code ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!b) {
+		if (code)
+			count_drop();
+		return;
+	}
+	if (!code) {
+		b->code = 0; /* blocked in a call not traced: no stale socket block */
+		return;
+	}
+	a0 = PT_REGS_PARM1_SYSCALL(regs);
+	a1 = PT_REGS_PARM2_SYSCALL(regs);
+	a2 = PT_REGS_PARM3_SYSCALL(regs);
+	a3 = PT_REGS_PARM4_SYSCALL(regs);
+	if (b->code == code && b->arg0 == a0 && b->ts)
+		return; /* blocked again in the same call: it began at the first */
+	b->ts = now;
+	b->code = code;
+	b->arg0 = a0;
+	b->arg1 = a1;
+	b->arg2 = a2;
+	if (code >> 8 == INFLIGHT_FUTEX) {
+		/* the arguments as cp_futex_enter (futex.bpf.c) records them */
+		switch (code & 0xff) {
+		case CP_FUTEX_CALL_WAIT: /* futex_wait(uaddr, val, mask, flags, …) */
+			b->arg1 = a3;
+			b->arg2 = a1;
+			break;
+		case CP_FUTEX_CALL_WAITV: { /* futex_waitv(waiters, nr, flags, …) */
+			struct futex_waitv w = {};
+
+			bpf_probe_read_user(&w, sizeof(w), (void *)a0);
+			b->arg0 = w.uaddr;
+			b->arg1 = a2;
+			b->arg2 = w.val;
+			break;
+		}
+		}
+	}
+}
+
+/* next (pid/tid) runs again at now: its futex or poll block, as a record. */
+static __always_inline void blk_resume(struct task_struct *next, __u32 pid, __u32 tid, __u64 now)
+{
+	struct cp_blocked *b = bpf_task_storage_get(&blocked_slots, next, 0, 0);
+	__u8 kind;
+
+	if (!b || !b->code)
+		return;
+	kind = b->code >> 8;
+	if (kind == INFLIGHT_FUTEX) {
+		struct cp_ev_futex *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+		if (!e)
+			goto lost;
+		hdr_fill(&e->h, CP_EV_FUTEX, sizeof(*e), now);
+		e->h.pid = pid;
+		e->h.tid = tid;
+		e->enter_ts = b->ts;
+		e->uaddr = b->arg0;
+		e->ret = 0;
+		e->op = b->arg1;
+		e->val = b->arg2;
+		e->phase = CP_PHASE_BLOCKED;
+		e->call = b->code & 0xff;
+		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
+		ev_submit(e);
+	} else if (kind == INFLIGHT_POLL) {
+		struct cp_ev_poll *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+		if (!e)
+			goto lost;
+		hdr_fill(&e->h, CP_EV_POLL, sizeof(*e), now);
+		e->h.pid = pid;
+		e->h.tid = tid;
+		e->enter_ts = b->ts;
+		e->ret = 0;
+		e->phase = CP_PHASE_BLOCKED;
+		e->call = b->code & 0xff;
+		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
+		ev_submit(e);
+	} else {
+		return; /* a socket block waits for its data (blk_take) */
+	}
+	b->code = 0;
+	return;
+lost:
+	count_drop();
+	b->code = 0;
+}
+
+/* The current task's socket call code/fd completes: when it blocked in that
+ * call, else 0. The block is used up either way. */
+static __always_inline __u64 blk_take(struct task_struct *task, __u16 code, int fd)
+{
+	struct cp_blocked *b = bpf_task_storage_get(&blocked_slots, task, 0, 0);
+	__u64 ts = 0;
+
+	if (!b || !b->code)
+		return 0;
+	if (b->code == code && (int)b->arg0 == fd)
+		ts = b->ts;
+	if (b->code >> 8 == INFLIGHT_SOCK)
+		b->code = 0;
+	return ts;
+}
+
+#endif /* CRITPATH_BPF_BLOCKED_H */
