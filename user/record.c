@@ -68,6 +68,8 @@ static void usage(FILE *f)
 	    "  --buffer-mb N       ring buffer size in MiB, a power of 2 (default 64)\n"
 	    "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d)\n"
 	    "  --sku LABEL         label this machine's CPU model in the recording\n"
+	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"
+	    "                      costlier: by default only calls that block or move data)\n"
 	    "  -q                  no notes on stderr, only errors and the summary\n",
 	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
 }
@@ -339,6 +341,7 @@ int cmd_record(int argc, char **argv)
 	    {"payload-bytes", required_argument, NULL, 'P'},
 	    {"sku", required_argument, NULL, 'S'},
 	    {"empty-programs", no_argument, NULL, 'E'},
+	    {"all-syscalls", no_argument, NULL, 'A'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -414,6 +417,9 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'E':
 			bo.empty_programs = true;
+			break;
+		case 'A':
+			bo.all_syscalls = true;
 			break;
 		case 'q':
 			r->quiet = bo.quiet = true;
