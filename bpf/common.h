@@ -68,6 +68,16 @@ struct {
 	__type(value, struct cp_sock_state);
 } sock_states SEC(".maps") __weak;
 
+/* The same state in the socket itself, for the default capture's
+ * socket-layer programs (bpf/blocked.h), which have the socket as a trusted
+ * pointer: no hashing, and it goes away with the socket. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cp_sock_state);
+} sock_slots SEC(".maps") __weak;
+
 #define SOCK_DIR_NONE 0
 #define SOCK_DIR_READ 1
 #define SOCK_DIR_WRITE 2

@@ -227,11 +227,11 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 	return len;
 }
 
+static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st);
+
 static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 {
 	struct cp_sock_state *st = NULL;
-	struct cp_ev_sock *e;
-	__u64 len = 0;
 	struct sock *sk;
 	__u8 call;
 	int dir;
@@ -271,9 +271,24 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		__u64 key = in->sk;
 
 		st = bpf_map_lookup_elem(&sock_states, &key);
-		if (st && st->last_dir == dir)
-			st = NULL;
 	}
+	return sock_emit(in, ret, st);
+out:
+	inflight_done(in);
+	return 0;
+}
+
+/* The call's record; st: the socket's state, which says whether a payload
+ * is taken (NULL: none). */
+static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st)
+{
+	struct cp_ev_sock *e;
+	__u8 call = in->call;
+	int dir = call_dir(call);
+	__u64 len = 0;
+
+	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || st->last_dir == dir))
+		st = NULL;
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */
 	if (st) {
@@ -387,6 +402,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	__u64 id = bpf_get_current_pid_tgid();
 	struct task_struct *task;
 	struct cp_inflight in = {};
+	struct cp_sock_state *st;
 	struct pt_regs *regs;
 	__u64 blocked;
 	__u16 code;
@@ -409,6 +425,9 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	blocked = code ? blk_take(task, code, in.fd) : 0;
 	if (ret < 0 || (ret == 0 && dir == SOCK_DIR_WRITE))
 		return 0;
+	st = bpf_sk_storage_get(&sock_slots, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (st && !st->tgid)
+		st->tgid = id >> 32;
 	in.ts = blocked ? blocked : bpf_ktime_get_ns();
 	in.pid = id >> 32;
 	in.kind = INFLIGHT_SOCK;
@@ -424,8 +443,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 		else
 			in.tcp_seq = tp->copied_seq - (flags & MSG_PEEK ? 0 : ret);
 	}
-	sock_track(sk, in.pid);
-	return sock_exit(&in, ret);
+	return sock_emit(&in, ret, st);
 }
 
 SEC("tp_btf/sock_send_length")
@@ -487,7 +505,10 @@ static __always_inline int on_data_ready(bool btf, struct sock *sk)
 	struct cp_ev_sk_data_ready *e;
 	struct cp_inflight info = {};
 
-	if (!bpf_map_lookup_elem(&sock_states, &key))
+	/* the default capture knows a target's socket from its data
+	 * (sock_slots), or from the accept / connect before any */
+	if (!(btf && cfg_lean && bpf_sk_storage_get(&sock_slots, sk, 0, 0)) &&
+	    !bpf_map_lookup_elem(&sock_states, &key))
 		return 0;
 	e = ev_reserve(CP_EV_SK_DATA_READY, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
