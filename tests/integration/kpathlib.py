@@ -117,8 +117,11 @@ class Recording:
     def __init__(self, pids, seconds, path):
         self.path = path
         self.errpath = path + ".stderr"
+        # CRITPATH_RECORD_ARGS: options for every recording (a test run on
+        # the --all-syscalls capture, test_kpath_cpt_all_syscalls.py)
         self.argv = [CRITPATH, "record", "-p", ",".join(str(p) for p in pids),
-                     "-d", str(seconds), "-o", path]
+                     "-d", str(seconds), "-o", path,
+                     *os.environ.get("CRITPATH_RECORD_ARGS", "").split()]
         self.err = open(self.errpath, "w")
         self.t0 = time.time()
         self.proc = spawn(self.argv, stdout=self.err, stderr=subprocess.STDOUT)

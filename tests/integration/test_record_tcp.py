@@ -166,6 +166,13 @@ def check_wakeups(tap, d, reader, readers_calls, a_tuple, who, need):
            f"{len(bad)} differ:\n" + "\n".join(bad[:3]))
 
 
+def check_hooks(tap, name, d, want, not_want):
+    """The recording's hook list: which capture ran."""
+    attached = {h.get("name") for h in d.of("hook") if h.get("status") == "attached"}
+    tap.ok(f"tcp {name}: hooks {sorted(want)} attached, {sorted(not_want)} not",
+           want <= attached and not (not_want & attached), f"attached: {sorted(attached)}")
+
+
 def main():
     tap = Tap()
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
@@ -183,7 +190,23 @@ def main():
             check_wakeups(tap, d, ready["server"], calls[1], tuple_of(a), "server",
                           ROUNDS // 2)
             check_wakeups(tap, d, ready["client"], calls[3], tuple_of(c), "client", 0)
-    for limit in (16, 0):
+        check_hooks(tap, "default", d, {"sock_send_length", "sock_recv_length",
+                                         "sys_enter_accept4", "sys_exit_close"}, {"sys_enter"})
+    for limit in (16, 0, "all-syscalls"):
+        if limit == "all-syscalls":
+            got = record(tap, "all-syscalls", ["--all-syscalls"])
+            if got:
+                d, ready = got
+                check_hooks(tap, "all-syscalls", d, {"sys_enter", "sys_exit"},
+                            {"sock_send_length", "sys_enter_accept4"})
+                ac = check_tuples(tap, "all-syscalls", d, ready)
+                if ac:
+                    a, c = ac
+                    calls = check_bytes(tap, "all-syscalls", d, ready, a, c)
+                    check_payloads(tap, "all-syscalls", calls, 128)
+                    check_wakeups(tap, d, ready["server"], calls[1], tuple_of(a), "server",
+                                  ROUNDS // 2)
+            continue
         got = record(tap, f"payload-{limit}", ["--payload-bytes", limit])
         if not got:
             continue
