@@ -204,7 +204,8 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 
 /* The payload prefix into buf (CP_PAYLOAD_MAX bytes of ring buffer): its
  * length, 0 when there is none to take. */
-static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, long ret, __u8 *buf)
+static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, long ret, __u8 *buf,
+					  __u64 cap)
 {
 	__u64 max = call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX : ret;
 	const void *src;
@@ -214,10 +215,10 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 		max = cfg_payload_bytes;
 	src = payload_src(in, &max);
 	len = max;
-	if (len > CP_PAYLOAD_MAX)
-		len = CP_PAYLOAD_MAX;
+	if (len > cap)
+		len = cap;
 	barrier_var(len);
-	if (!src || !len || len > CP_PAYLOAD_MAX)
+	if (!src || !len || len > cap)
 		return 0;
 	/* zero the 8-byte word the data ends in: the alignment padding must
 	 * not carry stale ring-buffer bytes into the file */
@@ -228,6 +229,11 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 }
 
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st);
+
+/* A payload of at most the default size; the reservation holds the 8-byte
+ * word sock_payload() zeroes at the end of the data. */
+#define PAYLOAD_SMALL CP_PAYLOAD_DEFAULT
+#define SOCK_SMALL (offsetof(struct cp_ev_sock, payload) + PAYLOAD_SMALL + 8)
 
 static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 {
@@ -291,13 +297,24 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		st = NULL;
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */
-	if (st) {
+	if (st && cfg_payload_bytes <= PAYLOAD_SMALL) {
+		/* the default prefix: a reservation of its size (the ring
+		 * buffer's space, and the consumer's reads, follow it) */
+		e = bpf_ringbuf_reserve(&events, SOCK_SMALL, 0);
+		if (!e) {
+			count_drop();
+			goto out;
+		}
+		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL);
+		if (len)
+			st->last_dir = dir;
+	} else if (st) {
 		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (!e) {
 			count_drop();
 			goto out;
 		}
-		len = sock_payload(in, call, ret, e->payload);
+		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX);
 		if (len)
 			st->last_dir = dir;
 	} else {
