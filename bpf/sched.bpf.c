@@ -160,6 +160,13 @@ struct cp_switch_batch {
 	struct cp_ev_runq_culprit c[RQ_TOP + 1];
 };
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_switch_batch);
+} switch_scratch SEC(".maps");
+
 static __always_inline void culprit_fill(struct cp_ev_runq_culprit *e, struct cp_rq_wait *wait,
 					 __u32 tid, __u64 now, __u32 cpid, __u32 ctid, __u64 ns)
 {
@@ -176,9 +183,9 @@ static __always_inline void culprit_fill(struct cp_ev_runq_culprit *e, struct cp
 }
 
 /* The victim tid, waiting since wait->since, got the CPU at now: who held
- * its CPU meanwhile, into b->c. */
-static __always_inline void rq_culprits(struct cp_switch_batch *b, struct cp_rq_wait *wait,
-					__u32 tid, __u64 now)
+ * its CPU meanwhile, into b->c; returns how many records. */
+static __always_inline __u32 rq_culprits(struct cp_switch_batch *b, struct cp_rq_wait *wait,
+					 __u32 tid, __u64 now)
 {
 	struct cp_culprit top[RQ_TOP] = {};
 	struct cp_cpu_rq *rq;
@@ -259,12 +266,7 @@ static __always_inline void rq_culprits(struct cp_switch_batch *b, struct cp_rq_
 		__builtin_memcpy(e->culprit_comm, "[other]", 8);
 	}
 pad:
-	for (int k = 0; k <= RQ_TOP; k++) {
-		if (k < n)
-			continue;
-		b->c[k].h.type = CP_RING_PAD;
-		b->c[k].h.size = sizeof(b->c[0]);
-	}
+	return n;
 }
 
 static __always_inline void switch_fill(bool btf, struct cp_ev_sched_switch *e, __u64 now,
@@ -328,19 +330,25 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 		state = CP_PREV_BLOCKED;
 
 	if (nt && rq_wait_take(btf, next, next_tid, &wait) && now > wait.since) {
-		struct cp_switch_batch *b = bpf_ringbuf_reserve(&events, sizeof(*b), 0);
+		/* built aside and copied at its size: a reservation for the
+		 * most culprits would move ~400 bytes of ring for the one or
+		 * two a wait usually has */
+		struct cp_switch_batch *b = bpf_map_lookup_elem(&switch_scratch, &zero);
 
 		if (b) {
+			__u32 n;
+
 			b->batch.type = CP_RING_BATCH;
 			b->batch.size = sizeof(b->batch);
 			b->batch.cpu = b->batch.pid = b->batch.tid = 0;
 			b->batch.ts = now;
 			switch_fill(btf, &b->sw, now, prev_pid, prev_tid, next_pid, next_tid, state,
 				    prev_state, next);
-			rq_culprits(b, &wait, next_tid, now);
-			ev_submit(b);
-		} else {
-			count_drop();
+			n = rq_culprits(b, &wait, next_tid, now);
+			if (n > RQ_TOP + 1)
+				n = RQ_TOP + 1;
+			ev_output(b, offsetof(struct cp_switch_batch, c) +
+					 n * sizeof(struct cp_ev_runq_culprit));
 		}
 	} else {
 		struct cp_ev_sched_switch *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
