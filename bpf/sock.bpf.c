@@ -17,6 +17,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IPPROTO_TCP 6
 #define MSG_PEEK 2
 
+/* The default capture: which target accepted connections on a local port
+ * (by the last accept seen; tgid 0 for none). */
+__u32 listen_tgid[65536];
+
 /*
  * The socket behind a descriptor of the current task, or NULL. Direct loads
  * through BTF-typed pointers (KREAD in common.h): the task from
@@ -253,12 +257,15 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		sk = fd_sock(ret);
 		if (sk) {
 			sk_read_info(sk, in);
-			sock_track(sk, in->pid);
+			if (cfg_lean)
+				listen_tgid[in->lport] = in->pid;
+			else
+				sock_track(sk, in->pid);
 		}
 		in->fd = ret;
 	} else if (call == CP_SOCK_CONNECT) {
 		sk_read_info(sk, in); /* the local port exists now */
-	} else if (call == CP_SOCK_CLOSE && ret == 0) {
+	} else if (call == CP_SOCK_CLOSE && ret == 0 && !cfg_lean) {
 		__u64 key = in->sk;
 
 		bpf_map_delete_elem(&sock_states, &key);
@@ -515,6 +522,33 @@ SOCK_LIFECYCLE_TP(connect, CP_SOCK_CONNECT, 3)
 SOCK_LIFECYCLE_TP(close, CP_SOCK_CLOSE, 1)
 SOCK_LIFECYCLE_TP(shutdown, CP_SOCK_SHUTDOWN, 2)
 
+/*
+ * The default capture knows a target's socket from its state in the socket
+ * (sock_slots, made by its first read or write), or, before any, from its
+ * local port: a port the target accepted connections on (listen_tgid). So
+ * the data arrivals of the host's other sockets cost one load each, not a
+ * hash lookup. Unix-domain peers wake their readers from their own task:
+ * nothing to tie to a network wakeup.
+ */
+static __always_inline bool lean_sock_known(struct sock *sk)
+{
+	struct cp_sock_state *st = bpf_sk_storage_get(&sock_slots, sk, 0, 0);
+	__u16 family = sk->__sk_common.skc_family;
+	__u32 tgid;
+
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	if (st)
+		return true;
+	tgid = listen_tgid[sk->__sk_common.skc_num];
+	if (!tgid || !tgid_is_target(tgid))
+		return false;
+	st = bpf_sk_storage_get(&sock_slots, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (st && !st->tgid)
+		st->tgid = tgid;
+	return true;
+}
+
 /* Data arrived on a socket a target touched (softirq context, usually). */
 static __always_inline int on_data_ready(bool btf, struct sock *sk)
 {
@@ -522,11 +556,12 @@ static __always_inline int on_data_ready(bool btf, struct sock *sk)
 	struct cp_ev_sk_data_ready *e;
 	struct cp_inflight info = {};
 
-	/* the default capture knows a target's socket from its data
-	 * (sock_slots), or from the accept / connect before any */
-	if (!(btf && cfg_lean && bpf_sk_storage_get(&sock_slots, sk, 0, 0)) &&
-	    !bpf_map_lookup_elem(&sock_states, &key))
+	if (btf && cfg_lean) {
+		if (!lean_sock_known(sk))
+			return 0;
+	} else if (!bpf_map_lookup_elem(&sock_states, &key)) {
 		return 0;
+	}
 	e = ev_reserve(CP_EV_SK_DATA_READY, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
