@@ -330,6 +330,8 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 		state = CP_PREV_BLOCKED;
 
 	if (nt && rq_wait_take(btf, next, next_tid, &wait) && now > wait.since) {
+		/* culprits from the CPU it waited on last: this one */
+		wait.cpu = bpf_get_smp_processor_id();
 		/* built aside and copied at its size: a reservation for the
 		 * most culprits would move ~400 bytes of ring for the one or
 		 * two a wait usually has */
@@ -396,19 +398,31 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	return on_switch(false, preempt, prev, next, prev_state);
 }
 
+/*
+ * A target is woken: the record, and its run-queue wait begins (culprits
+ * are taken at its switch-in, from that CPU). One hook where sched_wakeup,
+ * which fires once the CPU is chosen, cost another program per wakeup of
+ * the host. A task woken while still on its CPU (on its way out) has no
+ * wait: it did not leave the run queue.
+ */
 static __always_inline int on_waking(bool btf, struct task_struct *p)
 {
-	__u32 pid = KREAD(btf, p, tgid);
+	__u32 pid = KREAD(btf, p, tgid), tid;
 	struct cp_ev_sched_waking *e;
 	struct irq_ctx *ic;
+	__u64 now;
 
 	if (!tgid_is_target(pid))
 		return 0;
-	e = ev_reserve(CP_EV_SCHED_WAKING, sizeof(*e), bpf_ktime_get_ns());
+	now = bpf_ktime_get_ns();
+	tid = KREAD(btf, p, pid);
+	if (!KREAD(btf, p, on_cpu))
+		rq_wait_begin(btf, p, pid, tid, KREAD(btf, p, thread_info.cpu), now);
+	e = ev_reserve(CP_EV_SCHED_WAKING, sizeof(*e), now);
 	if (!e)
 		return 0;
 	e->wakee_pid = pid;
-	e->wakee_tid = KREAD(btf, p, pid);
+	e->wakee_tid = tid;
 	e->waker_pid = 0;
 	e->waker_tid = 0;
 	e->softirq_vec = CP_SOFTIRQ_NONE;
@@ -444,34 +458,6 @@ int BPF_PROG(sched_waking_raw, struct task_struct *p)
 {
 	EMPTY_GUARD();
 	return on_waking(false, p);
-}
-
-/* sched_wakeup fires once the CPU is chosen: the run-queue wait starts. */
-static __always_inline int on_wakeup(bool btf, struct task_struct *p)
-{
-	__u32 pid = KREAD(btf, p, tgid);
-
-	if (!tgid_is_target(pid))
-		return 0;
-	if (KREAD(btf, p, on_cpu))
-		return 0; /* woken before it got off its CPU: no wait */
-	rq_wait_begin(btf, p, pid, KREAD(btf, p, pid), KREAD(btf, p, thread_info.cpu),
-		      bpf_ktime_get_ns());
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
-{
-	EMPTY_GUARD();
-	return on_wakeup(true, p);
-}
-
-SEC("raw_tp/sched_wakeup")
-int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
-{
-	EMPTY_GUARD();
-	return on_wakeup(false, p);
 }
 
 static __always_inline int on_wakeup_new(bool btf, struct task_struct *p)
