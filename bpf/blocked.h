@@ -38,12 +38,39 @@ struct cp_blocked {
 	__u16 __pad[3];
 };
 
+/* A target thread waiting for a CPU since when, on which CPU (since 0: not
+ * waiting): sched.bpf.c's run-queue culprits. */
+struct cp_rq_wait {
+	__u64 since;
+	__u32 cpu;
+	__u32 pid;
+};
+
+/* A target thread's own slot (task storage): what the scheduler hooks and
+ * the socket-layer hooks keep of it, found with one lookup per side of a
+ * context switch. */
+struct cp_task_slot {
+	struct cp_rq_wait rq;
+	struct cp_blocked blk;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct cp_blocked);
-} blocked_slots SEC(".maps") __weak;
+	__type(value, struct cp_task_slot);
+} task_slots SEC(".maps") __weak;
+
+/* t's slot, made when create; a slot that cannot be made is a drop. */
+static __always_inline struct cp_task_slot *task_slot(struct task_struct *t, bool create)
+{
+	struct cp_task_slot *s;
+
+	s = bpf_task_storage_get(&task_slots, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!s && create)
+		count_drop();
+	return s;
+}
 
 /*
  * The syscall a task's user registers say it is in, or -1. On x86-64 the
@@ -69,22 +96,16 @@ static __always_inline __u16 syscall_code(long nr)
 	return cfg_sys_calls[nr & (CP_SYS_TABLE - 1)];
 }
 
-/* prev (the current task: sched_switch runs before the switch) blocks. */
-static __always_inline void blk_note(struct task_struct *prev, __u64 now)
+/* prev (the current task: sched_switch runs before the switch), slot s,
+ * blocks. */
+static __always_inline void blk_note(struct cp_task_slot *s, struct task_struct *prev, __u64 now)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	struct cp_blocked *b;
+	struct cp_blocked *b = &s->blk;
 	__u64 a0, a1, a2, a3;
 	__u16 code;
 
 	code = syscall_code(regs_syscall(regs));
-	b = bpf_task_storage_get(&blocked_slots, prev, 0,
-				 code ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (!b) {
-		if (code)
-			count_drop();
-		return;
-	}
 	if (!code) {
 		b->code = 0; /* blocked in a call not traced: no stale socket block */
 		return;
@@ -120,13 +141,14 @@ static __always_inline void blk_note(struct task_struct *prev, __u64 now)
 	}
 }
 
-/* next (pid/tid) runs again at now: its futex or poll block, as a record. */
-static __always_inline void blk_resume(struct task_struct *next, __u32 pid, __u32 tid, __u64 now)
+/* next (pid/tid, slot s) runs again at now: its futex or poll block, as a
+ * record. */
+static __always_inline void blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64 now)
 {
-	struct cp_blocked *b = bpf_task_storage_get(&blocked_slots, next, 0, 0);
+	struct cp_blocked *b = &s->blk;
 	__u8 kind;
 
-	if (!b || !b->code)
+	if (!b->code)
 		return;
 	kind = b->code >> 8;
 	if (kind == INFLIGHT_FUTEX) {
@@ -174,11 +196,13 @@ lost:
  * call, else 0. The block is used up either way. */
 static __always_inline __u64 blk_take(struct task_struct *task, __u16 code, int fd)
 {
-	struct cp_blocked *b = bpf_task_storage_get(&blocked_slots, task, 0, 0);
+	struct cp_task_slot *s = task_slot(task, false);
+	struct cp_blocked *b;
 	__u64 ts = 0;
 
-	if (!b || !b->code)
+	if (!s || !s->blk.code)
 		return 0;
+	b = &s->blk;
 	if (b->code == code && (int)b->arg0 == fd)
 		ts = b->ts;
 	if (b->code >> 8 == INFLIGHT_SOCK)

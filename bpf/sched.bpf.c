@@ -76,23 +76,10 @@ struct {
 	__type(value, struct cp_cpu_rq);
 } cpu_rqs SEC(".maps");
 
-/* A target thread waiting for a CPU since when, on which CPU (since 0: not
- * waiting). tp_btf programs keep it in the task's own storage (no hashing,
- * no bucket lock); their raw_tp twins, which have no BTF task pointer to
- * key it by, in a hash by tid. */
-struct cp_rq_wait {
-	__u64 since;
-	__u32 cpu;
-	__u32 pid;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct cp_rq_wait);
-} rq_wait_slots SEC(".maps");
-
+/* A target thread waiting for a CPU (struct cp_rq_wait, blocked.h). tp_btf
+ * programs keep it in the task's own slot (no hashing, no bucket lock);
+ * their raw_tp twins, which have no BTF task pointer to key it by, in a
+ * hash by tid. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -100,22 +87,41 @@ struct {
 	__type(value, struct cp_rq_wait);
 } rq_waits SEC(".maps");
 
-/* t became runnable without running. A wait already begun is kept. A slot
- * that cannot be had loses the wait's culprits: counted as a drop. */
+/* The wait begins in a slot; one already begun is kept. */
+static __always_inline void rq_slot_begin(struct cp_task_slot *s, __u32 pid, __u32 cpu, __u64 now)
+{
+	if (!s->rq.since) {
+		s->rq.since = now;
+		s->rq.cpu = cpu;
+		s->rq.pid = pid;
+	}
+}
+
+/* Takes a slot's wait, if it has one, and clears it. */
+static __always_inline bool rq_slot_take(struct cp_task_slot *s, struct cp_rq_wait *out)
+{
+	if (!s || !s->rq.since)
+		return false;
+	*out = s->rq;
+	s->rq.since = 0;
+	return true;
+}
+
+/* t became runnable without running. A slot that cannot be had loses the
+ * wait's culprits: counted as a drop. */
 static __always_inline void rq_wait_begin(bool btf, struct task_struct *t, __u32 pid, __u32 tid,
 					  __u32 cpu, __u64 now)
 {
-	struct cp_rq_wait w = {.since = now, .cpu = cpu, .pid = pid}, *slot;
+	struct cp_rq_wait w = {.since = now, .cpu = cpu, .pid = pid};
+	struct cp_task_slot *s;
 
 	if (!btf) {
 		bpf_map_update_elem(&rq_waits, &tid, &w, BPF_NOEXIST);
 		return;
 	}
-	slot = bpf_task_storage_get(&rq_wait_slots, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!slot)
-		count_drop();
-	else if (!slot->since)
-		*slot = w;
+	s = task_slot(t, true);
+	if (s)
+		rq_slot_begin(s, pid, cpu, now);
 }
 
 /* Takes t's wait, if it has one, and clears it. */
@@ -124,19 +130,13 @@ static __always_inline bool rq_wait_take(bool btf, struct task_struct *t, __u32 
 {
 	struct cp_rq_wait *w;
 
-	if (!btf) {
-		w = bpf_map_lookup_elem(&rq_waits, &tid);
-		if (!w)
-			return false;
-		*out = *w;
-		bpf_map_delete_elem(&rq_waits, &tid);
-		return true;
-	}
-	w = bpf_task_storage_get(&rq_wait_slots, t, 0, 0);
-	if (!w || !w->since)
+	if (btf)
+		return rq_slot_take(task_slot(t, false), out);
+	w = bpf_map_lookup_elem(&rq_waits, &tid);
+	if (!w)
 		return false;
 	*out = *w;
-	w->since = 0;
+	bpf_map_delete_elem(&rq_waits, &tid);
 	return true;
 }
 
@@ -296,8 +296,10 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	__u32 prev_pid = KREAD(btf, prev, tgid), prev_tid = KREAD(btf, prev, pid);
 	__u32 next_pid = KREAD(btf, next, tgid), next_tid = KREAD(btf, next, pid);
 	__u64 now = bpf_ktime_get_ns();
+	struct cp_task_slot *ps = NULL, *ns = NULL;
 	struct cp_rq_wait wait;
 	struct cp_cpu_rq *rq;
+	bool waited;
 	__u32 zero = 0;
 	bool pt, nt;
 	__u8 state;
@@ -329,7 +331,17 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	else
 		state = CP_PREV_BLOCKED;
 
-	if (nt && rq_wait_take(btf, next, next_tid, &wait) && now > wait.since) {
+	/* each side's slot looked up once (tp_btf) */
+	if (btf && nt)
+		ns = task_slot(next, false);
+	if (btf && pt)
+		ps = task_slot(prev, true);
+	if (btf)
+		waited = rq_slot_take(ns, &wait);
+	else
+		waited = nt && rq_wait_take(false, next, next_tid, &wait);
+
+	if (waited && now > wait.since) {
 		/* culprits from the CPU it waited on last: this one */
 		wait.cpu = bpf_get_smp_processor_id();
 		/* built aside and copied at its size: a reservation for the
@@ -366,18 +378,23 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 
 	/* after the switch record: a block it ends is read in that order */
 	if (btf && cfg_lean) {
-		if (pt && state == CP_PREV_BLOCKED)
-			blk_note(prev, now);
-		if (nt)
-			blk_resume(next, next_pid, next_tid, now);
+		if (ps && state == CP_PREV_BLOCKED)
+			blk_note(ps, prev, now);
+		if (ns)
+			blk_resume(ns, next_pid, next_tid, now);
 	}
 
-	if (pt) {
+	if (pt && btf) {
+		if (ps && state == CP_PREV_PREEMPTED)
+			rq_slot_begin(ps, prev_pid, bpf_get_smp_processor_id(), now);
+		else if (ps)
+			ps->rq.since = 0; /* blocked: no wait */
+	} else if (pt) {
 		if (state == CP_PREV_PREEMPTED)
-			rq_wait_begin(btf, prev, prev_pid, prev_tid, bpf_get_smp_processor_id(),
+			rq_wait_begin(false, prev, prev_pid, prev_tid, bpf_get_smp_processor_id(),
 				      now);
 		else
-			rq_wait_take(btf, prev, prev_tid, &wait); /* blocked: no wait */
+			rq_wait_take(false, prev, prev_tid, &wait); /* blocked: no wait */
 	}
 	return 0;
 }
