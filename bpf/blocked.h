@@ -96,101 +96,11 @@ static __always_inline __u16 syscall_code(long nr)
 	return cfg_sys_calls[nr & (CP_SYS_TABLE - 1)];
 }
 
-/* prev (the current task: sched_switch runs before the switch), slot s,
- * blocks. */
-static __always_inline void blk_note(struct cp_task_slot *s, struct task_struct *prev, __u64 now)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	struct cp_blocked *b = &s->blk;
-	__u64 a0, a1, a2, a3;
-	__u16 code;
-
-	code = syscall_code(regs_syscall(regs));
-	if (!code) {
-		b->code = 0; /* blocked in a call not traced: no stale socket block */
-		return;
-	}
-	a0 = PT_REGS_PARM1_SYSCALL(regs);
-	a1 = PT_REGS_PARM2_SYSCALL(regs);
-	a2 = PT_REGS_PARM3_SYSCALL(regs);
-	a3 = PT_REGS_PARM4_SYSCALL(regs);
-	if (b->code == code && b->arg0 == a0 && b->ts)
-		return; /* blocked again in the same call: it began at the first */
-	b->ts = now;
-	b->code = code;
-	b->arg0 = a0;
-	b->arg1 = a1;
-	b->arg2 = a2;
-	if (code >> 8 == INFLIGHT_FUTEX) {
-		/* the arguments as cp_futex_enter (futex.bpf.c) records them */
-		switch (code & 0xff) {
-		case CP_FUTEX_CALL_WAIT: /* futex_wait(uaddr, val, mask, flags, …) */
-			b->arg1 = a3;
-			b->arg2 = a1;
-			break;
-		case CP_FUTEX_CALL_WAITV: { /* futex_waitv(waiters, nr, flags, …) */
-			struct futex_waitv w = {};
-
-			bpf_probe_read_user(&w, sizeof(w), (void *)a0);
-			b->arg0 = w.uaddr;
-			b->arg1 = a2;
-			b->arg2 = w.val;
-			break;
-		}
-		}
-	}
-}
-
-/* next (pid/tid, slot s) runs again at now: its futex or poll block, as a
- * record. */
-static __always_inline void blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64 now)
-{
-	struct cp_blocked *b = &s->blk;
-	__u8 kind;
-
-	if (!b->code)
-		return;
-	kind = b->code >> 8;
-	if (kind == INFLIGHT_FUTEX) {
-		struct cp_ev_futex *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-
-		if (!e)
-			goto lost;
-		hdr_fill(&e->h, CP_EV_FUTEX, sizeof(*e), now);
-		e->h.pid = pid;
-		e->h.tid = tid;
-		e->enter_ts = b->ts;
-		e->uaddr = b->arg0;
-		e->ret = 0;
-		e->op = b->arg1;
-		e->val = b->arg2;
-		e->phase = CP_PHASE_BLOCKED;
-		e->call = b->code & 0xff;
-		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-		ev_submit(e);
-	} else if (kind == INFLIGHT_POLL) {
-		struct cp_ev_poll *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-
-		if (!e)
-			goto lost;
-		hdr_fill(&e->h, CP_EV_POLL, sizeof(*e), now);
-		e->h.pid = pid;
-		e->h.tid = tid;
-		e->enter_ts = b->ts;
-		e->ret = 0;
-		e->phase = CP_PHASE_BLOCKED;
-		e->call = b->code & 0xff;
-		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-		ev_submit(e);
-	} else {
-		return; /* a socket block waits for its data (blk_take) */
-	}
-	b->code = 0;
-	return;
-lost:
-	count_drop();
-	b->code = 0;
-}
+/* sched.bpf.c: the blocked thread's call into its slot s, at sched_switch
+ * (the current task is the one blocking); the record of a futex or poll
+ * block when the thread (pid/tid) runs again. */
+int cp_blk_note(struct cp_task_slot *s, __u64 now);
+int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64 now);
 
 /* The current task's socket call code/fd completes: when it blocked in that
  * call, else 0. The block is used up either way. */

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,11 +624,47 @@ int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, const
 	return 0;
 }
 
+static void *link_destroy(void *link)
+{
+	bpf_link__destroy(link);
+	return NULL;
+}
+
+/*
+ * Detaching a classic tracepoint waits for a grace period of its own (~70 ms
+ * here), one after another in critpath_bpf__destroy(): the syscall
+ * tracepoints' links go first, each from a thread of its own, so the waits
+ * overlap (stop time 0.7 → ~0.1 s).
+ */
+static void links__destroy_tp(struct rec_bpf *b)
+{
+	struct bpf_object_skeleton *sk = b->skel->skeleton;
+	pthread_t th[MAX_HOOKS];
+	int n = 0;
+
+	for (int i = 0; i < sk->prog_cnt && n < MAX_HOOKS; i++) {
+		struct bpf_link **l = sk->progs[i].link;
+
+		if (!*l || !has_suffix(bpf_program__name(*sk->progs[i].prog), "_tp"))
+			continue;
+		if (pthread_create(&th[n], NULL, link_destroy, *l)) {
+			bpf_link__destroy(*l);
+		} else {
+			n++;
+		}
+		*l = NULL;
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+}
+
 void rec_bpf__destroy(struct rec_bpf *b)
 {
 	if (!b)
 		return;
 	ring_buffer__free(b->rb);
+	if (b->skel)
+		links__destroy_tp(b);
 	critpath_bpf__destroy(b->skel);
 	free(b);
 }

@@ -127,23 +127,19 @@ class Recording:
         self.proc = spawn(self.argv, stdout=self.err, stderr=subprocess.STDOUT)
         self.seconds = seconds
 
-    def wait_attached(self, settle=1.0, timeout=6.0):
-        """The recorder says nothing machine-readable when its hooks are in:
-        wait for its first output (or the file to grow), then a little more.
-        Returns an error string, or None."""
+    def wait_attached(self, settle=0.3, timeout=30.0):
+        """The recorder says "recording N process(es) to FILE" once its
+        hooks are in (loading the programs takes ~1 s, more on a loaded
+        machine). Returns an error string, or None."""
         deadline = time.time() + timeout
-        time.sleep(0.5)
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 return f"recorder exited with {self.proc.returncode}: {self.stderr()}"
-            if os.path.getsize(self.errpath) > 0 or (
-                    os.path.exists(self.path) and os.path.getsize(self.path) > 0):
-                break
-            time.sleep(0.1)
-        time.sleep(settle)
-        if self.proc.poll() is not None:
-            return f"recorder exited with {self.proc.returncode}: {self.stderr()}"
-        return None
+            if "critpath record: recording " in self.stderr():
+                time.sleep(settle)
+                return None
+            time.sleep(0.05)
+        return f"recorder not attached after {timeout}s: {self.stderr()}"
 
     def finish(self):
         """Waits for -d to run out. Returns (returncode, stderr text)."""
