@@ -16,9 +16,17 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFSOCK 0140000
 #define IPPROTO_TCP 6
 #define MSG_PEEK 2
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_RECV 3
+#define TCP_FIN_WAIT1 4
+#define TCP_CLOSE 7
+#define TCP_CLOSE_WAIT 8
+#define TCP_LAST_ACK 9
+#define TCP_LISTEN 10
 
-/* The default capture: which target accepted connections on a local port
- * (by the last accept seen; tgid 0 for none). */
+/* The default capture: which target listens on a local TCP port (tgid, 0
+ * for none), from its listen() or, for sockets listening before the
+ * recording, from the recorder (rec_bpf__listen_port). */
 __u32 listen_tgid[65536];
 
 /*
@@ -257,15 +265,12 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		sk = fd_sock(ret);
 		if (sk) {
 			sk_read_info(sk, in);
-			if (cfg_lean)
-				listen_tgid[in->lport] = in->pid;
-			else
-				sock_track(sk, in->pid);
+			sock_track(sk, in->pid);
 		}
 		in->fd = ret;
 	} else if (call == CP_SOCK_CONNECT) {
 		sk_read_info(sk, in); /* the local port exists now */
-	} else if (call == CP_SOCK_CLOSE && ret == 0 && !cfg_lean) {
+	} else if (call == CP_SOCK_CLOSE && ret == 0) {
 		__u64 key = in->sk;
 
 		bpf_map_delete_elem(&sock_states, &key);
@@ -485,47 +490,86 @@ int BPF_PROG(sock_recv_length_btf, struct sock *sk, int ret, int flags)
 }
 
 /*
- * The calls that begin and end connections are rare: their own syscall
- * tracepoints (which cost the host's other syscalls the kernel's slow
- * path, ~40 ns, but run no program for them), through the same enter/exit
- * pair as the raw_syscalls capture.
+ * Connections begin and end in TCP's state changes (inet_sock_set_state),
+ * not in syscall tracepoints: any of those would put every syscall of the
+ * host on the kernel's slow path (~50 ns each). A target's listen() records
+ * its port; a connection that becomes established on it is known from then
+ * on (its first data may arrive before the first read); a target's close()
+ * or shutdown() that sends a FIN or RST is a CP_SOCK_CLOSE / SHUTDOWN record
+ * with the call's fd. Connects and accepts are not recorded (kpath tells a
+ * connection's side from its listening ports and who spoke first), nor are
+ * Unix-domain closes.
  */
-#define SOCK_LIFECYCLE_TP(name, call, nargs)                                                       \
-	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
-	int sys_enter_##name##_tp(struct trace_event_raw_sys_enter *ctx)                           \
-	{                                                                                          \
-		EMPTY_GUARD();                                                                     \
-		if (!current_is_target())                                                          \
-			return 0;                                                                  \
-		/* the event holds the call's arguments only: a program that                       \
-		 * reads past them does not attach (EACCES) */                                     \
-		return cp_sock_enter(call, ctx->args[0], nargs > 1 ? ctx->args[1] : 0,             \
-				     nargs > 2 ? ctx->args[2] : 0);                                \
-	}                                                                                          \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
-	int sys_exit_##name##_tp(struct trace_event_raw_sys_exit *ctx)                             \
-	{                                                                                          \
-		struct cp_inflight *in;                                                            \
-                                                                                                   \
-		EMPTY_GUARD();                                                                     \
-		if (!current_is_target())                                                          \
-			return 0;                                                                  \
-		in = inflight_get();                                                               \
-		if (!in)                                                                           \
-			return 0;                                                                  \
-		return cp_sock_exit(in, ctx->ret);                                                 \
-	}
+static __always_inline int on_set_state(struct sock *sk, int old, int new)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u16 lport = sk->__sk_common.skc_num;
+	struct cp_inflight in = {};
+	struct cp_sock_state *st;
+	struct pt_regs *regs;
+	__u16 code;
 
-SOCK_LIFECYCLE_TP(accept, CP_SOCK_ACCEPT, 3)
-SOCK_LIFECYCLE_TP(accept4, CP_SOCK_ACCEPT4, 3)
-SOCK_LIFECYCLE_TP(connect, CP_SOCK_CONNECT, 3)
-SOCK_LIFECYCLE_TP(close, CP_SOCK_CLOSE, 1)
-SOCK_LIFECYCLE_TP(shutdown, CP_SOCK_SHUTDOWN, 2)
+	if (sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	switch (new) {
+	case TCP_LISTEN:
+		if (tgid_is_target(tgid))
+			listen_tgid[lport] = tgid;
+		return 0;
+	case TCP_ESTABLISHED:
+		if (old != TCP_SYN_RECV)
+			return 0;
+		tgid = listen_tgid[lport];
+		if (!tgid || !tgid_is_target(tgid))
+			return 0;
+		st = bpf_sk_storage_get(&sock_slots, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (st && !st->tgid)
+			st->tgid = tgid;
+		return 0;
+	case TCP_FIN_WAIT1:
+	case TCP_LAST_ACK:
+	case TCP_CLOSE:
+		break;
+	default:
+		return 0;
+	}
+	if (old == TCP_LISTEN) {
+		if (listen_tgid[lport] == tgid)
+			listen_tgid[lport] = 0;
+		return 0;
+	}
+	/* the call's own socket, under its lock in the target's close() or
+	 * shutdown(): not another socket whose packets the same task happens
+	 * to process meanwhile (loopback), and not the peer's FIN or RST */
+	if (!tgid_is_target(tgid) || (old != TCP_ESTABLISHED && old != TCP_CLOSE_WAIT) ||
+	    !sk->sk_lock.owned)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	code = syscall_code(regs_syscall(regs));
+	if (code != (INFLIGHT_SOCK << 8 | CP_SOCK_CLOSE) &&
+	    code != (INFLIGHT_SOCK << 8 | CP_SOCK_SHUTDOWN))
+		return 0;
+	in.ts = bpf_ktime_get_ns();
+	in.pid = tgid;
+	in.kind = INFLIGHT_SOCK;
+	in.call = code & 0xff;
+	in.fd = (int)PT_REGS_PARM1_SYSCALL(regs);
+	in.sk = (__u64)sk;
+	sk_read_info(sk, &in);
+	return sock_emit(&in, 0, NULL);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(inet_sock_set_state_btf, const struct sock *sk, const int oldstate, const int newstate)
+{
+	EMPTY_GUARD();
+	return on_set_state((struct sock *)sk, oldstate, newstate);
+}
 
 /*
  * The default capture knows a target's socket from its state in the socket
- * (sock_slots, made by its first read or write), or, before any, from its
- * local port: a port the target accepted connections on (listen_tgid). So
+ * (sock_slots, made by its first read or write or when it was accepted),
+ * or, before any, from its local port: one a target listens on. So
  * the data arrivals of the host's other sockets cost one load each, not a
  * hash lookup. Unix-domain peers wake their readers from their own task:
  * nothing to tie to a network wakeup.

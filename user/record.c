@@ -489,6 +489,7 @@ int cmd_record(int argc, char **argv)
 	err = rec_bpf__open_load(&r->bpf, &bo);
 	if (err)
 		goto cleanup;
+	rec_meta__on_listen(rec_bpf__listen_port, r->bpf);
 	if (optind < argc) {
 		r->child = launch(argv + optind, &go_fd);
 		if (r->child < 0) {

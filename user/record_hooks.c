@@ -4,23 +4,19 @@
  * Every kernel hook has a tp_btf program NAME_btf and a raw_tp twin NAME_raw
  * with the same body; exactly one of the two is loaded. Two captures of
  * syscalls (bpf/blocked.h): by default the scheduler and the socket layer
- * (sock_send_length / sock_recv_length, tp_btf only) see the calls that
- * block or move data, and the syscall tracepoints of the rare connection
- * calls (accept, connect, close, shutdown: classic tracepoints, NAME_tp,
- * which need tracefs) the rest; --all-syscalls, or a kernel where tp_btf
- * does not load, takes every call from the raw_syscalls tracepoints
- * sys_enter / sys_exit instead. Both look calls up by number in a table
- * (sys_traced below).
+ * (sock_send_length / sock_recv_length, inet_sock_set_state: tp_btf only)
+ * see the calls that block, move data or end a connection, with no syscall
+ * tracepoint at all; --all-syscalls, or a kernel where tp_btf or those
+ * tracepoints do not load, takes every call from the raw_syscalls
+ * tracepoints sys_enter / sys_exit instead. Both look calls up by number
+ * in a table * (sys_traced below).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,32 +91,6 @@ static bool btf_has_tp(const struct btf *vmlinux, const char *name)
 	return vmlinux && btf__find_by_name_kind(vmlinux, t, BTF_KIND_TYPEDEF) > 0;
 }
 
-#define TRACEFS "/sys/kernel/tracing"
-
-/* Classic tracepoints need tracefs (libbpf reads the event ids there); a
- * fresh machine may not have it mounted. */
-static bool tracefs__ensure(bool quiet)
-{
-	struct stat st;
-
-	if (stat(TRACEFS "/events", &st) == 0)
-		return true;
-	if (mount("nodev", TRACEFS, "tracefs", 0, NULL) && errno != EBUSY) {
-		if (!quiet)
-			fprintf(stderr, "critpath record: cannot mount tracefs at %s: %s\n",
-				TRACEFS, strerror(errno));
-		return false;
-	}
-	return stat(TRACEFS "/events", &st) == 0;
-}
-
-static bool has_suffix(const char *name, const char *suffix)
-{
-	size_t n = strlen(name), k = strlen(suffix);
-
-	return n > k && !strcmp(name + n - k, suffix);
-}
-
 /* Whether a program belongs to the capture b->lean chose. */
 static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
@@ -128,40 +98,9 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
 		return !b->lean;
 	if (!strncmp(name, "sock_send_length", 16) || !strncmp(name, "sock_recv_length", 16) ||
-	    has_suffix(name, "_tp"))
+	    !strncmp(name, "inet_sock_set_state", 19))
 		return b->lean;
 	return true;
-}
-
-/* The classic tracepoints of the lean capture: on where tracefs has them. */
-static void hooks__classic(struct rec_bpf *b)
-{
-	bool tracefs = b->lean && tracefs__ensure(b->quiet);
-	struct bpf_program *p;
-
-	bpf_object__for_each_program(p, b->skel->obj)
-	{
-		const char *name = bpf_program__name(p);
-		const char *sec = bpf_program__section_name(p);
-		char path[256], base[64];
-		bool use;
-
-		if (!has_suffix(name, "_tp"))
-			continue;
-		if (!b->lean) {
-			bpf_program__set_autoload(p, false);
-			continue;
-		}
-		sec += strlen("tracepoint/");
-		snprintf(path, sizeof(path), TRACEFS "/events/%s", sec);
-		use = tracefs && access(path, F_OK) == 0;
-		bpf_program__set_autoload(p, use);
-		snprintf(base, sizeof(base), "%.*s", (int)(strlen(name) - 3), name);
-		hook__add(b, base, use ? CP_HOOK_ATTACHED : CP_HOOK_UNAVAILABLE,
-			  use	    ? "tracepoint"
-			  : tracefs ? "not in tracefs"
-				    : "tracefs not mounted");
-	}
 }
 
 /*
@@ -175,7 +114,8 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 
 	b->nhooks = 0;
 	if (b->lean && (force_raw || !btf_has_tp(vmlinux, "sock_send_length") ||
-			!btf_has_tp(vmlinux, "sock_recv_length"))) {
+			!btf_has_tp(vmlinux, "sock_recv_length") ||
+			!btf_has_tp(vmlinux, "inet_sock_set_state"))) {
 		fprintf(stderr, "critpath record: %s: recording every syscall from raw_syscalls\n",
 			force_raw
 			    ? "tp_btf did not load"
@@ -229,7 +169,6 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		bpf_program__set_autoload(p, !twin || !bpf_program__autoload(twin));
 	}
 	btf__free(vmlinux);
-	hooks__classic(b);
 	return 0;
 }
 
@@ -383,6 +322,16 @@ int rec_bpf__add_target(struct rec_bpf *b, pid_t pid)
 		return -EINVAL;
 	__atomic_fetch_or(w, bit, __ATOMIC_SEQ_CST);
 	return 0;
+}
+
+/* A target listens on a TCP port (the default capture: connections
+ * established on it are known before their first read, bpf/sock.bpf.c). */
+void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid)
+{
+	struct rec_bpf *b = bpf;
+
+	if (b && b->lean && b->skel->bss)
+		__atomic_store_n(&b->skel->bss->listen_tgid[port], (uint32_t)pid, __ATOMIC_RELAXED);
 }
 
 int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
@@ -624,47 +573,11 @@ int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, const
 	return 0;
 }
 
-static void *link_destroy(void *link)
-{
-	bpf_link__destroy(link);
-	return NULL;
-}
-
-/*
- * Detaching a classic tracepoint waits for a grace period of its own (~70 ms
- * here), one after another in critpath_bpf__destroy(): the syscall
- * tracepoints' links go first, each from a thread of its own, so the waits
- * overlap (stop time 0.7 → ~0.1 s).
- */
-static void links__destroy_tp(struct rec_bpf *b)
-{
-	struct bpf_object_skeleton *sk = b->skel->skeleton;
-	pthread_t th[MAX_HOOKS];
-	int n = 0;
-
-	for (int i = 0; i < sk->prog_cnt && n < MAX_HOOKS; i++) {
-		struct bpf_link **l = sk->progs[i].link;
-
-		if (!*l || !has_suffix(bpf_program__name(*sk->progs[i].prog), "_tp"))
-			continue;
-		if (pthread_create(&th[n], NULL, link_destroy, *l)) {
-			bpf_link__destroy(*l);
-		} else {
-			n++;
-		}
-		*l = NULL;
-	}
-	for (int i = 0; i < n; i++)
-		pthread_join(th[i], NULL);
-}
-
 void rec_bpf__destroy(struct rec_bpf *b)
 {
 	if (!b)
 		return;
 	ring_buffer__free(b->rb);
-	if (b->skel)
-		links__destroy_tp(b);
 	critpath_bpf__destroy(b->skel);
 	free(b);
 }

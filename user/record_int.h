@@ -30,6 +30,7 @@ struct rec_bpf_opts {
 int rec_bpf__open_load(struct rec_bpf **b, const struct rec_bpf_opts *o);
 int rec_bpf__add_target(struct rec_bpf *b, pid_t pid);
 int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid);
+void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid);
 int rec_bpf__attach(struct rec_bpf *b);
 /* One CP_MD_HOOK per hook. */
 int rec_bpf__write_hooks(struct rec_bpf *b, struct recording_writer *w, uint64_t ts);
@@ -64,6 +65,8 @@ int64_t rec_meta__realtime_offset(void);
 /* CP_MD_PROCESS, a CP_MD_THREAD per /proc/PID/task entry, CP_MD_SOCKET per
  * socket fd. -ESRCH when the process is gone; writer errors pass through. */
 int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts);
+/* Called for each listening TCP socket rec_meta__process finds. */
+void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid), void *ctx);
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);
 bool rec_meta__alive(pid_t pid);
 /* Metadata records rec_meta__* wrote so far. */

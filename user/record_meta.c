@@ -322,6 +322,15 @@ static bool sock_lookup(pid_t pid, unsigned long inode, struct sock_row *row)
 	       net_table_find(pid, "udp6", AF_INET6, SOCK_DGRAM, inode, row);
 }
 
+static void (*listen_fn)(void *ctx, uint16_t port, pid_t pid);
+static void *listen_ctx;
+
+void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid), void *ctx)
+{
+	listen_fn = fn;
+	listen_ctx = ctx;
+}
+
 static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 {
 	char path[64], fpath[352], link[64];
@@ -357,6 +366,8 @@ static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 		r.rport = row.rport;
 		r.sock_type = row.type;
 		r.listening = row.listening;
+		if (row.listening && listen_fn)
+			listen_fn(listen_ctx, row.lport, pid);
 		memcpy(r.laddr, row.laddr, CP_ADDR_LEN);
 		memcpy(r.raddr, row.raddr, CP_ADDR_LEN);
 		err = md_append(w, &r.h);
