@@ -38,11 +38,39 @@ const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
 #define TARGET_WORDS (1 << 16)
 __u64 target_bits[TARGET_WORDS] __weak;
 
-/* The event stream; max_entries set from --buffer-mb by the recorder. */
-struct {
+/*
+ * The event stream: one ring buffer per CPU, so a record is reserved and
+ * committed without the spinlock and the cache lines every CPU would share
+ * in one buffer. The recorder creates them (its --buffer-mb split between
+ * the CPUs) and reads them all; records are in time order per CPU, and the
+ * recording's reader merges. ring_proto is the inner maps' type.
+ */
+struct ring_proto {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 << 20);
-} events SEC(".maps") __weak;
+	__uint(max_entries, 1 << 20);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* the number of possible CPUs, set by the recorder */
+	__type(key, __u32);
+	__array(values, struct ring_proto);
+} rings SEC(".maps") __weak;
+
+/* This CPU's ring buffer (programs do not migrate while they run). */
+static __always_inline void *cpu_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&rings, &cpu);
+}
+
+/* bpf_ringbuf_reserve() on this CPU's ring (size: a constant). */
+#define ring_reserve(size)                                                                         \
+	({                                                                                         \
+		void *__rb = cpu_ring();                                                           \
+		__rb ? bpf_ringbuf_reserve(__rb, (size), 0) : NULL;                                \
+	})
 
 /* Failed ring-buffer reserves, per CPU: loss is never silent. */
 struct {
@@ -123,7 +151,7 @@ static __always_inline void hdr_fill(struct cp_hdr *h, __u16 type, __u16 size, _
  * ring buffer is full. */
 static __always_inline void *ev_reserve(__u16 type, __u16 size, __u64 ts)
 {
-	struct cp_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+	struct cp_hdr *h = ring_reserve(size);
 
 	if (!h) {
 		count_drop();
@@ -135,7 +163,9 @@ static __always_inline void *ev_reserve(__u16 type, __u16 size, __u64 ts)
 
 static __always_inline __u64 wakeup_flag(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes
+	void *rb = cpu_ring();
+
+	return rb && bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes
 		   ? BPF_RB_FORCE_WAKEUP
 		   : BPF_RB_NO_WAKEUP;
 }
@@ -148,7 +178,9 @@ static __always_inline void ev_submit(void *rec)
 /* Sends a variable-size record built in a scratch buffer (exact size). */
 static __always_inline void ev_output(void *rec, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, rec, size, wakeup_flag()))
+	void *rb = cpu_ring();
+
+	if (!rb || bpf_ringbuf_output(rb, rec, size, wakeup_flag()))
 		count_drop();
 }
 

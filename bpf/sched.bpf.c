@@ -206,7 +206,7 @@ __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64
 	b = &s->blk;
 	kind = b->code >> 8;
 	if (kind == INFLIGHT_FUTEX) {
-		struct cp_ev_futex *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		struct cp_ev_futex *e = ring_reserve(sizeof(*e));
 
 		if (!e)
 			goto lost;
@@ -223,7 +223,7 @@ __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64
 		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 		ev_submit(e);
 	} else if (kind == INFLIGHT_POLL) {
-		struct cp_ev_poll *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		struct cp_ev_poll *e = ring_reserve(sizeof(*e));
 
 		if (!e)
 			goto lost;
@@ -472,7 +472,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 					 n * sizeof(struct cp_ev_runq_culprit));
 		}
 	} else {
-		struct cp_ev_sched_switch *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		struct cp_ev_sched_switch *e = ring_reserve(sizeof(*e));
 
 		if (e) {
 			switch_fill(btf, e, now, prev_pid, prev_tid, next_pid, next_tid, state,

@@ -312,7 +312,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	if (st && cfg_payload_bytes <= PAYLOAD_SMALL) {
 		/* the default prefix: a reservation of its size (the ring
 		 * buffer's space, and the consumer's reads, follow it) */
-		e = bpf_ringbuf_reserve(&events, SOCK_SMALL, 0);
+		e = ring_reserve(SOCK_SMALL);
 		if (!e) {
 			count_drop();
 			goto out;
@@ -321,7 +321,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		if (len)
 			st->last_dir = dir;
 	} else if (st) {
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		e = ring_reserve(sizeof(*e));
 		if (!e) {
 			count_drop();
 			goto out;
@@ -330,7 +330,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		if (len)
 			st->last_dir = dir;
 	} else {
-		e = bpf_ringbuf_reserve(&events, offsetof(struct cp_ev_sock, payload), 0);
+		e = ring_reserve(offsetof(struct cp_ev_sock, payload));
 		if (!e) {
 			count_drop();
 			goto out;

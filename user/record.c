@@ -65,7 +65,7 @@ static void usage(FILE *f)
 	    "       critpath record [options] -- CMD [ARGS..]\n"
 	    "  -o FILE             output (default critpath.rec, created 0600)\n"
 	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
-	    "  --buffer-mb N       ring buffer size in MiB, a power of 2 (default 64)\n"
+	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs (default 64)\n"
 	    "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d)\n"
 	    "  --sku LABEL         label this machine's CPU model in the recording\n"
 	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"

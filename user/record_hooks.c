@@ -28,6 +28,8 @@
 #include "record_int.h"
 
 #define MAX_HOOKS 64
+#define CP_MAX_RINGS 1024
+#define RING_MIN (1u << 20)
 
 /* Mirror of struct cp_inflight in bpf/syscalls.h (leftovers read at stop). */
 struct inflight {
@@ -57,7 +59,10 @@ struct rec_bpf {
 	struct hook hooks[MAX_HOOKS];
 	int nhooks;
 	bool quiet;
-	bool lean; /* the default capture, not raw_syscalls for every call */
+	bool lean;		    /* the default capture, not raw_syscalls for every call */
+	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
+	int nrings;
+	uint32_t ring_bytes; /* each */
 };
 
 static struct hook *hook__add(struct rec_bpf *b, const char *name, uint8_t status,
@@ -231,7 +236,6 @@ static const struct {
 static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 {
 	uint64_t ring = (uint64_t)o->buffer_mb << 20;
-	int err;
 
 	b->skel = critpath_bpf__open();
 	if (!b->skel)
@@ -239,7 +243,15 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
 	b->skel->rodata->cfg_lean = b->lean;
-	b->skel->rodata->cfg_wakeup_bytes = ring / 8;
+	/* --buffer-mb split between the CPUs' ring buffers (each a power of
+	 * 2, at least 1 MiB) */
+	b->nrings = libbpf_num_possible_cpus();
+	if (b->nrings <= 0 || b->nrings > CP_MAX_RINGS)
+		return b->nrings <= 0 ? b->nrings : -E2BIG;
+	b->ring_bytes = RING_MIN;
+	while ((uint64_t)b->ring_bytes * 2 * b->nrings <= ring)
+		b->ring_bytes *= 2;
+	b->skel->rodata->cfg_wakeup_bytes = b->ring_bytes / 8;
 	for (size_t i = 0; i < sizeof(sys_traced) / sizeof(sys_traced[0]); i++) {
 		long nr = sys_traced[i].nr;
 
@@ -247,9 +259,26 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 					   sizeof(b->skel->rodata->cfg_sys_calls[0])))
 			b->skel->rodata->cfg_sys_calls[nr] = sys_traced[i].code;
 	}
-	err = bpf_map__set_max_entries(b->skel->maps.events, ring);
-	if (err)
-		return err;
+	/* the inner maps' size is not part of their type (the kernel compares
+	 * type, key, value and flags): the 1 MiB of ring_proto stays */
+	return bpf_map__set_max_entries(b->skel->maps.rings, b->nrings);
+}
+
+/* The CPUs' ring buffers, into the loaded object's rings map. */
+static int rings__create(struct rec_bpf *b)
+{
+	int outer = bpf_map__fd(b->skel->maps.rings);
+
+	for (int i = 0; i < b->nrings; i++) {
+		uint32_t key = i;
+		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cp_ring", 0, 0, b->ring_bytes, NULL);
+
+		if (fd < 0)
+			return -errno;
+		b->ring_fds[i] = fd;
+		if (bpf_map_update_elem(outer, &key, &fd, BPF_ANY))
+			return -errno;
+	}
 	return 0;
 }
 
@@ -262,6 +291,8 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	for (int i = 0; i < CP_MAX_RINGS; i++)
+		b->ring_fds[i] = -1;
 	b->quiet = o->quiet;
 	b->lean = !o->all_syscalls;
 	err = skel__open_config(b, o);
@@ -287,6 +318,13 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 				strerror(-err));
 			goto cleanup;
 		}
+	}
+	err = rings__create(b);
+	if (err) {
+		fprintf(stderr,
+			"critpath record: cannot create the ring buffers (%u MiB each): %s\n",
+			b->ring_bytes >> 20, strerror(-err));
+		goto cleanup;
 	}
 	for (int i = 0; i < b->nhooks; i++) {
 		if (b->hooks[i].status != CP_HOOK_ATTACHED)
@@ -432,9 +470,12 @@ int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx)
 {
 	b->fn = fn;
 	b->fn_ctx = ctx;
-	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), ring__sample, b, NULL);
+	b->rb = ring_buffer__new(b->ring_fds[0], ring__sample, b, NULL);
 	if (!b->rb)
 		return -errno;
+	for (int i = 1; i < b->nrings; i++)
+		if (ring_buffer__add(b->rb, b->ring_fds[i], ring__sample, b))
+			return -errno;
 	return 0;
 }
 
@@ -579,5 +620,8 @@ void rec_bpf__destroy(struct rec_bpf *b)
 		return;
 	ring_buffer__free(b->rb);
 	critpath_bpf__destroy(b->skel);
+	for (int i = 0; i < b->nrings && i < CP_MAX_RINGS; i++)
+		if (b->ring_fds[i] >= 0)
+			close(b->ring_fds[i]);
 	free(b);
 }
