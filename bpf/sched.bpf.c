@@ -392,7 +392,8 @@ static __always_inline void switch_fill(bool btf, struct cp_ev_sched_switch *e, 
 	e->next_pid = next_pid;
 	e->next_tid = next_tid;
 	e->prev_state = state;
-	e->__pad[0] = e->__pad[1] = e->__pad[2] = 0;
+	e->flags = 0;
+	e->__pad[0] = e->__pad[1] = 0;
 	e->prev_state_raw = prev_state;
 	comm_copy(btf, e->next_comm, next);
 }
@@ -468,8 +469,15 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			n = rq_culprits(b, &wait, next_tid, now);
 			if (n > RQ_TOP + 1)
 				n = RQ_TOP + 1;
-			ev_output(b, offsetof(struct cp_switch_batch, c) +
-					 n * sizeof(struct cp_ev_runq_culprit));
+			if (pt && n == 1 && b->c[0].culprit_tid == prev_tid &&
+			    b->c[0].culprit_pid == prev_pid && b->c[0].ns == now - wait.since) {
+				/* the switch says it all (CP_SW_PREV_CULPRIT) */
+				b->sw.flags = CP_SW_PREV_CULPRIT;
+				ev_output(&b->sw, sizeof(b->sw));
+			} else {
+				ev_output(b, offsetof(struct cp_switch_batch, c) +
+						 n * sizeof(struct cp_ev_runq_culprit));
+			}
 		}
 	} else {
 		struct cp_ev_sched_switch *e = ring_reserve(sizeof(*e));

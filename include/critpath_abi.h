@@ -85,10 +85,17 @@ struct cp_ev_sched_switch {
 	__u32 next_pid;
 	__u32 next_tid;
 	__u8 prev_state;	/* enum cp_prev_state */
-	__u8 __pad[3];
+	__u8 flags;		/* CP_SW_* */
+	__u8 __pad[2];
 	__u32 prev_state_raw;	/* the kernel's task state bits (TASK_UNINTERRUPTIBLE = 2 → D) */
 	char next_comm[CP_COMM_LEN];
 };
+
+/* next waited for its CPU and only prev (a target thread) ran there
+ * meanwhile: prev is the wait's one culprit, for all of it, and no
+ * CP_EV_RUNQ_CULPRIT records follow (the common case, written in 64 bytes
+ * instead of 128). */
+#define CP_SW_PREV_CULPRIT 0x01
 
 enum cp_waker_ctx {
 	CP_CTX_TASK = 0,	/* woken by the thread waker_pid/waker_tid */

@@ -244,6 +244,8 @@ static void fields_sched(struct jline *j, const struct cp_hdr *rec)
 		jline__u64(j, "next_pid", e->next_pid);
 		jline__u64(j, "next_tid", e->next_tid);
 		jline__strn(j, "next_comm", e->next_comm, CP_COMM_LEN);
+		if (e->flags & CP_SW_PREV_CULPRIT)
+			jline__bool(j, "prev_culprit", true);
 		break;
 	}
 	case CP_EV_SCHED_WAKING: {

@@ -146,6 +146,28 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 	return tl_open(t, KP_ST_RUNNABLE, ts) ? 0 : -ENOMEM;
 }
 
+/* CP_SW_PREV_CULPRIT: the switch's prev held the CPU for all of next's
+ * run-queue wait, which just ended: the culprit record the recorder left out. */
+static int tl_prev_culprit(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e,
+			   uint32_t next, uint64_t ts)
+{
+	const struct kp_thread *t = &kp->th[next];
+	uint32_t prev = kp__thread_find(kp, host, (int32_t)e->prev_tid);
+	struct cp_ev_runq_culprit c = {};
+
+	if (t->niv < 2 || t->iv[t->niv - 2].state != KP_ST_RUNNABLE || t->iv[t->niv - 2].start > ts)
+		return 0;
+	c.h.tid = e->next_tid;
+	c.h.pid = e->next_pid;
+	c.culprit_pid = e->prev_pid;
+	c.culprit_tid = e->prev_tid;
+	c.ns = ts - t->iv[t->niv - 2].start;
+	c.runnable_since = t->iv[t->niv - 2].start;
+	if (prev != KP_NONE)
+		memcpy(c.culprit_comm, kp->th[prev].comm, CP_COMM_LEN);
+	return kp__tl_culprit(kp, host, &c, ts);
+}
+
 int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e, uint64_t ts)
 {
 	uint32_t pi = kp__proc_find(kp, host, (int32_t)e->prev_pid);
@@ -209,6 +231,8 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 			return -ENOMEM;
 		c->cpu = (int16_t)e->h.cpu;
 		t->pend_wake = 0;
+		if (e->flags & CP_SW_PREV_CULPRIT)
+			return tl_prev_culprit(kp, host, e, ti, ts);
 	}
 	return 0;
 }

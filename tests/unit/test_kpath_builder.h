@@ -96,8 +96,9 @@ static inline void kb_proc(struct kb *b, uint32_t pid, const char *comm)
 }
 
 /* prev (pid, tid) leaves cpu in state, next comes in (0 = idle) */
-static inline void kb_switch(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t ppid, uint32_t ptid,
-			     uint8_t state, uint32_t npid, uint32_t ntid, const char *ncomm)
+static inline struct cp_ev_sched_switch *kb_switch(struct kb *b, uint64_t ts, uint32_t cpu,
+						   uint32_t ppid, uint32_t ptid, uint8_t state,
+						   uint32_t npid, uint32_t ntid, const char *ncomm)
 {
 	struct cp_ev_sched_switch *e =
 	    (void *)kb_new(b, CP_EV_SCHED_SWITCH, sizeof(*e), ts, cpu, ppid, ptid);
@@ -109,6 +110,7 @@ static inline void kb_switch(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t p
 	e->prev_state = state;
 	e->prev_state_raw = state == CP_PREV_BLOCKED ? 1 : 0;
 	strncpy(e->next_comm, ncomm ? ncomm : "", CP_COMM_LEN - 1);
+	return e;
 }
 
 static inline void kb_wake(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid, uint32_t tid,

@@ -397,6 +397,33 @@ static void test_runqueue(void **state)
 	assert_int_equal(q->segs[1].cul_ns[0], 4 * U);
 }
 
+/* 6b. The same wait behind a thread of the server itself, recorded the
+ * short way: the switch back says its prev held the CPU for all of the wait
+ * (CP_SW_PREV_CULPRIT) and no culprit record follows. */
+static void test_runqueue_prev_culprit(void **state)
+{
+	static struct kb b;
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 30 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 103, "srv-bg");
+	kb_switch(&b, B - 29 * U, 0, 100, 103, CP_PREV_BLOCKED, 0, 0, NULL);
+	serve_from_b(&b, 100, 100, 0, "GET /rq HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 3 * U, 0, 100, 100, CP_PREV_PREEMPTED, 100, 103, "srv-bg");
+	kb_switch(&b, B + 7 * U, 0, 100, 103, CP_PREV_PREEMPTED, 100, 100, "srv")->flags =
+	    CP_SW_PREV_CULPRIT;
+	respond_at(&b, B + 9 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	assert_true(q->nsegs >= 3);
+	assert_int_equal(q->segs[1].cat, CP_CAT_RUNQUEUE);
+	assert_int_equal(q->segs[1].ncul, 1);
+	assert_int_equal(q->segs[1].cul_pid[0], 100);
+	assert_int_equal(q->segs[1].cul_ns[0], 4 * U);
+}
+
 /* 7. Untraced downstream: R sends to 10.0.0.7:5432 at 2 and is woken by
  * NET_RX on that socket at 30: a blind spot of exactly 28 naming the peer. */
 static void test_untraced_downstream(void **state)
@@ -734,6 +761,7 @@ int main(void)
 	    cmocka_unit_test(test_handoff),
 	    cmocka_unit_test(test_handoff_writer),
 	    cmocka_unit_test(test_runqueue),
+	    cmocka_unit_test(test_runqueue_prev_culprit),
 	    cmocka_unit_test(test_untraced_downstream),
 	    cmocka_unit_test(test_loss_partial),
 	    cmocka_unit_test(test_loss_late_record),
