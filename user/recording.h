@@ -62,8 +62,15 @@ int recording_writer__open(struct recording_writer **w, const char *path,
 /* Appends one record (rec->size bytes, a multiple of 8). Compresses and
  * writes a frame when the batch is full. */
 int recording_writer__append(struct recording_writer *w, const struct cp_hdr *rec);
-/* Ends the current frame and writes it (no-op when empty). */
+/* Ends the current frame and writes it (no-op when empty); with a
+ * background thread, hands it to that thread and returns the first error
+ * the thread met so far. */
 int recording_writer__flush(struct recording_writer *w);
+/* From now on frames are compressed and written by a thread of their own,
+ * at SCHED_IDLE while it keeps up, raised to SCHED_OTHER when it falls
+ * behind; up to frames full batches wait for it, then append and flush wait
+ * for a slot. Write errors come back from a later append, flush or close. */
+int recording_writer__background(struct recording_writer *w, unsigned frames);
 /* Flushes, writes the trailer, fsyncs and closes; frees w even on error.
  * totals may be NULL: events, metadata and frames are counted by the writer
  * itself; end_ns (0: the last record's ts) and lost (at least the sum of the
