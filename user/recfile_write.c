@@ -51,6 +51,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -349,13 +350,19 @@ cleanup:
  *
  * That thread runs under SCHED_IDLE while it keeps up: it takes CPU time no
  * other thread wants, and any thread waking on its CPU preempts it (see
- * BG_BLOCK for what makes that prompt).
- * When it falls behind (half the queue full, or a batch waiting longer than
- * BG_WAIT_NS) the caller raises it to SCHED_OTHER, and it drops back to
- * SCHED_IDLE once the queue is empty. When the queue is full the caller
+ * BG_BLOCK for what makes that prompt). When it falls behind (half the queue
+ * full, or a batch waiting longer than BG_WAIT_NS) the caller raises it to
+ * SCHED_OTHER, and lowers it again at a hand-over that finds it caught up;
+ * only the caller changes its policy. When the queue is full the caller
  * waits for a slot: memory stays bounded and nothing is dropped here (the
  * recorder's ring buffer holds the events meanwhile, and what does not fit
  * there the kernel side counts as lost).
+ *
+ * The queue is a ring of slots, each with its own buffer, between exactly
+ * two threads, with a semaphore each way and no lock: a SCHED_IDLE thread
+ * starved by a busy machine must never hold anything the caller waits for
+ * (with a mutex it did, preempted inside it, and the recorder stopped
+ * draining: the storm benchmark lost events).
  */
 #define BG_WAIT_NS 1000000000ull
 /* While it keeps up, the thread compresses one zstd block (128 KiB, what
@@ -371,19 +378,16 @@ cleanup:
 
 struct bg {
 	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t work, space;
-	pid_t tid;	      /* the thread's, once it runs */
-	bool use_idle;	      /* it may leave SCHED_IDLE again (else it never enters) */
-	bool urgent;	      /* SCHED_OTHER now */
-	bool stop;	      /* no more batches: finish the queue and exit */
-	bool busy;	      /* a batch is being compressed */
-	int err;	      /* the first write error: later batches are not written */
-	unsigned n;	      /* queue capacity */
-	unsigned head, nfull; /* full batches: q[head], q[head + 1], … */
-	unsigned nfree;	      /* empty buffers in spare[] */
-	struct batch *q;
-	uint8_t **spare;
+	sem_t full;	 /* batches queued, then one more post: stop */
+	sem_t empty;	 /* slots free besides the caller's */
+	struct batch *q; /* n slots, each with its own buffer */
+	unsigned n;	 /* frames queued at most + the caller's slot */
+	unsigned tail;	 /* the caller's slot: w->cur.buf == q[tail].buf */
+	uint64_t posted; /* batches queued (written by the caller) */
+	uint64_t done;	 /* batches finished (written by the thread) */
+	int err;	 /* the thread's first write error: later batches are not written */
+	bool use_idle;	 /* SCHED_IDLE while it keeps up */
+	bool urgent;	 /* SCHED_OTHER, no yields (set by the caller only) */
 };
 
 static uint64_t mono_ns(void)
@@ -392,13 +396,6 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-static int set_policy(pid_t tid, int policy)
-{
-	struct sched_param sp = {};
-
-	return sched_setscheduler(tid, policy, &sp) ? -errno : 0;
 }
 
 /* Whether a thread of ours that entered SCHED_IDLE may return to
@@ -427,14 +424,16 @@ static bool can_leave_idle(void)
 	       (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 20);
 }
 
-/* Called with the lock held. */
-static void bg__raise(struct bg *bg)
+/* The caller's thread only. */
+static void bg__urgent(struct bg *bg, bool on)
 {
-	if (bg->urgent)
+	struct sched_param sp = {};
+
+	if (bg->urgent == on)
 		return;
-	__atomic_store_n(&bg->urgent, true, __ATOMIC_RELAXED); /* read unlocked by bg__compress */
-	if (bg->use_idle && bg->tid && set_policy(bg->tid, SCHED_OTHER))
-		bg->use_idle = false; /* cannot happen (can_leave_idle): stay put */
+	__atomic_store_n(&bg->urgent, on, __ATOMIC_RELAXED); /* read by bg__compress */
+	if (bg->use_idle && pthread_setschedparam(bg->thread, on ? SCHED_OTHER : SCHED_IDLE, &sp))
+		bg->use_idle = false; /* keep whatever it has: never stuck idle when raised */
 }
 
 /* The same zstd frame as ZSTD_compress2 (content size pledged, checksum),
@@ -465,56 +464,45 @@ static size_t bg__compress(struct recording_writer *w, const struct batch *b)
 	return out.pos;
 }
 
+static void sem_wait_all(sem_t *s)
+{
+	while (sem_wait(s) && errno == EINTR)
+		;
+}
+
 static void *bg__main(void *arg)
 {
 	struct recording_writer *w = arg;
 	struct bg *bg = w->bg;
+	unsigned head = 0;
 
-	pthread_mutex_lock(&bg->lock);
-	bg->tid = gettid();
-	if (bg->use_idle && !bg->urgent && set_policy(0, SCHED_IDLE))
-		bg->use_idle = false;
 	for (;;) {
-		struct batch b;
+		sem_wait_all(&bg->full);
+		if (bg->done == __atomic_load_n(&bg->posted, __ATOMIC_ACQUIRE))
+			break; /* the stop post: every batch before it is done */
+		if (!bg->err) {
+			struct batch *b = &bg->q[head];
+			int err = writer__frame(w, b, bg__compress(w, b));
 
-		while (!bg->nfull && !bg->stop)
-			pthread_cond_wait(&bg->work, &bg->lock);
-		if (!bg->nfull)
-			break; /* stop, and nothing left */
-		b = bg->q[bg->head];
-		bg->head = (bg->head + 1) % bg->n;
-		bg->nfull--;
-		bg->busy = true;
-		pthread_mutex_unlock(&bg->lock);
-
-		int err = bg->err ? 0 : writer__frame(w, &b, bg__compress(w, &b));
-
-		pthread_mutex_lock(&bg->lock);
-		if (err && !bg->err)
-			bg->err = err;
-		bg->busy = false;
-		bg->spare[bg->nfree++] = b.buf;
-		/* caught up: back to idle time and pauses */
-		if (!bg->nfull && bg->urgent && !bg->stop &&
-		    (!bg->use_idle || !set_policy(0, SCHED_IDLE)))
-			__atomic_store_n(&bg->urgent, false, __ATOMIC_RELAXED);
-		pthread_cond_signal(&bg->space);
+			if (err)
+				__atomic_store_n(&bg->err, err, __ATOMIC_RELEASE);
+		}
+		head = (head + 1) % bg->n;
+		__atomic_store_n(&bg->done, bg->done + 1, __ATOMIC_RELEASE);
+		sem_post(&bg->empty);
 	}
-	pthread_mutex_unlock(&bg->lock);
 	return NULL;
 }
 
-static void bg__free(struct bg *bg)
+/* Frees bg and the slots' buffers but keep (the writer's own). */
+static void bg__free(struct bg *bg, const uint8_t *keep)
 {
-	if (!bg)
-		return;
-	for (unsigned i = 0; i < bg->nfree; i++)
-		free(bg->spare[i]);
-	free(bg->spare);
+	for (unsigned i = 0; bg->q && i < bg->n; i++)
+		if (bg->q[i].buf != keep)
+			free(bg->q[i].buf);
 	free(bg->q);
-	pthread_mutex_destroy(&bg->lock);
-	pthread_cond_destroy(&bg->work);
-	pthread_cond_destroy(&bg->space);
+	sem_destroy(&bg->full);
+	sem_destroy(&bg->empty);
 	free(bg);
 }
 
@@ -527,49 +515,43 @@ static int bg__finish(struct recording_writer *w)
 
 	if (!bg)
 		return 0;
-	pthread_mutex_lock(&bg->lock);
-	bg__raise(bg); /* do not leave the end to idle time */
-	bg->stop = true;
-	pthread_cond_signal(&bg->work);
-	pthread_mutex_unlock(&bg->lock);
+	bg__urgent(bg, true); /* do not leave the end to idle time */
+	sem_post(&bg->full);
 	pthread_join(bg->thread, NULL);
 	err = bg->err;
-	bg__free(bg);
+	bg__free(bg, w->cur.buf);
 	w->bg = NULL;
 	return err;
 }
 
 int recording_writer__background(struct recording_writer *w, unsigned frames)
 {
-	struct bg *bg;
+	struct sched_param sp = {};
 	sigset_t all, old;
+	struct bg *bg;
 	int err;
 
-	if (!w || w->bg || frames < 2)
+	if (!w || w->bg || frames < 2 || frames > 1024)
 		return -EINVAL;
 	bg = calloc(1, sizeof(*bg));
 	if (!bg)
 		return -ENOMEM;
-	pthread_mutex_init(&bg->lock, NULL);
-	pthread_cond_init(&bg->work, NULL);
-	pthread_cond_init(&bg->space, NULL);
-	bg->n = frames;
-	bg->q = calloc(frames, sizeof(*bg->q));
-	bg->spare = calloc(frames, sizeof(*bg->spare));
-	if (!bg->q || !bg->spare) {
-		bg__free(bg);
+	sem_init(&bg->full, 0, 0);
+	sem_init(&bg->empty, 0, frames);
+	bg->n = frames + 1;
+	bg->q = calloc(bg->n, sizeof(*bg->q));
+	if (!bg->q) {
+		bg__free(bg, w->cur.buf);
 		return -ENOMEM;
 	}
-	/* frames buffers besides the one being filled: a full queue and no
-	 * spare means the caller waits */
-	for (; bg->nfree < frames; bg->nfree++) {
-		bg->spare[bg->nfree] = malloc(w->cap);
-		if (!bg->spare[bg->nfree]) {
-			bg__free(bg);
+	bg->q[0].buf = w->cur.buf; /* the caller's slot to start with */
+	for (unsigned i = 1; i < bg->n; i++) {
+		bg->q[i].buf = malloc(w->cap);
+		if (!bg->q[i].buf) {
+			bg__free(bg, w->cur.buf);
 			return -ENOMEM;
 		}
 	}
-	bg->use_idle = can_leave_idle();
 	w->bg = bg;
 	/* signals stay with the caller's threads */
 	sigfillset(&all);
@@ -578,38 +560,41 @@ int recording_writer__background(struct recording_writer *w, unsigned frames)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		w->bg = NULL;
-		bg__free(bg);
+		bg__free(bg, w->cur.buf);
+		return err;
 	}
-	return err;
+	bg->use_idle = can_leave_idle() && !pthread_setschedparam(bg->thread, SCHED_IDLE, &sp);
+	return 0;
 }
 
-/* Hands the current batch to the thread (waiting for a spare buffer when
- * none is left) and takes an empty one. On error the batch stays. */
+/* Hands the current batch to the thread (waiting for a free slot when none
+ * is left) and takes the next slot. On error the batch stays. */
 static int bg__queue(struct recording_writer *w)
 {
 	struct bg *bg = w->bg;
-	uint64_t now = mono_ns();
-	int err;
+	uint64_t now = mono_ns(), pending;
+	int err = __atomic_load_n(&bg->err, __ATOMIC_ACQUIRE);
 
-	pthread_mutex_lock(&bg->lock);
-	while (w->cur.len && !bg->nfree && !bg->err) {
-		bg__raise(bg);
-		pthread_cond_wait(&bg->space, &bg->lock);
-	}
-	err = bg->err;
 	if (!err && w->cur.len) {
 		w->cur.queued_ns = now;
-		bg->q[(bg->head + bg->nfull) % bg->n] = w->cur;
-		bg->nfull++;
+		bg->q[bg->tail] = w->cur;
+		__atomic_store_n(&bg->posted, bg->posted + 1, __ATOMIC_RELEASE);
+		sem_post(&bg->full);
+		bg->tail = (bg->tail + 1) % bg->n;
+		if (sem_trywait(&bg->empty)) {
+			bg__urgent(bg, true); /* full: it must run now */
+			sem_wait_all(&bg->empty);
+		}
 		memset(&w->cur, 0, sizeof(w->cur));
-		w->cur.buf = bg->spare[--bg->nfree];
-		pthread_cond_signal(&bg->work);
+		w->cur.buf = bg->q[bg->tail].buf;
 	}
-	/* behind: half the queue full, or a batch waiting too long */
-	if (bg->nfull + bg->busy >= (bg->n + 1) / 2 ||
-	    (bg->nfull && now - bg->q[bg->head].queued_ns >= BG_WAIT_NS))
-		bg__raise(bg);
-	pthread_mutex_unlock(&bg->lock);
+	/* batch k sits in slot k % n: the oldest pending is batch done */
+	pending = bg->posted - __atomic_load_n(&bg->done, __ATOMIC_ACQUIRE);
+	if (pending >= (bg->n + 1) / 2 ||
+	    (pending && now - bg->q[(bg->posted - pending) % bg->n].queued_ns >= BG_WAIT_NS))
+		bg__urgent(bg, true);
+	else if (!pending)
+		bg__urgent(bg, false);
 	return err;
 }
 
