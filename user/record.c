@@ -75,6 +75,9 @@ static void usage(FILE *f)
 	    "  --sku LABEL         label this machine's CPU model in the recording\n"
 	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"
 	    "                      costlier: by default only calls that block or move data)\n"
+	    "  --probe [BIN:]FUNC  a function as a subcomponent of the critical path: its\n"
+	    "                      calls become frames (uprobes; BIN: a binary or library,\n"
+	    "                      default the targets' executables; repeat for more)\n"
 	    "  -q                  no notes on stderr, only errors and the summary\n",
 	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
 }
@@ -322,6 +325,39 @@ static pid_t launch(char **argv, int *go_fd)
 	return pid;
 }
 
+/* --probe in the targets named at the start: their executables, or the
+ * launched command's (cmd), which has not been exec'd yet. */
+static int attach_probes(struct recorder *r, struct rec_probes *probes, const char *cmd)
+{
+	static char exes[MAX_TARGETS][PATH_MAX];
+	const char *exe[MAX_TARGETS];
+	pid_t pids[MAX_TARGETS];
+	int n = 0;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		char link[64];
+		ssize_t len;
+
+		if (!r->targets[i].top)
+			continue;
+		exe[n] = exes[n];
+		pids[n] = r->targets[i].pid;
+		if (cmd && pids[n] == r->child) {
+			if (rec_probes__which(cmd, exes[n], sizeof(exes[n])))
+				exes[n][0] = 0; /* execvp will say */
+		} else {
+			snprintf(link, sizeof(link), "/proc/%d/exe", pids[n]);
+			len = readlink(link, exes[n], sizeof(exes[n]) - 1);
+			exes[n][len > 0 ? len : 0] = 0;
+			/* a replaced executable: the process still maps the old one */
+			if (len > 0 && strstr(exes[n], " (deleted)"))
+				snprintf(exes[n], sizeof(exes[n]), "%s", link);
+		}
+		n++;
+	}
+	return rec_probes__attach(probes, r->bpf, pids, exe, n);
+}
+
 static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint64_t bytes)
 {
 	double secs = (end - start) / 1e9;
@@ -347,12 +383,14 @@ int cmd_record(int argc, char **argv)
 	    {"sku", required_argument, NULL, 'S'},
 	    {"empty-programs", no_argument, NULL, 'E'},
 	    {"all-syscalls", no_argument, NULL, 'A'},
+	    {"probe", required_argument, NULL, 'U'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
 	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64};
 	struct recorder *r = calloc(1, sizeof(*r));
+	struct rec_probes *probes = NULL;
 	struct rec_meta_host host = {};
 	struct recording_info info = {};
 	struct recording_totals totals = {};
@@ -425,6 +463,13 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'A':
 			bo.all_syscalls = true;
+			break;
+		case 'U':
+			if (rec_probes__add(&probes, optarg)) {
+				ret = 2;
+				goto cleanup;
+			}
+			bo.probes = true;
 			break;
 		case 'q':
 			r->quiet = bo.quiet = true;
@@ -527,6 +572,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (rec_bpf__attach(r->bpf))
 		goto cleanup;
+	if (probes && attach_probes(r, probes, r->child > 0 ? argv[optind] : NULL))
+		goto cleanup;
 
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -542,6 +589,11 @@ int cmd_record(int argc, char **argv)
 		write_error(r, err);
 	else
 		r->metadata += rec_bpf__nhooks(r->bpf);
+	if (!err) {
+		err = rec_probes__write(probes, r->w, start, &r->metadata);
+		if (err)
+			write_error(r, err);
+	}
 	tick(r, start); /* process, thread and socket metadata of the targets */
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)
@@ -641,6 +693,7 @@ cleanup:
 		kill(r->child, SIGTERM);
 		waitpid(r->child, NULL, 0);
 	}
+	rec_probes__destroy(probes);
 	rec_bpf__destroy(r->bpf);
 	if (r->w)
 		recording_writer__close(r->w, NULL);

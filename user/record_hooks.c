@@ -60,6 +60,7 @@ struct rec_bpf {
 	int nhooks;
 	bool quiet;
 	bool lean;		    /* the default capture, not raw_syscalls for every call */
+	bool probes;		    /* --probe given: bpf/uprobe.bpf.c loads */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
 	int nrings;
 	uint32_t ring_bytes; /* each */
@@ -96,9 +97,12 @@ static bool btf_has_tp(const struct btf *vmlinux, const char *name)
 	return vmlinux && btf__find_by_name_kind(vmlinux, t, BTF_KIND_TYPEDEF) > 0;
 }
 
-/* Whether a program belongs to the capture b->lean chose. */
+/* Whether a program belongs to the capture b->lean chose (and the --probe
+ * programs to a recording with probes). */
 static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
+	if (!strcmp(name, "probe_enter") || !strcmp(name, "probe_return"))
+		return b->probes;
 	if (!strncmp(name, "sys_enter_btf", 13) || !strncmp(name, "sys_exit_btf", 12) ||
 	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
 		return !b->lean;
@@ -295,6 +299,7 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 		b->ring_fds[i] = -1;
 	b->quiet = o->quiet;
 	b->lean = !o->all_syscalls;
+	b->probes = o->probes;
 	err = skel__open_config(b, o);
 	if (err)
 		goto cleanup;
@@ -396,6 +401,9 @@ int rec_bpf__attach(struct rec_bpf *b)
 			if (!bpf_program__autoload(p) ||
 			    (strstr(bpf_program__name(p), "_exit") != NULL) != (pass == 0))
 				continue;
+			/* uprobes: per probe and process (rec_probes__attach) */
+			if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE)
+				continue;
 			l = bpf_program__attach(p);
 			if (!l) {
 				int err = -errno;
@@ -432,6 +440,16 @@ int rec_bpf__write_hooks(struct rec_bpf *b, struct recording_writer *w, uint64_t
 		if (err)
 			return err;
 	}
+	return 0;
+}
+
+int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter,
+			 struct bpf_program **ret)
+{
+	if (!b->probes)
+		return -ENOENT;
+	*enter = b->skel->progs.probe_enter;
+	*ret = b->skel->progs.probe_return;
 	return 0;
 }
 

@@ -15,12 +15,14 @@
 #include "recording.h"
 
 struct rec_bpf;
+struct bpf_program;
 
 struct rec_bpf_opts {
 	uint32_t payload_bytes;
 	uint32_t buffer_mb;
 	bool empty_programs;
 	bool all_syscalls; /* raw_syscalls for every call, not the lean capture */
+	bool probes;	   /* load the --probe programs (bpf/uprobe.bpf.c) */
 	bool quiet;
 };
 
@@ -47,6 +49,26 @@ int rec_bpf__drops(struct rec_bpf *b, uint64_t *per_cpu, int ncpus);
 int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, const pid_t *pids,
 			    int npids, uint64_t *written);
 void rec_bpf__destroy(struct rec_bpf *b);
+/* The --probe programs (entry, return), loaded when opts.probes was set. */
+int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret);
+
+/* --probe [BINARY:]FUNCTION (record_probe.c). add: one message and -errno on
+ * a malformed spec; *p is made on first use. */
+struct rec_probes;
+int rec_probes__add(struct rec_probes **p, const char *spec);
+int rec_probes__count(const struct rec_probes *p);
+/* The file execvp() runs for cmd, resolved (the launched command's
+ * executable before it is exec'd). */
+int rec_probes__which(const char *cmd, char *out, size_t n);
+/* Attaches every probe in each of the n processes: in the named binary, or
+ * else in exes[i], process i's executable. A function found in none: one
+ * message, -ENOENT. */
+int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pids,
+		       const char *const *exes, int n);
+/* A CP_MD_PROBE and a CP_MD_HOOK per probe attached; adds them to *records. */
+int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, uint64_t ts,
+		      uint64_t *records);
+void rec_probes__destroy(struct rec_probes *p);
 
 /* Header facts. Strings point into m (static storage of the caller). */
 struct rec_meta_host {

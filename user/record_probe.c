@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * record --probe [BINARY:]SYMBOL: user-named functions as subcomponents of
+ * the critical path (DESIGN.md sections 3 and 5). Each probe is one
+ * function in one binary, with an id; bpf/uprobe.bpf.c's probe_enter and
+ * probe_return are attached at its entry and return with the id as the BPF
+ * cookie. Without a BINARY the function is looked up in each target's
+ * executable, and the probe exists where it is found.
+ *
+ * Attached per target process, not host-wide: a probe on a shared library
+ * (libc.so.6:malloc) then traps in the targets only, since the kernel puts
+ * the breakpoint into the address spaces its filter matches. A process the
+ * recording follows later (a fork) keeps its parent's breakpoints until it
+ * execs; one that execs another program is not probed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "record_int.h"
+
+#define MAX_PROBES 64
+#define MAX_LINKS 1024
+
+struct probe {
+	char binary[256]; /* as given; empty: each target's executable */
+	char symbol[128];
+};
+
+/* One function in one binary: what CP_MD_PROBE records and the cookie names. */
+struct probe_site {
+	char binary[256];
+	char symbol[128];
+	uint32_t nprocs; /* processes it is attached in */
+};
+
+struct rec_probes {
+	struct probe probes[MAX_PROBES];
+	int nprobes;
+	struct probe_site sites[MAX_PROBES * 8];
+	int nsites;
+	struct bpf_link *links[MAX_LINKS];
+	int nlinks;
+};
+
+int rec_probes__add(struct rec_probes **pp, const char *spec)
+{
+	struct rec_probes *p = *pp;
+	const char *colon = strrchr(spec, ':');
+	const char *sym = colon ? colon + 1 : spec;
+	size_t blen = colon ? (size_t)(colon - spec) : 0;
+	struct probe *pr;
+
+	if (!*sym || (colon && !blen)) {
+		fprintf(stderr, "critpath record: --probe '%s': expected [BINARY:]FUNCTION\n",
+			spec);
+		return -EINVAL;
+	}
+	if (strlen(sym) >= sizeof(pr->symbol) || blen >= sizeof(pr->binary)) {
+		fprintf(stderr, "critpath record: --probe '%s': name too long\n", spec);
+		return -EINVAL;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*pp = p;
+	}
+	if (p->nprobes >= MAX_PROBES) {
+		fprintf(stderr, "critpath record: --probe: at most %d probes\n", MAX_PROBES);
+		return -E2BIG;
+	}
+	pr = &p->probes[p->nprobes++];
+	memcpy(pr->binary, spec, blen);
+	pr->binary[blen] = 0;
+	strcpy(pr->symbol, sym);
+	return 0;
+}
+
+int rec_probes__count(const struct rec_probes *p)
+{
+	return p ? p->nprobes : 0;
+}
+
+/* The executable of a command as execvp() will find it. */
+int rec_probes__which(const char *cmd, char *out, size_t n)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(cmd, '/'))
+		return realpath(cmd, out) && strlen(out) < n ? 0 : -ENOENT;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchrnul(path, ':');
+		int len = (int)(end - path);
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", len ? len : 1, len ? path : ".", cmd);
+		if (!access(buf, X_OK) && realpath(buf, out))
+			return 0;
+		path = *end ? end + 1 : end;
+	}
+	return -ENOENT;
+}
+
+/* The site of symbol in binary, made on first use: its index is the id. */
+static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
+{
+	struct probe_site *s;
+
+	for (int i = 0; i < p->nsites; i++)
+		if (!strcmp(p->sites[i].binary, binary) && !strcmp(p->sites[i].symbol, symbol))
+			return i;
+	if (p->nsites >= (int)(sizeof(p->sites) / sizeof(p->sites[0])))
+		return -E2BIG;
+	s = &p->sites[p->nsites];
+	snprintf(s->binary, sizeof(s->binary), "%s", binary);
+	snprintf(s->symbol, sizeof(s->symbol), "%s", symbol);
+	s->nprocs = 0;
+	return p->nsites++;
+}
+
+/* Entry and return of site id in process pid; -ENOENT: no such function. */
+static int attach_one(struct rec_probes *p, struct rec_bpf *b, int id, pid_t pid)
+{
+	const struct probe_site *s = &p->sites[id];
+	struct bpf_program *progs[2];
+
+	if (rec_bpf__probe_progs(b, &progs[0], &progs[1]))
+		return -ENOENT;
+	for (int ret = 0; ret < 2; ret++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = s->symbol, .retprobe = ret,
+			    .bpf_cookie = (uint64_t)id);
+		struct bpf_link *l;
+
+		if (p->nlinks >= MAX_LINKS)
+			return -E2BIG;
+		l = bpf_program__attach_uprobe_opts(progs[ret], pid, s->binary, 0, &o);
+		if (!l)
+			return -errno;
+		p->links[p->nlinks++] = l;
+	}
+	return 0;
+}
+
+int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pids,
+		       const char *const *exes, int n)
+{
+	if (!p)
+		return 0;
+	for (int k = 0; k < p->nprobes; k++) {
+		const struct probe *pr = &p->probes[k];
+		char tried[512] = "";
+		int found = 0, err = 0;
+
+		for (int i = 0; i < n; i++) {
+			const char *bin = pr->binary[0] ? pr->binary : exes[i];
+			int id, e;
+
+			if (!bin || !*bin)
+				continue;
+			id = site_of(p, bin, pr->symbol);
+			if (id < 0)
+				return id;
+			e = attach_one(p, b, id, pids[i]);
+			if (!e) {
+				p->sites[id].nprocs++;
+				found++;
+				continue;
+			}
+			if (e != -ENOENT && e != -ESRCH) {
+				fprintf(
+				    stderr,
+				    "critpath record: --probe %s: cannot attach in %s (pid %d): "
+				    "%s\n",
+				    pr->symbol, bin, pids[i], strerror(-e));
+				return e;
+			}
+			err = e;
+			if (!strstr(tried, bin) && strlen(tried) + strlen(bin) + 3 < sizeof(tried))
+				snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried),
+					 "%s%s", *tried ? ", " : "", bin);
+		}
+		if (!found) {
+			fprintf(stderr,
+				"critpath record: --probe %s%s%s: no function '%s' in %s "
+				"(a symbol of the binary's symbol table is needed: not stripped, "
+				"not inlined)\n",
+				pr->binary, pr->binary[0] ? ":" : "", pr->symbol, pr->symbol,
+				*tried ? tried : "the targets' executables");
+			return err ? err : -ENOENT;
+		}
+	}
+	return 0;
+}
+
+int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, uint64_t ts,
+		      uint64_t *records)
+{
+	for (int i = 0; p && i < p->nsites; i++) {
+		const struct probe_site *s = &p->sites[i];
+		struct cp_md_probe m = {};
+		struct cp_md_hook h = {};
+		int err;
+
+		if (!s->nprocs)
+			continue;
+		m.h.type = CP_MD_PROBE;
+		m.h.size = sizeof(m);
+		m.h.ts = ts;
+		m.probe_id = (uint32_t)i;
+		snprintf(m.binary, sizeof(m.binary), "%s", s->binary);
+		snprintf(m.symbol, sizeof(m.symbol), "%s", s->symbol);
+		h.h.type = CP_MD_HOOK;
+		h.h.size = sizeof(h);
+		h.h.ts = ts;
+		h.status = CP_HOOK_ATTACHED;
+		snprintf(h.name, sizeof(h.name), "probe %.57s", s->symbol);
+		snprintf(h.detail, sizeof(h.detail), "uprobe+uretprobe, %u process%s: %.90s",
+			 s->nprocs, s->nprocs == 1 ? "" : "es", s->binary);
+		err = recording_writer__append(w, &m.h);
+		if (!err)
+			err = recording_writer__append(w, &h.h);
+		if (err)
+			return err;
+		*records += 2;
+	}
+	return 0;
+}
+
+void rec_probes__destroy(struct rec_probes *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nlinks; i++)
+		bpf_link__destroy(p->links[i]);
+	free(p);
+}
