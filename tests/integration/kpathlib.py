@@ -114,14 +114,14 @@ def wait_port(port, proc, timeout=10):
 class Recording:
     """`critpath record -p PIDS -d SECONDS -o FILE`, started in the background."""
 
-    def __init__(self, pids, seconds, path):
+    def __init__(self, pids, seconds, path, extra=()):
         self.path = path
         self.errpath = path + ".stderr"
         # CRITPATH_RECORD_ARGS: options for every recording (a test run on
         # the --all-syscalls capture, test_kpath_cpt_all_syscalls.py)
         self.argv = [CRITPATH, "record", "-p", ",".join(str(p) for p in pids),
                      "-d", str(seconds), "-o", path,
-                     *os.environ.get("CRITPATH_RECORD_ARGS", "").split()]
+                     *extra, *os.environ.get("CRITPATH_RECORD_ARGS", "").split()]
         self.err = open(self.errpath, "w")
         self.t0 = time.time()
         self.proc = spawn(self.argv, stdout=self.err, stderr=subprocess.STDOUT)
@@ -330,12 +330,12 @@ def run_client(port, n, extra=(), timeout=120):
     return float(m.group(2))
 
 
-def record_workload(tap, name, pids, drive, seconds=10):
-    """Records pids while drive() runs; returns (report, recording path) or
-    (None, path) after reporting the failure."""
+def record_workload(tap, name, pids, drive, seconds=10, extra=()):
+    """Records pids while drive() runs (extra: more record options); returns
+    (report, recording path) or (None, path) after reporting the failure."""
     d = workdir(name)
     path = os.path.join(d, f"{name}.rec")
-    rec = Recording(pids, seconds, path)
+    rec = Recording(pids, seconds, path, extra)
     err = rec.wait_attached()
     if err:
         tap.ok(f"{name}: critpath record attaches", False, f"{rec.cmdline()}\n{err}")

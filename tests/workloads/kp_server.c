@@ -18,6 +18,8 @@
  *   handoff    A1 reads and queues to "worker" (10 ms), which queues to "writer",
  *              which sends the reply
  *   untraced   A1 2 ms, B "get s15" (B sleeps 15 ms; B is not traced), A1 2 ms
+ *   probe      A1 in functions for record --probe: probe_parse 3 ms, then
+ *              probe_render 2 ms of its own around probe_format 4 ms   path ≈ 9 ms
  *
  * Prints one line once ready: "READY pid=P port=N A1=T A2=T bg=T worker=T
  * writer=T hog_pid=P hog_cpu=C" (fields that apply).
@@ -208,6 +210,25 @@ static void call_backend_wait(int bfd)
 		kp_die("backend closed the connection");
 }
 
+/* The probe mode's functions: external and never inlined, so each is a
+ * symbol a uprobe can name. */
+__attribute__((noinline)) void probe_parse(void)
+{
+	kp_spin_ms(3);
+}
+
+__attribute__((noinline)) void probe_format(void)
+{
+	kp_spin_ms(4);
+}
+
+__attribute__((noinline)) void probe_render(void)
+{
+	kp_spin_ms(1);
+	probe_format();
+	kp_spin_ms(1);
+}
+
 static void serve_request(const char *mode, int fd, int bfd)
 {
 	if (!strcmp(mode, "seq")) {
@@ -245,6 +266,9 @@ static void serve_request(const char *mode, int fd, int bfd)
 	} else if (!strcmp(mode, "handoff")) {
 		handoff_post(&to_worker, 10, fd);
 		return; /* the writer replies */
+	} else if (!strcmp(mode, "probe")) {
+		probe_parse();
+		probe_render();
 	} else if (!strcmp(mode, "untraced")) {
 		kp_spin_ms(2);
 		call_backend_send(bfd, "s15");
@@ -257,7 +281,7 @@ static void serve_request(const char *mode, int fd, int bfd)
 int main(int argc, char **argv)
 {
 	static const char *const modes[] = {"seq",  "par",    "overlap_b", "overlap_a",
-					    "lock", "starve", "handoff",   "untraced"};
+					    "lock", "starve", "handoff",   "untraced", "probe"};
 	const char *mode = NULL;
 	int port = 0, backend = 0, lfd, bfd = -1, hog_cpu = -1, known = 0;
 	pid_t hog = 0;
@@ -281,7 +305,7 @@ int main(int argc, char **argv)
 		known |= !strcmp(mode, modes[i]);
 	if (!known)
 		kp_die("usage: kp_server --mode seq|par|overlap_b|overlap_a|lock|starve|handoff|"
-		       "untraced [--port N] [--backend PORT] [--period-ms N] [--hold-ms N]");
+		       "untraced|probe [--port N] [--backend PORT] [--period-ms N] [--hold-ms N]");
 	if (strstr("seq par overlap_b overlap_a untraced", mode) && !backend)
 		kp_die("kp_server: --mode %s needs --backend PORT", mode);
 
