@@ -4,7 +4,10 @@
 recorded under light closed-loop load, give requests named by their HTTP
 method and path, downstream kvstore calls on their paths, and the
 "cache-maint" thread (which holds the cache lock ~15 ms every 200 ms) named as
-the lock culprit in contention[]. Tiling holds on every request."""
+the lock culprit in contention[]. Tiling holds on every request. Recorded, as
+`make demo` does, with --probe on three of the front end's functions: their
+calls are frames of the paths (price_cart only in GET /cart, kv_get nested in
+lookup)."""
 import os
 import re
 import subprocess
@@ -39,7 +42,9 @@ def main():
         if r.returncode != 0:
             raise RuntimeError(f"loadgen: exit {r.returncode}: {r.stdout} {r.stderr}")
         out.append(r.stdout)
-    rep, path = K.record_workload(tap, "demo", [front.pid, kv.pid], drive, seconds=8)
+    probes = ["--probe", "lookup", "--probe", "kv_get", "--probe", "price_cart"]
+    rep, path = K.record_workload(tap, "demo", [front.pid, kv.pid], drive, seconds=8,
+                                  extra=probes)
     K.stop(front)
     K.stop(kv)
     if rep is None:
@@ -69,6 +74,25 @@ def main():
     slow = sorted(reqs, key=lambda q: -q["latency_ns"])
     tap.ok(f"demo: {len(lockreqs)} requests waited on the lock with cache-maint as culprit",
            len(lockreqs) > 0, "\n".join(K.describe(q) for q in slow[:2]))
+    def stacks(q):
+        return {tuple(g.get("frames", [])[2:]) for g in q.get("critical_path") or []
+                if g.get("pid") == front.pid and g.get("category") == "cpu"}
+
+    carts = [q for q in reqs if str(q.get("name")).startswith("GET /cart")]
+    priced = [q for q in carts if ("price_cart",) in stacks(q)]
+    tap.ok(f"demo: price_cart is a frame of the CPU time of {len(priced)}/{len(carts)} "
+           f"GET /cart requests", carts and len(priced) >= 0.9 * len(carts),
+           K.describe(carts[0]) if carts else "no GET /cart requests")
+    # a GET /item reaches price_cart only queued behind a cart on the same
+    # worker (its bytes waited while the worker priced the cart)
+    items = [q for q in reqs if not str(q.get("name")).startswith("GET /cart")]
+    queued = [q for q in items if ("price_cart",) in stacks(q)]
+    tap.ok(f"demo: price_cart on the paths of {len(queued)}/{len(items)} GET /item requests "
+           f"only (those queued behind a cart)", len(queued) <= 0.2 * len(items),
+           K.describe(queued[0]) if queued else "")
+    nested = sum(1 for q in reqs if ("lookup", "kv_get") in stacks(q))
+    tap.ok(f"demo: kv_get nested in lookup on the paths of {nested} requests", nested > 0,
+           K.describe(reqs[0]) if reqs else "")
     cont = rep.get("contention") or []
     maint = [c for c in cont if c.get("comm") == "cache-maint" and c.get("category") == "lock"]
     tap.ok("demo: contention[] names cache-maint (lock) at the top of the lock culprits",

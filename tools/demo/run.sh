@@ -78,9 +78,11 @@ echo "demo: frontend (pid $front) on 127.0.0.1:$port calls kvstore (pid $kv) on 
 load=$!
 pids+=("$load")
 sleep 1
+# three of the front end's functions as subcomponents of the paths (uprobes)
+probes=(--probe lookup --probe kv_get --probe price_cart)
 echo "demo: recording both processes for $secs s under load:"
-echo "      critpath record -p $front,$kv -d $secs -o $rec"
-if ! "$critpath" record -p "$front,$kv" -d "$secs" -o "$rec"; then
+echo "      critpath record -p $front,$kv ${probes[*]} -d $secs -o $rec"
+if ! "$critpath" record -p "$front,$kv" "${probes[@]}" -d "$secs" -o "$rec"; then
 	echo "demo: critpath record failed" >&2
 	exit 1
 fi
@@ -107,4 +109,8 @@ fi
 if grep -q cache-maint "$build/demo.txt"; then
 	echo "demo: note 'cache-maint' above: the thread holding the cache lock. It serves no"
 	echo "      request, yet it is on the critical path of the slow ones."
+fi
+if grep -qE "; (lookup|price_cart) ;" "$build/demo.txt"; then
+	echo "demo: steps like 'GET /cart ; lookup ; kv_get ; cpu' are time inside those functions"
+	echo "      of the front end, named with --probe (uprobes on its own symbols)."
 fi
