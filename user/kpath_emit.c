@@ -399,8 +399,6 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 		kp__proc_service(kp, c->proc, c->a.family == AF_UNIX ? KP_PORT_UNIX : c->a.lport,
 				 kp->cn[ci].service, KP_NAME_LEN);
 	memcpy(svc, c->service, sizeof(svc));
-	for (uint32_t i = 0; i < kp->nculs; i++)
-		kp->culs[i].comm = kp->strs[(uintptr_t)kp->culs[i].comm];
 	for (uint32_t i = 0; i < n; i++) {
 		const struct kp_wseg *w = &kp->ws[i];
 		struct cp_segment *s = &kp->segs[i];
@@ -415,7 +413,7 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 		fr[1] = c->req.name;
 		s->nframes = 2;
 		if (w->frame3 >= 0)
-			fr[s->nframes++] = kp->strs[w->frame3];
+			fr[s->nframes++] = kp__str(kp, w->frame3);
 		if (w->pev >= 0 && w->thread != KP_NONE) {
 			const struct kp_thread *t = &kp->th[w->thread];
 			const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
@@ -439,7 +437,7 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 				s->cpu_model = src->cpu_model[w->cpu];
 			s->sku = src ? src->sku : NULL;
 		}
-		s->peer = w->peer >= 0 ? kp->strs[w->peer] : NULL;
+		s->peer = w->peer >= 0 ? kp__str(kp, w->peer) : NULL;
 		s->culprits = w->ncul ? &kp->culs[w->cul_first] : NULL;
 		s->nculprits = w->ncul;
 	}
