@@ -224,12 +224,15 @@ struct kp_loss {
 
 /* A finished request waiting for KP_LOSS_LAG_NS (a deep copy in one block).
  * Pipelined requests wait as one, with their names. */
+struct kp_chunk;
+
 struct kp_pend {
 	struct cp_request *req;
+	struct kp_chunk *chunk; /* holds req (and runs) */
 	uint32_t host;
 	int32_t pid;
 	uint32_t conn, nreq;	  /* ids: "pid:conn:nreq", nreq counting up per request */
-	struct kp_name_run *runs; /* NULL: one request named req->name */
+	struct kp_name_run *runs; /* NULL: one request named req->name (in chunk) */
 	uint32_t nruns;
 	uint64_t bytes;
 };
@@ -311,6 +314,7 @@ struct kp {
 	struct kp_pend *pend;
 	uint32_t pend_head, npend, cappend; /* waiting: pend[pend_head .. npend) */
 	uint64_t pend_bytes;
+	struct kp_chunk *chunk_tail, *chunk_spare; /* kpath_emit.c */
 	uint64_t pend_early;   /* sent before their wait was over (too many waiting) */
 	bool loss_after_early; /* and a loss window came after one of them */
 
