@@ -377,13 +377,33 @@ static int frame__reserve(struct rframe *f, size_t raw, size_t count)
 /* Stable: equal ts keep file order (off grows with it). Bottom-up merge. */
 static int reader__sort(struct recording_reader *r, struct rkey *k, uint32_t n)
 {
+	uint64_t budget = 8 * (uint64_t)n;
 	struct rkey *a = k, *b;
+	uint32_t i;
 
-	for (uint32_t i = 1; i < n; i++)
-		if (k[i].ts < k[i - 1].ts)
-			goto unsorted;
-	return 0;
-unsorted:
+	/* Insertion while the records are nearly in order (the ring buffer
+	 * interleaves CPUs a few records apart): linear in the moves it makes,
+	 * where the merge below always paid n log n. A frame that needs more
+	 * than a few moves per record is left to the merge (the input must not
+	 * make this quadratic); neither lets equal keys pass each other, so
+	 * the order is the same either way. */
+	for (i = 1; i < n; i++) {
+		struct rkey x = k[i];
+		uint32_t j = i;
+
+		if (!(x.ts < k[i - 1].ts))
+			continue;
+		while (j > 0 && x.ts < k[j - 1].ts && budget) {
+			k[j] = k[j - 1];
+			j--;
+			budget--;
+		}
+		k[j] = x;
+		if (!budget)
+			break;
+	}
+	if (i >= n)
+		return 0;
 	if (r->tmp_cap < n) {
 		free(r->tmp);
 		r->tmp = malloc(n * sizeof(*r->tmp));
