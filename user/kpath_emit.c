@@ -443,7 +443,13 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	if (c->req.status) {
 		char *t = pc.p;
 
-		pc.p += snprintf(t, 32, "http.status=%d", c->req.status) + 1;
+		/* "http.status=%d" */
+		memcpy(pc.p, "http.status=", 12);
+		pc.p += 12;
+		if (c->req.status < 0)
+			*pc.p++ = '-';
+		put_u(&pc.p, c->req.status < 0 ? -(uint64_t)c->req.status : (uint64_t)c->req.status);
+		*pc.p++ = '\0';
 		tags[0] = t;
 		tags[1] = NULL;
 		r->tags = tags;
