@@ -104,15 +104,14 @@ static void check_time_order(uint64_t jitter_ns, unsigned int seed)
 	rt_recs__free(&recs);
 }
 
-/* Out of order by up to 50 µs, with duplicates, over > 10 frames: more
- * reordering than the reader's insertion pass takes on, so merge sorted. */
+/* Out of order by up to 50 µs, with duplicates, over > 10 frames: many
+ * short ascending runs for the reader to merge. */
 static void test_many_frames_time_order(void **state)
 {
 	check_time_order(50000, 7);
 }
 
-/* A few records apart, as the ring buffer interleaves CPUs: the insertion
- * pass alone, ties still in file order. */
+/* A few records apart: fewer, longer runs, ties still in file order. */
 static void test_many_frames_nearly_in_order(void **state)
 {
 	check_time_order(4000, 11);
