@@ -522,8 +522,9 @@ static bool culprit_eq(const void *ctx, uint32_t i)
 	const struct culprit *c =
 	    &((const struct engine *)((const void *const *)ctx)[1])->culprits[i];
 
+	/* comms are interned (or NULL): equal strings are equal pointers */
 	return c->hash == k->hash && c->pid == k->pid && c->tid == k->tid &&
-	       c->category == k->category && str_is(k->comm, c->comm) && str_is(c->comm, k->comm);
+	       c->category == k->category && c->comm == k->comm;
 }
 
 static uint64_t culprit_hash_of(const void *ctx, uint32_t i)
@@ -539,16 +540,20 @@ static int engine__blame(struct engine *e, int32_t pid, int32_t tid, const char 
 	uint32_t *slot;
 	struct culprit *c;
 
-	k.hash =
-	    hash__str(hash__u64(hash__u64(hash__u64(0, (uint32_t)pid), (uint32_t)tid), cat), comm);
+	/* the request's comms are interned once each, like its frames, and
+	 * then hashed and compared as pointers */
+	if (comm && !(k.comm = engine__frame(e, comm)))
+		return -ENOMEM;
+	k.hash = hash__u64(hash__u64(hash__u64(hash__u64(0, (uint32_t)pid), (uint32_t)tid), cat),
+			   (uintptr_t)k.comm);
+	k.hash ^= k.hash >> 31; /* the index takes the low bits */
+	k.hash *= 0xbf58476d1ce4e5b9ull;
+	k.hash ^= k.hash >> 32;
 	if (index__reserve(&e->culprit_index, e->nculprits, culprit_hash_of, e))
 		return -ENOMEM;
 	slot = index__find(&e->culprit_index, k.hash, culprit_eq, ctx);
 	if (!*slot) {
 		if (grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1, sizeof(*c)))
-			return -ENOMEM;
-		k.comm = intern__get(e->in, comm);
-		if (comm && !k.comm)
 			return -ENOMEM;
 		e->culprits[e->nculprits] = k;
 		*slot = ++e->nculprits;

@@ -159,7 +159,7 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 	return KP_NONE;
 }
 
-void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len)
+const char *kp__conn_addr(struct kp_conn *c, bool local)
 {
 	char ip[INET6_ADDRSTRLEN] = "?", *str = local ? c->lstr : c->rstr;
 	const uint8_t *addr = local ? c->a.laddr : c->a.raddr;
@@ -177,7 +177,12 @@ void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len)
 			snprintf(str, KP_ADDR_STR_LEN, "%s:%u", ip, port);
 		}
 	}
-	snprintf(buf, len, "%s", str);
+	return str;
+}
+
+void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", kp__conn_addr(c, local));
 }
 
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len)

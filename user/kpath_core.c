@@ -177,6 +177,7 @@ void kp__free(struct kp *kp)
 	free(kp->segs);
 	free(kp->culs);
 	free(kp->strs);
+	free(kp->sbuf);
 	free(kp->frames);
 	kp_map__free(&kp->thmap);
 	kp_map__free(&kp->prmap);

@@ -106,10 +106,84 @@ static void req_id(char *buf, int32_t pid, uint32_t conn, uint32_t n)
 	*o = '\0';
 }
 
-static void pend_free(struct kp_pend *p)
+/*
+ * Waiting requests live in chunks taken in FIFO order: a request is built in
+ * place at the tail of the last chunk (no copy, no malloc per request), and
+ * a chunk whose requests have all gone out is used again. Memory follows
+ * the requests waiting, as before.
+ */
+#define KP_CHUNK_BYTES (1u << 20)
+
+struct kp_chunk {
+	struct kp_chunk *next; /* spare list */
+	size_t size, used;
+	uint32_t live; /* requests in it still waiting */
+	uint32_t __pad;
+	uint64_t data[]; /* 8-aligned */
+};
+
+static size_t al8(size_t n)
 {
-	free(p->req);
-	free(p->runs);
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Room for up to bound bytes at the tail, or NULL. */
+static char *chunk_reserve(struct kp *kp, size_t bound)
+{
+	struct kp_chunk *c = kp->chunk_tail;
+
+	if (c && !c->live)
+		c->used = 0;
+	if (c && c->size - c->used >= bound)
+		return (char *)c->data + c->used;
+	if (c && !c->live) { /* too small for this one: let it go */
+		free(c);
+		c = kp->chunk_tail = NULL;
+	}
+	if (kp->chunk_spare && kp->chunk_spare->size >= bound) {
+		c = kp->chunk_spare;
+		kp->chunk_spare = c->next;
+	} else {
+		size_t size = bound > KP_CHUNK_BYTES ? bound : KP_CHUNK_BYTES;
+
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->size = size;
+	}
+	c->next = NULL;
+	c->used = 0;
+	c->live = 0;
+	kp->chunk_tail = c;
+	return (char *)c->data;
+}
+
+/* The request built at the tail took n bytes. */
+static struct kp_chunk *chunk_commit(struct kp *kp, size_t n)
+{
+	struct kp_chunk *c = kp->chunk_tail;
+
+	c->used += al8(n);
+	c->live++;
+	return c;
+}
+
+static void chunk_release(struct kp *kp, struct kp_chunk *c)
+{
+	if (--c->live || c == kp->chunk_tail)
+		return;
+	/* one spare is enough to turn over the FIFO */
+	if (!kp->chunk_spare && c->size == KP_CHUNK_BYTES) {
+		c->next = NULL;
+		kp->chunk_spare = c;
+		return;
+	}
+	free(c);
+}
+
+static void pend_free(struct kp *kp, struct kp_pend *p)
+{
+	chunk_release(kp, p->chunk);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -164,7 +238,7 @@ int kp__pend_flush(struct kp *kp, bool all)
 		if (!err)
 			err = pend_send(kp, p);
 		kp->pend_bytes -= p->bytes;
-		pend_free(p);
+		pend_free(kp, p);
 		kp->pend_head++;
 	}
 	if (kp->pend_head == kp->npend) {
@@ -183,206 +257,68 @@ int kp__pend_flush(struct kp *kp, bool all)
 void kp__pend_free(struct kp *kp)
 {
 	for (uint32_t i = kp->pend_head; i < kp->npend; i++)
-		pend_free(&kp->pend[i]);
+		pend_free(kp, &kp->pend[i]);
 	free(kp->pend);
+	free(kp->chunk_tail);
+	free(kp->chunk_spare);
+	kp->chunk_tail = kp->chunk_spare = NULL;
 	kp->pend = NULL;
 	kp->pend_head = kp->npend = kp->cappend = 0;
 	kp->pend_bytes = 0;
 }
 
 /*
- * A deep copy of a kernel-path request in one block, strings included: the
- * same pointer repeats across segments (service, name, comm, cpu model), so
- * a small cache keyed by pointer copies each once. Two passes, sizing then
- * copying, see the same pointers in the same order and so agree on what the
- * cache holds. Cheaper than interning (no hashing of contents).
+ * The strings a waiting request keeps are copied into its block, each once:
+ * the same pointer repeats across segments (a thread's comm, the peer's
+ * service), so a small cache keyed by pointer remembers the copies. Strings
+ * of the sources (host, CPU models, SKU) live as long as kp and are not
+ * copied.
  */
 #define PC_SLOTS 16
 
 struct pcache {
 	const char *src[PC_SLOTS];
 	char *dst[PC_SLOTS];
+	char *p; /* where the next copy goes */
 };
 
-static size_t al8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
-static uint32_t pc_slot(const char *s)
+static const char *pc_copy(struct pcache *c, const char *s)
 {
 	uintptr_t x = (uintptr_t)s;
-
-	return (uint32_t)((x >> 3) ^ (x >> 9)) & (PC_SLOTS - 1);
-}
-
-/* Sizing pass: bytes a string adds (0 when cached). */
-static size_t pc_size(struct pcache *c, const char *s)
-{
-	uint32_t j;
-
-	if (!s)
-		return 0;
-	j = pc_slot(s);
-	if (c->src[j] == s)
-		return 0;
-	c->src[j] = s;
-	return strlen(s) + 1;
-}
-
-static const char *pc_copy(struct pcache *c, char **p, const char *s)
-{
-	uint32_t j;
+	uint32_t j = (uint32_t)((x >> 3) ^ (x >> 9)) & (PC_SLOTS - 1);
 	size_t n;
 
 	if (!s)
 		return NULL;
-	j = pc_slot(s);
 	if (c->src[j] == s)
 		return c->dst[j];
 	n = strlen(s) + 1;
-	memcpy(*p, s, n);
+	memcpy(c->p, s, n);
 	c->src[j] = s;
-	c->dst[j] = *p;
-	*p += n;
+	c->dst[j] = c->p;
+	c->p += n;
 	return c->dst[j];
 }
 
-static size_t req_size(const struct cp_request *r, uint32_t ntags)
+/* Bytes a request's block needs at most: the walk's strings are at most
+ * KP_NAME_LEN long, comms CP_COMM_LEN. */
+static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t nfr)
 {
-	struct pcache c = {0};
-	size_t sz =
-	    al8(sizeof(*r)) + al8(r->nsegs * sizeof(*r->segs)) + al8((ntags + 1) * sizeof(char *));
+	size_t strs = 2 * KP_NAME_LEN + 32 + (size_t)nfr * KP_NAME_LEN +
+		      (size_t)kp->nws * (CP_COMM_LEN + KP_NAME_LEN) +
+		      (size_t)kp->nculs * CP_COMM_LEN;
 
-	for (uint32_t i = 0; i < r->nsegs; i++) {
-		const struct cp_segment *g = &r->segs[i];
-
-		sz += al8(g->nframes * sizeof(char *)) + al8(g->nculprits * sizeof(*g->culprits));
-	}
-	sz += pc_size(&c, r->service) + pc_size(&c, r->name) + pc_size(&c, r->host);
-	for (uint32_t k = 0; k < ntags; k++)
-		sz += pc_size(&c, r->tags[k]);
-	for (uint32_t i = 0; i < r->nsegs; i++) {
-		const struct cp_segment *g = &r->segs[i];
-
-		for (uint32_t k = 0; k < g->nframes; k++)
-			sz += pc_size(&c, g->frames[k]);
-		sz += pc_size(&c, g->comm) + pc_size(&c, g->cpu_model) + pc_size(&c, g->sku) +
-		      pc_size(&c, g->peer);
-		for (uint32_t k = 0; k < g->nculprits; k++)
-			sz += pc_size(&c, g->culprits[k].comm);
-	}
-	return sz;
+	return al8(sizeof(struct cp_request)) + al8(kp->nws * sizeof(struct cp_segment)) +
+	       al8(nfr * sizeof(char *)) + al8(kp->nculs * sizeof(struct cp_culprit)) +
+	       al8(2 * sizeof(char *)) + al8(c->req.nruns * sizeof(struct kp_name_run)) + strs;
 }
 
-/* Span-level fields (span_id, service, operation, spans) are not copied:
- * kernel requests have none. */
-static struct cp_request *req_copy(const struct cp_request *r, uint64_t *bytes)
+/* Frames per segment: service, name, the downstream (if any), the probed calls. */
+static uint32_t count_frames(const struct kp *kp)
 {
-	uint32_t ntags = 0;
-	size_t sz;
-	struct pcache c = {0};
-	struct cp_request *d;
-	struct cp_segment *segs;
-	const char **tags;
-	char *p;
+	uint32_t nfr = 0;
 
-	while (r->tags && r->tags[ntags])
-		ntags++;
-	sz = req_size(r, ntags);
-	d = malloc(sz);
-	if (!d)
-		return NULL;
-	*bytes = sz;
-	*d = *r;
-	p = (char *)d + al8(sizeof(*d));
-	segs = (struct cp_segment *)p;
-	p += al8(r->nsegs * sizeof(*segs));
-	tags = (const char **)p;
-	p += al8((ntags + 1) * sizeof(char *));
-	for (uint32_t i = 0; i < r->nsegs; i++) {
-		segs[i] = r->segs[i];
-		segs[i].frames = (const char *const *)p;
-		p += al8(r->segs[i].nframes * sizeof(char *));
-		segs[i].culprits = r->segs[i].nculprits ? (const struct cp_culprit *)p : NULL;
-		if (r->segs[i].nculprits)
-			memcpy(p, r->segs[i].culprits,
-			       r->segs[i].nculprits * sizeof(*r->segs[i].culprits));
-		p += al8(r->segs[i].nculprits * sizeof(*r->segs[i].culprits));
-	}
-	/* strings last, in the sizing pass's order */
-	d->service = pc_copy(&c, &p, r->service);
-	d->name = pc_copy(&c, &p, r->name);
-	d->host = pc_copy(&c, &p, r->host);
-	for (uint32_t k = 0; k < ntags; k++)
-		tags[k] = pc_copy(&c, &p, r->tags[k]);
-	tags[ntags] = NULL;
-	d->tags = r->tags ? tags : NULL;
-	for (uint32_t i = 0; i < r->nsegs; i++) {
-		const struct cp_segment *g = &r->segs[i];
-		struct cp_segment *s = &segs[i];
-
-		for (uint32_t k = 0; k < g->nframes; k++)
-			((const char **)s->frames)[k] = pc_copy(&c, &p, g->frames[k]);
-		s->comm = pc_copy(&c, &p, g->comm);
-		s->cpu_model = pc_copy(&c, &p, g->cpu_model);
-		s->sku = pc_copy(&c, &p, g->sku);
-		s->peer = pc_copy(&c, &p, g->peer);
-		for (uint32_t k = 0; k < g->nculprits; k++)
-			((struct cp_culprit *)s->culprits)[k].comm =
-			    pc_copy(&c, &p, g->culprits[k].comm);
-	}
-	d->segs = segs;
-	d->id = NULL;
-	d->spans = NULL;
-	d->nspans = 0;
-	return d;
-}
-
-/* Copies the request (and the conn's pipelined names) to wait in the FIFO. */
-static int pend_push(struct kp *kp, const struct kp_conn *c, const struct cp_request *r)
-{
-	struct kp_pend *p;
-
-	if (kp__grow((void **)&kp->pend, &kp->cappend, kp->npend + 1, sizeof(*kp->pend)))
-		return -ENOMEM;
-	p = &kp->pend[kp->npend];
-	memset(p, 0, sizeof(*p));
-	p->req = req_copy(r, &p->bytes);
-	if (!p->req)
-		return -ENOMEM;
-	if (c->req.nruns) {
-		p->runs = malloc(c->req.nruns * sizeof(*p->runs));
-		if (!p->runs) {
-			free(p->req);
-			return -ENOMEM;
-		}
-		memcpy(p->runs, c->runs, c->req.nruns * sizeof(*p->runs));
-		p->nruns = c->req.nruns;
-	}
-	p->host = c->host;
-	p->pid = c->proc != KP_NONE ? kp->pr[c->proc].pid : -1;
-	p->conn = (uint32_t)(c - kp->cn);
-	p->nreq = c->nreq;
-	p->bytes += p->nruns * sizeof(*p->runs);
-	kp->pend_bytes += p->bytes;
-	kp->npend++;
-	return 0;
-}
-
-/* The walk's segments (kp->ws) as a struct cp_request, into the FIFO. */
-int kp__emit_request(struct kp *kp, uint32_t ci)
-{
-	const struct kp_conn *c = &kp->cn[ci];
-	const struct kp_source *src = host_source(kp, c->host);
-	char svc[KP_NAME_LEN], status[32];
-	const char *tags[2] = {NULL, NULL};
-	struct cp_request r;
-	uint32_t n = kp->nws;
-	uint32_t nfr = 0, fi = 0;
-
-	/* frames: service, name, the downstream (if any), the probed calls */
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < kp->nws; i++) {
 		const struct kp_wseg *w = &kp->ws[i];
 
 		nfr += 3;
@@ -392,71 +328,140 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 			nfr += t->pev[w->pev - (int64_t)t->pev_base].depth;
 		}
 	}
-	if (kp__grow((void **)&kp->segs, &kp->capsegs, n, sizeof(*kp->segs)) ||
-	    kp__grow((void **)&kp->frames, &kp->capframes, nfr, sizeof(*kp->frames)))
+	return nfr;
+}
+
+/* Segment i of the walk (kp->ws) into s, its frames at fr (svc and name
+ * first), strings copied through pc. Returns the number of frames. */
+static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_t i,
+			     struct cp_segment *s, const char **fr, const char *svc,
+			     const char *name, struct cp_culprit *culs, struct pcache *pc)
+{
+	const struct kp_wseg *w = &kp->ws[i];
+
+	memset(s, 0, sizeof(*s));
+	s->start_ns = w->start;
+	s->end_ns = w->end;
+	s->category = (enum cp_category)w->cat;
+	s->interference = w->interference;
+	fr[0] = svc;
+	fr[1] = name;
+	s->nframes = 2;
+	if (w->frame3 >= 0)
+		fr[s->nframes++] = pc_copy(pc, kp__str(kp, w->frame3));
+	if (w->pev >= 0 && w->thread != KP_NONE) {
+		const struct kp_thread *t = &kp->th[w->thread];
+		const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
+
+		for (uint32_t k = 0; k < pe->depth; k++)
+			fr[s->nframes++] = pc_copy(pc, kp->probe_names[pe->stack[k]]);
+	}
+	s->frames = fr;
+	s->pid = s->tid = s->cpu = -1;
+	if (w->thread != KP_NONE) {
+		const struct kp_thread *t = &kp->th[w->thread];
+
+		s->pid = t->pid;
+		s->tid = t->tid;
+		s->comm = pc_copy(pc, kp__thread_comm(kp, w->thread));
+	}
+	if (w->cpu >= 0) {
+		s->cpu = w->cpu;
+		if (src && src->cpu_model && (uint32_t)w->cpu < src->ncpus)
+			s->cpu_model = src->cpu_model[w->cpu];
+		s->sku = src ? src->sku : NULL;
+	}
+	s->peer = w->peer >= 0 ? pc_copy(pc, kp__str(kp, w->peer)) : NULL;
+	if (w->ncul) {
+		memcpy(culs, &kp->culs[w->cul_first], w->ncul * sizeof(*culs));
+		for (uint32_t k = 0; k < w->ncul; k++)
+			culs[k].comm = pc_copy(pc, culs[k].comm);
+		s->culprits = culs;
+	}
+	s->nculprits = w->ncul;
+	return s->nframes;
+}
+
+/* The walk's segments (kp->ws) as a struct cp_request built in place in the
+ * FIFO, with the conn's pipelined names, to wait there for loss windows. */
+int kp__emit_request(struct kp *kp, uint32_t ci)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	const struct kp_source *src = host_source(kp, c->host);
+	uint32_t n = kp->nws, nfr = count_frames(kp), fi = 0, cj = 0;
+	struct pcache pc = {0};
+	struct cp_request *r;
+	struct cp_segment *segs;
+	struct cp_culprit *culs;
+	const char **frames, **tags, *svc, *name;
+	struct kp_pend *p;
+	char *base, *o;
+
+	if (kp__grow((void **)&kp->pend, &kp->cappend, kp->npend + 1, sizeof(*kp->pend)))
 		return -ENOMEM;
-	if (!kp->cn[ci].service[0])
+	if (!c->service[0])
 		kp__proc_service(kp, c->proc, c->a.family == AF_UNIX ? KP_PORT_UNIX : c->a.lport,
-				 kp->cn[ci].service, KP_NAME_LEN);
-	memcpy(svc, c->service, sizeof(svc));
-	for (uint32_t i = 0; i < kp->nculs; i++)
-		kp->culs[i].comm = kp->strs[(uintptr_t)kp->culs[i].comm];
+				 c->service, KP_NAME_LEN);
+	base = chunk_reserve(kp, req_bound(kp, c, nfr));
+	if (!base)
+		return -ENOMEM;
+	o = base;
+	r = (struct cp_request *)o;
+	o += al8(sizeof(*r));
+	segs = (struct cp_segment *)o;
+	o += al8(n * sizeof(*segs));
+	frames = (const char **)o;
+	o += al8(nfr * sizeof(*frames));
+	culs = (struct cp_culprit *)o;
+	o += al8(kp->nculs * sizeof(*culs));
+	tags = (const char **)o;
+	o += al8(2 * sizeof(*tags));
+	p = &kp->pend[kp->npend];
+	memset(p, 0, sizeof(*p));
+	if (c->req.nruns) {
+		p->runs = (struct kp_name_run *)o;
+		p->nruns = c->req.nruns;
+		memcpy(p->runs, c->runs, c->req.nruns * sizeof(*p->runs));
+		o += al8(c->req.nruns * sizeof(*p->runs));
+	}
+	pc.p = o;
+	svc = pc_copy(&pc, c->service);
+	name = pc_copy(&pc, c->req.name);
 	for (uint32_t i = 0; i < n; i++) {
-		const struct kp_wseg *w = &kp->ws[i];
-		struct cp_segment *s = &kp->segs[i];
-		const char **fr = &kp->frames[fi];
-
-		memset(s, 0, sizeof(*s));
-		s->start_ns = w->start;
-		s->end_ns = w->end;
-		s->category = (enum cp_category)w->cat;
-		s->interference = w->interference;
-		fr[0] = svc;
-		fr[1] = c->req.name;
-		s->nframes = 2;
-		if (w->frame3 >= 0)
-			fr[s->nframes++] = kp->strs[w->frame3];
-		if (w->pev >= 0 && w->thread != KP_NONE) {
-			const struct kp_thread *t = &kp->th[w->thread];
-			const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
-
-			for (uint32_t k = 0; k < pe->depth; k++)
-				fr[s->nframes++] = kp->probe_names[pe->stack[k]];
-		}
-		s->frames = fr;
-		fi += s->nframes;
-		s->pid = s->tid = s->cpu = -1;
-		if (w->thread != KP_NONE) {
-			const struct kp_thread *t = &kp->th[w->thread];
-
-			s->pid = t->pid;
-			s->tid = t->tid;
-			s->comm = kp__thread_comm(kp, w->thread);
-		}
-		if (w->cpu >= 0) {
-			s->cpu = w->cpu;
-			if (src && src->cpu_model && (uint32_t)w->cpu < src->ncpus)
-				s->cpu_model = src->cpu_model[w->cpu];
-			s->sku = src ? src->sku : NULL;
-		}
-		s->peer = w->peer >= 0 ? kp->strs[w->peer] : NULL;
-		s->culprits = w->ncul ? &kp->culs[w->cul_first] : NULL;
-		s->nculprits = w->ncul;
+		fi += fill_segment(kp, src, i, &segs[i], &frames[fi], svc, name, &culs[cj], &pc);
+		cj += kp->ws[i].ncul;
 	}
-	memset(&r, 0, sizeof(r));
-	r.id = ""; /* set when it goes out */
-	r.service = svc;
-	r.name = c->req.name;
-	r.host = src ? src->host_name : NULL;
-	r.start_ns = c->req.start;
-	r.end_ns = c->req.end;
-	r.segs = kp->segs;
-	r.nsegs = n;
-	r.realtime_offset_ns = kp->realtime_offset_ns;
+	memset(r, 0, sizeof(*r));
+	r->service = svc;
+	r->name = name;
+	r->host = src ? src->host_name : NULL;
+	r->start_ns = c->req.start;
+	r->end_ns = c->req.end;
+	r->segs = segs;
+	r->nsegs = n;
+	r->realtime_offset_ns = kp->realtime_offset_ns;
 	if (c->req.status) {
-		snprintf(status, sizeof(status), "http.status=%d", c->req.status);
-		tags[0] = status;
-		r.tags = tags;
+		char *t = pc.p;
+
+		/* "http.status=%d" */
+		memcpy(pc.p, "http.status=", 12);
+		pc.p += 12;
+		if (c->req.status < 0)
+			*pc.p++ = '-';
+		put_u(&pc.p, c->req.status < 0 ? -(uint64_t)c->req.status : (uint64_t)c->req.status);
+		*pc.p++ = '\0';
+		tags[0] = t;
+		tags[1] = NULL;
+		r->tags = tags;
 	}
-	return pend_push(kp, c, &r);
+	p->req = r;
+	p->bytes = (uint64_t)(pc.p - base);
+	p->chunk = chunk_commit(kp, p->bytes);
+	p->host = c->host;
+	p->pid = c->proc != KP_NONE ? kp->pr[c->proc].pid : -1;
+	p->conn = ci;
+	p->nreq = c->nreq;
+	kp->pend_bytes += p->bytes;
+	kp->npend++;
+	return 0;
 }

@@ -131,6 +131,12 @@ struct kp_proc {
 	bool comm_from_md; /* CP_MD_PROCESS named it: keep that name */
 	uint16_t *listen;  /* listening ports */
 	uint32_t nlisten, caplisten;
+	/* kp__proc_frame_service: the walk names other processes on every
+	 * request; the name, and the comm and port it was made from */
+	char svc[KP_NAME_LEN];
+	char svc_comm[CP_COMM_LEN];
+	uint16_t svc_port;
+	bool svc_ok;
 };
 
 struct kp_addr {
@@ -218,12 +224,15 @@ struct kp_loss {
 
 /* A finished request waiting for KP_LOSS_LAG_NS (a deep copy in one block).
  * Pipelined requests wait as one, with their names. */
+struct kp_chunk;
+
 struct kp_pend {
 	struct cp_request *req;
+	struct kp_chunk *chunk; /* holds req (and runs) */
 	uint32_t host;
 	int32_t pid;
 	uint32_t conn, nreq;	  /* ids: "pid:conn:nreq", nreq counting up per request */
-	struct kp_name_run *runs; /* NULL: one request named req->name */
+	struct kp_name_run *runs; /* NULL: one request named req->name (in chunk) */
 	uint32_t nruns;
 	uint64_t bytes;
 };
@@ -240,11 +249,21 @@ struct kp_wseg {
 	uint32_t thread;	  /* KP_NONE: no thread (network, unexplained) */
 	uint32_t cul_first, ncul; /* into kp->culs */
 	int32_t peer;		  /* into kp->strs, or -1 */
-	int32_t frame3;		  /* into kp->strs, or -1 */
+	int32_t frame3;		  /* into kp->strs, or -1 (ids differ per use) */
 	int64_t pev;		  /* the thread's probe event whose stack applies, -1 = none */
 	int16_t cpu;
 	uint8_t cat; /* enum cp_category */
 	bool interference;
+};
+
+/* A string that names a walk's segment (kp->strs): stable storage (a
+ * process's service, a connection's address) that lives until the request
+ * is copied out, or buf >= 0, a slot of kp->sbuf composed for this walk.
+ * Every use gets an id of its own, as seg_add merges segments only when
+ * their ids are equal. */
+struct kp_sref {
+	const char *p;
+	int32_t buf;
 };
 
 typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
@@ -295,6 +314,7 @@ struct kp {
 	struct kp_pend *pend;
 	uint32_t pend_head, npend, cappend; /* waiting: pend[pend_head .. npend) */
 	uint64_t pend_bytes;
+	struct kp_chunk *chunk_tail, *chunk_spare; /* kpath_emit.c */
 	uint64_t pend_early;   /* sent before their wait was over (too many waiting) */
 	bool loss_after_early; /* and a loss window came after one of them */
 
@@ -311,8 +331,10 @@ struct kp {
 	uint32_t nsegs, capsegs;
 	struct cp_culprit *culs;
 	uint32_t nculs, capculs;
-	char (*strs)[KP_NAME_LEN];
+	struct kp_sref *strs;
 	uint32_t nstrs, capstrs;
+	char (*sbuf)[KP_NAME_LEN];
+	uint32_t nsbuf, capsbuf;
 	const char **frames;
 	uint32_t nframes, capframes;
 };
@@ -381,6 +403,8 @@ void kp__conn_prune(struct kp_conn *c, uint64_t before);
 void kp__conn_recycle(struct kp *kp, uint64_t mark);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
 void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len);
+/* The same, formatted once and kept in the connection (until it is recycled). */
+const char *kp__conn_addr(struct kp_conn *c, bool local);
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);
 /* Requests: finish the one open on conn (walk + emit). */
 int kp__conn_finish_req(struct kp *kp, uint32_t conn);
@@ -399,6 +423,16 @@ int kp__walk(struct kp *kp, uint32_t conn);
  * "comm:unix" for KP_PORT_UNIX, else its comm (into buf) */
 #define KP_PORT_UNIX (-1) /* kp__proc_service: a Unix-domain socket's service */
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len);
+/* kp__proc_service with port 0, kept in the process until its comm or
+ * first listening port changes (valid until the next call for proc) */
+const char *kp__proc_frame_service(struct kp *kp, uint32_t proc);
+/* The string behind an id of kp->strs */
+static inline const char *kp__str(const struct kp *kp, int32_t id)
+{
+	const struct kp_sref *r = &kp->strs[id];
+
+	return r->buf >= 0 ? kp->sbuf[r->buf] : r->p;
+}
 const char *kp__thread_comm(const struct kp *kp, uint32_t thread);
 
 /* proto_detect.c */

@@ -37,17 +37,46 @@ struct walk {
 	uint32_t memo_thread;
 	int64_t memo_block;
 	bool memo_owned;
+	/* the last third frame named (proc_frame): process, call, string */
+	uint32_t f3_proc;
+	const char *f3_call;
+	struct kp_sref f3;
 };
 
-static int32_t str_add(struct kp *kp, const char *s)
+/* A new id for a string (a segment's frame3 or peer), or -1. */
+static int32_t str_ref(struct kp *kp, struct kp_sref r)
 {
-	size_t n = strnlen(s, KP_NAME_LEN - 1);
-
 	if (kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
 		return -1;
-	memcpy(kp->strs[kp->nstrs], s, n);
-	kp->strs[kp->nstrs][n] = '\0';
+	kp->strs[kp->nstrs] = r;
 	return (int32_t)kp->nstrs++;
+}
+
+static int32_t str_ptr(struct kp *kp, const char *s)
+{
+	return str_ref(kp, (struct kp_sref){s, -1});
+}
+
+/* "a b" in a slot of kp->sbuf, a cut to alen bytes, b to blen, the whole to
+ * KP_NAME_LEN - 1 (what snprintf "%.<alen>s %.<blen>s" made); -1 on ENOMEM */
+static int32_t sbuf_join(struct kp *kp, const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t n = strnlen(a, alen), m = strnlen(b, blen);
+	char *o;
+
+	if (kp__grow((void **)&kp->sbuf, &kp->capsbuf, kp->nsbuf + 1, sizeof(*kp->sbuf)))
+		return -1;
+	o = kp->sbuf[kp->nsbuf];
+	if (n > KP_NAME_LEN - 1)
+		n = KP_NAME_LEN - 1;
+	memcpy(o, a, n);
+	if (n < KP_NAME_LEN - 1)
+		o[n++] = ' ';
+	if (m > KP_NAME_LEN - 1 - n)
+		m = KP_NAME_LEN - 1 - n;
+	memcpy(o + n, b, m);
+	o[n + m] = '\0';
+	return (int32_t)kp->nsbuf++;
 }
 
 const char *kp__thread_comm(const struct kp *kp, uint32_t thread)
@@ -59,6 +88,30 @@ const char *kp__thread_comm(const struct kp *kp, uint32_t thread)
 	if (t->tid == t->pid && kp->pr[t->proc].comm[0])
 		return kp->pr[t->proc].comm;
 	return "?";
+}
+
+const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
+{
+	struct kp_proc *p = &kp->pr[proc];
+	const char *comm = p->comm;
+	uint16_t port = p->nlisten ? p->listen[0] : 0;
+
+	if (!comm[0]) {
+		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
+
+		comm = ti != KP_NONE ? kp->th[ti].comm : "";
+	}
+	/* comm is a CP_COMM_LEN array or "" */
+	if (p->svc_ok && p->svc_port == port &&
+	    (comm[0] ? !memcmp(p->svc_comm, comm, CP_COMM_LEN) : !p->svc_comm[0]))
+		return p->svc;
+	kp__proc_service(kp, proc, 0, p->svc, sizeof(p->svc));
+	memset(p->svc_comm, 0, sizeof(p->svc_comm));
+	if (comm[0])
+		memcpy(p->svc_comm, comm, CP_COMM_LEN);
+	p->svc_port = port;
+	p->svc_ok = true;
+	return p->svc;
 }
 
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len)
@@ -246,7 +299,6 @@ static int cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uin
 static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, uint64_t ns)
 {
 	struct cp_culprit *c;
-	int32_t si;
 
 	for (uint32_t i = kp->ws[kp->nws - 1].cul_first; i < kp->nculs; i++) {
 		if (kp->culs[i].tid == tid && kp->culs[i].pid == pid) {
@@ -254,44 +306,51 @@ static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, ui
 			return 0;
 		}
 	}
-	si = str_add(kp, comm);
-	if (si < 0 || kp__grow((void **)&kp->culs, &kp->capculs, kp->nculs + 1, sizeof(*kp->culs)))
+	/* comm lives in the thread or its culprit records until the request
+	 * is copied out */
+	if (kp__grow((void **)&kp->culs, &kp->capculs, kp->nculs + 1, sizeof(*kp->culs)))
 		return -ENOMEM;
 	c = &kp->culs[kp->nculs++];
 	c->pid = pid;
 	c->tid = tid;
-	c->comm = (const char *)(uintptr_t)si; /* resolved when the walk ends */
+	c->comm = comm;
 	c->ns = ns;
 	kp->ws[kp->nws - 1].ncul++;
 	return 0;
 }
 
-/* The third frame of segments outside the serving process: the peer's service. */
+/* The third frame of segments outside the serving process: the peer's
+ * service (and the call made to it). A new id on every use; the string is
+ * made once for a run of uses alike. */
 static int32_t proc_frame(struct walk *w, uint32_t thread)
 {
-	char buf[KP_NAME_LEN];
-	uint32_t proc = w->kp->th[thread].proc;
+	struct kp *kp = w->kp;
+	uint32_t proc = kp->th[thread].proc;
 
 	if (proc == w->proc)
 		return -1;
-	kp__proc_service(w->kp, proc, 0, buf, sizeof(buf));
-	if (w->call && w->call[0]) {
-		size_t n = strlen(buf);
+	if (proc != w->f3_proc || w->call != w->f3_call) {
+		const char *svc = kp__proc_frame_service(kp, proc);
 
-		snprintf(buf + n, sizeof(buf) - n, " %s", w->call);
+		w->f3 = (struct kp_sref){svc, -1};
+		if (w->call && w->call[0]) {
+			/* what snprintf(" %s") after the service made */
+			w->f3.buf = sbuf_join(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
+			if (w->f3.buf < 0)
+				return -1;
+		}
+		w->f3_proc = proc;
+		w->f3_call = w->call;
 	}
-	return str_add(w->kp, buf);
+	return str_ref(kp, w->f3);
 }
 
 static int32_t conn_peer_str(struct kp *kp, uint32_t conn)
 {
-	char buf[KP_NAME_LEN];
-
 	if (conn == KP_NONE)
 		return -1;
 	/* name the server end of the hop: the downstream, whichever side we are on */
-	kp__conn_addr_str(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER, buf, sizeof(buf));
-	return str_add(kp, buf);
+	return str_ptr(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
 }
 
 static uint8_t block_category(const struct kp_iv *iv)
@@ -380,13 +439,14 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			 .serving = c->req.reader,
 			 .proc = c->proc,
 			 .start = c->req.start,
-			 .memo_thread = KP_NONE};
+			 .memo_thread = KP_NONE,
+			 .f3_proc = KP_NONE};
 	uint64_t t = c->req.end, S = c->req.start;
 	uint32_t thread = c->req.writer, jumps = 0, steps = 0;
 	bool lock_chain = false;
 	int err = 0;
 
-	kp->nws = kp->nculs = kp->nstrs = 0;
+	kp->nws = kp->nculs = kp->nstrs = kp->nsbuf = 0;
 	while (t > S && !err) {
 		struct kp_thread *th = &kp->th[thread];
 		int64_t idx = kp__tl_find(th, t);
@@ -464,11 +524,10 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				    (iv->conn == conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
 					/* bytes of this (or another) request on their way in:
 					 * name the client, no downstream frame */
-					char buf[KP_NAME_LEN];
-
-					kp__conn_peer_str(&kp->cn[iv->conn], buf, sizeof(buf));
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
-						      str_add(kp, buf), -1);
+						      str_ptr(kp, kp__conn_addr(&kp->cn[iv->conn],
+										false)),
+						      -1);
 					break;
 				}
 				/* data from an untraced peer: a network blind spot too
@@ -483,11 +542,11 @@ int kp__walk(struct kp *kp, uint32_t conn)
 
 					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&
 					    kp->cn[iv->conn].last_name[0]) {
-						char buf[KP_NAME_LEN];
+						/* "%.40s %.20s" */
+						int32_t b = sbuf_join(kp, kp__str(kp, ps), 40,
+								      kp->cn[iv->conn].last_name, 20);
 
-						snprintf(buf, sizeof(buf), "%.40s %.20s",
-							 kp->strs[ps], kp->cn[iv->conn].last_name);
-						fs = str_add(kp, buf);
+						fs = b < 0 ? -1 : str_ref(kp, (struct kp_sref){NULL, b});
 					}
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
 						      ps, fs);

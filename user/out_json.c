@@ -133,80 +133,6 @@ static uint64_t per_request(uint64_t total, uint64_t n)
 	return n ? (total + n / 2) / n : 0;
 }
 
-static void gen_segment(yajl_gen g, const struct cp_segment *s)
-{
-	yajl_gen_map_open(g);
-	gen_ku64(g, "start_ns", s->start_ns);
-	gen_ku64(g, "end_ns", s->end_ns);
-	gen_kstr(g, "category", cp_category_name(s->category));
-	gen_frames(g, s->frames, s->nframes);
-	gen_key(g, "interference");
-	yajl_gen_bool(g, s->interference);
-	gen_ki32(g, "pid", s->pid);
-	gen_ki32(g, "tid", s->tid);
-	gen_kstr(g, "comm", s->comm);
-	gen_ki32(g, "cpu", s->cpu);
-	gen_kstr(g, "cpu_model", s->cpu_model);
-	gen_kstr(g, "sku", s->sku);
-	gen_kstr(g, "peer", s->peer);
-	gen_kstr(g, "span_id", s->span_id);
-	gen_kstr(g, "service", s->service);
-	gen_kstr(g, "operation", s->operation);
-	if (s->nculprits) {
-		gen_key(g, "culprits");
-		yajl_gen_array_open(g);
-		for (uint32_t i = 0; i < s->nculprits; i++) {
-			const struct cp_culprit *c = &s->culprits[i];
-
-			yajl_gen_map_open(g);
-			gen_ki32(g, "pid", c->pid);
-			gen_ki32(g, "tid", c->tid);
-			gen_kstr(g, "comm", c->comm);
-			gen_ku64(g, "ns", c->ns);
-			yajl_gen_map_close(g);
-		}
-		yajl_gen_array_close(g);
-	}
-	yajl_gen_map_close(g);
-}
-
-static void gen_request(yajl_gen g, const struct cp_request *q)
-{
-	yajl_gen_map_open(g);
-	gen_kstr(g, "id", q->id);
-	gen_kstr(g, "service", q->service);
-	gen_kstr(g, "name", q->name);
-	gen_kstr(g, "host", q->host);
-	gen_ku64(g, "start_ns", q->start_ns);
-	gen_ku64(g, "end_ns", q->end_ns);
-	gen_ku64(g, "latency_ns", q->end_ns - q->start_ns);
-	gen_key(g, "partial");
-	yajl_gen_bool(g, q->partial);
-	gen_key(g, "critical_path");
-	yajl_gen_array_open(g);
-	for (uint32_t i = 0; i < q->nsegs; i++)
-		gen_segment(g, &q->segs[i]);
-	yajl_gen_array_close(g);
-	if (q->nspans) {
-		gen_key(g, "spans");
-		yajl_gen_array_open(g);
-		for (uint32_t i = 0; i < q->nspans; i++) {
-			const struct cp_span_stat *s = &q->spans[i];
-
-			yajl_gen_map_open(g);
-			gen_kstr(g, "span_id", s->span_id);
-			gen_kstr(g, "service", s->service);
-			gen_kstr(g, "operation", s->operation);
-			gen_frames(g, s->frames, s->nframes);
-			gen_ku64(g, "inclusive_ns", s->inclusive_ns);
-			gen_ku64(g, "exclusive_ns", s->exclusive_ns);
-			yajl_gen_map_close(g);
-		}
-		yajl_gen_array_close(g);
-	}
-	yajl_gen_map_close(g);
-}
-
 static int pct_int(int p)
 {
 	return (int)(engine_pct[p] * 100 + 0.5);
@@ -334,13 +260,16 @@ struct out_json_stream {
 	yajl_gen g;
 	FILE *f;
 	size_t n;
+	char last; /* the last byte written before buf[0] */
 	char buf[OUT_BUF];
 };
 
 static void flush_out(struct out_json_stream *s)
 {
-	if (s->n)
+	if (s->n) {
 		fwrite(s->buf, 1, s->n, s->f);
+		s->last = s->buf[s->n - 1];
+	}
 	s->n = 0;
 }
 
@@ -352,10 +281,240 @@ static void write_out(void *ctx, const char *p, size_t len)
 		flush_out(s);
 	if (len > sizeof(s->buf)) {
 		fwrite(p, 1, len, s->f);
+		s->last = p[len - 1];
 		return;
 	}
 	memcpy(s->buf + s->n, p, len);
 	s->n += len;
+}
+
+/*
+ * Requests are written without yajl: they are nearly all of a report's
+ * bytes, and yajl's call and state check per token cost more than the
+ * analysis. The bytes are the ones yajl_gen (no beautify, no escaped
+ * solidus) made: '"', '\\' and control characters escaped as it does,
+ * bytes that are not UTF-8 replaced as gen_str does. yajl sees none of
+ * it: the array it opened holds them, and it closes it after them.
+ */
+static void rq_c(struct out_json_stream *s, char c)
+{
+	if (s->n + 1 > sizeof(s->buf))
+		flush_out(s);
+	s->buf[s->n++] = c;
+}
+
+/* A ',' unless a map or array has just opened. */
+static void rq_sep(struct out_json_stream *s)
+{
+	char c = s->n ? s->buf[s->n - 1] : s->last;
+
+	if (c != '{' && c != '[')
+		rq_c(s, ',');
+}
+
+/* "key": (keys are literals with nothing to escape) */
+#define rq_key(s, k)                                                                               \
+	do {                                                                                       \
+		rq_sep(s);                                                                         \
+		write_out(s, "\"" k "\":", sizeof(k) + 2);                                        \
+	} while (0)
+
+static void rq_str(struct out_json_stream *s, const char *str)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *u = (const unsigned char *)str;
+	size_t len = strlen(str);
+
+	rq_c(s, '"');
+	for (size_t i = 0; i < len;) {
+		unsigned char c = u[i];
+		const char *esc = NULL;
+		size_t n;
+
+		if (s->n + 8 > sizeof(s->buf))
+			flush_out(s);
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			s->buf[s->n++] = (char)c;
+			i++;
+			continue;
+		}
+		if (c < 0x80) {
+			switch (c) {
+			case '\r': esc = "\\r"; break;
+			case '\n': esc = "\\n"; break;
+			case '\\': esc = "\\\\"; break;
+			case '"': esc = "\\\""; break;
+			case '\f': esc = "\\f"; break;
+			case '\b': esc = "\\b"; break;
+			case '\t': esc = "\\t"; break;
+			default: break;
+			}
+			if (esc) {
+				memcpy(s->buf + s->n, esc, 2);
+				s->n += 2;
+			} else {
+				memcpy(s->buf + s->n, "\\u00", 4);
+				s->buf[s->n + 4] = hex[c >> 4];
+				s->buf[s->n + 5] = hex[c & 15];
+				s->n += 6;
+			}
+			i++;
+			continue;
+		}
+		n = utf8_seq(u + i, len - i);
+		if (n) {
+			memcpy(s->buf + s->n, u + i, n);
+			s->n += n;
+			i += n;
+		} else {
+			memcpy(s->buf + s->n, "\xef\xbf\xbd", 3);
+			s->n += 3;
+			i++;
+		}
+	}
+	rq_c(s, '"');
+}
+
+static void rq_u64(struct out_json_stream *s, uint64_t v)
+{
+	char t[24];
+	int n = 0;
+
+	do
+		t[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	if (s->n + (size_t)n > sizeof(s->buf))
+		flush_out(s);
+	while (n)
+		s->buf[s->n++] = t[--n];
+}
+
+static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, const char *v)
+{
+	if (!v)
+		return;
+	rq_sep(s);
+	write_out(s, kq, klen);
+	rq_str(s, v);
+}
+
+/* kq: the key quoted with its colon, "\"key\":" */
+#define RQ_K(k) "\"" k "\":", sizeof(k) + 2
+
+static void rq_ki32(struct out_json_stream *s, const char *kq, size_t klen, int32_t v)
+{
+	if (v < 0)
+		return;
+	rq_sep(s);
+	write_out(s, kq, klen);
+	rq_u64(s, (uint64_t)v);
+}
+
+static void rq_bool(struct out_json_stream *s, bool v)
+{
+	write_out(s, v ? "true" : "false", v ? 4 : 5);
+}
+
+static void rq_frames(struct out_json_stream *s, const char *const *frames, uint32_t n)
+{
+	rq_key(s, "frames");
+	rq_c(s, '[');
+	for (uint32_t i = 0; i < n; i++) {
+		if (i)
+			rq_c(s, ',');
+		rq_str(s, frames[i] ? frames[i] : "?");
+	}
+	rq_c(s, ']');
+}
+
+static void rq_segment(struct out_json_stream *s, const struct cp_segment *g)
+{
+	rq_c(s, '{');
+	rq_key(s, "start_ns");
+	rq_u64(s, g->start_ns);
+	rq_key(s, "end_ns");
+	rq_u64(s, g->end_ns);
+	rq_kstr(s, RQ_K("category"), cp_category_name(g->category));
+	rq_frames(s, g->frames, g->nframes);
+	rq_key(s, "interference");
+	rq_bool(s, g->interference);
+	rq_ki32(s, RQ_K("pid"), g->pid);
+	rq_ki32(s, RQ_K("tid"), g->tid);
+	rq_kstr(s, RQ_K("comm"), g->comm);
+	rq_ki32(s, RQ_K("cpu"), g->cpu);
+	rq_kstr(s, RQ_K("cpu_model"), g->cpu_model);
+	rq_kstr(s, RQ_K("sku"), g->sku);
+	rq_kstr(s, RQ_K("peer"), g->peer);
+	rq_kstr(s, RQ_K("span_id"), g->span_id);
+	rq_kstr(s, RQ_K("service"), g->service);
+	rq_kstr(s, RQ_K("operation"), g->operation);
+	if (g->nculprits) {
+		rq_key(s, "culprits");
+		rq_c(s, '[');
+		for (uint32_t i = 0; i < g->nculprits; i++) {
+			const struct cp_culprit *c = &g->culprits[i];
+
+			if (i)
+				rq_c(s, ',');
+			rq_c(s, '{');
+			rq_ki32(s, RQ_K("pid"), c->pid);
+			rq_ki32(s, RQ_K("tid"), c->tid);
+			rq_kstr(s, RQ_K("comm"), c->comm);
+			rq_key(s, "ns");
+			rq_u64(s, c->ns);
+			rq_c(s, '}');
+		}
+		rq_c(s, ']');
+	}
+	rq_c(s, '}');
+}
+
+static void rq_request(struct out_json_stream *s, const struct cp_request *q)
+{
+	rq_sep(s);
+	rq_c(s, '{');
+	rq_kstr(s, RQ_K("id"), q->id);
+	rq_kstr(s, RQ_K("service"), q->service);
+	rq_kstr(s, RQ_K("name"), q->name);
+	rq_kstr(s, RQ_K("host"), q->host);
+	rq_key(s, "start_ns");
+	rq_u64(s, q->start_ns);
+	rq_key(s, "end_ns");
+	rq_u64(s, q->end_ns);
+	rq_key(s, "latency_ns");
+	rq_u64(s, q->end_ns - q->start_ns);
+	rq_key(s, "partial");
+	rq_bool(s, q->partial);
+	rq_key(s, "critical_path");
+	rq_c(s, '[');
+	for (uint32_t i = 0; i < q->nsegs; i++) {
+		if (i)
+			rq_c(s, ',');
+		rq_segment(s, &q->segs[i]);
+	}
+	rq_c(s, ']');
+	if (q->nspans) {
+		rq_key(s, "spans");
+		rq_c(s, '[');
+		for (uint32_t i = 0; i < q->nspans; i++) {
+			const struct cp_span_stat *sp = &q->spans[i];
+
+			if (i)
+				rq_c(s, ',');
+			rq_c(s, '{');
+			rq_kstr(s, RQ_K("span_id"), sp->span_id);
+			rq_kstr(s, RQ_K("service"), sp->service);
+			rq_kstr(s, RQ_K("operation"), sp->operation);
+			rq_frames(s, sp->frames, sp->nframes);
+			rq_key(s, "inclusive_ns");
+			rq_u64(s, sp->inclusive_ns);
+			rq_key(s, "exclusive_ns");
+			rq_u64(s, sp->exclusive_ns);
+			rq_c(s, '}');
+		}
+		rq_c(s, ']');
+	}
+	rq_c(s, '}');
 }
 
 struct out_json_stream *out_json__begin(FILE *f)
@@ -381,7 +540,7 @@ struct out_json_stream *out_json__begin(FILE *f)
 
 void out_json__request(void *s, const struct cp_request *req)
 {
-	gen_request(((struct out_json_stream *)s)->g, req);
+	rq_request(s, req);
 }
 
 int out_json__end(struct out_json_stream *s, const struct engine_result *r)

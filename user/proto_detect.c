@@ -48,6 +48,17 @@ static const char *const mc_commands[] = {
     "shutdown",
 };
 
+/* snprintf(name, namelen, "%.*s", n, s) for s without NUL bytes in its
+ * first n: every request is named, and snprintf was most of the cost */
+static size_t put_trunc(char *name, size_t namelen, const char *s, size_t n)
+{
+	size_t k = n < namelen ? n : namelen - 1;
+
+	memcpy(name, s, k);
+	name[k] = '\0';
+	return n;
+}
+
 static size_t line_len(const uint8_t *p, size_t len)
 {
 	size_t i = 0;
@@ -83,7 +94,7 @@ static enum kp_proto http_name(const uint8_t *p, size_t len, char *name, size_t 
 	if (!m || line[m + 1] == ' ')
 		return KP_PROTO_NONE;
 	/* "METHOD SP target SP HTTP/1.x" — the version may lie past the prefix */
-	o = (size_t)snprintf(name, namelen, "%.*s ", (int)m, line);
+	o = put_trunc(name, namelen, line, m + 1); /* line[m] is the space */
 	i = m + 1;
 	while (i < ll && line[i] != ' ' && line[i] != '?' && line[i] != '#' && o + 4 < namelen) {
 		size_t seg = i;
@@ -97,7 +108,7 @@ static enum kp_proto http_name(const uint8_t *p, size_t len, char *name, size_t 
 		       line[seg] != '#')
 			seg++;
 		if (is_digits(line + i, seg - i)) {
-			o += (size_t)snprintf(name + o, namelen - o, "{n}");
+			o += put_trunc(name + o, namelen - o, "{n}", 3);
 		} else {
 			for (; i < seg && o + 1 < namelen; i++)
 				name[o++] = isprint((unsigned char)line[i]) ? line[i] : '?';
@@ -145,7 +156,7 @@ static enum kp_proto mc_name(const uint8_t *p, size_t len, char *name, size_t na
 		return KP_PROTO_NONE;
 	for (size_t k = 0; k < sizeof(mc_commands) / sizeof(mc_commands[0]); k++) {
 		if (strlen(mc_commands[k]) == n && !memcmp(p, mc_commands[k], n)) {
-			snprintf(name, namelen, "%s", mc_commands[k]);
+			put_trunc(name, namelen, mc_commands[k], n);
 			return KP_PROTO_MEMCACHED;
 		}
 	}
@@ -179,7 +190,7 @@ enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size
 		while (n < len && n < 16 && isupper(p[n]))
 			n++;
 		if (n >= 3 && n < len && (p[n] == '\r' || p[n] == ' ' || p[n] == '\n')) {
-			snprintf(name, namelen, "%.*s", (int)n, (const char *)p);
+			put_trunc(name, namelen, (const char *)p, n);
 			return KP_PROTO_RESP;
 		}
 	}

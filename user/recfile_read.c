@@ -69,6 +69,8 @@ struct recording_reader {
 	size_t ccap;
 	struct rkey *tmp; /* merge sort scratch */
 	size_t tmp_cap;
+	uint32_t *runs; /* and its runs */
+	size_t runs_cap;
 
 	uint64_t off;	   /* next byte to read */
 	uint32_t next_seq; /* the sequence number expected next */
@@ -374,16 +376,30 @@ static int frame__reserve(struct rframe *f, size_t raw, size_t count)
 	return 0;
 }
 
-/* Stable: equal ts keep file order (off grows with it). Bottom-up merge. */
+/* Stable: equal ts keep file order (off grows with it). A natural merge:
+ * the ring buffer hands each CPU's records over in order, in batches, so a
+ * frame is a few ascending runs, and merging those costs n log(runs) where
+ * merging from single records cost n log n (2% of a report). */
 static int reader__sort(struct recording_reader *r, struct rkey *k, uint32_t n)
 {
 	struct rkey *a = k, *b;
+	uint32_t nr = 0, *run;
 
+	if (r->runs_cap < (size_t)n + 1) {
+		free(r->runs);
+		r->runs = malloc(((size_t)n + 1) * sizeof(*r->runs));
+		r->runs_cap = r->runs ? (size_t)n + 1 : 0;
+		if (!r->runs)
+			return -ENOMEM;
+	}
+	run = r->runs; /* run[i]: where run i starts; run[nr] = n */
+	run[nr++] = 0;
 	for (uint32_t i = 1; i < n; i++)
 		if (k[i].ts < k[i - 1].ts)
-			goto unsorted;
-	return 0;
-unsorted:
+			run[nr++] = i;
+	if (nr == 1)
+		return 0;
+	run[nr] = n;
 	if (r->tmp_cap < n) {
 		free(r->tmp);
 		r->tmp = malloc(n * sizeof(*r->tmp));
@@ -392,10 +408,12 @@ unsorted:
 			return -ENOMEM;
 	}
 	b = r->tmp;
-	for (uint32_t w = 1; w < n; w *= 2) {
-		for (uint32_t lo = 0; lo < n; lo += 2 * w) {
-			uint32_t mid = lo + w < n ? lo + w : n;
-			uint32_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+	while (nr > 1) {
+		uint32_t m = 0;
+
+		/* runs 2q and 2q + 1 into one (an odd last one is copied) */
+		for (uint32_t q = 0; q < nr; q += 2) {
+			uint32_t lo = run[q], mid = run[q + 1], hi = q + 1 < nr ? run[q + 2] : mid;
 			uint32_t i = lo, j = mid, o = lo;
 
 			while (i < mid && j < hi)
@@ -404,7 +422,10 @@ unsorted:
 				b[o++] = a[i++];
 			while (j < hi)
 				b[o++] = a[j++];
+			run[m++] = lo;
 		}
+		run[m] = n;
+		nr = m;
 		struct rkey *t = a;
 		a = b;
 		b = t;
@@ -696,6 +717,7 @@ void recording_reader__close(struct recording_reader *r)
 	ZSTD_freeDCtx(r->dctx);
 	free(r->cbuf);
 	free(r->tmp);
+	free(r->runs);
 	free(r->strings);
 	free(r->cpus);
 	free(r->path);

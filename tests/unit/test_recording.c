@@ -61,7 +61,7 @@ static void test_round_trip_every_type(void **state)
 }
 
 /* Many frames, time order across frame boundaries, ties in file order. */
-static void test_many_frames_time_order(void **state)
+static void check_time_order(uint64_t jitter_ns, unsigned int seed)
 {
 	struct rt_file f;
 	struct rt_recs recs = {};
@@ -70,8 +70,7 @@ static void test_many_frames_time_order(void **state)
 	uint64_t last_ts = 0, last_seq = 0, n = 0;
 	int ret;
 
-	/* Out of order by up to 50 µs, with duplicates, over > 10 frames. */
-	rt_recs__jittered(&recs, 130000, 50000, 7);
+	rt_recs__jittered(&recs, 130000, jitter_ns, seed);
 	rt_file__write(&f, &recs, 0);
 
 	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_TIME_ORDER), 0);
@@ -103,6 +102,19 @@ static void test_many_frames_time_order(void **state)
 	recording_reader__close(r);
 	rt_file__remove(&f);
 	rt_recs__free(&recs);
+}
+
+/* Out of order by up to 50 µs, with duplicates, over > 10 frames: many
+ * short ascending runs for the reader to merge. */
+static void test_many_frames_time_order(void **state)
+{
+	check_time_order(50000, 7);
+}
+
+/* A few records apart: fewer, longer runs, ties still in file order. */
+static void test_many_frames_nearly_in_order(void **state)
+{
+	check_time_order(4000, 11);
 }
 
 /* A record later than the reader's window (64 frames) still comes out, once,
@@ -205,6 +217,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip_every_type),
 	    cmocka_unit_test(test_many_frames_time_order),
+	    cmocka_unit_test(test_many_frames_nearly_in_order),
 	    cmocka_unit_test(test_beyond_window),
 	    cmocka_unit_test(test_mode_0600),
 	    cmocka_unit_test(test_writer_rejects_bad_records),
