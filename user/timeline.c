@@ -311,6 +311,12 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 
 	if (ti == KP_NONE)
 		return 0;
+	/* pid 0 is the idle task (swapper/N), or the recorder's "[other]":
+	 * a thread woken onto an idle CPU waits for it to leave idle (wakeup
+	 * latency), behind no task. That is run-queue time without a culprit,
+	 * not contention. */
+	if (!e->culprit_pid && strncmp(e->culprit_comm, "[other]", CP_COMM_LEN))
+		return 0;
 	t = &kp->th[ti];
 	for (uint32_t k = t->niv; k > 0 && k + 4 > t->niv; k--) {
 		if (t->iv[k - 1].state == KP_ST_RUNNABLE) {

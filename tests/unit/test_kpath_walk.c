@@ -460,6 +460,49 @@ static void test_runqueue_prev_culprit(void **state)
 	assert_int_equal(q->segs[1].cul_ns[0], 4 * U);
 }
 
+/* 6c. Woken onto an idle CPU: the wait is for the CPU to leave idle, behind
+ * no task. R sleeps 3→5 and waits 5→6 while the recorder names the idle
+ * task (swapper/0, pid 0) for all of it; later it sleeps 8→9 and waits 9→11
+ * behind idle for 1, a hog for 0.5 and the recorder's "[other]" (pid 0
+ * too) for 0.5. The idle task is never a culprit, and a wait behind no task
+ * is not interference. */
+static void test_runqueue_idle(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+	    {0, 3, CP_CAT_CPU, 100, false},	 {3, 5, CP_CAT_SLEEP, 100, false},
+	    {5, 6, CP_CAT_RUNQUEUE, 100, false}, {6, 8, CP_CAT_CPU, 100, false},
+	    {8, 9, CP_CAT_SLEEP, 100, false},	 {9, 11, CP_CAT_RUNQUEUE, 100, true},
+	    {11, 12, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /idle HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 3 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 5 * U, 0, 100, 100, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 6 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_culprit(&b, B + 6 * U, 0, 100, 100, 0, 0, "swapper/0", 1 * U, B + 5 * U);
+	kb_switch(&b, B + 8 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 9 * U, 0, 100, 100, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 11 * U, 0, 300, 300, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_culprit(&b, B + 11 * U, 0, 100, 100, 0, 0, "swapper/0", 1 * U, B + 9 * U);
+	kb_culprit(&b, B + 11 * U, 0, 100, 100, 300, 300, "hog", U / 2, B + 9 * U);
+	kb_culprit(&b, B + 11 * U, 0, 100, 100, 0, 0, "[other]", U / 2, B + 9 * U);
+	respond_at(&b, B + 12 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	check_path(q, w, 7);
+	assert_int_equal(q->segs[2].ncul, 0);
+	assert_int_equal(q->segs[5].ncul, 2);
+	assert_int_equal(q->segs[5].cul_pid[0], 300);
+	assert_int_equal(q->segs[5].cul_ns[0], U / 2);
+	assert_int_equal(q->segs[5].cul_pid[1], 0);
+	assert_int_equal(q->segs[5].cul_ns[1], U / 2);
+}
+
 /* 7. Untraced downstream: R sends to 10.0.0.7:5432 at 2 and is woken by
  * NET_RX on that socket at 30: a blind spot of exactly 28 naming the peer. */
 static void test_untraced_downstream(void **state)
@@ -799,6 +842,7 @@ int main(void)
 	    cmocka_unit_test(test_handoff_writer),
 	    cmocka_unit_test(test_runqueue),
 	    cmocka_unit_test(test_runqueue_prev_culprit),
+	    cmocka_unit_test(test_runqueue_idle),
 	    cmocka_unit_test(test_untraced_downstream),
 	    cmocka_unit_test(test_loss_partial),
 	    cmocka_unit_test(test_loss_late_record),
