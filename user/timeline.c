@@ -248,9 +248,14 @@ int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking 
 	if (e->waker_ctx == CP_CTX_TASK && e->waker_tid)
 		waker = kp__thread_find(kp, host, (int32_t)e->waker_tid);
 	if (waker == KP_NONE && e->h.cpu < KP_MAX_CPUS &&
+	    (e->waker_ctx == CP_CTX_TASK ||
+	     (e->waker_ctx == CP_CTX_SOFTIRQ && e->softirq_vec == CP_SOFTIRQ_NET_RX)) &&
 	    (size_t)host * KP_MAX_CPUS + e->h.cpu < kp->nlastdr) {
 		/* data arriving on a socket wakes its reader from the same
-		 * softirq, on the same CPU, right after sock:sk_data_ready */
+		 * softirq, on the same CPU, right after sock:sk_data_ready.
+		 * A hard interrupt or another softirq there meanwhile is not
+		 * the packet's: a lock holder woken by its sleep's hrtimer,
+		 * taken for it, became the request's own work, not `lock`. */
 		const struct kp_lastdr *d = &kp->lastdr[(size_t)host * KP_MAX_CPUS + e->h.cpu];
 
 		if (d->conn != KP_NONE && d->ts <= ts && ts - d->ts <= KP_DR_WINDOW_NS)
@@ -305,6 +310,12 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	struct kp_iv *iv = NULL;
 
 	if (ti == KP_NONE)
+		return 0;
+	/* pid 0 is the idle task (swapper/N), or the recorder's "[other]":
+	 * a thread woken onto an idle CPU waits for it to leave idle (wakeup
+	 * latency), behind no task. That is run-queue time without a culprit,
+	 * not contention. */
+	if (!e->culprit_pid && strncmp(e->culprit_comm, "[other]", CP_COMM_LEN))
 		return 0;
 	t = &kp->th[ti];
 	for (uint32_t k = t->niv; k > 0 && k + 4 > t->niv; k--) {

@@ -187,7 +187,8 @@ def service_requests(rep, port):
 
 
 def tiling_errors(req):
-    """DESIGN.md section 5: segments tile [start_ns, end_ns] exactly."""
+    """DESIGN.md section 5: segments tile [start_ns, end_ns] exactly, none of them
+    empty (a zero-length step is not a step of the path)."""
     errs = []
     segs = req.get("critical_path") or []
     s, e, lat = req.get("start_ns"), req.get("end_ns"), req.get("latency_ns")
@@ -208,6 +209,8 @@ def tiling_errors(req):
         if not isinstance(gs, int) or not isinstance(ge, int) or ge < gs:
             errs.append(f"{rid}: segment {i} [{gs}, {ge}] is not an interval")
             continue
+        if ge == gs:
+            errs.append(f"{rid}: segment {i} [{gs}, {ge}] has no duration")
         if i and gs != segs[i - 1].get("end_ns"):
             kind = "overlaps" if gs < segs[i - 1]["end_ns"] else "leaves a gap after"
             errs.append(f"{rid}: segment {i} starts at {gs}, {kind} segment {i - 1} "

@@ -318,6 +318,42 @@ static void test_lock_holder(void **state)
 	assert_int_equal(q->segs[0].cul_ns[0], 11 * U);
 }
 
+/* 4b. The same holder woken from its sleep by a timer (hardirq) on the CPU
+ * where the request's bytes had arrived just before: that wakeup is the
+ * timer's, not the packet's, so the holder's 1→11 is still `lock` (not own
+ * work reached through the request's data) and 0→1 is its sleep. */
+static void test_lock_holder_timer_after_rx(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+	    {0, 1, CP_CAT_SLEEP, 101, true},
+	    {1, 11, CP_CAT_LOCK, 101, true},
+	    {11, 13, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	serve_from_b(&b, 100, 100, 0, "GET /lock HTTP/1.1\r\n\r\n");
+	/* on cpu 0, 1 after the sk_data_ready there: H's hrtimer */
+	kb_wake(&b, B + 1 * U, 0, 100, 101, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 1 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "maint");
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 11 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 11 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_futex(&b, B + 2 * U - 100, B + 11 * U + 500, 100, 100, 0x2000);
+	kb_switch(&b, B + 12 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	respond_at(&b, B + 13 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	check_path(q, w, 3);
+	assert_int_equal(q->segs[1].ncul, 1);
+	assert_int_equal(q->segs[1].cul_tid[0], 101);
+	assert_int_equal(q->segs[1].cul_ns[0], 10 * U);
+}
+
 /* 5. Hand-off: R runs 0→2, wakes W at 2 and blocks; W runs 2→8 and wakes R;
  * R runs 8→9. W's time is own work. */
 static void test_handoff(void **state)
@@ -422,6 +458,49 @@ static void test_runqueue_prev_culprit(void **state)
 	assert_int_equal(q->segs[1].ncul, 1);
 	assert_int_equal(q->segs[1].cul_pid[0], 100);
 	assert_int_equal(q->segs[1].cul_ns[0], 4 * U);
+}
+
+/* 6c. Woken onto an idle CPU: the wait is for the CPU to leave idle, behind
+ * no task. R sleeps 3→5 and waits 5→6 while the recorder names the idle
+ * task (swapper/0, pid 0) for all of it; later it sleeps 8→9 and waits 9→11
+ * behind idle for 1, a hog for 0.5 and the recorder's "[other]" (pid 0
+ * too) for 0.5. The idle task is never a culprit, and a wait behind no task
+ * is not interference. */
+static void test_runqueue_idle(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+	    {0, 3, CP_CAT_CPU, 100, false},	 {3, 5, CP_CAT_SLEEP, 100, false},
+	    {5, 6, CP_CAT_RUNQUEUE, 100, false}, {6, 8, CP_CAT_CPU, 100, false},
+	    {8, 9, CP_CAT_SLEEP, 100, false},	 {9, 11, CP_CAT_RUNQUEUE, 100, true},
+	    {11, 12, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /idle HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 3 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 5 * U, 0, 100, 100, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 6 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_culprit(&b, B + 6 * U, 0, 100, 100, 0, 0, "swapper/0", 1 * U, B + 5 * U);
+	kb_switch(&b, B + 8 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 9 * U, 0, 100, 100, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 11 * U, 0, 300, 300, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_culprit(&b, B + 11 * U, 0, 100, 100, 0, 0, "swapper/0", 1 * U, B + 9 * U);
+	kb_culprit(&b, B + 11 * U, 0, 100, 100, 300, 300, "hog", U / 2, B + 9 * U);
+	kb_culprit(&b, B + 11 * U, 0, 100, 100, 0, 0, "[other]", U / 2, B + 9 * U);
+	respond_at(&b, B + 12 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	check_path(q, w, 7);
+	assert_int_equal(q->segs[2].ncul, 0);
+	assert_int_equal(q->segs[5].ncul, 2);
+	assert_int_equal(q->segs[5].cul_pid[0], 300);
+	assert_int_equal(q->segs[5].cul_ns[0], U / 2);
+	assert_int_equal(q->segs[5].cul_pid[1], 0);
+	assert_int_equal(q->segs[5].cul_ns[1], U / 2);
 }
 
 /* 7. Untraced downstream: R sends to 10.0.0.7:5432 at 2 and is woken by
@@ -758,10 +837,12 @@ int main(void)
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_cpt_figure_2c),
 	    cmocka_unit_test(test_lock_holder),
+	    cmocka_unit_test(test_lock_holder_timer_after_rx),
 	    cmocka_unit_test(test_handoff),
 	    cmocka_unit_test(test_handoff_writer),
 	    cmocka_unit_test(test_runqueue),
 	    cmocka_unit_test(test_runqueue_prev_culprit),
+	    cmocka_unit_test(test_runqueue_idle),
 	    cmocka_unit_test(test_untraced_downstream),
 	    cmocka_unit_test(test_loss_partial),
 	    cmocka_unit_test(test_loss_late_record),
