@@ -65,6 +65,8 @@ struct cp_rq_slice {
 struct cp_cpu_rq {
 	__u64 last_ts; /* when the task now running got this CPU */
 	__u32 head;
+	__u32 last_tid; /* that task, as the switch said (see on_switch) */
+	__u32 last_pid;
 	__u32 __pad;
 	struct cp_rq_slice s[RQ_SLICES];
 };
@@ -398,6 +400,64 @@ static __always_inline void switch_fill(bool btf, struct cp_ev_sched_switch *e, 
 	comm_copy(btf, e->next_comm, next);
 }
 
+/*
+ * The switch record, with the culprits of next's run-queue wait when it
+ * had one (wait: NULL for none). flags: CP_SW_INFERRED or 0.
+ */
+static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u32 prev_tid,
+					__u32 next_pid, __u32 next_tid, __u8 state,
+					unsigned int prev_state, struct task_struct *comm_of,
+					struct cp_rq_wait *wait, __u8 flags)
+{
+	__u32 zero = 0;
+
+	if (wait && now > wait->since) {
+		/* culprits from the CPU it waited on last: this one */
+		wait->cpu = bpf_get_smp_processor_id();
+		/* built aside and copied at its size: a reservation for the
+		 * most culprits would move ~400 bytes of ring for the one or
+		 * two a wait usually has */
+		struct cp_switch_batch *b = bpf_map_lookup_elem(&switch_scratch, &zero);
+		__u32 n;
+
+		if (!b) {
+			count_drop();
+			return;
+		}
+		b->batch.type = CP_RING_BATCH;
+		b->batch.size = sizeof(b->batch);
+		b->batch.cpu = b->batch.pid = b->batch.tid = 0;
+		b->batch.ts = now;
+		switch_fill(btf, &b->sw, now, prev_pid, prev_tid, next_pid, next_tid, state,
+			    prev_state, comm_of);
+		b->sw.flags = flags;
+		n = rq_culprits(b, wait, next_tid, now);
+		if (n > RQ_TOP + 1)
+			n = RQ_TOP + 1;
+		if (!flags && n == 1 && b->c[0].culprit_tid == prev_tid &&
+		    b->c[0].culprit_pid == prev_pid && b->c[0].ns == now - wait->since &&
+		    tgid_is_target(prev_pid)) {
+			/* the switch says it all (CP_SW_PREV_CULPRIT) */
+			b->sw.flags = CP_SW_PREV_CULPRIT;
+			ev_output(&b->sw, sizeof(b->sw));
+		} else {
+			ev_output(b, offsetof(struct cp_switch_batch, c) +
+					 n * sizeof(struct cp_ev_runq_culprit));
+		}
+	} else {
+		struct cp_ev_sched_switch *e = ring_reserve(sizeof(*e));
+
+		if (!e) {
+			count_drop();
+			return;
+		}
+		switch_fill(btf, e, now, prev_pid, prev_tid, next_pid, next_tid, state, prev_state,
+			    comm_of);
+		e->flags = flags;
+		ev_submit(e);
+	}
+}
+
 static __always_inline int on_switch(bool btf, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
@@ -406,7 +466,10 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	__u64 now = bpf_ktime_get_ns();
 	struct cp_task_slot *ps = NULL, *ns = NULL;
 	struct cp_rq_wait wait;
+	__u32 hid_pid = 0, hid_tid = 0;
 	struct cp_cpu_rq *rq;
+	bool unseen = false;
+	__u64 last_ts = 0;
 	bool waited;
 	__u32 zero = 0;
 	bool pt, nt;
@@ -418,6 +481,18 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	if (rq) {
 		struct cp_rq_slice *s = &rq->s[rq->head & (RQ_SLICES - 1)];
 
+		/* prev is not the task the last switch seen here gave the CPU
+		 * to: a switch went unreported. This VM's kernel, for one,
+		 * leaves every switch out of its init's (pid 1) threads out of
+		 * the tracepoint (0 of ~10^5 reported, the switches into them
+		 * all are), so a target following one on a CPU had no
+		 * switch-in. */
+		last_ts = rq->last_ts;
+		hid_pid = rq->last_pid;
+		hid_tid = rq->last_tid;
+		unseen = last_ts && hid_tid != prev_tid;
+		rq->last_pid = next_pid;
+		rq->last_tid = next_tid;
 		s->pid = prev_pid;
 		s->tid = prev_tid;
 		s->start = rq->last_ts;
@@ -449,47 +524,24 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	else
 		waited = nt && rq_wait_take(false, next, next_tid, &wait);
 
-	if (waited && now > wait.since) {
-		/* culprits from the CPU it waited on last: this one */
-		wait.cpu = bpf_get_smp_processor_id();
-		/* built aside and copied at its size: a reservation for the
-		 * most culprits would move ~400 bytes of ring for the one or
-		 * two a wait usually has */
-		struct cp_switch_batch *b = bpf_map_lookup_elem(&switch_scratch, &zero);
+	if (unseen && pt) {
+		/* prev's switch-in, at the earliest it can have been: the last
+		 * switch seen on this CPU, or prev's wakeup if later (its
+		 * run-queue wait ended there) */
+		struct cp_rq_wait pw;
+		bool pwaited = btf ? rq_slot_take(ps, &pw)
+				   : rq_wait_take(false, prev, prev_tid, &pw);
+		__u64 at = pwaited && pw.since > last_ts ? pw.since : last_ts;
 
-		if (b) {
-			__u32 n;
-
-			b->batch.type = CP_RING_BATCH;
-			b->batch.size = sizeof(b->batch);
-			b->batch.cpu = b->batch.pid = b->batch.tid = 0;
-			b->batch.ts = now;
-			switch_fill(btf, &b->sw, now, prev_pid, prev_tid, next_pid, next_tid, state,
-				    prev_state, next);
-			n = rq_culprits(b, &wait, next_tid, now);
-			if (n > RQ_TOP + 1)
-				n = RQ_TOP + 1;
-			if (pt && n == 1 && b->c[0].culprit_tid == prev_tid &&
-			    b->c[0].culprit_pid == prev_pid && b->c[0].ns == now - wait.since) {
-				/* the switch says it all (CP_SW_PREV_CULPRIT) */
-				b->sw.flags = CP_SW_PREV_CULPRIT;
-				ev_output(&b->sw, sizeof(b->sw));
-			} else {
-				ev_output(b, offsetof(struct cp_switch_batch, c) +
-						 n * sizeof(struct cp_ev_runq_culprit));
-			}
-		}
-	} else {
-		struct cp_ev_sched_switch *e = ring_reserve(sizeof(*e));
-
-		if (e) {
-			switch_fill(btf, e, now, prev_pid, prev_tid, next_pid, next_tid, state,
-				    prev_state, next);
-			ev_submit(e);
-		} else {
-			count_drop();
-		}
+		if (at > now)
+			at = now;
+		switch_emit(btf, at, hid_pid, hid_tid, prev_pid, prev_tid, CP_PREV_PREEMPTED, 0,
+			    prev, pwaited ? &pw : NULL, CP_SW_INFERRED);
+		if (btf && cfg_lean && ps)
+			cp_blk_resume(ps, prev_pid, prev_tid, at);
 	}
+	switch_emit(btf, now, prev_pid, prev_tid, next_pid, next_tid, state, prev_state, next,
+		    waited ? &wait : NULL, 0);
 
 	/* after the switch record: a block it ends is read in that order */
 	if (btf && cfg_lean) {

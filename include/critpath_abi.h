@@ -96,6 +96,13 @@ struct cp_ev_sched_switch {
  * CP_EV_RUNQ_CULPRIT records follow (the common case, written in 64 bytes
  * instead of 128). */
 #define CP_SW_PREV_CULPRIT 0x01
+/* Inferred, not reported: next (a target thread) was found running on this
+ * CPU by the next switch seen there, though no switch to it was reported (a
+ * kernel that leaves some tasks' switches out of the tracepoint). hdr.ts is
+ * the earliest the switch can have been: the last switch seen on the CPU,
+ * or next's wakeup if later. prev is the task that last switch gave the CPU
+ * to; next_comm is next's. */
+#define CP_SW_INFERRED 0x02
 
 enum cp_waker_ctx {
 	CP_CTX_TASK = 0,	/* woken by the thread waker_pid/waker_tid */

@@ -246,6 +246,8 @@ static void fields_sched(struct jline *j, const struct cp_hdr *rec)
 		jline__strn(j, "next_comm", e->next_comm, CP_COMM_LEN);
 		if (e->flags & CP_SW_PREV_CULPRIT)
 			jline__bool(j, "prev_culprit", true);
+		if (e->flags & CP_SW_INFERRED)
+			jline__bool(j, "inferred", true);
 		break;
 	}
 	case CP_EV_SCHED_WAKING: {

@@ -322,6 +322,9 @@ struct kp {
 	 * whose bytes went on past the recorded payload prefix (requests there
 	 * not seen, not counted) */
 	uint64_t pipe_reads, pipe_requests, pipe_beyond;
+	/* switches of target threads the kernel did not report, inferred by
+	 * the recorder (CP_SW_INFERRED) */
+	uint64_t inferred_switches;
 	int err; /* first error of the emit callback */
 
 	/* scratch of the walk, reused between requests */

@@ -231,6 +231,7 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 			return -ENOMEM;
 		c->cpu = (int16_t)e->h.cpu;
 		t->pend_wake = 0;
+		kp->inferred_switches += !!(e->flags & CP_SW_INFERRED);
 		if (e->flags & CP_SW_PREV_CULPRIT)
 			return tl_prev_culprit(kp, host, e, ti, ts);
 	}

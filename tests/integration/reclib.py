@@ -232,15 +232,15 @@ def check_no_drops(tap, name, d, rec_err):
 
 
 def unseen_allowance(n):
-    """How many of n wakeups (and the switches in after them) a check lets
-    go unrecorded. Measured on this VM: sched_waking/sched_switch hits whose
-    current task is the VM's init agent (pid 1, "tokio-rt-worker") are now
-    and then not delivered to BPF programs at all -- ftrace sees them, the
-    programs' run counts do not include them, recursion_misses stays 0, and
-    two recorders attached at once miss the same ones -- about 0.1-0.5% of a
-    timer-woken thread's wakeups, in bursts of a few milliseconds. The
-    recorder cannot see or count that; everything it did record must still
-    be right."""
+    """How many of n wakeups a check lets go unrecorded. This VM's kernel
+    runs no tracepoint program for the events whose current task is one of
+    its init's (pid 1, "tokio-rt-worker") threads: a switch out of one (0 of
+    ~10^5 reported, the switches into them all are; the recorder infers the
+    switch-ins this hides, test_record_switches.py), and a wakeup from an
+    interrupt that lands while one runs -- about 0.1-0.5% of a timer-woken
+    thread's wakeups, in bursts of a few milliseconds. The programs' run
+    counts do not include them and recursion_misses stays 0; a wakeup has no
+    trace left to infer it from. Everything recorded must still be right."""
     return max(2, n // 50)
 
 
