@@ -529,8 +529,8 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 		 * switch seen on this CPU, or prev's wakeup if later (its
 		 * run-queue wait ended there) */
 		struct cp_rq_wait pw;
-		bool pwaited = btf ? rq_slot_take(ps, &pw)
-				   : rq_wait_take(false, prev, prev_tid, &pw);
+		bool pwaited =
+		    btf ? rq_slot_take(ps, &pw) : rq_wait_take(false, prev, prev_tid, &pw);
 		__u64 at = pwaited && pw.since > last_ts ? pw.since : last_ts;
 
 		if (at > now)
