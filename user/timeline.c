@@ -8,6 +8,7 @@
  * half-known thread the walk could wander into.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ static struct kp_iv *tl_open(struct kp_thread *t, uint8_t state, uint64_t ts)
 	} else if (t->niv && start < t->iv[t->niv - 1].end) {
 		start = t->iv[t->niv - 1].end;
 	}
-	if (kp__grow((void **)&t->iv, &t->capiv, t->niv + 1, sizeof(*t->iv)))
+	if (kp__win_more((void **)&t->iv, &t->ivoff, &t->capiv, t->niv, sizeof(*t->iv)))
 		return NULL;
 	n = &t->iv[t->niv++];
 	memset(n, 0, sizeof(*n));
@@ -327,7 +328,7 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	}
 	if (!iv)
 		return 0;
-	if (kp__grow((void **)&t->cul, &t->capcul, t->ncul + 1, sizeof(*t->cul)))
+	if (kp__win_more((void **)&t->cul, &t->culoff, &t->capcul, t->ncul, sizeof(*t->cul)))
 		return -ENOMEM;
 	c = &t->cul[t->ncul];
 	c->ts = ts;
@@ -398,7 +399,7 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 			}
 		}
 	}
-	if (kp__grow((void **)&t->pev, &t->cappev, t->npev + 1, sizeof(*t->pev)))
+	if (kp__win_more((void **)&t->pev, &t->pevoff, &t->cappev, t->npev, sizeof(*t->pev)))
 		return -ENOMEM;
 	ev = &t->pev[t->npev++];
 	ev->ts = ts;
@@ -407,18 +408,43 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 	return 0;
 }
 
-int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
+static inline uint64_t key_at(const char *a, size_t elem, uint32_t i)
 {
-	uint32_t lo = 0, hi = t->npev;
+	return *(const uint64_t *)(a + (size_t)i * elem);
+}
 
+/* The first index in [0, n) whose key (the uint64_t at offset off of an
+ * element of size elem) is >= ts, or n; keys ascend. Walks ask about recent
+ * times, near the end of a thread's arrays: gallop back from the end to
+ * bracket the answer, then bisect the bracket. */
+static uint32_t lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off,
+				     uint64_t ts)
+{
+	const char *a = (const char *)arr + off;
+	uint32_t lo = 0, hi = n, step = 1;
+
+	while (hi > step && key_at(a, elem, hi - step) >= ts) {
+		hi -= step;
+		step *= 2;
+	}
+	if (hi > step)
+		lo = hi - step + 1; /* key hi - step < ts */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (t->pev[mid].ts < ts)
+		if (key_at(a, elem, mid) < ts)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
+{
+	uint32_t lo = lower_bound_from_end(t->pev, t->npev, sizeof(*t->pev),
+					   offsetof(struct kp_probe_ev, ts), ts);
+
 	return lo ? (int64_t)(t->pev_base + lo - 1) : -1;
 }
 
@@ -475,16 +501,9 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 
 int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts)
 {
-	uint32_t lo = 0, hi = t->niv;
+	uint32_t lo = lower_bound_from_end(t->iv, t->niv, sizeof(*t->iv),
+					   offsetof(struct kp_iv, end), ts);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->iv[mid].end < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo >= t->niv || t->iv[lo].start >= ts)
 		return -1;
 	return lo;
@@ -496,24 +515,15 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 
 	while (drop + 1 < t->niv && t->iv[drop].end < before)
 		drop++;
-	if (drop) {
-		memmove(t->iv, t->iv + drop, (t->niv - drop) * sizeof(*t->iv));
-		t->niv -= drop;
-	}
+	kp__win_drop((void **)&t->iv, &t->ivoff, &t->niv, drop, sizeof(*t->iv));
 	while (cdrop < t->ncul && t->cul[cdrop].ts + KP_DR_WINDOW_NS < before)
 		cdrop++;
-	if (cdrop) {
-		memmove(t->cul, t->cul + cdrop, (t->ncul - cdrop) * sizeof(*t->cul));
-		t->ncul -= cdrop;
-		t->cul_base += cdrop;
-	}
+	kp__win_drop((void **)&t->cul, &t->culoff, &t->ncul, cdrop, sizeof(*t->cul));
+	t->cul_base += cdrop;
 	/* keep the last probe event before the mark: its stack holds there */
 	cdrop = 0;
 	while (cdrop + 1 < t->npev && t->pev[cdrop + 1].ts < before)
 		cdrop++;
-	if (cdrop) {
-		memmove(t->pev, t->pev + cdrop, (t->npev - cdrop) * sizeof(*t->pev));
-		t->npev -= cdrop;
-		t->pev_base += cdrop;
-	}
+	kp__win_drop((void **)&t->pev, &t->pevoff, &t->npev, cdrop, sizeof(*t->pev));
+	t->pev_base += cdrop;
 }
