@@ -107,10 +107,11 @@ struct kp_thread {
 	uint32_t host;
 	uint32_t proc; /* process index */
 	char comm[CP_COMM_LEN];
+	/* iv, cul and pev are windows (kp__win_more): pruning moves their start */
 	struct kp_iv *iv;
-	uint32_t niv, capiv;
+	uint32_t niv, capiv, ivoff;
 	struct kp_culprit *cul;
-	uint32_t ncul, capcul;
+	uint32_t ncul, capcul, culoff;
 	uint64_t cul_base; /* absolute index of cul[0] */
 	/* a wakeup seen while we still thought the thread was running (the
 	 * waking and the switch-out raced on two CPUs) */
@@ -118,7 +119,7 @@ struct kp_thread {
 	uint32_t pend_waker, pend_conn;
 	uint8_t pend_wake;
 	struct kp_probe_ev *pev;
-	uint32_t npev, cappev;
+	uint32_t npev, cappev, pevoff;
 	uint64_t pev_base;		 /* absolute index of pev[0] */
 	uint32_t pstack[KP_PROBE_DEPTH]; /* probed calls active now */
 	uint8_t pdepth;
@@ -197,10 +198,10 @@ struct kp_conn {
 	char last_name[KP_NAME_LEN]; /* client: the call being made; server: last request */
 	char service[KP_NAME_LEN];   /* "comm:port", set at its first request */
 	char lstr[KP_ADDR_STR_LEN], rstr[KP_ADDR_STR_LEN]; /* "ip:port" of each end, once known */
-	struct kp_write *wr;
-	uint32_t nwr, capwr;
+	struct kp_write *wr; /* wr and dr are windows (kp__win_more) */
+	uint32_t nwr, capwr, wroff;
 	struct kp_dready *dr;
-	uint32_t ndr, capdr;
+	uint32_t ndr, capdr, droff;
 	struct kp_name_run *runs; /* req.nruns of them (pipelining), allocated when first needed */
 	uint32_t capruns;
 	uint64_t last_used; /* the latest record on it */
@@ -362,6 +363,15 @@ uint32_t kp_map__get(const struct kp_map *m, uint64_t key);
 void kp_map__del(struct kp_map *m, uint64_t key);
 void kp_map__free(struct kp_map *m);
 int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* Arrays pruned at the front: the window [*arr, *arr + n) starts *off
+ * elements into an allocation of *cap. Dropping moves the start instead of
+ * the data; kp__win_more makes room for one more element, moving the window
+ * back to the front only when the part dropped is at least as long as it
+ * (each element moves a bounded number of times, and the allocation stays
+ * within a small multiple of the largest window). */
+int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
+void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t elem);
+void kp__win_free(void **arr, uint32_t *off, size_t elem);
 
 /* timeline.c */
 uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
