@@ -97,6 +97,7 @@ struct engine {
 	struct index span_index;
 
 	uint64_t gen;
+	bool interned; /* the request being added has cp_request.interned */
 	uint32_t *touched;
 	uint32_t ntouched, captouched;
 	const char *const **seg_frames; /* the request's segments' interned stacks */
@@ -278,6 +279,11 @@ void engine__free(struct engine *e)
 	free(e);
 }
 
+const char *engine__intern(struct engine *e, const char *s)
+{
+	return intern__get(e->in, s);
+}
+
 void engine__set_quiet(struct engine *e, bool quiet)
 {
 	e->quiet = quiet;
@@ -402,6 +408,8 @@ static const char *engine__frame(struct engine *e, const char *f)
 {
 	uint32_t m;
 
+	if (f && e->interned)
+		return f;
 	if (!f)
 		f = "?";
 	m = (uint32_t)(((uintptr_t)f * 0x9e3779b97f4a7c15ull) >> (64 - MEMO_BITS));
@@ -851,6 +859,7 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 	}
 	lat = req->end_ns - req->start_ns;
 	e->gen++;
+	e->interned = req->interned;
 	err = engine__aggregate(e, req, lat);
 	if (!err)
 		err = engine__keep(e, req);

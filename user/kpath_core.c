@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_int.h"
 #include "kpath_internal.h"
 
 #define KP_PRUNE_EVERY 65536u
@@ -185,6 +186,21 @@ int kp__init(struct kp *kp, kp_emit_fn emit, void *arg)
 	return 0;
 }
 
+void kp__set_intern(struct kp *kp, kp_intern_fn fn, void *arg)
+{
+	kp->intern = fn;
+	kp->intern_arg = arg;
+}
+
+const char *kp__intern(struct kp *kp, const char *s)
+{
+	if (kp->intern)
+		return kp->intern(kp->intern_arg, s);
+	if (!kp->own_intern && !(kp->own_intern = intern__new()))
+		return NULL;
+	return intern__get(kp->own_intern, s);
+}
+
 void kp__free(struct kp *kp)
 {
 	for (uint32_t i = 0; i < kp->nth; i++) {
@@ -194,7 +210,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 		kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
 	}
-	free(kp->probe_names);
+	free(kp->probes);
 	kp_map__free(&kp->probemap);
 	for (uint32_t i = 0; i < kp->npr; i++)
 		free(kp->pr[i].listen);
@@ -215,11 +231,9 @@ void kp__free(struct kp *kp)
 	free(kp->loss);
 	free(kp->lastdr);
 	free(kp->ws);
-	free(kp->segs);
 	free(kp->culs);
 	free(kp->strs);
-	free(kp->sbuf);
-	free(kp->frames);
+	intern__free(kp->own_intern);
 	kp_map__free(&kp->thmap);
 	kp_map__free(&kp->prmap);
 	kp_map__free(&kp->cnmap);

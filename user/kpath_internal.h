@@ -88,6 +88,7 @@ struct kp_culprit {
 	uint64_t ns;
 	int32_t pid, tid;
 	char comm[CP_COMM_LEN];
+	const char *icomm; /* comm interned (kp__intern), once a walk names it */
 };
 
 /* A --probe function entered or returned on a thread, with the stack of
@@ -97,7 +98,7 @@ struct kp_culprit {
 
 struct kp_probe_ev {
 	uint64_t ts;
-	uint32_t stack[KP_PROBE_DEPTH]; /* into kp->probe_names */
+	uint32_t stack[KP_PROBE_DEPTH]; /* into kp->probes */
 	uint8_t depth;
 };
 
@@ -107,6 +108,10 @@ struct kp_thread {
 	uint32_t host;
 	uint32_t proc; /* process index */
 	char comm[CP_COMM_LEN];
+	/* kp__thread_comm: the comm it names, interned, and what that was made
+	 * from (comms change at exec and with metadata) */
+	const char *icomm;
+	char icomm_of[CP_COMM_LEN];
 	/* iv, cul and pev are windows (kp__win_more): pruning moves their start */
 	struct kp_iv *iv;
 	uint32_t niv, capiv, ivoff;
@@ -135,6 +140,7 @@ struct kp_proc {
 	/* kp__proc_frame_service: the walk names other processes on every
 	 * request; the name, and the comm and port it was made from */
 	char svc[KP_NAME_LEN];
+	const char *isvc; /* svc interned */
 	char svc_comm[CP_COMM_LEN];
 	uint16_t svc_port;
 	bool svc_ok;
@@ -197,6 +203,7 @@ struct kp_conn {
 	struct kp_req req;
 	char last_name[KP_NAME_LEN]; /* client: the call being made; server: last request */
 	char service[KP_NAME_LEN];   /* "comm:port", set at its first request */
+	const char *iservice;	     /* service interned */
 	char lstr[KP_ADDR_STR_LEN], rstr[KP_ADDR_STR_LEN]; /* "ip:port" of each end, once known */
 	struct kp_write *wr; /* wr and dr are windows (kp__win_more) */
 	uint32_t nwr, capwr, wroff;
@@ -257,17 +264,18 @@ struct kp_wseg {
 	bool interference;
 };
 
-/* A string that names a walk's segment (kp->strs): stable storage (a
- * process's service, a connection's address) that lives until the request
- * is copied out, or buf >= 0, a slot of kp->sbuf composed for this walk.
- * Every use gets an id of its own, as seg_add merges segments only when
- * their ids are equal. */
-struct kp_sref {
-	const char *p;
-	int32_t buf;
+typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
+/* One pointer per contents, valid as long as the requests' consumer needs
+ * it (engine__intern), or NULL on ENOMEM. */
+typedef const char *(*kp_intern_fn)(void *arg, const char *s);
+
+/* A --probe symbol, and the same interned */
+struct kp_probe_name {
+	char name[KP_NAME_LEN];
+	const char *iname;
 };
 
-typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
+struct intern;
 
 struct kp_map {
 	uint64_t *keys;
@@ -300,9 +308,9 @@ struct kp {
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
 	struct kp_lastdr *lastdr;	  /* [host * KP_MAX_CPUS + cpu] */
-	char (*probe_names)[KP_NAME_LEN]; /* --probe symbols */
-	uint32_t nprobe_names, capprobe_names;
-	struct kp_map probemap; /* host << 32 | probe_id → probe_names index */
+	struct kp_probe_name *probes; /* --probe symbols */
+	uint32_t nprobes, capprobes;
+	struct kp_map probemap; /* host << 32 | probe_id → probes index */
 	uint32_t nlastdr;
 
 	uint64_t now;		    /* the stream's time (latest hdr.ts) */
@@ -328,25 +336,37 @@ struct kp {
 	uint64_t inferred_switches;
 	int err; /* first error of the emit callback */
 
+	/* The strings requests name that repeat (services, request names,
+	 * frames, comms) are interned where they are made and kept with what
+	 * they name, so no request copies or hashes them again: through
+	 * intern (the engine's, and requests go out with interned set), or
+	 * without one in own_intern, which lives as long as kp. */
+	kp_intern_fn intern;
+	void *intern_arg;
+	struct intern *own_intern;
+
 	/* scratch of the walk, reused between requests */
 	struct kp_wseg *ws;
 	uint32_t nws, capws;
-	struct cp_segment *segs;
-	uint32_t nsegs, capsegs;
-	struct cp_culprit *culs;
+	struct cp_culprit *culs; /* comms interned */
 	uint32_t nculs, capculs;
-	struct kp_sref *strs;
+	/* the strings that name segments (frame3: interned; peer: a
+	 * connection's address, which lives until the request is copied
+	 * out). Every use gets an id of its own, as seg_add merges segments
+	 * only when their ids are equal. */
+	const char **strs;
 	uint32_t nstrs, capstrs;
-	char (*sbuf)[KP_NAME_LEN];
-	uint32_t nsbuf, capsbuf;
-	const char **frames;
-	uint32_t nframes, capframes;
 };
 
 #define KP_MAX_CPUS 1024
 
 /* kpath_core.c */
 int kp__init(struct kp *kp, kp_emit_fn emit, void *arg);
+/* Strings of the requests out come from fn (engine__intern of the engine
+ * they go to), and requests say so (cp_request.interned). */
+void kp__set_intern(struct kp *kp, kp_intern_fn fn, void *arg);
+/* s interned (kp->intern or kp's own table); NULL on ENOMEM */
+const char *kp__intern(struct kp *kp, const char *s);
 void kp__free(struct kp *kp);
 /* A source (one recording); returns its index. host_key tells hosts apart
  * (recordings of one host share tids and sockets): same key, same host. */
@@ -436,17 +456,17 @@ int kp__walk(struct kp *kp, uint32_t conn);
  * "comm:unix" for KP_PORT_UNIX, else its comm (into buf) */
 #define KP_PORT_UNIX (-1) /* kp__proc_service: a Unix-domain socket's service */
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len);
-/* kp__proc_service with port 0, kept in the process until its comm or
- * first listening port changes (valid until the next call for proc) */
+/* kp__proc_service with port 0, interned, kept in the process until its
+ * comm or first listening port changes; NULL on ENOMEM */
 const char *kp__proc_frame_service(struct kp *kp, uint32_t proc);
 /* The string behind an id of kp->strs */
 static inline const char *kp__str(const struct kp *kp, int32_t id)
 {
-	const struct kp_sref *r = &kp->strs[id];
-
-	return r->buf >= 0 ? kp->sbuf[r->buf] : r->p;
+	return kp->strs[id];
 }
-const char *kp__thread_comm(const struct kp *kp, uint32_t thread);
+/* The thread's comm (its process's for a main thread not named yet, else
+ * "?"), interned; NULL on ENOMEM */
+const char *kp__thread_comm(struct kp *kp, uint32_t thread);
 
 /* proto_detect.c */
 enum kp_proto { KP_PROTO_NONE = 0, KP_PROTO_HTTP, KP_PROTO_MEMCACHED, KP_PROTO_RESP };

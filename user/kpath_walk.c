@@ -40,33 +40,27 @@ struct walk {
 	/* the last third frame named (proc_frame): process, call, string */
 	uint32_t f3_proc;
 	const char *f3_call;
-	struct kp_sref f3;
+	const char *f3;
 };
 
-/* A new id for a string (a segment's frame3 or peer), or -1. */
-static int32_t str_ref(struct kp *kp, struct kp_sref r)
+/* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
+ * ENOMEM). */
+static int32_t str_ref(struct kp *kp, const char *s)
 {
-	if (kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
+	if (!s || kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
 		return -1;
-	kp->strs[kp->nstrs] = r;
+	kp->strs[kp->nstrs] = s;
 	return (int32_t)kp->nstrs++;
 }
 
-static int32_t str_ptr(struct kp *kp, const char *s)
-{
-	return str_ref(kp, (struct kp_sref){s, -1});
-}
-
-/* "a b" in a slot of kp->sbuf, a cut to alen bytes, b to blen, the whole to
- * KP_NAME_LEN - 1 (what snprintf "%.<alen>s %.<blen>s" made); -1 on ENOMEM */
-static int32_t sbuf_join(struct kp *kp, const char *a, size_t alen, const char *b, size_t blen)
+/* "a b", a cut to alen bytes, b to blen, the whole to KP_NAME_LEN - 1 (what
+ * snprintf "%.<alen>s %.<blen>s" made), interned; NULL on ENOMEM */
+static const char *join_interned(struct kp *kp, const char *a, size_t alen, const char *b,
+				 size_t blen)
 {
 	size_t n = strnlen(a, alen), m = strnlen(b, blen);
-	char *o;
+	char o[KP_NAME_LEN];
 
-	if (kp__grow((void **)&kp->sbuf, &kp->capsbuf, kp->nsbuf + 1, sizeof(*kp->sbuf)))
-		return -1;
-	o = kp->sbuf[kp->nsbuf];
 	if (n > KP_NAME_LEN - 1)
 		n = KP_NAME_LEN - 1;
 	memcpy(o, a, n);
@@ -76,18 +70,23 @@ static int32_t sbuf_join(struct kp *kp, const char *a, size_t alen, const char *
 		m = KP_NAME_LEN - 1 - n;
 	memcpy(o + n, b, m);
 	o[n + m] = '\0';
-	return (int32_t)kp->nsbuf++;
+	return kp__intern(kp, o);
 }
 
-const char *kp__thread_comm(const struct kp *kp, uint32_t thread)
+const char *kp__thread_comm(struct kp *kp, uint32_t thread)
 {
-	const struct kp_thread *t = &kp->th[thread];
+	struct kp_thread *t = &kp->th[thread];
+	const char *s = "?";
 
 	if (t->comm[0])
-		return t->comm;
-	if (t->tid == t->pid && kp->pr[t->proc].comm[0])
-		return kp->pr[t->proc].comm;
-	return "?";
+		s = t->comm;
+	else if (t->tid == t->pid && kp->pr[t->proc].comm[0])
+		s = kp->pr[t->proc].comm;
+	if (!t->icomm || strncmp(s, t->icomm_of, CP_COMM_LEN)) {
+		t->icomm = kp__intern(kp, s);
+		strncpy(t->icomm_of, s, CP_COMM_LEN);
+	}
+	return t->icomm;
 }
 
 const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
@@ -104,14 +103,15 @@ const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
 	/* comm is a CP_COMM_LEN array or "" */
 	if (p->svc_ok && p->svc_port == port &&
 	    (comm[0] ? !memcmp(p->svc_comm, comm, CP_COMM_LEN) : !p->svc_comm[0]))
-		return p->svc;
+		return p->isvc;
 	kp__proc_service(kp, proc, 0, p->svc, sizeof(p->svc));
+	p->isvc = kp__intern(kp, p->svc);
 	memset(p->svc_comm, 0, sizeof(p->svc_comm));
 	if (comm[0])
 		memcpy(p->svc_comm, comm, CP_COMM_LEN);
 	p->svc_port = port;
-	p->svc_ok = true;
-	return p->svc;
+	p->svc_ok = p->isvc != NULL;
+	return p->isvc;
 }
 
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len)
@@ -306,8 +306,7 @@ static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, ui
 			return 0;
 		}
 	}
-	/* comm lives in the thread or its culprit records until the request
-	 * is copied out */
+	/* comm is interned (or NULL: ENOMEM) */
 	if (kp__grow((void **)&kp->culs, &kp->capculs, kp->nculs + 1, sizeof(*kp->culs)))
 		return -ENOMEM;
 	c = &kp->culs[kp->nculs++];
@@ -332,13 +331,12 @@ static int32_t proc_frame(struct walk *w, uint32_t thread)
 	if (proc != w->f3_proc || w->call != w->f3_call) {
 		const char *svc = kp__proc_frame_service(kp, proc);
 
-		w->f3 = (struct kp_sref){svc, -1};
-		if (w->call && w->call[0]) {
-			/* what snprintf(" %s") after the service made */
-			w->f3.buf = sbuf_join(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
-			if (w->f3.buf < 0)
-				return -1;
-		}
+		/* with a call: what snprintf(" %s") after the service made */
+		if (svc && w->call && w->call[0])
+			svc = join_interned(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
+		if (!svc)
+			return -1;
+		w->f3 = svc;
 		w->f3_proc = proc;
 		w->f3_call = w->call;
 	}
@@ -350,7 +348,7 @@ static int32_t conn_peer_str(struct kp *kp, uint32_t conn)
 	if (conn == KP_NONE)
 		return -1;
 	/* name the server end of the hop: the downstream, whichever side we are on */
-	return str_ptr(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
+	return str_ref(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
 }
 
 static uint8_t block_category(const struct kp_iv *iv)
@@ -366,8 +364,8 @@ static uint8_t block_category(const struct kp_iv *iv)
 
 /* The k-th culprit of a run-queue interval, or NULL when the timeline has
  * already pruned it. */
-static const struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv,
-					   uint32_t k)
+static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv,
+				     uint32_t k)
 {
 	uint64_t abs = (uint64_t)iv->cul_first + k;
 
@@ -396,7 +394,7 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 			uint64_t t, bool interf)
 {
 	struct kp *kp = w->kp;
-	const struct kp_thread *th = &kp->th[thread];
+	struct kp_thread *th = &kp->th[thread];
 	uint64_t dur = iv->end - iv->start;
 	int err;
 
@@ -415,16 +413,18 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	if (err || t <= a)
 		return err;
 	for (uint32_t k = 0; k < iv->ncul; k++) {
-		const struct kp_culprit *c = iv_culprit(th, iv, k);
+		struct kp_culprit *c = iv_culprit(th, iv, k);
 		uint64_t ns;
 
 		if (!c)
 			continue;
+		if (!c->icomm)
+			c->icomm = kp__intern(kp, c->comm);
 		/* the part of the wait this segment covers */
 		ns = dur ? (uint64_t)((double)c->ns * (double)(t - a) / (double)dur) : c->ns;
 		if (ns > t - a)
 			ns = t - a;
-		err = cul_add(kp, c->pid, c->tid, c->comm, ns);
+		err = cul_add(kp, c->pid, c->tid, c->icomm, ns);
 		if (err)
 			return err;
 	}
@@ -446,7 +446,7 @@ int kp__walk(struct kp *kp, uint32_t conn)
 	bool lock_chain = false;
 	int err = 0;
 
-	kp->nws = kp->nculs = kp->nstrs = kp->nsbuf = 0;
+	kp->nws = kp->nculs = kp->nstrs = 0;
 	while (t > S && !err) {
 		struct kp_thread *th = &kp->th[thread];
 		int64_t idx = kp__tl_find(th, t);
@@ -525,7 +525,7 @@ int kp__walk(struct kp *kp, uint32_t conn)
 					/* bytes of this (or another) request on their way in:
 					 * name the client, no downstream frame */
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
-						      str_ptr(kp, kp__conn_addr(&kp->cn[iv->conn],
+						      str_ref(kp, kp__conn_addr(&kp->cn[iv->conn],
 										false)),
 						      -1);
 					break;
@@ -538,16 +538,17 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				     (iv->wake == KP_WK_NONE ||
 				      (iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
 				       iv->conn != KP_NONE)))) {
-					int32_t ps = conn_peer_str(kp, iv->conn), fs = ps;
+					int32_t ps = conn_peer_str(kp, iv->conn), fs = -1;
 
+					/* the address (a frame: interned), and the call
+					 * made to it: "%.40s %.20s" */
 					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&
-					    kp->cn[iv->conn].last_name[0]) {
-						/* "%.40s %.20s" */
-						int32_t b = sbuf_join(kp, kp__str(kp, ps), 40,
-								      kp->cn[iv->conn].last_name, 20);
-
-						fs = b < 0 ? -1 : str_ref(kp, (struct kp_sref){NULL, b});
-					}
+					    kp->cn[iv->conn].last_name[0])
+						fs = str_ref(kp, join_interned(kp, kp__str(kp, ps), 40,
+									       kp->cn[iv->conn].last_name,
+									       20));
+					else if (ps >= 0)
+						fs = str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
 						      ps, fs);
 					break;

@@ -337,6 +337,7 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	c->tid = (int32_t)e->culprit_tid;
 	memcpy(c->comm, e->culprit_comm, CP_COMM_LEN);
 	c->comm[CP_COMM_LEN - 1] = '\0';
+	c->icomm = NULL;
 	if (!iv->ncul || iv->cul_first + iv->ncul != t->cul_base + t->ncul)
 		iv->cul_first = (uint32_t)(t->cul_base + t->ncul), iv->ncul = 0;
 	iv->ncul++;
@@ -350,17 +351,22 @@ static uint32_t probe_name(struct kp *kp, uint32_t host, uint32_t id, const char
 	uint32_t i = kp_map__get(&kp->probemap, key);
 
 	if (i == KP_NONE) {
-		if (kp__grow((void **)&kp->probe_names, &kp->capprobe_names, kp->nprobe_names + 1,
-			     sizeof(*kp->probe_names)))
+		if (kp__grow((void **)&kp->probes, &kp->capprobes, kp->nprobes + 1,
+			     sizeof(*kp->probes)))
 			return KP_NONE;
-		i = kp->nprobe_names;
-		snprintf(kp->probe_names[i], KP_NAME_LEN, "probe%u", id);
-		if (kp_map__put(&kp->probemap, key, i))
+		i = kp->nprobes;
+		snprintf(kp->probes[i].name, KP_NAME_LEN, "probe%u", id);
+		kp->probes[i].iname = kp__intern(kp, kp->probes[i].name);
+		if (!kp->probes[i].iname || kp_map__put(&kp->probemap, key, i))
 			return KP_NONE;
-		kp->nprobe_names++;
+		kp->nprobes++;
 	}
-	if (sym && sym[0])
-		snprintf(kp->probe_names[i], KP_NAME_LEN, "%s", sym);
+	if (sym && sym[0]) {
+		snprintf(kp->probes[i].name, KP_NAME_LEN, "%s", sym);
+		kp->probes[i].iname = kp__intern(kp, kp->probes[i].name);
+		if (!kp->probes[i].iname)
+			return KP_NONE;
+	}
 	return i;
 }
 
