@@ -18,7 +18,7 @@
 #define KP_PRUNE_EVERY 65536u
 #define KP_HOLD_MAX_NS 30000000000ull
 
-int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	uint32_t n = *cap ? *cap : 8;
 	void *p;
@@ -48,7 +48,7 @@ int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t el
 		*off = 0;
 		return 0;
 	}
-	err = kp__grow((void **)&base, cap, *off + n + 1, elem);
+	err = kp__grow_to((void **)&base, cap, *off + n + 1, elem);
 	if (err)
 		return err;
 	*arr = base + (size_t)*off * elem;

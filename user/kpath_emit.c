@@ -408,7 +408,10 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	if (!c->iservice)
 		c->iservice = kp__intern(kp, c->service);
 	svc = c->iservice;
-	name = kp__intern(kp, c->req.name);
+	/* a connection's requests mostly repeat their name */
+	if (!c->iname || strcmp(c->iname, c->req.name))
+		c->iname = kp__intern(kp, c->req.name);
+	name = c->iname;
 	if (!svc || !name)
 		return -ENOMEM;
 	base = chunk_reserve(kp, req_bound(kp, c, nfr));

@@ -204,6 +204,7 @@ struct kp_conn {
 	char last_name[KP_NAME_LEN]; /* client: the call being made; server: last request */
 	char service[KP_NAME_LEN];   /* "comm:port", set at its first request */
 	const char *iservice;	     /* service interned */
+	const char *iname;	     /* the last request's name, interned */
 	char lstr[KP_ADDR_STR_LEN], rstr[KP_ADDR_STR_LEN]; /* "ip:port" of each end, once known */
 	struct kp_write *wr; /* wr and dr are windows (kp__win_more) */
 	uint32_t nwr, capwr, wroff;
@@ -307,7 +308,7 @@ struct kp {
 	uint64_t unix_serial; /* Unix-domain connections: their "address" */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
-	struct kp_lastdr *lastdr;	  /* [host * KP_MAX_CPUS + cpu] */
+	struct kp_lastdr *lastdr;     /* [host * KP_MAX_CPUS + cpu] */
 	struct kp_probe_name *probes; /* --probe symbols */
 	uint32_t nprobes, capprobes;
 	struct kp_map probemap; /* host << 32 | probe_id → probes index */
@@ -360,6 +361,38 @@ struct kp {
 
 #define KP_MAX_CPUS 1024
 
+static inline uint64_t kp__key_at(const char *a, size_t elem, uint32_t i)
+{
+	return *(const uint64_t *)(a + (size_t)i * elem);
+}
+
+/* The first index in [0, n) whose key (the uint64_t at offset off of an
+ * element of size elem) is >= ts, or n; keys ascend. Walks ask about recent
+ * times, near the end of a thread's arrays: gallop back from the end to
+ * bracket the answer, then bisect the bracket. */
+static inline __attribute__((always_inline)) uint32_t
+kp__lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off, uint64_t ts)
+{
+	const char *a = (const char *)arr + off;
+	uint32_t lo = 0, hi = n, step = 1;
+
+	while (hi > step && kp__key_at(a, elem, hi - step) >= ts) {
+		hi -= step;
+		step *= 2;
+	}
+	if (hi > step)
+		lo = hi - step + 1; /* key hi - step < ts */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (kp__key_at(a, elem, mid) < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* kpath_core.c */
 int kp__init(struct kp *kp, kp_emit_fn emit, void *arg);
 /* Strings of the requests out come from fn (engine__intern of the engine
@@ -382,7 +415,13 @@ int kp_map__put(struct kp_map *m, uint64_t key, uint32_t val);
 uint32_t kp_map__get(const struct kp_map *m, uint64_t key);
 void kp_map__del(struct kp_map *m, uint64_t key);
 void kp_map__free(struct kp_map *m);
-int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* Room for need elements in *arr (doubling); 0 or -ENOMEM. Inline: the walk
+ * adds several elements per step, and they almost always fit. */
+static inline int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	return need <= *cap ? 0 : kp__grow_to(arr, cap, need, elem);
+}
 /* Arrays pruned at the front: the window [*arr, *arr + n) starts *off
  * elements into an allocation of *cap. Dropping moves the start instead of
  * the data; kp__win_more makes room for one more element, moving the window

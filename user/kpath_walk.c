@@ -75,16 +75,18 @@ static const char *join_interned(struct kp *kp, const char *a, size_t alen, cons
 
 const char *kp__thread_comm(struct kp *kp, uint32_t thread)
 {
+	static const char unknown[CP_COMM_LEN] = "?";
 	struct kp_thread *t = &kp->th[thread];
-	const char *s = "?";
+	const char *s = unknown;
 
 	if (t->comm[0])
 		s = t->comm;
 	else if (t->tid == t->pid && kp->pr[t->proc].comm[0])
 		s = kp->pr[t->proc].comm;
-	if (!t->icomm || strncmp(s, t->icomm_of, CP_COMM_LEN)) {
+	/* every candidate is a CP_COMM_LEN array: compared whole, in two words */
+	if (!t->icomm || memcmp(s, t->icomm_of, CP_COMM_LEN)) {
 		t->icomm = kp__intern(kp, s);
-		strncpy(t->icomm_of, s, CP_COMM_LEN);
+		memcpy(t->icomm_of, s, CP_COMM_LEN);
 	}
 	return t->icomm;
 }
@@ -364,8 +366,7 @@ static uint8_t block_category(const struct kp_iv *iv)
 
 /* The k-th culprit of a run-queue interval, or NULL when the timeline has
  * already pruned it. */
-static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv,
-				     uint32_t k)
+static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv, uint32_t k)
 {
 	uint64_t abs = (uint64_t)iv->cul_first + k;
 
@@ -524,10 +525,10 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				    (iv->conn == conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
 					/* bytes of this (or another) request on their way in:
 					 * name the client, no downstream frame */
-					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
-						      str_ref(kp, kp__conn_addr(&kp->cn[iv->conn],
-										false)),
-						      -1);
+					err = seg_add(
+					    kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
+					    str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)),
+					    -1);
 					break;
 				}
 				/* data from an untraced peer: a network blind spot too
@@ -544,9 +545,10 @@ int kp__walk(struct kp *kp, uint32_t conn)
 					 * made to it: "%.40s %.20s" */
 					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&
 					    kp->cn[iv->conn].last_name[0])
-						fs = str_ref(kp, join_interned(kp, kp__str(kp, ps), 40,
-									       kp->cn[iv->conn].last_name,
-									       20));
+						fs = str_ref(
+						    kp,
+						    join_interned(kp, kp__str(kp, ps), 40,
+								  kp->cn[iv->conn].last_name, 20));
 					else if (ps >= 0)
 						fs = str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,

@@ -414,42 +414,10 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 	return 0;
 }
 
-static inline uint64_t key_at(const char *a, size_t elem, uint32_t i)
-{
-	return *(const uint64_t *)(a + (size_t)i * elem);
-}
-
-/* The first index in [0, n) whose key (the uint64_t at offset off of an
- * element of size elem) is >= ts, or n; keys ascend. Walks ask about recent
- * times, near the end of a thread's arrays: gallop back from the end to
- * bracket the answer, then bisect the bracket. */
-static uint32_t lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off,
-				     uint64_t ts)
-{
-	const char *a = (const char *)arr + off;
-	uint32_t lo = 0, hi = n, step = 1;
-
-	while (hi > step && key_at(a, elem, hi - step) >= ts) {
-		hi -= step;
-		step *= 2;
-	}
-	if (hi > step)
-		lo = hi - step + 1; /* key hi - step < ts */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (key_at(a, elem, mid) < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
 {
-	uint32_t lo = lower_bound_from_end(t->pev, t->npev, sizeof(*t->pev),
-					   offsetof(struct kp_probe_ev, ts), ts);
+	uint32_t lo = kp__lower_bound_from_end(t->pev, t->npev, sizeof(*t->pev),
+					       offsetof(struct kp_probe_ev, ts), ts);
 
 	return lo ? (int64_t)(t->pev_base + lo - 1) : -1;
 }
@@ -507,8 +475,8 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 
 int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts)
 {
-	uint32_t lo = lower_bound_from_end(t->iv, t->niv, sizeof(*t->iv),
-					   offsetof(struct kp_iv, end), ts);
+	uint32_t lo = kp__lower_bound_from_end(t->iv, t->niv, sizeof(*t->iv),
+					       offsetof(struct kp_iv, end), ts);
 
 	if (lo >= t->niv || t->iv[lo].start >= ts)
 		return -1;
