@@ -296,15 +296,28 @@ static void write_out(void *ctx, const char *p, size_t len)
  * bytes that are not UTF-8 replaced as gen_str does. yajl sees none of
  * it: the array it opened holds them, and it closes it after them.
  */
-static void rq_c(struct out_json_stream *s, char c)
+static inline void rq_room(struct out_json_stream *s, size_t n)
 {
-	if (s->n + 1 > sizeof(s->buf))
+	if (s->n + n > sizeof(s->buf))
 		flush_out(s);
+}
+
+static inline void rq_c(struct out_json_stream *s, char c)
+{
+	rq_room(s, 1);
 	s->buf[s->n++] = c;
 }
 
+/* len bytes at most OUT_BUF (keys, literals, runs of a string) */
+static inline void rq_put(struct out_json_stream *s, const void *p, size_t len)
+{
+	rq_room(s, len);
+	memcpy(s->buf + s->n, p, len);
+	s->n += len;
+}
+
 /* A ',' unless a map or array has just opened. */
-static void rq_sep(struct out_json_stream *s)
+static inline void rq_sep(struct out_json_stream *s)
 {
 	char c = s->n ? s->buf[s->n - 1] : s->last;
 
@@ -316,28 +329,51 @@ static void rq_sep(struct out_json_stream *s)
 #define rq_key(s, k)                                                                               \
 	do {                                                                                       \
 		rq_sep(s);                                                                         \
-		write_out(s, "\"" k "\":", sizeof(k) + 2);                                        \
+		rq_put(s, "\"" k "\":", sizeof(k) + 2);                                            \
 	} while (0)
+
+/* Bytes written as they are: printable ASCII but '"' and '\\' (not NUL) */
+static const uint8_t rq_plain[256] = {
+    [0x20] = 1,
+    [0x21] = 1,
+    [0x23 ... 0x5b] = 1,
+    [0x5d ... 0x7f] = 1,
+};
+
+/* The bytes of str up to its end or the next one to escape, in pieces
+ * that fit the buffer; returns how many. */
+static size_t rq_plain_run(struct out_json_stream *s, const unsigned char *u)
+{
+	size_t n = 0;
+
+	while (rq_plain[u[n]])
+		n++;
+	for (size_t o = 0; o < n;) {
+		size_t k = n - o < sizeof(s->buf) ? n - o : sizeof(s->buf);
+
+		rq_put(s, u + o, k);
+		o += k;
+	}
+	return n;
+}
 
 static void rq_str(struct out_json_stream *s, const char *str)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *u = (const unsigned char *)str;
-	size_t len = strlen(str);
+	size_t i = 0;
 
 	rq_c(s, '"');
-	for (size_t i = 0; i < len;) {
-		unsigned char c = u[i];
+	for (;;) {
+		unsigned char c;
 		const char *esc = NULL;
 		size_t n;
 
-		if (s->n + 8 > sizeof(s->buf))
-			flush_out(s);
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			s->buf[s->n++] = (char)c;
-			i++;
-			continue;
-		}
+		i += rq_plain_run(s, u + i);
+		c = u[i];
+		if (!c)
+			break;
+		rq_room(s, 8);
 		if (c < 0x80) {
 			switch (c) {
 			case '\r': esc = "\\r"; break;
@@ -361,7 +397,8 @@ static void rq_str(struct out_json_stream *s, const char *str)
 			i++;
 			continue;
 		}
-		n = utf8_seq(u + i, len - i);
+		/* a sequence is at most 4 bytes: what is left beyond does not matter */
+		n = utf8_seq(u + i, strnlen((const char *)u + i, 4));
 		if (n) {
 			memcpy(s->buf + s->n, u + i, n);
 			s->n += n;
@@ -375,18 +412,27 @@ static void rq_str(struct out_json_stream *s, const char *str)
 	rq_c(s, '"');
 }
 
+/* Two digits at a time, written from the end: a report is mostly numbers. */
 static void rq_u64(struct out_json_stream *s, uint64_t v)
 {
-	char t[24];
-	int n = 0;
+	static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
+				    "31323334353637383940414243444546474849505152535455565758596061"
+				    "62636465666768697071727374757677787980818283848586878889909192"
+				    "93949596979899";
+	char t[24], *p = t + sizeof(t);
 
-	do
-		t[n++] = (char)('0' + v % 10);
-	while (v /= 10);
-	if (s->n + (size_t)n > sizeof(s->buf))
-		flush_out(s);
-	while (n)
-		s->buf[s->n++] = t[--n];
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, d2 + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, d2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	rq_put(s, p, (size_t)(t + sizeof(t) - p));
 }
 
 static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, const char *v)
@@ -394,7 +440,7 @@ static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, cons
 	if (!v)
 		return;
 	rq_sep(s);
-	write_out(s, kq, klen);
+	rq_put(s, kq, klen);
 	rq_str(s, v);
 }
 
@@ -406,13 +452,13 @@ static void rq_ki32(struct out_json_stream *s, const char *kq, size_t klen, int3
 	if (v < 0)
 		return;
 	rq_sep(s);
-	write_out(s, kq, klen);
+	rq_put(s, kq, klen);
 	rq_u64(s, (uint64_t)v);
 }
 
 static void rq_bool(struct out_json_stream *s, bool v)
 {
-	write_out(s, v ? "true" : "false", v ? 4 : 5);
+	rq_put(s, v ? "true" : "false", v ? 4 : 5);
 }
 
 static void rq_frames(struct out_json_stream *s, const char *const *frames, uint32_t n)
