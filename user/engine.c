@@ -92,6 +92,14 @@ struct engine {
 	struct culprit *culprits;
 	uint32_t nculprits, capculprits;
 	struct index culprit_index;
+	/* culprits met lately, by tid: the same few repeat across segments and
+	 * requests, and their comms are interned, so a match needs no hash */
+	struct {
+		int32_t pid, tid;
+		const char *comm;
+		uint32_t category;
+		uint32_t culprit; /* index + 1, 0 = empty */
+	} blame_cache[CACHE_SLOTS * 4];
 	struct span_agg *spans;
 	uint32_t nspans, capspans;
 	struct index span_index;
@@ -540,33 +548,55 @@ static uint64_t culprit_hash_of(const void *ctx, uint32_t i)
 	return ((const struct engine *)ctx)->culprits[i].hash;
 }
 
+/* The culprit with k's pid, tid, comm (interned) and category, created on
+ * first sight; NULL on ENOMEM. */
+static struct culprit *engine__culprit(struct engine *e, struct culprit *k)
+{
+	const void *ctx[2] = {k, e};
+	uint32_t *slot, bc = ((uint32_t)k->tid * 0x9e3779b1u) >> 26;
+
+	_Static_assert(sizeof(e->blame_cache) / sizeof(e->blame_cache[0]) == 64, "bc: 6 bits");
+	if (e->blame_cache[bc].culprit && e->blame_cache[bc].tid == k->tid &&
+	    e->blame_cache[bc].pid == k->pid && e->blame_cache[bc].comm == k->comm &&
+	    e->blame_cache[bc].category == (uint32_t)k->category)
+		return &e->culprits[e->blame_cache[bc].culprit - 1];
+	k->hash = hash__u64(
+	    hash__u64(hash__u64(hash__u64(0, (uint32_t)k->pid), (uint32_t)k->tid), k->category),
+	    (uintptr_t)k->comm);
+	k->hash ^= k->hash >> 31; /* the index takes the low bits */
+	k->hash *= 0xbf58476d1ce4e5b9ull;
+	k->hash ^= k->hash >> 32;
+	if (index__reserve(&e->culprit_index, e->nculprits, culprit_hash_of, e))
+		return NULL;
+	slot = index__find(&e->culprit_index, k->hash, culprit_eq, ctx);
+	if (!*slot) {
+		if (grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1,
+			 sizeof(*e->culprits)))
+			return NULL;
+		e->culprits[e->nculprits] = *k;
+		*slot = ++e->nculprits;
+	}
+	e->blame_cache[bc].pid = k->pid;
+	e->blame_cache[bc].tid = k->tid;
+	e->blame_cache[bc].comm = k->comm;
+	e->blame_cache[bc].category = k->category;
+	e->blame_cache[bc].culprit = *slot;
+	return &e->culprits[*slot - 1];
+}
+
 static int engine__blame(struct engine *e, int32_t pid, int32_t tid, const char *comm,
 			 enum cp_category cat, uint64_t ns)
 {
 	struct culprit k = {pid, tid, comm, cat, 0, 0, 0, 0};
-	const void *ctx[2] = {&k, e};
-	uint32_t *slot;
 	struct culprit *c;
 
 	/* the request's comms are interned once each, like its frames, and
 	 * then hashed and compared as pointers */
 	if (comm && !(k.comm = engine__frame(e, comm)))
 		return -ENOMEM;
-	k.hash = hash__u64(hash__u64(hash__u64(hash__u64(0, (uint32_t)pid), (uint32_t)tid), cat),
-			   (uintptr_t)k.comm);
-	k.hash ^= k.hash >> 31; /* the index takes the low bits */
-	k.hash *= 0xbf58476d1ce4e5b9ull;
-	k.hash ^= k.hash >> 32;
-	if (index__reserve(&e->culprit_index, e->nculprits, culprit_hash_of, e))
+	c = engine__culprit(e, &k);
+	if (!c)
 		return -ENOMEM;
-	slot = index__find(&e->culprit_index, k.hash, culprit_eq, ctx);
-	if (!*slot) {
-		if (grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1, sizeof(*c)))
-			return -ENOMEM;
-		e->culprits[e->nculprits] = k;
-		*slot = ++e->nculprits;
-	}
-	c = &e->culprits[*slot - 1];
 	c->ns += ns;
 	if (c->gen != e->gen) {
 		c->gen = e->gen;
