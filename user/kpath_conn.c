@@ -22,7 +22,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -627,16 +626,14 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt)
 {
-	/* the last arrival at or before ts: before the first one after it */
-	uint32_t i = ts == UINT64_MAX
-			 ? c->ndr
-			 : kp__lower_bound_from_end(c->dr, c->ndr, sizeof(*c->dr),
-						    offsetof(struct kp_dready, ts), ts + 1);
-
-	if (!i)
-		return false;
-	*rcv_nxt = c->dr[i - 1].rcv_nxt;
-	return true;
+	/* the walk asks about the last few: a scan from the end beats a search */
+	for (uint32_t i = c->ndr; i > 0; i--) {
+		if (c->dr[i - 1].ts <= ts) {
+			*rcv_nxt = c->dr[i - 1].rcv_nxt;
+			return true;
+		}
+	}
+	return false;
 }
 
 void kp__conn_prune(struct kp_conn *c, uint64_t before)
