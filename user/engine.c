@@ -455,14 +455,27 @@ static bool cache_hit(const struct engine *e, const struct cp_segment *g, uint32
 	       e->cache[c].nframes == g->nframes && e->cache[c].category == (uint32_t)g->category;
 }
 
+/* A stack's hash: its frames' (frames_hash), then its category */
+static uint64_t stack_hash(uint64_t frames_h, enum cp_category cat)
+{
+	uint64_t h = hash__u64(frames_h, cat);
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
 /* Before the segments are looked up one by one: their keys and hashes
  * (into e->gkeys, e->ghash), and prefetches of what the lookups will touch,
- * as engine__spans does. (The cache holds nothing of this gen yet.) */
+ * as engine__spans does. (The cache holds nothing of this gen yet.) A
+ * segment whose frames array is the previous one's (producers share it
+ * between neighbours alike) takes that one's keys as they are. */
 static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 {
 	uint32_t n = req->nsegs, total = 0, mask;
 	const struct cp_segment *g = req->segs;
-	const char **kf;
+	const char **kf, **prev = NULL;
+	uint64_t fh = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		total += g[i].nframes;
@@ -472,11 +485,17 @@ static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 		return -ENOMEM;
 	mask = e->stack_index.cap - 1;
 	kf = e->gkeys;
-	for (uint32_t i = 0; i < n; kf += g[i++].nframes) {
-		for (uint32_t j = 0; j < g[i].nframes; j++)
-			if (!(kf[j] = engine__frame(e, g[i].frames[j])))
-				return -ENOMEM;
-		e->ghash[i] = frames_hash(kf, g[i].nframes, g[i].category);
+	for (uint32_t i = 0; i < n; prev = kf, kf += g[i++].nframes) {
+		if (i && g[i].frames == g[i - 1].frames && g[i].nframes == g[i - 1].nframes) {
+			for (uint32_t j = 0; j < g[i].nframes; j++)
+				kf[j] = prev[j];
+		} else {
+			for (uint32_t j = 0; j < g[i].nframes; j++)
+				if (!(kf[j] = engine__frame(e, g[i].frames[j])))
+					return -ENOMEM;
+			fh = frames_hash(kf, g[i].nframes, 0);
+		}
+		e->ghash[i] = stack_hash(fh, g[i].category);
 		__builtin_prefetch(&e->stack_index.slots[e->ghash[i] & mask]);
 	}
 	for (uint32_t i = 0; i < n; i++) {

@@ -335,12 +335,16 @@ static uint32_t count_frames(const struct kp *kp)
 }
 
 /* Segment i of the walk (kp->ws) into s, its frames at fr (svc and name
- * first), its peer copied through pc. Returns the number of frames. */
+ * first), its peer copied through pc. Returns the number of frames taken
+ * at fr: none when they are the previous segment's (prev), whose array s
+ * then shares, so the engine sees one stack by one pointer. */
 static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_t i,
-			     struct cp_segment *s, const char **fr, const char *svc,
-			     const char *name, struct cp_culprit *culs, struct pcache *pc)
+			     struct cp_segment *s, const struct cp_segment *prev, const char **fr,
+			     const char *svc, const char *name, struct cp_culprit *culs,
+			     struct pcache *pc)
 {
 	const struct kp_wseg *w = &kp->ws[i];
+	uint32_t taken;
 
 	memset(s, 0, sizeof(*s));
 	s->start_ns = w->start;
@@ -360,6 +364,17 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 			fr[s->nframes++] = kp->probes[pe->stack[k]].iname;
 	}
 	s->frames = fr;
+	taken = s->nframes;
+	if (prev && prev->nframes == s->nframes) {
+		uint32_t k = 0;
+
+		while (k < s->nframes && prev->frames[k] == fr[k]) /* a few: no memcmp */
+			k++;
+		if (k == s->nframes) {
+			s->frames = prev->frames;
+			taken = 0;
+		}
+	}
 	s->pid = s->tid = s->cpu = -1;
 	if (w->thread != KP_NONE) {
 		const struct kp_thread *t = &kp->th[w->thread];
@@ -380,7 +395,7 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 		s->culprits = culs;
 	}
 	s->nculprits = w->ncul;
-	return s->nframes;
+	return taken;
 }
 
 /* The walk's segments (kp->ws) as a struct cp_request built in place in the
@@ -438,7 +453,8 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	}
 	pc.p = o;
 	for (uint32_t i = 0; i < n; i++) {
-		fi += fill_segment(kp, src, i, &segs[i], &frames[fi], svc, name, &culs[cj], &pc);
+		fi += fill_segment(kp, src, i, &segs[i], i ? &segs[i - 1] : NULL, &frames[fi], svc,
+				   name, &culs[cj], &pc);
 		cj += kp->ws[i].ncul;
 	}
 	memset(r, 0, sizeof(*r));
