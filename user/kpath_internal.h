@@ -144,6 +144,10 @@ struct kp_proc {
 	char svc_comm[CP_COMM_LEN];
 	uint16_t svc_port;
 	bool svc_ok;
+	/* the last "service call" frame named (proc_frame, interned), and the
+	 * service and call it was made from */
+	const char *call_frame, *call_svc;
+	char call_of[KP_NAME_LEN];
 };
 
 struct kp_addr {
@@ -345,6 +349,11 @@ struct kp {
 	kp_intern_fn intern;
 	void *intern_arg;
 	struct intern *own_intern;
+	/* culprit records' comms interned, by tid: records repeat a few */
+	struct {
+		char comm[CP_COMM_LEN];
+		const char *icomm;
+	} culprit_comms[64];
 
 	/* scratch of the walk, reused between requests */
 	struct kp_wseg *ws;

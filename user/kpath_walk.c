@@ -333,9 +333,20 @@ static int32_t proc_frame(struct walk *w, uint32_t thread)
 	if (proc != w->f3_proc || w->call != w->f3_call) {
 		const char *svc = kp__proc_frame_service(kp, proc);
 
-		/* with a call: what snprintf(" %s") after the service made */
-		if (svc && w->call && w->call[0])
-			svc = join_interned(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
+		/* with a call: what snprintf(" %s") after the service made,
+		 * kept in the process while its calls repeat */
+		if (svc && w->call && w->call[0]) {
+			struct kp_proc *p = &kp->pr[proc];
+
+			if (!p->call_frame || p->call_svc != svc ||
+			    strncmp(p->call_of, w->call, KP_NAME_LEN)) {
+				p->call_frame =
+				    join_interned(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
+				p->call_svc = svc;
+				memcpy(p->call_of, w->call, KP_NAME_LEN);
+			}
+			svc = p->call_frame;
+		}
 		if (!svc)
 			return -1;
 		w->f3 = svc;
@@ -362,6 +373,23 @@ static uint8_t block_category(const struct kp_iv *iv)
 	if (iv->wake == KP_WK_NET)
 		return CP_CAT_NETWORK;
 	return CP_CAT_UNEXPLAINED;
+}
+
+/* A culprit record's comm, interned */
+static const char *culprit_comm(struct kp *kp, struct kp_culprit *c)
+{
+	typeof(&kp->culprit_comms[0]) m =
+	    &kp->culprit_comms[((uint32_t)c->tid * 0x9e3779b1u) >> 26];
+
+	_Static_assert(sizeof(kp->culprit_comms) / sizeof(kp->culprit_comms[0]) == 64, "6 bits");
+	if (!c->icomm) {
+		if (!m->icomm || memcmp(m->comm, c->comm, CP_COMM_LEN)) {
+			m->icomm = kp__intern(kp, c->comm);
+			memcpy(m->comm, c->comm, CP_COMM_LEN);
+		}
+		c->icomm = m->icomm;
+	}
+	return c->icomm;
 }
 
 /* The k-th culprit of a run-queue interval, or NULL when the timeline has
@@ -419,13 +447,11 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 
 		if (!c)
 			continue;
-		if (!c->icomm)
-			c->icomm = kp__intern(kp, c->comm);
 		/* the part of the wait this segment covers */
 		ns = dur ? (uint64_t)((double)c->ns * (double)(t - a) / (double)dur) : c->ns;
 		if (ns > t - a)
 			ns = t - a;
-		err = cul_add(kp, c->pid, c->tid, c->icomm, ns);
+		err = cul_add(kp, c->pid, c->tid, culprit_comm(kp, c), ns);
 		if (err)
 			return err;
 	}
