@@ -233,6 +233,7 @@ void kp__free(struct kp *kp)
 	free(kp->ws);
 	free(kp->culs);
 	free(kp->strs);
+	free(kp->own);
 	intern__free(kp->own_intern);
 	kp_map__free(&kp->thmap);
 	kp_map__free(&kp->prmap);

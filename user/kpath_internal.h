@@ -269,6 +269,14 @@ struct kp_wseg {
 	bool interference;
 };
 
+/* An ownership answer the walk already has (kpath_walk.c) */
+struct kp_own {
+	uint64_t key; /* thread << 32 | blocked interval */
+	uint32_t gen; /* the walk it belongs to */
+	uint16_t steps;
+	bool owned;
+};
+
 typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
 /* One pointer per contents, valid as long as the requests' consumer needs
  * it (engine__intern), or NULL on ENOMEM. */
@@ -366,6 +374,8 @@ struct kp {
 	 * only when their ids are equal. */
 	const char **strs;
 	uint32_t nstrs, capstrs;
+	struct kp_own *own; /* KP_OWN_SLOTS, open addressing, kept by walk */
+	uint32_t nown, own_gen;
 };
 
 #define KP_MAX_CPUS 1024

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kpath_internal.h"
@@ -161,6 +162,48 @@ static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t 
 }
 
 /*
+ * Ownership follows a chain of wakeups back, one step per blocked interval,
+ * and the chains of one walk share their tails (the walk itself goes back
+ * through the same wakers). What a chain found is kept for the walk: per
+ * blocked interval the answer and how many steps on it took, so a chain
+ * that meets one stops there with the answer it would have reached (or
+ * none, had the steps run past KP_OWN_MAX_DEPTH).
+ */
+#define KP_OWN_SLOTS 4096u
+
+static const struct kp_own *own_get(const struct kp *kp, uint64_t key)
+{
+	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
+
+	if (!kp->own)
+		return NULL;
+	for (;; i = (i + 1) & (KP_OWN_SLOTS - 1)) {
+		const struct kp_own *m = &kp->own[i];
+
+		if (m->gen != kp->own_gen)
+			return NULL;
+		if (m->key == key)
+			return m;
+	}
+}
+
+static void own_put(struct kp *kp, uint64_t key, bool owned, uint32_t steps)
+{
+	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
+
+	_Static_assert(KP_OWN_SLOTS == 1u << 12, "the hash takes 12 bits");
+	if (!kp->own && !(kp->own = calloc(KP_OWN_SLOTS, sizeof(*kp->own))))
+		return; /* not kept: asked again */
+	if (kp->nown >= KP_OWN_SLOTS / 2)
+		return;
+	while (kp->own[i].gen == kp->own_gen && kp->own[i].key != key)
+		i = (i + 1) & (KP_OWN_SLOTS - 1);
+	if (kp->own[i].gen != kp->own_gen)
+		kp->nown++;
+	kp->own[i] = (struct kp_own){key, kp->own_gen, (uint16_t)steps, owned};
+}
+
+/*
  * DESIGN: an interval is owned by the request if its serving thread ran it
  * after the request started, or it began with a wakeup from an owned
  * interval (hand-off to a worker, reply from a downstream) — followed back
@@ -170,47 +213,66 @@ static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t 
 static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 {
 	struct kp *kp = w->kp;
+	uint64_t chain[KP_OWN_MAX_DEPTH]; /* the blocked interval met at each depth */
+	uint32_t depth, n = 0;
+	bool res = false;
 
-	for (uint32_t depth = 0; depth < KP_OWN_MAX_DEPTH; depth++) {
+	for (depth = 0; depth < KP_OWN_MAX_DEPTH; depth++) {
 		const struct kp_thread *t = &kp->th[thread];
+		const struct kp_own *m;
 		const struct kp_iv *b;
 		const struct kp_write *src;
 		int64_t j = idx;
 
-		if (thread == w->serving)
-			return true;
+		if (thread == w->serving) {
+			res = true;
+			break;
+		}
 		/* a blocked interval belongs with the activation its wakeup begins */
 		while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
 			j--;
 		if (j < 0)
-			return false;
+			break;
+		chain[n] = (uint64_t)thread << 32 | (uint32_t)j;
+		m = own_get(kp, chain[n]);
+		if (m) {
+			if (depth + m->steps >= KP_OWN_MAX_DEPTH)
+				return false;
+			res = m->owned;
+			depth += m->steps;
+			break;
+		}
+		n++;
 		b = &t->iv[j];
 		if (b->end < w->start)
-			return false;
-		switch (b->wake) {
-		case KP_WK_TASK:
-		case KP_WK_NEW:
+			break;
+		if (b->wake == KP_WK_TASK || b->wake == KP_WK_NEW) {
 			if (b->waker == KP_NONE)
-				return false;
+				break;
 			thread = b->waker;
 			idx = kp__tl_find(&kp->th[thread], b->end);
-			break;
-		case KP_WK_NET:
-			if (b->conn == w->conn)
-				return true;
+		} else if (b->wake == KP_WK_NET) {
+			if (b->conn == w->conn) {
+				res = true;
+				break;
+			}
 			src = net_source(kp, b->conn, b->end);
 			if (!src)
-				return false;
+				break;
 			thread = src->thread;
 			idx = kp__tl_find(&kp->th[thread], src->exit < b->end ? src->exit : b->end);
+		} else {
 			break;
-		default:
-			return false;
 		}
 		if (idx < 0)
-			return false;
+			break;
 	}
-	return false;
+	if (depth >= KP_OWN_MAX_DEPTH)
+		return false;
+	/* chain[i] was met at depth i, and the answer came at depth */
+	for (uint32_t i = 0; i < n; i++)
+		own_put(kp, chain[i], res, depth - i);
+	return res;
 }
 
 static bool owned(struct walk *w, uint32_t thread, int64_t idx)
@@ -473,7 +535,12 @@ int kp__walk(struct kp *kp, uint32_t conn)
 	bool lock_chain = false;
 	int err = 0;
 
-	kp->nws = kp->nculs = kp->nstrs = 0;
+	kp->nws = kp->nculs = kp->nstrs = kp->nown = 0;
+	if (!++kp->own_gen) { /* wrapped: stamps of old walks could match */
+		if (kp->own)
+			memset(kp->own, 0, KP_OWN_SLOTS * sizeof(*kp->own));
+		kp->own_gen = 1; /* never 0, the stamp of a slot never used */
+	}
 	while (t > S && !err) {
 		struct kp_thread *th = &kp->th[thread];
 		int64_t idx = kp__tl_find(th, t);
