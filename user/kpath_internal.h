@@ -115,6 +115,7 @@ struct kp_thread {
 	/* iv, cul and pev are windows (kp__win_more): pruning moves their start */
 	struct kp_iv *iv;
 	uint32_t niv, capiv, ivoff;
+	uint32_t find_hint; /* kp__tl_find: the interval it found last */
 	struct kp_culprit *cul;
 	uint32_t ncul, capcul, culoff;
 	uint64_t cul_base; /* absolute index of cul[0] */
@@ -472,7 +473,7 @@ int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t t
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,
 		     uint64_t uaddr, uint32_t conn);
 /* The interval of thread holding time t (start < t <= end), or -1. */
-int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts);
+int64_t kp__tl_find(struct kp_thread *t, uint64_t ts);
 void kp__tl_prune(struct kp_thread *t, uint64_t before);
 
 /* kpath_conn.c */

@@ -473,13 +473,42 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 	}
 }
 
-int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts)
+/* The walk asks a thread about times near the one it asked last (earlier
+ * within a walk, later by about a request between walks): gallop from the
+ * interval found last, either way, to bracket the answer, then bisect. */
+int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 {
-	uint32_t lo = kp__lower_bound_from_end(t->iv, t->niv, sizeof(*t->iv),
-					       offsetof(struct kp_iv, end), ts);
+	uint32_t n = t->niv, h, lo, hi, step = 1;
 
-	if (lo >= t->niv || t->iv[lo].start >= ts)
+	if (!n)
 		return -1;
+	h = t->find_hint < n ? t->find_hint : n - 1;
+	if (t->iv[h].end >= ts) { /* the first interval ending at or after ts is at or before h */
+		hi = h;
+		while (hi >= step && t->iv[hi - step].end >= ts) {
+			hi -= step;
+			step *= 2;
+		}
+		lo = hi >= step ? hi - step + 1 : 0;
+	} else { /* after h */
+		lo = h + 1;
+		while (lo + step - 1 < n && t->iv[lo + step - 1].end < ts) {
+			lo += step;
+			step *= 2;
+		}
+		hi = lo + step - 1 < n ? lo + step - 1 : n;
+	}
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->iv[mid].end < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= n || t->iv[lo].start >= ts)
+		return -1;
+	t->find_hint = lo;
 	return lo;
 }
 
@@ -490,6 +519,7 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 	while (drop + 1 < t->niv && t->iv[drop].end < before)
 		drop++;
 	kp__win_drop((void **)&t->iv, &t->ivoff, &t->niv, drop, sizeof(*t->iv));
+	t->find_hint = t->find_hint > drop ? t->find_hint - drop : 0;
 	while (cdrop < t->ncul && t->cul[cdrop].ts + KP_DR_WINDOW_NS < before)
 		cdrop++;
 	kp__win_drop((void **)&t->cul, &t->culoff, &t->ncul, cdrop, sizeof(*t->cul));
