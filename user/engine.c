@@ -92,11 +92,20 @@ struct engine {
 	struct culprit *culprits;
 	uint32_t nculprits, capculprits;
 	struct index culprit_index;
+	/* culprits met lately, by tid: the same few repeat across segments and
+	 * requests, and their comms are interned, so a match needs no hash */
+	struct {
+		int32_t pid, tid;
+		const char *comm;
+		uint32_t category;
+		uint32_t culprit; /* index + 1, 0 = empty */
+	} blame_cache[CACHE_SLOTS * 4];
 	struct span_agg *spans;
 	uint32_t nspans, capspans;
 	struct index span_index;
 
 	uint64_t gen;
+	bool interned; /* the request being added has cp_request.interned */
 	uint32_t *touched;
 	uint32_t ntouched, captouched;
 	const char *const **seg_frames; /* the request's segments' interned stacks */
@@ -278,6 +287,11 @@ void engine__free(struct engine *e)
 	free(e);
 }
 
+const char *engine__intern(struct engine *e, const char *s)
+{
+	return intern__get(e->in, s);
+}
+
 void engine__set_quiet(struct engine *e, bool quiet)
 {
 	e->quiet = quiet;
@@ -402,6 +416,8 @@ static const char *engine__frame(struct engine *e, const char *f)
 {
 	uint32_t m;
 
+	if (f && e->interned)
+		return f;
 	if (!f)
 		f = "?";
 	m = (uint32_t)(((uintptr_t)f * 0x9e3779b97f4a7c15ull) >> (64 - MEMO_BITS));
@@ -439,14 +455,27 @@ static bool cache_hit(const struct engine *e, const struct cp_segment *g, uint32
 	       e->cache[c].nframes == g->nframes && e->cache[c].category == (uint32_t)g->category;
 }
 
+/* A stack's hash: its frames' (frames_hash), then its category */
+static uint64_t stack_hash(uint64_t frames_h, enum cp_category cat)
+{
+	uint64_t h = hash__u64(frames_h, cat);
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
 /* Before the segments are looked up one by one: their keys and hashes
  * (into e->gkeys, e->ghash), and prefetches of what the lookups will touch,
- * as engine__spans does. (The cache holds nothing of this gen yet.) */
+ * as engine__spans does. (The cache holds nothing of this gen yet.) A
+ * segment whose frames array is the previous one's (producers share it
+ * between neighbours alike) takes that one's keys as they are. */
 static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 {
 	uint32_t n = req->nsegs, total = 0, mask;
 	const struct cp_segment *g = req->segs;
-	const char **kf;
+	const char **kf, **prev = NULL;
+	uint64_t fh = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		total += g[i].nframes;
@@ -456,11 +485,17 @@ static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 		return -ENOMEM;
 	mask = e->stack_index.cap - 1;
 	kf = e->gkeys;
-	for (uint32_t i = 0; i < n; kf += g[i++].nframes) {
-		for (uint32_t j = 0; j < g[i].nframes; j++)
-			if (!(kf[j] = engine__frame(e, g[i].frames[j])))
-				return -ENOMEM;
-		e->ghash[i] = frames_hash(kf, g[i].nframes, g[i].category);
+	for (uint32_t i = 0; i < n; prev = kf, kf += g[i++].nframes) {
+		if (i && g[i].frames == g[i - 1].frames && g[i].nframes == g[i - 1].nframes) {
+			for (uint32_t j = 0; j < g[i].nframes; j++)
+				kf[j] = prev[j];
+		} else {
+			for (uint32_t j = 0; j < g[i].nframes; j++)
+				if (!(kf[j] = engine__frame(e, g[i].frames[j])))
+					return -ENOMEM;
+			fh = frames_hash(kf, g[i].nframes, 0);
+		}
+		e->ghash[i] = stack_hash(fh, g[i].category);
 		__builtin_prefetch(&e->stack_index.slots[e->ghash[i] & mask]);
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -532,33 +567,55 @@ static uint64_t culprit_hash_of(const void *ctx, uint32_t i)
 	return ((const struct engine *)ctx)->culprits[i].hash;
 }
 
+/* The culprit with k's pid, tid, comm (interned) and category, created on
+ * first sight; NULL on ENOMEM. */
+static struct culprit *engine__culprit(struct engine *e, struct culprit *k)
+{
+	const void *ctx[2] = {k, e};
+	uint32_t *slot, bc = ((uint32_t)k->tid * 0x9e3779b1u) >> 26;
+
+	_Static_assert(sizeof(e->blame_cache) / sizeof(e->blame_cache[0]) == 64, "bc: 6 bits");
+	if (e->blame_cache[bc].culprit && e->blame_cache[bc].tid == k->tid &&
+	    e->blame_cache[bc].pid == k->pid && e->blame_cache[bc].comm == k->comm &&
+	    e->blame_cache[bc].category == (uint32_t)k->category)
+		return &e->culprits[e->blame_cache[bc].culprit - 1];
+	k->hash = hash__u64(
+	    hash__u64(hash__u64(hash__u64(0, (uint32_t)k->pid), (uint32_t)k->tid), k->category),
+	    (uintptr_t)k->comm);
+	k->hash ^= k->hash >> 31; /* the index takes the low bits */
+	k->hash *= 0xbf58476d1ce4e5b9ull;
+	k->hash ^= k->hash >> 32;
+	if (index__reserve(&e->culprit_index, e->nculprits, culprit_hash_of, e))
+		return NULL;
+	slot = index__find(&e->culprit_index, k->hash, culprit_eq, ctx);
+	if (!*slot) {
+		if (grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1,
+			 sizeof(*e->culprits)))
+			return NULL;
+		e->culprits[e->nculprits] = *k;
+		*slot = ++e->nculprits;
+	}
+	e->blame_cache[bc].pid = k->pid;
+	e->blame_cache[bc].tid = k->tid;
+	e->blame_cache[bc].comm = k->comm;
+	e->blame_cache[bc].category = k->category;
+	e->blame_cache[bc].culprit = *slot;
+	return &e->culprits[*slot - 1];
+}
+
 static int engine__blame(struct engine *e, int32_t pid, int32_t tid, const char *comm,
 			 enum cp_category cat, uint64_t ns)
 {
 	struct culprit k = {pid, tid, comm, cat, 0, 0, 0, 0};
-	const void *ctx[2] = {&k, e};
-	uint32_t *slot;
 	struct culprit *c;
 
 	/* the request's comms are interned once each, like its frames, and
 	 * then hashed and compared as pointers */
 	if (comm && !(k.comm = engine__frame(e, comm)))
 		return -ENOMEM;
-	k.hash = hash__u64(hash__u64(hash__u64(hash__u64(0, (uint32_t)pid), (uint32_t)tid), cat),
-			   (uintptr_t)k.comm);
-	k.hash ^= k.hash >> 31; /* the index takes the low bits */
-	k.hash *= 0xbf58476d1ce4e5b9ull;
-	k.hash ^= k.hash >> 32;
-	if (index__reserve(&e->culprit_index, e->nculprits, culprit_hash_of, e))
+	c = engine__culprit(e, &k);
+	if (!c)
 		return -ENOMEM;
-	slot = index__find(&e->culprit_index, k.hash, culprit_eq, ctx);
-	if (!*slot) {
-		if (grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1, sizeof(*c)))
-			return -ENOMEM;
-		e->culprits[e->nculprits] = k;
-		*slot = ++e->nculprits;
-	}
-	c = &e->culprits[*slot - 1];
 	c->ns += ns;
 	if (c->gen != e->gen) {
 		c->gen = e->gen;
@@ -851,6 +908,7 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 	}
 	lat = req->end_ns - req->start_ns;
 	e->gen++;
+	e->interned = req->interned;
 	err = engine__aggregate(e, req, lat);
 	if (!err)
 		err = engine__keep(e, req);

@@ -54,6 +54,9 @@ struct engine *engine__new(const struct engine_opts *opts);
 void engine__free(struct engine *e);
 /* Filters, then aggregates; copies what it keeps. 1 = taken, 0 = filtered out. */
 int engine__add_request(struct engine *e, const struct cp_request *req);
+/* additive: the engine's copy of s (equal contents, one pointer), valid
+ * until engine__free; NULL for NULL or on ENOMEM. For cp_request.interned. */
+const char *engine__intern(struct engine *e, const char *s);
 /* A warning for the report ("traces/a.json: trace 4bf9…: span 00f0…: negative
  * duration, span dropped"). Also printed to stderr unless quiet. */
 void engine__warn(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -33,6 +33,11 @@ static int to_engine(void *arg, const struct cp_request *req)
 	return 0;
 }
 
+static const char *intern_in_engine(void *arg, const char *s)
+{
+	return engine__intern(arg, s);
+}
+
 static int input_next(struct input *in, struct engine *e)
 {
 	int rc = recording_reader__next(in->r, &in->cur);
@@ -58,6 +63,7 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	if (!ins)
 		return -ENOMEM;
 	kp__init(&kp, to_engine, e);
+	kp__set_intern(&kp, intern_in_engine, e);
 	for (int i = 0; i < npaths; i++) {
 		struct input *in = &ins[i];
 		const struct recording_info *info;

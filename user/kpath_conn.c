@@ -378,7 +378,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 
 	conn_guess_role(kp, c, false);
 	c->seen_data = 1;
-	if (kp__grow((void **)&c->wr, &c->capwr, c->nwr + 1, sizeof(*c->wr)))
+	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))
 		return -ENOMEM;
 	w = &c->wr[c->nwr++];
 	w->enter = enter;
@@ -460,8 +460,8 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		peer = c->peer;
 		if (peer != KP_NONE && peer < kp->ncn && kp->cn[peer].peer == ci)
 			kp->cn[peer].peer = KP_NONE;
-		free(c->wr);
-		free(c->dr);
+		kp__win_free((void **)&c->wr, &c->wroff, sizeof(*c->wr));
+		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
 		memset(c, 0, sizeof(*c));
 		c->proc = c->peer = KP_NONE;
@@ -572,7 +572,7 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 		return -ENOMEM;
 	c = &kp->cn[ci];
 	c->last_used = ts;
-	if (kp__grow((void **)&c->dr, &c->capdr, c->ndr + 1, sizeof(*c->dr)))
+	if (kp__win_more((void **)&c->dr, &c->droff, &c->capdr, c->ndr, sizeof(*c->dr)))
 		return -ENOMEM;
 	c->dr[c->ndr].ts = ts;
 	c->dr[c->ndr].rcv_nxt = e->rcv_nxt;
@@ -626,6 +626,7 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt)
 {
+	/* the walk asks about the last few: a scan from the end beats a search */
 	for (uint32_t i = c->ndr; i > 0; i--) {
 		if (c->dr[i - 1].ts <= ts) {
 			*rcv_nxt = c->dr[i - 1].rcv_nxt;
@@ -641,15 +642,9 @@ void kp__conn_prune(struct kp_conn *c, uint64_t before)
 
 	while (n + 1 < c->nwr && c->wr[n].exit < before)
 		n++;
-	if (n) {
-		memmove(c->wr, c->wr + n, (c->nwr - n) * sizeof(*c->wr));
-		c->nwr -= n;
-	}
+	kp__win_drop((void **)&c->wr, &c->wroff, &c->nwr, n, sizeof(*c->wr));
 	n = 0;
 	while (n + 1 < c->ndr && c->dr[n].ts < before)
 		n++;
-	if (n) {
-		memmove(c->dr, c->dr + n, (c->ndr - n) * sizeof(*c->dr));
-		c->ndr -= n;
-	}
+	kp__win_drop((void **)&c->dr, &c->droff, &c->ndr, n, sizeof(*c->dr));
 }

@@ -12,12 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_int.h"
 #include "kpath_internal.h"
 
 #define KP_PRUNE_EVERY 65536u
 #define KP_HOLD_MAX_NS 30000000000ull
 
-int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	uint32_t n = *cap ? *cap : 8;
 	void *p;
@@ -32,6 +33,43 @@ int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 	*arr = p;
 	*cap = n;
 	return 0;
+}
+
+int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem)
+{
+	char *base = *arr ? (char *)*arr - (size_t)*off * elem : NULL;
+	int err;
+
+	if (*off + n < *cap)
+		return 0;
+	if (*off && *off >= n) {
+		memmove(base, *arr, (size_t)n * elem);
+		*arr = base;
+		*off = 0;
+		return 0;
+	}
+	err = kp__grow_to((void **)&base, cap, *off + n + 1, elem);
+	if (err)
+		return err;
+	*arr = base + (size_t)*off * elem;
+	return 0;
+}
+
+void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t elem)
+{
+	if (!drop)
+		return;
+	*arr = (char *)*arr + (size_t)drop * elem;
+	*off += drop;
+	*n -= drop;
+}
+
+void kp__win_free(void **arr, uint32_t *off, size_t elem)
+{
+	if (*arr)
+		free((char *)*arr - (size_t)*off * elem);
+	*arr = NULL;
+	*off = 0;
 }
 
 static uint64_t mix64(uint64_t x)
@@ -148,21 +186,40 @@ int kp__init(struct kp *kp, kp_emit_fn emit, void *arg)
 	return 0;
 }
 
+void kp__set_intern(struct kp *kp, kp_intern_fn fn, void *arg)
+{
+	kp->intern = fn;
+	kp->intern_arg = arg;
+}
+
+const char *kp__intern(struct kp *kp, const char *s)
+{
+	if (kp->intern)
+		return kp->intern(kp->intern_arg, s);
+	if (!kp->own_intern && !(kp->own_intern = intern__new()))
+		return NULL;
+	return intern__get(kp->own_intern, s);
+}
+
 void kp__free(struct kp *kp)
 {
 	for (uint32_t i = 0; i < kp->nth; i++) {
-		free(kp->th[i].iv);
-		free(kp->th[i].cul);
-		free(kp->th[i].pev);
+		struct kp_thread *t = &kp->th[i];
+
+		kp__win_free((void **)&t->iv, &t->ivoff, sizeof(*t->iv));
+		kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
+		kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
 	}
-	free(kp->probe_names);
+	free(kp->probes);
 	kp_map__free(&kp->probemap);
 	for (uint32_t i = 0; i < kp->npr; i++)
 		free(kp->pr[i].listen);
 	for (uint32_t i = 0; i < kp->ncn; i++) {
-		free(kp->cn[i].wr);
-		free(kp->cn[i].dr);
-		free(kp->cn[i].runs);
+		struct kp_conn *c = &kp->cn[i];
+
+		kp__win_free((void **)&c->wr, &c->wroff, sizeof(*c->wr));
+		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
+		free(c->runs);
 	}
 	kp__pend_free(kp);
 	free(kp->th);
@@ -174,11 +231,10 @@ void kp__free(struct kp *kp)
 	free(kp->loss);
 	free(kp->lastdr);
 	free(kp->ws);
-	free(kp->segs);
 	free(kp->culs);
 	free(kp->strs);
-	free(kp->sbuf);
-	free(kp->frames);
+	free(kp->own);
+	intern__free(kp->own_intern);
 	kp_map__free(&kp->thmap);
 	kp_map__free(&kp->prmap);
 	kp_map__free(&kp->cnmap);

@@ -200,9 +200,13 @@ static int pend_send(struct kp *kp, struct kp_pend *p)
 	r->partial = overlaps_loss(kp, p->host, r->start_ns, r->end_ns);
 	r->id = id;
 	for (uint32_t k = 0; k < runs && !err; k++) {
-		const char *name = p->runs ? p->runs[k].name : r->name;
+		const char *name = p->runs ? kp__intern(kp, p->runs[k].name) : r->name;
 		uint32_t n = p->runs ? p->runs[k].count : 1;
 
+		if (!name) {
+			err = -ENOMEM;
+			break;
+		}
 		/* every segment's second frame is the request's name */
 		for (uint32_t i = 0; i < r->nsegs; i++)
 			if (r->segs[i].nframes > 1)
@@ -268,11 +272,12 @@ void kp__pend_free(struct kp *kp)
 }
 
 /*
- * The strings a waiting request keeps are copied into its block, each once:
- * the same pointer repeats across segments (a thread's comm, the peer's
- * service), so a small cache keyed by pointer remembers the copies. Strings
- * of the sources (host, CPU models, SKU) live as long as kp and are not
- * copied.
+ * The strings that repeat across requests (services, names, frames, comms)
+ * are interned (kp->intern) and not copied. A peer's address lives in its
+ * connection, which may be recycled while the request waits: it is copied
+ * into the request's block, once for the segments that repeat it (a small
+ * cache keyed by pointer remembers the copies). Strings of the sources
+ * (host, CPU models, SKU) live as long as kp and are not copied.
  */
 #define PC_SLOTS 16
 
@@ -300,13 +305,11 @@ static const char *pc_copy(struct pcache *c, const char *s)
 	return c->dst[j];
 }
 
-/* Bytes a request's block needs at most: the walk's strings are at most
- * KP_NAME_LEN long, comms CP_COMM_LEN. */
+/* Bytes a request's block needs at most: a status tag, and a peer's
+ * address (shorter than KP_NAME_LEN) per segment. */
 static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t nfr)
 {
-	size_t strs = 2 * KP_NAME_LEN + 32 + (size_t)nfr * KP_NAME_LEN +
-		      (size_t)kp->nws * (CP_COMM_LEN + KP_NAME_LEN) +
-		      (size_t)kp->nculs * CP_COMM_LEN;
+	size_t strs = 32 + (size_t)kp->nws * KP_NAME_LEN;
 
 	return al8(sizeof(struct cp_request)) + al8(kp->nws * sizeof(struct cp_segment)) +
 	       al8(nfr * sizeof(char *)) + al8(kp->nculs * sizeof(struct cp_culprit)) +
@@ -332,12 +335,16 @@ static uint32_t count_frames(const struct kp *kp)
 }
 
 /* Segment i of the walk (kp->ws) into s, its frames at fr (svc and name
- * first), strings copied through pc. Returns the number of frames. */
+ * first), its peer copied through pc. Returns the number of frames taken
+ * at fr: none when they are the previous segment's (prev), whose array s
+ * then shares, so the engine sees one stack by one pointer. */
 static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_t i,
-			     struct cp_segment *s, const char **fr, const char *svc,
-			     const char *name, struct cp_culprit *culs, struct pcache *pc)
+			     struct cp_segment *s, const struct cp_segment *prev, const char **fr,
+			     const char *svc, const char *name, struct cp_culprit *culs,
+			     struct pcache *pc)
 {
 	const struct kp_wseg *w = &kp->ws[i];
+	uint32_t taken;
 
 	memset(s, 0, sizeof(*s));
 	s->start_ns = w->start;
@@ -348,22 +355,33 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	fr[1] = name;
 	s->nframes = 2;
 	if (w->frame3 >= 0)
-		fr[s->nframes++] = pc_copy(pc, kp__str(kp, w->frame3));
+		fr[s->nframes++] = kp__str(kp, w->frame3);
 	if (w->pev >= 0 && w->thread != KP_NONE) {
 		const struct kp_thread *t = &kp->th[w->thread];
 		const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
 
 		for (uint32_t k = 0; k < pe->depth; k++)
-			fr[s->nframes++] = pc_copy(pc, kp->probe_names[pe->stack[k]]);
+			fr[s->nframes++] = kp->probes[pe->stack[k]].iname;
 	}
 	s->frames = fr;
+	taken = s->nframes;
+	if (prev && prev->nframes == s->nframes) {
+		uint32_t k = 0;
+
+		while (k < s->nframes && prev->frames[k] == fr[k]) /* a few: no memcmp */
+			k++;
+		if (k == s->nframes) {
+			s->frames = prev->frames;
+			taken = 0;
+		}
+	}
 	s->pid = s->tid = s->cpu = -1;
 	if (w->thread != KP_NONE) {
 		const struct kp_thread *t = &kp->th[w->thread];
 
 		s->pid = t->pid;
 		s->tid = t->tid;
-		s->comm = pc_copy(pc, kp__thread_comm(kp, w->thread));
+		s->comm = kp__thread_comm(kp, w->thread);
 	}
 	if (w->cpu >= 0) {
 		s->cpu = w->cpu;
@@ -374,12 +392,10 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	s->peer = w->peer >= 0 ? pc_copy(pc, kp__str(kp, w->peer)) : NULL;
 	if (w->ncul) {
 		memcpy(culs, &kp->culs[w->cul_first], w->ncul * sizeof(*culs));
-		for (uint32_t k = 0; k < w->ncul; k++)
-			culs[k].comm = pc_copy(pc, culs[k].comm);
 		s->culprits = culs;
 	}
 	s->nculprits = w->ncul;
-	return s->nframes;
+	return taken;
 }
 
 /* The walk's segments (kp->ws) as a struct cp_request built in place in the
@@ -399,9 +415,20 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 
 	if (kp__grow((void **)&kp->pend, &kp->cappend, kp->npend + 1, sizeof(*kp->pend)))
 		return -ENOMEM;
-	if (!c->service[0])
+	if (!c->service[0]) {
 		kp__proc_service(kp, c->proc, c->a.family == AF_UNIX ? KP_PORT_UNIX : c->a.lport,
 				 c->service, KP_NAME_LEN);
+		c->iservice = NULL;
+	}
+	if (!c->iservice)
+		c->iservice = kp__intern(kp, c->service);
+	svc = c->iservice;
+	/* a connection's requests mostly repeat their name */
+	if (!c->iname || strcmp(c->iname, c->req.name))
+		c->iname = kp__intern(kp, c->req.name);
+	name = c->iname;
+	if (!svc || !name)
+		return -ENOMEM;
 	base = chunk_reserve(kp, req_bound(kp, c, nfr));
 	if (!base)
 		return -ENOMEM;
@@ -425,10 +452,9 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 		o += al8(c->req.nruns * sizeof(*p->runs));
 	}
 	pc.p = o;
-	svc = pc_copy(&pc, c->service);
-	name = pc_copy(&pc, c->req.name);
 	for (uint32_t i = 0; i < n; i++) {
-		fi += fill_segment(kp, src, i, &segs[i], &frames[fi], svc, name, &culs[cj], &pc);
+		fi += fill_segment(kp, src, i, &segs[i], i ? &segs[i - 1] : NULL, &frames[fi], svc,
+				   name, &culs[cj], &pc);
 		cj += kp->ws[i].ncul;
 	}
 	memset(r, 0, sizeof(*r));
@@ -440,6 +466,7 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	r->segs = segs;
 	r->nsegs = n;
 	r->realtime_offset_ns = kp->realtime_offset_ns;
+	r->interned = kp->intern != NULL;
 	if (c->req.status) {
 		char *t = pc.p;
 

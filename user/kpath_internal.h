@@ -88,6 +88,7 @@ struct kp_culprit {
 	uint64_t ns;
 	int32_t pid, tid;
 	char comm[CP_COMM_LEN];
+	const char *icomm; /* comm interned (kp__intern), once a walk names it */
 };
 
 /* A --probe function entered or returned on a thread, with the stack of
@@ -97,7 +98,7 @@ struct kp_culprit {
 
 struct kp_probe_ev {
 	uint64_t ts;
-	uint32_t stack[KP_PROBE_DEPTH]; /* into kp->probe_names */
+	uint32_t stack[KP_PROBE_DEPTH]; /* into kp->probes */
 	uint8_t depth;
 };
 
@@ -107,10 +108,16 @@ struct kp_thread {
 	uint32_t host;
 	uint32_t proc; /* process index */
 	char comm[CP_COMM_LEN];
+	/* kp__thread_comm: the comm it names, interned, and what that was made
+	 * from (comms change at exec and with metadata) */
+	const char *icomm;
+	char icomm_of[CP_COMM_LEN];
+	/* iv, cul and pev are windows (kp__win_more): pruning moves their start */
 	struct kp_iv *iv;
-	uint32_t niv, capiv;
+	uint32_t niv, capiv, ivoff;
+	uint32_t find_hint; /* kp__tl_find: the interval it found last */
 	struct kp_culprit *cul;
-	uint32_t ncul, capcul;
+	uint32_t ncul, capcul, culoff;
 	uint64_t cul_base; /* absolute index of cul[0] */
 	/* a wakeup seen while we still thought the thread was running (the
 	 * waking and the switch-out raced on two CPUs) */
@@ -118,7 +125,7 @@ struct kp_thread {
 	uint32_t pend_waker, pend_conn;
 	uint8_t pend_wake;
 	struct kp_probe_ev *pev;
-	uint32_t npev, cappev;
+	uint32_t npev, cappev, pevoff;
 	uint64_t pev_base;		 /* absolute index of pev[0] */
 	uint32_t pstack[KP_PROBE_DEPTH]; /* probed calls active now */
 	uint8_t pdepth;
@@ -134,9 +141,14 @@ struct kp_proc {
 	/* kp__proc_frame_service: the walk names other processes on every
 	 * request; the name, and the comm and port it was made from */
 	char svc[KP_NAME_LEN];
+	const char *isvc; /* svc interned */
 	char svc_comm[CP_COMM_LEN];
 	uint16_t svc_port;
 	bool svc_ok;
+	/* the last "service call" frame named (proc_frame, interned), and the
+	 * service and call it was made from */
+	const char *call_frame, *call_svc;
+	char call_of[KP_NAME_LEN];
 };
 
 struct kp_addr {
@@ -196,11 +208,13 @@ struct kp_conn {
 	struct kp_req req;
 	char last_name[KP_NAME_LEN]; /* client: the call being made; server: last request */
 	char service[KP_NAME_LEN];   /* "comm:port", set at its first request */
+	const char *iservice;	     /* service interned */
+	const char *iname;	     /* the last request's name, interned */
 	char lstr[KP_ADDR_STR_LEN], rstr[KP_ADDR_STR_LEN]; /* "ip:port" of each end, once known */
-	struct kp_write *wr;
-	uint32_t nwr, capwr;
+	struct kp_write *wr; /* wr and dr are windows (kp__win_more) */
+	uint32_t nwr, capwr, wroff;
 	struct kp_dready *dr;
-	uint32_t ndr, capdr;
+	uint32_t ndr, capdr, droff;
 	struct kp_name_run *runs; /* req.nruns of them (pipelining), allocated when first needed */
 	uint32_t capruns;
 	uint64_t last_used; /* the latest record on it */
@@ -256,17 +270,26 @@ struct kp_wseg {
 	bool interference;
 };
 
-/* A string that names a walk's segment (kp->strs): stable storage (a
- * process's service, a connection's address) that lives until the request
- * is copied out, or buf >= 0, a slot of kp->sbuf composed for this walk.
- * Every use gets an id of its own, as seg_add merges segments only when
- * their ids are equal. */
-struct kp_sref {
-	const char *p;
-	int32_t buf;
+/* An ownership answer the walk already has (kpath_walk.c) */
+struct kp_own {
+	uint64_t key; /* thread << 32 | blocked interval */
+	uint32_t gen; /* the walk it belongs to */
+	uint16_t steps;
+	bool owned;
 };
 
 typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
+/* One pointer per contents, valid as long as the requests' consumer needs
+ * it (engine__intern), or NULL on ENOMEM. */
+typedef const char *(*kp_intern_fn)(void *arg, const char *s);
+
+/* A --probe symbol, and the same interned */
+struct kp_probe_name {
+	char name[KP_NAME_LEN];
+	const char *iname;
+};
+
+struct intern;
 
 struct kp_map {
 	uint64_t *keys;
@@ -298,10 +321,10 @@ struct kp {
 	uint64_t unix_serial; /* Unix-domain connections: their "address" */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
-	struct kp_lastdr *lastdr;	  /* [host * KP_MAX_CPUS + cpu] */
-	char (*probe_names)[KP_NAME_LEN]; /* --probe symbols */
-	uint32_t nprobe_names, capprobe_names;
-	struct kp_map probemap; /* host << 32 | probe_id → probe_names index */
+	struct kp_lastdr *lastdr;     /* [host * KP_MAX_CPUS + cpu] */
+	struct kp_probe_name *probes; /* --probe symbols */
+	uint32_t nprobes, capprobes;
+	struct kp_map probemap; /* host << 32 | probe_id → probes index */
 	uint32_t nlastdr;
 
 	uint64_t now;		    /* the stream's time (latest hdr.ts) */
@@ -327,25 +350,76 @@ struct kp {
 	uint64_t inferred_switches;
 	int err; /* first error of the emit callback */
 
+	/* The strings requests name that repeat (services, request names,
+	 * frames, comms) are interned where they are made and kept with what
+	 * they name, so no request copies or hashes them again: through
+	 * intern (the engine's, and requests go out with interned set), or
+	 * without one in own_intern, which lives as long as kp. */
+	kp_intern_fn intern;
+	void *intern_arg;
+	struct intern *own_intern;
+	/* culprit records' comms interned, by tid: records repeat a few */
+	struct {
+		char comm[CP_COMM_LEN];
+		const char *icomm;
+	} culprit_comms[64];
+
 	/* scratch of the walk, reused between requests */
 	struct kp_wseg *ws;
 	uint32_t nws, capws;
-	struct cp_segment *segs;
-	uint32_t nsegs, capsegs;
-	struct cp_culprit *culs;
+	struct cp_culprit *culs; /* comms interned */
 	uint32_t nculs, capculs;
-	struct kp_sref *strs;
+	/* the strings that name segments (frame3: interned; peer: a
+	 * connection's address, which lives until the request is copied
+	 * out). Every use gets an id of its own, as seg_add merges segments
+	 * only when their ids are equal. */
+	const char **strs;
 	uint32_t nstrs, capstrs;
-	char (*sbuf)[KP_NAME_LEN];
-	uint32_t nsbuf, capsbuf;
-	const char **frames;
-	uint32_t nframes, capframes;
+	struct kp_own *own; /* KP_OWN_SLOTS, open addressing, kept by walk */
+	uint32_t nown, own_gen;
 };
 
 #define KP_MAX_CPUS 1024
 
+static inline uint64_t kp__key_at(const char *a, size_t elem, uint32_t i)
+{
+	return *(const uint64_t *)(a + (size_t)i * elem);
+}
+
+/* The first index in [0, n) whose key (the uint64_t at offset off of an
+ * element of size elem) is >= ts, or n; keys ascend. Walks ask about recent
+ * times, near the end of a thread's arrays: gallop back from the end to
+ * bracket the answer, then bisect the bracket. */
+static inline __attribute__((always_inline)) uint32_t
+kp__lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off, uint64_t ts)
+{
+	const char *a = (const char *)arr + off;
+	uint32_t lo = 0, hi = n, step = 1;
+
+	while (hi > step && kp__key_at(a, elem, hi - step) >= ts) {
+		hi -= step;
+		step *= 2;
+	}
+	if (hi > step)
+		lo = hi - step + 1; /* key hi - step < ts */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (kp__key_at(a, elem, mid) < ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* kpath_core.c */
 int kp__init(struct kp *kp, kp_emit_fn emit, void *arg);
+/* Strings of the requests out come from fn (engine__intern of the engine
+ * they go to), and requests say so (cp_request.interned). */
+void kp__set_intern(struct kp *kp, kp_intern_fn fn, void *arg);
+/* s interned (kp->intern or kp's own table); NULL on ENOMEM */
+const char *kp__intern(struct kp *kp, const char *s);
 void kp__free(struct kp *kp);
 /* A source (one recording); returns its index. host_key tells hosts apart
  * (recordings of one host share tids and sockets): same key, same host. */
@@ -361,7 +435,22 @@ int kp_map__put(struct kp_map *m, uint64_t key, uint32_t val);
 uint32_t kp_map__get(const struct kp_map *m, uint64_t key);
 void kp_map__del(struct kp_map *m, uint64_t key);
 void kp_map__free(struct kp_map *m);
-int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* Room for need elements in *arr (doubling); 0 or -ENOMEM. Inline: the walk
+ * adds several elements per step, and they almost always fit. */
+static inline int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	return need <= *cap ? 0 : kp__grow_to(arr, cap, need, elem);
+}
+/* Arrays pruned at the front: the window [*arr, *arr + n) starts *off
+ * elements into an allocation of *cap. Dropping moves the start instead of
+ * the data; kp__win_more makes room for one more element, moving the window
+ * back to the front only when the part dropped is at least as long as it
+ * (each element moves a bounded number of times, and the allocation stays
+ * within a small multiple of the largest window). */
+int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
+void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t elem);
+void kp__win_free(void **arr, uint32_t *off, size_t elem);
 
 /* timeline.c */
 uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
@@ -384,7 +473,7 @@ int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t t
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,
 		     uint64_t uaddr, uint32_t conn);
 /* The interval of thread holding time t (start < t <= end), or -1. */
-int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts);
+int64_t kp__tl_find(struct kp_thread *t, uint64_t ts);
 void kp__tl_prune(struct kp_thread *t, uint64_t before);
 
 /* kpath_conn.c */
@@ -426,17 +515,17 @@ int kp__walk(struct kp *kp, uint32_t conn);
  * "comm:unix" for KP_PORT_UNIX, else its comm (into buf) */
 #define KP_PORT_UNIX (-1) /* kp__proc_service: a Unix-domain socket's service */
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len);
-/* kp__proc_service with port 0, kept in the process until its comm or
- * first listening port changes (valid until the next call for proc) */
+/* kp__proc_service with port 0, interned, kept in the process until its
+ * comm or first listening port changes; NULL on ENOMEM */
 const char *kp__proc_frame_service(struct kp *kp, uint32_t proc);
 /* The string behind an id of kp->strs */
 static inline const char *kp__str(const struct kp *kp, int32_t id)
 {
-	const struct kp_sref *r = &kp->strs[id];
-
-	return r->buf >= 0 ? kp->sbuf[r->buf] : r->p;
+	return kp->strs[id];
 }
-const char *kp__thread_comm(const struct kp *kp, uint32_t thread);
+/* The thread's comm (its process's for a main thread not named yet, else
+ * "?"), interned; NULL on ENOMEM */
+const char *kp__thread_comm(struct kp *kp, uint32_t thread);
 
 /* proto_detect.c */
 enum kp_proto { KP_PROTO_NONE = 0, KP_PROTO_HTTP, KP_PROTO_MEMCACHED, KP_PROTO_RESP };

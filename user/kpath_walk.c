@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kpath_internal.h"
@@ -40,33 +41,27 @@ struct walk {
 	/* the last third frame named (proc_frame): process, call, string */
 	uint32_t f3_proc;
 	const char *f3_call;
-	struct kp_sref f3;
+	const char *f3;
 };
 
-/* A new id for a string (a segment's frame3 or peer), or -1. */
-static int32_t str_ref(struct kp *kp, struct kp_sref r)
+/* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
+ * ENOMEM). */
+static int32_t str_ref(struct kp *kp, const char *s)
 {
-	if (kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
+	if (!s || kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
 		return -1;
-	kp->strs[kp->nstrs] = r;
+	kp->strs[kp->nstrs] = s;
 	return (int32_t)kp->nstrs++;
 }
 
-static int32_t str_ptr(struct kp *kp, const char *s)
-{
-	return str_ref(kp, (struct kp_sref){s, -1});
-}
-
-/* "a b" in a slot of kp->sbuf, a cut to alen bytes, b to blen, the whole to
- * KP_NAME_LEN - 1 (what snprintf "%.<alen>s %.<blen>s" made); -1 on ENOMEM */
-static int32_t sbuf_join(struct kp *kp, const char *a, size_t alen, const char *b, size_t blen)
+/* "a b", a cut to alen bytes, b to blen, the whole to KP_NAME_LEN - 1 (what
+ * snprintf "%.<alen>s %.<blen>s" made), interned; NULL on ENOMEM */
+static const char *join_interned(struct kp *kp, const char *a, size_t alen, const char *b,
+				 size_t blen)
 {
 	size_t n = strnlen(a, alen), m = strnlen(b, blen);
-	char *o;
+	char o[KP_NAME_LEN];
 
-	if (kp__grow((void **)&kp->sbuf, &kp->capsbuf, kp->nsbuf + 1, sizeof(*kp->sbuf)))
-		return -1;
-	o = kp->sbuf[kp->nsbuf];
 	if (n > KP_NAME_LEN - 1)
 		n = KP_NAME_LEN - 1;
 	memcpy(o, a, n);
@@ -76,18 +71,25 @@ static int32_t sbuf_join(struct kp *kp, const char *a, size_t alen, const char *
 		m = KP_NAME_LEN - 1 - n;
 	memcpy(o + n, b, m);
 	o[n + m] = '\0';
-	return (int32_t)kp->nsbuf++;
+	return kp__intern(kp, o);
 }
 
-const char *kp__thread_comm(const struct kp *kp, uint32_t thread)
+const char *kp__thread_comm(struct kp *kp, uint32_t thread)
 {
-	const struct kp_thread *t = &kp->th[thread];
+	static const char unknown[CP_COMM_LEN] = "?";
+	struct kp_thread *t = &kp->th[thread];
+	const char *s = unknown;
 
 	if (t->comm[0])
-		return t->comm;
-	if (t->tid == t->pid && kp->pr[t->proc].comm[0])
-		return kp->pr[t->proc].comm;
-	return "?";
+		s = t->comm;
+	else if (t->tid == t->pid && kp->pr[t->proc].comm[0])
+		s = kp->pr[t->proc].comm;
+	/* every candidate is a CP_COMM_LEN array: compared whole, in two words */
+	if (!t->icomm || memcmp(s, t->icomm_of, CP_COMM_LEN)) {
+		t->icomm = kp__intern(kp, s);
+		memcpy(t->icomm_of, s, CP_COMM_LEN);
+	}
+	return t->icomm;
 }
 
 const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
@@ -104,14 +106,15 @@ const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
 	/* comm is a CP_COMM_LEN array or "" */
 	if (p->svc_ok && p->svc_port == port &&
 	    (comm[0] ? !memcmp(p->svc_comm, comm, CP_COMM_LEN) : !p->svc_comm[0]))
-		return p->svc;
+		return p->isvc;
 	kp__proc_service(kp, proc, 0, p->svc, sizeof(p->svc));
+	p->isvc = kp__intern(kp, p->svc);
 	memset(p->svc_comm, 0, sizeof(p->svc_comm));
 	if (comm[0])
 		memcpy(p->svc_comm, comm, CP_COMM_LEN);
 	p->svc_port = port;
-	p->svc_ok = true;
-	return p->svc;
+	p->svc_ok = p->isvc != NULL;
+	return p->isvc;
 }
 
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len)
@@ -159,6 +162,48 @@ static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t 
 }
 
 /*
+ * Ownership follows a chain of wakeups back, one step per blocked interval,
+ * and the chains of one walk share their tails (the walk itself goes back
+ * through the same wakers). What a chain found is kept for the walk: per
+ * blocked interval the answer and how many steps on it took, so a chain
+ * that meets one stops there with the answer it would have reached (or
+ * none, had the steps run past KP_OWN_MAX_DEPTH).
+ */
+#define KP_OWN_SLOTS 4096u
+
+static const struct kp_own *own_get(const struct kp *kp, uint64_t key)
+{
+	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
+
+	if (!kp->own)
+		return NULL;
+	for (;; i = (i + 1) & (KP_OWN_SLOTS - 1)) {
+		const struct kp_own *m = &kp->own[i];
+
+		if (m->gen != kp->own_gen)
+			return NULL;
+		if (m->key == key)
+			return m;
+	}
+}
+
+static void own_put(struct kp *kp, uint64_t key, bool owned, uint32_t steps)
+{
+	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 52);
+
+	_Static_assert(KP_OWN_SLOTS == 1u << 12, "the hash takes 12 bits");
+	if (!kp->own && !(kp->own = calloc(KP_OWN_SLOTS, sizeof(*kp->own))))
+		return; /* not kept: asked again */
+	if (kp->nown >= KP_OWN_SLOTS / 2)
+		return;
+	while (kp->own[i].gen == kp->own_gen && kp->own[i].key != key)
+		i = (i + 1) & (KP_OWN_SLOTS - 1);
+	if (kp->own[i].gen != kp->own_gen)
+		kp->nown++;
+	kp->own[i] = (struct kp_own){key, kp->own_gen, (uint16_t)steps, owned};
+}
+
+/*
  * DESIGN: an interval is owned by the request if its serving thread ran it
  * after the request started, or it began with a wakeup from an owned
  * interval (hand-off to a worker, reply from a downstream) — followed back
@@ -168,47 +213,66 @@ static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t 
 static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 {
 	struct kp *kp = w->kp;
+	uint64_t chain[KP_OWN_MAX_DEPTH]; /* the blocked interval met at each depth */
+	uint32_t depth, n = 0;
+	bool res = false;
 
-	for (uint32_t depth = 0; depth < KP_OWN_MAX_DEPTH; depth++) {
+	for (depth = 0; depth < KP_OWN_MAX_DEPTH; depth++) {
 		const struct kp_thread *t = &kp->th[thread];
+		const struct kp_own *m;
 		const struct kp_iv *b;
 		const struct kp_write *src;
 		int64_t j = idx;
 
-		if (thread == w->serving)
-			return true;
+		if (thread == w->serving) {
+			res = true;
+			break;
+		}
 		/* a blocked interval belongs with the activation its wakeup begins */
 		while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
 			j--;
 		if (j < 0)
-			return false;
+			break;
+		chain[n] = (uint64_t)thread << 32 | (uint32_t)j;
+		m = own_get(kp, chain[n]);
+		if (m) {
+			if (depth + m->steps >= KP_OWN_MAX_DEPTH)
+				return false;
+			res = m->owned;
+			depth += m->steps;
+			break;
+		}
+		n++;
 		b = &t->iv[j];
 		if (b->end < w->start)
-			return false;
-		switch (b->wake) {
-		case KP_WK_TASK:
-		case KP_WK_NEW:
+			break;
+		if (b->wake == KP_WK_TASK || b->wake == KP_WK_NEW) {
 			if (b->waker == KP_NONE)
-				return false;
+				break;
 			thread = b->waker;
 			idx = kp__tl_find(&kp->th[thread], b->end);
-			break;
-		case KP_WK_NET:
-			if (b->conn == w->conn)
-				return true;
+		} else if (b->wake == KP_WK_NET) {
+			if (b->conn == w->conn) {
+				res = true;
+				break;
+			}
 			src = net_source(kp, b->conn, b->end);
 			if (!src)
-				return false;
+				break;
 			thread = src->thread;
 			idx = kp__tl_find(&kp->th[thread], src->exit < b->end ? src->exit : b->end);
+		} else {
 			break;
-		default:
-			return false;
 		}
 		if (idx < 0)
-			return false;
+			break;
 	}
-	return false;
+	if (depth >= KP_OWN_MAX_DEPTH)
+		return false;
+	/* chain[i] was met at depth i, and the answer came at depth */
+	for (uint32_t i = 0; i < n; i++)
+		own_put(kp, chain[i], res, depth - i);
+	return res;
 }
 
 static bool owned(struct walk *w, uint32_t thread, int64_t idx)
@@ -306,8 +370,7 @@ static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, ui
 			return 0;
 		}
 	}
-	/* comm lives in the thread or its culprit records until the request
-	 * is copied out */
+	/* comm is interned (or NULL: ENOMEM) */
 	if (kp__grow((void **)&kp->culs, &kp->capculs, kp->nculs + 1, sizeof(*kp->culs)))
 		return -ENOMEM;
 	c = &kp->culs[kp->nculs++];
@@ -332,13 +395,23 @@ static int32_t proc_frame(struct walk *w, uint32_t thread)
 	if (proc != w->f3_proc || w->call != w->f3_call) {
 		const char *svc = kp__proc_frame_service(kp, proc);
 
-		w->f3 = (struct kp_sref){svc, -1};
-		if (w->call && w->call[0]) {
-			/* what snprintf(" %s") after the service made */
-			w->f3.buf = sbuf_join(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
-			if (w->f3.buf < 0)
-				return -1;
+		/* with a call: what snprintf(" %s") after the service made,
+		 * kept in the process while its calls repeat */
+		if (svc && w->call && w->call[0]) {
+			struct kp_proc *p = &kp->pr[proc];
+
+			if (!p->call_frame || p->call_svc != svc ||
+			    strncmp(p->call_of, w->call, KP_NAME_LEN)) {
+				p->call_frame =
+				    join_interned(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
+				p->call_svc = svc;
+				memcpy(p->call_of, w->call, KP_NAME_LEN);
+			}
+			svc = p->call_frame;
 		}
+		if (!svc)
+			return -1;
+		w->f3 = svc;
 		w->f3_proc = proc;
 		w->f3_call = w->call;
 	}
@@ -350,7 +423,7 @@ static int32_t conn_peer_str(struct kp *kp, uint32_t conn)
 	if (conn == KP_NONE)
 		return -1;
 	/* name the server end of the hop: the downstream, whichever side we are on */
-	return str_ptr(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
+	return str_ref(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
 }
 
 static uint8_t block_category(const struct kp_iv *iv)
@@ -364,10 +437,26 @@ static uint8_t block_category(const struct kp_iv *iv)
 	return CP_CAT_UNEXPLAINED;
 }
 
+/* A culprit record's comm, interned */
+static const char *culprit_comm(struct kp *kp, struct kp_culprit *c)
+{
+	typeof(&kp->culprit_comms[0]) m =
+	    &kp->culprit_comms[((uint32_t)c->tid * 0x9e3779b1u) >> 26];
+
+	_Static_assert(sizeof(kp->culprit_comms) / sizeof(kp->culprit_comms[0]) == 64, "6 bits");
+	if (!c->icomm) {
+		if (!m->icomm || memcmp(m->comm, c->comm, CP_COMM_LEN)) {
+			m->icomm = kp__intern(kp, c->comm);
+			memcpy(m->comm, c->comm, CP_COMM_LEN);
+		}
+		c->icomm = m->icomm;
+	}
+	return c->icomm;
+}
+
 /* The k-th culprit of a run-queue interval, or NULL when the timeline has
  * already pruned it. */
-static const struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv,
-					   uint32_t k)
+static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv, uint32_t k)
 {
 	uint64_t abs = (uint64_t)iv->cul_first + k;
 
@@ -396,7 +485,7 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 			uint64_t t, bool interf)
 {
 	struct kp *kp = w->kp;
-	const struct kp_thread *th = &kp->th[thread];
+	struct kp_thread *th = &kp->th[thread];
 	uint64_t dur = iv->end - iv->start;
 	int err;
 
@@ -415,7 +504,7 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	if (err || t <= a)
 		return err;
 	for (uint32_t k = 0; k < iv->ncul; k++) {
-		const struct kp_culprit *c = iv_culprit(th, iv, k);
+		struct kp_culprit *c = iv_culprit(th, iv, k);
 		uint64_t ns;
 
 		if (!c)
@@ -424,7 +513,7 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 		ns = dur ? (uint64_t)((double)c->ns * (double)(t - a) / (double)dur) : c->ns;
 		if (ns > t - a)
 			ns = t - a;
-		err = cul_add(kp, c->pid, c->tid, c->comm, ns);
+		err = cul_add(kp, c->pid, c->tid, culprit_comm(kp, c), ns);
 		if (err)
 			return err;
 	}
@@ -446,7 +535,12 @@ int kp__walk(struct kp *kp, uint32_t conn)
 	bool lock_chain = false;
 	int err = 0;
 
-	kp->nws = kp->nculs = kp->nstrs = kp->nsbuf = 0;
+	kp->nws = kp->nculs = kp->nstrs = kp->nown = 0;
+	if (!++kp->own_gen) { /* wrapped: stamps of old walks could match */
+		if (kp->own)
+			memset(kp->own, 0, KP_OWN_SLOTS * sizeof(*kp->own));
+		kp->own_gen = 1; /* never 0, the stamp of a slot never used */
+	}
 	while (t > S && !err) {
 		struct kp_thread *th = &kp->th[thread];
 		int64_t idx = kp__tl_find(th, t);
@@ -524,10 +618,10 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				    (iv->conn == conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
 					/* bytes of this (or another) request on their way in:
 					 * name the client, no downstream frame */
-					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
-						      str_ptr(kp, kp__conn_addr(&kp->cn[iv->conn],
-										false)),
-						      -1);
+					err = seg_add(
+					    kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
+					    str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)),
+					    -1);
 					break;
 				}
 				/* data from an untraced peer: a network blind spot too
@@ -538,16 +632,18 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				     (iv->wake == KP_WK_NONE ||
 				      (iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
 				       iv->conn != KP_NONE)))) {
-					int32_t ps = conn_peer_str(kp, iv->conn), fs = ps;
+					int32_t ps = conn_peer_str(kp, iv->conn), fs = -1;
 
+					/* the address (a frame: interned), and the call
+					 * made to it: "%.40s %.20s" */
 					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&
-					    kp->cn[iv->conn].last_name[0]) {
-						/* "%.40s %.20s" */
-						int32_t b = sbuf_join(kp, kp__str(kp, ps), 40,
-								      kp->cn[iv->conn].last_name, 20);
-
-						fs = b < 0 ? -1 : str_ref(kp, (struct kp_sref){NULL, b});
-					}
+					    kp->cn[iv->conn].last_name[0])
+						fs = str_ref(
+						    kp,
+						    join_interned(kp, kp__str(kp, ps), 40,
+								  kp->cn[iv->conn].last_name, 20));
+					else if (ps >= 0)
+						fs = str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
 					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
 						      ps, fs);
 					break;

@@ -256,11 +256,21 @@ static void gen_contention(yajl_gen g, const struct engine_result *r)
  * locked fwrite per token (which was half the time of a large report). */
 #define OUT_BUF 65536
 
+/* JSON of strings kept by pointer (rq_str_kept), up to this long */
+#define RQ_KEPT_SLOTS 256
+#define RQ_KEPT_MAX 96
+
 struct out_json_stream {
 	yajl_gen g;
 	FILE *f;
 	size_t n;
-	char last; /* the last byte written before buf[0] */
+	char last;     /* the last byte written before buf[0] */
+	bool interned; /* the request being written has cp_request.interned */
+	struct {
+		const char *p;
+		uint32_t len;
+		char json[RQ_KEPT_MAX];
+	} kept[RQ_KEPT_SLOTS];
 	char buf[OUT_BUF];
 };
 
@@ -296,15 +306,28 @@ static void write_out(void *ctx, const char *p, size_t len)
  * bytes that are not UTF-8 replaced as gen_str does. yajl sees none of
  * it: the array it opened holds them, and it closes it after them.
  */
-static void rq_c(struct out_json_stream *s, char c)
+static inline void rq_room(struct out_json_stream *s, size_t n)
 {
-	if (s->n + 1 > sizeof(s->buf))
+	if (s->n + n > sizeof(s->buf))
 		flush_out(s);
+}
+
+static inline void rq_c(struct out_json_stream *s, char c)
+{
+	rq_room(s, 1);
 	s->buf[s->n++] = c;
 }
 
+/* len bytes at most OUT_BUF (keys, literals, runs of a string) */
+static inline void rq_put(struct out_json_stream *s, const void *p, size_t len)
+{
+	rq_room(s, len);
+	memcpy(s->buf + s->n, p, len);
+	s->n += len;
+}
+
 /* A ',' unless a map or array has just opened. */
-static void rq_sep(struct out_json_stream *s)
+static inline void rq_sep(struct out_json_stream *s)
 {
 	char c = s->n ? s->buf[s->n - 1] : s->last;
 
@@ -316,28 +339,51 @@ static void rq_sep(struct out_json_stream *s)
 #define rq_key(s, k)                                                                               \
 	do {                                                                                       \
 		rq_sep(s);                                                                         \
-		write_out(s, "\"" k "\":", sizeof(k) + 2);                                        \
+		rq_put(s, "\"" k "\":", sizeof(k) + 2);                                            \
 	} while (0)
+
+/* Bytes written as they are: printable ASCII but '"' and '\\' (not NUL) */
+static const uint8_t rq_plain[256] = {
+    [0x20] = 1,
+    [0x21] = 1,
+    [0x23 ... 0x5b] = 1,
+    [0x5d ... 0x7f] = 1,
+};
+
+/* The bytes of str up to its end or the next one to escape, in pieces
+ * that fit the buffer; returns how many. */
+static size_t rq_plain_run(struct out_json_stream *s, const unsigned char *u)
+{
+	size_t n = 0;
+
+	while (rq_plain[u[n]])
+		n++;
+	for (size_t o = 0; o < n;) {
+		size_t k = n - o < sizeof(s->buf) ? n - o : sizeof(s->buf);
+
+		rq_put(s, u + o, k);
+		o += k;
+	}
+	return n;
+}
 
 static void rq_str(struct out_json_stream *s, const char *str)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *u = (const unsigned char *)str;
-	size_t len = strlen(str);
+	size_t i = 0;
 
 	rq_c(s, '"');
-	for (size_t i = 0; i < len;) {
-		unsigned char c = u[i];
+	for (;;) {
+		unsigned char c;
 		const char *esc = NULL;
 		size_t n;
 
-		if (s->n + 8 > sizeof(s->buf))
-			flush_out(s);
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			s->buf[s->n++] = (char)c;
-			i++;
-			continue;
-		}
+		i += rq_plain_run(s, u + i);
+		c = u[i];
+		if (!c)
+			break;
+		rq_room(s, 8);
 		if (c < 0x80) {
 			switch (c) {
 			case '\r': esc = "\\r"; break;
@@ -361,7 +407,8 @@ static void rq_str(struct out_json_stream *s, const char *str)
 			i++;
 			continue;
 		}
-		n = utf8_seq(u + i, len - i);
+		/* a sequence is at most 4 bytes: what is left beyond does not matter */
+		n = utf8_seq(u + i, strnlen((const char *)u + i, 4));
 		if (n) {
 			memcpy(s->buf + s->n, u + i, n);
 			s->n += n;
@@ -375,18 +422,72 @@ static void rq_str(struct out_json_stream *s, const char *str)
 	rq_c(s, '"');
 }
 
+/* Two digits at a time, written from the end, in 32-bit arithmetic below
+ * 10^8 (times in ns are 12 digits or more): a report is mostly numbers. */
+static const char rq_d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
+			       "31323334353637383940414243444546474849505152535455565758596061"
+			       "62636465666768697071727374757677787980818283848586878889909192"
+			       "93949596979899";
+
+/* v < 10^8 before p, its digits only (at least one); returns the start */
+static char *rq_u32_digits(char *p, uint32_t v)
+{
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, rq_d2 + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, rq_d2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return p;
+}
+
 static void rq_u64(struct out_json_stream *s, uint64_t v)
 {
-	char t[24];
-	int n = 0;
+	char t[24], *p = t + sizeof(t);
 
-	do
-		t[n++] = (char)('0' + v % 10);
-	while (v /= 10);
-	if (s->n + (size_t)n > sizeof(s->buf))
-		flush_out(s);
-	while (n)
-		s->buf[s->n++] = t[--n];
+	while (v >= 100000000) { /* eight digits, zeros kept */
+		uint32_t lo = (uint32_t)(v % 100000000);
+
+		v /= 100000000;
+		for (int k = 0; k < 4; k++) {
+			p -= 2;
+			memcpy(p, rq_d2 + 2 * (lo % 100), 2);
+			lo /= 100;
+		}
+	}
+	p = rq_u32_digits(p, (uint32_t)v);
+	rq_put(s, p, (size_t)(t + sizeof(t) - p));
+}
+
+/* A string whose contents stay as long as the report is written (stable:
+ * the engine's interned strings, category names) repeats over and over:
+ * its JSON is kept by pointer and copied whole when it comes again. */
+static void rq_str_kept(struct out_json_stream *s, const char *str, bool stable)
+{
+	uintptr_t x = (uintptr_t)str;
+	uint32_t k = (uint32_t)((x >> 4) ^ (x >> 12)) & (RQ_KEPT_SLOTS - 1);
+	size_t bound, from;
+
+	if (stable && s->kept[k].p == str) {
+		rq_put(s, s->kept[k].json, s->kept[k].len);
+		return;
+	}
+	bound = stable ? 6 * strlen(str) + 2 : SIZE_MAX; /* every byte escaped, and quotes */
+	if (bound > RQ_KEPT_MAX) {
+		rq_str(s, str);
+		return;
+	}
+	rq_room(s, bound); /* no flush while it is written */
+	from = s->n;
+	rq_str(s, str);
+	s->kept[k].p = str;
+	s->kept[k].len = (uint32_t)(s->n - from);
+	memcpy(s->kept[k].json, s->buf + from, s->n - from);
 }
 
 static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, const char *v)
@@ -394,8 +495,19 @@ static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, cons
 	if (!v)
 		return;
 	rq_sep(s);
-	write_out(s, kq, klen);
+	rq_put(s, kq, klen);
 	rq_str(s, v);
+}
+
+/* rq_kstr of a string that may be stable (rq_str_kept) */
+static void rq_kstr_kept(struct out_json_stream *s, const char *kq, size_t klen, const char *v,
+			 bool stable)
+{
+	if (!v)
+		return;
+	rq_sep(s);
+	rq_put(s, kq, klen);
+	rq_str_kept(s, v, stable);
 }
 
 /* kq: the key quoted with its colon, "\"key\":" */
@@ -406,23 +518,23 @@ static void rq_ki32(struct out_json_stream *s, const char *kq, size_t klen, int3
 	if (v < 0)
 		return;
 	rq_sep(s);
-	write_out(s, kq, klen);
+	rq_put(s, kq, klen);
 	rq_u64(s, (uint64_t)v);
 }
 
 static void rq_bool(struct out_json_stream *s, bool v)
 {
-	write_out(s, v ? "true" : "false", v ? 4 : 5);
+	rq_put(s, v ? "true" : "false", v ? 4 : 5);
 }
 
-static void rq_frames(struct out_json_stream *s, const char *const *frames, uint32_t n)
+static void rq_frames(struct out_json_stream *s, const char *const *frames, uint32_t n, bool stable)
 {
 	rq_key(s, "frames");
 	rq_c(s, '[');
 	for (uint32_t i = 0; i < n; i++) {
 		if (i)
 			rq_c(s, ',');
-		rq_str(s, frames[i] ? frames[i] : "?");
+		rq_str_kept(s, frames[i] ? frames[i] : "?", stable);
 	}
 	rq_c(s, ']');
 }
@@ -434,13 +546,13 @@ static void rq_segment(struct out_json_stream *s, const struct cp_segment *g)
 	rq_u64(s, g->start_ns);
 	rq_key(s, "end_ns");
 	rq_u64(s, g->end_ns);
-	rq_kstr(s, RQ_K("category"), cp_category_name(g->category));
-	rq_frames(s, g->frames, g->nframes);
+	rq_kstr_kept(s, RQ_K("category"), cp_category_name(g->category), true);
+	rq_frames(s, g->frames, g->nframes, s->interned);
 	rq_key(s, "interference");
 	rq_bool(s, g->interference);
 	rq_ki32(s, RQ_K("pid"), g->pid);
 	rq_ki32(s, RQ_K("tid"), g->tid);
-	rq_kstr(s, RQ_K("comm"), g->comm);
+	rq_kstr_kept(s, RQ_K("comm"), g->comm, s->interned);
 	rq_ki32(s, RQ_K("cpu"), g->cpu);
 	rq_kstr(s, RQ_K("cpu_model"), g->cpu_model);
 	rq_kstr(s, RQ_K("sku"), g->sku);
@@ -459,7 +571,7 @@ static void rq_segment(struct out_json_stream *s, const struct cp_segment *g)
 			rq_c(s, '{');
 			rq_ki32(s, RQ_K("pid"), c->pid);
 			rq_ki32(s, RQ_K("tid"), c->tid);
-			rq_kstr(s, RQ_K("comm"), c->comm);
+			rq_kstr_kept(s, RQ_K("comm"), c->comm, s->interned);
 			rq_key(s, "ns");
 			rq_u64(s, c->ns);
 			rq_c(s, '}');
@@ -474,8 +586,9 @@ static void rq_request(struct out_json_stream *s, const struct cp_request *q)
 	rq_sep(s);
 	rq_c(s, '{');
 	rq_kstr(s, RQ_K("id"), q->id);
-	rq_kstr(s, RQ_K("service"), q->service);
-	rq_kstr(s, RQ_K("name"), q->name);
+	s->interned = q->interned;
+	rq_kstr_kept(s, RQ_K("service"), q->service, s->interned);
+	rq_kstr_kept(s, RQ_K("name"), q->name, s->interned);
 	rq_kstr(s, RQ_K("host"), q->host);
 	rq_key(s, "start_ns");
 	rq_u64(s, q->start_ns);
@@ -505,7 +618,7 @@ static void rq_request(struct out_json_stream *s, const struct cp_request *q)
 			rq_kstr(s, RQ_K("span_id"), sp->span_id);
 			rq_kstr(s, RQ_K("service"), sp->service);
 			rq_kstr(s, RQ_K("operation"), sp->operation);
-			rq_frames(s, sp->frames, sp->nframes);
+			rq_frames(s, sp->frames, sp->nframes, false);
 			rq_key(s, "inclusive_ns");
 			rq_u64(s, sp->inclusive_ns);
 			rq_key(s, "exclusive_ns");

@@ -80,19 +80,25 @@ static bool is_digits(const char *s, size_t n)
 
 static enum kp_proto http_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
-	size_t ll = line_len(p, len), m = 0, i, o;
+	size_t ll, m = 0, i, o;
 	const char *line = (const char *)p;
 
+	if (p[0] < 'C' || p[0] > 'T') /* no method begins so: most requests of other protocols */
+		return KP_PROTO_NONE;
 	for (size_t k = 0; k < sizeof(http_methods) / sizeof(http_methods[0]); k++) {
 		size_t n = strlen(http_methods[k]);
 
-		if (ll > n + 1 && !memcmp(line, http_methods[k], n) && line[n] == ' ') {
+		/* the line is longer than "METHOD ": its next byte ends no line */
+		if (len > n + 1 && line[0] == http_methods[k][0] &&
+		    !memcmp(line, http_methods[k], n) && line[n] == ' ' && line[n + 1] != '\r' &&
+		    line[n + 1] != '\n') {
 			m = n;
 			break;
 		}
 	}
 	if (!m || line[m + 1] == ' ')
 		return KP_PROTO_NONE;
+	ll = line_len(p, len);
 	/* "METHOD SP target SP HTTP/1.x" — the version may lie past the prefix */
 	o = put_trunc(name, namelen, line, m + 1); /* line[m] is the space */
 	i = m + 1;
@@ -155,7 +161,8 @@ static enum kp_proto mc_name(const uint8_t *p, size_t len, char *name, size_t na
 	if (!n || (n < len && p[n] != ' ' && p[n] != '\r' && p[n] != '\n'))
 		return KP_PROTO_NONE;
 	for (size_t k = 0; k < sizeof(mc_commands) / sizeof(mc_commands[0]); k++) {
-		if (strlen(mc_commands[k]) == n && !memcmp(p, mc_commands[k], n)) {
+		if (mc_commands[k][0] == p[0] && strlen(mc_commands[k]) == n &&
+		    !memcmp(p, mc_commands[k], n)) {
 			put_trunc(name, namelen, mc_commands[k], n);
 			return KP_PROTO_MEMCACHED;
 		}

@@ -8,6 +8,7 @@
  * half-known thread the walk could wander into.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ static struct kp_iv *tl_open(struct kp_thread *t, uint8_t state, uint64_t ts)
 	} else if (t->niv && start < t->iv[t->niv - 1].end) {
 		start = t->iv[t->niv - 1].end;
 	}
-	if (kp__grow((void **)&t->iv, &t->capiv, t->niv + 1, sizeof(*t->iv)))
+	if (kp__win_more((void **)&t->iv, &t->ivoff, &t->capiv, t->niv, sizeof(*t->iv)))
 		return NULL;
 	n = &t->iv[t->niv++];
 	memset(n, 0, sizeof(*n));
@@ -327,7 +328,7 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	}
 	if (!iv)
 		return 0;
-	if (kp__grow((void **)&t->cul, &t->capcul, t->ncul + 1, sizeof(*t->cul)))
+	if (kp__win_more((void **)&t->cul, &t->culoff, &t->capcul, t->ncul, sizeof(*t->cul)))
 		return -ENOMEM;
 	c = &t->cul[t->ncul];
 	c->ts = ts;
@@ -336,6 +337,7 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	c->tid = (int32_t)e->culprit_tid;
 	memcpy(c->comm, e->culprit_comm, CP_COMM_LEN);
 	c->comm[CP_COMM_LEN - 1] = '\0';
+	c->icomm = NULL;
 	if (!iv->ncul || iv->cul_first + iv->ncul != t->cul_base + t->ncul)
 		iv->cul_first = (uint32_t)(t->cul_base + t->ncul), iv->ncul = 0;
 	iv->ncul++;
@@ -349,17 +351,22 @@ static uint32_t probe_name(struct kp *kp, uint32_t host, uint32_t id, const char
 	uint32_t i = kp_map__get(&kp->probemap, key);
 
 	if (i == KP_NONE) {
-		if (kp__grow((void **)&kp->probe_names, &kp->capprobe_names, kp->nprobe_names + 1,
-			     sizeof(*kp->probe_names)))
+		if (kp__grow((void **)&kp->probes, &kp->capprobes, kp->nprobes + 1,
+			     sizeof(*kp->probes)))
 			return KP_NONE;
-		i = kp->nprobe_names;
-		snprintf(kp->probe_names[i], KP_NAME_LEN, "probe%u", id);
-		if (kp_map__put(&kp->probemap, key, i))
+		i = kp->nprobes;
+		snprintf(kp->probes[i].name, KP_NAME_LEN, "probe%u", id);
+		kp->probes[i].iname = kp__intern(kp, kp->probes[i].name);
+		if (!kp->probes[i].iname || kp_map__put(&kp->probemap, key, i))
 			return KP_NONE;
-		kp->nprobe_names++;
+		kp->nprobes++;
 	}
-	if (sym && sym[0])
-		snprintf(kp->probe_names[i], KP_NAME_LEN, "%s", sym);
+	if (sym && sym[0]) {
+		snprintf(kp->probes[i].name, KP_NAME_LEN, "%s", sym);
+		kp->probes[i].iname = kp__intern(kp, kp->probes[i].name);
+		if (!kp->probes[i].iname)
+			return KP_NONE;
+	}
 	return i;
 }
 
@@ -398,7 +405,7 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 			}
 		}
 	}
-	if (kp__grow((void **)&t->pev, &t->cappev, t->npev + 1, sizeof(*t->pev)))
+	if (kp__win_more((void **)&t->pev, &t->pevoff, &t->cappev, t->npev, sizeof(*t->pev)))
 		return -ENOMEM;
 	ev = &t->pev[t->npev++];
 	ev->ts = ts;
@@ -409,16 +416,9 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 
 int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
 {
-	uint32_t lo = 0, hi = t->npev;
+	uint32_t lo = kp__lower_bound_from_end(t->pev, t->npev, sizeof(*t->pev),
+					       offsetof(struct kp_probe_ev, ts), ts);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->pev[mid].ts < ts)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo ? (int64_t)(t->pev_base + lo - 1) : -1;
 }
 
@@ -473,10 +473,31 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 	}
 }
 
-int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts)
+/* The walk asks a thread about times near the one it asked last (earlier
+ * within a walk, later by about a request between walks): gallop from the
+ * interval found last, either way, to bracket the answer, then bisect. */
+int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 {
-	uint32_t lo = 0, hi = t->niv;
+	uint32_t n = t->niv, h, lo, hi, step = 1;
 
+	if (!n)
+		return -1;
+	h = t->find_hint < n ? t->find_hint : n - 1;
+	if (t->iv[h].end >= ts) { /* the first interval ending at or after ts is at or before h */
+		hi = h;
+		while (hi >= step && t->iv[hi - step].end >= ts) {
+			hi -= step;
+			step *= 2;
+		}
+		lo = hi >= step ? hi - step + 1 : 0;
+	} else { /* after h */
+		lo = h + 1;
+		while (lo + step - 1 < n && t->iv[lo + step - 1].end < ts) {
+			lo += step;
+			step *= 2;
+		}
+		hi = lo + step - 1 < n ? lo + step - 1 : n;
+	}
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
@@ -485,8 +506,9 @@ int64_t kp__tl_find(const struct kp_thread *t, uint64_t ts)
 		else
 			hi = mid;
 	}
-	if (lo >= t->niv || t->iv[lo].start >= ts)
+	if (lo >= n || t->iv[lo].start >= ts)
 		return -1;
+	t->find_hint = lo;
 	return lo;
 }
 
@@ -496,24 +518,16 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 
 	while (drop + 1 < t->niv && t->iv[drop].end < before)
 		drop++;
-	if (drop) {
-		memmove(t->iv, t->iv + drop, (t->niv - drop) * sizeof(*t->iv));
-		t->niv -= drop;
-	}
+	kp__win_drop((void **)&t->iv, &t->ivoff, &t->niv, drop, sizeof(*t->iv));
+	t->find_hint = t->find_hint > drop ? t->find_hint - drop : 0;
 	while (cdrop < t->ncul && t->cul[cdrop].ts + KP_DR_WINDOW_NS < before)
 		cdrop++;
-	if (cdrop) {
-		memmove(t->cul, t->cul + cdrop, (t->ncul - cdrop) * sizeof(*t->cul));
-		t->ncul -= cdrop;
-		t->cul_base += cdrop;
-	}
+	kp__win_drop((void **)&t->cul, &t->culoff, &t->ncul, cdrop, sizeof(*t->cul));
+	t->cul_base += cdrop;
 	/* keep the last probe event before the mark: its stack holds there */
 	cdrop = 0;
 	while (cdrop + 1 < t->npev && t->pev[cdrop + 1].ts < before)
 		cdrop++;
-	if (cdrop) {
-		memmove(t->pev, t->pev + cdrop, (t->npev - cdrop) * sizeof(*t->pev));
-		t->npev -= cdrop;
-		t->pev_base += cdrop;
-	}
+	kp__win_drop((void **)&t->pev, &t->pevoff, &t->npev, cdrop, sizeof(*t->pev));
+	t->pev_base += cdrop;
 }

@@ -320,6 +320,59 @@ static void test_bad_request(void **state)
 	engine__free(e);
 }
 
+/* A request whose strings come from engine__intern (cp_request.interned)
+ * aggregates as one whose strings the engine interns itself. */
+static void test_interned(void **state)
+{
+	struct engine *e1 = engine__new(NULL), *e2 = engine__new(NULL);
+	const struct engine_result *r1, *r2;
+
+	for (int i = 0; i < 4; i++) {
+		struct cp_segment g[6];
+		struct cp_culprit cul[1], icul[6];
+		const char *fr[6][3];
+		struct cp_request q;
+		char id[32];
+
+		fx_kernel_request(i, &q, g, cul, id, sizeof(id));
+		assert_int_equal(engine__add_request(e1, &q), 1);
+		q.service = engine__intern(e2, q.service);
+		q.name = engine__intern(e2, q.name);
+		for (uint32_t k = 0; k < q.nsegs; k++) {
+			for (uint32_t f = 0; f < g[k].nframes; f++)
+				fr[k][f] = engine__intern(e2, g[k].frames[f]);
+			g[k].frames = fr[k];
+			g[k].comm = engine__intern(e2, g[k].comm);
+			if (g[k].nculprits) {
+				icul[k] = g[k].culprits[0];
+				icul[k].comm = engine__intern(e2, icul[k].comm);
+				g[k].culprits = &icul[k];
+			}
+		}
+		q.interned = true;
+		assert_int_equal(engine__add_request(e2, &q), 1);
+	}
+	r1 = engine__result(e1);
+	r2 = engine__result(e2);
+	assert_int_equal(r1->nprofile, r2->nprofile);
+	for (uint32_t i = 0; i < r1->nprofile; i++) {
+		assert_int_equal(r1->profile[i].nframes, r2->profile[i].nframes);
+		for (uint32_t f = 0; f < r1->profile[i].nframes; f++)
+			assert_string_equal(r1->profile[i].frames[f], r2->profile[i].frames[f]);
+		assert_int_equal(r1->profile[i].category, r2->profile[i].category);
+		assert_int_equal(r1->profile[i].total_ns, r2->profile[i].total_ns);
+		assert_int_equal(r1->profile[i].requests, r2->profile[i].requests);
+	}
+	assert_int_equal(r1->ncontention, r2->ncontention);
+	for (uint32_t i = 0; i < r1->ncontention; i++) {
+		assert_string_equal(r1->contention[i].comm, r2->contention[i].comm);
+		assert_int_equal(r1->contention[i].ns, r2->contention[i].ns);
+		assert_int_equal(r1->contention[i].requests, r2->contention[i].requests);
+	}
+	engine__free(e1);
+	engine__free(e2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,7 +380,7 @@ int main(void)
 	    cmocka_unit_test(test_percentile_views), cmocka_unit_test(test_distribution_error),
 	    cmocka_unit_test(test_filters),	     cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_keep_slowest),     cmocka_unit_test(test_keep_all_spans),
-	    cmocka_unit_test(test_bad_request),
+	    cmocka_unit_test(test_bad_request),	     cmocka_unit_test(test_interned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
