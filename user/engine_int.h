@@ -13,8 +13,11 @@
 #ifndef CRITPATH_ENGINE_INT_H
 #define CRITPATH_ENGINE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "engine.h"
 
 #define BUCKET_SUB_BITS 6
 #define BUCKET_SUB (1u << BUCKET_SUB_BITS)
@@ -69,5 +72,118 @@ struct cp_request;
  * that outlive the copy: the engine's interned stacks). */
 struct cp_request *request__copy(const struct cp_request *req, struct intern *in,
 				 const char *const *const *seg_frames);
+
+/* The engine's state (engine.c aggregates, engine_result.c reports). */
+struct stack {
+	const char *const *frames; /* interned */
+	uint32_t nframes;
+	enum cp_category category;
+	uint64_t hash;
+	uint64_t total_ns;
+	uint32_t requests;
+	uint64_t gen, cur_ns; /* the request being added */
+	uint64_t min_ns, max_ns;
+	struct barr dist;   /* counts by bucket of the step's ns per request */
+	struct barr by_lat; /* ns by bucket of the request's latency */
+};
+
+struct culprit {
+	int32_t pid, tid;
+	const char *comm; /* interned */
+	enum cp_category category;
+	uint64_t hash;
+	uint64_t ns;
+	uint32_t requests;
+	uint64_t gen;
+};
+
+struct span_agg {
+	struct engine_span_entry pub;
+	uint64_t hash;
+	uint64_t gen;
+};
+
+/* open addressing: slot = index + 1, 0 = empty */
+struct index {
+	uint32_t *slots;
+	uint32_t cap;
+};
+
+#define WARN_KEEP 10000
+#define WARN_PRINT 100
+#define CACHE_SLOTS 16
+#define MEMO_BITS 10
+
+struct engine {
+	struct engine_opts opts;
+	struct intern *in;
+	bool quiet;
+
+	struct stack *stacks;
+	uint32_t nstacks, capstacks;
+	struct index stack_index;
+	struct culprit *culprits;
+	uint32_t nculprits, capculprits;
+	struct index culprit_index;
+	/* culprits met lately, by tid: the same few repeat across segments and
+	 * requests, and their comms are interned, so a match needs no hash */
+	struct {
+		int32_t pid, tid;
+		const char *comm;
+		uint32_t category;
+		uint32_t culprit; /* index + 1, 0 = empty */
+	} blame_cache[CACHE_SLOTS * 4];
+	struct span_agg *spans;
+	uint32_t nspans, capspans;
+	struct index span_index;
+
+	uint64_t gen;
+	bool interned; /* the request being added has cp_request.interned */
+	uint32_t *touched;
+	uint32_t ntouched, captouched;
+	const char *const **seg_frames; /* the request's segments' interned stacks */
+	uint32_t capseg_frames;
+	struct {
+		const void *frames;
+		uint32_t nframes, category;
+		uint64_t gen;
+		uint32_t stack;
+	} cache[CACHE_SLOTS];
+	/* A request's frame strings, interned: producers share one string
+	 * among the frames of many segments and spans, so each is hashed and
+	 * compared once per request rather than once per use (span input: a
+	 * third of the engine's time). Valid for one gen. */
+	struct {
+		const char *from, *to;
+		uint64_t gen;
+	} memo[1u << MEMO_BITS];
+	const char **skeys; /* the request's span stats' frame stacks, interned */
+	uint64_t *shash;
+	uint32_t capskeys, capshash;
+	const char **gkeys; /* the same for its segments */
+	uint64_t *ghash;
+	uint32_t capgkeys, capghash;
+
+	uint64_t nrequests, nfiltered, total_latency, max_latency;
+	struct barr lat_counts, lat_max;
+
+	struct cp_request **kept; /* keep_all: in arrival order; slowest: a min-heap */
+	uint32_t nkept, capkept;
+
+	char **warnings;
+	uint32_t nwarnings, capwarnings;
+	uint64_t warnings_dropped;
+	char *dropped_note;
+
+	struct engine_result res;
+	struct engine_profile_entry *res_profile;
+	struct engine_contention *res_contention;
+	struct engine_span_entry *res_spans;
+	const char **res_warnings;
+	const struct cp_request **res_requests;
+	uint32_t *res_hist;
+};
+
+void engine__free_result(struct engine *e);
 
 #endif /* CRITPATH_ENGINE_INT_H */
