@@ -166,11 +166,9 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     (unsigned long long)(KP_PEND_MAX_BYTES >> 20));
 	if (kp.inferred_switches)
 		engine__warn(e,
-			     "%llu switches to target threads were not reported by the kernel and "
-			     "were inferred by the recorder (each when the thread was next "
-			     "switched out): they start at the earliest they can have, the last "
-			     "switch seen on that CPU or the thread's wakeup, so a thread's CPU "
-			     "time there may include a little of the unreported task's",
+			     "%llu switches into target threads were missing from the kernel's "
+			     "trace; the recorder inferred them, each at the earliest it can have "
+			     "been (see dump: inferred)",
 			     (unsigned long long)kp.inferred_switches);
 	if (kp.requests_partial)
 		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
