@@ -188,12 +188,21 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 					 "%s%s", *tried ? ", " : "", bin);
 		}
 		if (!found) {
-			fprintf(stderr,
-				"critpath record: --probe %s%s%s: no function '%s' in %s "
-				"(a symbol of the binary's symbol table is needed: not stripped, "
-				"not inlined)\n",
-				pr->binary, pr->binary[0] ? ":" : "", pr->symbol, pr->symbol,
-				*tried ? tried : "the targets' executables");
+			const char *bin = pr->binary[0] ? pr->binary : NULL;
+
+			if (bin && strchr(bin, '/') && access(bin, R_OK))
+				fprintf(stderr, "critpath record: --probe %s:%s: %s: %s\n", bin,
+					pr->symbol, bin, strerror(errno));
+			else
+				fprintf(stderr,
+					"critpath record: --probe %s%s%s: no function '%s' in %s%s "
+					"(a symbol of the binary's symbol table is needed: not "
+					"stripped, not inlined)\n",
+					pr->binary, bin ? ":" : "", pr->symbol, pr->symbol,
+					*tried ? tried : "the targets' executables",
+					bin && !strchr(bin, '/') ? ", or no such library where the "
+								   "loader looks"
+								 : "");
 			return err ? err : -ENOENT;
 		}
 	}

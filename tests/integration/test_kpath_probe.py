@@ -154,7 +154,12 @@ def main():
     server, sf = K.start_ready([SERVER, "--mode", "probe"])
     r = R.run_record(["-p", sf["pid"], "-d", "2", "-o", os.path.join(K.workdir("probe"), "x.rec"),
                       "--probe", "no_such_function_here"])
+    missing = R.run_record(["-p", sf["pid"], "-d", "2", "--probe", "/nonexistent/bin:probe_parse",
+                            "-o", os.path.join(K.workdir("probe"), "y.rec")])
     K.stop(server)
+    tap.ok("probe: a binary that does not exist: exit 1, one line saying so",
+           missing.rc == 1 and "/nonexistent/bin: No such file or directory" in missing.err
+           and len(missing.err.strip().splitlines()) == 1, missing.describe())
     tap.ok("probe: a function in no target's executable: exit 1, one line naming it and "
            "the executable", r.rc == 1 and "no_such_function_here" in r.err
            and os.path.realpath(SERVER) in r.err and len(r.err.strip().splitlines()) == 1,
