@@ -68,6 +68,7 @@ struct kb {
 	struct kb_req reqs[KB_MAX_REQS];
 	uint32_t nreqs;
 	uint32_t cur_src; /* source of the records built next */
+	uint64_t inferred; /* kp's count of inferred switches, after kb_run */
 };
 
 static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
@@ -358,6 +359,7 @@ static inline int kb_run(struct kb *b)
 		err = kp__add_record(&kp, b->recs[i].src, &b->recs[i].u.h);
 	if (!err)
 		err = kp__finish(&kp);
+	b->inferred = kp.inferred_switches;
 	kp__free(&kp);
 	return err;
 }
