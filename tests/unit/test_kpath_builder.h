@@ -67,7 +67,7 @@ struct kb {
 	uint32_t n;
 	struct kb_req reqs[KB_MAX_REQS];
 	uint32_t nreqs;
-	uint32_t cur_src; /* source of the records built next */
+	uint32_t cur_src;  /* source of the records built next */
 	uint64_t inferred; /* kp's count of inferred switches, after kb_run */
 };
 
