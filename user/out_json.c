@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
  * --format json: the stable contract of DESIGN.md section 6, written with
- * yajl_gen. Fields that do not apply are omitted; times are integers in ns.
+ * yajl_gen, but for the requests (nearly all of the bytes), which are written
+ * directly with the bytes yajl_gen made (see rq_room below). Fields that do not apply are omitted; times are integers in ns.
  * Additive fields beyond the contract: "summary" (request count, latency
  * mean and percentiles), per profile entry the step's distribution
  * ("q50_ns", "q90_ns", "q99_ns", "max_ns", and a "histogram" of
