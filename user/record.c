@@ -52,6 +52,7 @@ struct recorder {
 	struct target targets[MAX_TARGETS];
 	int ntargets;
 	uint64_t events, metadata, lost;
+	uint64_t inferred; /* switch-ins the kernel did not report (CP_SW_INFERRED) */
 	uint64_t *drops_seen;
 	int ncpus;
 	uint64_t last_check;
@@ -70,7 +71,8 @@ static void usage(FILE *f)
 	    "       critpath record [options] -- CMD [ARGS..]\n"
 	    "  -o FILE             output (default critpath.rec, created 0600)\n"
 	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
-	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs (default 64)\n"
+	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs "
+	    "(default 64)\n"
 	    "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d)\n"
 	    "  --sku LABEL         label this machine's CPU model in the recording\n"
 	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"
@@ -162,6 +164,9 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		return -1; /* stops the poll: the loop sees write_err */
 	r->events++;
 	switch (h->type) {
+	case CP_EV_SCHED_SWITCH:
+		r->inferred += !!(((const struct cp_ev_sched_switch *)h)->flags & CP_SW_INFERRED);
+		break;
 	case CP_EV_PROCESS_FORK: {
 		const struct cp_ev_process_fork *f = (const void *)h;
 
@@ -370,6 +375,11 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 		secs, (unsigned long long)r->events, (unsigned long long)md,
 		(unsigned long long)bytes, total ? (double)bytes / total : 0.0,
 		(unsigned long long)r->lost, r->out);
+	if (r->inferred)
+		fprintf(stderr,
+			"critpath record: %llu switches into target threads were missing from the "
+			"kernel's trace and were inferred (dump shows them as inferred)\n",
+			(unsigned long long)r->inferred);
 }
 
 int cmd_record(int argc, char **argv)

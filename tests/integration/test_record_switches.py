@@ -65,6 +65,11 @@ def main():
            total >= 2 * N and not bad, "\n".join(f"{k}: {r}" for k, r in bad[:5]))
     odd = [r for r in inferred if r.get("next_tid") not in tids or r.get("ts_ns", 0) <= 0]
     tap.ok("switches: inferred switch-ins name a target thread as next", not odd, f"{odd[:3]}")
+    said = [ln for ln in text.splitlines() if "were missing from the kernel's trace" in ln]
+    tap.ok("switches: record's summary says how many it inferred (nothing when none)",
+           said == ([f"critpath record: {len(inferred)} switches into target threads were "
+                     "missing from the kernel's trace and were inferred (dump shows them as "
+                     "inferred)"] if inferred else []), f"{said}")
     if inferred:
         rep = R.run([CRITPATH, "report", path, "--format", "json", "-o", os.devnull])
         tap.ok("switches: report warns how many switches were inferred",
