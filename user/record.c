@@ -334,11 +334,15 @@ static pid_t launch(char **argv, int *go_fd)
  * launched command's (cmd), which has not been exec'd yet. */
 static int attach_probes(struct recorder *r, struct rec_probes *probes, const char *cmd)
 {
-	static char exes[MAX_TARGETS][PATH_MAX];
-	const char *exe[MAX_TARGETS];
-	pid_t pids[MAX_TARGETS];
-	int n = 0;
+	char(*exes)[PATH_MAX] = calloc(r->ntargets, sizeof(*exes));
+	const char **exe = calloc(r->ntargets, sizeof(*exe));
+	pid_t *pids = calloc(r->ntargets, sizeof(*pids));
+	int n = 0, err = -ENOMEM;
 
+	if (!exes || !exe || !pids) {
+		fprintf(stderr, "critpath record: --probe: out of memory\n");
+		goto out;
+	}
 	for (int i = 0; i < r->ntargets; i++) {
 		char link[64];
 		ssize_t len;
@@ -360,7 +364,12 @@ static int attach_probes(struct recorder *r, struct rec_probes *probes, const ch
 		}
 		n++;
 	}
-	return rec_probes__attach(probes, r->bpf, pids, exe, n);
+	err = rec_probes__attach(probes, r->bpf, pids, exe, n);
+out:
+	free(exes);
+	free(exe);
+	free(pids);
+	return err;
 }
 
 static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint64_t bytes)

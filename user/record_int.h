@@ -56,7 +56,6 @@ int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter, struct b
  * a malformed spec; *p is made on first use. */
 struct rec_probes;
 int rec_probes__add(struct rec_probes **p, const char *spec);
-int rec_probes__count(const struct rec_probes *p);
 /* The file execvp() runs for cmd, resolved (the launched command's
  * executable before it is exec'd). */
 int rec_probes__which(const char *cmd, char *out, size_t n);

@@ -82,11 +82,6 @@ int rec_probes__add(struct rec_probes **pp, const char *spec)
 	return 0;
 }
 
-int rec_probes__count(const struct rec_probes *p)
-{
-	return p ? p->nprobes : 0;
-}
-
 /* The executable of a command as execvp() will find it. */
 int rec_probes__which(const char *cmd, char *out, size_t n)
 {
