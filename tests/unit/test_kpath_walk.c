@@ -286,6 +286,19 @@ static void test_cpt_figure_2c(void **state)
 	assert_int_equal(q->end, B + 17 * U);
 }
 
+/* Scenario 4's start: background thread H (100/101) has run since before
+ * B (woken by a timer at -10), and the request GET /lock reaches R
+ * (100/100) at 0. */
+static void lock_holder_from_b(struct kb *b)
+{
+	memset(b, 0, sizeof(*b));
+	kb_proc(b, 100, "srv");
+	kb_switch(b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(b, B - 10 * U, 1, 100, 101, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(b, B - 10 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "bg");
+	serve_from_b(b, 100, 100, 0, "GET /lock HTTP/1.1\r\n\r\n");
+}
+
 /* 4. Lock holder: R runs 0→1, blocks on a futex 1→11 held by H (running
  * 0→11, not woken by R), R runs 11→13. Path: H 0→11 lock, then R 11→13. */
 static void test_lock_holder(void **state)
@@ -297,12 +310,7 @@ static void test_lock_holder(void **state)
 	};
 	const struct kb_req *q;
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_wake(&b, B - 10 * U, 1, 100, 101, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
-	kb_switch(&b, B - 10 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "bg");
-	serve_from_b(&b, 100, 100, 0, "GET /lock HTTP/1.1\r\n\r\n");
+	lock_holder_from_b(&b);
 	kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
 	kb_wake(&b, B + 11 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
 	kb_switch(&b, B + 11 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
@@ -373,12 +381,7 @@ static void test_lock_holder_inferred_switch_in(void **state)
 	struct cp_ev_sched_switch *in;
 	const struct kb_req *q;
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_wake(&b, B - 10 * U, 1, 100, 101, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
-	kb_switch(&b, B - 10 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "bg");
-	serve_from_b(&b, 100, 100, 0, "GET /lock HTTP/1.1\r\n\r\n");
+	lock_holder_from_b(&b);
 	kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 1, 75, "tokio-rt");
 	kb_wake(&b, B + 11 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
 	in = kb_switch(&b, B + 12 * U, 0, 1, 75, CP_PREV_PREEMPTED, 100, 100, "srv");
