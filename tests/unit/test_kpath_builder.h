@@ -29,6 +29,8 @@ struct kb_rec {
 		struct cp_ev_sched_waking wk;
 		struct cp_ev_wakeup_new wn;
 		struct cp_ev_process_fork fk;
+		struct cp_ev_process_exec ex;
+		struct cp_ev_process_exit xt;
 		struct cp_ev_futex fx;
 		struct cp_ev_sock sk;
 		struct cp_ev_sk_data_ready dr;
@@ -89,11 +91,24 @@ static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, 
 	return &r->u.h;
 }
 
+/* A comm field (zeroed by kb_new) from a name, cut as the kernel cuts it:
+ * built names too (strncpy would warn of the cut) */
+static inline void kb_comm(char *dst, const char *name)
+{
+	memcpy(dst, name, strnlen(name, CP_COMM_LEN - 1));
+}
+
+/* process metadata as the recorder writes it when it learns of pid at ts */
+static inline void kb_proc_at(struct kb *b, uint64_t ts, uint32_t pid, const char *comm)
+{
+	struct cp_md_process *m = (void *)kb_new(b, CP_MD_PROCESS, sizeof(*m), ts, 0, pid, pid);
+
+	kb_comm(m->comm, comm);
+}
+
 static inline void kb_proc(struct kb *b, uint32_t pid, const char *comm)
 {
-	struct cp_md_process *m = (void *)kb_new(b, CP_MD_PROCESS, sizeof(*m), 0, 0, pid, pid);
-
-	strncpy(m->comm, comm, CP_COMM_LEN - 1);
+	kb_proc_at(b, 0, pid, comm);
 }
 
 /* prev (pid, tid) leaves cpu in state, next comes in (0 = idle) */
@@ -110,7 +125,7 @@ static inline struct cp_ev_sched_switch *kb_switch(struct kb *b, uint64_t ts, ui
 	e->next_tid = ntid;
 	e->prev_state = state;
 	e->prev_state_raw = state == CP_PREV_BLOCKED ? 1 : 0;
-	strncpy(e->next_comm, ncomm ? ncomm : "", CP_COMM_LEN - 1);
+	kb_comm(e->next_comm, ncomm ? ncomm : "");
 	return e;
 }
 
@@ -139,10 +154,35 @@ static inline void kb_fork(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t ppi
 	f->parent_tid = ptid;
 	f->child_pid = cpid;
 	f->child_tid = ctid;
-	strncpy(f->child_comm, comm, CP_COMM_LEN - 1);
+	kb_comm(f->child_comm, comm);
 	n = (void *)kb_new(b, CP_EV_WAKEUP_NEW, sizeof(*n), ts, cpu, ppid, ptid);
 	n->pid = cpid;
 	n->tid = ctid;
+}
+
+/* tid of pid exec'd filename (pid's main thread, as the kernel leaves it) */
+static inline void kb_exec(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid,
+			   const char *filename)
+{
+	size_t len = strlen(filename);
+	struct cp_ev_process_exec *e = (void *)kb_new(
+	    b, CP_EV_PROCESS_EXEC,
+	    (uint16_t)CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + len + 1), ts, cpu,
+	    pid, pid);
+
+	e->old_tid = pid;
+	e->filename_len = (uint16_t)len;
+	memcpy(e->filename, filename, len + 1);
+}
+
+/* tid exits; group_dead: it was the last thread of pid */
+static inline void kb_exit(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid, uint32_t tid,
+			   bool group_dead)
+{
+	struct cp_ev_process_exit *e =
+	    (void *)kb_new(b, CP_EV_PROCESS_EXIT, sizeof(*e), ts, cpu, pid, tid);
+
+	e->group_dead = group_dead;
 }
 
 static inline void kb_futex(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,
