@@ -227,6 +227,8 @@ void kp__free(struct kp *kp)
 	free(kp->cn);
 	free(kp->closed);
 	free(kp->freecn);
+	free(kp->freeth);
+	free(kp->freepr);
 	free(kp->src);
 	free(kp->loss);
 	free(kp->lastdr);
@@ -326,6 +328,7 @@ static int kp_prune(struct kp *kp)
 	for (uint32_t i = 0; i < kp->ncn; i++)
 		kp__conn_prune(&kp->cn[i], mark);
 	kp__conn_recycle(kp, mark);
+	kp__tl_recycle(kp, mark);
 	return 0;
 }
 
@@ -363,7 +366,7 @@ static int on_fork(struct kp *kp, uint32_t host, const struct cp_ev_process_fork
 
 	if (kp__proc_find(kp, host, (int32_t)e->parent_pid) == KP_NONE)
 		return 0;
-	t = kp__thread(kp, host, (int32_t)e->child_pid, (int32_t)e->child_tid);
+	t = kp__thread_born(kp, host, (int32_t)e->child_pid, (int32_t)e->child_tid);
 	if (t == KP_NONE)
 		return -ENOMEM;
 	set_comm(kp->th[t].comm, e->child_comm);

@@ -106,7 +106,7 @@ struct kp_thread {
 	uint64_t key; /* host << 32 | tid */
 	int32_t pid, tid;
 	uint32_t host;
-	uint32_t proc; /* process index */
+	uint32_t proc; /* process index; KP_NONE: a recycled slot, in kp->freeth */
 	char comm[CP_COMM_LEN];
 	/* kp__thread_comm: the comm it names, interned, and what that was made
 	 * from (comms change at exec and with metadata) */
@@ -129,6 +129,7 @@ struct kp_thread {
 	uint64_t pev_base;		 /* absolute index of pev[0] */
 	uint32_t pstack[KP_PROBE_DEPTH]; /* probed calls active now */
 	uint8_t pdepth;
+	uint32_t pinned; /* kp__tl_recycle: still referred to (its pass's stamp) */
 };
 
 struct kp_proc {
@@ -149,6 +150,8 @@ struct kp_proc {
 	 * service and call it was made from */
 	const char *call_frame, *call_svc;
 	char call_of[KP_NAME_LEN];
+	bool exited;	 /* its last thread exited (group_dead): recycled once unreferenced */
+	uint32_t pinned; /* kp__tl_recycle: still referred to (its pass's stamp) */
 };
 
 struct kp_addr {
@@ -309,6 +312,12 @@ struct kp {
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
 	struct kp_map prmap; /* host << 32 | pid → process index */
+	/* slots of exited threads and processes, recycled (kp__tl_recycle) */
+	uint32_t *freeth, nfreeth, capfreeth;
+	uint32_t *freepr, nfreepr, capfreepr;
+	uint32_t npr_exited; /* processes exited, not recycled yet */
+	uint32_t pin_stamp;  /* kp__tl_recycle's passes */
+	uint64_t threads_recycled, procs_recycled;
 	struct kp_conn *cn;
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
@@ -454,6 +463,9 @@ void kp__win_free(void **arr, uint32_t *off, size_t elem);
 
 /* timeline.c */
 uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
+/* A thread just created (fork, wakeup_new): fresh state when its tid (or,
+ * for a main thread, its pid) belonged to one that exited. */
+uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid);
 uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid);
 uint32_t kp__proc_find(const struct kp *kp, uint32_t host, int32_t pid);
@@ -475,6 +487,10 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 /* The interval of thread holding time t (start < t <= end), or -1. */
 int64_t kp__tl_find(struct kp_thread *t, uint64_t ts);
 void kp__tl_prune(struct kp_thread *t, uint64_t before);
+/* Recycles threads that exited more than KP_KEEP_NS before mark, and
+ * processes that exited and have no thread left, when nothing a walk can
+ * still reach refers to them. Call after pruning to mark. */
+void kp__tl_recycle(struct kp *kp, uint64_t mark);
 
 /* kpath_conn.c */
 uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a);

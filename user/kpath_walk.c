@@ -101,7 +101,8 @@ const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
 	if (!comm[0]) {
 		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
 
-		comm = ti != KP_NONE ? kp->th[ti].comm : "";
+		/* its main thread, not one of a process that took the pid since */
+		comm = ti != KP_NONE && kp->th[ti].proc == proc ? kp->th[ti].comm : "";
 	}
 	/* comm is a CP_COMM_LEN array or "" */
 	if (p->svc_ok && p->svc_port == port &&
@@ -125,7 +126,9 @@ void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *bu
 	if (!comm[0]) {
 		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
 
-		comm = ti != KP_NONE && kp->th[ti].comm[0] ? kp->th[ti].comm : NULL;
+		comm = ti != KP_NONE && kp->th[ti].proc == proc && kp->th[ti].comm[0]
+			   ? kp->th[ti].comm
+			   : NULL;
 	}
 	if (port == KP_PORT_UNIX) {
 		if (comm)

@@ -24,24 +24,47 @@ uint32_t kp__proc_find(const struct kp *kp, uint32_t host, int32_t pid)
 	return kp_map__get(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid);
 }
 
-uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid)
+/* The slot a new process or thread takes: a recycled one first, else one
+ * more at the end (kept only once slot_commit says so). */
+static uint32_t slot_peek(void **arr, uint32_t n, uint32_t *cap, size_t elem, const uint32_t *freel,
+			  uint32_t nfree)
 {
-	uint32_t i = kp__proc_find(kp, host, pid);
+	if (nfree)
+		return freel[nfree - 1];
+	if (kp__grow(arr, cap, n + 1, elem))
+		return KP_NONE;
+	return n;
+}
+
+static void slot_commit(uint32_t i, uint32_t *n, uint32_t *nfree)
+{
+	if (i == *n)
+		(*n)++;
+	else
+		(*nfree)--;
+}
+
+static uint32_t proc_new(struct kp *kp, uint32_t host, int32_t pid)
+{
+	uint32_t i = slot_peek((void **)&kp->pr, kp->npr, &kp->cappr, sizeof(*kp->pr), kp->freepr,
+			       kp->nfreepr);
 	struct kp_proc *p;
 
-	if (i != KP_NONE)
-		return i;
-	if (kp__grow((void **)&kp->pr, &kp->cappr, kp->npr + 1, sizeof(*kp->pr)))
+	if (i == KP_NONE || kp_map__put(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid, i))
 		return KP_NONE;
-	i = kp->npr;
+	slot_commit(i, &kp->npr, &kp->nfreepr);
 	p = &kp->pr[i];
 	memset(p, 0, sizeof(*p));
 	p->host = host;
 	p->pid = pid;
-	if (kp_map__put(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid, i))
-		return KP_NONE;
-	kp->npr++;
 	return i;
+}
+
+uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid)
+{
+	uint32_t i = kp__proc_find(kp, host, pid);
+
+	return i != KP_NONE ? i : proc_new(kp, host, pid);
 }
 
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
@@ -49,32 +72,61 @@ uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
 	return kp_map__get(&kp->thmap, (uint64_t)host << 32 | (uint32_t)tid);
 }
 
-uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
+static uint32_t thread_new(struct kp *kp, uint32_t host, int32_t pid, int32_t tid, uint32_t p)
 {
-	uint32_t i = kp__thread_find(kp, host, tid), p;
+	uint32_t i = slot_peek((void **)&kp->th, kp->nth, &kp->capth, sizeof(*kp->th), kp->freeth,
+			       kp->nfreeth);
+	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
 	struct kp_thread *t;
 
-	if (i != KP_NONE)
-		return i;
-	p = kp__proc(kp, host, pid);
-	if (p == KP_NONE)
+	if (i == KP_NONE || kp_map__put(&kp->thmap, key, i))
 		return KP_NONE;
-	if (kp__grow((void **)&kp->th, &kp->capth, kp->nth + 1, sizeof(*kp->th)))
-		return KP_NONE;
-	i = kp->nth;
+	slot_commit(i, &kp->nth, &kp->nfreeth);
 	t = &kp->th[i];
 	memset(t, 0, sizeof(*t));
-	t->key = (uint64_t)host << 32 | (uint32_t)tid;
+	t->key = key;
 	t->host = host;
 	t->pid = pid;
 	t->tid = tid;
 	t->proc = p;
 	t->pend_waker = KP_NONE;
 	t->pend_conn = KP_NONE;
-	if (kp_map__put(&kp->thmap, t->key, i))
-		return KP_NONE;
-	kp->nth++;
 	return i;
+}
+
+uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
+{
+	uint32_t i = kp__thread_find(kp, host, tid), p;
+
+	if (i != KP_NONE)
+		return i;
+	p = kp__proc(kp, host, pid);
+	if (p == KP_NONE)
+		return KP_NONE;
+	return thread_new(kp, host, pid, tid, p);
+}
+
+static bool tl_exited(const struct kp_thread *t)
+{
+	return t->niv && t->iv[t->niv - 1].state == KP_ST_DEAD;
+}
+
+/* The kernel gives tids and pids out again once their task is reaped: a new
+ * thread on a tid whose thread exited, or a new process on a pid whose
+ * group exited, is another one. The old state stays, out of the maps, for
+ * the walks that can still reach it, until kp__tl_recycle frees it. */
+uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
+{
+	uint32_t i = kp__thread_find(kp, host, tid), p;
+
+	if (i != KP_NONE && kp->th[i].pid == pid && !tl_exited(&kp->th[i]))
+		return i;
+	p = kp__proc_find(kp, host, pid);
+	if (p == KP_NONE || (tid == pid && kp->pr[p].exited))
+		p = proc_new(kp, host, pid);
+	if (p == KP_NONE)
+		return KP_NONE;
+	return thread_new(kp, host, pid, tid, p);
 }
 
 static struct kp_iv *tl_cur(struct kp_thread *t)
@@ -286,7 +338,7 @@ int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking 
 int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, uint64_t ts)
 {
 	uint32_t parent = kp__thread_find(kp, host, (int32_t)e->h.tid);
-	uint32_t ci = kp__thread(kp, host, (int32_t)e->pid, (int32_t)e->tid);
+	uint32_t ci = kp__thread_born(kp, host, (int32_t)e->pid, (int32_t)e->tid);
 	struct kp_thread *t;
 	struct kp_iv *c;
 
@@ -440,9 +492,15 @@ int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu)
 
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts)
 {
+	const struct cp_ev_process_exit *e = (const void *)h;
 	uint32_t ti = kp__thread_find(kp, host, (int32_t)h->tid);
+	uint32_t pi = kp__proc_find(kp, host, (int32_t)h->pid);
 	struct kp_iv *c;
 
+	if (h->size >= sizeof(*e) && e->group_dead && pi != KP_NONE && !kp->pr[pi].exited) {
+		kp->pr[pi].exited = true;
+		kp->npr_exited++;
+	}
 	if (ti == KP_NONE)
 		return 0;
 	c = tl_cur(&kp->th[ti]);
@@ -530,4 +588,100 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 		cdrop++;
 	kp__win_drop((void **)&t->pev, &t->pevoff, &t->npev, cdrop, sizeof(*t->pev));
 	t->pev_base += cdrop;
+}
+
+static void pin_thread(struct kp *kp, uint32_t i)
+{
+	if (i != KP_NONE)
+		kp->th[i].pinned = kp->pin_stamp;
+}
+
+/*
+ * What a walk can still reach an exited thread through, once the window
+ * has passed its exit: not other threads' intervals (a wakeup it made ended
+ * an interval before the mark, pruned; a thread's last interval is never
+ * the blocked one a wakeup ends), but a request still open on a server
+ * connection (its reader and writer: one held open past KP_HOLD_MAX_NS does
+ * not hold the mark back) and a connection's writes (pruning keeps each
+ * connection's last one, which net_source may still pick). Processes are
+ * reached through their threads and their connections.
+ */
+static void pin_referenced(struct kp *kp)
+{
+	if (!++kp->pin_stamp)
+		kp->pin_stamp = 1; /* 0 is the stamp of a slot never pinned */
+	for (uint32_t i = 0; i < kp->ncn; i++) {
+		const struct kp_conn *c = &kp->cn[i];
+
+		if (c->role == KP_ROLE_SERVER && c->phase != KP_PH_IDLE) {
+			pin_thread(kp, c->req.reader);
+			pin_thread(kp, c->req.writer);
+		}
+		for (uint32_t k = 0; k < c->nwr; k++)
+			pin_thread(kp, c->wr[k].thread);
+		if (c->proc != KP_NONE)
+			kp->pr[c->proc].pinned = kp->pin_stamp;
+	}
+}
+
+static void thread_recycle(struct kp *kp, uint32_t i)
+{
+	struct kp_thread *t = &kp->th[i];
+
+	if (kp_map__get(&kp->thmap, t->key) == i)
+		kp_map__del(&kp->thmap, t->key);
+	kp__win_free((void **)&t->iv, &t->ivoff, sizeof(*t->iv));
+	kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
+	kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
+	memset(t, 0, sizeof(*t));
+	t->proc = KP_NONE;
+	kp->freeth[kp->nfreeth++] = i;
+	kp->threads_recycled++;
+}
+
+static void proc_recycle(struct kp *kp, uint32_t i)
+{
+	struct kp_proc *p = &kp->pr[i];
+	uint64_t key = (uint64_t)p->host << 32 | (uint32_t)p->pid;
+
+	if (kp_map__get(&kp->prmap, key) == i)
+		kp_map__del(&kp->prmap, key);
+	free(p->listen);
+	memset(p, 0, sizeof(*p));
+	kp->freepr[kp->nfreepr++] = i;
+	kp->npr_exited--;
+	kp->procs_recycled++;
+}
+
+void kp__tl_recycle(struct kp *kp, uint64_t mark)
+{
+	uint64_t before = mark > KP_KEEP_NS ? mark - KP_KEEP_NS : 0;
+	bool any = kp->npr_exited > 0;
+
+	for (uint32_t i = 0; i < kp->nth && !any; i++) {
+		const struct kp_thread *t = &kp->th[i];
+
+		any = t->proc != KP_NONE && tl_exited(t) && t->iv[t->niv - 1].start < before;
+	}
+	/* room for every slot to be free: recycling never fails half-way */
+	if (!any || kp__grow((void **)&kp->freeth, &kp->capfreeth, kp->nth, sizeof(*kp->freeth)) ||
+	    kp__grow((void **)&kp->freepr, &kp->capfreepr, kp->npr, sizeof(*kp->freepr)))
+		return;
+	pin_referenced(kp);
+	for (uint32_t i = 0; i < kp->nth; i++) {
+		const struct kp_thread *t = &kp->th[i];
+
+		if (t->proc == KP_NONE)
+			continue;
+		if (tl_exited(t) && t->iv[t->niv - 1].start < before && t->pinned != kp->pin_stamp)
+			thread_recycle(kp, i);
+		else
+			kp->pr[t->proc].pinned = kp->pin_stamp;
+	}
+	for (uint32_t i = 0; i < kp->npr && kp->npr_exited; i++) {
+		const struct kp_proc *p = &kp->pr[i];
+
+		if (p->exited && p->pinned != kp->pin_stamp)
+			proc_recycle(kp, i);
+	}
 }
