@@ -539,8 +539,12 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	if (kp->err)
 		return kp->err;
 	kp->records++;
-	if (++kp->since_prune >= KP_PRUNE_EVERY) {
+	/* every KP_PRUNE_EVERY records, and every KP_KEEP_NS of stream time
+	 * at least: a slow stream of short-lived processes leaves seconds of
+	 * exited ones between prunes by count alone */
+	if (++kp->since_prune >= KP_PRUNE_EVERY || kp->now >= kp->pruned_at + KP_KEEP_NS) {
 		kp->since_prune = 0;
+		kp->pruned_at = kp->now;
 		return kp_prune(kp);
 	}
 	return 0;

@@ -339,6 +339,7 @@ struct kp {
 	uint64_t now;		    /* the stream's time (latest hdr.ts) */
 	int64_t realtime_offset_ns; /* of the first source: request times + this = Unix epoch */
 	uint64_t records, since_prune;
+	uint64_t pruned_at; /* the stream's time at the last prune */
 	uint64_t requests_out, requests_partial, walk_unexplained_ns;
 	uint64_t loss_maxlen; /* the longest loss window (kp->loss is sorted by end) */
 
