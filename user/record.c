@@ -42,7 +42,8 @@ struct target {
 	pid_t pid;
 	bool top;	/* named on the command line (or the launched command) */
 	uint8_t dead;	/* 1: group exited, 2: removed from the target map */
-	bool need_meta; /* new or exec'd: metadata at the next tick */
+	bool need_meta; /* named on the command line: metadata at the next tick */
+	uint32_t ppid;	/* who forked it (0: not seen): its exec record does not say */
 };
 
 struct recorder {
@@ -154,6 +155,24 @@ static void say_exited(pid_t pid, int32_t exit_code)
 			(exit_code >> 8) & 0xff);
 }
 
+/*
+ * Metadata of a process that just forked or exec'd, read from /proc now
+ * rather than at the next tick: a child that runs for a few milliseconds is
+ * gone by then, and the recording would not name it. Stamped with the
+ * event's time, so it comes right after it in time order. What /proc no
+ * longer has (exited, or a zombie without exe) comes from the event.
+ */
+static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct rec_meta_seen *seen)
+{
+	int err;
+
+	if (r->write_err)
+		return;
+	err = rec_meta__process(r->w, pid, ts, seen);
+	if (err && err != -ESRCH)
+		write_error(r, err);
+}
+
 /* Ring buffer callback: store the record, follow process lifecycle. */
 static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
@@ -171,7 +190,16 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		const struct cp_ev_process_fork *f = (const void *)h;
 
 		if (f->child_pid != f->parent_pid) {
-			target__add(r, f->child_pid, false);
+			char comm[CP_COMM_LEN + 1] = "";
+			struct rec_meta_seen seen = {f->child_tid, f->parent_pid, comm, NULL};
+
+			memcpy(comm, f->child_comm, CP_COMM_LEN);
+			t = target__add(r, f->child_pid, false);
+			if (t) {
+				t->need_meta = false;
+				t->ppid = f->parent_pid;
+			}
+			meta_now(r, f->child_pid, h->ts, &seen);
 		} else {
 			struct cp_md_thread m = {};
 
@@ -187,13 +215,28 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		}
 		break;
 	}
-	case CP_EV_PROCESS_EXEC:
+	case CP_EV_PROCESS_EXEC: {
+		const struct cp_ev_process_exec *x = (const void *)h;
+		size_t max = len > offsetof(struct cp_ev_process_exec, filename)
+				 ? len - offsetof(struct cp_ev_process_exec, filename)
+				 : 0;
+		char exe[CP_FILENAME_MAX + 1], *base;
+		struct rec_meta_seen seen = {(pid_t)h->tid, 0, NULL, exe};
+
 		if (h->pid == (uint32_t)r->child)
 			r->child_exec = true;
+		snprintf(exe, sizeof(exe), "%.*s", (int)strnlen(x->filename, max), x->filename);
+		/* the kernel names the task after the file it exec'd */
+		base = strrchr(exe, '/');
+		seen.comm = base ? base + 1 : exe;
 		t = target__find(r, h->pid);
-		if (t)
-			t->need_meta = true;
+		if (t) {
+			t->need_meta = false;
+			seen.ppid = t->ppid;
+		}
+		meta_now(r, h->pid, h->ts, &seen);
 		break;
+	}
 	case CP_EV_PROCESS_EXIT: {
 		const struct cp_ev_process_exit *x = (const void *)h;
 
@@ -252,7 +295,7 @@ static void tick(struct recorder *r, uint64_t now)
 		}
 		if (t->need_meta) {
 			t->need_meta = false;
-			err = rec_meta__process(r->w, t->pid, now);
+			err = rec_meta__process(r->w, t->pid, now, NULL);
 			if (err && err != -ESRCH)
 				write_error(r, err);
 		}

@@ -83,9 +83,20 @@ int rec_meta__host(struct rec_meta_host *m, int argc, char **argv);
 void rec_meta__host_free(struct rec_meta_host *m);
 uint64_t rec_meta__now(void); /* CLOCK_MONOTONIC, ns */
 int64_t rec_meta__realtime_offset(void);
+/* What the fork or exec record of a process said of it, for what /proc no
+ * longer says (it exited, or is a zombie: no exe). */
+struct rec_meta_seen {
+	pid_t tid;	  /* the thread of the record */
+	uint32_t ppid;	  /* 0: unknown */
+	const char *comm; /* NULL: unknown */
+	const char *exe;  /* the file exec'd, NULL: unknown */
+};
+
 /* CP_MD_PROCESS, a CP_MD_THREAD per /proc/PID/task entry, CP_MD_SOCKET per
- * socket fd. -ESRCH when the process is gone; writer errors pass through. */
-int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts);
+ * socket fd. When the process is gone: -ESRCH, or with seen, the process
+ * and its thread as seen says. Writer errors pass through. */
+int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
+		      const struct rec_meta_seen *seen);
 /* Called for each listening TCP socket rec_meta__process finds. */
 void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid), void *ctx);
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);

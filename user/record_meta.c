@@ -378,28 +378,55 @@ static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 	return err;
 }
 
-int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts)
+/* The main thread of a process gone from /proc, named as its process. */
+static int thread_seen(struct recording_writer *w, pid_t pid, const char *comm, uint64_t ts,
+		       const struct rec_meta_seen *seen)
+{
+	struct cp_md_thread r = {};
+
+	hdr_init(&r.h, CP_MD_THREAD, sizeof(r), pid, seen->tid, ts);
+	memcpy(r.comm, comm, strnlen(comm, CP_COMM_LEN - 1));
+	return md_append(w, &r.h);
+}
+
+int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
+		      const struct rec_meta_seen *seen)
 {
 	char path[64], comm[CP_COMM_LEN + 2] = "", stat[512], exe[4096];
 	static char cmdline[8192];
 	struct cp_md_process *r;
 	ssize_t exe_len, cmd_len;
-	uint32_t ppid = 0;
+	uint32_t ppid = seen ? seen->ppid : 0;
+	bool gone;
 	size_t size;
 	char *p;
 	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	if (read_small(path, comm, sizeof(comm)) < 0)
+	gone = read_small(path, comm, sizeof(comm)) < 0;
+	if (gone && !(seen && seen->comm))
 		return -ESRCH;
+	if (gone)
+		snprintf(comm, sizeof(comm), "%.*s", CP_COMM_LEN - 1, seen->comm);
 	chomp(comm);
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if (read_small(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')))
 		sscanf(p + 1, " %*c %u", &ppid);
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	exe_len = readlink(path, exe, sizeof(exe) - 1);
+	/* a zombie has no exe link: the file it exec'd, resolved as the link
+	 * would be when named from / (a script names itself there, where the
+	 * link names its interpreter) */
+	if (exe_len < 0 && seen && seen->exe) {
+		if (seen->exe[0] == '/' && realpath(seen->exe, exe))
+			exe_len = (ssize_t)strlen(exe);
+		else
+			exe_len = snprintf(exe, sizeof(exe), "%s", seen->exe);
+	}
 	if (exe_len < 0)
 		exe_len = 0;
+	if (exe_len >= (ssize_t)sizeof(exe))
+		exe_len = sizeof(exe) - 1;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
 	cmd_len = read_small(path, cmdline, 4096);
 	if (cmd_len < 0)
@@ -423,6 +450,8 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts)
 	if (err)
 		return err;
 	err = threads__write(w, pid, ts);
+	if (err == -ESRCH && seen)
+		return thread_seen(w, pid, comm, ts, seen);
 	if (err && err != -ESRCH)
 		return err;
 	return sockets__write(w, pid, ts);
