@@ -97,11 +97,20 @@ static struct target *target__add(struct recorder *r, pid_t pid, bool top)
 {
 	struct target *t = target__find(r, pid);
 
-	if (t)
+	if (t && !t->dead)
 		return t;
-	if (r->ntargets >= MAX_TARGETS)
+	/* a pid given out again takes its old slot: a new process (and, if
+	 * the tick has not taken the old one out of the map yet, it won't) */
+	if (!t && r->ntargets < MAX_TARGETS)
+		t = &r->targets[r->ntargets++];
+	/* a fork-heavy target: the slot of a group already out of the map,
+	 * else its children's pids would stay in the map after they exit,
+	 * for whatever process gets them next */
+	for (int i = 0; i < r->ntargets && !t; i++)
+		if (r->targets[i].dead == 2)
+			t = &r->targets[i];
+	if (!t)
 		return NULL;
-	t = &r->targets[r->ntargets++];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->top = top;
