@@ -17,6 +17,11 @@
  * back through kpath__analyze(), as `critpath report` does: events/s of the
  * whole path, reader (zstd, time-order merge) included.
  *
+ * Then the peak RSS at 1x and 4x again with a short-lived child process per
+ * request (forked by the worker, exec'd, waking it and exiting): exited
+ * threads and processes are state the analysis must recycle for memory to
+ * follow the window.
+ *
  *   bench_kpath [--requests N] [--no-engine]
  */
 #include <arpa/inet.h>
@@ -39,6 +44,7 @@
 #define NCONN 64
 #define PID 1000
 #define HOLDER (PID + 100)
+#define CHILD0 20000 /* pids of the children, one each (the kernel's pid_max is 4M) */
 
 struct gen {
 	uint8_t *buf;
@@ -146,6 +152,49 @@ static void futex(struct gen *g, uint64_t enter, uint64_t ts, uint32_t tid)
 	e->phase = CP_PHASE_EXIT;
 }
 
+static bool forking; /* a child process per request */
+
+/* Worker w forks child c, waits for it (c runs on w's CPU, is exec'd, wakes
+ * w and exits): a CGI-style handler. */
+static void child(struct gen *g, uint64_t t, uint32_t w, uint32_t c)
+{
+	static const char exe[] = "/usr/lib/cgi-bin/handler";
+	struct cp_ev_process_fork *f = rec_new(g, CP_EV_PROCESS_FORK, sizeof(*f), t, 1, w);
+	struct cp_ev_wakeup_new *n;
+	struct cp_ev_sched_switch *s;
+	struct cp_ev_process_exec *x;
+	struct cp_ev_sched_waking *k;
+	struct cp_ev_process_exit *e;
+
+	f->parent_pid = PID;
+	f->parent_tid = w;
+	f->child_pid = f->child_tid = c;
+	memcpy(f->child_comm, "worker", 7);
+	n = rec_new(g, CP_EV_WAKEUP_NEW, sizeof(*n), t, 1, w);
+	n->pid = n->tid = c;
+	sw(g, t + 1 * US, 1, w, CP_PREV_BLOCKED, c, c);
+	x = rec_new(g, CP_EV_PROCESS_EXEC,
+		    offsetof(struct cp_ev_process_exec, filename) + sizeof(exe), t + 2 * US, 1, c);
+	x->h.pid = c;
+	x->old_tid = c;
+	x->filename_len = sizeof(exe) - 1;
+	memcpy(x->filename, exe, sizeof(exe));
+	k = rec_new(g, CP_EV_SCHED_WAKING, sizeof(*k), t + 4 * US, 1, c);
+	k->h.pid = k->waker_pid = k->waker_tid = c;
+	k->wakee_pid = PID;
+	k->wakee_tid = w;
+	k->waker_ctx = CP_CTX_TASK;
+	e = rec_new(g, CP_EV_PROCESS_EXIT, sizeof(*e), t + 5 * US, 1, c);
+	e->h.pid = c;
+	e->group_dead = 1;
+	s = rec_new(g, CP_EV_SCHED_SWITCH, sizeof(*s), t + 6 * US, 1, c);
+	s->h.pid = s->prev_pid = s->prev_tid = c;
+	s->prev_state = CP_PREV_DEAD;
+	s->next_pid = PID;
+	s->next_tid = w;
+	memcpy(s->next_comm, "worker", 7);
+}
+
 /* One request on conn c: reader r (cpu 0) hands off to worker w (cpu 1). */
 static void request(struct gen *g, uint64_t t, uint64_t i, uint32_t *seq)
 {
@@ -173,6 +222,8 @@ static void request(struct gen *g, uint64_t t, uint64_t i, uint32_t *seq)
 		sw(g, t + 41 * US, 1, 0, CP_PREV_PREEMPTED, w, PID);
 		futex(g, t + 10 * US, t + 42 * US, w);
 	}
+	if (forking)
+		child(g, t + 43 * US, w, CHILD0 + (uint32_t)i);
 	if (i % 4 == 0) {
 		struct cp_ev_runq_culprit *q;
 
@@ -429,6 +480,13 @@ int main(int argc, char **argv)
 	measure(4 * n, with_engine, &r4, &m4);
 	printf("  events/s vs budget 5M/s: %.2fx   peak RSS 4x stream / 1x stream: %.2f\n",
 	       r1 / 5e6, (double)m4 / (double)m1);
+	/* before measure_file: a child's peak RSS starts at its parent's */
+	printf("  with a short-lived child process per request:\n");
+	forking = true;
+	measure(n, with_engine, &r1, &m1);
+	measure(4 * n, with_engine, &r4, &m4);
+	printf("  peak RSS 4x stream / 1x stream: %.2f\n", (double)m4 / (double)m1);
+	forking = false;
 	measure_file(n);
 	return 0;
 }
