@@ -8,7 +8,8 @@
  * the exited one is still known. Every request's path runs through its own
  * child, named as that child was named (by metadata or by its exec), and
  * exited threads and processes are recycled once the window has passed
- * them, so the tables stay a small fraction of all there were.
+ * them, so the tables stay a small fraction of all there were. An exited
+ * thread a walk can still reach (through a connection's last write) is not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,10 +160,73 @@ static void test_short_lived_children(void **state)
 	kp__free(&kp);
 }
 
+/* A backend (300) that answered the server (100) once on a connection
+ * never seen closed, and exited: five seconds later a data arrival on that
+ * connection wakes the server during a request, and the walk takes the
+ * backend's last write there (pruning keeps each connection's last) as the
+ * source. The backend's thread and process must still be the ones it names,
+ * not recycled slots. */
+static void test_gone_peer(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple d = {"10.0.0.1", 40000, "10.0.0.9", 6379};  /* the server's side */
+	const struct kb_tuple d2 = {"10.0.0.9", 6379, "10.0.0.1", 40000}; /* the backend's */
+	const struct kb_tuple u = {"10.0.0.1", 80, "10.0.0.2", 5000};
+	const char *get = "get k\r\n", *val = "END\r\n", *req = "GET /r HTTP/1.1\r\n\r\n";
+	const uint64_t t0 = 1000 * MS, t1 = t0 + 5000 * MS;
+	const struct kb_req *r;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, SRV, "srv");
+	kb_proc(&b, 300, "backend");
+	kb_switch(&b, t0 - MS, 0, 0, 0, CP_PREV_PREEMPTED, SRV, SRV, "srv");
+	kb_switch(&b, t0 - MS, 1, 0, 0, CP_PREV_PREEMPTED, 300, 300, "backend");
+	kb_sock(&b, t0, t0 + 1 * US, SRV, SRV, CP_SOCK_CONNECT, 8, d, 0, 0, NULL);
+	kb_sock(&b, t0 + 2 * US, t0 + 3 * US, 300, 300, CP_SOCK_ACCEPT, 5, d2, 5, 0, NULL);
+	kb_sock(&b, t0 + 10 * US, t0 + 11 * US, SRV, SRV, CP_SOCK_WRITE, 8, d, 7, 500, get);
+	kb_dready(&b, t0 + 15 * US, 1, 300, d2, 507);
+	kb_sock(&b, t0 + 14 * US, t0 + 20 * US, 300, 300, CP_SOCK_READ, 5, d2, 7, 500, get);
+	kb_sock(&b, t0 + 25 * US, t0 + 30 * US, 300, 300, CP_SOCK_WRITE, 5, d2, 5, 900, val);
+	kb_dready(&b, t0 + 35 * US, 0, SRV, d, 905);
+	kb_sock(&b, t0 + 34 * US, t0 + 40 * US, SRV, SRV, CP_SOCK_READ, 8, d, 5, 900, val);
+	kb_exit(&b, t0 + MS, 1, 300, 300, true);
+	kb_switch(&b, t0 + MS + 1 * US, 1, 300, 300, CP_PREV_DEAD, 0, 0, NULL);
+	/* the server sleeps and wakes meanwhile: the stream goes on, pruning runs */
+	for (uint64_t t = t0 + 500 * MS; t < t1; t += 500 * MS) {
+		kb_switch(&b, t, 0, SRV, SRV, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_wake(&b, t + MS, 0, SRV, SRV, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_TIMER);
+		kb_switch(&b, t + MS, 0, 0, 0, CP_PREV_PREEMPTED, SRV, SRV, "srv");
+	}
+	/* request: the server asks the backend again and waits on d */
+	kb_dready(&b, t1, 0, SRV, u, 1000 + (uint32_t)strlen(req));
+	kb_sock(&b, t1 - 10 * US, t1 + 5 * US, SRV, SRV, CP_SOCK_READ, 7, u, (int64_t)strlen(req),
+		1000, req);
+	kb_sock(&b, t1 + 10 * US, t1 + 11 * US, SRV, SRV, CP_SOCK_WRITE, 8, d, 7, 507, get);
+	kb_switch(&b, t1 + 12 * US, 0, SRV, SRV, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, t1 + 50 * US, 0, SRV, d, 910);
+	kb_wake(&b, t1 + 50 * US, 0, SRV, SRV, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, t1 + 50 * US, 0, 0, 0, CP_PREV_PREEMPTED, SRV, SRV, "srv");
+	kb_sock(&b, t1 + 11 * US, t1 + 52 * US, SRV, SRV, CP_SOCK_READ, 8, d, 5, 905, val);
+	kb_sock(&b, t1 + 60 * US, t1 + 70 * US, SRV, SRV, CP_SOCK_WRITE, 7, u, 17, 5000,
+		"HTTP/1.1 200 OK\r\n");
+	assert_int_equal(kb_run(&b), 0);
+	r = kb_find(&b, "srv:80");
+	assert_non_null(r);
+	assert_int_equal(r->nsegs, 2);
+	assert_int_equal(r->segs[0].start, t1);
+	assert_int_equal(r->segs[0].end, t1 + 50 * US);
+	assert_int_equal(r->segs[0].cat, CP_CAT_NETWORK);
+	assert_string_equal(r->segs[0].peer, "10.0.0.9:6379");
+	assert_string_equal(r->segs[0].frame3, "backend:6379 get");
+	assert_int_equal(r->segs[1].cat, CP_CAT_CPU);
+	assert_int_equal(r->segs[1].tid, SRV);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_short_lived_children),
+	    cmocka_unit_test(test_gone_peer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
