@@ -130,6 +130,10 @@ struct kp_thread {
 	uint32_t pstack[KP_PROBE_DEPTH]; /* probed calls active now */
 	uint8_t pdepth;
 	uint32_t pinned; /* kp__tl_recycle: still referred to (its pass's stamp) */
+	/* its exit record came while it ran: it runs its exit (waking a
+	 * parent in wait4, say) until the final switch-out, which ends the
+	 * timeline; 0 when it has not exited */
+	uint64_t exit_ts;
 };
 
 struct kp_proc {
@@ -152,6 +156,10 @@ struct kp_proc {
 	char call_of[KP_NAME_LEN];
 	bool exited;	 /* its last thread exited (group_dead): recycled once unreferenced */
 	uint32_t pinned; /* kp__tl_recycle: still referred to (its pass's stamp) */
+	/* its exit record came while it ran: it runs its exit (waking a
+	 * parent in wait4, say) until the final switch-out, which ends the
+	 * timeline; 0 when it has not exited */
+	uint64_t exit_ts;
 };
 
 struct kp_addr {

@@ -106,9 +106,18 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 	return thread_new(kp, host, pid, tid, p);
 }
 
+/* When the thread exited (KP_OPEN: it has not): its timeline's dead end,
+ * or its exit record if the final switch-out never came. */
+static uint64_t tl_exit_at(const struct kp_thread *t)
+{
+	if (t->niv && t->iv[t->niv - 1].state == KP_ST_DEAD)
+		return t->iv[t->niv - 1].start;
+	return t->exit_ts ? t->exit_ts : KP_OPEN;
+}
+
 static bool tl_exited(const struct kp_thread *t)
 {
-	return t->niv && t->iv[t->niv - 1].state == KP_ST_DEAD;
+	return tl_exit_at(t) != KP_OPEN;
 }
 
 /* The kernel gives tids and pids out again once their task is reaped: a new
@@ -506,6 +515,11 @@ int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t t
 	c = tl_cur(&kp->th[ti]);
 	if (c && c->state == KP_ST_DEAD)
 		return 0;
+	if (c && c->state == KP_ST_RUNNING) {
+		/* still on its CPU: the switch-out (prev_state dead) ends it */
+		kp->th[ti].exit_ts = ts;
+		return 0;
+	}
 	return tl_open(&kp->th[ti], KP_ST_DEAD, ts) ? 0 : -ENOMEM;
 }
 
@@ -661,7 +675,7 @@ void kp__tl_recycle(struct kp *kp, uint64_t mark)
 	for (uint32_t i = 0; i < kp->nth && !any; i++) {
 		const struct kp_thread *t = &kp->th[i];
 
-		any = t->proc != KP_NONE && tl_exited(t) && t->iv[t->niv - 1].start < before;
+		any = t->proc != KP_NONE && tl_exit_at(t) < before;
 	}
 	/* room for every slot to be free: recycling never fails half-way */
 	if (!any || kp__grow((void **)&kp->freeth, &kp->capfreeth, kp->nth, sizeof(*kp->freeth)) ||
@@ -673,7 +687,7 @@ void kp__tl_recycle(struct kp *kp, uint64_t mark)
 
 		if (t->proc == KP_NONE)
 			continue;
-		if (tl_exited(t) && t->iv[t->niv - 1].start < before && t->pinned != kp->pin_stamp)
+		if (tl_exit_at(t) < before && t->pinned != kp->pin_stamp)
 			thread_recycle(kp, i);
 		else
 			kp->pr[t->proc].pinned = kp->pin_stamp;
