@@ -62,7 +62,7 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 	memset(c, 0, sizeof(*c));
 	c->host = host;
 	c->a = *a;
-	c->proc = KP_NONE;
+	c->proc = c->last_proc = KP_NONE;
 	c->peer = KP_NONE;
 	c->req.reader = c->req.writer = KP_NONE;
 	if (kp_map__put(&kp->cnmap, key, i)) {
@@ -101,8 +101,8 @@ static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	kp->unix_serial++;
 	memcpy(a.laddr, &kp->unix_serial, sizeof(kp->unix_serial));
 	i = kp__conn(kp, host, &a);
-	if (i != KP_NONE)
-		kp_map__put(&kp->fdmap, fk, i);
+	if (i != KP_NONE && !kp_map__put(&kp->fdmap, fk, i))
+		kp->cn[i].fdkey = fk;
 	return i;
 }
 
@@ -122,8 +122,8 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	memcpy(a.laddr, e->laddr, CP_ADDR_LEN);
 	memcpy(a.raddr, e->raddr, CP_ADDR_LEN);
 	i = kp__conn(kp, host, &a);
-	if (i != KP_NONE && e->fd >= 0)
-		kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i);
+	if (i != KP_NONE && e->fd >= 0 && !kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i))
+		kp->cn[i].fdkey = fd_key(host, e->h.pid, e->fd);
 	return i;
 }
 
@@ -417,15 +417,19 @@ static bool is_write(uint8_t call)
 	       call == CP_SOCK_SENDMSG || call == CP_SOCK_SENDMMSG;
 }
 
+/* The fd no longer names the connection. */
+static void conn_forget_fd(struct kp *kp, uint32_t ci, uint64_t fk)
+{
+	if (kp_map__get(&kp->fdmap, fk) == ci)
+		kp_map__del(&kp->fdmap, fk);
+	if (kp->cn[ci].fdkey == fk)
+		kp->cn[ci].fdkey = 0;
+}
+
 /* Its process closed it: it waits in kp->closed to be recycled (another
  * process holding the same socket keeps using it: then it is not). */
-static int conn_closed(struct kp *kp, uint32_t host, uint32_t ci, const struct cp_ev_sock *e,
-		       uint64_t ts)
+static int conn_closed(struct kp *kp, uint32_t ci, uint64_t ts)
 {
-	uint64_t fk = fd_key(host, e->h.pid, e->fd);
-
-	if (e->fd >= 0 && kp_map__get(&kp->fdmap, fk) == ci)
-		kp_map__del(&kp->fdmap, fk);
 	if (kp->cn[ci].closed_at) {
 		kp->cn[ci].closed_at = ts; /* already waiting: from now */
 		return 0;
@@ -434,6 +438,38 @@ static int conn_closed(struct kp *kp, uint32_t host, uint32_t ci, const struct c
 		return -ENOMEM;
 	kp->cn[ci].closed_at = ts;
 	kp->closed[kp->nclosed++] = ci;
+	return 0;
+}
+
+/*
+ * A process's exit closes its sockets without a close record (the kernel
+ * closes them in do_exit): the connections it used last are closed then, a
+ * response it was writing is finished, and its descriptors name nothing any
+ * more, so a later process on the same pid and fd begins a connection of its
+ * own. Without this a forked server's connections (one child per
+ * connection, or workers that exit) would never be recycled.
+ */
+int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts)
+{
+	for (uint32_t ci = 0; ci < kp->ncn; ci++) {
+		struct kp_conn *c = &kp->cn[ci];
+		int err;
+
+		if (c->last_proc != proc || c->closed_at)
+			continue;
+		if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
+			err = kp__conn_finish_req(kp, ci);
+			if (err)
+				return err;
+			c = &kp->cn[ci];
+		}
+		c->phase = KP_PH_IDLE;
+		if (c->fdkey)
+			conn_forget_fd(kp, ci, c->fdkey);
+		err = conn_closed(kp, ci, ts);
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
@@ -457,6 +493,8 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		}
 		if (kp_map__get(&kp->cnmap, addr_hash(c->host, &c->a)) == ci)
 			kp_map__del(&kp->cnmap, addr_hash(c->host, &c->a));
+		if (c->fdkey)
+			conn_forget_fd(kp, ci, c->fdkey);
 		peer = c->peer;
 		if (peer != KP_NONE && peer < kp->ncn && kp->cn[peer].peer == ci)
 			kp->cn[peer].peer = KP_NONE;
@@ -464,7 +502,7 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
 		memset(c, 0, sizeof(*c));
-		c->proc = c->peer = KP_NONE;
+		c->proc = c->last_proc = c->peer = KP_NONE;
 		c->req.reader = c->req.writer = KP_NONE;
 		kp->freecn[kp->nfreecn++] = ci;
 		kp->conns_recycled++;
@@ -496,6 +534,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	if (c->proc == KP_NONE)
 		c->proc = proc;
 	c->last_used = ts;
+	c->last_proc = proc;
 	switch (e->call) {
 	case CP_SOCK_ACCEPT:
 	case CP_SOCK_ACCEPT4:
@@ -530,8 +569,10 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		}
 		if (e->call == CP_SOCK_CLOSE) {
 			c->phase = KP_PH_IDLE;
+			if (e->fd >= 0)
+				conn_forget_fd(kp, ci, fd_key(host, e->h.pid, e->fd));
 			if (!e->bytes)
-				return conn_closed(kp, host, ci, e, ts);
+				return conn_closed(kp, ci, ts);
 		}
 		return 0;
 	default:

@@ -229,7 +229,9 @@ struct kp_conn {
 	struct kp_name_run *runs; /* req.nruns of them (pipelining), allocated when first needed */
 	uint32_t capruns;
 	uint64_t last_used; /* the latest record on it */
+	uint32_t last_proc; /* the process of that record */
 	uint64_t closed_at; /* closed by its process (0 = open); recycled once behind the window */
+	uint64_t fdkey;	    /* the fdmap key that last named it, 0 for none */
 };
 
 struct kp_source {
@@ -518,6 +520,7 @@ void kp__conn_prune(struct kp_conn *c, uint64_t before);
 /* Recycles connections closed more than KP_KEEP_NS before mark that nothing
  * used since (no walk can reach them any more). */
 void kp__conn_recycle(struct kp *kp, uint64_t mark);
+int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
 void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len);
 /* The same, formatted once and kept in the connection (until it is recycled). */

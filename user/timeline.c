@@ -507,8 +507,13 @@ int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t t
 	struct kp_iv *c;
 
 	if (h->size >= sizeof(*e) && e->group_dead && pi != KP_NONE && !kp->pr[pi].exited) {
+		int err;
+
 		kp->pr[pi].exited = true;
 		kp->npr_exited++;
+		err = kp__conn_proc_exit(kp, pi, ts);
+		if (err)
+			return err;
 	}
 	if (ti == KP_NONE)
 		return 0;

@@ -160,9 +160,10 @@ static void test_short_lived_children(void **state)
 	kp__free(&kp);
 }
 
-/* A backend (300) that answered the server (100) once on a connection
- * never seen closed, and exited: five seconds later a data arrival on that
- * connection wakes the server during a request, and the walk takes the
+/* A backend (300) whose thread 301 answered the server (100) once on a
+ * connection never seen closed, and exited (the process lives on: its exit
+ * would have closed the connection): five seconds later a data arrival on
+ * that connection wakes the server during a request, and the walk takes the
  * backend's last write there (pruning keeps each connection's last) as the
  * source. The backend's thread and process must still be the ones it names,
  * not recycled slots. */
@@ -180,17 +181,18 @@ static void test_gone_peer(void **state)
 	kb_proc(&b, SRV, "srv");
 	kb_proc(&b, 300, "backend");
 	kb_switch(&b, t0 - MS, 0, 0, 0, CP_PREV_PREEMPTED, SRV, SRV, "srv");
-	kb_switch(&b, t0 - MS, 1, 0, 0, CP_PREV_PREEMPTED, 300, 300, "backend");
+	kb_switch(&b, t0 - 2 * MS, 1, 300, 300, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, t0 - MS, 1, 0, 0, CP_PREV_PREEMPTED, 300, 301, "backend");
 	kb_sock(&b, t0, t0 + 1 * US, SRV, SRV, CP_SOCK_CONNECT, 8, d, 0, 0, NULL);
-	kb_sock(&b, t0 + 2 * US, t0 + 3 * US, 300, 300, CP_SOCK_ACCEPT, 5, d2, 5, 0, NULL);
+	kb_sock(&b, t0 + 2 * US, t0 + 3 * US, 300, 301, CP_SOCK_ACCEPT, 5, d2, 5, 0, NULL);
 	kb_sock(&b, t0 + 10 * US, t0 + 11 * US, SRV, SRV, CP_SOCK_WRITE, 8, d, 7, 500, get);
 	kb_dready(&b, t0 + 15 * US, 1, 300, d2, 507);
-	kb_sock(&b, t0 + 14 * US, t0 + 20 * US, 300, 300, CP_SOCK_READ, 5, d2, 7, 500, get);
-	kb_sock(&b, t0 + 25 * US, t0 + 30 * US, 300, 300, CP_SOCK_WRITE, 5, d2, 5, 900, val);
+	kb_sock(&b, t0 + 14 * US, t0 + 20 * US, 300, 301, CP_SOCK_READ, 5, d2, 7, 500, get);
+	kb_sock(&b, t0 + 25 * US, t0 + 30 * US, 300, 301, CP_SOCK_WRITE, 5, d2, 5, 900, val);
 	kb_dready(&b, t0 + 35 * US, 0, SRV, d, 905);
 	kb_sock(&b, t0 + 34 * US, t0 + 40 * US, SRV, SRV, CP_SOCK_READ, 8, d, 5, 900, val);
-	kb_exit(&b, t0 + MS, 1, 300, 300, true);
-	kb_switch(&b, t0 + MS + 1 * US, 1, 300, 300, CP_PREV_DEAD, 0, 0, NULL);
+	kb_exit(&b, t0 + MS, 1, 300, 301, false);
+	kb_switch(&b, t0 + MS + 1 * US, 1, 300, 301, CP_PREV_DEAD, 0, 0, NULL);
 	/* the server sleeps and wakes meanwhile: the stream goes on, pruning runs */
 	for (uint64_t t = t0 + 500 * MS; t < t1; t += 500 * MS) {
 		kb_switch(&b, t, 0, SRV, SRV, CP_PREV_BLOCKED, 0, 0, NULL);
@@ -222,11 +224,92 @@ static void test_gone_peer(void **state)
 	assert_int_equal(r->segs[1].tid, SRV);
 }
 
+/* A forking server: child k (a pid from a small pool, so pids come back)
+ * serves one connection and exits without closing it (the kernel closes
+ * it in do_exit: no close record). Even children serve TCP (accepted,
+ * fd 7), odd ones a Unix-domain socket open before the recording (fd 5,
+ * known by pid and fd only). Each request is named after its own child,
+ * not after an earlier child on the same pid and fd, and the connections
+ * of exited children are recycled. */
+#define NFORKED 20000u
+
+static uint64_t nnamed;
+
+static int check_forked(void *arg, const struct cp_request *r)
+{
+	uint32_t k = (uint32_t)((r->start_ns - t0) / MS);
+	char want[32];
+
+	nreq++;
+	snprintf(want, sizeof(want), "w%u:", k);
+	if (r->service && !strncmp(r->service, want, strlen(want)))
+		nnamed++;
+	else if (nbad++ < 3)
+		print_message("# request %u: service %s, wanted %s...\n", k,
+			      r->service ? r->service : "(none)", want);
+	return 0;
+}
+
+static void forked_conn(struct kb *b, uint64_t t, uint32_t k)
+{
+	const struct kb_tuple c = {"10.0.0.1", 80, "10.0.0.2", (uint16_t)(1024 + k % 50000)};
+	uint32_t pid = 1000 + k % REUSE, len = (uint32_t)strlen(req_bytes);
+	char comm[32];
+
+	sprintf(comm, "w%u", k);
+	kb_fork(b, t, 0, SRV, SRV, pid, pid, comm);
+	kb_switch(b, t + 1 * US, 1, 0, 0, CP_PREV_PREEMPTED, pid, pid, comm);
+	if (k % 2 == 0) {
+		kb_sock(b, t + 2 * US, t + 3 * US, pid, pid, CP_SOCK_ACCEPT, 7, c, 7, 0, NULL);
+		kb_dready(b, t + 5 * US, 1, pid, c, 1000 + len);
+		kb_sock(b, t + 4 * US, t + 6 * US, pid, pid, CP_SOCK_READ, 7, c, len, 1000,
+			req_bytes);
+		kb_sock(b, t + 10 * US, t + 11 * US, pid, pid, CP_SOCK_WRITE, 7, c, 17, 5000,
+			"HTTP/1.1 200 OK\r\n");
+	} else {
+		kb_sock_unix(b, t + 4 * US, t + 6 * US, pid, pid, CP_SOCK_READ, 5, len, req_bytes);
+		kb_sock_unix(b, t + 10 * US, t + 11 * US, pid, pid, CP_SOCK_WRITE, 5, 17,
+			     "HTTP/1.1 200 OK\r\n");
+	}
+	kb_exit(b, t + 12 * US, 1, pid, pid, true);
+	kb_switch(b, t + 13 * US, 1, pid, pid, CP_PREV_DEAD, 0, 0, NULL);
+}
+
+static void test_forked_servers(void **state)
+{
+	static struct kb b;
+	static const char *const models[] = {"m", "m"};
+	struct kp kp;
+
+	memset(&b, 0, sizeof(b));
+	nreq = nbad = nnamed = 0;
+	t0 = 1000 * MS;
+	kp__init(&kp, check_forked, NULL);
+	assert_int_equal(kp__add_source(&kp, "boot-1", 0, "h", NULL, 2, models), 0);
+	kb_proc(&b, SRV, "srv");
+	feed(&kp, &b);
+	for (uint32_t k = 0; k < NFORKED; k++) {
+		forked_conn(&b, t0 + k * MS, k);
+		feed(&kp, &b);
+	}
+	assert_int_equal(kp__finish(&kp), 0);
+	print_message("# %u forked servers: %llu requests named after their own child; %u "
+		      "connections in the table at the end, %llu recycled\n",
+		      NFORKED, (unsigned long long)nnamed, kp.ncn - kp.nfreecn,
+		      (unsigned long long)kp.conns_recycled);
+	assert_int_equal(nreq, NFORKED);
+	assert_int_equal(nbad, 0);
+	assert_true(kp.ncn < NFORKED / 4);
+	assert_true(kp.conns_recycled > NFORKED / 2);
+	kp__free(&kp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_short_lived_children),
 	    cmocka_unit_test(test_gone_peer),
+	    cmocka_unit_test(test_forked_servers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
