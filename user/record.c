@@ -61,6 +61,7 @@ struct recorder {
 	pid_t child;	  /* -- CMD: the launched process */
 	int child_status; /* its wait status once reaped */
 	bool child_exec;  /* it reached exec */
+	struct rec_tls *tls;
 };
 
 static void usage(FILE *f)
@@ -80,6 +81,8 @@ static void usage(FILE *f)
 	    "  --probe [BIN:]FUNC  a function as a subcomponent of the critical path: its\n"
 	    "                      calls become frames (uprobes; BIN: a binary or library,\n"
 	    "                      default the targets' executables; repeat for more)\n"
+	    "  --no-tls            no TLS plaintext capture (by default OpenSSL's SSL_read and\n"
+	    "                      SSL_write are probed in targets that map libssl)\n"
 	    "  -q                  no notes on stderr, only errors and the summary\n",
 	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
 }
@@ -253,6 +256,10 @@ static void tick(struct recorder *r, uint64_t now)
 		if (t->need_meta) {
 			t->need_meta = false;
 			err = rec_meta__process(r->w, t->pid, now);
+			/* the launched command maps the recorder's libraries
+			 * until it has exec'd */
+			if (!err && (t->pid != r->child || r->child_exec))
+				err = rec_tls__scan(r->tls, r->bpf, t->pid, r->w, now, &r->metadata);
 			if (err && err != -ESRCH)
 				write_error(r, err);
 		}
@@ -403,11 +410,12 @@ int cmd_record(int argc, char **argv)
 	    {"empty-programs", no_argument, NULL, 'E'},
 	    {"all-syscalls", no_argument, NULL, 'A'},
 	    {"probe", required_argument, NULL, 'U'},
+	    {"no-tls", no_argument, NULL, 'T'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64};
+	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64, .tls = true};
 	struct recorder *r = calloc(1, sizeof(*r));
 	struct rec_probes *probes = NULL;
 	struct rec_meta_host host = {};
@@ -490,6 +498,9 @@ int cmd_record(int argc, char **argv)
 			}
 			bo.probes = true;
 			break;
+		case 'T':
+			bo.tls = false;
+			break;
 		case 'q':
 			r->quiet = bo.quiet = true;
 			break;
@@ -565,6 +576,11 @@ int cmd_record(int argc, char **argv)
 	err = rec_bpf__open_load(&r->bpf, &bo);
 	if (err)
 		goto cleanup;
+	err = rec_tls__new(&r->tls, !bo.tls, r->quiet);
+	if (err) {
+		fprintf(stderr, "critpath record: out of memory\n");
+		goto cleanup;
+	}
 	rec_meta__on_listen(rec_bpf__listen_port, r->bpf);
 	if (optind < argc) {
 		r->child = launch(argv + optind, &go_fd);
@@ -610,6 +626,11 @@ int cmd_record(int argc, char **argv)
 		r->metadata += rec_bpf__nhooks(r->bpf);
 	if (!err) {
 		err = rec_probes__write(probes, r->w, start, &r->metadata);
+		if (err)
+			write_error(r, err);
+	}
+	if (!err) {
+		err = rec_tls__write_hook(r->tls, r->w, start, &r->metadata);
 		if (err)
 			write_error(r, err);
 	}
@@ -700,6 +721,7 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	summary(r, start, now, bytes);
+	rec_tls__summary(r->tls);
 	ret = r->write_err ? 1 : 0;
 	/* the command never ran (it said why): that is a failed recording */
 	if (r->child < 0 && !r->child_exec && WIFEXITED(r->child_status) &&
@@ -713,6 +735,7 @@ cleanup:
 		waitpid(r->child, NULL, 0);
 	}
 	rec_probes__destroy(probes);
+	rec_tls__destroy(r->tls);
 	rec_bpf__destroy(r->bpf);
 	if (r->w)
 		recording_writer__close(r->w, NULL);

@@ -61,6 +61,7 @@ struct rec_bpf {
 	bool quiet;
 	bool lean;		    /* the default capture, not raw_syscalls for every call */
 	bool probes;		    /* --probe given: bpf/uprobe.bpf.c loads */
+	bool tls;		    /* TLS plaintext capture: bpf/tls.bpf.c loads */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
 	int nrings;
 	uint32_t ring_bytes; /* each */
@@ -98,11 +99,13 @@ static bool btf_has_tp(const struct btf *vmlinux, const char *name)
 }
 
 /* Whether a program belongs to the capture b->lean chose (and the --probe
- * programs to a recording with probes). */
+ * and TLS programs to a recording with probes, with TLS capture). */
 static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
 	if (!strcmp(name, "probe_enter") || !strcmp(name, "probe_return"))
 		return b->probes;
+	if (!strcmp(name, "tls_enter") || !strcmp(name, "tls_return"))
+		return b->tls;
 	if (!strncmp(name, "sys_enter_btf", 13) || !strncmp(name, "sys_exit_btf", 12) ||
 	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
 		return !b->lean;
@@ -247,6 +250,7 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
 	b->skel->rodata->cfg_lean = b->lean;
+	b->skel->rodata->cfg_tls = b->tls;
 	/* --buffer-mb split between the CPUs' ring buffers (each a power of
 	 * 2, at least 1 MiB) */
 	b->nrings = libbpf_num_possible_cpus();
@@ -300,6 +304,7 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	b->quiet = o->quiet;
 	b->lean = !o->all_syscalls;
 	b->probes = o->probes;
+	b->tls = o->tls;
 	err = skel__open_config(b, o);
 	if (err)
 		goto cleanup;
@@ -450,6 +455,15 @@ int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter,
 		return -ENOENT;
 	*enter = b->skel->progs.probe_enter;
 	*ret = b->skel->progs.probe_return;
+	return 0;
+}
+
+int rec_bpf__tls_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret)
+{
+	if (!b->tls)
+		return -ENOENT;
+	*enter = b->skel->progs.tls_enter;
+	*ret = b->skel->progs.tls_return;
 	return 0;
 }
 
