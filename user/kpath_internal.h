@@ -528,9 +528,16 @@ static inline const char *kp__str(const struct kp *kp, int32_t id)
 const char *kp__thread_comm(struct kp *kp, uint32_t thread);
 
 /* proto_detect.c */
-enum kp_proto { KP_PROTO_NONE = 0, KP_PROTO_HTTP, KP_PROTO_MEMCACHED, KP_PROTO_RESP };
+enum kp_proto {
+	KP_PROTO_NONE = 0,
+	KP_PROTO_HTTP,
+	KP_PROTO_MEMCACHED,
+	KP_PROTO_RESP,
+	KP_PROTO_TLS, /* a TLS handshake's records (its data is ciphertext) */
+};
 /* Names a request from the first bytes the server read ("GET /cart",
- * "get", "SET"); returns the protocol, name "" when unknown. */
+ * "get", "SET", "TLS handshake"); returns the protocol, name "" when
+ * unknown. */
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen);
 /* HTTP status of a response's first bytes, 0 when not HTTP. */
 int proto__http_status(const uint8_t *p, size_t len);
