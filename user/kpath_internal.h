@@ -193,6 +193,9 @@ struct kp_req {
 	 * kp_conn.runs, all of them served by this one read-then-write exchange;
 	 * 0 = just this one */
 	uint16_t nruns;
+	/* its first read was inside a TLS read (ciphertext): named by the
+	 * plaintext that read returned (CP_EV_TLS_READ), when it comes */
+	bool tls_wait;
 };
 
 struct kp_conn {
@@ -483,6 +486,8 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn);
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
 		  uint64_t enter);
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
+/* The plaintext of a TLS read: names the request its socket read began. */
+int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e);
 /* The peer's write that carried the byte before rcv_nxt (or the last one
  * begun before ts); NULL when none is known. */
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
