@@ -29,15 +29,15 @@ struct cp_tls_slot {
 	__u64 enter_ts;
 	__u64 buf;
 	__u64 num;
-	__u64 out;	/* _ex: where the library stores the byte count */
-	__u8 call;	/* enum cp_tls_call */
-	__u8 active;	/* inside the call */
+	__u64 out;   /* _ex: where the library stores the byte count */
+	__u8 call;   /* enum cp_tls_call */
+	__u8 active; /* inside the call */
 	/* a socket read inside a read call was the first after a change of
 	 * direction: the plaintext is recorded at the return (kept across
 	 * calls that return no data: a record may take several reads) */
 	__u8 want;
 	__u8 __pad;
-	__s32 fd;	/* that socket read's */
+	__s32 fd; /* that socket read's */
 	__u16 family;
 	__u16 lport;
 	__u16 rport;

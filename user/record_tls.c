@@ -42,7 +42,7 @@ struct tls_proc {
 
 struct rec_tls {
 	bool quiet;
-	bool off; /* --no-tls */
+	bool off;		/* --no-tls */
 	struct tls_proc *procs; /* processes that map libssl */
 	int nprocs, capprocs;
 	struct bpf_link **links;
@@ -106,8 +106,8 @@ static int links_add(struct rec_tls *t, struct bpf_link *l)
 /* Entry and return of each function in lib (seen through pid's root, so a
  * process in another mount namespace is found too); the names attached
  * into fns. On failure, what this call attached is detached again. */
-static int attach_lib(struct rec_tls *t, struct rec_bpf *b, pid_t pid, const char *lib,
-		      char *fns, size_t n)
+static int attach_lib(struct rec_tls *t, struct rec_bpf *b, pid_t pid, const char *lib, char *fns,
+		      size_t n)
 {
 	struct bpf_program *progs[2];
 	char bin[PATH_MAX + 32];

@@ -63,8 +63,8 @@ static void tls_request(struct kb *b, uint64_t from, uint64_t at, uint64_t end, 
 	kb_sock(b, a + 1500, a + 2000, 100, 100, CP_SOCK_READ, 5, CL, 46, seq + 5, NULL);
 	kb_last_tls(b);
 	if (plain)
-		kb_tls_read(b, B + from * U - 2000, a + 3000, 100, 100, 5, CL, (int64_t)strlen(plain),
-			    seq, plain);
+		kb_tls_read(b, B + from * U - 2000, a + 3000, 100, 100, 5, CL,
+			    (int64_t)strlen(plain), seq, plain);
 	kb_sock(b, B + end * U - 1000, B + end * U, 100, 100, CP_SOCK_WRITE, 5, CL,
 		(int64_t)strlen(response) + 22, 9000, response);
 	kb_last_tls(b);

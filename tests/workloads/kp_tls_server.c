@@ -77,9 +77,10 @@ static void serve(SSL_CTX *ctx, int fd, double work_ms)
 		int n;
 
 		kp_spin_ms(work_ms);
-		n = snprintf(reply, sizeof(reply),
-			     "HTTP/1.1 %s\r\nContent-Length: 3\r\nContent-Type: text/plain\r\n\r\nok\n",
-			     found ? "200 OK" : "404 Not Found");
+		n = snprintf(
+		    reply, sizeof(reply),
+		    "HTTP/1.1 %s\r\nContent-Length: 3\r\nContent-Type: text/plain\r\n\r\nok\n",
+		    found ? "200 OK" : "404 Not Found");
 		if (!tls_write(ssl, reply, (size_t)n))
 			break;
 	}
