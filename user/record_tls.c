@@ -118,7 +118,9 @@ static int attach_lib(struct rec_tls *t, struct rec_bpf *b, pid_t pid, const cha
 	snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
 	fns[0] = 0;
 	for (size_t i = 0; i < sizeof(tls_fns) / sizeof(tls_fns[0]) && !err; i++) {
-		for (int ret = 0; ret < 2 && !err; ret++) {
+		bool absent = false;
+
+		for (int ret = 0; ret < 2 && !err && !absent; ret++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = tls_fns[i].symbol,
 				    .retprobe = ret, .bpf_cookie = tls_fns[i].call);
 			struct bpf_link *l;
@@ -126,19 +128,17 @@ static int attach_lib(struct rec_tls *t, struct rec_bpf *b, pid_t pid, const cha
 			l = bpf_program__attach_uprobe_opts(progs[ret], pid, bin, 0, &o);
 			if (!l) {
 				err = -errno;
-				if (err == -ENOENT && !tls_fns[i].needed && !ret)
-					err = 1; /* an older OpenSSL: not there */
-				break;
+				/* an OpenSSL older than 1.1.1 has no _ex functions */
+				absent = err == -ENOENT && !tls_fns[i].needed && !ret;
+				if (absent)
+					err = 0;
+				continue;
 			}
 			err = links_add(t, l);
 			if (err)
 				bpf_link__destroy(l);
 		}
-		if (err == 1) {
-			err = 0;
-			continue;
-		}
-		if (!err)
+		if (!err && !absent)
 			snprintf(fns + strlen(fns), n - strlen(fns), "%s%s", *fns ? ", " : "",
 				 tls_fns[i].symbol);
 	}
