@@ -308,7 +308,7 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 					  struct cp_sock_state *st)
 {
 	st->last_dir = SOCK_DIR_READ;
-	tls->want = 1;
+	tls->want_ssl = tls->ssl;
 	tls->fd = in->fd;
 	tls->family = in->family;
 	tls->lport = in->lport;

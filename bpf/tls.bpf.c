@@ -36,6 +36,7 @@ int tls_enter(struct pt_regs *ctx)
 	}
 	s->enter_ts = bpf_ktime_get_ns();
 	s->call = (__u8)bpf_get_attach_cookie(ctx);
+	s->ssl = PT_REGS_PARM1(ctx);
 	s->buf = PT_REGS_PARM2(ctx);
 	s->num = PT_REGS_PARM3(ctx);
 	s->out = PT_REGS_PARM4(ctx);
@@ -107,7 +108,8 @@ int tls_return(struct pt_regs *ctx)
 	if (!s || !s->active)
 		return 0;
 	s->active = 0;
-	if (tls_call_writes(s->call) || !s->want)
+	/* another connection's read (an event loop) leaves it for its own */
+	if (tls_call_writes(s->call) || !s->want_ssl || s->want_ssl != s->ssl)
 		return 0;
 	n = (int)PT_REGS_RC(ctx);
 	if (s->call == CP_TLS_SSL_READ_EX) {
@@ -120,7 +122,7 @@ int tls_return(struct pt_regs *ctx)
 	}
 	if (n <= 0)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
-	s->want = 0;
+	s->want_ssl = 0;
 	tls_read_emit(s, n);
 	return 0;
 }

@@ -27,16 +27,18 @@ __u64 tls_busy_bits[TARGET_WORDS] __weak;
 /* A thread's TLS call in progress, and what its socket reads found. */
 struct cp_tls_slot {
 	__u64 enter_ts;
+	__u64 ssl; /* the call's SSL * (its connection) */
 	__u64 buf;
 	__u64 num;
-	__u64 out;   /* _ex: where the library stores the byte count */
+	__u64 out; /* _ex: where the library stores the byte count */
+	/* a socket read inside a read call on this SSL * was the first after
+	 * a change of direction: its plaintext is recorded at the return of
+	 * the read on the same SSL * that returns data (a record may take
+	 * several calls of a non-blocking reader); 0: none wanted */
+	__u64 want_ssl;
 	__u8 call;   /* enum cp_tls_call */
 	__u8 active; /* inside the call */
-	/* a socket read inside a read call was the first after a change of
-	 * direction: the plaintext is recorded at the return (kept across
-	 * calls that return no data: a record may take several reads) */
-	__u8 want;
-	__u8 __pad;
+	__u8 __pad[2];
 	__s32 fd; /* that socket read's */
 	__u16 family;
 	__u16 lport;

@@ -344,10 +344,11 @@ enum cp_tls_call {
 
 /* A TLS library's read returned plaintext (OpenSSL SSL_read / SSL_read_ex,
  * bytes > 0), emitted at its return under the same economy as socket
- * payloads: only when a socket read inside it was the first after a change
- * of direction (a CP_EV_SOCK with CP_SOCK_F_TLS and no payload, before this
- * record, on the same thread). fd, family, ports and addresses are that
- * socket read's: the connection the plaintext came from. payload: the first
+ * payloads: only when a socket read inside it (or inside an earlier read on
+ * the same connection that returned no data yet) was the first after a
+ * change of direction (a CP_EV_SOCK with CP_SOCK_F_TLS and no payload,
+ * before this record, on the same thread). fd, family, ports and addresses
+ * are that socket read's: the connection the plaintext came from. payload: the first
  * bytes of the plaintext, hdr.size = CP_ALIGN(offsetof(payload) +
  * payload_len). */
 struct cp_ev_tls_read {
