@@ -576,7 +576,7 @@ int cmd_record(int argc, char **argv)
 	err = rec_bpf__open_load(&r->bpf, &bo);
 	if (err)
 		goto cleanup;
-	err = rec_tls__new(&r->tls, !bo.tls, r->quiet);
+	err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet);
 	if (err) {
 		fprintf(stderr, "critpath record: out of memory\n");
 		goto cleanup;

@@ -62,6 +62,7 @@ struct rec_bpf {
 	bool lean;		    /* the default capture, not raw_syscalls for every call */
 	bool probes;		    /* --probe given: bpf/uprobe.bpf.c loads */
 	bool tls;		    /* TLS plaintext capture: bpf/tls.bpf.c loads */
+	char tls_off[96];	    /* why TLS capture is off, "" when on */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
 	int nrings;
 	uint32_t ring_bytes; /* each */
@@ -290,6 +291,30 @@ static int rings__create(struct rec_bpf *b)
 	return 0;
 }
 
+/*
+ * The object did not load (err) with the TLS programs: TLS capture is
+ * optional, so the rest records without it (a kernel whose uprobe programs
+ * lack task storage or BPF cookies). When it does not load without them
+ * either, they were not the cause: TLS stays on for the caller's raw_tp
+ * fallback, which reopens the object.
+ */
+static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int err)
+{
+	snprintf(b->tls_off, sizeof(b->tls_off), "its programs did not load: %s", strerror(-err));
+	b->tls = false;
+	critpath_bpf__destroy(b->skel);
+	err = skel__open_config(b, o);
+	if (err)
+		return err;
+	hooks__choose(b, false, NULL);
+	err = critpath_bpf__load(b->skel);
+	if (err) {
+		b->tls = true;
+		b->tls_off[0] = '\0';
+	}
+	return err;
+}
+
 int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 {
 	struct rec_bpf *b;
@@ -305,11 +330,15 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	b->lean = !o->all_syscalls;
 	b->probes = o->probes;
 	b->tls = o->tls;
+	if (!b->tls)
+		snprintf(b->tls_off, sizeof(b->tls_off), "off (--no-tls)");
 	err = skel__open_config(b, o);
 	if (err)
 		goto cleanup;
 	hooks__choose(b, false, NULL);
 	err = critpath_bpf__load(b->skel);
+	if (err && b->tls)
+		err = load_without_tls(b, o, err);
 	if (err) {
 		char why[96];
 
@@ -342,6 +371,9 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 				b->hooks[i].status == CP_HOOK_FALLBACK ? b->hooks[i].detail
 								       : "unavailable");
 	}
+	if (o->tls && !b->tls)
+		fprintf(stderr, "critpath record: hook tls: %s: TLS connections carry ciphertext\n",
+			b->tls_off);
 	*out = b;
 	return 0;
 cleanup:
@@ -456,6 +488,11 @@ int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter,
 	*enter = b->skel->progs.probe_enter;
 	*ret = b->skel->progs.probe_return;
 	return 0;
+}
+
+const char *rec_bpf__tls_off(const struct rec_bpf *b)
+{
+	return b->tls ? NULL : b->tls_off;
 }
 
 int rec_bpf__tls_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret)

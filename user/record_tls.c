@@ -42,14 +42,14 @@ struct tls_proc {
 
 struct rec_tls {
 	bool quiet;
-	bool off;		/* --no-tls */
+	const char *off;	/* why capture is off (static), NULL: on */
 	struct tls_proc *procs; /* processes that map libssl */
 	int nprocs, capprocs;
 	struct bpf_link **links;
 	int nlinks, caplinks;
 };
 
-int rec_tls__new(struct rec_tls **t, bool off, bool quiet)
+int rec_tls__new(struct rec_tls **t, const char *off, bool quiet)
 {
 	*t = calloc(1, sizeof(**t));
 	if (!*t)
@@ -175,9 +175,12 @@ static int hook_write(struct recording_writer *w, uint64_t ts, pid_t pid, uint8_
 int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uint64_t ts,
 			uint64_t *records)
 {
-	if (t->off)
-		return hook_write(w, ts, 0, CP_HOOK_UNAVAILABLE,
-				  "off (--no-tls): TLS connections carry ciphertext", records);
+	char detail[sizeof(((struct cp_md_hook *)0)->detail)];
+
+	if (t->off) {
+		snprintf(detail, sizeof(detail), "%s: TLS connections carry ciphertext", t->off);
+		return hook_write(w, ts, 0, CP_HOOK_UNAVAILABLE, detail, records);
+	}
 	return hook_write(w, ts, 0, CP_HOOK_ATTACHED,
 			  "uprobe+uretprobe on OpenSSL's SSL_read/SSL_write(_ex) in each process "
 			  "that maps libssl (a \"tls pid N\" hook each)",
