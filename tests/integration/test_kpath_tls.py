@@ -11,7 +11,7 @@ The recording has one tls_read record per request, with the request's
 plaintext, and SSL_write's socket writes carry the response's plaintext.
 With --ex the server uses SSL_read_ex/SSL_write_ex, recorded as a launched
 command (`-- CMD`, attached once it has exec'd). --no-tls gives the
-unnamed fallback."""
+unnamed fallback, and --payload-bytes bounds the plaintext (0: none)."""
 import os
 import shutil
 import signal
@@ -185,6 +185,26 @@ def main():
                d.ok() and not d.of("tls_read") and not any(r.get("tls") for r in d.of("sock"))
                and len(off) == 1 and off[0].get("status") == "unavailable",
                f"{off} {d.count_types()}")
+
+    # --payload-bytes: the plaintext keeps to it (the larger reservation of
+    # a prefix over 128 bytes is a program path of its own), 0 = none
+    rep, path = K.record_workload(tap, "tls-300", [pid], lambda: https_client(port, 1),
+                                  seconds=6, extra=["--payload-bytes", "300"])
+    if rep is not None:
+        names = names_of(K.service_requests(rep, port))
+        reads = R.Dump(path).of("tls_read")
+        tap.ok("tls --payload-bytes 300: requests named, the whole request in each tls_read",
+               names.get("GET /x") == PER_CONN and len(reads) == PER_CONN
+               and all(r.get("payload", "").encode() == REQUEST for r in reads),
+               f"names {names}, {reads[:2]}")
+    rep, path = K.record_workload(tap, "tls-0", [pid], lambda: https_client(port, 1),
+                                  seconds=6, extra=["--payload-bytes", "0"])
+    if rep is not None:
+        names = names_of(K.service_requests(rep, port))
+        d = R.Dump(path)
+        tap.ok("tls --payload-bytes 0: no plaintext kept, the requests unnamed",
+               names.get("request") == PER_CONN + 2 and not d.of("tls_read")
+               and not any(r.get("payload") for r in d.of("sock")), f"names {names}")
     K.stop(server)
 
     launched(tap, cert, key)
