@@ -116,6 +116,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(PROTO_H) $(wildcard tests/unit/*.h) | 
 $(BUILD)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lpthread -lm
 
+# the HTTPS workload of record's TLS capture: against the system's libssl
+$(BUILD)/workloads/kp_tls_server: tests/workloads/kp_tls_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags openssl 2>/dev/null) $< -o $@ $(LDFLAGS) \
+	    $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto) -lpthread -lm
+
 $(BUILD)/bench/%: tools/bench/%.c $(LIB) $(PROTO_H) | $(BUILD)/bench
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS)
 

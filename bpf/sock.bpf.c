@@ -7,6 +7,7 @@
  * through cp_sock_enter/exit and cp_poll_enter/exit.
  */
 #include "blocked.h"
+#include "tls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -215,17 +216,20 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 }
 
 /* The payload prefix into buf (CP_PAYLOAD_MAX bytes of ring buffer): its
- * length, 0 when there is none to take. */
+ * length, 0 when there is none to take. tls: the call writes for an
+ * SSL_write, whose plaintext buffer is the payload. */
 static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, long ret, __u8 *buf,
-					  __u64 cap)
+					  __u64 cap, struct cp_tls_slot *tls)
 {
 	__u64 max = call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX : ret;
 	const void *src;
 	__u64 len;
 
+	if (tls)
+		max = tls->num;
 	if (max > cfg_payload_bytes)
 		max = cfg_payload_bytes;
-	src = payload_src(in, &max);
+	src = tls ? (const void *)tls->buf : payload_src(in, &max);
 	len = max;
 	if (len > cap)
 		len = cap;
@@ -240,7 +244,8 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 	return len;
 }
 
-static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st);
+static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
+				     struct cp_tls_slot *tls);
 
 /* A payload of at most the default size; the reservation holds the 8-byte
  * word sock_payload() zeroes at the end of the data. */
@@ -290,15 +295,34 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 
 		st = bpf_map_lookup_elem(&sock_states, &key);
 	}
-	return sock_emit(in, ret, st);
+	return sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir));
 out:
 	inflight_done(in);
 	return 0;
 }
 
+/* A socket read inside a TLS read: ciphertext, no payload. When it is the
+ * one that would have had one, the plaintext is recorded at the TLS call's
+ * return (tls.bpf.c), with this read's connection. */
+static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inflight *in,
+					  struct cp_sock_state *st)
+{
+	st->last_dir = SOCK_DIR_READ;
+	tls->want_ssl = tls->ssl;
+	tls->fd = in->fd;
+	tls->family = in->family;
+	tls->lport = in->lport;
+	tls->rport = in->rport;
+	tls->tcp_seq = in->tcp_seq;
+	__builtin_memcpy(tls->laddr, in->laddr, CP_ADDR_LEN);
+	__builtin_memcpy(tls->raddr, in->raddr, CP_ADDR_LEN);
+}
+
 /* The call's record; st: the socket's state, which says whether a payload
- * is taken (NULL: none). */
-static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st)
+ * is taken (NULL: none); tls: the TLS call the thread is in, moving data
+ * the same way as this call (NULL: none). */
+static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
+				     struct cp_tls_slot *tls)
 {
 	struct cp_ev_sock *e;
 	__u8 call = in->call;
@@ -307,6 +331,11 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 
 	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || st->last_dir == dir))
 		st = NULL;
+	if (tls && dir == SOCK_DIR_READ) {
+		if (st)
+			tls_read_note(tls, in, st);
+		st = NULL;
+	}
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */
 	if (st && cfg_payload_bytes <= PAYLOAD_SMALL) {
@@ -317,7 +346,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			count_drop();
 			goto out;
 		}
-		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL);
+		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL, tls);
 		if (len)
 			st->last_dir = dir;
 	} else if (st) {
@@ -326,7 +355,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			count_drop();
 			goto out;
 		}
-		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX);
+		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX, tls);
 		if (len)
 			st->last_dir = dir;
 	} else {
@@ -350,6 +379,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	__builtin_memcpy(e->laddr, in->laddr, CP_ADDR_LEN);
 	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
 	e->sock_type = in->sock_type;
+	e->flags = tls ? CP_SOCK_F_TLS : 0;
 	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 	e->payload_len = len;
 	ev_submit(e);
@@ -472,7 +502,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 		else
 			in.tcp_seq = tp->copied_seq - (flags & MSG_PEEK ? 0 : ret);
 	}
-	return sock_emit(&in, ret, st);
+	return sock_emit(&in, ret, st, tls_current((__u32)id, dir));
 }
 
 SEC("tp_btf/sock_send_length")
@@ -556,7 +586,7 @@ static __always_inline int on_set_state(struct sock *sk, int old, int new)
 	in.fd = (int)PT_REGS_PARM1_SYSCALL(regs);
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
-	return sock_emit(&in, 0, NULL);
+	return sock_emit(&in, 0, NULL, NULL);
 }
 
 SEC("tp_btf/inet_sock_set_state")

@@ -18,7 +18,7 @@
 #include <linux/types.h>
 #endif
 
-#define CP_ABI_VERSION 1
+#define CP_ABI_VERSION 2
 
 #define CP_COMM_LEN 16
 #define CP_ADDR_LEN 16		/* IPv4 in the first 4 bytes, or IPv6 */
@@ -42,6 +42,7 @@ enum cp_rec_type {
 	CP_EV_BLOCK = 11,
 	CP_EV_RUNQ_CULPRIT = 12,
 	CP_EV_UPROBE = 13,
+	CP_EV_TLS_READ = 14,
 
 	/* ring-buffer framing between bpf/ and the recorder, never stored: a
 	 * CP_RING_BATCH header (a bare struct cp_hdr) says that records follow
@@ -251,9 +252,17 @@ struct cp_ev_sock {
 	__u8 raddr[CP_ADDR_LEN];
 	__u16 payload_len;
 	__u8 sock_type;		/* SOCK_STREAM, SOCK_DGRAM, … */
-	__u8 __pad[5];
+	__u8 flags;		/* CP_SOCK_F_* (ABI 2; 0 in older recordings) */
+	__u8 __pad[4];
 	__u8 payload[CP_PAYLOAD_MAX];
 };
+
+/* The call ran inside a TLS library's write or read (SSL_write, SSL_read,
+ * their _ex forms) of a process with TLS capture on: its bytes are
+ * ciphertext. A write's payload is the plaintext it was encrypting instead
+ * (the first bytes of SSL_write's buffer); a read carries no payload, and
+ * the plaintext the library returned follows in a CP_EV_TLS_READ record. */
+#define CP_SOCK_F_TLS 0x01
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context
  * usually. rcv_nxt is the receiver's sequence after the data. */
@@ -324,6 +333,40 @@ struct cp_ev_uprobe {
 	__u32 probe_id;		/* index into the recording's CP_MD_PROBE records */
 	__u8 phase;
 	__u8 __pad[3];
+};
+
+enum cp_tls_call {
+	CP_TLS_SSL_READ = 0,
+	CP_TLS_SSL_READ_EX = 1,
+	CP_TLS_SSL_WRITE = 2,
+	CP_TLS_SSL_WRITE_EX = 3,
+};
+
+/* A TLS library's read returned plaintext (OpenSSL SSL_read / SSL_read_ex,
+ * bytes > 0), emitted at its return under the same economy as socket
+ * payloads: only when a socket read inside it (or inside an earlier read on
+ * the same connection that returned no data yet) was the first after a
+ * change of direction (a CP_EV_SOCK with CP_SOCK_F_TLS and no payload,
+ * before this record, on the same thread). fd, family, ports and addresses
+ * are that socket read's: the connection the plaintext came from. payload: the first
+ * bytes of the plaintext, hdr.size = CP_ALIGN(offsetof(payload) +
+ * payload_len). */
+struct cp_ev_tls_read {
+	struct cp_hdr h;
+	__u64 enter_ts;		/* when the library call began */
+	__s64 bytes;		/* plaintext bytes it returned */
+	__s32 fd;
+	__u8 call;		/* enum cp_tls_call */
+	__u8 __pad;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u32 tcp_seq;		/* the socket read's, as in its CP_EV_SOCK */
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+	__u16 payload_len;
+	__u8 __pad2[6];
+	__u8 payload[CP_PAYLOAD_MAX];
 };
 
 /*
@@ -408,6 +451,7 @@ CP_ASSERT_SIZE(struct cp_ev_poll, 48);
 CP_ASSERT_SIZE(struct cp_ev_block, 48);
 CP_ASSERT_SIZE(struct cp_ev_runq_culprit, 64);
 CP_ASSERT_SIZE(struct cp_ev_uprobe, 32);
+CP_ASSERT_SIZE(struct cp_ev_tls_read, 96 + CP_PAYLOAD_MAX);
 CP_ASSERT_SIZE(struct cp_md_process, 48);
 CP_ASSERT_SIZE(struct cp_md_thread, 40);
 CP_ASSERT_SIZE(struct cp_md_socket, 72);

@@ -6,6 +6,7 @@ set -eu
 pkgs=(
 	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev
 	libyajl-dev libsimdjson-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
+	libssl-dev openssl
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk
 	libbpf-tools iproute2 procps time linux-perf
 )

@@ -342,6 +342,23 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 		jline__i64(j, "bytes", e->bytes);
 		if ((e->family == AF_INET || e->family == AF_INET6) && e->sock_type == SOCK_STREAM)
 			jline__u64(j, "tcp_seq", e->tcp_seq);
+		/* only where set: older recordings' lines stay as they were */
+		if (e->flags & CP_SOCK_F_TLS)
+			jline__bool(j, "tls", true);
+		if (e->payload_len)
+			jline__bytes(j, "payload", e->payload, e->payload_len);
+		break;
+	}
+	case CP_EV_TLS_READ: {
+		const struct cp_ev_tls_read *e = (const void *)rec;
+
+		jline__u64(j, "enter_ns", e->enter_ts);
+		jline__str(j, "call", cp_tls_call_name(e->call));
+		jline__i64(j, "fd", e->fd);
+		addr_fields(j, e->family, e->laddr, e->lport, e->raddr, e->rport);
+		jline__i64(j, "bytes", e->bytes);
+		if (e->family == AF_INET || e->family == AF_INET6)
+			jline__u64(j, "tcp_seq", e->tcp_seq);
 		if (e->payload_len)
 			jline__bytes(j, "payload", e->payload, e->payload_len);
 		break;
@@ -459,7 +476,7 @@ static void fields_metadata(struct jline *j, const struct cp_hdr *rec)
 
 static bool type_known(uint16_t type)
 {
-	return (type >= CP_EV_SCHED_SWITCH && type <= CP_EV_UPROBE) ||
+	return (type >= CP_EV_SCHED_SWITCH && type <= CP_EV_TLS_READ) ||
 	       (type >= CP_MD_PROCESS && type <= CP_MD_PROBE);
 }
 

@@ -10,7 +10,10 @@
  * their first bytes; the payload prefix the recorder keeps (first read after
  * a write, first write after a read) is exactly what that needs. A read that
  * carries several requests (pipelining) gives one request each, framed by
- * the protocol in that prefix (proto_frame.c).
+ * the protocol in that prefix (proto_frame.c). On a TLS connection recorded
+ * with its plaintext, the socket reads carry ciphertext and the request is
+ * named a moment later, by the plaintext the TLS library's read returned
+ * (CP_EV_TLS_READ); its times stay the socket calls'.
  *
  * Start of a request: the sk_data_ready that delivered its first byte (the
  * byte at the read's tcp_seq) after the previous response ended — that is
@@ -302,13 +305,12 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
  */
 #define KP_PIPE_MAX 256
 
-static int conn_pipelined(struct kp *kp, struct kp_conn *c, const struct cp_ev_sock *e,
-			  enum kp_proto pr)
+static int conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
+			  int64_t bytes, enum kp_proto pr)
 {
 	struct proto_msg m[KP_PIPE_MAX];
 	bool beyond = false;
-	uint32_t n = proto__split(pr, e->payload, e->payload_len, (uint64_t)e->bytes, m,
-				  KP_PIPE_MAX, &beyond);
+	uint32_t n = proto__split(pr, payload, len, (uint64_t)bytes, m, KP_PIPE_MAX, &beyond);
 
 	kp->pipe_beyond += beyond;
 	if (n < 2)
@@ -320,7 +322,7 @@ static int conn_pipelined(struct kp *kp, struct kp_conn *c, const struct cp_ev_s
 		char name[KP_NAME_LEN];
 		struct kp_name_run *r;
 
-		proto__request_name(e->payload + m[i].off, m[i].len, name, sizeof(name));
+		proto__request_name(payload + m[i].off, m[i].len, name, sizeof(name));
 		if (!name[0])
 			snprintf(name, sizeof(name), "request");
 		if (c->req.nruns && !strcmp(c->runs[c->req.nruns - 1].name, name)) {
@@ -363,11 +365,50 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.first_read_enter = enter;
 	c->req.first_read_exit = ts;
 	c->req.start = req_start(kp, c, thread, enter, ts, e->tcp_seq);
+	c->req.tls_wait = (e->flags & CP_SOCK_F_TLS) && !e->payload_len;
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
 	if (!c->req.name[0])
 		snprintf(c->req.name, sizeof(c->req.name), "request");
 	c->phase = KP_PH_READING;
-	return conn_pipelined(kp, c, e, pr);
+	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
+}
+
+int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e)
+{
+	struct kp_addr a;
+	struct kp_conn *c;
+	enum kp_proto pr;
+	uint32_t ci, thread;
+
+	/* the connection of the socket read inside it: known by then */
+	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
+		memset(&a, 0, sizeof(a));
+		a.family = e->family;
+		a.lport = e->lport;
+		a.rport = e->rport;
+		memcpy(a.laddr, e->laddr, CP_ADDR_LEN);
+		memcpy(a.raddr, e->raddr, CP_ADDR_LEN);
+		ci = kp_map__get(&kp->cnmap, addr_hash(host, &a));
+		if (ci != KP_NONE && (kp->cn[ci].host != host || memcmp(&kp->cn[ci].a, &a, sizeof(a))))
+			ci = KP_NONE;
+	} else {
+		ci = kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
+	}
+	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
+	if (thread == KP_NONE)
+		return -ENOMEM;
+	if (ci == KP_NONE)
+		return 0;
+	c = &kp->cn[ci];
+	/* the request that read began, not named yet; a client reads responses */
+	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
+	    c->req.reader != thread)
+		return 0;
+	c->req.tls_wait = false;
+	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
+	if (!c->req.name[0])
+		snprintf(c->req.name, sizeof(c->req.name), "request");
+	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
 }
 
 static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,

@@ -477,6 +477,21 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 		}
 		return kp__conn_sock(kp, si, e, ts, e->enter_ts + (uint64_t)src->delta);
 	}
+	case CP_EV_TLS_READ: {
+		const struct cp_ev_tls_read *e = (const void *)rec;
+		size_t room = rec->size - offsetof(struct cp_ev_tls_read, payload);
+		struct cp_ev_tls_read copy;
+
+		if (rec->size < offsetof(struct cp_ev_tls_read, payload))
+			return 0;
+		if (e->payload_len > room) {
+			/* as for CP_EV_SOCK: use what is there */
+			memcpy(&copy, e, rec->size);
+			copy.payload_len = (uint16_t)room;
+			e = &copy;
+		}
+		return kp__conn_tls_read(kp, host, e);
+	}
 	case CP_EV_SK_DATA_READY:
 		NEED(struct cp_ev_sk_data_ready);
 		return kp__conn_dready(kp, host, (const void *)rec, ts);

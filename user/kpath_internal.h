@@ -204,6 +204,9 @@ struct kp_req {
 	 * kp_conn.runs, all of them served by this one read-then-write exchange;
 	 * 0 = just this one */
 	uint16_t nruns;
+	/* its first read was inside a TLS read (ciphertext): named by the
+	 * plaintext that read returned (CP_EV_TLS_READ), when it comes */
+	bool tls_wait;
 };
 
 struct kp_conn {
@@ -510,6 +513,8 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn);
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
 		  uint64_t enter);
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
+/* The plaintext of a TLS read: names the request its socket read began. */
+int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e);
 /* The peer's write that carried the byte before rcv_nxt (or the last one
  * begun before ts); NULL when none is known. */
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
@@ -556,9 +561,16 @@ static inline const char *kp__str(const struct kp *kp, int32_t id)
 const char *kp__thread_comm(struct kp *kp, uint32_t thread);
 
 /* proto_detect.c */
-enum kp_proto { KP_PROTO_NONE = 0, KP_PROTO_HTTP, KP_PROTO_MEMCACHED, KP_PROTO_RESP };
+enum kp_proto {
+	KP_PROTO_NONE = 0,
+	KP_PROTO_HTTP,
+	KP_PROTO_MEMCACHED,
+	KP_PROTO_RESP,
+	KP_PROTO_TLS, /* a TLS handshake's records (its data is ciphertext) */
+};
 /* Names a request from the first bytes the server read ("GET /cart",
- * "get", "SET"); returns the protocol, name "" when unknown. */
+ * "get", "SET", "TLS handshake"); returns the protocol, name "" when
+ * unknown. */
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen);
 /* HTTP status of a response's first bytes, 0 when not HTTP. */
 int proto__http_status(const uint8_t *p, size_t len);

@@ -170,6 +170,21 @@ static enum kp_proto mc_name(const uint8_t *p, size_t len, char *name, size_t na
 	return KP_PROTO_NONE;
 }
 
+/*
+ * A TLS record header (RFC 8446 section 5.1: content type, legacy version
+ * 3.x, length) of a handshake or change_cipher_spec record: the exchanges
+ * that open a TLS connection, before any request. Application data records
+ * are left unnamed: a request is in them, but only its plaintext (record
+ * --no-tls not given) can say which.
+ */
+static enum kp_proto tls_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	if (len < 5 || (p[0] != 22 && p[0] != 20) || p[1] != 3 || p[2] > 4)
+		return KP_PROTO_NONE;
+	put_trunc(name, namelen, "TLS handshake", 13);
+	return KP_PROTO_TLS;
+}
+
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	enum kp_proto pr;
@@ -188,6 +203,9 @@ enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size
 	if (pr != KP_PROTO_NONE)
 		return pr;
 	pr = mc_name(p, len, name, namelen);
+	if (pr != KP_PROTO_NONE)
+		return pr;
+	pr = tls_name(p, len, name, namelen);
 	if (pr != KP_PROTO_NONE)
 		return pr;
 	/* Redis inline commands ("PING\r\n") are a bare upper-case word */

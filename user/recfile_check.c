@@ -33,6 +33,8 @@ size_t recfile__min_size(uint16_t type)
 		return sizeof(struct cp_ev_runq_culprit);
 	case CP_EV_UPROBE:
 		return sizeof(struct cp_ev_uprobe);
+	case CP_EV_TLS_READ:
+		return offsetof(struct cp_ev_tls_read, payload);
 	case CP_MD_PROCESS:
 		return sizeof(struct cp_md_process);
 	case CP_MD_THREAD:
@@ -85,6 +87,14 @@ const char *recfile__check_type(struct cp_hdr *rec, bool fix)
 
 		if (s->payload_len > CP_PAYLOAD_MAX ||
 		    offsetof(struct cp_ev_sock, payload) + s->payload_len > rec->size)
+			return "payload_len overruns the record";
+		break;
+	}
+	case CP_EV_TLS_READ: {
+		struct cp_ev_tls_read *t = (void *)rec;
+
+		if (t->payload_len > CP_PAYLOAD_MAX ||
+		    offsetof(struct cp_ev_tls_read, payload) + t->payload_len > rec->size)
 			return "payload_len overruns the record";
 		break;
 	}

@@ -47,6 +47,8 @@ const char *cp_rec_type_name(uint16_t type)
 		return "runq_culprit";
 	case CP_EV_UPROBE:
 		return "uprobe";
+	case CP_EV_TLS_READ:
+		return "tls_read";
 	case CP_MD_PROCESS:
 		return "process";
 	case CP_MD_THREAD:
@@ -62,6 +64,17 @@ const char *cp_rec_type_name(uint16_t type)
 	default:
 		return unknown("unknown", type);
 	}
+}
+
+const char *cp_tls_call_name(uint8_t call)
+{
+	static const char *const names[] = {
+	    [CP_TLS_SSL_READ] = "SSL_read",
+	    [CP_TLS_SSL_READ_EX] = "SSL_read_ex",
+	    [CP_TLS_SSL_WRITE] = "SSL_write",
+	    [CP_TLS_SSL_WRITE_EX] = "SSL_write_ex",
+	};
+	return call < N_ELEMS(names) && names[call] ? names[call] : unknown("unknown", call);
 }
 
 const char *cp_sock_call_name(uint8_t call)

@@ -43,6 +43,7 @@ struct target {
 	bool top;	/* named on the command line (or the launched command) */
 	uint8_t dead;	/* 1: group exited, 2: removed from the target map */
 	bool need_meta; /* named on the command line: metadata at the next tick */
+	bool need_tls;	/* new, or exec'd: look for libssl at the next tick */
 	uint32_t ppid;	/* who forked it (0: not seen): its exec record does not say */
 };
 
@@ -62,6 +63,7 @@ struct recorder {
 	pid_t child;	  /* -- CMD: the launched process */
 	int child_status; /* its wait status once reaped */
 	bool child_exec;  /* it reached exec */
+	struct rec_tls *tls;
 };
 
 static void usage(FILE *f)
@@ -81,6 +83,8 @@ static void usage(FILE *f)
 	    "  --probe [BIN:]FUNC  a function as a subcomponent of the critical path: its\n"
 	    "                      calls become frames (uprobes; BIN: a binary or library,\n"
 	    "                      default the targets' executables; repeat for more)\n"
+	    "  --no-tls            no TLS plaintext capture (by default OpenSSL's SSL_read and\n"
+	    "                      SSL_write are probed in targets that map libssl)\n"
 	    "  -q                  no notes on stderr, only errors and the summary\n",
 	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
 }
@@ -114,7 +118,7 @@ static struct target *target__add(struct recorder *r, pid_t pid, bool top)
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->top = top;
-	t->need_meta = true;
+	t->need_meta = t->need_tls = true;
 	return t;
 }
 
@@ -241,6 +245,7 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		t = target__find(r, h->pid);
 		if (t) {
 			t->need_meta = false;
+			t->need_tls = true;
 			seen.ppid = t->ppid;
 		}
 		meta_now(r, h->pid, h->ts, &seen);
@@ -287,7 +292,8 @@ static void check_drops(struct recorder *r, uint64_t now)
 	r->last_check = now;
 }
 
-/* Per tick: metadata for new processes, dead groups out of the map. */
+/* Per tick: metadata for the processes named on the command line, TLS
+ * capture for new and exec'd ones, dead groups out of the map. */
 static void tick(struct recorder *r, uint64_t now)
 {
 	check_drops(r, now);
@@ -305,6 +311,14 @@ static void tick(struct recorder *r, uint64_t now)
 		if (t->need_meta) {
 			t->need_meta = false;
 			err = rec_meta__process(r->w, t->pid, now, NULL);
+			if (err && err != -ESRCH)
+				write_error(r, err);
+		}
+		/* the launched command maps the recorder's libraries until it
+		 * has exec'd */
+		if (t->need_tls && (t->pid != r->child || r->child_exec) && !r->write_err) {
+			t->need_tls = false;
+			err = rec_tls__scan(r->tls, r->bpf, t->pid, r->w, now, &r->metadata);
 			if (err && err != -ESRCH)
 				write_error(r, err);
 		}
@@ -455,11 +469,12 @@ int cmd_record(int argc, char **argv)
 	    {"empty-programs", no_argument, NULL, 'E'},
 	    {"all-syscalls", no_argument, NULL, 'A'},
 	    {"probe", required_argument, NULL, 'U'},
+	    {"no-tls", no_argument, NULL, 'T'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64};
+	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64, .tls = true};
 	struct recorder *r = calloc(1, sizeof(*r));
 	struct rec_probes *probes = NULL;
 	struct rec_meta_host host = {};
@@ -542,6 +557,9 @@ int cmd_record(int argc, char **argv)
 			}
 			bo.probes = true;
 			break;
+		case 'T':
+			bo.tls = false;
+			break;
 		case 'q':
 			r->quiet = bo.quiet = true;
 			break;
@@ -617,6 +635,11 @@ int cmd_record(int argc, char **argv)
 	err = rec_bpf__open_load(&r->bpf, &bo);
 	if (err)
 		goto cleanup;
+	err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet);
+	if (err) {
+		fprintf(stderr, "critpath record: out of memory\n");
+		goto cleanup;
+	}
 	rec_meta__on_listen(rec_bpf__listen_port, r->bpf);
 	if (optind < argc) {
 		r->child = launch(argv + optind, &go_fd);
@@ -662,6 +685,11 @@ int cmd_record(int argc, char **argv)
 		r->metadata += rec_bpf__nhooks(r->bpf);
 	if (!err) {
 		err = rec_probes__write(probes, r->w, start, &r->metadata);
+		if (err)
+			write_error(r, err);
+	}
+	if (!err) {
+		err = rec_tls__write_hook(r->tls, r->w, start, &r->metadata);
 		if (err)
 			write_error(r, err);
 	}
@@ -752,6 +780,7 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	summary(r, start, now, bytes);
+	rec_tls__summary(r->tls);
 	ret = r->write_err ? 1 : 0;
 	/* the command never ran (it said why): that is a failed recording */
 	if (r->child < 0 && !r->child_exec && WIFEXITED(r->child_status) &&
@@ -765,6 +794,7 @@ cleanup:
 		waitpid(r->child, NULL, 0);
 	}
 	rec_probes__destroy(probes);
+	rec_tls__destroy(r->tls);
 	rec_bpf__destroy(r->bpf);
 	if (r->w)
 		recording_writer__close(r->w, NULL);

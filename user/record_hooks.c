@@ -61,6 +61,8 @@ struct rec_bpf {
 	bool quiet;
 	bool lean;		    /* the default capture, not raw_syscalls for every call */
 	bool probes;		    /* --probe given: bpf/uprobe.bpf.c loads */
+	bool tls;		    /* TLS plaintext capture: bpf/tls.bpf.c loads */
+	char tls_off[96];	    /* why TLS capture is off, "" when on */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
 	int nrings;
 	uint32_t ring_bytes; /* each */
@@ -98,11 +100,13 @@ static bool btf_has_tp(const struct btf *vmlinux, const char *name)
 }
 
 /* Whether a program belongs to the capture b->lean chose (and the --probe
- * programs to a recording with probes). */
+ * and TLS programs to a recording with probes, with TLS capture). */
 static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
 	if (!strcmp(name, "probe_enter") || !strcmp(name, "probe_return"))
 		return b->probes;
+	if (!strcmp(name, "tls_enter") || !strcmp(name, "tls_return"))
+		return b->tls;
 	if (!strncmp(name, "sys_enter_btf", 13) || !strncmp(name, "sys_exit_btf", 12) ||
 	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
 		return !b->lean;
@@ -247,6 +251,7 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
 	b->skel->rodata->cfg_lean = b->lean;
+	b->skel->rodata->cfg_tls = b->tls;
 	/* --buffer-mb split between the CPUs' ring buffers (each a power of
 	 * 2, at least 1 MiB) */
 	b->nrings = libbpf_num_possible_cpus();
@@ -286,6 +291,30 @@ static int rings__create(struct rec_bpf *b)
 	return 0;
 }
 
+/*
+ * The object did not load (err) with the TLS programs: TLS capture is
+ * optional, so the rest records without it (a kernel whose uprobe programs
+ * lack task storage or BPF cookies). When it does not load without them
+ * either, they were not the cause: TLS stays on for the caller's raw_tp
+ * fallback, which reopens the object.
+ */
+static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int err)
+{
+	snprintf(b->tls_off, sizeof(b->tls_off), "its programs did not load: %s", strerror(-err));
+	b->tls = false;
+	critpath_bpf__destroy(b->skel);
+	err = skel__open_config(b, o);
+	if (err)
+		return err;
+	hooks__choose(b, false, NULL);
+	err = critpath_bpf__load(b->skel);
+	if (err) {
+		b->tls = true;
+		b->tls_off[0] = '\0';
+	}
+	return err;
+}
+
 int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 {
 	struct rec_bpf *b;
@@ -300,11 +329,16 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	b->quiet = o->quiet;
 	b->lean = !o->all_syscalls;
 	b->probes = o->probes;
+	b->tls = o->tls;
+	if (!b->tls)
+		snprintf(b->tls_off, sizeof(b->tls_off), "off (--no-tls)");
 	err = skel__open_config(b, o);
 	if (err)
 		goto cleanup;
 	hooks__choose(b, false, NULL);
 	err = critpath_bpf__load(b->skel);
+	if (err && b->tls)
+		err = load_without_tls(b, o, err);
 	if (err) {
 		char why[96];
 
@@ -337,6 +371,9 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 				b->hooks[i].status == CP_HOOK_FALLBACK ? b->hooks[i].detail
 								       : "unavailable");
 	}
+	if (o->tls && !b->tls)
+		fprintf(stderr, "critpath record: hook tls: %s: TLS connections carry ciphertext\n",
+			b->tls_off);
 	*out = b;
 	return 0;
 cleanup:
@@ -450,6 +487,20 @@ int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter,
 		return -ENOENT;
 	*enter = b->skel->progs.probe_enter;
 	*ret = b->skel->progs.probe_return;
+	return 0;
+}
+
+const char *rec_bpf__tls_off(const struct rec_bpf *b)
+{
+	return b->tls ? NULL : b->tls_off;
+}
+
+int rec_bpf__tls_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret)
+{
+	if (!b->tls)
+		return -ENOENT;
+	*enter = b->skel->progs.tls_enter;
+	*ret = b->skel->progs.tls_return;
 	return 0;
 }
 

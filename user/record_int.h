@@ -23,6 +23,7 @@ struct rec_bpf_opts {
 	bool empty_programs;
 	bool all_syscalls; /* raw_syscalls for every call, not the lean capture */
 	bool probes;	   /* load the --probe programs (bpf/uprobe.bpf.c) */
+	bool tls;	   /* load the TLS plaintext programs (bpf/tls.bpf.c) */
 	bool quiet;
 };
 
@@ -51,6 +52,10 @@ int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, const
 void rec_bpf__destroy(struct rec_bpf *b);
 /* The --probe programs (entry, return), loaded when opts.probes was set. */
 int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret);
+/* The TLS programs (entry, return), loaded when opts.tls was set and they
+ * loaded; tls_off: why they were not (NULL: they were). */
+int rec_bpf__tls_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret);
+const char *rec_bpf__tls_off(const struct rec_bpf *b);
 
 /* --probe [BINARY:]FUNCTION (record_probe.c). add: one message and -errno on
  * a malformed spec; *p is made on first use. */
@@ -68,6 +73,24 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, uint64_t ts,
 		      uint64_t *records);
 void rec_probes__destroy(struct rec_probes *p);
+
+/* TLS plaintext capture (record_tls.c): OpenSSL's read and write functions
+ * in each target process that maps libssl. */
+struct rec_tls;
+/* off: why TLS capture is off (rec_bpf__tls_off), NULL when it is on. */
+int rec_tls__new(struct rec_tls **t, const char *off, bool quiet);
+/* The recording's "tls" CP_MD_HOOK: on, or off and why. */
+int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uint64_t ts,
+			uint64_t *records);
+/* Attaches in pid when it maps libssl and is not attached yet, and writes a
+ * CP_MD_HOOK saying so (or why not) to w; 0 also when it maps none or is
+ * gone. Adds the records written to *records. */
+int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct recording_writer *w,
+		  uint64_t ts, uint64_t *records);
+/* The summary's line: in which processes TLS capture was on (none: no
+ * line). */
+void rec_tls__summary(const struct rec_tls *t);
+void rec_tls__destroy(struct rec_tls *t);
 
 /* Header facts. Strings point into m (static storage of the caller). */
 struct rec_meta_host {

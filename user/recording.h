@@ -116,6 +116,7 @@ void recording_reader__close(struct recording_reader *r);
  * "softirq:NET_RX", … Never NULL ("unknown(42)" into a static buffer). */
 const char *cp_rec_type_name(uint16_t type);
 const char *cp_sock_call_name(uint8_t call);
+const char *cp_tls_call_name(uint8_t call); /* "SSL_read", … */
 const char *cp_poll_call_name(uint8_t call);
 const char *cp_softirq_name(uint8_t vec);	/* "NET_RX" */
 /* "task", "hardirq", "softirq:NET_RX", "nmi" */

@@ -55,6 +55,8 @@ static void test_events(void **state)
 	OFF(struct cp_ev_sock, laddr, 56);
 	OFF(struct cp_ev_sock, raddr, 72);
 	OFF(struct cp_ev_sock, payload_len, 88);
+	OFF(struct cp_ev_sock, sock_type, 90);
+	OFF(struct cp_ev_sock, flags, 91); /* was padding: 0 before ABI 2 */
 	OFF(struct cp_ev_sock, payload, 96);
 	OFF(struct cp_ev_sk_data_ready, rcv_nxt, 32);
 	OFF(struct cp_ev_sk_data_ready, laddr, 40);
@@ -64,8 +66,19 @@ static void test_events(void **state)
 	OFF(struct cp_ev_runq_culprit, ns, 32);
 	OFF(struct cp_ev_runq_culprit, culprit_comm, 48);
 	OFF(struct cp_ev_uprobe, probe_id, 24);
+	OFF(struct cp_ev_tls_read, enter_ts, 24);
+	OFF(struct cp_ev_tls_read, bytes, 32);
+	OFF(struct cp_ev_tls_read, fd, 40);
+	OFF(struct cp_ev_tls_read, call, 44);
+	OFF(struct cp_ev_tls_read, family, 46);
+	OFF(struct cp_ev_tls_read, tcp_seq, 52);
+	OFF(struct cp_ev_tls_read, laddr, 56);
+	OFF(struct cp_ev_tls_read, raddr, 72);
+	OFF(struct cp_ev_tls_read, payload_len, 88);
+	OFF(struct cp_ev_tls_read, payload, 96);
 	/* Records stay 8-byte aligned inside a frame. */
 	assert_int_equal(sizeof(struct cp_ev_sock) % 8, 0);
+	assert_int_equal(sizeof(struct cp_ev_tls_read) % 8, 0);
 	assert_int_equal(sizeof(struct cp_ev_process_exec) % 8, 0);
 }
 
@@ -92,6 +105,7 @@ static void test_min_sizes(void **state)
 	assert_int_equal(recfile__min_size(CP_EV_SCHED_SWITCH), sizeof(struct cp_ev_sched_switch));
 	assert_int_equal(recfile__min_size(CP_EV_FUTEX), sizeof(struct cp_ev_futex));
 	assert_int_equal(recfile__min_size(CP_EV_SOCK), 96);
+	assert_int_equal(recfile__min_size(CP_EV_TLS_READ), 96);
 	assert_int_equal(recfile__min_size(CP_EV_PROCESS_EXEC), 40);
 	assert_int_equal(recfile__min_size(CP_MD_PROCESS), 48);
 	assert_int_equal(recfile__min_size(CP_MD_PROBE), sizeof(struct cp_md_probe));
@@ -107,6 +121,9 @@ static void test_names(void **state)
 	assert_string_equal(cp_rec_type_name(999), "unknown(999)");
 	assert_string_equal(cp_sock_call_name(CP_SOCK_RECVFROM), "recvfrom");
 	assert_string_equal(cp_sock_call_name(200), "unknown(200)");
+	assert_string_equal(cp_rec_type_name(CP_EV_TLS_READ), "tls_read");
+	assert_string_equal(cp_tls_call_name(CP_TLS_SSL_READ_EX), "SSL_read_ex");
+	assert_string_equal(cp_tls_call_name(9), "unknown(9)");
 	assert_string_equal(cp_poll_call_name(CP_POLL_EPOLL_PWAIT2), "epoll_pwait2");
 	assert_string_equal(cp_softirq_name(CP_SOFTIRQ_NET_RX), "NET_RX");
 	assert_string_equal(cp_waker_ctx_name(CP_CTX_SOFTIRQ, CP_SOFTIRQ_TIMER), "softirq:TIMER");

@@ -33,6 +33,7 @@ struct kb_rec {
 		struct cp_ev_process_exit xt;
 		struct cp_ev_futex fx;
 		struct cp_ev_sock sk;
+		struct cp_ev_tls_read tr;
 		struct cp_ev_sk_data_ready dr;
 		struct cp_ev_runq_culprit rq;
 		struct cp_md_process mp;
@@ -58,6 +59,7 @@ struct kb_seg {
 
 struct kb_req {
 	char service[64], name[64], id[64];
+	char tag[32]; /* the first tag ("http.status=200"), "" for none */
 	uint64_t start, end;
 	bool partial;
 	uint32_t nsegs;
@@ -229,6 +231,37 @@ static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t
 		memcpy(e->payload, payload, plen);
 }
 
+/* The socket call built last ran inside a TLS library's read or write. */
+static inline void kb_last_tls(struct kb *b)
+{
+	b->recs[b->n - 1].u.sk.flags |= CP_SOCK_F_TLS;
+}
+
+/* SSL_read returned bytes of plaintext, the first of them payload; its
+ * socket read was on t with sequence seq. */
+static inline void kb_tls_read(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid,
+			       uint32_t tid, int fd, struct kb_tuple t, int64_t bytes, uint32_t seq,
+			       const char *payload)
+{
+	size_t plen = strlen(payload);
+	struct cp_ev_tls_read *e = (void *)kb_new(
+	    b, CP_EV_TLS_READ, (uint16_t)CP_ALIGN(offsetof(struct cp_ev_tls_read, payload) + plen),
+	    exit, 0, pid, tid);
+
+	e->enter_ts = enter;
+	e->bytes = bytes;
+	e->fd = fd;
+	e->call = CP_TLS_SSL_READ;
+	e->family = AF_INET;
+	e->lport = t.lport;
+	e->rport = t.rport;
+	inet_pton(AF_INET, t.laddr, e->laddr);
+	inet_pton(AF_INET, t.raddr, e->raddr);
+	e->tcp_seq = seq;
+	e->payload_len = (uint16_t)plen;
+	memcpy(e->payload, payload, plen);
+}
+
 /* A Unix-domain stream socket call: no addresses, known by its fd. */
 static inline void kb_sock_unix(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid,
 				uint32_t tid, uint8_t call, int fd, int64_t bytes,
@@ -330,6 +363,7 @@ static inline int kb_emit(void *arg, const struct cp_request *r)
 	snprintf(q->service, sizeof(q->service), "%s", r->service ? r->service : "");
 	snprintf(q->name, sizeof(q->name), "%s", r->name ? r->name : "");
 	snprintf(q->id, sizeof(q->id), "%s", r->id ? r->id : "");
+	snprintf(q->tag, sizeof(q->tag), "%s", r->tags && r->tags[0] ? r->tags[0] : "");
 	q->start = r->start_ns;
 	q->end = r->end_ns;
 	q->partial = r->partial;

@@ -86,9 +86,30 @@ static void test_resp(void **state)
 	assert_int_equal(name_of("*x\r\n", n), KP_PROTO_NONE);
 }
 
+/* The records that open a TLS connection; application data (a request, in
+ * ciphertext) stays unnamed. */
+static void test_tls(void **state)
+{
+	static const uint8_t hello[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+	static const uint8_t ccs[] = {0x14, 0x03, 0x03, 0x00, 0x01, 0x01};
+	static const uint8_t data[] = {0x17, 0x03, 0x03, 0x00, 0x2e, 0x9a};
+	static const uint8_t not_tls[] = {0x16, 0x02, 0x01, 0x02, 0x00, 0x01};
+	char n[KP_NAME_LEN];
+
+	assert_int_equal(proto__request_name(hello, sizeof(hello), n, sizeof(n)), KP_PROTO_TLS);
+	assert_string_equal(n, "TLS handshake");
+	assert_int_equal(proto__request_name(ccs, sizeof(ccs), n, sizeof(n)), KP_PROTO_TLS);
+	assert_string_equal(n, "TLS handshake");
+	assert_int_equal(proto__request_name(data, sizeof(data), n, sizeof(n)), KP_PROTO_NONE);
+	assert_string_equal(n, "");
+	assert_int_equal(proto__request_name(not_tls, sizeof(not_tls), n, sizeof(n)),
+			 KP_PROTO_NONE);
+	assert_int_equal(proto__request_name(hello, 4, n, sizeof(n)), KP_PROTO_NONE);
+}
+
 static void test_unknown(void **state)
 {
-	static const uint8_t bin[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+	static const uint8_t bin[] = {0x00, 0xff, 0x01, 0x02, 0x00, 0x01};
 	char n[KP_NAME_LEN];
 
 	assert_int_equal(proto__request_name(bin, sizeof(bin), n, sizeof(n)), KP_PROTO_NONE);
@@ -221,6 +242,7 @@ int main(void)
 	    cmocka_unit_test(test_http_status),
 	    cmocka_unit_test(test_memcached),
 	    cmocka_unit_test(test_resp),
+	    cmocka_unit_test(test_tls),
 	    cmocka_unit_test(test_unknown),
 	    cmocka_unit_test(test_split_resp),
 	    cmocka_unit_test(test_split_memcached),

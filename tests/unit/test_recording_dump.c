@@ -223,6 +223,80 @@ static void test_json_lines(void **state)
 	rt_recs__free(&recs);
 }
 
+/* TLS plaintext capture: a socket write made inside SSL_write says so
+ * (tls: true, its payload the plaintext), a socket read without the flag
+ * has no "tls" field (older recordings dump as before), and a tls_read
+ * record shows the call, the connection and the plaintext. */
+static void test_json_tls(void **state)
+{
+	static const char get[] = "GET /x HTTP/1.1\r\n";
+	struct rt_file f;
+	struct rt_recs recs = {};
+	char err[256];
+	struct cp_ev_sock *plain =
+	    rt_rec_var(&recs, CP_EV_SOCK, offsetof(struct cp_ev_sock, payload), sizeof(*plain), 10);
+	struct cp_ev_tls_read *tr =
+	    rt_rec_var(&recs, CP_EV_TLS_READ,
+		       offsetof(struct cp_ev_tls_read, payload) + sizeof(get) - 1, sizeof(*tr), 11);
+	struct cp_ev_sock *wr = rt_rec_var(
+	    &recs, CP_EV_SOCK, offsetof(struct cp_ev_sock, payload) + 8, sizeof(*wr), 12);
+	char *argv[] = {"dump", "--json", NULL, NULL};
+	yajl_val v[3];
+	struct run r;
+
+	plain->call = CP_SOCK_READ;
+	plain->phase = CP_PHASE_EXIT;
+	plain->bytes = 51;
+	tr->enter_ts = 9;
+	tr->bytes = 29;
+	tr->fd = 7;
+	tr->call = CP_TLS_SSL_READ_EX;
+	tr->family = 2;
+	tr->lport = 443, tr->rport = 40000;
+	tr->laddr[0] = 127, tr->laddr[3] = 1;
+	tr->raddr[0] = 127, tr->raddr[3] = 1;
+	tr->tcp_seq = 77;
+	tr->payload_len = sizeof(get) - 1;
+	memcpy(tr->payload, get, sizeof(get) - 1);
+	wr->call = CP_SOCK_WRITE;
+	wr->phase = CP_PHASE_EXIT;
+	wr->bytes = 30;
+	wr->flags = CP_SOCK_F_TLS;
+	wr->payload_len = 8;
+	memcpy(wr->payload, "HTTP/1.1", 8);
+	rt_file__write(&f, &recs, 16);
+	argv[2] = f.path;
+	r = run_dump(3, argv);
+	assert_int_equal(r.rc, 0);
+	strtok(r.out, "\n"); /* the header */
+	for (int i = 0; i < 3; i++) {
+		char *line = strtok(NULL, "\n");
+
+		assert_non_null(line);
+		v[i] = yajl_tree_parse(line, err, sizeof(err));
+		assert_non_null(v[i]);
+	}
+	assert_string_equal(jstr(v[0], "type"), "sock");
+	assert_false(jhas(v[0], "tls"));
+	assert_string_equal(jstr(v[1], "type"), "tls_read");
+	assert_string_equal(jstr(v[1], "call"), "SSL_read_ex");
+	assert_int_equal(jint(v[1], "enter_ns"), 9);
+	assert_int_equal(jint(v[1], "bytes"), 29);
+	assert_int_equal(jint(v[1], "fd"), 7);
+	assert_int_equal(jint(v[1], "lport"), 443);
+	assert_string_equal(jstr(v[1], "raddr"), "127.0.0.1");
+	assert_int_equal(jint(v[1], "tcp_seq"), 77);
+	assert_string_equal(jstr(v[1], "payload"), get);
+	assert_string_equal(jstr(v[2], "type"), "sock");
+	assert_true(YAJL_IS_TRUE(yajl_tree_get(v[2], (const char *[]){"tls", NULL}, yajl_t_true)));
+	assert_string_equal(jstr(v[2], "payload"), "HTTP/1.1");
+	for (int i = 0; i < 3; i++)
+		yajl_tree_free(v[i]);
+	run_free(&r);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
 static size_t count_lines(const char *s)
 {
 	size_t n = 0;
@@ -294,6 +368,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_json_lines),
 	    cmocka_unit_test(test_text_and_exit_codes),
+	    cmocka_unit_test(test_json_tls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

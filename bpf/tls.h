@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * TLS plaintext (DESIGN.md section 3, uprobes on TLS library functions):
+ * the socket records of a TLS connection carry ciphertext, useless to
+ * protocol detection. The recorder attaches tls.bpf.c's uprobes to OpenSSL's
+ * SSL_read / SSL_write (and their _ex forms) in each target process that
+ * maps libssl; while a thread is inside one of them, its slot holds the
+ * call's buffer, and the socket records sock.bpf.c emits meanwhile use it:
+ * a write's payload is taken from the plaintext buffer, a read's payload is
+ * left out and the plaintext is recorded at SSL_read's return
+ * (CP_EV_TLS_READ), when it exists.
+ */
+#ifndef CRITPATH_BPF_TLS_H
+#define CRITPATH_BPF_TLS_H
+
+#include "common.h"
+
+/* Whether the TLS programs are loaded (not --no-tls): the socket hooks
+ * skip the check below when they are not. */
+const volatile __u8 cfg_tls __weak = 0;
+
+/* Threads inside a traced TLS call, one bit per tid (tids are below
+ * PID_MAX_LIMIT, as tgids): the one check a socket call pays to know it is
+ * not one, a load where a task-storage lookup would be a helper call. */
+__u64 tls_busy_bits[TARGET_WORDS] __weak;
+
+/* A thread's TLS call in progress, and what its socket reads found. */
+struct cp_tls_slot {
+	__u64 enter_ts;
+	__u64 ssl; /* the call's SSL * (its connection) */
+	__u64 buf;
+	__u64 num;
+	__u64 out; /* _ex: where the library stores the byte count */
+	/* a socket read inside a read call on this SSL * was the first after
+	 * a change of direction: its plaintext is recorded at the return of
+	 * the read on the same SSL * that returns data (a record may take
+	 * several calls of a non-blocking reader); 0: none wanted */
+	__u64 want_ssl;
+	__u8 call;   /* enum cp_tls_call */
+	__u8 active; /* inside the call */
+	__u8 __pad[2];
+	__s32 fd; /* that socket read's */
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u16 __pad2;
+	__u32 tcp_seq;
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cp_tls_slot);
+} tls_slots SEC(".maps") __weak;
+
+static __always_inline void tls_busy_set(__u32 tid, bool on)
+{
+	__u64 *w = &tls_busy_bits[(tid >> 6) & (TARGET_WORDS - 1)];
+
+	if (on)
+		__sync_fetch_and_or(w, 1ull << (tid & 63));
+	else
+		__sync_fetch_and_and(w, ~(1ull << (tid & 63)));
+}
+
+static __always_inline bool tls_call_writes(__u8 call)
+{
+	return call == CP_TLS_SSL_WRITE || call == CP_TLS_SSL_WRITE_EX;
+}
+
+/* The current thread's TLS call, when it is inside one that moves data in
+ * direction dir (SOCK_DIR_*), else NULL: a read inside SSL_write (or a
+ * write inside SSL_read: a key update, a renegotiation) is protocol's own. */
+static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir)
+{
+	struct cp_tls_slot *s;
+
+	if (!cfg_tls || !((tls_busy_bits[(tid >> 6) & (TARGET_WORDS - 1)] >> (tid & 63)) & 1))
+		return NULL;
+	s = bpf_task_storage_get(&tls_slots, bpf_get_current_task_btf(), 0, 0);
+	if (!s || !s->active || tls_call_writes(s->call) != (dir == SOCK_DIR_WRITE))
+		return NULL;
+	return s;
+}
+
+#endif /* CRITPATH_BPF_TLS_H */

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Requests on a TLS connection (record's TLS plaintext capture): the socket
+ * calls carry ciphertext, the requests are named by the plaintext of the
+ * TLS library's reads (CP_EV_TLS_READ) and the status by the plaintext of
+ * its writes, while their times stay the socket calls' (DESIGN.md section
+ * 5: start when the first bytes reach the process, end at the last byte
+ * written). The handshake's exchanges are requests named "TLS handshake".
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "test_kpath_builder.h"
+
+#define U 1000000ull
+#define B (1000 * U)
+
+static const struct kb_tuple CL = {"10.0.0.1", 443, "10.0.0.2", 5000};
+static const char CLIENT_HELLO[] = "\x16\x03\x01\x02\x10";
+static const char CCS[] = "\x14\x03\x03\x01\x01";
+
+static void check_tiling(const struct kb_req *q)
+{
+	uint64_t t = q->start;
+
+	assert_true(q->nsegs > 0);
+	for (uint32_t i = 0; i < q->nsegs; i++) {
+		assert_int_equal(q->segs[i].start, t);
+		assert_true(q->segs[i].end > q->segs[i].start);
+		t = q->segs[i].end;
+	}
+	assert_int_equal(t, q->end);
+}
+
+/* The server thread 100 blocks at `from` and its bytes arrive at `at`
+ * (sequence seq → seq + n), waking it: it runs from there. */
+static void arrive(struct kb *b, uint64_t from, uint64_t at, uint32_t seq, uint32_t n)
+{
+	kb_switch(b, from, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(b, at, 0, 100, CL, seq + n);
+	kb_wake(b, at, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(b, at, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "https");
+}
+
+/* One request over TLS whose bytes arrive at B + at units and whose
+ * response is written at B + end units: SSL_read's two socket reads (the
+ * record's header, then its body: flagged, no payload), the plaintext at
+ * its return (unless plain is NULL: not recorded), SSL_write's socket write
+ * with the plaintext response. */
+static void tls_request(struct kb *b, uint64_t from, uint64_t at, uint64_t end, uint32_t seq,
+			const char *plain, const char *response)
+{
+	uint64_t a = B + at * U;
+
+	arrive(b, B + from * U, a, seq, 51);
+	kb_sock(b, B + from * U - 1000, a + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, seq, NULL);
+	kb_last_tls(b);
+	kb_sock(b, a + 1500, a + 2000, 100, 100, CP_SOCK_READ, 5, CL, 46, seq + 5, NULL);
+	kb_last_tls(b);
+	if (plain)
+		kb_tls_read(b, B + from * U - 2000, a + 3000, 100, 100, 5, CL,
+			    (int64_t)strlen(plain), seq, plain);
+	kb_sock(b, B + end * U - 1000, B + end * U, 100, 100, CP_SOCK_WRITE, 5, CL,
+		(int64_t)strlen(response) + 22, 9000, response);
+	kb_last_tls(b);
+}
+
+/* A keep-alive HTTPS connection: the handshake (ClientHello → server
+ * flight; change_cipher_spec and Finished → session tickets), then two
+ * requests, each named by its plaintext with its status. */
+static void build_connection(struct kb *b, bool plaintext)
+{
+	memset(b, 0, sizeof(*b));
+	kb_proc(b, 100, "https");
+	arrive(b, B - 50 * U, B, 1000, 5);
+	kb_sock(b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
+	kb_sock(b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, 1300, 7000,
+		"\x16\x03\x03\x00\x7a");
+	arrive(b, B + U, B + 3 * U, 1517, 80);
+	kb_sock(b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 6, 1517, CCS);
+	kb_sock(b, B + 4 * U - 1000, B + 4 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 510, 8300,
+		"\x17\x03\x03\x00\xfa");
+	tls_request(b, 4, 10, 12, 1597, plaintext ? "GET /x HTTP/1.1\r\nHost: a\r\n\r\n" : NULL,
+		    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	tls_request(b, 12, 20, 23, 1648, plaintext ? "GET /y/17 HTTP/1.1\r\nHost: a\r\n\r\n" : NULL,
+		    "HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno\n");
+}
+
+static void test_tls_named_by_plaintext(void **state)
+{
+	static struct kb b;
+
+	build_connection(&b, true);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 4);
+	assert_string_equal(b.reqs[0].name, "TLS handshake");
+	assert_string_equal(b.reqs[1].name, "TLS handshake");
+	assert_string_equal(b.reqs[2].name, "GET /x");
+	assert_string_equal(b.reqs[2].tag, "http.status=200");
+	assert_string_equal(b.reqs[3].name, "GET /y/{n}");
+	assert_string_equal(b.reqs[3].tag, "http.status=404");
+	/* the socket calls' times: the ciphertext's arrival, the last write */
+	assert_int_equal(b.reqs[2].start, B + 10 * U);
+	assert_int_equal(b.reqs[2].end, B + 12 * U);
+	assert_int_equal(b.reqs[3].start, B + 20 * U);
+	assert_int_equal(b.reqs[3].end, B + 23 * U);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		check_tiling(&b.reqs[i]);
+	assert_string_equal(b.reqs[2].segs[0].stack, "https:443;GET /x");
+}
+
+/* Recorded without the plaintext (--no-tls, --payload-bytes 0, or a
+ * library not probed): the same requests and times, unnamed. */
+static void test_tls_without_plaintext(void **state)
+{
+	static struct kb b;
+
+	build_connection(&b, false);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 4);
+	assert_string_equal(b.reqs[2].name, "request");
+	assert_string_equal(b.reqs[3].name, "request");
+	/* the plaintext of SSL_write still gives the status */
+	assert_string_equal(b.reqs[3].tag, "http.status=404");
+	assert_int_equal(b.reqs[3].start, B + 20 * U);
+	assert_int_equal(b.reqs[3].end, B + 23 * U);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		check_tiling(&b.reqs[i]);
+}
+
+/* Plaintext that is not the request being read: another thread's, or one
+ * after the response began, leaves the name alone. */
+static void test_tls_plaintext_elsewhere(void **state)
+{
+	static struct kb b;
+
+	build_connection(&b, false);
+	kb_tls_read(&b, B + 10 * U, B + 10 * U + 3000, 100, 101, 5, CL, 20, 1597,
+		    "GET /other HTTP/1.1\r\n");
+	kb_tls_read(&b, B + 12 * U, B + 12 * U + 10, 100, 100, 5, CL, 20, 1597,
+		    "GET /late HTTP/1.1\r\n");
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 4);
+	assert_string_equal(b.reqs[2].name, "request");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tls_named_by_plaintext),
+	    cmocka_unit_test(test_tls_without_plaintext),
+	    cmocka_unit_test(test_tls_plaintext_elsewhere),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * TLS plaintext capture (DESIGN.md section 3: uprobes on TLS library
+ * functions; bpf/tls.h says what the programs do with them). A target
+ * process that maps OpenSSL's libssl gets bpf/tls.bpf.c's tls_enter and
+ * tls_return at the entry and return of SSL_read, SSL_read_ex, SSL_write
+ * and SSL_write_ex, with enum cp_tls_call as the BPF cookie. Per process,
+ * not host-wide (the kernel puts the breakpoints into the address spaces of
+ * the processes attached only), as --probe does (record_probe.c).
+ *
+ * A process is looked at when the recording starts and whenever the
+ * recorder takes its metadata: when it is new to the recording (a fork
+ * followed) and after each exec, so a launched command (-- CMD) is attached
+ * once it has exec'd and its loader has mapped libssl. A library loaded
+ * later with dlopen() is not seen.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "record_int.h"
+
+static const struct {
+	const char *symbol;
+	uint8_t call; /* enum cp_tls_call */
+	bool needed;  /* without it the library is not one we know */
+} tls_fns[] = {
+    {"SSL_read", CP_TLS_SSL_READ, true},
+    {"SSL_read_ex", CP_TLS_SSL_READ_EX, false}, /* OpenSSL 1.1.1+ */
+    {"SSL_write", CP_TLS_SSL_WRITE, true},
+    {"SSL_write_ex", CP_TLS_SSL_WRITE_EX, false},
+};
+
+struct tls_proc {
+	pid_t pid;
+	bool on; /* attached (else it failed, and said why) */
+};
+
+struct rec_tls {
+	bool quiet;
+	const char *off;	/* why capture is off (static), NULL: on */
+	struct tls_proc *procs; /* processes that map libssl */
+	int nprocs, capprocs;
+	struct bpf_link **links;
+	int nlinks, caplinks;
+};
+
+int rec_tls__new(struct rec_tls **t, const char *off, bool quiet)
+{
+	*t = calloc(1, sizeof(**t));
+	if (!*t)
+		return -ENOMEM;
+	(*t)->off = off;
+	(*t)->quiet = quiet;
+	return 0;
+}
+
+/* The libssl pid maps, as a path in its own mount namespace: 0, -ENOENT
+ * when it maps none, -ESRCH when it is gone. */
+static int libssl_of(pid_t pid, char *out, size_t n)
+{
+	char maps[64], line[PATH_MAX + 128];
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		char *path = strchr(line, '/'), *base;
+
+		if (!path)
+			continue;
+		path[strcspn(path, "\n")] = 0;
+		base = strrchr(path, '/') + 1;
+		if (strncmp(base, "libssl.so", 9) || strlen(path) >= n)
+			continue;
+		snprintf(out, n, "%s", path);
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+static int links_add(struct rec_tls *t, struct bpf_link *l)
+{
+	if (t->nlinks == t->caplinks) {
+		int cap = t->caplinks ? t->caplinks * 2 : 64;
+		struct bpf_link **p = realloc(t->links, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		t->links = p;
+		t->caplinks = cap;
+	}
+	t->links[t->nlinks++] = l;
+	return 0;
+}
+
+/* Entry and return of each function in lib (seen through pid's root, so a
+ * process in another mount namespace is found too); the names attached
+ * into fns. On failure, what this call attached is detached again. */
+static int attach_lib(struct rec_tls *t, struct rec_bpf *b, pid_t pid, const char *lib, char *fns,
+		      size_t n)
+{
+	struct bpf_program *progs[2];
+	char bin[PATH_MAX + 32];
+	int first = t->nlinks, err = 0;
+
+	if (rec_bpf__tls_progs(b, &progs[0], &progs[1]))
+		return -ENOENT;
+	snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
+	fns[0] = 0;
+	for (size_t i = 0; i < sizeof(tls_fns) / sizeof(tls_fns[0]) && !err; i++) {
+		bool absent = false;
+
+		for (int ret = 0; ret < 2 && !err && !absent; ret++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = tls_fns[i].symbol,
+				    .retprobe = ret, .bpf_cookie = tls_fns[i].call);
+			struct bpf_link *l;
+
+			l = bpf_program__attach_uprobe_opts(progs[ret], pid, bin, 0, &o);
+			if (!l) {
+				err = -errno;
+				/* an OpenSSL older than 1.1.1 has no _ex functions */
+				absent = err == -ENOENT && !tls_fns[i].needed && !ret;
+				if (absent)
+					err = 0;
+				continue;
+			}
+			err = links_add(t, l);
+			if (err)
+				bpf_link__destroy(l);
+		}
+		if (!err && !absent)
+			snprintf(fns + strlen(fns), n - strlen(fns), "%s%s", *fns ? ", " : "",
+				 tls_fns[i].symbol);
+	}
+	if (err) {
+		while (t->nlinks > first)
+			bpf_link__destroy(t->links[--t->nlinks]);
+	}
+	return err;
+}
+
+/* pid 0: the recording's "tls" hook, else the process's. */
+static int hook_write(struct recording_writer *w, uint64_t ts, pid_t pid, uint8_t status,
+		      const char *detail, uint64_t *records)
+{
+	struct cp_md_hook h = {};
+	int err;
+
+	h.h.type = CP_MD_HOOK;
+	h.h.size = sizeof(h);
+	h.h.pid = pid;
+	h.h.ts = ts;
+	h.status = status;
+	if (pid)
+		snprintf(h.name, sizeof(h.name), "tls pid %d", pid);
+	else
+		snprintf(h.name, sizeof(h.name), "tls");
+	snprintf(h.detail, sizeof(h.detail), "%s", detail);
+	err = recording_writer__append(w, &h.h);
+	if (!err)
+		++*records;
+	return err;
+}
+
+int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uint64_t ts,
+			uint64_t *records)
+{
+	char detail[sizeof(((struct cp_md_hook *)0)->detail)];
+
+	if (t->off) {
+		snprintf(detail, sizeof(detail), "%s: TLS connections carry ciphertext", t->off);
+		return hook_write(w, ts, 0, CP_HOOK_UNAVAILABLE, detail, records);
+	}
+	return hook_write(w, ts, 0, CP_HOOK_ATTACHED,
+			  "uprobe+uretprobe on OpenSSL's SSL_read/SSL_write(_ex) in each process "
+			  "that maps libssl (a \"tls pid N\" hook each)",
+			  records);
+}
+
+int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct recording_writer *w,
+		  uint64_t ts, uint64_t *records)
+{
+	char lib[PATH_MAX], fns[96], detail[sizeof(((struct cp_md_hook *)0)->detail)];
+	struct tls_proc *p;
+	int err;
+
+	if (t->off)
+		return 0;
+	for (int i = 0; i < t->nprocs; i++)
+		if (t->procs[i].pid == pid)
+			return 0; /* an exec keeps the process's uprobes (same library) */
+	if (libssl_of(pid, lib, sizeof(lib)))
+		return 0;
+	if (t->nprocs == t->capprocs) {
+		int cap = t->capprocs ? t->capprocs * 2 : 16;
+		struct tls_proc *np = realloc(t->procs, cap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		t->procs = np;
+		t->capprocs = cap;
+	}
+	p = &t->procs[t->nprocs++];
+	p->pid = pid;
+	err = attach_lib(t, b, pid, lib, fns, sizeof(fns));
+	p->on = !err;
+	if (err == -ENOMEM || err == -ESRCH)
+		return err; /* gone: nothing to say */
+	if (err) {
+		/* the rest of the recording goes on: that process's TLS
+		 * connections are framed on their ciphertext */
+		const char *why = err == -ENOENT ? "no SSL_read/SSL_write symbols" : strerror(-err);
+
+		snprintf(detail, sizeof(detail), "no TLS plaintext: %.64s: %.40s", lib, why);
+		fprintf(stderr, "critpath record: process %d: no TLS plaintext: %s: %s\n", pid, lib,
+			why);
+		return hook_write(w, ts, pid, CP_HOOK_UNAVAILABLE, detail, records);
+	}
+	snprintf(detail, sizeof(detail), "uprobes on %.48s in %.64s", fns, lib);
+	if (!t->quiet)
+		fprintf(stderr, "critpath record: process %d: TLS plaintext from %s\n", pid, lib);
+	return hook_write(w, ts, pid, CP_HOOK_ATTACHED, detail, records);
+}
+
+void rec_tls__summary(const struct rec_tls *t)
+{
+	char list[256] = "";
+	int on = 0;
+
+	for (int i = 0; t && i < t->nprocs; i++) {
+		if (!t->procs[i].on)
+			continue;
+		if (strlen(list) + 16 < sizeof(list))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d",
+				 on ? ", " : "", t->procs[i].pid);
+		on++;
+	}
+	if (on)
+		fprintf(stderr, "critpath record: TLS plaintext captured in %d process%s (%s)\n",
+			on, on == 1 ? "" : "es", list);
+}
+
+void rec_tls__destroy(struct rec_tls *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->nlinks; i++)
+		bpf_link__destroy(t->links[i]);
+	free(t->links);
+	free(t->procs);
+	free(t);
+}
