@@ -125,6 +125,18 @@ class Recorder:
         return " ".join(self.argv)
 
 
+def record_running(tap, name, w, path, *extra, duration=40):
+    """`critpath record -p PID -d DURATION EXTRA` on workload w, attached
+    before w is let go: the Recorder, with w running, or None when it did not
+    attach (reported as a failure)."""
+    rec = Recorder(["-p", w.pid, "-d", duration, *extra], path)
+    err = rec.wait_attached()
+    if not tap.ok(f"{name}: critpath record -p attaches", err is None, f"{rec.cmdline()}\n{err}"):
+        return None
+    w.go()
+    return rec
+
+
 class Result:
     def __init__(self, argv, rc, out, err, elapsed):
         self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed

@@ -18,12 +18,9 @@ from tap import CRITPATH, Tap  # noqa: E402
 def run(tap, name, argv, kill_after=None):
     path = os.path.join(R.workdir(f"exit-{name}"), f"{name}.rec")
     w = R.Workload(argv)
-    rec = R.Recorder(["-p", w.pid, "-d", 60], path)
-    err = rec.wait_attached()
-    if not tap.ok(f"exit {name}: critpath record -p attaches", err is None,
-                  f"{rec.cmdline()}\n{err}"):
+    rec = R.record_running(tap, f"exit {name}", w, path, duration=60)
+    if rec is None:
         return None
-    w.go()
     if kill_after:
         time.sleep(kill_after)
         w.proc.send_signal(signal.SIGKILL)

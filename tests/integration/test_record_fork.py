@@ -23,11 +23,9 @@ def main():
     path = os.path.join(R.workdir("fork"), "fork.rec")
     prog = R.workload("rec_futex")
     w = R.Workload([R.workload("rec_fork"), prog, N, LINGER_MS])
-    rec = R.Recorder(["-p", w.pid, "-d", 40], path)
-    err = rec.wait_attached()
-    if not tap.ok("fork: critpath record -p attaches", err is None, f"{rec.cmdline()}\n{err}"):
+    rec = R.record_running(tap, "fork", w, path)
+    if rec is None:
         R.done(tap)
-    w.go()
     wrc, out = w.finish(timeout=40)
     child = R.parse_lines(out, "CHILD")
     kid = R.parse_lines(out, "READY")

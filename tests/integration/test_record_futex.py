@@ -62,11 +62,9 @@ def one_run(tap, full):
     print("# " + ("--all-syscalls" if full else "default capture"), flush=True)
     path = os.path.join(R.workdir("futex"), "futex.rec")
     w = R.Workload([R.workload("rec_futex"), N])
-    rec = R.Recorder(["-p", w.pid, "-d", 40] + (["--all-syscalls"] if full else []), path)
-    err = rec.wait_attached()
-    if not tap.ok("futex: critpath record -p attaches", err is None, f"{rec.cmdline()}\n{err}"):
+    rec = R.record_running(tap, "futex", w, path, *(["--all-syscalls"] if full else []))
+    if rec is None:
         R.done(tap)
-    w.go()
     wrc, out = w.finish(timeout=40)
     tap.ok("futex: the workload ran to its end", wrc == 0 and "DONE spurious=0" in out,
            f"exit {wrc}, output {out!r}")

@@ -23,11 +23,9 @@ def main():
     path = os.path.join(R.workdir("runq"), "runq.rec")
     hog = R.Workload([R.workload("rec_hog"), CPU])
     w = R.Workload([R.workload("rec_spin"), CPU, SECONDS, SPIN_MS, SLEEP_MS])
-    rec = R.Recorder(["-p", w.pid, "-d", 40], path)
-    err = rec.wait_attached()
-    if not tap.ok("runq: critpath record -p attaches", err is None, f"{rec.cmdline()}\n{err}"):
+    rec = R.record_running(tap, "runq", w, path)
+    if rec is None:
         R.done(tap)
-    w.go()
     wrc, out = w.finish(timeout=40)
     R.stop(hog.proc)
     tap.ok("runq: the workload ran to its end", wrc == 0 and "DONE" in out,

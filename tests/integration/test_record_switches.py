@@ -44,12 +44,9 @@ def main():
         R.done(tap)
     path = os.path.join(R.workdir("switches"), "switches.rec")
     w = R.Workload([R.workload("rec_futex"), N])
-    rec = R.Recorder(["-p", w.pid, "-d", 60], path)
-    err = rec.wait_attached()
-    if not tap.ok("switches: critpath record -p attaches", err is None,
-                  f"{rec.cmdline()}\n{err}"):
+    rec = R.record_running(tap, "switches", w, path, duration=60)
+    if rec is None:
         R.done(tap)
-    w.go()
     wrc, out = w.finish(timeout=60)
     tap.ok("switches: the workload ran to its end", wrc == 0 and "DONE spurious=0" in out,
            f"exit {wrc}, output {out!r}")

@@ -24,11 +24,9 @@ def main():
         R.done(tap)
     path = os.path.join(R.workdir("timer"), "timer.rec")
     w = R.Workload([R.workload("rec_sleep"), N, SLEEP_MS])
-    rec = R.Recorder(["-p", w.pid, "-d", 40], path)
-    err = rec.wait_attached()
-    if not tap.ok("timer: critpath record -p attaches", err is None, f"{rec.cmdline()}\n{err}"):
+    rec = R.record_running(tap, "timer", w, path)
+    if rec is None:
         R.done(tap)
-    w.go()
     wrc, out = w.finish(timeout=40)
     done = R.parse_lines(out, "DONE")
     tap.ok("timer: the workload ran to its end", wrc == 0 and done, f"exit {wrc}, {out!r}")
