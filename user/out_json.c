@@ -257,9 +257,12 @@ static void gen_contention(yajl_gen g, const struct engine_result *r)
  * locked fwrite per token (which was half the time of a large report). */
 #define OUT_BUF 65536
 
-/* JSON of strings kept by pointer (rq_str_kept), up to this long */
+/* JSON of strings kept by pointer (rq_str_kept), up to this long, of
+ * strings up to RQ_RAW_MAX long; room rq_str_kept leaves after one */
 #define RQ_KEPT_SLOTS 256
-#define RQ_KEPT_MAX 96
+#define RQ_KEPT_MAX 128
+#define RQ_RAW_MAX 96
+#define RQ_TAIL 64
 
 struct out_json_stream {
 	yajl_gen g;
@@ -267,10 +270,16 @@ struct out_json_stream {
 	size_t n;
 	char last;     /* the last byte written before buf[0] */
 	bool interned; /* the request being written has cp_request.interned */
+	/* rq_time_at: the digits above the last eight of the time written last */
+	uint64_t time_hi;
+	uint32_t time_hi_len;
+	char time_hi_dig[8];
 	struct {
 		const char *p;
-		uint32_t len;
+		uint32_t len, rawlen;
+		bool stable;
 		char json[RQ_KEPT_MAX];
+		char raw[RQ_RAW_MAX];
 	} kept[RQ_KEPT_SLOTS];
 	char buf[OUT_BUF];
 };
@@ -447,48 +456,145 @@ static char *rq_u32_digits(char *p, uint32_t v)
 	return p;
 }
 
+/*
+ * The hot path writes through a cursor o into s->buf (s->n is brought up to
+ * date only around the slow paths): a segment's keys, numbers and cached
+ * strings are bounded, so one check for room covers many of them instead of
+ * one per byte, and fixed-size copies replace calls to memcpy.
+ */
+static inline char *rq_at(struct out_json_stream *s, char *o, size_t n)
+{
+	if ((size_t)(o - s->buf) + n > sizeof(s->buf)) {
+		s->n = (size_t)(o - s->buf);
+		flush_out(s);
+		o = s->buf;
+	}
+	return o;
+}
+
+/* the byte before the cursor */
+static inline char rq_last(const struct out_json_stream *s, const char *o)
+{
+	return o > s->buf ? o[-1] : s->last;
+}
+
+/* a literal (a key with its quotes and colon, separators) */
+#define rq_lit(o, l) (memcpy((o), (l), sizeof(l) - 1), (o) + sizeof(l) - 1)
+
+static const uint32_t rq_pow10[10] = {1,	  10,	    100,      1000,	 10000,
+				       100000, 1000000, 10000000, 100000000, 1000000000};
+
+/* Digits of v (< 10^8, at least one) at o; returns the end. The number of
+ * digits from the bit length (1233 / 4096 ~ log10(2)), corrected once. */
+static inline char *rq_u32_at(char *o, uint32_t v)
+{
+	uint32_t t = ((32 - (uint32_t)__builtin_clz(v | 1)) * 1233) >> 12;
+	char *p = o + t + (v >= rq_pow10[t]) + !v;
+
+	rq_u32_digits(p, v);
+	return p;
+}
+
+/* Exactly eight digits of v (< 10^8), zeros kept */
+static inline char *rq_u32_8_at(char *o, uint32_t v)
+{
+	uint32_t a = v / 10000, b = v % 10000;
+
+	memcpy(o, rq_d2 + 2 * (a / 100), 2);
+	memcpy(o + 2, rq_d2 + 2 * (a % 100), 2);
+	memcpy(o + 4, rq_d2 + 2 * (b / 100), 2);
+	memcpy(o + 6, rq_d2 + 2 * (b % 100), 2);
+	return o + 8;
+}
+
+/* At most 20 bytes */
+static inline char *rq_u64_at(char *o, uint64_t v)
+{
+	if (v < 100000000)
+		return rq_u32_at(o, (uint32_t)v);
+	if (v < 10000000000000000ull) {
+		o = rq_u32_at(o, (uint32_t)(v / 100000000));
+	} else {
+		uint64_t hi = v / 100000000;
+
+		o = rq_u32_at(o, (uint32_t)(hi / 100000000));
+		o = rq_u32_8_at(o, (uint32_t)(hi % 100000000));
+	}
+	return rq_u32_8_at(o, (uint32_t)(v % 100000000));
+}
+
+/* A time (ns since boot or since the epoch): those of a request share
+ * their digits above the last eight, which are written once and then
+ * copied. At most 20 bytes. */
+static inline char *rq_time_at(struct out_json_stream *s, char *o, uint64_t v)
+{
+	uint64_t hi = v / 100000000;
+
+	if (hi != s->time_hi || !s->time_hi_len) {
+		if (!hi || hi >= 100000000)
+			return rq_u64_at(o, v);
+		s->time_hi = hi;
+		s->time_hi_len = (uint32_t)(rq_u32_at(s->time_hi_dig, (uint32_t)hi) - s->time_hi_dig);
+	}
+	memcpy(o, s->time_hi_dig, 8);
+	return rq_u32_8_at(o + s->time_hi_len, (uint32_t)(v % 100000000));
+}
+
 static void rq_u64(struct out_json_stream *s, uint64_t v)
 {
-	char t[24], *p = t + sizeof(t);
+	char *o = rq_at(s, s->buf + s->n, 20);
 
-	while (v >= 100000000) { /* eight digits, zeros kept */
-		uint32_t lo = (uint32_t)(v % 100000000);
-
-		v /= 100000000;
-		for (int k = 0; k < 4; k++) {
-			p -= 2;
-			memcpy(p, rq_d2 + 2 * (lo % 100), 2);
-			lo /= 100;
-		}
-	}
-	p = rq_u32_digits(p, (uint32_t)v);
-	rq_put(s, p, (size_t)(t + sizeof(t) - p));
+	s->n = (size_t)(rq_u64_at(o, v) - s->buf);
 }
 
 /* A string whose contents stay as long as the report is written (stable:
  * the engine's interned strings, category names) repeats over and over:
- * its JSON is kept by pointer and copied whole when it comes again. */
-static void rq_str_kept(struct out_json_stream *s, const char *str, bool stable)
+ * its JSON is kept by pointer and copied whole when it comes again. Other
+ * strings that repeat (a host's CPU model, a peer's address) are kept too,
+ * but used again only when their contents are still the same. Returns the
+ * cursor past the string. The caller made room for RQ_KEPT_MAX + RQ_TAIL
+ * bytes; RQ_TAIL are left after it. */
+static __attribute__((noinline)) char *rq_str_miss(struct out_json_stream *s, char *o,
+						   const char *str, bool stable, uint32_t k)
 {
-	uintptr_t x = (uintptr_t)str;
-	uint32_t k = (uint32_t)((x >> 4) ^ (x >> 12)) & (RQ_KEPT_SLOTS - 1);
-	size_t bound, from;
+	size_t len = strlen(str), from;
 
-	if (stable && s->kept[k].p == str) {
-		rq_put(s, s->kept[k].json, s->kept[k].len);
-		return;
+	if (s->kept[k].p == str && len == s->kept[k].rawlen && !memcmp(str, s->kept[k].raw, len)) {
+		memcpy(o, s->kept[k].json, s->kept[k].len);
+		return o + s->kept[k].len;
 	}
-	bound = stable ? 6 * strlen(str) + 2 : SIZE_MAX; /* every byte escaped, and quotes */
-	if (bound > RQ_KEPT_MAX) {
+	s->n = (size_t)(o - s->buf);
+	if (len > RQ_RAW_MAX) {
 		rq_str(s, str);
-		return;
+		return rq_at(s, s->buf + s->n, RQ_TAIL);
 	}
-	rq_room(s, bound); /* no flush while it is written */
+	rq_room(s, 6 * len + 2); /* every byte escaped, and quotes: no flush while it is written */
 	from = s->n;
 	rq_str(s, str);
-	s->kept[k].p = str;
-	s->kept[k].len = (uint32_t)(s->n - from);
-	memcpy(s->kept[k].json, s->buf + from, s->n - from);
+	if (s->n - from <= RQ_KEPT_MAX) {
+		s->kept[k].p = str;
+		s->kept[k].stable = stable;
+		s->kept[k].len = (uint32_t)(s->n - from);
+		memcpy(s->kept[k].json, s->buf + from, s->n - from);
+		s->kept[k].rawlen = (uint32_t)len;
+		memcpy(s->kept[k].raw, str, len);
+	}
+	return rq_at(s, s->buf + s->n, RQ_TAIL);
+}
+
+static inline char *rq_str_kept(struct out_json_stream *s, char *o, const char *str, bool stable)
+{
+	uintptr_t x = (uintptr_t)str;
+	uint32_t k = (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 56) & (RQ_KEPT_SLOTS - 1);
+	uint32_t len = s->kept[k].len;
+
+	if (s->kept[k].p != str || !stable || !s->kept[k].stable)
+		return rq_str_miss(s, o, str, stable, k);
+	/* fixed sizes: no call */
+	memcpy(o, s->kept[k].json, 32);
+	if (len > 32)
+		memcpy(o + 32, s->kept[k].json + 32, RQ_KEPT_MAX - 32);
+	return o + len;
 }
 
 static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, const char *v)
@@ -500,33 +606,8 @@ static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, cons
 	rq_str(s, v);
 }
 
-/* rq_kstr of a string that may be stable (rq_str_kept) */
-static void rq_kstr_kept(struct out_json_stream *s, const char *kq, size_t klen, const char *v,
-			 bool stable)
-{
-	if (!v)
-		return;
-	rq_sep(s);
-	rq_put(s, kq, klen);
-	rq_str_kept(s, v, stable);
-}
-
 /* kq: the key quoted with its colon, "\"key\":" */
 #define RQ_K(k) "\"" k "\":", sizeof(k) + 2
-
-static void rq_ki32(struct out_json_stream *s, const char *kq, size_t klen, int32_t v)
-{
-	if (v < 0)
-		return;
-	rq_sep(s);
-	rq_put(s, kq, klen);
-	rq_u64(s, (uint64_t)v);
-}
-
-static void rq_bool(struct out_json_stream *s, bool v)
-{
-	rq_put(s, v ? "true" : "false", v ? 4 : 5);
-}
 
 static void rq_frames(struct out_json_stream *s, const char *const *frames, uint32_t n, bool stable)
 {
@@ -535,78 +616,168 @@ static void rq_frames(struct out_json_stream *s, const char *const *frames, uint
 	for (uint32_t i = 0; i < n; i++) {
 		if (i)
 			rq_c(s, ',');
-		rq_str_kept(s, frames[i] ? frames[i] : "?", stable);
+		rq_str(s, frames[i] ? frames[i] : "?");
 	}
 	rq_c(s, ']');
 }
 
-static void rq_segment(struct out_json_stream *s, const struct cp_segment *g)
+/* ,"key":string (string not NULL), through the cache */
+static inline char *rq_kstr_at(struct out_json_stream *s, char *o, const char *kq, size_t klen,
+			       const char *v, bool stable)
 {
-	rq_c(s, '{');
-	rq_key(s, "start_ns");
-	rq_u64(s, g->start_ns);
-	rq_key(s, "end_ns");
-	rq_u64(s, g->end_ns);
-	rq_kstr_kept(s, RQ_K("category"), cp_category_name(g->category), true);
-	rq_frames(s, g->frames, g->nframes, s->interned);
-	rq_key(s, "interference");
-	rq_bool(s, g->interference);
-	rq_ki32(s, RQ_K("pid"), g->pid);
-	rq_ki32(s, RQ_K("tid"), g->tid);
-	rq_kstr_kept(s, RQ_K("comm"), g->comm, s->interned);
-	rq_ki32(s, RQ_K("cpu"), g->cpu);
-	rq_kstr(s, RQ_K("cpu_model"), g->cpu_model);
-	rq_kstr(s, RQ_K("sku"), g->sku);
-	rq_kstr(s, RQ_K("peer"), g->peer);
-	rq_kstr(s, RQ_K("span_id"), g->span_id);
-	rq_kstr(s, RQ_K("service"), g->service);
-	rq_kstr(s, RQ_K("operation"), g->operation);
-	if (g->nculprits) {
-		rq_key(s, "culprits");
-		rq_c(s, '[');
-		for (uint32_t i = 0; i < g->nculprits; i++) {
-			const struct cp_culprit *c = &g->culprits[i];
+	o = rq_at(s, o, klen + RQ_KEPT_MAX + RQ_TAIL);
+	memcpy(o, kq, klen);
+	return rq_str_kept(s, o + klen, v, stable);
+}
 
-			if (i)
-				rq_c(s, ',');
-			rq_c(s, '{');
-			rq_ki32(s, RQ_K("pid"), c->pid);
-			rq_ki32(s, RQ_K("tid"), c->tid);
-			rq_kstr_kept(s, RQ_K("comm"), c->comm, s->interned);
-			rq_key(s, "ns");
-			rq_u64(s, c->ns);
-			rq_c(s, '}');
-		}
-		rq_c(s, ']');
+/* ,"key":v for v >= 0 ("does not apply" otherwise); room made by the caller */
+static inline char *rq_ki32_at(char *o, const char *kq, size_t klen, int32_t v)
+{
+	if (v < 0)
+		return o;
+	memcpy(o, kq, klen);
+	return rq_u64_at(o + klen, (uint64_t)v);
+}
+
+#define RQ_CK(k) ",\"" k "\":", sizeof(k) + 3
+
+/* Bytes of a segment (or culprit) but its strings, at most */
+#define RQ_SEG_FIXED 256
+
+static char *rq_segment(struct out_json_stream *s, char *o, const struct cp_segment *g)
+{
+	bool st = s->interned;
+
+	o = rq_at(s, o, RQ_SEG_FIXED);
+	o = rq_lit(o, "{\"start_ns\":");
+	o = rq_time_at(s, o, g->start_ns);
+	o = rq_lit(o, ",\"end_ns\":");
+	o = rq_time_at(s, o, g->end_ns);
+	o = rq_kstr_at(s, o, RQ_CK("category"), cp_category_name(g->category), true);
+	o = rq_lit(o, ",\"frames\":[");
+	for (uint32_t i = 0; i < g->nframes; i++) {
+		o = rq_at(s, o, 1 + RQ_KEPT_MAX + RQ_TAIL);
+		if (i)
+			*o++ = ',';
+		o = rq_str_kept(s, o, g->frames[i] ? g->frames[i] : "?", st);
 	}
-	rq_c(s, '}');
+	o = rq_at(s, o, RQ_SEG_FIXED);
+	o = rq_lit(o, "],\"interference\":");
+	if (g->interference)
+		o = rq_lit(o, "true");
+	else
+		o = rq_lit(o, "false");
+	o = rq_ki32_at(o, RQ_CK("pid"), g->pid);
+	o = rq_ki32_at(o, RQ_CK("tid"), g->tid);
+	if (g->comm)
+		o = rq_kstr_at(s, o, RQ_CK("comm"), g->comm, st);
+	o = rq_at(s, o, RQ_SEG_FIXED);
+	o = rq_ki32_at(o, RQ_CK("cpu"), g->cpu);
+	if (g->cpu_model)
+		o = rq_kstr_at(s, o, RQ_CK("cpu_model"), g->cpu_model, false);
+	if (g->sku)
+		o = rq_kstr_at(s, o, RQ_CK("sku"), g->sku, false);
+	if (g->peer)
+		o = rq_kstr_at(s, o, RQ_CK("peer"), g->peer, false);
+	if (g->span_id || g->service || g->operation) {
+		s->n = (size_t)(o - s->buf);
+		rq_kstr(s, RQ_K("span_id"), g->span_id);
+		rq_kstr(s, RQ_K("service"), g->service);
+		rq_kstr(s, RQ_K("operation"), g->operation);
+		o = s->buf + s->n;
+	}
+	o = rq_at(s, o, RQ_SEG_FIXED);
+	if (g->nculprits)
+		o = rq_lit(o, ",\"culprits\":[");
+	for (uint32_t i = 0; i < g->nculprits; i++) {
+		const struct cp_culprit *c = &g->culprits[i];
+
+		o = rq_at(s, o, RQ_SEG_FIXED);
+		if (i)
+			*o++ = ',';
+		*o++ = '{';
+		/* "pid" first: no comma before it (rq_sep's rule: none after '{') */
+		if (c->pid >= 0) {
+			o = rq_lit(o, "\"pid\":");
+			o = rq_u64_at(o, (uint64_t)c->pid);
+			o = rq_ki32_at(o, RQ_CK("tid"), c->tid);
+		} else if (c->tid >= 0) {
+			o = rq_lit(o, "\"tid\":");
+			o = rq_u64_at(o, (uint64_t)c->tid);
+		}
+		if (c->comm) {
+			o = rq_at(s, o, 1 + sizeof("\"comm\":") + RQ_KEPT_MAX + RQ_TAIL);
+			if (rq_last(s, o) != '{')
+				*o++ = ',';
+			o = rq_lit(o, "\"comm\":");
+			o = rq_str_kept(s, o, c->comm, st);
+		}
+		o = rq_at(s, o, RQ_SEG_FIXED);
+		if (rq_last(s, o) != '{')
+			*o++ = ',';
+		o = rq_lit(o, "\"ns\":");
+		o = rq_u64_at(o, c->ns);
+		*o++ = '}';
+	}
+	if (g->nculprits)
+		*o++ = ']';
+	*o++ = '}';
+	return o;
 }
 
 static void rq_request(struct out_json_stream *s, const struct cp_request *q)
 {
+	char *o;
+
 	rq_sep(s);
 	rq_c(s, '{');
 	rq_kstr(s, RQ_K("id"), q->id);
 	s->interned = q->interned;
-	rq_kstr_kept(s, RQ_K("service"), q->service, s->interned);
-	rq_kstr_kept(s, RQ_K("name"), q->name, s->interned);
-	rq_kstr(s, RQ_K("host"), q->host);
-	rq_key(s, "start_ns");
-	rq_u64(s, q->start_ns);
-	rq_key(s, "end_ns");
-	rq_u64(s, q->end_ns);
-	rq_key(s, "latency_ns");
-	rq_u64(s, q->end_ns - q->start_ns);
-	rq_key(s, "partial");
-	rq_bool(s, q->partial);
-	rq_key(s, "critical_path");
-	rq_c(s, '[');
-	for (uint32_t i = 0; i < q->nsegs; i++) {
-		if (i)
-			rq_c(s, ',');
-		rq_segment(s, &q->segs[i]);
+	o = s->buf + s->n;
+	if (q->service) {
+		o = rq_at(s, o, 1 + sizeof("\"service\":") + RQ_KEPT_MAX + RQ_TAIL);
+		if (rq_last(s, o) != '{')
+			*o++ = ',';
+		o = rq_lit(o, "\"service\":");
+		o = rq_str_kept(s, o, q->service, s->interned);
 	}
-	rq_c(s, ']');
+	if (q->name) {
+		o = rq_at(s, o, 1 + sizeof("\"name\":") + RQ_KEPT_MAX + RQ_TAIL);
+		if (rq_last(s, o) != '{')
+			*o++ = ',';
+		o = rq_lit(o, "\"name\":");
+		o = rq_str_kept(s, o, q->name, s->interned);
+	}
+	if (q->host) {
+		o = rq_at(s, o, 1 + sizeof("\"host\":") + RQ_KEPT_MAX + RQ_TAIL);
+		if (rq_last(s, o) != '{')
+			*o++ = ',';
+		o = rq_lit(o, "\"host\":");
+		o = rq_str_kept(s, o, q->host, false);
+	}
+	o = rq_at(s, o, RQ_SEG_FIXED);
+	if (rq_last(s, o) != '{')
+		*o++ = ',';
+	o = rq_lit(o, "\"start_ns\":");
+	o = rq_time_at(s, o, q->start_ns);
+	o = rq_lit(o, ",\"end_ns\":");
+	o = rq_time_at(s, o, q->end_ns);
+	o = rq_lit(o, ",\"latency_ns\":");
+	o = rq_u64_at(o, q->end_ns - q->start_ns);
+	if (q->partial)
+		o = rq_lit(o, ",\"partial\":true,\"critical_path\":[");
+	else
+		o = rq_lit(o, ",\"partial\":false,\"critical_path\":[");
+	for (uint32_t i = 0; i < q->nsegs; i++) {
+		if (i) {
+			o = rq_at(s, o, 1);
+			*o++ = ',';
+		}
+		o = rq_segment(s, o, &q->segs[i]);
+	}
+	o = rq_at(s, o, 1);
+	*o++ = ']';
+	s->n = (size_t)(o - s->buf);
 	if (q->nspans) {
 		rq_key(s, "spans");
 		rq_c(s, '[');
