@@ -112,6 +112,13 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	if (!opened)
 		goto cleanup;
 	err = 0;
+	/* every file read, and each one's trailer counts no lost events */
+	kp.no_loss_wait = opened == npaths;
+	for (int i = 0; i < npaths && kp.no_loss_wait; i++) {
+		struct recording_totals t;
+
+		kp.no_loss_wait = !recording_reader__end_totals(ins[i].r, &t) && !t.lost;
+	}
 	for (;;) {
 		struct input *best = NULL;
 		uint64_t best_ts = 0;
@@ -170,6 +177,12 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "trace; the recorder inferred them, each at the earliest it can have "
 			     "been (see dump: inferred)",
 			     (unsigned long long)kp.inferred_switches);
+	if (kp.loss_unpromised)
+		engine__warn(e,
+			     "%s%s: loss windows in a recording whose trailer counts no lost events: "
+			     "the requests before the first one went out without waiting for it, and "
+			     "may overlap it without being marked partial",
+			     paths[0], npaths > 1 ? " or another input" : "");
 	if (kp.requests_partial)
 		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
 			     (unsigned long long)kp.requests_partial,

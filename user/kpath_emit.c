@@ -48,6 +48,10 @@ int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end)
 		kp->loss_maxlen = end - start;
 	if (kp->pend_early)
 		kp->loss_after_early = true;
+	if (kp->no_loss_wait) {
+		kp->no_loss_wait = false;
+		kp->loss_unpromised = kp->requests_out > 0;
+	}
 	return 0;
 }
 
@@ -490,5 +494,7 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	p->nreq = c->nreq;
 	kp->pend_bytes += p->bytes;
 	kp->npend++;
+	if (kp->no_loss_wait) /* no loss window can come: no wait */
+		return kp__pend_flush(kp, true);
 	return 0;
 }

@@ -340,6 +340,13 @@ struct kp {
 	struct kp_chunk *chunk_tail, *chunk_spare; /* kpath_emit.c */
 	uint64_t pend_early;   /* sent before their wait was over (too many waiting) */
 	bool loss_after_early; /* and a loss window came after one of them */
+	/* Every input's trailer counts no lost events, so no loss window can
+	 * come: a request goes out as soon as it is built, from memory still in
+	 * cache, instead of waiting in the FIFO (tens of MiB written and read
+	 * back a second later). A loss window that comes all the same (a
+	 * trailer that does not match its records) ends it, and is told. */
+	bool no_loss_wait;
+	bool loss_unpromised;
 
 	/* pipelining: reads that carried several requests; of those, reads
 	 * whose bytes went on past the recorded payload prefix (requests there

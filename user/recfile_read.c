@@ -701,6 +701,19 @@ const struct recording_totals *recording_reader__totals(const struct recording_r
 	return r->has_totals ? &r->totals : NULL;
 }
 
+int recording_reader__end_totals(const struct recording_reader *r, struct recording_totals *t)
+{
+	uint8_t b[REC_TRAILER_SIZE];
+	struct stat st;
+
+	if (fstat(r->fd, &st) || (uint64_t)st.st_size < r->off + REC_TRAILER_SIZE ||
+	    recfile__read_at(r->fd, b, sizeof(b), (uint64_t)st.st_size - REC_TRAILER_SIZE) !=
+		REC_TRAILER_SIZE ||
+	    !trailer__parse(b, t, NULL))
+		return -ENOENT;
+	return 0;
+}
+
 void recording_reader__close(struct recording_reader *r)
 {
 	if (!r)
