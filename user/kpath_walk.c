@@ -37,6 +37,9 @@ struct walk {
 	 * their owner, and the walk asks about them one after the other */
 	uint32_t memo_thread;
 	int64_t memo_block;
+	/* and the intervals (memo_block, memo_hi] of it are not blocked: a
+	 * query there has memo_block for its activation without a scan */
+	int64_t memo_hi;
 	bool memo_owned;
 	/* the last third frame named (proc_frame): process, call, string */
 	uint32_t f3_proc;
@@ -282,12 +285,17 @@ static bool owned(struct walk *w, uint32_t thread, int64_t idx)
 
 	if (thread == w->serving)
 		return true;
+	if (thread == w->memo_thread && idx >= w->memo_block && idx <= w->memo_hi)
+		return w->memo_owned;
 	while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
 		j--;
 	if (thread != w->memo_thread || j != w->memo_block) {
 		w->memo_thread = thread;
 		w->memo_block = j;
+		w->memo_hi = idx;
 		w->memo_owned = owned_uncached(w, thread, j);
+	} else if (idx > w->memo_hi) {
+		w->memo_hi = idx;
 	}
 	return w->memo_owned;
 }
