@@ -263,6 +263,10 @@ static void gen_contention(yajl_gen g, const struct engine_result *r)
 #define RQ_KEPT_MAX 128
 #define RQ_RAW_MAX 96
 #define RQ_TAIL 64
+/* rq_frag: slots, the words of a key, the bytes of a fragment at most */
+#define RQ_FRAG_SLOTS 512
+#define RQ_FRAG_KEY 5
+#define RQ_FRAG_MAX 192
 
 struct out_json_stream {
 	yajl_gen g;
@@ -281,6 +285,14 @@ struct out_json_stream {
 		char json[RQ_KEPT_MAX];
 		char raw[RQ_RAW_MAX];
 	} kept[RQ_KEPT_SLOTS];
+	/* fragments of a segment that repeat (rq_frag): its category and
+	 * frames, a thread's pid, tid and comm */
+	struct rq_frag {
+		uint64_t key[RQ_FRAG_KEY];
+		uint32_t len; /* 0: empty */
+		char json[RQ_FRAG_MAX];
+	} frag[RQ_FRAG_SLOTS];
+	uint64_t flushes;
 	char buf[OUT_BUF];
 };
 
@@ -289,6 +301,7 @@ static void flush_out(struct out_json_stream *s)
 	if (s->n) {
 		fwrite(s->buf, 1, s->n, s->f);
 		s->last = s->buf[s->n - 1];
+		s->flushes++;
 	}
 	s->n = 0;
 }
@@ -644,33 +657,147 @@ static inline char *rq_ki32_at(char *o, const char *kq, size_t klen, int32_t v)
 /* Bytes of a segment (or culprit) but its strings, at most */
 #define RQ_SEG_FIXED 256
 
-static char *rq_segment(struct out_json_stream *s, char *o, const struct cp_segment *g)
+/*
+ * A segment's JSON is mostly fragments that repeat from segment to segment
+ * and request to request: its category and frames, and a thread's pid, tid
+ * and comm (the segment's, its culprits'). With interned strings (stable
+ * pointers) a fragment is a function of a few words, its key, and is kept
+ * by them: written once, then copied (numbers and strings are most of the
+ * writer's time).
+ */
+static inline struct rq_frag *rq_frag_find(struct out_json_stream *s, const uint64_t *key)
 {
-	bool st = s->interned;
+	const uint64_t m = 0x9e3779b97f4a7c15ull;
+	/* written out: gcc keeps these loops of five as loops */
+	uint64_t h = ((((key[0] * m ^ key[1]) * m ^ key[2]) * m ^ key[3]) * m ^ key[4]) * m;
 
+	_Static_assert(RQ_FRAG_KEY == 5, "rq_frag_find and rq_frag_is take five words");
+	return &s->frag[(h >> 40) & (RQ_FRAG_SLOTS - 1)];
+}
+
+static inline bool rq_frag_is(const struct rq_frag *f, const uint64_t *key)
+{
+	return f->len && !((f->key[0] ^ key[0]) | (f->key[1] ^ key[1]) | (f->key[2] ^ key[2]) |
+			   (f->key[3] ^ key[3]) | (f->key[4] ^ key[4]));
+}
+
+/* The fragment's bytes at o, with RQ_TAIL bytes of room after them */
+static inline char *rq_frag_put(struct out_json_stream *s, char *o, const struct rq_frag *f)
+{
+	o = rq_at(s, o, RQ_FRAG_MAX + RQ_TAIL);
+	memcpy(o, f->json, 64); /* fixed sizes: no call */
+	if (f->len > 64)
+		memcpy(o + 64, f->json + 64, RQ_FRAG_MAX - 64);
+	return o + f->len;
+}
+
+/* Keeps the bytes [from, o) as f's, unless the buffer went out between
+ * (flushes moved on) or they are too many. */
+static void rq_frag_keep(struct out_json_stream *s, struct rq_frag *f, const uint64_t *key,
+			 uint64_t flushes, const char *from, const char *o)
+{
+	if (s->flushes != flushes || (size_t)(o - from) > RQ_FRAG_MAX)
+		return;
+	memcpy(f->key, key, sizeof(f->key));
+	f->len = (uint32_t)(o - from);
+	memcpy(f->json, from, f->len);
+}
+
+/* ,"category":…,"frames":[…] */
+static char *rq_seg_frames(struct out_json_stream *s, char *o, const struct cp_segment *g)
+{
+	bool keep = s->interned && g->nframes < RQ_FRAG_KEY;
+	uint64_t key[RQ_FRAG_KEY] = {1 | (uint64_t)g->category << 8 | (uint64_t)g->nframes << 40};
+	struct rq_frag *f = NULL;
+	uint64_t flushes = s->flushes;
+	char *from;
+
+	if (keep) {
+		for (uint32_t i = 0; i < g->nframes; i++)
+			key[1 + i] = (uintptr_t)g->frames[i];
+		f = rq_frag_find(s, key);
+		if (rq_frag_is(f, key))
+			return rq_frag_put(s, o, f);
+	}
 	o = rq_at(s, o, RQ_SEG_FIXED);
-	o = rq_lit(o, "{\"start_ns\":");
-	o = rq_time_at(s, o, g->start_ns);
-	o = rq_lit(o, ",\"end_ns\":");
-	o = rq_time_at(s, o, g->end_ns);
+	from = o;
 	o = rq_kstr_at(s, o, RQ_CK("category"), cp_category_name(g->category), true);
 	o = rq_lit(o, ",\"frames\":[");
 	for (uint32_t i = 0; i < g->nframes; i++) {
 		o = rq_at(s, o, 1 + RQ_KEPT_MAX + RQ_TAIL);
 		if (i)
 			*o++ = ',';
-		o = rq_str_kept(s, o, g->frames[i] ? g->frames[i] : "?", st);
+		o = rq_str_kept(s, o, g->frames[i] ? g->frames[i] : "?", s->interned);
+	}
+	*o++ = ']';
+	if (keep)
+		rq_frag_keep(s, f, key, flushes, from, o);
+	return o;
+}
+
+/* A thread: ,"pid":…,"tid":…,"comm":… after other fields, or the same
+ * first in a culprit's object (no comma before its first field); each
+ * left out when it does not apply. */
+static char *rq_who(struct out_json_stream *s, char *o, int32_t pid, int32_t tid,
+		    const char *comm, bool first)
+{
+	bool keep = s->interned || !comm;
+	uint64_t key[RQ_FRAG_KEY] = {2 + first, (uint32_t)pid | (uint64_t)(uint32_t)tid << 32,
+				     (uintptr_t)comm};
+	struct rq_frag *f = NULL;
+	uint64_t flushes = s->flushes;
+	char *from;
+
+	if (keep) {
+		f = rq_frag_find(s, key);
+		if (rq_frag_is(f, key))
+			return rq_frag_put(s, o, f);
 	}
 	o = rq_at(s, o, RQ_SEG_FIXED);
-	o = rq_lit(o, "],\"interference\":");
+	from = o;
+	if (!first) {
+		o = rq_ki32_at(o, RQ_CK("pid"), pid);
+		o = rq_ki32_at(o, RQ_CK("tid"), tid);
+		if (comm)
+			o = rq_kstr_at(s, o, RQ_CK("comm"), comm, s->interned);
+	} else {
+		/* "pid" first: no comma before it (rq_sep's rule: none after '{') */
+		if (pid >= 0) {
+			o = rq_lit(o, "\"pid\":");
+			o = rq_u64_at(o, (uint64_t)pid);
+			o = rq_ki32_at(o, RQ_CK("tid"), tid);
+		} else if (tid >= 0) {
+			o = rq_lit(o, "\"tid\":");
+			o = rq_u64_at(o, (uint64_t)tid);
+		}
+		if (comm) {
+			bool sep = o != from; /* before rq_at: a flush moves o */
+
+			o = rq_at(s, o, 1 + sizeof("\"comm\":") + RQ_KEPT_MAX + RQ_TAIL);
+			if (sep)
+				*o++ = ',';
+			o = rq_lit(o, "\"comm\":");
+			o = rq_str_kept(s, o, comm, s->interned);
+		}
+	}
+	if (keep)
+		rq_frag_keep(s, f, key, flushes, from, o);
+	return o;
+}
+
+static char *rq_segment(struct out_json_stream *s, char *o, const struct cp_segment *g)
+{
+	o = rq_at(s, o, RQ_SEG_FIXED);
+	o = rq_lit(o, "{\"start_ns\":");
+	o = rq_time_at(s, o, g->start_ns);
+	o = rq_lit(o, ",\"end_ns\":");
+	o = rq_time_at(s, o, g->end_ns);
+	o = rq_seg_frames(s, o, g);
 	if (g->interference)
-		o = rq_lit(o, "true");
+		o = rq_lit(o, ",\"interference\":true");
 	else
-		o = rq_lit(o, "false");
-	o = rq_ki32_at(o, RQ_CK("pid"), g->pid);
-	o = rq_ki32_at(o, RQ_CK("tid"), g->tid);
-	if (g->comm)
-		o = rq_kstr_at(s, o, RQ_CK("comm"), g->comm, st);
+		o = rq_lit(o, ",\"interference\":false");
+	o = rq_who(s, o, g->pid, g->tid, g->comm, false);
 	o = rq_at(s, o, RQ_SEG_FIXED);
 	o = rq_ki32_at(o, RQ_CK("cpu"), g->cpu);
 	if (g->cpu_model)
@@ -696,22 +823,7 @@ static char *rq_segment(struct out_json_stream *s, char *o, const struct cp_segm
 		if (i)
 			*o++ = ',';
 		*o++ = '{';
-		/* "pid" first: no comma before it (rq_sep's rule: none after '{') */
-		if (c->pid >= 0) {
-			o = rq_lit(o, "\"pid\":");
-			o = rq_u64_at(o, (uint64_t)c->pid);
-			o = rq_ki32_at(o, RQ_CK("tid"), c->tid);
-		} else if (c->tid >= 0) {
-			o = rq_lit(o, "\"tid\":");
-			o = rq_u64_at(o, (uint64_t)c->tid);
-		}
-		if (c->comm) {
-			o = rq_at(s, o, 1 + sizeof("\"comm\":") + RQ_KEPT_MAX + RQ_TAIL);
-			if (rq_last(s, o) != '{')
-				*o++ = ',';
-			o = rq_lit(o, "\"comm\":");
-			o = rq_str_kept(s, o, c->comm, st);
-		}
+		o = rq_who(s, o, c->pid, c->tid, c->comm, true);
 		o = rq_at(s, o, RQ_SEG_FIXED);
 		if (rq_last(s, o) != '{')
 			*o++ = ',';
