@@ -473,8 +473,14 @@ int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu);
 /* uprobes (timeline.c): --probe definitions and calls */
 int kp__tl_probe_def(struct kp *kp, uint32_t host, const struct cp_md_probe *m);
 int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uint64_t ts);
-/* The probe event (absolute index) whose stack holds just before ts, or -1. */
-int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts);
+/* The probe event (absolute index) whose stack holds just before ts, or -1.
+ * Inline for threads without probe events (most, and all without --probe):
+ * the walk asks for every segment. */
+int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
+static inline int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
+{
+	return t->npev ? kp__tl_probe_at_any(t, ts) : -1;
+}
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts);
 /* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,

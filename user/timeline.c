@@ -414,7 +414,7 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 	return 0;
 }
 
-int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
+int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts)
 {
 	uint32_t lo = kp__lower_bound_from_end(t->pev, t->npev, sizeof(*t->pev),
 					       offsetof(struct kp_probe_ev, ts), ts);
