@@ -39,6 +39,10 @@ struct out_json_stream {
 	uint64_t time_hi;
 	uint32_t time_hi_len;
 	char time_hi_dig[8];
+	/* and the last such time, written whole */
+	uint64_t time_last;
+	uint32_t time_last_len;
+	char time_last_dig[16];
 	struct {
 		const char *p;
 		uint32_t len, rawlen;

@@ -230,7 +230,13 @@ static inline char *rq_u64_at(char *o, uint64_t v)
 static inline char *rq_time_at(struct out_json_stream *s, char *o, uint64_t v)
 {
 	uint64_t hi = v / 100000000;
+	char *e;
 
+	/* segments tile the request: one's end is the next one's start */
+	if (v == s->time_last && s->time_last_len) {
+		memcpy(o, s->time_last_dig, sizeof(s->time_last_dig));
+		return o + s->time_last_len;
+	}
 	if (hi != s->time_hi || !s->time_hi_len) {
 		if (!hi || hi >= 100000000)
 			return rq_u64_at(o, v);
@@ -239,7 +245,11 @@ static inline char *rq_time_at(struct out_json_stream *s, char *o, uint64_t v)
 		    (uint32_t)(rq_u32_at(s->time_hi_dig, (uint32_t)hi) - s->time_hi_dig);
 	}
 	memcpy(o, s->time_hi_dig, 8);
-	return rq_u32_8_at(o + s->time_hi_len, (uint32_t)(v % 100000000));
+	e = rq_u32_8_at(o + s->time_hi_len, (uint32_t)(v % 100000000));
+	s->time_last = v;
+	s->time_last_len = (uint32_t)(e - o); /* at most 16 */
+	memcpy(s->time_last_dig, o, sizeof(s->time_last_dig));
+	return e;
 }
 
 static void rq_u64(struct out_json_stream *s, uint64_t v)
