@@ -80,17 +80,53 @@ static bool overlaps_loss(const struct kp *kp, uint32_t host, uint64_t a, uint64
 	return false;
 }
 
-/* "pid:conn:n" without printf: it is written for every request */
+/* "pid:conn:n" without printf: it is written for every request. Two
+ * digits at a time, from the end, once the count of digits is known. */
+static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
+			    "31323334353637383940414243444546474849505152535455565758596061"
+			    "62636465666768697071727374757677787980818283848586878889909192"
+			    "93949596979899";
+
 static void put_u(char **o, uint64_t v)
 {
-	char t[24];
-	int n = 0;
+	static const uint64_t p10[20] = {1ull,
+					 10ull,
+					 100ull,
+					 1000ull,
+					 10000ull,
+					 100000ull,
+					 1000000ull,
+					 10000000ull,
+					 100000000ull,
+					 1000000000ull,
+					 10000000000ull,
+					 100000000000ull,
+					 1000000000000ull,
+					 10000000000000ull,
+					 100000000000000ull,
+					 1000000000000000ull,
+					 10000000000000000ull,
+					 100000000000000000ull,
+					 1000000000000000000ull,
+					 10000000000000000000ull};
+	/* the digits from the bit length (1233 / 4096 ~ log10(2)), corrected once */
+	uint32_t t = ((64 - (uint32_t)__builtin_clzll(v | 1)) * 1233) >> 12;
+	uint32_t n = t + (v >= p10[t]) + !v;
+	char *p;
 
-	do
-		t[n++] = (char)('0' + v % 10);
-	while (v /= 10);
-	while (n)
-		*(*o)++ = t[--n];
+	p = *o + n;
+	*o = p;
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, d2 + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, d2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
 }
 
 static void req_id(char *buf, int32_t pid, uint32_t conn, uint32_t n)
@@ -211,8 +247,9 @@ static int pend_send(struct kp *kp, struct kp_pend *p)
 			err = -ENOMEM;
 			break;
 		}
-		/* every segment's second frame is the request's name */
-		for (uint32_t i = 0; i < r->nsegs; i++)
+		/* every segment's second frame is the request's name (already,
+		 * when the read carried one request) */
+		for (uint32_t i = 0; p->runs && i < r->nsegs; i++)
 			if (r->segs[i].nframes > 1)
 				((const char **)r->segs[i].frames)[1] = name;
 		r->name = name;
