@@ -67,6 +67,7 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	for (int i = 0; i < npaths; i++) {
 		struct input *in = &ins[i];
 		const struct recording_info *info;
+		const char *host, *sku;
 		int rc, src;
 
 		in->path = paths[i];
@@ -92,15 +93,27 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			err = -ENOMEM;
 			goto cleanup;
 		}
+		/* interned, as requests say (cp_request.interned) */
 		for (uint32_t c = 0; c < info->ncpus; c++) {
 			int cpu = info->cpus[c].cpu;
 
-			if (cpu >= 0 && (uint32_t)cpu < info->ncpus)
-				in->models[cpu] = info->cpus[c].model;
+			if (cpu < 0 || (uint32_t)cpu >= info->ncpus)
+				continue;
+			in->models[cpu] = engine__intern(e, info->cpus[c].model);
+			if (!in->models[cpu]) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+		}
+		host = engine__intern(e, info->host);
+		sku = engine__intern(e, info->sku);
+		if ((info->host && !host) || (info->sku && !sku)) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		src = kp__add_source(&kp,
 				     info->boot_id && info->boot_id[0] ? info->boot_id : info->host,
-				     in->delta, info->host, info->sku, info->ncpus, in->models);
+				     in->delta, host, sku, info->ncpus, in->models);
 		if (src < 0) {
 			err = src;
 			goto cleanup;

@@ -500,9 +500,9 @@ static char *rq_segment(struct out_json_stream *s, char *o, const struct cp_segm
 	o = rq_at(s, o, RQ_SEG_FIXED);
 	o = rq_ki32_at(o, RQ_CK("cpu"), g->cpu);
 	if (g->cpu_model)
-		o = rq_kstr_at(s, o, RQ_CK("cpu_model"), g->cpu_model, false);
+		o = rq_kstr_at(s, o, RQ_CK("cpu_model"), g->cpu_model, s->interned);
 	if (g->sku)
-		o = rq_kstr_at(s, o, RQ_CK("sku"), g->sku, false);
+		o = rq_kstr_at(s, o, RQ_CK("sku"), g->sku, s->interned);
 	if (g->peer)
 		o = rq_kstr_at(s, o, RQ_CK("peer"), g->peer, false);
 	if (g->span_id || g->service || g->operation) {
@@ -564,7 +564,7 @@ static void rq_request(struct out_json_stream *s, const struct cp_request *q)
 		if (rq_last(s, o) != '{')
 			*o++ = ',';
 		o = rq_lit(o, "\"host\":");
-		o = rq_str_kept(s, o, q->host, false);
+		o = rq_str_kept(s, o, q->host, s->interned);
 	}
 	o = rq_at(s, o, RQ_SEG_FIXED);
 	if (rq_last(s, o) != '{')
