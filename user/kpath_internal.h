@@ -40,6 +40,7 @@
 #define KP_LOSS_LAG_NS 1000000000ull
 #define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
 #define KP_NAME_LEN 64
+#define KP_TH_HINTS 256 /* kp->th_hint slots */
 #define KP_ADDR_STR_LEN 48 /* "[ipv6]:port" */
 
 enum kp_state {
@@ -306,6 +307,9 @@ struct kp {
 	struct kp_thread *th;
 	uint32_t nth, capth;
 	struct kp_map thmap; /* host << 32 | tid → thread index */
+	/* by tid: the thread kp__thread found last there (most records are of
+	 * a few threads; the map's probe missed the cache) */
+	uint32_t th_hint[KP_TH_HINTS];
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
 	struct kp_map prmap; /* host << 32 | pid → process index */

@@ -51,11 +51,20 @@ uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
 
 uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 {
-	uint32_t i = kp__thread_find(kp, host, tid), p;
+	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
+	uint32_t *hint = &kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
+	uint32_t i = *hint, p;
 	struct kp_thread *t;
 
-	if (i != KP_NONE)
+	/* threads keep their index and key for good: a hint that names one
+	 * with this key is right */
+	if (i < kp->nth && kp->th[i].key == key)
 		return i;
+	i = kp__thread_find(kp, host, tid);
+	if (i != KP_NONE) {
+		*hint = i;
+		return i;
+	}
 	p = kp__proc(kp, host, pid);
 	if (p == KP_NONE)
 		return KP_NONE;
@@ -74,6 +83,7 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 	if (kp_map__put(&kp->thmap, t->key, i))
 		return KP_NONE;
 	kp->nth++;
+	*hint = i;
 	return i;
 }
 
