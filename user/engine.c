@@ -283,13 +283,23 @@ static uint64_t stack_hash_of(const void *ctx, uint32_t i)
 	return ((const struct engine *)ctx)->stacks[i].hash;
 }
 
-/* The interned copy of a frame of the request being added (NULL: "?"). */
-static const char *engine__frame(struct engine *e, const char *f)
+static const char *engine__frame_uninterned(struct engine *e, const char *f);
+
+/* The interned copy of a frame of the request being added (NULL: "?").
+ * Inline: with an interned request (the kernel walk's), it is f, asked for
+ * every frame and culprit. */
+static inline const char *engine__frame(struct engine *e, const char *f)
+{
+	if (f && e->interned)
+		return f;
+	return engine__frame_uninterned(e, f);
+}
+
+static __attribute__((noinline)) const char *engine__frame_uninterned(struct engine *e,
+								      const char *f)
 {
 	uint32_t m;
 
-	if (f && e->interned)
-		return f;
 	if (!f)
 		f = "?";
 	m = (uint32_t)(((uintptr_t)f * 0x9e3779b97f4a7c15ull) >> (64 - MEMO_BITS));

@@ -22,7 +22,17 @@
 #define BUCKET_SUB_BITS 6
 #define BUCKET_SUB (1u << BUCKET_SUB_BITS)
 
-uint32_t bucket__of(uint64_t v);
+/* Inline, as the barr__add fast path below: several per segment. */
+static inline uint32_t bucket__of(uint64_t v)
+{
+	uint32_t e;
+
+	if (v < BUCKET_SUB)
+		return (uint32_t)v;
+	e = 63 - (uint32_t)__builtin_clzll(v);
+	return (e - BUCKET_SUB_BITS + 1) * BUCKET_SUB +
+	       (uint32_t)((v >> (e - BUCKET_SUB_BITS)) & (BUCKET_SUB - 1));
+}
 uint64_t bucket__lo(uint32_t b);
 uint64_t bucket__width(uint32_t b);
 /* A value that stands for the bucket: its midpoint (exact for narrow ones). */
@@ -34,8 +44,20 @@ struct barr {
 	uint32_t lo, n;
 };
 
+/* Makes room for bucket b (growing the range); 0 or -ENOMEM. */
+int barr__reserve(struct barr *a, uint32_t b);
 /* Adds val at bucket b (growing the range); 0 or -ENOMEM. */
-int barr__add(struct barr *a, uint32_t b, uint64_t val);
+static inline int barr__add(struct barr *a, uint32_t b, uint64_t val)
+{
+	if (!(a->n && b >= a->lo && b - a->lo < a->n)) {
+		int err = barr__reserve(a, b);
+
+		if (err)
+			return err;
+	}
+	a->v[b - a->lo] += val;
+	return 0;
+}
 /* Keeps the maximum at bucket b. */
 int barr__max(struct barr *a, uint32_t b, uint64_t val);
 static inline uint64_t barr__get(const struct barr *a, uint32_t b)

@@ -11,17 +11,6 @@
 #include "engine_int.h"
 #include "model.h"
 
-uint32_t bucket__of(uint64_t v)
-{
-	uint32_t e;
-
-	if (v < BUCKET_SUB)
-		return (uint32_t)v;
-	e = 63 - __builtin_clzll(v);
-	return (e - BUCKET_SUB_BITS + 1) * BUCKET_SUB +
-	       (uint32_t)((v >> (e - BUCKET_SUB_BITS)) & (BUCKET_SUB - 1));
-}
-
 uint64_t bucket__lo(uint32_t b)
 {
 	uint32_t e, sub;
@@ -45,7 +34,7 @@ uint64_t bucket__mid(uint32_t b)
 	return bucket__lo(b) + bucket__width(b) / 2;
 }
 
-static int barr__reserve(struct barr *a, uint32_t b)
+int barr__reserve(struct barr *a, uint32_t b)
 {
 	uint32_t lo, hi, n;
 	uint64_t *v;
@@ -77,16 +66,6 @@ static int barr__reserve(struct barr *a, uint32_t b)
 	a->v = v;
 	a->lo = lo;
 	a->n = n;
-	return 0;
-}
-
-int barr__add(struct barr *a, uint32_t b, uint64_t val)
-{
-	int err = barr__reserve(a, b);
-
-	if (err)
-		return err;
-	a->v[b - a->lo] += val;
 	return 0;
 }
 

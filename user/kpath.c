@@ -67,6 +67,7 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	for (int i = 0; i < npaths; i++) {
 		struct input *in = &ins[i];
 		const struct recording_info *info;
+		const char *host, *sku;
 		int rc, src;
 
 		in->path = paths[i];
@@ -92,15 +93,27 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			err = -ENOMEM;
 			goto cleanup;
 		}
+		/* interned, as requests say (cp_request.interned) */
 		for (uint32_t c = 0; c < info->ncpus; c++) {
 			int cpu = info->cpus[c].cpu;
 
-			if (cpu >= 0 && (uint32_t)cpu < info->ncpus)
-				in->models[cpu] = info->cpus[c].model;
+			if (cpu < 0 || (uint32_t)cpu >= info->ncpus)
+				continue;
+			in->models[cpu] = engine__intern(e, info->cpus[c].model);
+			if (!in->models[cpu]) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+		}
+		host = engine__intern(e, info->host);
+		sku = engine__intern(e, info->sku);
+		if ((info->host && !host) || (info->sku && !sku)) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		src = kp__add_source(&kp,
 				     info->boot_id && info->boot_id[0] ? info->boot_id : info->host,
-				     in->delta, info->host, info->sku, info->ncpus, in->models);
+				     in->delta, host, sku, info->ncpus, in->models);
 		if (src < 0) {
 			err = src;
 			goto cleanup;
@@ -112,6 +125,13 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	if (!opened)
 		goto cleanup;
 	err = 0;
+	/* every file read, and each one's trailer counts no lost events */
+	kp.no_loss_wait = opened == npaths;
+	for (int i = 0; i < npaths && kp.no_loss_wait; i++) {
+		struct recording_totals t;
+
+		kp.no_loss_wait = !recording_reader__end_totals(ins[i].r, &t) && !t.lost;
+	}
 	for (;;) {
 		struct input *best = NULL;
 		uint64_t best_ts = 0;
@@ -170,6 +190,12 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "trace; the recorder inferred them, each at the earliest it can have "
 			     "been (see dump: inferred)",
 			     (unsigned long long)kp.inferred_switches);
+	if (kp.loss_unpromised)
+		engine__warn(e,
+			     "%s%s: loss windows in a recording whose trailer counts no lost events: "
+			     "the requests before the first one went out without waiting for it, and "
+			     "may overlap it without being marked partial",
+			     paths[0], npaths > 1 ? " or another input" : "");
 	if (kp.requests_partial)
 		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
 			     (unsigned long long)kp.requests_partial,

@@ -25,6 +25,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +33,23 @@
 
 #include "kpath_internal.h"
 
+/*
+ * Addresses are built field by field just before they are looked up: loads
+ * that span several of those stores wait until they retire (no store
+ * forwarding), which made hashing an address and comparing it with memcmp
+ * the costliest lines of the per-event path. So the header word is made
+ * from its fields (the value the struct's bytes have on a little-endian
+ * machine, padding 0), and the addresses are compared and read as the
+ * 16-byte arrays they were copied as.
+ */
 static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 {
-	uint64_t w[sizeof(*a) / 8], h = 0x9e3779b97f4a7c15ull ^ host;
+	uint64_t w[1 + 2 * CP_ADDR_LEN / 8], h = 0x9e3779b97f4a7c15ull ^ host;
 
-	_Static_assert(sizeof(*a) % 8 == 0, "kp_addr hashes as whole words");
-	memcpy(w, a, sizeof(w));
+	_Static_assert(sizeof(*a) == sizeof(w), "kp_addr hashes as whole words");
+	w[0] = (uint64_t)a->family | (uint64_t)a->lport << 16 | (uint64_t)a->rport << 32;
+	memcpy(&w[1], a->laddr, CP_ADDR_LEN);
+	memcpy(&w[1 + CP_ADDR_LEN / 8], a->raddr, CP_ADDR_LEN);
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		h ^= w[i];
 		h *= 0xff51afd7ed558ccdull;
@@ -46,13 +58,19 @@ static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 	return h;
 }
 
+static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
+{
+	return x->family == y->family && x->lport == y->lport && x->rport == y->rport &&
+	       !memcmp(x->laddr, y->laddr, CP_ADDR_LEN) && !memcmp(x->raddr, y->raddr, CP_ADDR_LEN);
+}
+
 uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 {
 	uint64_t key = addr_hash(host, a);
 	uint32_t i = kp_map__get(&kp->cnmap, key);
 	struct kp_conn *c;
 
-	if (i != KP_NONE && kp->cn[i].host == host && !memcmp(&kp->cn[i].a, a, sizeof(*a)))
+	if (i != KP_NONE && kp->cn[i].host == host && addr_eq(&kp->cn[i].a, a))
 		return i;
 	if (kp->nfreecn) {
 		i = kp->freecn[--kp->nfreecn];
@@ -153,7 +171,7 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 			continue;
 		i = kp_map__get(&kp->cnmap, addr_hash(host, &r));
 		if (i != KP_NONE && i != conn && kp->cn[i].host == host &&
-		    !memcmp(&kp->cn[i].a, &r, sizeof(r)) && kp->cn[i].proc != KP_NONE) {
+		    addr_eq(&kp->cn[i].a, &r) && kp->cn[i].proc != KP_NONE) {
 			c->peer = i;
 			kp->cn[i].peer = conn;
 			return i;
@@ -253,17 +271,12 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
 	const struct kp_thread *t = &kp->th[thread];
 	uint64_t s = enter;
 	bool found = false;
-	uint32_t lo = 0, hi = c->ndr;
+	/* the first arrival after the previous response: near the end of the
+	 * window (a second of arrivals), so galloping back from it touches a
+	 * few cache lines where bisecting the whole window missed on each step */
+	uint32_t lo = kp__lower_bound_from_end(c->dr, c->ndr, sizeof(*c->dr),
+					       offsetof(struct kp_dready, ts), c->prev_end);
 
-	/* the first arrival after the previous response */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (c->dr[mid].ts < c->prev_end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (uint32_t i = lo; i < c->ndr; i++) {
 		const struct kp_dready *d = &c->dr[i];
 

@@ -48,6 +48,10 @@ int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end)
 		kp->loss_maxlen = end - start;
 	if (kp->pend_early)
 		kp->loss_after_early = true;
+	if (kp->no_loss_wait) {
+		kp->no_loss_wait = false;
+		kp->loss_unpromised = kp->requests_out > 0;
+	}
 	return 0;
 }
 
@@ -76,17 +80,53 @@ static bool overlaps_loss(const struct kp *kp, uint32_t host, uint64_t a, uint64
 	return false;
 }
 
-/* "pid:conn:n" without printf: it is written for every request */
+/* "pid:conn:n" without printf: it is written for every request. Two
+ * digits at a time, from the end, once the count of digits is known. */
+static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
+			    "31323334353637383940414243444546474849505152535455565758596061"
+			    "62636465666768697071727374757677787980818283848586878889909192"
+			    "93949596979899";
+
 static void put_u(char **o, uint64_t v)
 {
-	char t[24];
-	int n = 0;
+	static const uint64_t p10[20] = {1ull,
+					 10ull,
+					 100ull,
+					 1000ull,
+					 10000ull,
+					 100000ull,
+					 1000000ull,
+					 10000000ull,
+					 100000000ull,
+					 1000000000ull,
+					 10000000000ull,
+					 100000000000ull,
+					 1000000000000ull,
+					 10000000000000ull,
+					 100000000000000ull,
+					 1000000000000000ull,
+					 10000000000000000ull,
+					 100000000000000000ull,
+					 1000000000000000000ull,
+					 10000000000000000000ull};
+	/* the digits from the bit length (1233 / 4096 ~ log10(2)), corrected once */
+	uint32_t t = ((64 - (uint32_t)__builtin_clzll(v | 1)) * 1233) >> 12;
+	uint32_t n = t + (v >= p10[t]) + !v;
+	char *p;
 
-	do
-		t[n++] = (char)('0' + v % 10);
-	while (v /= 10);
-	while (n)
-		*(*o)++ = t[--n];
+	p = *o + n;
+	*o = p;
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, d2 + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, d2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
 }
 
 static void req_id(char *buf, int32_t pid, uint32_t conn, uint32_t n)
@@ -207,8 +247,9 @@ static int pend_send(struct kp *kp, struct kp_pend *p)
 			err = -ENOMEM;
 			break;
 		}
-		/* every segment's second frame is the request's name */
-		for (uint32_t i = 0; i < r->nsegs; i++)
+		/* every segment's second frame is the request's name (already,
+		 * when the read carried one request) */
+		for (uint32_t i = 0; p->runs && i < r->nsegs; i++)
 			if (r->segs[i].nframes > 1)
 				((const char **)r->segs[i].frames)[1] = name;
 		r->name = name;
@@ -346,11 +387,15 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	const struct kp_wseg *w = &kp->ws[i];
 	uint32_t taken;
 
-	memset(s, 0, sizeof(*s));
+	/* every field set once, no memset: for a struct this small the
+	 * rep stos it compiles to costs more than the stores themselves */
 	s->start_ns = w->start;
 	s->end_ns = w->end;
 	s->category = (enum cp_category)w->cat;
 	s->interference = w->interference;
+	s->comm = s->cpu_model = s->sku = NULL;
+	s->culprits = NULL;
+	s->span_id = s->service = s->operation = NULL;
 	fr[0] = svc;
 	fr[1] = name;
 	s->nframes = 2;
@@ -490,5 +535,7 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	p->nreq = c->nreq;
 	kp->pend_bytes += p->bytes;
 	kp->npend++;
+	if (kp->no_loss_wait) /* no loss window can come: no wait */
+		return kp__pend_flush(kp, true);
 	return 0;
 }

@@ -40,6 +40,7 @@
 #define KP_LOSS_LAG_NS 1000000000ull
 #define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
 #define KP_NAME_LEN 64
+#define KP_TH_HINTS 256 /* kp->th_hint slots */
 #define KP_ADDR_STR_LEN 48 /* "[ipv6]:port" */
 
 enum kp_state {
@@ -322,6 +323,9 @@ struct kp {
 	struct kp_thread *th;
 	uint32_t nth, capth;
 	struct kp_map thmap; /* host << 32 | tid → thread index */
+	/* by tid: the thread kp__thread found last there (most records are of
+	 * a few threads; the map's probe missed the cache) */
+	uint32_t th_hint[KP_TH_HINTS];
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
 	struct kp_map prmap; /* host << 32 | pid → process index */
@@ -363,6 +367,13 @@ struct kp {
 	struct kp_chunk *chunk_tail, *chunk_spare; /* kpath_emit.c */
 	uint64_t pend_early;   /* sent before their wait was over (too many waiting) */
 	bool loss_after_early; /* and a loss window came after one of them */
+	/* Every input's trailer counts no lost events, so no loss window can
+	 * come: a request goes out as soon as it is built, from memory still in
+	 * cache, instead of waiting in the FIFO (tens of MiB written and read
+	 * back a second later). A loss window that comes all the same (a
+	 * trailer that does not match its records) ends it, and is told. */
+	bool no_loss_wait;
+	bool loss_unpromised;
 
 	/* pipelining: reads that carried several requests; of those, reads
 	 * whose bytes went on past the recorded payload prefix (requests there
@@ -492,8 +503,14 @@ int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu);
 /* uprobes (timeline.c): --probe definitions and calls */
 int kp__tl_probe_def(struct kp *kp, uint32_t host, const struct cp_md_probe *m);
 int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uint64_t ts);
-/* The probe event (absolute index) whose stack holds just before ts, or -1. */
-int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts);
+/* The probe event (absolute index) whose stack holds just before ts, or -1.
+ * Inline for threads without probe events (most, and all without --probe):
+ * the walk asks for every segment. */
+int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
+static inline int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
+{
+	return t->npev ? kp__tl_probe_at_any(t, ts) : -1;
+}
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts);
 /* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,

@@ -96,10 +96,11 @@ struct cp_request {
 	 * the recording's CLOCK_REALTIME - CLOCK_MONOTONIC; span input: 0, its
 	 * times are Unix epoch already). Lets wall-clock filters apply to both. */
 	int64_t realtime_offset_ns;
-	/* additive: service, name, every segment's frames and comm and every
-	 * culprit's comm are NULL or strings from engine__intern() of the
-	 * engine the request is handed to, so it takes them as they are
-	 * instead of interning each again (the kernel walk's requests) */
+	/* additive: service, name, host, every segment's frames, comm,
+	 * cpu_model and sku and every culprit's comm are NULL or strings from
+	 * engine__intern() of the engine the request is handed to, so it takes
+	 * them as they are instead of interning each again (the kernel walk's
+	 * requests) */
 	bool interned;
 };
 

@@ -2,7 +2,8 @@
 /*
  * --format json: the stable contract of DESIGN.md section 6, written with
  * yajl_gen, but for the requests (nearly all of the bytes), which are written
- * directly with the bytes yajl_gen made (see rq_room below). Fields that do not apply are omitted; times are integers in ns.
+ * directly with the bytes yajl_gen made (out_json_req.c). Fields that do not
+ * apply are omitted; times are integers in ns.
  * Additive fields beyond the contract: "summary" (request count, latency
  * mean and percentiles), per profile entry the step's distribution
  * ("q50_ns", "q90_ns", "q99_ns", "max_ns", and a "histogram" of
@@ -20,10 +21,11 @@
 #include <yajl/yajl_gen.h>
 
 #include "engine.h"
+#include "out_json_int.h"
 
 /* yajl writes strings as given: bytes that are not UTF-8 (payload-derived
  * names) would make the document invalid, so they become U+FFFD. */
-static size_t utf8_seq(const unsigned char *s, size_t left)
+size_t out_json__utf8_seq(const unsigned char *s, size_t left)
 {
 	size_t n;
 
@@ -53,7 +55,7 @@ static void gen_str(yajl_gen g, const char *s)
 	char *buf;
 
 	for (i = 0; i < len && ok;) {
-		size_t n = utf8_seq(u + i, len - i);
+		size_t n = out_json__utf8_seq(u + i, len - i);
 
 		ok = n > 0;
 		i += n;
@@ -68,7 +70,7 @@ static void gen_str(yajl_gen g, const char *s)
 		return;
 	}
 	for (i = 0; i < len;) {
-		size_t n = utf8_seq(u + i, len - i);
+		size_t n = out_json__utf8_seq(u + i, len - i);
 
 		if (n) {
 			memcpy(buf + o, u + i, n);
@@ -253,33 +255,12 @@ static void gen_contention(yajl_gen g, const struct engine_result *r)
 	yajl_gen_array_close(g);
 }
 
-/* yajl hands over every token on its own: a buffer of our own saves a
- * locked fwrite per token (which was half the time of a large report). */
-#define OUT_BUF 65536
-
-/* JSON of strings kept by pointer (rq_str_kept), up to this long */
-#define RQ_KEPT_SLOTS 256
-#define RQ_KEPT_MAX 96
-
-struct out_json_stream {
-	yajl_gen g;
-	FILE *f;
-	size_t n;
-	char last;     /* the last byte written before buf[0] */
-	bool interned; /* the request being written has cp_request.interned */
-	struct {
-		const char *p;
-		uint32_t len;
-		char json[RQ_KEPT_MAX];
-	} kept[RQ_KEPT_SLOTS];
-	char buf[OUT_BUF];
-};
-
-static void flush_out(struct out_json_stream *s)
+void out_json__flush(struct out_json_stream *s)
 {
 	if (s->n) {
 		fwrite(s->buf, 1, s->n, s->f);
 		s->last = s->buf[s->n - 1];
+		s->flushes++;
 	}
 	s->n = 0;
 }
@@ -289,7 +270,7 @@ static void write_out(void *ctx, const char *p, size_t len)
 	struct out_json_stream *s = ctx;
 
 	if (s->n + len > sizeof(s->buf))
-		flush_out(s);
+		out_json__flush(s);
 	if (len > sizeof(s->buf)) {
 		fwrite(p, 1, len, s->f);
 		s->last = p[len - 1];
@@ -297,338 +278,6 @@ static void write_out(void *ctx, const char *p, size_t len)
 	}
 	memcpy(s->buf + s->n, p, len);
 	s->n += len;
-}
-
-/*
- * Requests are written without yajl: they are nearly all of a report's
- * bytes, and yajl's call and state check per token cost more than the
- * analysis. The bytes are the ones yajl_gen (no beautify, no escaped
- * solidus) made: '"', '\\' and control characters escaped as it does,
- * bytes that are not UTF-8 replaced as gen_str does. yajl sees none of
- * it: the array it opened holds them, and it closes it after them.
- */
-static inline void rq_room(struct out_json_stream *s, size_t n)
-{
-	if (s->n + n > sizeof(s->buf))
-		flush_out(s);
-}
-
-static inline void rq_c(struct out_json_stream *s, char c)
-{
-	rq_room(s, 1);
-	s->buf[s->n++] = c;
-}
-
-/* len bytes at most OUT_BUF (keys, literals, runs of a string) */
-static inline void rq_put(struct out_json_stream *s, const void *p, size_t len)
-{
-	rq_room(s, len);
-	memcpy(s->buf + s->n, p, len);
-	s->n += len;
-}
-
-/* A ',' unless a map or array has just opened. */
-static inline void rq_sep(struct out_json_stream *s)
-{
-	char c = s->n ? s->buf[s->n - 1] : s->last;
-
-	if (c != '{' && c != '[')
-		rq_c(s, ',');
-}
-
-/* "key": (keys are literals with nothing to escape) */
-#define rq_key(s, k)                                                                               \
-	do {                                                                                       \
-		rq_sep(s);                                                                         \
-		rq_put(s, "\"" k "\":", sizeof(k) + 2);                                            \
-	} while (0)
-
-/* Bytes written as they are: printable ASCII but '"' and '\\' (not NUL) */
-static const uint8_t rq_plain[256] = {
-    [0x20] = 1,
-    [0x21] = 1,
-    [0x23 ... 0x5b] = 1,
-    [0x5d ... 0x7f] = 1,
-};
-
-/* The bytes of str up to its end or the next one to escape, in pieces
- * that fit the buffer; returns how many. */
-static size_t rq_plain_run(struct out_json_stream *s, const unsigned char *u)
-{
-	size_t n = 0;
-
-	while (rq_plain[u[n]])
-		n++;
-	for (size_t o = 0; o < n;) {
-		size_t k = n - o < sizeof(s->buf) ? n - o : sizeof(s->buf);
-
-		rq_put(s, u + o, k);
-		o += k;
-	}
-	return n;
-}
-
-static void rq_str(struct out_json_stream *s, const char *str)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	const unsigned char *u = (const unsigned char *)str;
-	size_t i = 0;
-
-	rq_c(s, '"');
-	for (;;) {
-		unsigned char c;
-		const char *esc = NULL;
-		size_t n;
-
-		i += rq_plain_run(s, u + i);
-		c = u[i];
-		if (!c)
-			break;
-		rq_room(s, 8);
-		if (c < 0x80) {
-			switch (c) {
-			case '\r': esc = "\\r"; break;
-			case '\n': esc = "\\n"; break;
-			case '\\': esc = "\\\\"; break;
-			case '"': esc = "\\\""; break;
-			case '\f': esc = "\\f"; break;
-			case '\b': esc = "\\b"; break;
-			case '\t': esc = "\\t"; break;
-			default: break;
-			}
-			if (esc) {
-				memcpy(s->buf + s->n, esc, 2);
-				s->n += 2;
-			} else {
-				memcpy(s->buf + s->n, "\\u00", 4);
-				s->buf[s->n + 4] = hex[c >> 4];
-				s->buf[s->n + 5] = hex[c & 15];
-				s->n += 6;
-			}
-			i++;
-			continue;
-		}
-		/* a sequence is at most 4 bytes: what is left beyond does not matter */
-		n = utf8_seq(u + i, strnlen((const char *)u + i, 4));
-		if (n) {
-			memcpy(s->buf + s->n, u + i, n);
-			s->n += n;
-			i += n;
-		} else {
-			memcpy(s->buf + s->n, "\xef\xbf\xbd", 3);
-			s->n += 3;
-			i++;
-		}
-	}
-	rq_c(s, '"');
-}
-
-/* Two digits at a time, written from the end, in 32-bit arithmetic below
- * 10^8 (times in ns are 12 digits or more): a report is mostly numbers. */
-static const char rq_d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
-			       "31323334353637383940414243444546474849505152535455565758596061"
-			       "62636465666768697071727374757677787980818283848586878889909192"
-			       "93949596979899";
-
-/* v < 10^8 before p, its digits only (at least one); returns the start */
-static char *rq_u32_digits(char *p, uint32_t v)
-{
-	while (v >= 100) {
-		p -= 2;
-		memcpy(p, rq_d2 + 2 * (v % 100), 2);
-		v /= 100;
-	}
-	if (v >= 10) {
-		p -= 2;
-		memcpy(p, rq_d2 + 2 * v, 2);
-	} else {
-		*--p = (char)('0' + v);
-	}
-	return p;
-}
-
-static void rq_u64(struct out_json_stream *s, uint64_t v)
-{
-	char t[24], *p = t + sizeof(t);
-
-	while (v >= 100000000) { /* eight digits, zeros kept */
-		uint32_t lo = (uint32_t)(v % 100000000);
-
-		v /= 100000000;
-		for (int k = 0; k < 4; k++) {
-			p -= 2;
-			memcpy(p, rq_d2 + 2 * (lo % 100), 2);
-			lo /= 100;
-		}
-	}
-	p = rq_u32_digits(p, (uint32_t)v);
-	rq_put(s, p, (size_t)(t + sizeof(t) - p));
-}
-
-/* A string whose contents stay as long as the report is written (stable:
- * the engine's interned strings, category names) repeats over and over:
- * its JSON is kept by pointer and copied whole when it comes again. */
-static void rq_str_kept(struct out_json_stream *s, const char *str, bool stable)
-{
-	uintptr_t x = (uintptr_t)str;
-	uint32_t k = (uint32_t)((x >> 4) ^ (x >> 12)) & (RQ_KEPT_SLOTS - 1);
-	size_t bound, from;
-
-	if (stable && s->kept[k].p == str) {
-		rq_put(s, s->kept[k].json, s->kept[k].len);
-		return;
-	}
-	bound = stable ? 6 * strlen(str) + 2 : SIZE_MAX; /* every byte escaped, and quotes */
-	if (bound > RQ_KEPT_MAX) {
-		rq_str(s, str);
-		return;
-	}
-	rq_room(s, bound); /* no flush while it is written */
-	from = s->n;
-	rq_str(s, str);
-	s->kept[k].p = str;
-	s->kept[k].len = (uint32_t)(s->n - from);
-	memcpy(s->kept[k].json, s->buf + from, s->n - from);
-}
-
-static void rq_kstr(struct out_json_stream *s, const char *kq, size_t klen, const char *v)
-{
-	if (!v)
-		return;
-	rq_sep(s);
-	rq_put(s, kq, klen);
-	rq_str(s, v);
-}
-
-/* rq_kstr of a string that may be stable (rq_str_kept) */
-static void rq_kstr_kept(struct out_json_stream *s, const char *kq, size_t klen, const char *v,
-			 bool stable)
-{
-	if (!v)
-		return;
-	rq_sep(s);
-	rq_put(s, kq, klen);
-	rq_str_kept(s, v, stable);
-}
-
-/* kq: the key quoted with its colon, "\"key\":" */
-#define RQ_K(k) "\"" k "\":", sizeof(k) + 2
-
-static void rq_ki32(struct out_json_stream *s, const char *kq, size_t klen, int32_t v)
-{
-	if (v < 0)
-		return;
-	rq_sep(s);
-	rq_put(s, kq, klen);
-	rq_u64(s, (uint64_t)v);
-}
-
-static void rq_bool(struct out_json_stream *s, bool v)
-{
-	rq_put(s, v ? "true" : "false", v ? 4 : 5);
-}
-
-static void rq_frames(struct out_json_stream *s, const char *const *frames, uint32_t n, bool stable)
-{
-	rq_key(s, "frames");
-	rq_c(s, '[');
-	for (uint32_t i = 0; i < n; i++) {
-		if (i)
-			rq_c(s, ',');
-		rq_str_kept(s, frames[i] ? frames[i] : "?", stable);
-	}
-	rq_c(s, ']');
-}
-
-static void rq_segment(struct out_json_stream *s, const struct cp_segment *g)
-{
-	rq_c(s, '{');
-	rq_key(s, "start_ns");
-	rq_u64(s, g->start_ns);
-	rq_key(s, "end_ns");
-	rq_u64(s, g->end_ns);
-	rq_kstr_kept(s, RQ_K("category"), cp_category_name(g->category), true);
-	rq_frames(s, g->frames, g->nframes, s->interned);
-	rq_key(s, "interference");
-	rq_bool(s, g->interference);
-	rq_ki32(s, RQ_K("pid"), g->pid);
-	rq_ki32(s, RQ_K("tid"), g->tid);
-	rq_kstr_kept(s, RQ_K("comm"), g->comm, s->interned);
-	rq_ki32(s, RQ_K("cpu"), g->cpu);
-	rq_kstr(s, RQ_K("cpu_model"), g->cpu_model);
-	rq_kstr(s, RQ_K("sku"), g->sku);
-	rq_kstr(s, RQ_K("peer"), g->peer);
-	rq_kstr(s, RQ_K("span_id"), g->span_id);
-	rq_kstr(s, RQ_K("service"), g->service);
-	rq_kstr(s, RQ_K("operation"), g->operation);
-	if (g->nculprits) {
-		rq_key(s, "culprits");
-		rq_c(s, '[');
-		for (uint32_t i = 0; i < g->nculprits; i++) {
-			const struct cp_culprit *c = &g->culprits[i];
-
-			if (i)
-				rq_c(s, ',');
-			rq_c(s, '{');
-			rq_ki32(s, RQ_K("pid"), c->pid);
-			rq_ki32(s, RQ_K("tid"), c->tid);
-			rq_kstr_kept(s, RQ_K("comm"), c->comm, s->interned);
-			rq_key(s, "ns");
-			rq_u64(s, c->ns);
-			rq_c(s, '}');
-		}
-		rq_c(s, ']');
-	}
-	rq_c(s, '}');
-}
-
-static void rq_request(struct out_json_stream *s, const struct cp_request *q)
-{
-	rq_sep(s);
-	rq_c(s, '{');
-	rq_kstr(s, RQ_K("id"), q->id);
-	s->interned = q->interned;
-	rq_kstr_kept(s, RQ_K("service"), q->service, s->interned);
-	rq_kstr_kept(s, RQ_K("name"), q->name, s->interned);
-	rq_kstr(s, RQ_K("host"), q->host);
-	rq_key(s, "start_ns");
-	rq_u64(s, q->start_ns);
-	rq_key(s, "end_ns");
-	rq_u64(s, q->end_ns);
-	rq_key(s, "latency_ns");
-	rq_u64(s, q->end_ns - q->start_ns);
-	rq_key(s, "partial");
-	rq_bool(s, q->partial);
-	rq_key(s, "critical_path");
-	rq_c(s, '[');
-	for (uint32_t i = 0; i < q->nsegs; i++) {
-		if (i)
-			rq_c(s, ',');
-		rq_segment(s, &q->segs[i]);
-	}
-	rq_c(s, ']');
-	if (q->nspans) {
-		rq_key(s, "spans");
-		rq_c(s, '[');
-		for (uint32_t i = 0; i < q->nspans; i++) {
-			const struct cp_span_stat *sp = &q->spans[i];
-
-			if (i)
-				rq_c(s, ',');
-			rq_c(s, '{');
-			rq_kstr(s, RQ_K("span_id"), sp->span_id);
-			rq_kstr(s, RQ_K("service"), sp->service);
-			rq_kstr(s, RQ_K("operation"), sp->operation);
-			rq_frames(s, sp->frames, sp->nframes, false);
-			rq_key(s, "inclusive_ns");
-			rq_u64(s, sp->inclusive_ns);
-			rq_key(s, "exclusive_ns");
-			rq_u64(s, sp->exclusive_ns);
-			rq_c(s, '}');
-		}
-		rq_c(s, ']');
-	}
-	rq_c(s, '}');
 }
 
 struct out_json_stream *out_json__begin(FILE *f)
@@ -652,11 +301,6 @@ struct out_json_stream *out_json__begin(FILE *f)
 	return s;
 }
 
-void out_json__request(void *s, const struct cp_request *req)
-{
-	rq_request(s, req);
-}
-
 int out_json__end(struct out_json_stream *s, const struct engine_result *r)
 {
 	yajl_gen g = s->g;
@@ -675,7 +319,7 @@ int out_json__end(struct out_json_stream *s, const struct engine_result *r)
 	yajl_gen_map_close(g);
 	yajl_gen_free(g);
 	write_out(s, "\n", 1);
-	flush_out(s);
+	out_json__flush(s);
 	free(s);
 	if (fflush(f) || ferror(f))
 		return -EIO;

@@ -87,6 +87,12 @@ struct recording_reader {
 	size_t loaded_bytes;
 	struct rframe *spare[WINDOW_FRAMES + 2];
 	int nspare;
+	/* the frame next() took the last record from, while it is the only
+	 * one that can hold the next (its next ts below fast_limit, the
+	 * smallest of the other loaded frames', and not past ahead_min_ts):
+	 * next() then takes from it without looking at the others */
+	struct rframe *fast;
+	uint64_t fast_limit;
 
 	bool has_totals;
 	struct recording_totals totals;
@@ -634,6 +640,16 @@ int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec
 	int err;
 
 	*rec = NULL;
+	if (r->fast) {
+		struct rframe *f = r->fast;
+
+		if (f->pos < f->n && f->keys[f->pos].ts < r->fast_limit &&
+		    (!r->nahead || f->keys[f->pos].ts <= r->ahead_min_ts)) {
+			*rec = (const struct cp_hdr *)(f->raw + f->keys[f->pos++].off);
+			return 1;
+		}
+		r->fast = NULL;
+	}
 	for (;;) {
 		struct rframe *best = NULL;
 
@@ -657,6 +673,17 @@ int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec
 		}
 		if (best) {
 			*rec = (const struct cp_hdr *)(best->raw + best->keys[best->pos++].off);
+			if (r->order == RECORDING_TIME_ORDER) {
+				r->fast = best;
+				r->fast_limit = UINT64_MAX;
+				for (int i = 0; i < r->nloaded; i++) {
+					struct rframe *f = r->loaded[i];
+
+					if (f != best && f->pos < f->n &&
+					    f->keys[f->pos].ts < r->fast_limit)
+						r->fast_limit = f->keys[f->pos].ts;
+				}
+			}
 			return 1;
 		}
 		if (!r->nahead)
@@ -699,6 +726,19 @@ const char *recording_reader__stopped(const struct recording_reader *cr)
 const struct recording_totals *recording_reader__totals(const struct recording_reader *r)
 {
 	return r->has_totals ? &r->totals : NULL;
+}
+
+int recording_reader__end_totals(const struct recording_reader *r, struct recording_totals *t)
+{
+	uint8_t b[REC_TRAILER_SIZE];
+	struct stat st;
+
+	if (fstat(r->fd, &st) || (uint64_t)st.st_size < r->off + REC_TRAILER_SIZE ||
+	    recfile__read_at(r->fd, b, sizeof(b), (uint64_t)st.st_size - REC_TRAILER_SIZE) !=
+		REC_TRAILER_SIZE ||
+	    !trailer__parse(b, t, NULL))
+		return -ENOENT;
+	return 0;
 }
 
 void recording_reader__close(struct recording_reader *r)

@@ -110,6 +110,10 @@ int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec
 const char *recording_reader__stopped(const struct recording_reader *r);
 /* The trailer's totals, or NULL when the file has none (cut short). */
 const struct recording_totals *recording_reader__totals(const struct recording_reader *r);
+/* The totals of the trailer the file ends with, read ahead of the records
+ * (the report uses lost == 0 to know no loss record can come): 0, or
+ * -ENOENT when the file does not end with a good one. */
+int recording_reader__end_totals(const struct recording_reader *r, struct recording_totals *t);
 void recording_reader__close(struct recording_reader *r);
 
 /* Names for dump and reports: "sched_switch", "FUTEX_WAIT_PRIVATE", "recvfrom",

@@ -91,15 +91,27 @@ static uint32_t thread_new(struct kp *kp, uint32_t host, int32_t pid, int32_t ti
 	t->proc = p;
 	t->pend_waker = KP_NONE;
 	t->pend_conn = KP_NONE;
+	/* the newest state of the tid: what the map names too */
+	kp->th_hint[(uint32_t)tid % KP_TH_HINTS] = i;
 	return i;
 }
 
 uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 {
-	uint32_t i = kp__thread_find(kp, host, tid), p;
+	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
+	uint32_t *hint = &kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
+	uint32_t i = *hint, p;
 
-	if (i != KP_NONE)
+	/* a hint is set to the tid's newest state (thread_new, or the map's
+	 * answer) and forgotten when its slot is recycled: one that names a
+	 * thread with this key is the map's answer */
+	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
+	i = kp__thread_find(kp, host, tid);
+	if (i != KP_NONE) {
+		*hint = i;
+		return i;
+	}
 	p = kp__proc(kp, host, pid);
 	if (p == KP_NONE)
 		return KP_NONE;
@@ -475,7 +487,7 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 	return 0;
 }
 
-int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
+int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts)
 {
 	uint32_t lo = kp__lower_bound_from_end(t->pev, t->npev, sizeof(*t->pev),
 					       offsetof(struct kp_probe_ev, ts), ts);
@@ -652,6 +664,8 @@ static void thread_recycle(struct kp *kp, uint32_t i)
 	kp__win_free((void **)&t->iv, &t->ivoff, sizeof(*t->iv));
 	kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 	kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
+	if (kp->th_hint[(uint32_t)t->tid % KP_TH_HINTS] == i)
+		kp->th_hint[(uint32_t)t->tid % KP_TH_HINTS] = KP_NONE;
 	memset(t, 0, sizeof(*t));
 	t->proc = KP_NONE;
 	kp->freeth[kp->nfreeth++] = i;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -120,6 +121,58 @@ static void test_split_recordings(void **state)
 	unlink(p2);
 }
 
+static bool has_warning(const struct engine_result *r, const char *part)
+{
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		if (strstr(r->warnings[i], part))
+			return true;
+	return false;
+}
+
+/* A loss window the recorder wrote after the request ended (it notices
+ * drops late) still marks it partial: the trailer counts the lost events, so
+ * the request waits for late loss windows. With events = 0 (a forged file:
+ * the trailer then counts none), the request goes out as soon as it ends, is
+ * not marked, and a warning says the trailer did not match. */
+static void loss_case(bool counted)
+{
+	static struct kb b;
+	char path[] = "/tmp/critpath-kpath-XXXXXX";
+	int fd = mkstemp(path);
+	const char *paths[] = {path};
+	struct engine *e = engine__new(&(struct engine_opts){.keep_all_requests = true});
+	const struct engine_result *r;
+
+	assert_true(fd >= 0);
+	close(fd);
+	lock_scenario(&b);
+	/* the next request on the connection ends the first one */
+	kb_sock(&b, B + 50 * U - 1000, B + 50 * U, 100, 100, CP_SOCK_READ, 5, CL, 30, 1000,
+		"GET /next HTTP/1.1\r\n\r\n");
+	kb_loss_at(&b, B + 100 * U, B + 5 * U, B + 6 * U);
+	((struct cp_md_loss *)&b.recs[b.n - 1].u.h)->events = counted;
+	/* something after it, so the stream moves past the loss record */
+	kb_switch(&b, B + 200 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "bg");
+	kb_write_recording(&b, path, 0, b.n);
+	r = analyze(e, paths, 1);
+	assert_int_equal(r->nrequests, 1);
+	assert_int_equal(r->requests[0]->partial, counted);
+	assert_int_equal(has_warning(r, "are partial"), counted);
+	assert_int_equal(has_warning(r, "trailer counts no lost events"), !counted);
+	engine__free(e);
+	unlink(path);
+}
+
+static void test_loss_late(void **state)
+{
+	loss_case(true);
+}
+
+static void test_loss_unpromised(void **state)
+{
+	loss_case(false);
+}
+
 static void test_missing_file(void **state)
 {
 	const char *paths[] = {"/nonexistent/critpath.rec"};
@@ -135,6 +188,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lock_recording),
 	    cmocka_unit_test(test_split_recordings),
+	    cmocka_unit_test(test_loss_late),
+	    cmocka_unit_test(test_loss_unpromised),
 	    cmocka_unit_test(test_missing_file),
 	};
 
