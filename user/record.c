@@ -64,6 +64,12 @@ struct recorder {
 	int child_status; /* its wait status once reaped */
 	bool child_exec;  /* it reached exec */
 	struct rec_tls *tls;
+	/* fork, exec and exit records of a drain pass, followed in time order
+	 * after it (life_follow): the rings are per CPU and drained one after
+	 * the other, so a child's exec on one CPU can come before its fork on
+	 * another */
+	char *life;
+	size_t nlife, caplife;
 };
 
 static void usage(FILE *f)
@@ -186,19 +192,12 @@ static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct re
 		write_error(r, err);
 }
 
-/* Ring buffer callback: store the record, follow process lifecycle. */
-static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
+/* Follows one fork, exec or exit record (len: its size). */
+static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 {
-	struct recorder *r = ctx;
 	struct target *t;
 
-	if (append(r, h))
-		return -1; /* stops the poll: the loop sees write_err */
-	r->events++;
 	switch (h->type) {
-	case CP_EV_SCHED_SWITCH:
-		r->inferred += !!(((const struct cp_ev_sched_switch *)h)->flags & CP_SW_INFERRED);
-		break;
 	case CP_EV_PROCESS_FORK: {
 		const struct cp_ev_process_fork *f = (const void *)h;
 
@@ -263,7 +262,93 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		break;
 	}
 	}
+}
+
+static int life_cmp(const void *a, const void *b)
+{
+	const struct cp_hdr *x = *(const struct cp_hdr *const *)a;
+	const struct cp_hdr *y = *(const struct cp_hdr *const *)b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x < y ? -1 : x > y; /* as drained */
+}
+
+/* The lifecycle records of the pass just drained, in time order. */
+static void life_follow(struct recorder *r)
+{
+	const struct cp_hdr **order;
+	size_t n = 0;
+
+	if (!r->nlife)
+		return;
+	for (size_t off = 0; off < r->nlife; off += ((const struct cp_hdr *)(r->life + off))->size)
+		n++;
+	order = malloc(n * sizeof(*order));
+	if (!order) {
+		write_error(r, -ENOMEM);
+		r->nlife = 0;
+		return;
+	}
+	n = 0;
+	for (size_t off = 0; off < r->nlife; off += ((const struct cp_hdr *)(r->life + off))->size)
+		order[n++] = (const struct cp_hdr *)(r->life + off);
+	qsort(order, n, sizeof(*order), life_cmp);
+	for (size_t i = 0; i < n; i++)
+		on_life(r, order[i], order[i]->size);
+	free(order);
+	r->nlife = 0;
+}
+
+/* Ring buffer callback: store the record; lifecycle records are followed
+ * after the pass (life_follow). */
+static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
+{
+	struct recorder *r = ctx;
+
+	if (append(r, h))
+		return -1; /* stops the poll: the loop sees write_err */
+	r->events++;
+	switch (h->type) {
+	case CP_EV_SCHED_SWITCH:
+		r->inferred += !!(((const struct cp_ev_sched_switch *)h)->flags & CP_SW_INFERRED);
+		break;
+	case CP_EV_PROCESS_FORK:
+	case CP_EV_PROCESS_EXEC:
+	case CP_EV_PROCESS_EXIT: {
+		size_t size = CP_ALIGN(len);
+
+		if (r->nlife + size > r->caplife) {
+			size_t cap = r->caplife ? r->caplife * 2 : 4096;
+			char *p;
+
+			while (cap < r->nlife + size)
+				cap *= 2;
+			p = realloc(r->life, cap);
+			if (!p) {
+				write_error(r, -ENOMEM);
+				return -1;
+			}
+			r->life = p;
+			r->caplife = cap;
+		}
+		memcpy(r->life + r->nlife, h, len);
+		memset(r->life + r->nlife + len, 0, size - len);
+		((struct cp_hdr *)(r->life + r->nlife))->size = (uint16_t)size;
+		r->nlife += size;
+		break;
+	}
+	}
 	return 0;
+}
+
+/* One drain of the rings, its lifecycle records followed in time order. */
+static int drain(struct recorder *r, int timeout_ms)
+{
+	int err = rec_bpf__poll(r->bpf, timeout_ms);
+
+	life_follow(r);
+	return err;
 }
 
 static void check_drops(struct recorder *r, uint64_t now)
@@ -705,7 +790,7 @@ int cmd_record(int argc, char **argv)
 			r->ntargets == 1 ? "" : "es", r->out, dur > 0 ? "" : " (Ctrl-C to stop)");
 
 	while (!stop_signal && !r->write_err) {
-		err = rec_bpf__poll(r->bpf, POLL_MS);
+		err = drain(r, POLL_MS);
 		if (err < 0 && err != -EINTR && !r->write_err) {
 			fprintf(stderr, "critpath record: reading the ring buffer: %s\n",
 				strerror(-err));
@@ -742,7 +827,7 @@ int cmd_record(int argc, char **argv)
 	}
 	/* what is still in the ring buffer, then the drops and blocked calls */
 	if (!r->write_err)
-		rec_bpf__poll(r->bpf, 0);
+		drain(r, 0);
 	now = rec_meta__now();
 	if (!r->write_err)
 		check_drops(r, now);
@@ -800,6 +885,7 @@ cleanup:
 		recording_writer__close(r->w, NULL);
 	rec_meta__host_free(&host);
 	free(r->drops_seen);
+	free(r->life);
 	free(r);
 	return ret;
 }
