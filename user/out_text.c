@@ -209,6 +209,11 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 	}
 	if (g->cpu >= 0)
 		fprintf(f, " cpu%d", g->cpu);
+	/* where in the request: the downstream call or probed functions
+	 * (frames past service and name), which tell apart consecutive
+	 * segments of one thread */
+	for (uint32_t i = 2; i < g->nframes; i++)
+		fprintf(f, "%s%s", i == 2 ? " in " : " ; ", g->frames[i] ? g->frames[i] : "?");
 	if (g->interference)
 		fputs(" interference", f);
 	if (g->peer)
