@@ -389,6 +389,7 @@ static void tick(struct recorder *r, uint64_t now)
 		if (t->dead) {
 			if (t->dead == 1) {
 				rec_bpf__forget_target(r->bpf, t->pid);
+				rec_tls__forget(r->tls, t->pid);
 				t->dead = 2;
 			}
 			continue;

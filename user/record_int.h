@@ -89,6 +89,7 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 		  uint64_t ts, uint64_t *records);
 /* The summary's line: in which processes TLS capture was on (none: no
  * line). */
+void rec_tls__forget(struct rec_tls *t, pid_t pid);
 void rec_tls__summary(const struct rec_tls *t);
 void rec_tls__destroy(struct rec_tls *t);
 

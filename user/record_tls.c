@@ -35,18 +35,23 @@ static const struct {
     {"SSL_write_ex", CP_TLS_SSL_WRITE_EX, false},
 };
 
+#define TLS_NFNS (sizeof(tls_fns) / sizeof(tls_fns[0]))
+
 struct tls_proc {
 	pid_t pid;
 	bool on; /* attached (else it failed, and said why) */
+	struct bpf_link *links[2 * TLS_NFNS]; /* entry and return of each */
+	int nlinks;
 };
 
 struct rec_tls {
 	bool quiet;
 	const char *off;	/* why capture is off (static), NULL: on */
-	struct tls_proc *procs; /* processes that map libssl */
+	struct tls_proc *procs; /* live processes that map libssl */
 	int nprocs, capprocs;
-	struct bpf_link **links;
-	int nlinks, caplinks;
+	/* for the summary: how many were attached, the first of them */
+	int attached;
+	char list[256];
 };
 
 int rec_tls__new(struct rec_tls **t, const char *off, bool quiet)
@@ -88,36 +93,28 @@ static int libssl_of(pid_t pid, char *out, size_t n)
 	return err;
 }
 
-static int links_add(struct rec_tls *t, struct bpf_link *l)
+static void proc_detach(struct tls_proc *p)
 {
-	if (t->nlinks == t->caplinks) {
-		int cap = t->caplinks ? t->caplinks * 2 : 64;
-		struct bpf_link **p = realloc(t->links, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		t->links = p;
-		t->caplinks = cap;
-	}
-	t->links[t->nlinks++] = l;
-	return 0;
+	while (p->nlinks)
+		bpf_link__destroy(p->links[--p->nlinks]);
 }
 
 /* Entry and return of each function in lib (seen through pid's root, so a
- * process in another mount namespace is found too); the names attached
- * into fns. On failure, what this call attached is detached again. */
-static int attach_lib(struct rec_tls *t, struct rec_bpf *b, pid_t pid, const char *lib, char *fns,
+ * process in another mount namespace is found too), into p's links; the
+ * names attached into fns. On failure, what this call attached is
+ * detached again. */
+static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const char *lib, char *fns,
 		      size_t n)
 {
 	struct bpf_program *progs[2];
 	char bin[PATH_MAX + 32];
-	int first = t->nlinks, err = 0;
+	int err = 0;
 
 	if (rec_bpf__tls_progs(b, &progs[0], &progs[1]))
 		return -ENOENT;
 	snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
 	fns[0] = 0;
-	for (size_t i = 0; i < sizeof(tls_fns) / sizeof(tls_fns[0]) && !err; i++) {
+	for (size_t i = 0; i < TLS_NFNS && !err; i++) {
 		bool absent = false;
 
 		for (int ret = 0; ret < 2 && !err && !absent; ret++) {
@@ -134,18 +131,14 @@ static int attach_lib(struct rec_tls *t, struct rec_bpf *b, pid_t pid, const cha
 					err = 0;
 				continue;
 			}
-			err = links_add(t, l);
-			if (err)
-				bpf_link__destroy(l);
+			p->links[p->nlinks++] = l;
 		}
 		if (!err && !absent)
 			snprintf(fns + strlen(fns), n - strlen(fns), "%s%s", *fns ? ", " : "",
 				 tls_fns[i].symbol);
 	}
-	if (err) {
-		while (t->nlinks > first)
-			bpf_link__destroy(t->links[--t->nlinks]);
-	}
+	if (err)
+		proc_detach(p);
 	return err;
 }
 
@@ -211,9 +204,13 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 		t->capprocs = cap;
 	}
 	p = &t->procs[t->nprocs++];
+	memset(p, 0, sizeof(*p));
 	p->pid = pid;
-	err = attach_lib(t, b, pid, lib, fns, sizeof(fns));
+	err = attach_lib(p, b, pid, lib, fns, sizeof(fns));
 	p->on = !err;
+	if (p->on && t->attached++ < 16)
+		snprintf(t->list + strlen(t->list), sizeof(t->list) - strlen(t->list), "%s%d",
+			 t->attached > 1 ? ", " : "", pid);
 	if (err == -ENOMEM || err == -ESRCH)
 		return err; /* gone: nothing to say */
 	if (err) {
@@ -232,31 +229,36 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	return hook_write(w, ts, pid, CP_HOOK_ATTACHED, detail, records);
 }
 
+/*
+ * A process that exited: its uprobes come off (each holds a perf event, so
+ * a forking TLS server would otherwise run the recorder out of file
+ * descriptors), and a process given its pid later is looked at afresh.
+ */
+void rec_tls__forget(struct rec_tls *t, pid_t pid)
+{
+	for (int i = 0; t && i < t->nprocs; i++) {
+		if (t->procs[i].pid != pid)
+			continue;
+		proc_detach(&t->procs[i]);
+		t->procs[i] = t->procs[--t->nprocs];
+		return;
+	}
+}
+
 void rec_tls__summary(const struct rec_tls *t)
 {
-	char list[256] = "";
-	int on = 0;
-
-	for (int i = 0; t && i < t->nprocs; i++) {
-		if (!t->procs[i].on)
-			continue;
-		if (strlen(list) + 16 < sizeof(list))
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d",
-				 on ? ", " : "", t->procs[i].pid);
-		on++;
-	}
-	if (on)
-		fprintf(stderr, "critpath record: TLS plaintext captured in %d process%s (%s)\n",
-			on, on == 1 ? "" : "es", list);
+	if (t && t->attached)
+		fprintf(stderr, "critpath record: TLS plaintext captured in %d process%s (%s%s)\n",
+			t->attached, t->attached == 1 ? "" : "es", t->list,
+			t->attached > 16 ? ", …" : "");
 }
 
 void rec_tls__destroy(struct rec_tls *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < t->nlinks; i++)
-		bpf_link__destroy(t->links[i]);
-	free(t->links);
+	for (int i = 0; i < t->nprocs; i++)
+		proc_detach(&t->procs[i]);
 	free(t->procs);
 	free(t);
 }
