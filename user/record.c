@@ -25,6 +25,9 @@
 
 #define TICK_MS 100
 #define POLL_MS 10 /* the ring buffer wakes us only when filling up */
+/* a target without libssl is looked at again after 1 s, then 2, 4, … 32 */
+#define TLS_AGAIN_NS 1000000000ull
+#define TLS_AGAIN_MAX_NS 32000000000ull
 #define FLUSH_NS 1000000000ull
 #define MAX_TARGETS 4096
 /* Full frames waiting for the compression thread: 16 × ~576 KiB of memory,
@@ -44,6 +47,9 @@ struct target {
 	uint8_t dead;	/* 1: group exited, 2: removed from the target map */
 	bool need_meta; /* named on the command line: metadata at the next tick */
 	bool need_tls;	/* new, or exec'd: look for libssl at the next tick */
+	/* libssl can come later (dlopen: Python's ssl module): looked for
+	 * again at tls_again, each time twice as long after */
+	uint64_t tls_again, tls_every;
 	uint32_t ppid;	/* who forked it (0: not seen): its exec record does not say */
 };
 
@@ -212,6 +218,18 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 				t->ppid = f->parent_pid;
 			}
 			meta_now(r, f->child_pid, h->ts, &seen);
+			/* a fork maps what its parent maps: TLS capture from its
+			 * first requests (a pre-fork server's workers), not from
+			 * the next tick; an exec is left to the tick, whose
+			 * loader has mapped libssl by then */
+			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err) {
+				int err = rec_tls__scan(r->tls, r->bpf, f->child_pid, r->w, h->ts,
+							&r->metadata);
+
+				t->need_tls = false;
+				if (err && err != -ESRCH)
+					write_error(r, err);
+			}
 		} else {
 			struct cp_md_thread m = {};
 
@@ -402,7 +420,13 @@ static void tick(struct recorder *r, uint64_t now)
 		}
 		/* the launched command maps the recorder's libraries until it
 		 * has exec'd */
-		if (t->need_tls && (t->pid != r->child || r->child_exec) && !r->write_err) {
+		if ((t->need_tls || now >= t->tls_again) && (t->pid != r->child || r->child_exec) &&
+		    !r->write_err) {
+			if (t->need_tls || !t->tls_every)
+				t->tls_every = TLS_AGAIN_NS;
+			else if (t->tls_every < TLS_AGAIN_MAX_NS)
+				t->tls_every *= 2;
+			t->tls_again = now + t->tls_every;
 			t->need_tls = false;
 			err = rec_tls__scan(r->tls, r->bpf, t->pid, r->w, now, &r->metadata);
 			if (err && err != -ESRCH)

@@ -8,11 +8,11 @@
  * not host-wide (the kernel puts the breakpoints into the address spaces of
  * the processes attached only), as --probe does (record_probe.c).
  *
- * A process is looked at when the recording starts and whenever the
- * recorder takes its metadata: when it is new to the recording (a fork
- * followed) and after each exec, so a launched command (-- CMD) is attached
- * once it has exec'd and its loader has mapped libssl. A library loaded
- * later with dlopen() is not seen.
+ * A process is looked at when the recording starts, when a fork of it is
+ * drained, at the tick after each exec (a launched command, -- CMD, once it
+ * has exec'd and its loader has mapped libssl), and again at growing
+ * intervals for a libssl loaded later with dlopen() (record.c's tick). Its
+ * uprobes come off when it exits (rec_tls__forget).
  */
 #include <errno.h>
 #include <limits.h>

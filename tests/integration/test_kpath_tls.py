@@ -11,7 +11,9 @@ The recording has one tls_read record per request, with the request's
 plaintext, and SSL_write's socket writes carry the response's plaintext.
 With --ex the server uses SSL_read_ex/SSL_write_ex, recorded as a launched
 command (`-- CMD`, attached once it has exec'd). --no-tls gives the
-unnamed fallback, and --payload-bytes bounds the plaintext (0: none)."""
+unnamed fallback, and --payload-bytes bounds the plaintext (0: none). A
+libssl loaded by dlopen after the recording began, and short-lived forks of
+a TLS process, are attached too."""
 import os
 import shutil
 import signal
@@ -148,6 +150,47 @@ def launched(tap, cert, key):
         check_named(tap, "tls -- CMD (SSL_read_ex/SSL_write_ex)", rep, port)
 
 
+# python3 loads libssl with dlopen when ssl is imported, a second after it
+# started; then forks KIDS children that live 30 ms each
+LATE_SSL = """import os, sys, time
+time.sleep(1.0)
+import ssl
+time.sleep(1.5)
+kids = []
+for i in range(%d):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.03)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+print(" ".join(map(str, kids)), flush=True)
+"""
+KIDS = 5
+
+
+def late_and_forked(tap):
+    """A libssl loaded by dlopen after the recording began is found by the
+    tick's later looks; a fork of a TLS process is attached as soon as its
+    fork is drained, so 30 ms children are covered."""
+    path = os.path.join(K.workdir("tls"), "late.rec")
+    r = R.run([CRITPATH, "record", "-q", "-o", path, "--", sys.executable, "-c",
+               LATE_SSL % KIDS], timeout=60)
+    kids = [int(x) for x in r.out.split()] if r.rc == 0 else []
+    d = R.Dump(path)
+    hooks = {h.get("name"): h.get("status") for h in d.of("hook")}
+    parent = [x["pid"] for x in d.of("process_exec") if x["pid"] not in kids]
+    tap.ok(f"tls late: the launched python, which imports ssl 1 s in, is attached "
+           f"({parent})", r.rc == 0 and parent and hooks.get(f"tls pid {parent[0]}") ==
+           "attached", f"{r.describe()}\nhooks {hooks}")
+    tap.ok(f"tls late: its {KIDS} children of 30 ms are attached from their fork",
+           len(kids) == KIDS and all(hooks.get(f"tls pid {k}") == "attached" for k in kids),
+           f"children {kids}\nhooks {hooks}")
+    tap.ok(f"tls late: the summary counts {KIDS + 1} processes",
+           f"TLS plaintext captured in {KIDS + 1} processes" in r.err, r.err[-1500:])
+
+
 def main():
     tap = Tap()
     if not tap.ok("critpath and kp_tls_server are built",
@@ -208,6 +251,7 @@ def main():
     K.stop(server)
 
     launched(tap, cert, key)
+    late_and_forked(tap)
     K.done(tap)
 
 
