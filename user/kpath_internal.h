@@ -217,6 +217,7 @@ struct kp_conn {
 	uint8_t role;  /* enum kp_role */
 	uint8_t phase; /* enum kp_phase */
 	uint8_t seen_data;
+	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	uint64_t prev_end; /* end of the last request served */
 	uint32_t nreq;	   /* requests finished on it */
