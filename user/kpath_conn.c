@@ -64,14 +64,28 @@ static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
 	       !memcmp(x->laddr, y->laddr, CP_ADDR_LEN) && !memcmp(x->raddr, y->raddr, CP_ADDR_LEN);
 }
 
+static uint32_t *conn_hint(struct kp *kp, const struct kp_addr *a)
+{
+	return &kp->cn_hint[(a->lport * 31u + a->rport) % KP_CN_HINTS];
+}
+
 uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 {
-	uint64_t key = addr_hash(host, a);
-	uint32_t i = kp_map__get(&kp->cnmap, key);
+	uint32_t *hint = conn_hint(kp, a), i = *hint;
+	uint64_t key;
 	struct kp_conn *c;
 
-	if (i != KP_NONE && kp->cn[i].host == host && addr_eq(&kp->cn[i].a, a))
+	/* a conn with a's host and address, in use (a recycled slot's family
+	 * is 0) and not displaced, is the one cnmap names for a */
+	if (a->family && i < kp->ncn && kp->cn[i].host == host && !kp->cn[i].displaced &&
+	    addr_eq(&kp->cn[i].a, a))
 		return i;
+	key = addr_hash(host, a);
+	i = kp_map__get(&kp->cnmap, key);
+	if (i != KP_NONE && kp->cn[i].host == host && addr_eq(&kp->cn[i].a, a)) {
+		*hint = i;
+		return i;
+	}
 	if (i != KP_NONE)
 		kp->cn[i].displaced = 1; /* the put below takes its key */
 	if (kp->nfreecn) {
@@ -89,12 +103,14 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 	c->peer = KP_NONE;
 	c->req.reader = c->req.writer = KP_NONE;
 	if (kp_map__put(&kp->cnmap, key, i)) {
+		c->a.family = 0; /* free, as kp__conn's hint check reads it */
 		if (i < kp->ncn)
 			kp->freecn[kp->nfreecn++] = i; /* still free */
 		return KP_NONE;
 	}
 	if (i == kp->ncn)
 		kp->ncn++;
+	*hint = i;
 	return i;
 }
 

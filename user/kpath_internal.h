@@ -41,6 +41,7 @@
 #define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
 #define KP_NAME_LEN 64
 #define KP_TH_HINTS 256 /* kp->th_hint slots */
+#define KP_CN_HINTS 64	/* kp->cn_hint slots */
 #define KP_ADDR_STR_LEN 48 /* "[ipv6]:port" */
 
 enum kp_state {
@@ -340,6 +341,9 @@ struct kp {
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
+	/* by ports: the conn kp__conn found last there (the cnmap probe
+	 * after hashing the address missed the cache) */
+	uint32_t cn_hint[KP_CN_HINTS];
 	/* connections closed, waiting to be recycled; recycled slots for reuse
 	 * (memory follows the open connections, not all there ever were) */
 	uint32_t *closed, nclosed, capclosed;
