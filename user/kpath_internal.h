@@ -42,6 +42,7 @@
 #define KP_NAME_LEN 64
 #define KP_TH_HINTS 256 /* kp->th_hint slots */
 #define KP_CN_HINTS 64	/* kp->cn_hint slots */
+#define KP_PR_HINTS 256 /* kp->pr_hint slots */
 #define KP_ADDR_STR_LEN 48 /* "[ipv6]:port" */
 
 enum kp_state {
@@ -331,6 +332,9 @@ struct kp {
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
 	struct kp_map prmap; /* host << 32 | pid → process index */
+	/* by pid: prmap's answer kp__proc_find gave last (every switch asks
+	 * for both its pids; the map's probe missed the cache) */
+	uint32_t pr_hint[KP_PR_HINTS];
 	/* slots of exited threads and processes, recycled (kp__tl_recycle) */
 	uint32_t *freeth, nfreeth, capfreeth;
 	uint32_t *freepr, nfreepr, capfreepr;
@@ -498,7 +502,7 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
 uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid);
 uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid);
-uint32_t kp__proc_find(const struct kp *kp, uint32_t host, int32_t pid);
+uint32_t kp__proc_find(struct kp *kp, uint32_t host, int32_t pid);
 int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e, uint64_t ts);
 int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking *e, uint64_t ts);
 int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, uint64_t ts);
