@@ -80,7 +80,14 @@ uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid)
 
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
 {
-	return kp_map__get(&kp->thmap, (uint64_t)host << 32 | (uint32_t)tid);
+	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
+	uint32_t i = kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
+
+	/* the hint's rule, in kp__thread: one naming a thread with this key
+	 * is the map's answer */
+	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
+		return i;
+	return kp_map__get(&kp->thmap, key);
 }
 
 static uint32_t thread_new(struct kp *kp, uint32_t host, int32_t pid, int32_t tid, uint32_t p)
@@ -118,7 +125,7 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 	 * thread with this key is the map's answer */
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
-	i = kp__thread_find(kp, host, tid);
+	i = kp_map__get(&kp->thmap, key);
 	if (i != KP_NONE) {
 		*hint = i;
 		return i;
