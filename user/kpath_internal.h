@@ -41,6 +41,8 @@
 #define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
 #define KP_NAME_LEN 64
 #define KP_TH_HINTS 256 /* kp->th_hint slots */
+#define KP_CN_HINTS 64	/* kp->cn_hint slots */
+#define KP_PR_HINTS 256 /* kp->pr_hint slots */
 #define KP_ADDR_STR_LEN 48 /* "[ipv6]:port" */
 
 enum kp_state {
@@ -217,6 +219,7 @@ struct kp_conn {
 	uint8_t role;  /* enum kp_role */
 	uint8_t phase; /* enum kp_phase */
 	uint8_t seen_data;
+	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	uint64_t prev_end; /* end of the last request served */
 	uint32_t nreq;	   /* requests finished on it */
@@ -329,6 +332,9 @@ struct kp {
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
 	struct kp_map prmap; /* host << 32 | pid → process index */
+	/* by pid: prmap's answer kp__proc_find gave last (every switch asks
+	 * for both its pids; the map's probe missed the cache) */
+	uint32_t pr_hint[KP_PR_HINTS];
 	/* slots of exited threads and processes, recycled (kp__tl_recycle) */
 	uint32_t *freeth, nfreeth, capfreeth;
 	uint32_t *freepr, nfreepr, capfreepr;
@@ -339,6 +345,9 @@ struct kp {
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
+	/* by ports: the conn kp__conn found last there (the cnmap probe
+	 * after hashing the address missed the cache) */
+	uint32_t cn_hint[KP_CN_HINTS];
 	/* connections closed, waiting to be recycled; recycled slots for reuse
 	 * (memory follows the open connections, not all there ever were) */
 	uint32_t *closed, nclosed, capclosed;
@@ -493,7 +502,7 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
 uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid);
 uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid);
-uint32_t kp__proc_find(const struct kp *kp, uint32_t host, int32_t pid);
+uint32_t kp__proc_find(struct kp *kp, uint32_t host, int32_t pid);
 int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e, uint64_t ts);
 int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking *e, uint64_t ts);
 int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, uint64_t ts);

@@ -19,9 +19,19 @@
  * that follows within this long. */
 #define KP_PEND_WAKE_NS 100000ull
 
-uint32_t kp__proc_find(const struct kp *kp, uint32_t host, int32_t pid)
+/* pr_hint follows prmap: set to its answer here and to a new process in
+ * proc_new (the pid's newest), forgotten when its slot is recycled. So a
+ * hint naming a process with this host and pid is the map's answer. */
+uint32_t kp__proc_find(struct kp *kp, uint32_t host, int32_t pid)
 {
-	return kp_map__get(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid);
+	uint32_t *hint = &kp->pr_hint[(uint32_t)pid % KP_PR_HINTS], i = *hint;
+
+	if (i < kp->npr && kp->pr[i].pid == pid && kp->pr[i].host == host)
+		return i;
+	i = kp_map__get(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid);
+	if (i != KP_NONE)
+		*hint = i;
+	return i;
 }
 
 /* The slot a new process or thread takes: a recycled one first, else one
@@ -57,6 +67,7 @@ static uint32_t proc_new(struct kp *kp, uint32_t host, int32_t pid)
 	memset(p, 0, sizeof(*p));
 	p->host = host;
 	p->pid = pid;
+	kp->pr_hint[(uint32_t)pid % KP_PR_HINTS] = i;
 	return i;
 }
 
@@ -69,7 +80,14 @@ uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid)
 
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
 {
-	return kp_map__get(&kp->thmap, (uint64_t)host << 32 | (uint32_t)tid);
+	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
+	uint32_t i = kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
+
+	/* the hint's rule, in kp__thread: one naming a thread with this key
+	 * is the map's answer */
+	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
+		return i;
+	return kp_map__get(&kp->thmap, key);
 }
 
 static uint32_t thread_new(struct kp *kp, uint32_t host, int32_t pid, int32_t tid, uint32_t p)
@@ -107,7 +125,7 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 	 * thread with this key is the map's answer */
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
-	i = kp__thread_find(kp, host, tid);
+	i = kp_map__get(&kp->thmap, key);
 	if (i != KP_NONE) {
 		*hint = i;
 		return i;
@@ -679,6 +697,8 @@ static void proc_recycle(struct kp *kp, uint32_t i)
 
 	if (kp_map__get(&kp->prmap, key) == i)
 		kp_map__del(&kp->prmap, key);
+	if (kp->pr_hint[(uint32_t)p->pid % KP_PR_HINTS] == i)
+		kp->pr_hint[(uint32_t)p->pid % KP_PR_HINTS] = KP_NONE;
 	free(p->listen);
 	memset(p, 0, sizeof(*p));
 	kp->freepr[kp->nfreepr++] = i;
