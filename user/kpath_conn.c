@@ -64,6 +64,18 @@ static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
 	       !memcmp(x->laddr, y->laddr, CP_ADDR_LEN) && !memcmp(x->raddr, y->raddr, CP_ADDR_LEN);
 }
 
+/* A record's 4-tuple as an address (padding 0, as addr_hash reads it). */
+static void addr_of(struct kp_addr *a, uint16_t family, uint16_t lport, uint16_t rport,
+		    const uint8_t *laddr, const uint8_t *raddr)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = family;
+	a->lport = lport;
+	a->rport = rport;
+	memcpy(a->laddr, laddr, CP_ADDR_LEN);
+	memcpy(a->raddr, raddr, CP_ADDR_LEN);
+}
+
 static uint32_t *conn_hint(struct kp *kp, const struct kp_addr *a)
 {
 	return &kp->cn_hint[(a->lport * 31u + a->rport) % KP_CN_HINTS];
@@ -175,12 +187,7 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 			return i;
 		}
 	}
-	memset(&a, 0, sizeof(a));
-	a.family = e->family;
-	a.lport = e->lport;
-	a.rport = e->rport;
-	memcpy(a.laddr, e->laddr, CP_ADDR_LEN);
-	memcpy(a.raddr, e->raddr, CP_ADDR_LEN);
+	addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
 	i = kp__conn(kp, host, &a);
 	if (i != KP_NONE && e->fd >= 0 && !kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i))
 		kp->cn[i].fdkey = fd_key(host, e->h.pid, e->fd);
@@ -434,14 +441,9 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 
 	/* the connection of the socket read inside it: known by then */
 	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
-		memset(&a, 0, sizeof(a));
-		a.family = e->family;
-		a.lport = e->lport;
-		a.rport = e->rport;
-		memcpy(a.laddr, e->laddr, CP_ADDR_LEN);
-		memcpy(a.raddr, e->raddr, CP_ADDR_LEN);
+		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
 		ci = kp_map__get(&kp->cnmap, addr_hash(host, &a));
-		if (ci != KP_NONE && (kp->cn[ci].host != host || memcmp(&kp->cn[ci].a, &a, sizeof(a))))
+		if (ci != KP_NONE && (kp->cn[ci].host != host || !addr_eq(&kp->cn[ci].a, &a)))
 			ci = KP_NONE;
 	} else {
 		ci = kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
@@ -695,12 +697,7 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	 * and no sequence to match, and not a NET_RX wakeup to explain */
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return 0;
-	memset(&a, 0, sizeof(a));
-	a.family = e->family;
-	a.lport = e->lport;
-	a.rport = e->rport;
-	memcpy(a.laddr, e->laddr, CP_ADDR_LEN);
-	memcpy(a.raddr, e->raddr, CP_ADDR_LEN);
+	addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
 	ci = kp__conn(kp, host, &a);
 	if (ci == KP_NONE)
 		return -ENOMEM;

@@ -198,6 +198,24 @@ static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct re
 		write_error(r, err);
 }
 
+/* Looks for libssl in t at ts (both CLOCK_MONOTONIC), and when to look
+ * again: 1 s after a new process or an exec, twice as long after each look
+ * since, up to TLS_AGAIN_MAX_NS (a library dlopen'd later). */
+static void tls_look(struct recorder *r, struct target *t, uint64_t ts)
+{
+	int err;
+
+	if (t->need_tls || !t->tls_every)
+		t->tls_every = TLS_AGAIN_NS;
+	else if (t->tls_every < TLS_AGAIN_MAX_NS)
+		t->tls_every *= 2;
+	t->tls_again = ts + t->tls_every;
+	t->need_tls = false;
+	err = rec_tls__scan(r->tls, r->bpf, t->pid, r->w, ts, &r->metadata);
+	if (err && err != -ESRCH)
+		write_error(r, err);
+}
+
 /* Follows one fork, exec or exit record (len: its size). */
 static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 {
@@ -222,14 +240,8 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 			 * first requests (a pre-fork server's workers), not from
 			 * the next tick; an exec is left to the tick, whose
 			 * loader has mapped libssl by then */
-			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err) {
-				int err = rec_tls__scan(r->tls, r->bpf, f->child_pid, r->w, h->ts,
-							&r->metadata);
-
-				t->need_tls = false;
-				if (err && err != -ESRCH)
-					write_error(r, err);
-			}
+			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err)
+				tls_look(r, t, h->ts);
 		} else {
 			struct cp_md_thread m = {};
 
@@ -421,17 +433,8 @@ static void tick(struct recorder *r, uint64_t now)
 		/* the launched command maps the recorder's libraries until it
 		 * has exec'd */
 		if ((t->need_tls || now >= t->tls_again) && (t->pid != r->child || r->child_exec) &&
-		    !r->write_err) {
-			if (t->need_tls || !t->tls_every)
-				t->tls_every = TLS_AGAIN_NS;
-			else if (t->tls_every < TLS_AGAIN_MAX_NS)
-				t->tls_every *= 2;
-			t->tls_again = now + t->tls_every;
-			t->need_tls = false;
-			err = rec_tls__scan(r->tls, r->bpf, t->pid, r->w, now, &r->metadata);
-			if (err && err != -ESRCH)
-				write_error(r, err);
-		}
+		    !r->write_err)
+			tls_look(r, t, now);
 		/* an exit we did not see (lost, or exited between checks) */
 		if (!rec_meta__alive(t->pid)) {
 			t->dead = 1;
