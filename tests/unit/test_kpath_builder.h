@@ -407,6 +407,16 @@ static inline int kb_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* A stream built in pieces: what was built since the last piece, in time
+ * order, into kp (source 0), and b emptied for the next. */
+static inline void kb_feed(struct kp *kp, struct kb *b)
+{
+	qsort(b->recs, b->n, sizeof(b->recs[0]), kb_cmp);
+	for (uint32_t i = 0; i < b->n; i++)
+		assert_int_equal(kp__add_record(kp, 0, &b->recs[i].u.h), 0);
+	b->n = 0;
+}
+
 /* Feeds the records in time order (ties: the order they were built); each
  * source is a recording of its own host ("boot-1", "boot-2", ...). */
 static inline int kb_run(struct kb *b)

@@ -36,14 +36,6 @@ static int count(void *arg, const struct cp_request *r)
 	return 0;
 }
 
-static void feed(struct kp *kp, struct kb *b)
-{
-	qsort(b->recs, b->n, sizeof(b->recs[0]), kb_cmp);
-	for (uint32_t i = 0; i < b->n; i++)
-		assert_int_equal(kp__add_record(kp, 0, &b->recs[i].u.h), 0);
-	b->n = 0;
-}
-
 /* One connection from port: accepted at t, a request read at t + 20 us,
  * answered at t + 60 us, closed at t + 70 us, by thread 100. */
 static void one_conn(struct kb *b, uint64_t t, uint16_t port, bool close_it)
@@ -73,10 +65,10 @@ static void test_churn(void **state)
 	kp__init(&kp, count, NULL);
 	assert_int_equal(kp__add_source(&kp, "boot-1", 0, "h", NULL, 2, models), 0);
 	kb_proc(&b, 100, "srv");
-	feed(&kp, &b);
+	kb_feed(&kp, &b);
 	for (uint32_t k = 0; k < NCONN; k++, t += MS) {
 		one_conn(&b, t, (uint16_t)(1024 + k % 60000), true);
-		feed(&kp, &b);
+		kb_feed(&kp, &b);
 	}
 	assert_int_equal(kp__finish(&kp), 0);
 	assert_int_equal(nreq, NCONN);
@@ -124,14 +116,14 @@ static void test_shared_socket(void **state)
 	kb_sock(&b, t - 5 * US, t, 100, 100, CP_SOCK_ACCEPT, 7, c, 7, 0, NULL);
 	kb_sock(&b, t + 1 * US, t + 2 * US, 100, 100, CP_SOCK_CLOSE, 7, c, 0, 0, NULL);
 	worker_request(&b, t + 3 * US, c, 1000);
-	feed(&kp, &b);
+	kb_feed(&kp, &b);
 	/* seven seconds of other connections let pruning run */
 	for (uint32_t k = 0; k < 70000; k++) {
 		one_conn(&b, t + 100 * US + k * 100 * US, (uint16_t)(5000 + k % 50000), false);
-		feed(&kp, &b);
+		kb_feed(&kp, &b);
 	}
 	worker_request(&b, t + 7100 * MS, c, 1019);
-	feed(&kp, &b);
+	kb_feed(&kp, &b);
 	assert_int_equal(kp__finish(&kp), 0);
 	assert_int_equal(nreq, 70002);
 	assert_int_equal(nbad, 0);

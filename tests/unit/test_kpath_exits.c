@@ -88,14 +88,6 @@ static int check(void *arg, const struct cp_request *r)
 	return 0;
 }
 
-static void feed(struct kp *kp, struct kb *b)
-{
-	qsort(b->recs, b->n, sizeof(b->recs[0]), kb_cmp);
-	for (uint32_t i = 0; i < b->n; i++)
-		assert_int_equal(kp__add_record(kp, 0, &b->recs[i].u.h), 0);
-	b->n = 0;
-}
-
 /* Request k at t on the server's keep-alive connection (server thread 100 on
  * CPU 0, running throughout but for its wait for the child; children on
  * CPU 1). */
@@ -140,10 +132,10 @@ static void test_short_lived_children(void **state)
 	assert_int_equal(kp__add_source(&kp, "boot-1", 0, "h", NULL, 2, models), 0);
 	kb_proc(&b, SRV, "srv");
 	kb_switch(&b, t0 - MS, 0, 0, 0, CP_PREV_PREEMPTED, SRV, SRV, "srv");
-	feed(&kp, &b);
+	kb_feed(&kp, &b);
 	for (uint32_t k = 0; k < NCHILD; k++) {
 		one_request(&b, t0 + k * MS, k);
-		feed(&kp, &b);
+		kb_feed(&kp, &b);
 	}
 	assert_int_equal(kp__finish(&kp), 0);
 	assert_int_equal(nreq, NCHILD);
@@ -287,10 +279,10 @@ static void test_forked_servers(void **state)
 	kp__init(&kp, check_forked, NULL);
 	assert_int_equal(kp__add_source(&kp, "boot-1", 0, "h", NULL, 2, models), 0);
 	kb_proc(&b, SRV, "srv");
-	feed(&kp, &b);
+	kb_feed(&kp, &b);
 	for (uint32_t k = 0; k < NFORKED; k++) {
 		forked_conn(&b, t0 + k * MS, k);
-		feed(&kp, &b);
+		kb_feed(&kp, &b);
 	}
 	assert_int_equal(kp__finish(&kp), 0);
 	print_message("# %u forked servers: %llu requests named after their own child; %u "

@@ -114,8 +114,11 @@ static void test_basic(void **state)
 }
 
 /* 2. Woken by a new child: A0 runs 0→4, blocks 4→6, woken at 6 by its child
- * A1 (forked at 2, runnable 2→3, running 3→6); A0 runs 6→8. */
-static void test_forked_child(void **state)
+ * A1 (forked at 2, runnable 2→3, running 3→6); A0 runs 6→8. exit_record:
+ * the child wakes A0 as it exits (a parent in wait4), its exit record at 5,
+ * before the wakeup and the final switch-out; it runs its exit until then:
+ * cpu, not a dead (unexplained) end. */
+static void forked_child(bool exit_record)
 {
 	static struct kb b;
 	const struct want w[] = {
@@ -131,6 +134,8 @@ static void test_forked_child(void **state)
 	kb_fork(&b, B + 2 * U, 0, 100, 100, 200, 200, "child");
 	kb_switch(&b, B + 3 * U, 1, 0, 0, CP_PREV_PREEMPTED, 200, 200, "child");
 	kb_switch(&b, B + 4 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	if (exit_record)
+		kb_exit(&b, B + 5 * U, 1, 200, 200, true);
 	kb_wake(&b, B + 6 * U, 1, 100, 100, 200, 200, CP_CTX_TASK, CP_SOFTIRQ_NONE);
 	kb_switch(&b, B + 6 * U, 1, 200, 200, CP_PREV_DEAD, 0, 0, NULL);
 	kb_switch(&b, B + 6 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
@@ -141,33 +146,14 @@ static void test_forked_child(void **state)
 	assert_string_equal(b.reqs[0].segs[2].frame3, "child");
 }
 
-/* 2b. The same child wakes A0 as it exits (a parent in wait4): the exit
- * record comes at 5, before the wakeup at 6 and the final switch-out, and
- * the child runs its exit until then: cpu, not a dead (unexplained) end. */
+static void test_forked_child(void **state)
+{
+	forked_child(false);
+}
+
 static void test_forked_child_exits(void **state)
 {
-	static struct kb b;
-	const struct want w[] = {
-	    {0, 2, CP_CAT_CPU, 100, false},
-	    {2, 3, CP_CAT_RUNQUEUE, 200, false},
-	    {3, 6, CP_CAT_CPU, 200, false},
-	    {6, 8, CP_CAT_CPU, 100, false},
-	};
-
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	serve_from_b(&b, 100, 100, 0, "GET /fork HTTP/1.1\r\n\r\n");
-	kb_fork(&b, B + 2 * U, 0, 100, 100, 200, 200, "child");
-	kb_switch(&b, B + 3 * U, 1, 0, 0, CP_PREV_PREEMPTED, 200, 200, "child");
-	kb_switch(&b, B + 4 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_exit(&b, B + 5 * U, 1, 200, 200, true);
-	kb_wake(&b, B + 6 * U, 1, 100, 100, 200, 200, CP_CTX_TASK, CP_SOFTIRQ_NONE);
-	kb_switch(&b, B + 6 * U, 1, 200, 200, CP_PREV_DEAD, 0, 0, NULL);
-	kb_switch(&b, B + 6 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	respond_at(&b, B + 8 * U, 100, 100);
-	assert_int_equal(kb_run(&b), 0);
-	assert_int_equal(b.nreqs, 1);
-	check_path(&b.reqs[0], w, 4);
+	forked_child(true);
 }
 
 /* 3. Network round trip between two traced processes: client 200 (serving
