@@ -594,7 +594,7 @@ int cmd_record(int argc, char **argv)
 	struct recording_info info = {};
 	struct recording_totals totals = {};
 	const char *sku = NULL, *why;
-	uint64_t start, deadline = 0, last_flush, now, bytes = 0, inflight = 0;
+	uint64_t start, attached, deadline = 0, last_flush, now, bytes = 0, inflight = 0;
 	unsigned long v;
 	double dur = 0;
 	int opt, ret = 1, err, go_fd = -1;
@@ -777,6 +777,12 @@ int cmd_record(int argc, char **argv)
 			strerror(-err));
 		goto cleanup;
 	}
+	/* The metadata of the start (hooks, probes, the targets' processes,
+	 * threads and sockets) is stamped with the time before the programs
+	 * are attached, so it comes before every event in time order: read
+	 * after the first events, it would name a server's connection whose
+	 * first record is a reply in flight too late to say it is a server's. */
+	attached = rec_meta__now();
 	if (rec_bpf__attach(r->bpf))
 		goto cleanup;
 	if (probes && attach_probes(r, probes, r->child > 0 ? argv[optind] : NULL))
@@ -787,26 +793,26 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	start = rec_meta__now();
-	r->last_check = start;
+	r->last_check = attached;
 	last_flush = start;
 	if (dur > 0)
 		deadline = start + (uint64_t)(dur * 1e9);
-	err = rec_bpf__write_hooks(r->bpf, r->w, start);
+	err = rec_bpf__write_hooks(r->bpf, r->w, attached);
 	if (err)
 		write_error(r, err);
 	else
 		r->metadata += rec_bpf__nhooks(r->bpf);
 	if (!err) {
-		err = rec_probes__write(probes, r->w, start, &r->metadata);
+		err = rec_probes__write(probes, r->w, attached, &r->metadata);
 		if (err)
 			write_error(r, err);
 	}
 	if (!err) {
-		err = rec_tls__write_hook(r->tls, r->w, start, &r->metadata);
+		err = rec_tls__write_hook(r->tls, r->w, attached, &r->metadata);
 		if (err)
 			write_error(r, err);
 	}
-	tick(r, start); /* process, thread and socket metadata of the targets */
+	tick(r, attached); /* process, thread and socket metadata of the targets */
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)
 			fprintf(stderr, "critpath record: cannot start the command\n");
