@@ -189,7 +189,8 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	}
 	addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
 	i = kp__conn(kp, host, &a);
-	if (i != KP_NONE && e->fd >= 0 && !kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i))
+	if (i != KP_NONE && e->fd >= 0 &&
+	    !kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i))
 		kp->cn[i].fdkey = fd_key(host, e->h.pid, e->fd);
 	return i;
 }
@@ -257,46 +258,167 @@ void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len)
 	kp__conn_addr_str(c, false, buf, len);
 }
 
-static bool proc_listens(const struct kp_proc *p, uint16_t port)
+/* Where port is in p's listening ports (sure ones first), or -1. */
+static int listen_at(const struct kp_proc *p, uint16_t port)
 {
 	for (uint32_t i = 0; i < p->nlisten; i++)
 		if (p->listen[i] == port)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
 }
 
-int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
+static bool proc_listens(const struct kp_proc *p, uint16_t port)
 {
-	struct kp_proc *p = &kp->pr[proc];
+	return listen_at(p, port) >= 0;
+}
 
-	if (!port || proc_listens(p, port))
+static bool proc_listens_sure(const struct kp_proc *p, uint16_t port)
+{
+	int i = listen_at(p, port);
+
+	return i >= 0 && (uint32_t)i < p->nsure;
+}
+
+/* A port p listens on, sure or guessed; a guess never displaces a sure one
+ * from the front (the first is the service's port). */
+static int listen_add(struct kp_proc *p, uint16_t port, bool sure)
+{
+	int i = listen_at(p, port);
+	uint16_t t;
+
+	if (!port) /* a Unix-domain socket's: no port to go by */
 		return 0;
-	if (kp__grow((void **)&p->listen, &p->caplisten, p->nlisten + 1, sizeof(*p->listen)))
-		return -ENOMEM;
-	p->listen[p->nlisten++] = port;
+	if (i < 0) {
+		if (kp__grow((void **)&p->listen, &p->caplisten, p->nlisten + 1,
+			     sizeof(*p->listen)))
+			return -ENOMEM;
+		i = (int)p->nlisten++;
+		p->listen[i] = port;
+	}
+	if (!sure || (uint32_t)i < p->nsure)
+		return 0;
+	t = p->listen[p->nsure]; /* the first guessed one, or port itself */
+	p->listen[p->nsure++] = port;
+	p->listen[i] = t;
 	return 0;
 }
 
-/* A connection that was open before the recording started: decide its
- * side from listening ports, else from who spoke first. */
-static void conn_guess_role(struct kp *kp, struct kp_conn *c, bool reading)
+/* A guessed port that was not one: gone, sure ones keep their order. */
+static void listen_unguess(struct kp_proc *p, uint16_t port)
 {
+	int i = listen_at(p, port);
+
+	if (i >= 0 && (uint32_t)i >= p->nsure)
+		p->listen[i] = p->listen[--p->nlisten];
+}
+
+/* A guessed connection takes its real role: what it was doing under the
+ * wrong one is dropped (a client's call, or a request that was a reply). */
+static void conn_correct(struct kp *kp, struct kp_conn *c, uint8_t role)
+{
+	if (role == KP_ROLE_CLIENT && c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
+		listen_unguess(&kp->pr[c->proc], c->a.lport);
+	c->role = role;
+	c->role_guessed = 0;
+	c->phase = KP_PH_IDLE;
+	c->req.reader = c->req.writer = KP_NONE;
+	c->req.nruns = 0;
+	c->req.tls_wait = false;
+	c->service[0] = c->last_name[0] = '\0';
+	c->iservice = c->iname = NULL;
+}
+
+/* The first n of the guessed list: the ones still guessed stay on it. */
+static void guessed_compact(struct kp *kp, uint32_t n)
+{
+	uint32_t keep = 0;
+
+	if (!kp->nguessed)
+		return;
+	for (uint32_t k = 0; k < n; k++)
+		if (kp->cn[kp->guessed[k]].role_guessed)
+			kp->guessed[keep++] = kp->guessed[k];
+	memmove(kp->guessed + keep, kp->guessed + n, (kp->nguessed - n) * sizeof(*kp->guessed));
+	kp->nguessed -= n - keep;
+}
+
+/*
+ * proc listens on port, for sure: connections whose role was guessed from
+ * who spoke first are checked again, by the rules conn_guess_role applies
+ * first. At attach the recorder writes its metadata (listening sockets
+ * among them) after the first events: a server's connection open before
+ * the recording, whose first record is the write of a reply in flight,
+ * was taken for a client's until this says otherwise.
+ */
+int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
+{
+	struct kp_proc *p = &kp->pr[proc];
+	uint32_t host = p->host, n = kp->nguessed;
+	int err;
+
+	if (!port || proc_listens_sure(p, port))
+		return 0;
+	err = listen_add(p, port, true);
+	if (err)
+		return err;
+	for (uint32_t k = 0; k < kp->nguessed; k++) {
+		struct kp_conn *c = &kp->cn[kp->guessed[k]];
+
+		if (!c->role_guessed)
+			continue;
+		if (c->proc == proc && c->a.lport == port) {
+			if (c->role != KP_ROLE_SERVER)
+				conn_correct(kp, c, KP_ROLE_SERVER);
+			c->role_guessed = 0;
+		} else if (c->host == host && c->a.rport == port && c->role == KP_ROLE_SERVER &&
+			   !(c->proc != KP_NONE &&
+			     proc_listens_sure(&kp->pr[c->proc], c->a.lport))) {
+			conn_correct(kp, c, KP_ROLE_CLIENT);
+		}
+	}
+	guessed_compact(kp, n);
+	return 0;
+}
+
+/* c (index ci) has a guessed role: on the list kp__proc_listen checks
+ * (without room, it keeps its guess) */
+static void conn_guessed(struct kp *kp, uint32_t ci)
+{
+	kp->cn[ci].role_guessed = 1;
+	if (!kp__grow((void **)&kp->guessed, &kp->capguessed, kp->nguessed + 1,
+		      sizeof(*kp->guessed)))
+		kp->guessed[kp->nguessed++] = ci;
+}
+
+/* A connection that was open before the recording started: decide its
+ * side from listening ports, else from who spoke first (a guess, which
+ * kp__proc_listen corrects when a listening port comes to be known). */
+static void conn_guess_role(struct kp *kp, uint32_t ci, bool reading)
+{
+	struct kp_conn *c = &kp->cn[ci];
+
 	if (c->role != KP_ROLE_UNKNOWN)
 		return;
 	if (c->proc != KP_NONE && proc_listens(&kp->pr[c->proc], c->a.lport)) {
 		c->role = KP_ROLE_SERVER;
+		if (!proc_listens_sure(&kp->pr[c->proc], c->a.lport))
+			conn_guessed(kp, ci);
 		return;
 	}
 	for (uint32_t i = 0; i < kp->npr; i++) {
 		if (kp->pr[i].host == c->host && proc_listens(&kp->pr[i], c->a.rport)) {
 			c->role = KP_ROLE_CLIENT;
+			if (!proc_listens_sure(&kp->pr[i], c->a.rport))
+				conn_guessed(kp, ci);
 			return;
 		}
 	}
 	c->role = reading ? KP_ROLE_SERVER : KP_ROLE_CLIENT;
-	/* a server side seen first mid-stream: its port is one the process listens on */
+	conn_guessed(kp, ci);
+	/* a server side seen first mid-stream: its port is one the process
+	 * listens on, a guess too (ENOMEM: the next connection guesses again) */
 	if (c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
-		kp__proc_listen(kp, c->proc, c->a.lport);
+		(void)listen_add(&kp->pr[c->proc], c->a.lport, false);
 }
 
 static void conn_reset(struct kp_conn *c)
@@ -309,6 +431,7 @@ static void conn_reset(struct kp_conn *c)
 	c->prev_end = 0;
 	c->peer = KP_NONE;
 	c->req.reader = c->req.writer = KP_NONE;
+	c->role_guessed = 0; /* its accept or connect says */
 }
 
 static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
@@ -404,7 +527,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	enum kp_proto pr;
 	int err;
 
-	conn_guess_role(kp, c, true);
+	conn_guess_role(kp, ci, true);
 	c->seen_data = 1;
 	if (c->role == KP_ROLE_CLIENT) {
 		c->phase = KP_PH_READING;
@@ -471,7 +594,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	struct kp_conn *c = &kp->cn[ci];
 	struct kp_write *w;
 
-	conn_guess_role(kp, c, false);
+	conn_guess_role(kp, ci, false);
 	c->seen_data = 1;
 	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))
 		return -ENOMEM;
@@ -603,6 +726,7 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		kp->conns_recycled++;
 	}
 	kp->nclosed = keep;
+	guessed_compact(kp, kp->nguessed); /* recycled ones leave the list */
 }
 
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,

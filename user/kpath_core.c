@@ -227,6 +227,7 @@ void kp__free(struct kp *kp)
 	free(kp->cn);
 	free(kp->closed);
 	free(kp->freecn);
+	free(kp->guessed);
 	free(kp->freeth);
 	free(kp->freepr);
 	free(kp->src);

@@ -144,8 +144,10 @@ struct kp_proc {
 	int32_t pid;
 	char comm[CP_COMM_LEN];
 	bool comm_from_md; /* CP_MD_PROCESS named it: keep that name */
-	uint16_t *listen;  /* listening ports */
-	uint32_t nlisten, caplisten;
+	/* listening ports: the first nsure known (listen metadata, accept),
+	 * the rest guessed from a connection read first mid-stream */
+	uint16_t *listen;
+	uint32_t nlisten, caplisten, nsure;
 	/* kp__proc_frame_service: the walk names other processes on every
 	 * request; the name, and the comm and port it was made from */
 	char svc[KP_NAME_LEN];
@@ -220,6 +222,7 @@ struct kp_conn {
 	uint8_t phase; /* enum kp_phase */
 	uint8_t seen_data;
 	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
+	uint8_t role_guessed; /* role from who spoke first: kp__proc_listen may correct it */
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	uint64_t prev_end; /* end of the last request served */
 	uint32_t nreq;	   /* requests finished on it */
@@ -352,6 +355,9 @@ struct kp {
 	 * (memory follows the open connections, not all there ever were) */
 	uint32_t *closed, nclosed, capclosed;
 	uint32_t *freecn, nfreecn, capfreecn;
+	/* conns whose role was guessed (kp__proc_listen checks them again);
+	 * some may since have been decided or recycled */
+	uint32_t *guessed, nguessed, capguessed;
 	uint64_t conns_recycled;
 	uint64_t unix_serial; /* Unix-domain connections: their "address" */
 	struct kp_loss *loss;

@@ -37,6 +37,7 @@ struct kb_rec {
 		struct cp_ev_sk_data_ready dr;
 		struct cp_ev_runq_culprit rq;
 		struct cp_md_process mp;
+		struct cp_md_socket ms;
 		struct cp_md_loss ml;
 		struct cp_ev_uprobe up;
 		struct cp_md_probe mp2;
@@ -111,6 +112,21 @@ static inline void kb_proc_at(struct kb *b, uint64_t ts, uint32_t pid, const cha
 static inline void kb_proc(struct kb *b, uint32_t pid, const char *comm)
 {
 	kb_proc_at(b, 0, pid, comm);
+}
+
+/* socket metadata as the recorder writes it for pid's socket on fd (family
+ * AF_INET, 0.0.0.0): listening on lport, or connected to rport */
+static inline void kb_md_socket(struct kb *b, uint64_t ts, uint32_t pid, int fd, uint16_t lport,
+				uint16_t rport, bool listening)
+{
+	struct cp_md_socket *m = (void *)kb_new(b, CP_MD_SOCKET, sizeof(*m), ts, 0, pid, pid);
+
+	m->fd = fd;
+	m->family = AF_INET;
+	m->sock_type = SOCK_STREAM;
+	m->lport = lport;
+	m->rport = rport;
+	m->listening = listening;
 }
 
 /* prev (pid, tid) leaves cpu in state, next comes in (0 = idle) */
