@@ -9,7 +9,8 @@
 #   kvstore   the downstream key-value service the workers call on a miss
 #   loadgen   closed-loop clients (GET /item/K, GET /cart?id=K)
 #
-# Usage: tools/demo/run.sh BUILD   (ports: DEMO_PORT, DEMO_KV_PORT)
+# Usage: tools/demo/run.sh BUILD   (ports: DEMO_PORT, DEMO_KV_PORT; the
+# recording, report and page go to DEMO_OUT, BUILD by default)
 set -u
 build=${1:-build}
 if ! build=$(cd "$build" 2>/dev/null && pwd); then
@@ -21,9 +22,10 @@ bin=$build/demo
 port=${DEMO_PORT:-18080}
 kv_port=${DEMO_KV_PORT:-18211}
 secs=${DEMO_SECONDS:-5}
-rec=$build/demo.rec
-html=$build/demo.html
-log=$build/demo.log
+out=${DEMO_OUT:-$build}
+rec=$out/demo.rec
+html=$out/demo.html
+log=$out/demo.log
 
 for b in "$critpath" "$bin/frontend" "$bin/kvstore" "$bin/loadgen"; do
 	[ -x "$b" ] || { echo "demo: $b is missing: run 'make BUILD=$build' first" >&2; exit 1; }
@@ -74,7 +76,7 @@ wait_port "$port" "$front" frontend
 echo "demo: frontend (pid $front) on 127.0.0.1:$port calls kvstore (pid $kv) on 127.0.0.1:$kv_port"
 
 # load for longer than the recording, so the whole window is busy
-"$bin/loadgen" --port "$port" -c 4 -d $((secs + 4)) --think-ms 2 >"$build/demo.loadgen" 2>&1 &
+"$bin/loadgen" --port "$port" -c 4 -d $((secs + 4)) --think-ms 2 >"$out/demo.loadgen" 2>&1 &
 load=$!
 pids+=("$load")
 sleep 1
@@ -87,15 +89,20 @@ if ! "$critpath" record -p "$front,$kv" "${probes[@]}" -d "$secs" -o "$rec"; the
 	exit 1
 fi
 wait "$load"
-grep -v '^RESULT' "$build/demo.loadgen"
+grep -v '^RESULT' "$out/demo.loadgen"
 cleanup
 
 echo
 echo "demo: the three slowest requests and what held them up: critpath report $rec --requests 3"
 echo
-"$critpath" report "$rec" --requests 3 | tee "$build/demo.txt"
+"$critpath" report "$rec" --requests 3 | tee "$out/demo.txt"
 if [ "${PIPESTATUS[0]}" -ne 0 ]; then
 	echo "demo: critpath report failed" >&2
+	exit 1
+fi
+if ! grep -q "frontend:$port ; GET" "$out/demo.txt"; then
+	echo "demo: the report shows no request of the front end: that is a bug of critpath's;" >&2
+	echo "      please report it with $rec attached" >&2
 	exit 1
 fi
 if "$critpath" report "$rec" --format html -o "$html"; then
@@ -106,11 +113,11 @@ else
 	echo "demo: critpath report --format html failed" >&2
 	exit 1
 fi
-if grep -q cache-maint "$build/demo.txt"; then
+if grep -q cache-maint "$out/demo.txt"; then
 	echo "demo: note 'cache-maint' above: the thread holding the cache lock. It serves no"
 	echo "      request, yet it is on the critical path of the slow ones."
 fi
-if grep -qE "; (lookup|price_cart) ;" "$build/demo.txt"; then
+if grep -qE "; (lookup|price_cart) ;" "$out/demo.txt"; then
 	echo "demo: steps like 'GET /cart ; lookup ; kv_get ; cpu' are time inside those functions"
 	echo "      of the front end, named with --probe (uprobes on its own symbols)."
 fi
