@@ -244,6 +244,10 @@ const char *kp__conn_addr(struct kp_conn *c, bool local)
 			inet_ntop(AF_INET, addr, ip, sizeof(ip));
 			snprintf(str, KP_ADDR_STR_LEN, "%s:%u", ip, port);
 		}
+		/* a listening socket has no peer: its data is a new connection */
+		if (c->a.family != AF_UNIX && !local && !port &&
+		    !memcmp(addr, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN))
+			snprintf(str, KP_ADDR_STR_LEN, "%s (listening)", kp__conn_addr(c, true));
 	}
 	return str;
 }

@@ -889,6 +889,45 @@ static void test_event_loop_two_connections(void **state)
 	assert_int_equal(q1->segs[q1->nsegs - 1].cat, CP_CAT_CPU);
 }
 
+/* An event loop whose request's bytes woke no one (another worker's epoll
+ * took the wakeup) until a new connection on its listening socket woke it:
+ * the wait is network, named by the listening socket ("(listening)"), not
+ * by the peer address a listening socket does not have (0.0.0.0:0). */
+static void test_woken_by_new_connection(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple lst = {"10.0.0.1", 80, "0.0.0.0", 0};
+	const char *get = "GET /n HTTP/1.1\r\n\r\n";
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B, 0, 100, CL, 1000 + (uint32_t)strlen(get));
+	kb_dready(&b, B + 3 * U, 0, 100, lst, 0);
+	kb_wake(&b, B + 3 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 3 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	{
+		struct cp_ev_poll *p =
+		    (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 3 * U + 100, 0, 100, 100);
+
+		p->enter_ts = B - 50 * U - 1;
+		p->ret = 1;
+		p->phase = CP_PHASE_EXIT;
+		p->call = CP_POLL_EPOLL_WAIT;
+	}
+	kb_sock(&b, B + 4 * U, B + 4 * U + 100, 100, 100, CP_SOCK_READ, 5, CL, (int64_t)strlen(get),
+		1000, get);
+	respond_at(&b, B + 5 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	q = &b.reqs[0];
+	check_tiling(q);
+	assert_int_equal(q->segs[0].cat, CP_CAT_NETWORK);
+	assert_int_equal(q->segs[0].end, B + 3 * U);
+	assert_string_equal(q->segs[0].peer, "10.0.0.1:80 (listening)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -911,6 +950,7 @@ int main(void)
 	    cmocka_unit_test(test_loss_late_record),
 	    cmocka_unit_test(test_keepalive_two_requests),
 	    cmocka_unit_test(test_event_loop_two_connections),
+	    cmocka_unit_test(test_woken_by_new_connection),
 	    cmocka_unit_test(test_pipelined),
 	    cmocka_unit_test(test_unix_sockets),
 	    cmocka_unit_test(test_never_switched),
