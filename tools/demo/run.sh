@@ -105,12 +105,14 @@ if ! grep -q "frontend:$port ; GET" "$out/demo.txt"; then
 	echo "      please report it with $rec attached" >&2
 	exit 1
 fi
-if "$critpath" report "$rec" --format html -o "$html"; then
+# its warnings are the text report's, printed above already
+if "$critpath" report "$rec" --format html -o "$html" 2>>"$log"; then
 	echo
 	echo "demo: the full picture (flame graph, heat map, every request) is in $html"
 	echo "      open it in a browser; it works offline. The recording is $rec."
 else
-	echo "demo: critpath report --format html failed" >&2
+	echo "demo: critpath report --format html failed:" >&2
+	tail -n 5 "$log" >&2
 	exit 1
 fi
 if grep -q cache-maint "$out/demo.txt"; then
