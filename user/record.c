@@ -84,6 +84,8 @@ static void usage(FILE *f)
 	    f,
 	    "usage: critpath record -p PID[,PID..] [-p ...] [options]\n"
 	    "       critpath record [options] -- CMD [ARGS..]\n"
+	    "  -p PID              a process and the ones under it (its children, theirs, and\n"
+	    "                      the ones they start while recording)\n"
 	    "  -o FILE             output (default critpath.rec, created 0600)\n"
 	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
 	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs "
@@ -470,6 +472,54 @@ static int parse_pids(struct recorder *r, const char *arg)
 	return err;
 }
 
+/*
+ * The processes the targets started before the recording, and theirs:
+ * targets too, as the ones they start during it are (sched_process_fork).
+ * A server's workers are children of the pid a user has at hand (nginx's
+ * pid file names its master); they were left out, and the recording of
+ * `-p MASTER` had nothing to report.
+ */
+static int add_children(struct recorder *r)
+{
+	struct rec_meta_pp *pp;
+	ssize_t n = rec_meta__processes(&pp);
+	int added = 0, ntop = r->ntargets;
+	char list[96] = "";
+	size_t len = 0;
+
+	if (n < 0)
+		return (int)n;
+	for (int i = 0; i < r->ntargets; i++) { /* grows: children's children too */
+		for (ssize_t k = 0; k < n; k++) {
+			/* not the recorder itself (critpath record -p $$) */
+			if (pp[k].ppid != r->targets[i].pid || pp[k].pid == getpid() ||
+			    target__find(r, pp[k].pid))
+				continue;
+			if (!target__add(r, pp[k].pid, false)) {
+				fprintf(stderr,
+					"critpath record: more than %d processes under the targets: "
+					"process %d and later ones left out\n",
+					MAX_TARGETS, pp[k].pid);
+				i = r->ntargets;
+				break;
+			}
+			if (len < sizeof(list) - 16)
+				len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+							added ? ", " : "", pp[k].pid);
+			else if (len < sizeof(list) - 1)
+				len += (size_t)snprintf(list + len, sizeof(list) - len, ", …");
+			added++;
+		}
+	}
+	free(pp);
+	if (added && !r->quiet)
+		fprintf(stderr,
+			"critpath record: with the %d process%s the target%s started before the "
+			"recording: %s\n",
+			added, added == 1 ? "" : "es", ntop == 1 ? "" : "s", list);
+	return 0;
+}
+
 static bool parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
 	char *end;
@@ -706,6 +756,12 @@ int cmd_record(int argc, char **argv)
 				r->targets[i].pid);
 			goto cleanup;
 		}
+	}
+	err = add_children(r);
+	if (err) {
+		fprintf(stderr, "critpath record: cannot list the targets' child processes: %s\n",
+			strerror(-err));
+		goto cleanup;
 	}
 
 	err = rec_meta__host(&host, argc, argv);

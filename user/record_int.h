@@ -125,6 +125,11 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid), void *ctx);
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);
 bool rec_meta__alive(pid_t pid);
+/* A process and its parent, as /proc says. */
+struct rec_meta_pp {
+	pid_t pid, ppid;
+};
+ssize_t rec_meta__processes(struct rec_meta_pp **out);
 /* Metadata records rec_meta__* wrote so far. */
 uint64_t rec_meta__records(void);
 /* The first line naming a missing privilege, or NULL when we have them. */

@@ -65,6 +65,48 @@ static ssize_t read_small(const char *path, char *buf, size_t cap)
 	return total;
 }
 
+/* The processes alive now as (pid, parent pid) pairs (*out, malloc'd);
+ * returns how many, or -errno. */
+ssize_t rec_meta__processes(struct rec_meta_pp **out)
+{
+	struct rec_meta_pp *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	*out = NULL;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[300], stat[512], *p;
+		int ppid;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if (read_small(path, stat, sizeof(stat)) <= 0 || !(p = strrchr(stat, ')')) ||
+		    sscanf(p + 1, " %*c %d", &ppid) != 1)
+			continue; /* gone meanwhile */
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 256;
+			struct rec_meta_pp *nv = realloc(v, ncap * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		v[n].pid = atoi(de->d_name);
+		v[n++].ppid = ppid;
+	}
+	closedir(d);
+	*out = v;
+	return (ssize_t)n;
+}
+
 static void chomp(char *s)
 {
 	size_t n = strlen(s);

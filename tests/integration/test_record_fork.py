@@ -5,11 +5,16 @@ program (tests/workloads/rec_fork.c running rec_futex.c): the child is
 followed. The recording must hold the fork (parent and child ids), the exec
 (file name), the child's own futex events and its new thread, process
 metadata updated after the exec (comm, exe, cmdline, ppid), both exits, and
-end by itself when both are gone. No drops."""
+end by itself when both are gone. No drops.
+
+And critpath record -p on a process whose child was started before the
+recording (a server's workers under the master whose pid a user has): the
+child is a target too, its futex waits recorded."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kpathlib as K  # noqa: E402
 import reclib as R  # noqa: E402
 from tap import CRITPATH, Tap  # noqa: E402
 
@@ -72,7 +77,40 @@ def main():
     exits = {x["pid"] for x in d.of("process_exit") if x.get("group_dead")}
     tap.ok(f"fork: both {P} and {C} exit (group_dead)", {P, C} <= exits,
            f"exits {d.of('process_exit')}")
+    child_before(tap, prog)
     R.done(tap)
+
+
+PARENT = "import os, sys\npid = os.fork()\nif pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\n" \
+         "os.waitpid(pid, 0)\n"
+
+
+def child_before(tap, prog):
+    path = os.path.join(R.workdir("fork"), "before.rec")
+    w = R.Workload([sys.executable, "-c", PARENT, prog, N, LINGER_MS])
+    P, C, a = w.proc.pid, w.pid, w.ready["a"]
+    rec = R.Recorder(["-p", P, "-d", 40], path)
+    err = rec.wait_attached()
+    if not tap.ok("fork: critpath record -p PARENT attaches", err is None,
+                  f"{rec.cmdline()}\n{err}"):
+        K.stop(w.proc)
+        return
+    w.go()
+    wrc, out = w.finish(timeout=40)
+    rc, text = rec.finish(timeout=60)
+    tap.ok(f"fork: the child {C} started before the recording is named a target",
+           f"with the 1 process the target started before the recording: {C}" in text, text)
+    tap.ok("fork: ... and the recording ends when parent and child have exited",
+           wrc == 0 and rc == 0 and "all targets exited" in text, f"exit {wrc}/{rc}\n{text}")
+    d = R.check_complete(tap, "fork-before", rc, text, path, rec.cmdline())
+    if d is None:
+        return
+    waits = [f for f in d.of("futex", pid=C, tid=a, op="FUTEX_WAIT_PRIVATE")
+             if f.get("phase") in ("exit", "blocked") and f.get("ret", 0) == 0]
+    tap.ok(f"fork: the earlier child's futex waits are recorded ({len(waits)} of {N})",
+           len(waits) == N, f"child futex records {d.of('futex', pid=C)[:4]}")
+    procs = {m["pid"] for m in d.of("process")}
+    tap.ok("fork: process metadata of both", {P, C} <= procs, f"process records of {procs}")
 
 
 if __name__ == "__main__":
