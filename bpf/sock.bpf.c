@@ -75,6 +75,17 @@ static __always_inline bool sk_is_tcp(bool btf, struct sock *sk, __u16 family)
 	       KREAD(btf, sk, sk_protocol) == IPPROTO_TCP;
 }
 
+/* A TCP socket's bytes written but not yet sent (struct cp_ev_sock.unsent). */
+static __always_inline __u32 tcp_unsent(struct sock *sk, __u16 family)
+{
+	struct tcp_sock *tp;
+
+	if (!sk_is_tcp(true, sk, family))
+		return 0;
+	tp = kernel_cast(sk, struct tcp_sock);
+	return tp->write_seq - tp->snd_nxt;
+}
+
 /* Family, type and the 4-tuple; addresses network order, ports host order.
  * btf: sk is a BTF-typed pointer (direct loads), else a raw_tp argument. */
 static __always_inline void sk_info(bool btf, struct sock *sk, struct cp_inflight *in)
@@ -245,7 +256,7 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 }
 
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
-				     struct cp_tls_slot *tls);
+				     struct cp_tls_slot *tls, __u32 unsent);
 
 /* A payload of at most the default size; the reservation holds the 8-byte
  * word sock_payload() zeroes at the end of the data. */
@@ -295,7 +306,8 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 
 		st = bpf_map_lookup_elem(&sock_states, &key);
 	}
-	return sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir));
+	return sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir),
+			 dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0);
 out:
 	inflight_done(in);
 	return 0;
@@ -322,7 +334,7 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
  * is taken (NULL: none); tls: the TLS call the thread is in, moving data
  * the same way as this call (NULL: none). */
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
-				     struct cp_tls_slot *tls)
+				     struct cp_tls_slot *tls, __u32 unsent)
 {
 	struct cp_ev_sock *e;
 	__u8 call = in->call;
@@ -380,7 +392,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
 	e->sock_type = in->sock_type;
 	e->flags = tls ? CP_SOCK_F_TLS : 0;
-	__builtin_memset(e->__pad, 0, sizeof(e->__pad));
+	e->unsent = unsent;
 	e->payload_len = len;
 	ev_submit(e);
 out:
@@ -463,6 +475,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	struct cp_inflight in = {};
 	struct cp_sock_state *st;
 	struct pt_regs *regs;
+	__u32 unsent = 0;
 	__u64 blocked;
 	__u16 code;
 
@@ -497,12 +510,14 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 
 		/* the sequence of the call's first byte, as the exit of the
 		 * raw_syscalls capture records it */
-		if (dir == SOCK_DIR_WRITE)
+		if (dir == SOCK_DIR_WRITE) {
 			in.tcp_seq = tp->write_seq - ret;
-		else
+			unsent = tp->write_seq - tp->snd_nxt;
+		} else {
 			in.tcp_seq = tp->copied_seq - (flags & MSG_PEEK ? 0 : ret);
+		}
 	}
-	return sock_emit(&in, ret, st, tls_current((__u32)id, dir));
+	return sock_emit(&in, ret, st, tls_current((__u32)id, dir), unsent);
 }
 
 SEC("tp_btf/sock_send_length")
@@ -586,7 +601,7 @@ static __always_inline int on_set_state(struct sock *sk, int old, int new)
 	in.fd = (int)PT_REGS_PARM1_SYSCALL(regs);
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
-	return sock_emit(&in, 0, NULL, NULL);
+	return sock_emit(&in, 0, NULL, NULL, 0);
 }
 
 SEC("tp_btf/inet_sock_set_state")

@@ -18,7 +18,7 @@
 #include <linux/types.h>
 #endif
 
-#define CP_ABI_VERSION 2
+#define CP_ABI_VERSION 3
 
 #define CP_COMM_LEN 16
 #define CP_ADDR_LEN 16		/* IPv4 in the first 4 bytes, or IPv6 */
@@ -253,7 +253,11 @@ struct cp_ev_sock {
 	__u16 payload_len;
 	__u8 sock_type;		/* SOCK_STREAM, SOCK_DGRAM, … */
 	__u8 flags;		/* CP_SOCK_F_* (ABI 2; 0 in older recordings) */
-	__u8 __pad[4];
+	/* A TCP write: bytes of the stream written but not yet sent when the
+	 * call returned, held back by Nagle's algorithm (waiting for the ACK
+	 * of data in flight) or by the congestion or receive window. The peer
+	 * gets them later than the call's end says. (ABI 3; 0 before.) */
+	__u32 unsent;
 	__u8 payload[CP_PAYLOAD_MAX];
 };
 

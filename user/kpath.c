@@ -196,6 +196,26 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "the requests before the first one went out without waiting for it, and "
 			     "may overlap it without being marked partial",
 			     paths[0], npaths > 1 ? " or another input" : "");
+	if (kp.unsent_reqs) {
+		char svcs[160] = "";
+		size_t len = 0;
+
+		for (uint32_t i = 0; i < kp.nunsent_svc && len < sizeof(svcs); i++)
+			len += (size_t)snprintf(svcs + len, sizeof(svcs) - len, "%s%s %llu",
+						i ? ", " : "", kp.unsent_svc[i].service,
+						(unsigned long long)kp.unsent_svc[i].n);
+		engine__warn(e,
+			     "%llu of %llu requests (%s%s) ended with bytes of their response "
+			     "still unsent by TCP when their last write returned: Nagle's "
+			     "algorithm holding a small write until the peer ACKs the one before "
+			     "(up to 40 ms with delayed ACKs), or a full congestion or receive "
+			     "window. Their clients waited past the end of the path shown; for "
+			     "small responses written in pieces, TCP_NODELAY or one write per "
+			     "response sends them at once",
+			     (unsigned long long)kp.unsent_reqs,
+			     (unsigned long long)kp.requests_out, svcs,
+			     kp.unsent_more ? ", …" : "");
+	}
 	if (kp.requests_partial)
 		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
 			     (unsigned long long)kp.requests_partial,

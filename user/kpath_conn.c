@@ -624,6 +624,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	}
 	c->req.end = ts;
 	c->req.writer = thread;
+	c->req.unsent = e->unsent; /* the last write's is what the client waits for */
 	return 0;
 }
 

@@ -275,6 +275,26 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 	return (int)kp->nsrc++;
 }
 
+/* A request whose response was not all sent when its last write returned. */
+static void note_unsent(struct kp *kp, const struct kp_conn *c)
+{
+	uint32_t i;
+
+	kp->unsent_reqs++;
+	for (i = 0; i < kp->nunsent_svc; i++)
+		if (!strcmp(kp->unsent_svc[i].service, c->service))
+			break;
+	if (i == kp->nunsent_svc) {
+		if (i == sizeof(kp->unsent_svc) / sizeof(kp->unsent_svc[0])) {
+			kp->unsent_more = true;
+			return;
+		}
+		memcpy(kp->unsent_svc[i].service, c->service, KP_NAME_LEN);
+		kp->nunsent_svc++;
+	}
+	kp->unsent_svc[i].n++;
+}
+
 int kp__conn_finish_req(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -286,6 +306,8 @@ int kp__conn_finish_req(struct kp *kp, uint32_t ci)
 		if (!err)
 			err = kp__emit_request(kp, ci);
 		c = &kp->cn[ci];
+		if (!err && c->req.unsent)
+			note_unsent(kp, c);
 		c->prev_end = c->req.end;
 		if (c->req.nruns) {
 			for (uint32_t k = 0; k < c->req.nruns; k++)

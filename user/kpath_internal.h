@@ -212,6 +212,8 @@ struct kp_req {
 	/* its first read was inside a TLS read (ciphertext): named by the
 	 * plaintext that read returned (CP_EV_TLS_READ), when it comes */
 	bool tls_wait;
+	/* bytes its last write left unsent by TCP (struct cp_ev_sock.unsent) */
+	uint32_t unsent;
 };
 
 struct kp_conn {
@@ -397,6 +399,15 @@ struct kp {
 	/* switches of target threads the kernel did not report, inferred by
 	 * the recorder (CP_SW_INFERRED) */
 	uint64_t inferred_switches;
+	/* requests whose last write left bytes unsent (Nagle's algorithm, a
+	 * full window): how many, and the first services they were of */
+	uint64_t unsent_reqs;
+	struct {
+		char service[KP_NAME_LEN];
+		uint64_t n;
+	} unsent_svc[4];
+	uint32_t nunsent_svc;
+	bool unsent_more; /* of more services than unsent_svc holds */
 	int err; /* first error of the emit callback */
 
 	/* The strings requests name that repeat (services, request names,

@@ -74,6 +74,7 @@ struct kb {
 	uint32_t nreqs;
 	uint32_t cur_src;  /* source of the records built next */
 	uint64_t inferred; /* kp's count of inferred switches, after kb_run */
+	uint64_t unsent;   /* kp's requests whose last write left bytes unsent */
 };
 
 static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
@@ -245,6 +246,12 @@ static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t
 	e->payload_len = (uint16_t)plen;
 	if (plen)
 		memcpy(e->payload, payload, plen);
+}
+
+/* The write built last left n bytes unsent (Nagle, a full window). */
+static inline void kb_last_unsent(struct kb *b, uint32_t n)
+{
+	b->recs[b->n - 1].u.sk.unsent = n;
 }
 
 /* The socket call built last ran inside a TLS library's read or write. */
@@ -460,6 +467,7 @@ static inline int kb_run(struct kb *b)
 	if (!err)
 		err = kp__finish(&kp);
 	b->inferred = kp.inferred_switches;
+	b->unsent = kp.unsent_reqs;
 	kp__free(&kp);
 	return err;
 }

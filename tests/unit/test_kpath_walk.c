@@ -928,6 +928,33 @@ static void test_woken_by_new_connection(void **state)
 	assert_string_equal(q->segs[0].peer, "10.0.0.1:80 (listening)");
 }
 
+/* A response in two writes whose second was held by Nagle's algorithm (its
+ * record says unsent): the request is counted for report's warning; one
+ * whose first write only left bytes unsent, and the second sent them all,
+ * is not. */
+static void test_unsent_response(void **state)
+{
+	static struct kb b;
+
+	for (int last = 1; last >= 0; last--) {
+		memset(&b, 0, sizeof(b));
+		kb_proc(&b, 100, "srv");
+		serve_from_b(&b, 100, 100, 0, "GET /a HTTP/1.1\r\n\r\n");
+		kb_sock(&b, B + 2 * U - 1000, B + 2 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 38, 9000,
+			"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n");
+		if (!last)
+			kb_last_unsent(&b, 38);
+		kb_sock(&b, B + 3 * U - 1000, B + 3 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 3, 9038,
+			NULL);
+		if (last)
+			kb_last_unsent(&b, 3);
+		assert_int_equal(kb_run(&b), 0);
+		assert_int_equal(b.nreqs, 1);
+		assert_int_equal(b.reqs[0].end, B + 3 * U);
+		assert_int_equal(b.unsent, (uint64_t)last);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -951,6 +978,7 @@ int main(void)
 	    cmocka_unit_test(test_keepalive_two_requests),
 	    cmocka_unit_test(test_event_loop_two_connections),
 	    cmocka_unit_test(test_woken_by_new_connection),
+	    cmocka_unit_test(test_unsent_response),
 	    cmocka_unit_test(test_pipelined),
 	    cmocka_unit_test(test_unix_sockets),
 	    cmocka_unit_test(test_never_switched),
