@@ -271,11 +271,6 @@ static int listen_at(const struct kp_proc *p, uint16_t port)
 	return -1;
 }
 
-static bool proc_listens(const struct kp_proc *p, uint16_t port)
-{
-	return listen_at(p, port) >= 0;
-}
-
 static bool proc_listens_sure(const struct kp_proc *p, uint16_t port)
 {
 	int i = listen_at(p, port);
@@ -305,6 +300,27 @@ static int listen_add(struct kp_proc *p, uint16_t port, bool sure)
 	p->listen[p->nsure++] = port;
 	p->listen[i] = t;
 	return 0;
+}
+
+/* Whether a process of host listens on port: 2 for sure, 1 by a guess
+ * only, 0 not. */
+static int host_listens(const struct kp *kp, uint32_t host, uint16_t port)
+{
+	int best = 0;
+
+	if (!port)
+		return 0;
+	for (uint32_t i = 0; i < kp->npr && best < 2; i++) {
+		const struct kp_proc *p = &kp->pr[i];
+		int at;
+
+		if (p->host != host || !p->nlisten)
+			continue;
+		at = listen_at(p, port);
+		if (at >= 0)
+			best = (uint32_t)at < p->nsure ? 2 : 1;
+	}
+	return best;
 }
 
 /* A guessed port that was not one: gone, sure ones keep their order. */
@@ -370,13 +386,14 @@ int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
 
 		if (!c->role_guessed)
 			continue;
-		if (c->proc == proc && c->a.lport == port) {
+		if (c->host != host)
+			continue;
+		if (c->a.lport == port) {
 			if (c->role != KP_ROLE_SERVER)
 				conn_correct(kp, c, KP_ROLE_SERVER);
 			c->role_guessed = 0;
-		} else if (c->host == host && c->a.rport == port && c->role == KP_ROLE_SERVER &&
-			   !(c->proc != KP_NONE &&
-			     proc_listens_sure(&kp->pr[c->proc], c->a.lport))) {
+		} else if (c->a.rport == port && c->role == KP_ROLE_SERVER &&
+			   host_listens(kp, host, c->a.lport) != 2) {
 			conn_correct(kp, c, KP_ROLE_CLIENT);
 		}
 	}
@@ -400,22 +417,26 @@ static void conn_guessed(struct kp *kp, uint32_t ci)
 static void conn_guess_role(struct kp *kp, uint32_t ci, bool reading)
 {
 	struct kp_conn *c = &kp->cn[ci];
+	int l;
 
 	if (c->role != KP_ROLE_UNKNOWN)
 		return;
-	if (c->proc != KP_NONE && proc_listens(&kp->pr[c->proc], c->a.lport)) {
+	/* its local port is one a process of its host listens on: not
+	 * necessarily its own process (a forking server's child, like
+	 * PostgreSQL's backends, has the connection its parent accepted) */
+	l = host_listens(kp, c->host, c->a.lport);
+	if (l) {
 		c->role = KP_ROLE_SERVER;
-		if (!proc_listens_sure(&kp->pr[c->proc], c->a.lport))
+		if (l == 1)
 			conn_guessed(kp, ci);
 		return;
 	}
-	for (uint32_t i = 0; i < kp->npr; i++) {
-		if (kp->pr[i].host == c->host && proc_listens(&kp->pr[i], c->a.rport)) {
-			c->role = KP_ROLE_CLIENT;
-			if (!proc_listens_sure(&kp->pr[i], c->a.rport))
-				conn_guessed(kp, ci);
-			return;
-		}
+	l = host_listens(kp, c->host, c->a.rport);
+	if (l) {
+		c->role = KP_ROLE_CLIENT;
+		if (l == 1)
+			conn_guessed(kp, ci);
+		return;
 	}
 	c->role = reading ? KP_ROLE_SERVER : KP_ROLE_CLIENT;
 	conn_guessed(kp, ci);

@@ -149,12 +149,41 @@ static void test_listen_known_first(void **state)
 	check_tiling(&b.reqs[0]);
 }
 
+/* A forking server (PostgreSQL: the postmaster listens, a backend it forked
+ * has the connection): the backend's first record is a reply in flight, and
+ * the listening socket is its parent's. The connection is still a server's,
+ * whether the parent's listening socket is known before it or after. */
+static void test_forked_server(void **state)
+{
+	static struct kb b;
+
+	for (int late = 0; late <= 1; late++) {
+		uint64_t md = late ? B + 3 * U : 0;
+
+		memset(&b, 0, sizeof(b));
+		kb_proc_at(&b, md, 90, "srv");
+		kb_md_socket(&b, md, 90, 3, 80, 0, true);
+		kb_proc_at(&b, md, 100, "srv");
+		kb_md_socket(&b, md, 100, 5, 80, 5000, false);
+		kb_sock(&b, B + 1 * U - 1000, B + 1 * U, 100, 101, CP_SOCK_WRITE, 5, CL,
+			(int64_t)strlen(REPLY), 9000, REPLY);
+		request_at_10(&b, NULL);
+		assert_int_equal(kb_run(&b), 0);
+		assert_int_equal(b.nreqs, 1);
+		assert_string_equal(b.reqs[0].service, "srv:80");
+		assert_string_equal(b.reqs[0].name, "GET /a");
+		assert_int_equal(b.reqs[0].start, B + 10 * U);
+		check_tiling(&b.reqs[0]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reply_in_flight),
 	    cmocka_unit_test(test_downstream_reply_in_flight),
 	    cmocka_unit_test(test_listen_known_first),
+	    cmocka_unit_test(test_forked_server),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
