@@ -610,9 +610,10 @@ enum kp_proto {
 	KP_PROTO_MEMCACHED,
 	KP_PROTO_RESP,
 	KP_PROTO_TLS, /* a TLS handshake's records (its data is ciphertext) */
+	KP_PROTO_PG,  /* PostgreSQL's frontend protocol */
 };
 /* Names a request from the first bytes the server read ("GET /cart",
- * "get", "SET", "TLS handshake"); returns the protocol, name "" when
+ * "get", "SET", "TLS handshake", "UPDATE"); returns the protocol, name "" when
  * unknown. */
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen);
 /* HTTP status of a response's first bytes, 0 when not HTTP. */

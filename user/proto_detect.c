@@ -3,7 +3,7 @@
  * Request names from the first bytes a server read (DESIGN.md section 5):
  * HTTP/1.x "METHOD /path" (query dropped, numeric path segments folded to
  * "{n}" so /item/17 and /item/18 aggregate as one step), memcached text and
- * Redis RESP by command. The recorder keeps only a payload prefix, so these
+ * Redis RESP by command, PostgreSQL by SQL verb. The recorder keeps only a payload prefix, so these
  * parsers look at one line, never at a whole message.
  */
 #include <ctype.h>
@@ -170,6 +170,89 @@ static enum kp_proto mc_name(const uint8_t *p, size_t len, char *name, size_t na
 	return KP_PROTO_NONE;
 }
 
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The first word of SQL text, upper case ("update pgbench_accounts ..." ->
+ * "UPDATE"), past blanks and parentheses; 0 when it has none. */
+static size_t sql_verb(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len && (isspace(p[i]) || p[i] == '('))
+		i++;
+	while (i < len && isalpha(p[i]) && o + 1 < namelen && o < 24)
+		name[o++] = (char)toupper(p[i++]);
+	if (o && i < len && (isalnum(p[i]) || p[i] == '_')) /* longer than a verb */
+		o = 0;
+	name[o] = '\0';
+	return o;
+}
+
+/*
+ * PostgreSQL's frontend protocol (version 3): a message is a type byte and
+ * a big-endian length that counts itself; the startup and SSL requests
+ * have no type byte. A simple query ('Q') is named by its SQL verb, an
+ * extended-protocol exchange by its Parse ('P': the verb of the statement
+ * it prepares) or its Bind ('B': "EXECUTE" and the prepared statement's
+ * name). The length and a NUL-free verb keep other binary protocols out.
+ */
+static enum kp_proto pg_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	uint32_t l;
+	size_t i;
+
+	if (len < 5)
+		return KP_PROTO_NONE;
+	l = be32(p);
+	if (len >= 8 && p[0] == 0 && l >= 8 && l < 10000 &&
+	    (be32(p + 4) == 196608 || be32(p + 4) == 80877103)) {
+		put_trunc(name, namelen, be32(p + 4) == 196608 ? "startup" : "SSL request",
+			  be32(p + 4) == 196608 ? 7 : 11);
+		return KP_PROTO_PG;
+	}
+	l = be32(p + 1);
+	if (l < 4 || l > (1u << 30))
+		return KP_PROTO_NONE;
+	switch (p[0]) {
+	case 'Q': /* query text */
+		if (!sql_verb(p + 5, len - 5, name, namelen))
+			return KP_PROTO_NONE;
+		return KP_PROTO_PG;
+	case 'P': /* statement name \0 query text \0 ... */
+		for (i = 5; i < len && p[i]; i++)
+			;
+		if (i >= len || !sql_verb(p + i + 1, len - i - 1, name, namelen))
+			return KP_PROTO_NONE;
+		return KP_PROTO_PG;
+	case 'B': { /* portal \0 statement name \0 ... */
+		size_t o;
+
+		for (i = 5; i < len && p[i]; i++)
+			;
+		if (i >= len)
+			return KP_PROTO_NONE;
+		o = put_trunc(name, namelen, "EXECUTE", 7);
+		if (++i < len && p[i] && o + 2 < namelen) {
+			name[o++] = ' ';
+			for (; i < len && isgraph(p[i]) && o + 1 < namelen; i++)
+				name[o++] = (char)p[i];
+			name[o] = '\0';
+		}
+		return KP_PROTO_PG;
+	}
+	case 'X':
+		if (l != 4)
+			return KP_PROTO_NONE;
+		put_trunc(name, namelen, "terminate", 9);
+		return KP_PROTO_PG;
+	default:
+		return KP_PROTO_NONE;
+	}
+}
+
 /*
  * A TLS record header (RFC 8446 section 5.1: content type, legacy version
  * 3.x, length) of a handshake or change_cipher_spec record: the exchanges
@@ -206,6 +289,9 @@ enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size
 	if (pr != KP_PROTO_NONE)
 		return pr;
 	pr = tls_name(p, len, name, namelen);
+	if (pr != KP_PROTO_NONE)
+		return pr;
+	pr = pg_name(p, len, name, namelen);
 	if (pr != KP_PROTO_NONE)
 		return pr;
 	/* Redis inline commands ("PING\r\n") are a bare upper-case word */

@@ -107,6 +107,70 @@ static void test_tls(void **state)
 	assert_int_equal(proto__request_name(hello, 4, n, sizeof(n)), KP_PROTO_NONE);
 }
 
+/* A PostgreSQL message: type, big-endian length (counting itself), body. */
+static size_t pg_msg(uint8_t *out, char type, const char *body, size_t blen)
+{
+	uint32_t l = (uint32_t)blen + 4;
+
+	out[0] = (uint8_t)type;
+	out[1] = (uint8_t)(l >> 24), out[2] = (uint8_t)(l >> 16);
+	out[3] = (uint8_t)(l >> 8), out[4] = (uint8_t)l;
+	memcpy(out + 5, body, blen);
+	return 5 + blen;
+}
+
+/* body: a string literal, its NUL included (a query ends with one) */
+#define PG(m, type, body) pg_msg(m, type, body, sizeof(body))
+
+static void test_postgres(void **state)
+{
+	static const uint8_t startup[] = {0, 0, 0, 40, 0, 3, 0, 0, 'u', 's', 'e', 'r', 0};
+	static const uint8_t ssl[] = {0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f};
+	uint8_t m[256];
+	char n[KP_NAME_LEN];
+	size_t len;
+
+	len = PG(m, 'Q', "BEGIN;");
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "BEGIN");
+	len = PG(m, 'Q', "  update pgbench_accounts set abalance = 1 where aid = 7;");
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "UPDATE");
+	/* cut by the payload prefix: the verb is enough */
+	assert_int_equal(proto__request_name(m, 14, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "UPDATE");
+	len = PG(m, 'Q', "(SELECT 1) UNION (SELECT 2)");
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "SELECT");
+	/* extended protocol: Parse names the statement's verb, Bind the
+	 * prepared statement it runs */
+	len = PG(m, 'P', "P_1\0SELECT abalance FROM pgbench_accounts\0\0\0");
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "SELECT");
+	len = PG(m, 'B', "\0P_1\0\0\0");
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "EXECUTE P_1");
+	len = PG(m, 'B', "\0\0\0\0");
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "EXECUTE");
+	len = pg_msg(m, 'X', "", 0);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "terminate");
+	assert_int_equal(proto__request_name(startup, sizeof(startup), n, sizeof(n)),
+			 KP_PROTO_PG);
+	assert_string_equal(n, "startup");
+	assert_int_equal(proto__request_name(ssl, sizeof(ssl), n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, "SSL request");
+	/* not PostgreSQL: no verb, a length that cannot be, text protocols */
+	len = PG(m, 'Q', "\x01\x02\x03\x04");
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+	m[1] = 0xff;
+	len = PG(m, 'Q', "SELECT 1");
+	m[1] = 0xff;
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+	assert_int_equal(name_of("Quit now please\r\n", n), KP_PROTO_NONE);
+}
+
 static void test_unknown(void **state)
 {
 	static const uint8_t bin[] = {0x00, 0xff, 0x01, 0x02, 0x00, 0x01};
@@ -243,6 +307,7 @@ int main(void)
 	    cmocka_unit_test(test_memcached),
 	    cmocka_unit_test(test_resp),
 	    cmocka_unit_test(test_tls),
+	    cmocka_unit_test(test_postgres),
 	    cmocka_unit_test(test_unknown),
 	    cmocka_unit_test(test_split_resp),
 	    cmocka_unit_test(test_split_memcached),
