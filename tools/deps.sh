@@ -7,7 +7,7 @@ pkgs=(
 	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev
 	libyajl-dev libsimdjson-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
 	libssl-dev openssl
-	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk
+	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
 	libbpf-tools iproute2 procps time linux-perf
 )
 missing=()
@@ -24,6 +24,6 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # Debian starts these on install; tests start their own instances.
-for s in memcached redis-server; do
+for s in memcached redis-server postgresql; do
 	systemctl stop "$s" 2>/dev/null || service "$s" stop 2>/dev/null || true
 done
