@@ -267,6 +267,11 @@ struct cp_ev_sock {
  * (the first bytes of SSL_write's buffer); a read carries no payload, and
  * the plaintext the library returned follows in a CP_EV_TLS_READ record. */
 #define CP_SOCK_F_TLS 0x01
+/* A Unix-domain socket with an address of its own: the accepted end of a
+ * listening socket has its listener's, a connecting client usually none.
+ * It tells a server's side of a connection open before the recording.
+ * (ABI 3; 0 before.) */
+#define CP_SOCK_F_BOUND 0x02
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context
  * usually. rcv_nxt is the receiver's sequence after the data. */

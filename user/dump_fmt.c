@@ -345,6 +345,8 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 		/* only where set: older recordings' lines stay as they were */
 		if (e->flags & CP_SOCK_F_TLS)
 			jline__bool(j, "tls", true);
+		if (e->flags & CP_SOCK_F_BOUND)
+			jline__bool(j, "bound", true);
 		if (e->unsent)
 			jline__u64(j, "unsent", e->unsent);
 		if (e->payload_len)
