@@ -414,13 +414,18 @@ static void conn_guessed(struct kp *kp, uint32_t ci)
 /* A connection that was open before the recording started: decide its
  * side from listening ports, else from who spoke first (a guess, which
  * kp__proc_listen corrects when a listening port comes to be known). */
-static void conn_guess_role(struct kp *kp, uint32_t ci, bool reading)
+static void conn_guess_role(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
 {
 	struct kp_conn *c = &kp->cn[ci];
 	int l;
 
 	if (c->role != KP_ROLE_UNKNOWN)
 		return;
+	/* a Unix-domain socket with its listener's address: the accepted end */
+	if (c->a.family == AF_UNIX && (flags & CP_SOCK_F_BOUND)) {
+		c->role = KP_ROLE_SERVER;
+		return;
+	}
 	/* its local port is one a process of its host listens on: not
 	 * necessarily its own process (a forking server's child, like
 	 * PostgreSQL's backends, has the connection its parent accepted) */
@@ -552,7 +557,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	enum kp_proto pr;
 	int err;
 
-	conn_guess_role(kp, ci, true);
+	conn_guess_role(kp, ci, true, e->flags);
 	c->seen_data = 1;
 	if (c->role == KP_ROLE_CLIENT) {
 		c->phase = KP_PH_READING;
@@ -619,7 +624,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	struct kp_conn *c = &kp->cn[ci];
 	struct kp_write *w;
 
-	conn_guess_role(kp, ci, false);
+	conn_guess_role(kp, ci, false, e->flags);
 	c->seen_data = 1;
 	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))
 		return -ENOMEM;

@@ -11,7 +11,9 @@ parent accepted, and the listening socket stays the parent's. So:
 - a commit's WAL flush is disk on the path of END requests;
 - pgbench's clients contend on the one branch row (scale 1): lock waits
   with another backend named as the culprit;
-- tiling holds on every request."""
+- tiling holds on every request.
+Then the same over the Unix-domain socket (psql's and pgbench's default):
+no ports there, the accepted end's own address says it is the server's."""
 import glob
 import os
 import pwd
@@ -32,6 +34,27 @@ VERBS = {"BEGIN", "UPDATE", "SELECT", "INSERT", "END"}
 def as_postgres(argv, **kw):
     return subprocess.run(["runuser", "-u", "postgres", "--", *argv], capture_output=True,
                           text=True, timeout=120, **kw)
+
+
+def record_load(tap, bindir, d, pm, conn, how):
+    """pgbench with connection options conn, running 2 s before and during a
+    3 s recording of -p pm: (report, pgbench's output), or (None, "")."""
+    load = subprocess.Popen(["runuser", "-u", "postgres", "--", f"{bindir}/pgbench", *conn,
+                             "-c", "4", "-T", "9", "postgres"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(2)  # the backends exist, their connections are busy
+    path = os.path.join(d, f"pg-{how}.rec")
+    rec = subprocess.run([CRITPATH, "record", "-p", str(pm), "-d", "3", "-o", path],
+                         capture_output=True, text=True, timeout=120)
+    out = load.communicate(timeout=60)[0]
+    m = re.search(r"with the (\d+) process", rec.stderr)
+    tap.ok(f"postgres ({how}): record -p POSTMASTER takes its backends too "
+           f"({m[1] if m else 0} processes started before the recording)",
+           rec.returncode == 0 and m and int(m[1]) >= 4, rec.stderr)
+    rep, err = K.report_json(path)
+    if not tap.ok(f"postgres ({how}): report reads the recording", rep is not None, err):
+        return None, ""
+    return rep, out
 
 
 def main():
@@ -67,20 +90,8 @@ def main():
         r = as_postgres([f"{bindir}/pgbench", *common, "-i", "-s", "1", "postgres"])
         if not tap.ok("postgres: pgbench -i", r.returncode == 0, r.stdout + r.stderr):
             tap.done()
-        load = subprocess.Popen(["runuser", "-u", "postgres", "--", f"{bindir}/pgbench",
-                                 *common, "-c", "4", "-T", "9", "postgres"],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(2)  # the backends exist, their connections are busy
-        path = os.path.join(d, "pg.rec")
-        rec = subprocess.run([CRITPATH, "record", "-p", str(pm), "-d", "3", "-o", path],
-                             capture_output=True, text=True, timeout=120)
-        out = load.communicate(timeout=60)[0]
-        m = re.search(r"with the (\d+) process", rec.stderr)
-        tap.ok(f"postgres: record -p POSTMASTER takes its backends too "
-               f"({m[1] if m else 0} processes started before the recording)",
-               rec.returncode == 0 and m and int(m[1]) >= 4, rec.stderr)
-        rep, err = K.report_json(path)
-        if not tap.ok("postgres: report reads the recording", rep is not None, err):
+        rep, out = record_load(tap, bindir, d, pm, common, "tcp")
+        if rep is None:
             tap.done()
         reqs = K.service_requests(rep, port)
         names = {q.get("name") for q in reqs}
@@ -102,6 +113,18 @@ def main():
                       and c.get("comm") == "postgres" for c in g.get("culprits") or [])]
         tap.ok(f"postgres: {len(locked)} lock waits name another backend as the culprit",
                len(locked) > 0, "")
+
+        rep, out = record_load(tap, bindir, d, pm, ["-h", d, "-p", str(port), "-U",
+                                                    "postgres"], "unix")
+        if rep is not None:
+            reqs = [q for q in rep.get("requests", []) if q.get("service") == "postgres:unix"]
+            tps = re.search(r"tps = ([\d.]+)", out)
+            want = float(tps[1]) * 3 * 7 * 0.5 if tps else 1000
+            names = {q.get("name") for q in reqs}
+            tap.ok(f"postgres over its Unix socket: {len(reqs)} requests of postgres:unix "
+                   f"named {sorted(names)} (at least {want:.0f} wanted)",
+                   len(reqs) >= want and names <= VERBS, out[-500:])
+            K.check_tiling(tap, "postgres over its Unix socket", rep.get("requests", []))
     finally:
         if srv is not None:
             K.stop(srv, sig=2)  # SIGINT: fast shutdown

@@ -177,6 +177,43 @@ static void test_forked_server(void **state)
 	}
 }
 
+/* A Unix-domain server's connection (PostgreSQL's local socket, Docker's
+ * API), open before
+ * the recording, whose first record is a reply: with no ports to go by, the
+ * accepted end's own address (CP_SOCK_F_BOUND) says it is the server's. A
+ * socketpair's end has none: who spoke first decides, a client's here. */
+static void test_unix_reply_in_flight(void **state)
+{
+	static struct kb b;
+
+	for (int bound = 1; bound >= 0; bound--) {
+		memset(&b, 0, sizeof(b));
+		kb_proc(&b, 100, "srv");
+		kb_sock_unix(&b, B + 1 * U - 1000, B + 1 * U, 100, 100, CP_SOCK_WRITE, 7,
+			     (int64_t)strlen(REPLY), REPLY);
+		if (bound)
+			kb_last_bound(&b);
+		kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_wake(&b, B + 10 * U, 0, 100, 100, 555, 555, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+		kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+		kb_sock_unix(&b, B + 1 * U + 500, B + 10 * U + 1000, 100, 100, CP_SOCK_READ, 7, 20,
+			     "GET /a HTTP/1.1\r\n\r\n");
+		if (bound)
+			kb_last_bound(&b);
+		kb_sock_unix(&b, B + 12 * U - 1000, B + 12 * U, 100, 100, CP_SOCK_WRITE, 7,
+			     (int64_t)strlen(REPLY), REPLY);
+		if (bound)
+			kb_last_bound(&b);
+		assert_int_equal(kb_run(&b), 0);
+		assert_int_equal(b.nreqs, (uint32_t)bound);
+		if (bound) {
+			assert_string_equal(b.reqs[0].service, "srv:unix");
+			assert_string_equal(b.reqs[0].name, "GET /a");
+			check_tiling(&b.reqs[0]);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +221,7 @@ int main(void)
 	    cmocka_unit_test(test_downstream_reply_in_flight),
 	    cmocka_unit_test(test_listen_known_first),
 	    cmocka_unit_test(test_forked_server),
+	    cmocka_unit_test(test_unix_reply_in_flight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -254,6 +254,13 @@ static inline void kb_last_unsent(struct kb *b, uint32_t n)
 	b->recs[b->n - 1].u.sk.unsent = n;
 }
 
+/* The Unix-domain socket of the call built last has an address of its own
+ * (the accepted end of a listening socket). */
+static inline void kb_last_bound(struct kb *b)
+{
+	b->recs[b->n - 1].u.sk.flags |= CP_SOCK_F_BOUND;
+}
+
 /* The socket call built last ran inside a TLS library's read or write. */
 static inline void kb_last_tls(struct kb *b)
 {
