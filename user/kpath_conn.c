@@ -831,6 +831,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	if (is_read(e->call)) {
 		if (e->bytes > 0 || e->bytes == 0)
 			kp__tl_annotate(kp, thread, enter, ts, KP_BR_SOCK, 0, ci);
+		if (e->bytes > 0 && c->a.family == AF_UNIX)
+			kp__tl_poll_source(kp, thread, enter, ci);
 		if (e->bytes > 0)
 			return conn_read(kp, ci, e, thread, ts, enter);
 		if (e->bytes == 0 && c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)

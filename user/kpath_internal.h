@@ -541,6 +541,9 @@ int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t t
 /* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,
 		     uint64_t uaddr, uint32_t conn);
+/* A read's bytes were what the thread's last poll wait, ended by an
+ * untraced thread, was for (kp__tl_poll_source in timeline.c). */
+void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t conn);
 /* The interval of thread holding time t (start < t <= end), or -1. */
 int64_t kp__tl_find(struct kp_thread *t, uint64_t ts);
 void kp__tl_prune(struct kp_thread *t, uint64_t before);

@@ -651,12 +651,13 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				}
 				/* data from an untraced peer: a network blind spot too
 				 * (a Unix-domain peer wakes the reader from its own
-				 * task, not from NET_RX) */
+				 * task, not from NET_RX; in poll, the connection is the
+				 * one read next: kp__tl_poll_source) */
 				if (iv->wake == KP_WK_NET ||
-				    (iv->reason == KP_BR_SOCK &&
-				     (iv->wake == KP_WK_NONE ||
-				      (iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
-				       iv->conn != KP_NONE)))) {
+				    (iv->reason == KP_BR_SOCK && iv->wake == KP_WK_NONE) ||
+				    ((iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL) &&
+				     iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
+				     iv->conn != KP_NONE)) {
 					int32_t ps = conn_peer_str(kp, iv->conn), fs = -1;
 
 					/* the address (a frame: interned), and the call

@@ -580,6 +580,26 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 	}
 }
 
+/* thread read from conn at enter: when its last wait before that was in
+ * poll/epoll and ended by a thread we do not trace, that wait was for
+ * these bytes (a Unix-domain peer wakes its reader from its own task, not
+ * from NET_RX, so nothing else ties the wait to the connection). */
+void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t conn)
+{
+	struct kp_thread *t = &kp->th[thread];
+
+	for (uint32_t k = t->niv; k > 0; k--) {
+		struct kp_iv *iv = &t->iv[k - 1];
+
+		if (iv->state != KP_ST_BLOCKED || iv->end == KP_OPEN || iv->end > enter)
+			continue;
+		if (iv->reason == KP_BR_POLL && iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
+		    iv->conn == KP_NONE)
+			iv->conn = conn;
+		return;
+	}
+}
+
 /* The walk asks a thread about times near the one it asked last (earlier
  * within a walk, later by about a request between walks): gallop from the
  * interval found last, either way, to bracket the answer, then bisect. */

@@ -784,6 +784,48 @@ static void test_unix_sockets(void **state)
 	check_tiling(&b.reqs[1]);
 }
 
+/* The same downstream call from an event loop: it waits in epoll, not in
+ * the read, and the untraced peer's task wakes it. The wait is a network
+ * blind spot on the connection it reads next, not unexplained. */
+static void test_unix_downstream_epoll(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+	    {0, 2, CP_CAT_CPU, 100, false},
+	    {2, 9, CP_CAT_NETWORK, -1, false},
+	    {9, 10, CP_CAT_CPU, 100, false},
+	};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_sock_unix(&b, B - 60 * U, B - 50 * U, 100, 100, CP_SOCK_ACCEPT, 6, 6, NULL);
+	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B, 1, 100, 100, 300, 300, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock_unix(&b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 6, 14,
+		     "*1\r\n$4\r\nPING\r\n");
+	kb_sock_unix(&b, B + 1 * U - 500, B + 1 * U, 100, 100, CP_SOCK_CONNECT, 8, 0, NULL);
+	kb_sock_unix(&b, B + 2 * U - 500, B + 2 * U, 100, 100, CP_SOCK_WRITE, 8, 6, "get k\r\n");
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 9 * U, 1, 100, 100, 400, 400, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 9 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	{
+		struct cp_ev_poll *p =
+		    (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 9 * U + 100, 0, 100, 100);
+
+		p->enter_ts = B + 2 * U + 100;
+		p->ret = 1;
+		p->phase = CP_PHASE_EXIT;
+		p->call = CP_POLL_EPOLL_WAIT;
+	}
+	kb_sock_unix(&b, B + 9 * U + 200, B + 9 * U + 500, 100, 100, CP_SOCK_READ, 8, 5, "END\r\n");
+	kb_sock_unix(&b, B + 10 * U - 500, B + 10 * U, 100, 100, CP_SOCK_WRITE, 6, 7, "+PONG\r\n");
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	check_path(&b.reqs[0], w, 3);
+	assert_string_equal(b.reqs[0].segs[1].peer, "unix socket");
+}
+
 /* A busy thread never switched out during the recording: first seen at a
  * syscall's exit, it has been running all along. */
 static void test_never_switched(void **state)
@@ -981,6 +1023,7 @@ int main(void)
 	    cmocka_unit_test(test_unsent_response),
 	    cmocka_unit_test(test_pipelined),
 	    cmocka_unit_test(test_unix_sockets),
+	    cmocka_unit_test(test_unix_downstream_epoll),
 	    cmocka_unit_test(test_never_switched),
 	    cmocka_unit_test(test_probe_frames),
 	};
