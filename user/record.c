@@ -839,6 +839,12 @@ int cmd_record(int argc, char **argv)
 	 * after the first events, it would name a server's connection whose
 	 * first record is a reply in flight too late to say it is a server's. */
 	attached = rec_meta__now();
+	/* TLS uprobes on the targets first: their first socket records are
+	 * then known to be inside SSL_read/SSL_write, where they came ~40 ms
+	 * late and a busy HTTPS server's first requests went unnamed */
+	for (int i = 0; i < r->ntargets && !r->write_err; i++)
+		if (r->targets[i].need_tls && r->targets[i].pid != r->child)
+			tls_look(r, &r->targets[i], attached);
 	if (rec_bpf__attach(r->bpf))
 		goto cleanup;
 	if (probes && attach_probes(r, probes, r->child > 0 ? argv[optind] : NULL))

@@ -112,6 +112,46 @@ def check_dump(tap, what, path, pid):
            and "libssl" in hooks[0].get("detail", ""), f"{d.of('hook')[-3:]}")
 
 
+def busy(tap, port, pid):
+    """Recorded while a client is already busy on its connection: the TLS
+    uprobes are on before the other programs, so requests are named from
+    the first one (not ~40 ms of ciphertext in), bar one in flight."""
+    import threading
+    stop = threading.Event()
+    done = []
+
+    def loop():
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10)) as s:
+            while not stop.is_set():
+                s.sendall(REQUEST)
+                buf = b""
+                while not buf.endswith(b"ok\n"):
+                    d = s.recv(4096)
+                    if not d:
+                        return
+                    buf += d
+                done.append(1)
+    th = threading.Thread(target=loop)
+    th.start()
+    time.sleep(1)
+    try:
+        rep, path = K.record_workload(tap, "tls-busy", [pid], lambda: time.sleep(1.5),
+                                      seconds=8)
+    finally:
+        stop.set()
+        th.join()
+    if rep is None:
+        return
+    names = names_of(K.service_requests(rep, port))
+    tap.ok(f"tls-busy: a client busy before the recording: its requests named 'GET /x' "
+           f"from the first ({names})", names.get("GET /x", 0) >= 20
+           and sum(n for k, n in names.items() if k != "GET /x") <= 2, f"names {names}")
+
+
+
 def launched(tap, cert, key):
     """--ex, as `record -- CMD`: attached once the server has exec'd."""
     d = K.workdir("tls")
@@ -212,6 +252,8 @@ def main():
     if rep is not None:
         check_named(tap, "tls", rep, port)
         check_dump(tap, "tls", path, pid)
+
+    busy(tap, port, pid)
 
     # --no-tls: the same requests, framed on their ciphertext
     rep, path = K.record_workload(tap, "tls-off", [pid], lambda: https_client(port), seconds=8,
