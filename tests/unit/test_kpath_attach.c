@@ -26,19 +26,6 @@
 static const struct kb_tuple CL = {"10.0.0.1", 80, "10.0.0.2", 5000};
 static const char REPLY[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
 
-static void check_tiling(const struct kb_req *q)
-{
-	uint64_t t = q->start;
-
-	assert_true(q->nsegs > 0);
-	for (uint32_t i = 0; i < q->nsegs; i++) {
-		assert_int_equal(q->segs[i].start, t);
-		assert_true(q->segs[i].end > q->segs[i].start);
-		t = q->segs[i].end;
-	}
-	assert_int_equal(t, q->end);
-}
-
 /* srv's thread 101, blocked in a read on CL since tick 1, gets "GET /a" at
  * 10 and answers at 12 (after calling out, when call is set). */
 static void request_at_10(struct kb *b, void (*call)(struct kb *b))
@@ -75,7 +62,7 @@ static void test_reply_in_flight(void **state)
 	assert_string_equal(b.reqs[0].name, "GET /a");
 	assert_int_equal(b.reqs[0].start, B + 10 * U);
 	assert_int_equal(b.reqs[0].end, B + 30 * U);
-	check_tiling(&b.reqs[0]);
+	kb_check_tiling(&b.reqs[0]);
 }
 
 static const struct kb_tuple D = {"10.0.0.1", 41000, "10.0.0.1", 6379};
@@ -120,7 +107,7 @@ static void test_downstream_reply_in_flight(void **state)
 	q = &b.reqs[0];
 	assert_string_equal(q->service, "srv:80");
 	assert_string_equal(q->name, "GET /a");
-	check_tiling(q);
+	kb_check_tiling(q);
 	for (uint32_t i = 0; i < q->nsegs; i++)
 		if (q->segs[i].cat == CP_CAT_NETWORK && q->segs[i].start == B + 12 * U &&
 		    q->segs[i].end == B + 20 * U)
@@ -146,7 +133,7 @@ static void test_listen_known_first(void **state)
 	assert_int_equal(b.nreqs, 1);
 	assert_string_equal(b.reqs[0].service, "srv:80");
 	assert_string_equal(b.reqs[0].name, "GET /a");
-	check_tiling(&b.reqs[0]);
+	kb_check_tiling(&b.reqs[0]);
 }
 
 /* A forking server (PostgreSQL: the postmaster listens, a backend it forked
@@ -173,7 +160,7 @@ static void test_forked_server(void **state)
 		assert_string_equal(b.reqs[0].service, "srv:80");
 		assert_string_equal(b.reqs[0].name, "GET /a");
 		assert_int_equal(b.reqs[0].start, B + 10 * U);
-		check_tiling(&b.reqs[0]);
+		kb_check_tiling(&b.reqs[0]);
 	}
 }
 
@@ -209,7 +196,7 @@ static void test_unix_reply_in_flight(void **state)
 		if (bound) {
 			assert_string_equal(b.reqs[0].service, "srv:unix");
 			assert_string_equal(b.reqs[0].name, "GET /a");
-			check_tiling(&b.reqs[0]);
+			kb_check_tiling(&b.reqs[0]);
 		}
 	}
 }

@@ -248,6 +248,32 @@ static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t
 		memcpy(e->payload, payload, plen);
 }
 
+/* pid/tid's epoll_wait from enter returns ret at exit */
+static inline void kb_epoll(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,
+			    int64_t ret)
+{
+	struct cp_ev_poll *p = (void *)kb_new(b, CP_EV_POLL, sizeof(*p), exit, 0, pid, tid);
+
+	p->enter_ts = enter;
+	p->ret = ret;
+	p->phase = CP_PHASE_EXIT;
+	p->call = CP_POLL_EPOLL_WAIT;
+}
+
+/* A request's segments follow one another from its start to its end. */
+static inline void kb_check_tiling(const struct kb_req *q)
+{
+	uint64_t t = q->start;
+
+	assert_true(q->nsegs > 0);
+	for (uint32_t i = 0; i < q->nsegs; i++) {
+		assert_int_equal(q->segs[i].start, t);
+		assert_true(q->segs[i].end > q->segs[i].start);
+		t = q->segs[i].end;
+	}
+	assert_int_equal(t, q->end);
+}
+
 /* The write built last left n bytes unsent (Nagle, a full window). */
 static inline void kb_last_unsent(struct kb *b, uint32_t n)
 {

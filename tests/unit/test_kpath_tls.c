@@ -24,19 +24,6 @@ static const struct kb_tuple CL = {"10.0.0.1", 443, "10.0.0.2", 5000};
 static const char CLIENT_HELLO[] = "\x16\x03\x01\x02\x10";
 static const char CCS[] = "\x14\x03\x03\x01\x01";
 
-static void check_tiling(const struct kb_req *q)
-{
-	uint64_t t = q->start;
-
-	assert_true(q->nsegs > 0);
-	for (uint32_t i = 0; i < q->nsegs; i++) {
-		assert_int_equal(q->segs[i].start, t);
-		assert_true(q->segs[i].end > q->segs[i].start);
-		t = q->segs[i].end;
-	}
-	assert_int_equal(t, q->end);
-}
-
 /* The server thread 100 blocks at `from` and its bytes arrive at `at`
  * (sequence seq → seq + n), waking it: it runs from there. */
 static void arrive(struct kb *b, uint64_t from, uint64_t at, uint32_t seq, uint32_t n)
@@ -110,7 +97,7 @@ static void test_tls_named_by_plaintext(void **state)
 	assert_int_equal(b.reqs[3].start, B + 20 * U);
 	assert_int_equal(b.reqs[3].end, B + 23 * U);
 	for (uint32_t i = 0; i < b.nreqs; i++)
-		check_tiling(&b.reqs[i]);
+		kb_check_tiling(&b.reqs[i]);
 	assert_string_equal(b.reqs[2].segs[0].stack, "https:443;GET /x");
 }
 
@@ -130,7 +117,7 @@ static void test_tls_without_plaintext(void **state)
 	assert_int_equal(b.reqs[3].start, B + 20 * U);
 	assert_int_equal(b.reqs[3].end, B + 23 * U);
 	for (uint32_t i = 0; i < b.nreqs; i++)
-		check_tiling(&b.reqs[i]);
+		kb_check_tiling(&b.reqs[i]);
 }
 
 /* Plaintext that is not the request being read: another thread's, or one

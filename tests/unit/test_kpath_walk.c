@@ -809,15 +809,7 @@ static void test_unix_downstream_epoll(void **state)
 	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
 	kb_wake(&b, B + 9 * U, 1, 100, 100, 400, 400, CP_CTX_TASK, CP_SOFTIRQ_NONE);
 	kb_switch(&b, B + 9 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	{
-		struct cp_ev_poll *p =
-		    (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 9 * U + 100, 0, 100, 100);
-
-		p->enter_ts = B + 2 * U + 100;
-		p->ret = 1;
-		p->phase = CP_PHASE_EXIT;
-		p->call = CP_POLL_EPOLL_WAIT;
-	}
+	kb_epoll(&b, B + 2 * U + 100, B + 9 * U + 100, 100, 100, 1);
 	kb_sock_unix(&b, B + 9 * U + 200, B + 9 * U + 500, 100, 100, CP_SOCK_READ, 8, 5, "END\r\n");
 	kb_sock_unix(&b, B + 10 * U - 500, B + 10 * U, 100, 100, CP_SOCK_WRITE, 6, 7, "+PONG\r\n");
 	assert_int_equal(kb_run(&b), 0);
@@ -894,15 +886,7 @@ static void test_event_loop_two_connections(void **state)
 	kb_wake(&b, B, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
 	kb_dready(&b, B + 1 * U, 1, 100, c2, 3000 + (uint32_t)strlen(get));
 	kb_switch(&b, B + 2 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "redis-server");
-	{
-		struct cp_ev_poll *p =
-		    (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 2 * U + 100, 0, 100, 100);
-
-		p->enter_ts = B - 50 * U - 1;
-		p->ret = 2;
-		p->phase = CP_PHASE_EXIT;
-		p->call = CP_POLL_EPOLL_WAIT;
-	}
+	kb_epoll(&b, B - 50 * U - 1, B + 2 * U + 100, 100, 100, 2);
 	kb_sock(&b, B + 3 * U, B + 3 * U + 100, 100, 100, CP_SOCK_READ, 5, CL, (int64_t)strlen(set),
 		1000, set);
 	kb_sock(&b, B + 4 * U, B + 4 * U + 100, 100, 100, CP_SOCK_READ, 6, c2, (int64_t)strlen(get),
@@ -949,15 +933,7 @@ static void test_woken_by_new_connection(void **state)
 	kb_dready(&b, B + 3 * U, 0, 100, lst, 0);
 	kb_wake(&b, B + 3 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
 	kb_switch(&b, B + 3 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	{
-		struct cp_ev_poll *p =
-		    (void *)kb_new(&b, CP_EV_POLL, sizeof(*p), B + 3 * U + 100, 0, 100, 100);
-
-		p->enter_ts = B - 50 * U - 1;
-		p->ret = 1;
-		p->phase = CP_PHASE_EXIT;
-		p->call = CP_POLL_EPOLL_WAIT;
-	}
+	kb_epoll(&b, B - 50 * U - 1, B + 3 * U + 100, 100, 100, 1);
 	kb_sock(&b, B + 4 * U, B + 4 * U + 100, 100, 100, CP_SOCK_READ, 5, CL, (int64_t)strlen(get),
 		1000, get);
 	respond_at(&b, B + 5 * U, 100, 100);

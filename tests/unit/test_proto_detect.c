@@ -122,6 +122,15 @@ static size_t pg_msg(uint8_t *out, char type, const char *body, size_t blen)
 /* body: a string literal, its NUL included (a query ends with one) */
 #define PG(m, type, body) pg_msg(m, type, body, sizeof(body))
 
+/* m[0..len) is PostgreSQL, named want */
+static void pg_is(const uint8_t *m, size_t len, const char *want)
+{
+	char n[KP_NAME_LEN];
+
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
+	assert_string_equal(n, want);
+}
+
 static void test_postgres(void **state)
 {
 	static const uint8_t startup[] = {0, 0, 0, 40, 0, 3, 0, 0, 'u', 's', 'e', 'r', 0};
@@ -131,40 +140,28 @@ static void test_postgres(void **state)
 	size_t len;
 
 	len = PG(m, 'Q', "BEGIN;");
-	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "BEGIN");
+	pg_is(m, len, "BEGIN");
 	len = PG(m, 'Q', "  update pgbench_accounts set abalance = 1 where aid = 7;");
-	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "UPDATE");
+	pg_is(m, len, "UPDATE");
 	/* cut by the payload prefix: the verb is enough */
-	assert_int_equal(proto__request_name(m, 14, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "UPDATE");
+	pg_is(m, 14, "UPDATE");
 	len = PG(m, 'Q', "(SELECT 1) UNION (SELECT 2)");
-	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "SELECT");
+	pg_is(m, len, "SELECT");
 	/* extended protocol: Parse names the statement's verb, Bind the
 	 * prepared statement it runs */
 	len = PG(m, 'P', "P_1\0SELECT abalance FROM pgbench_accounts\0\0\0");
-	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "SELECT");
+	pg_is(m, len, "SELECT");
 	len = PG(m, 'B', "\0P_1\0\0\0");
-	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "EXECUTE P_1");
+	pg_is(m, len, "EXECUTE P_1");
 	len = PG(m, 'B', "\0\0\0\0");
-	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "EXECUTE");
+	pg_is(m, len, "EXECUTE");
 	len = pg_msg(m, 'X', "", 0);
-	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "terminate");
-	assert_int_equal(proto__request_name(startup, sizeof(startup), n, sizeof(n)),
-			 KP_PROTO_PG);
-	assert_string_equal(n, "startup");
-	assert_int_equal(proto__request_name(ssl, sizeof(ssl), n, sizeof(n)), KP_PROTO_PG);
-	assert_string_equal(n, "SSL request");
+	pg_is(m, len, "terminate");
+	pg_is(startup, sizeof(startup), "startup");
+	pg_is(ssl, sizeof(ssl), "SSL request");
 	/* not PostgreSQL: no verb, a length that cannot be, text protocols */
 	len = PG(m, 'Q', "\x01\x02\x03\x04");
 	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
-	m[1] = 0xff;
 	len = PG(m, 'Q', "SELECT 1");
 	m[1] = 0xff;
 	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
