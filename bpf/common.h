@@ -85,8 +85,9 @@ struct {
  * in softirq context with an arbitrary current, know the socket is ours. */
 struct cp_sock_state {
 	__u32 tgid;
-	__u8 last_dir; /* SOCK_DIR_* */
-	__u8 __pad[3];
+	__u8 last_dir;	 /* SOCK_DIR_* */
+	__u8 last_short; /* that call moved at most CP_SHORT_READ bytes */
+	__u8 __pad[2];
 };
 
 struct {

@@ -300,6 +300,8 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 	 * calls that moved bytes. Decided here at the exit, not at the start: a
 	 * reader may begin its next read before another thread has written the
 	 * previous response (a hand-off), and that read still starts a request.
+	 * A call of at most CP_SHORT_READ bytes (a length prefix read alone)
+	 * leaves the payload to the next call in its direction too.
 	 */
 	dir = call_dir(call);
 	if (ret > 0 && dir != SOCK_DIR_NONE && cfg_payload_bytes) {
@@ -321,6 +323,7 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 					  struct cp_sock_state *st)
 {
 	st->last_dir = SOCK_DIR_READ;
+	st->last_short = 0;
 	tls->want_ssl = tls->ssl;
 	tls->fd = in->fd;
 	tls->family = in->family;
@@ -342,7 +345,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	int dir = call_dir(call);
 	__u64 len = 0;
 
-	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || st->last_dir == dir))
+	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes ||
+		   (st->last_dir == dir && !st->last_short)))
 		st = NULL;
 	if (tls && dir == SOCK_DIR_READ) {
 		if (st)
@@ -360,8 +364,10 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			goto out;
 		}
 		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL, tls);
-		if (len)
+		if (len) {
 			st->last_dir = dir;
+			st->last_short = ret <= CP_SHORT_READ;
+		}
 	} else if (st) {
 		e = ring_reserve(sizeof(*e));
 		if (!e) {
@@ -369,8 +375,10 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			goto out;
 		}
 		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX, tls);
-		if (len)
+		if (len) {
 			st->last_dir = dir;
+			st->last_short = ret <= CP_SHORT_READ;
+		}
 	} else {
 		e = ring_reserve(offsetof(struct cp_ev_sock, payload));
 		if (!e) {
@@ -393,8 +401,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
 	e->sock_type = in->sock_type;
 	e->flags = tls ? CP_SOCK_F_TLS : 0;
-	if (in->family == AF_UNIX && in->sk &&
-	    kernel_cast(in->sk, struct unix_sock)->addr)
+	if (in->family == AF_UNIX && in->sk && kernel_cast(in->sk, struct unix_sock)->addr)
 		e->flags |= CP_SOCK_F_BOUND;
 	e->unsent = unsent;
 	e->payload_len = len;

@@ -266,6 +266,11 @@ struct cp_ev_sock {
  * ciphertext. A write's payload is the plaintext it was encrypting instead
  * (the first bytes of SSL_write's buffer); a read carries no payload, and
  * the plaintext the library returned follows in a CP_EV_TLS_READ record. */
+/* A read or write of at most this many bytes (a length prefix read
+ * before its message, as MySQL's clients and servers do) keeps the
+ * payload for the next call in the same direction too. */
+#define CP_SHORT_READ 16
+
 #define CP_SOCK_F_TLS 0x01
 /* A Unix-domain socket with an address of its own: the accepted end of a
  * listening socket has its listener's, a connecting client usually none.
