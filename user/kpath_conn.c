@@ -550,6 +550,22 @@ static int conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *paylo
 	return 0;
 }
 
+/* The request's first read was short and named nothing: named by its
+ * bytes and this read's, once (a length prefix, then its message). */
+static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
+{
+	uint8_t buf[CP_SHORT_READ + CP_PAYLOAD_MAX];
+	char name[KP_NAME_LEN];
+	size_t n = c->req.nhead;
+
+	memcpy(buf, c->req.head, n);
+	memcpy(buf + n, e->payload, e->payload_len);
+	c->req.nhead = 0;
+	if (proto__request_name(buf, n + e->payload_len, name, sizeof(name)) != KP_PROTO_NONE &&
+	    name[0])
+		memcpy(c->req.name, name, sizeof(c->req.name));
+}
+
 static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		     uint64_t ts, uint64_t enter)
 {
@@ -563,8 +579,11 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c->phase = KP_PH_READING;
 		return 0;
 	}
-	if (c->phase == KP_PH_READING)
+	if (c->phase == KP_PH_READING) {
+		if (c->req.nhead && e->payload_len)
+			name_after_head(c, e);
 		return 0;
+	}
 	if (c->phase == KP_PH_WRITING) {
 		err = kp__conn_finish_req(kp, ci);
 		if (err)
@@ -579,8 +598,13 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.start = req_start(kp, c, thread, enter, ts, e->tcp_seq);
 	c->req.tls_wait = (e->flags & CP_SOCK_F_TLS) && !e->payload_len;
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
-	if (!c->req.name[0])
+	if (!c->req.name[0]) {
 		snprintf(c->req.name, sizeof(c->req.name), "request");
+		if (e->payload_len && e->bytes <= CP_SHORT_READ) {
+			c->req.nhead = (uint8_t)e->payload_len;
+			memcpy(c->req.head, e->payload, e->payload_len);
+		}
+	}
 	c->phase = KP_PH_READING;
 	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
 }

@@ -214,6 +214,10 @@ struct kp_req {
 	bool tls_wait;
 	/* bytes its last write left unsent by TCP (struct cp_ev_sock.unsent) */
 	uint32_t unsent;
+	/* its first read was short (a length prefix: MySQL) and named
+	 * nothing: its bytes, named with the next read's (conn_read) */
+	uint8_t nhead;
+	uint8_t head[CP_SHORT_READ];
 };
 
 struct kp_conn {
@@ -614,6 +618,7 @@ enum kp_proto {
 	KP_PROTO_RESP,
 	KP_PROTO_TLS, /* a TLS handshake's records (its data is ciphertext) */
 	KP_PROTO_PG,  /* PostgreSQL's frontend protocol */
+	KP_PROTO_MYSQL, /* MySQL's and MariaDB's client protocol */
 };
 /* Names a request from the first bytes the server read ("GET /cart",
  * "get", "SET", "TLS handshake", "UPDATE"); returns the protocol, name "" when

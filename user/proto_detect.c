@@ -3,8 +3,9 @@
  * Request names from the first bytes a server read (DESIGN.md section 5):
  * HTTP/1.x "METHOD /path" (query dropped, numeric path segments folded to
  * "{n}" so /item/17 and /item/18 aggregate as one step), memcached text and
- * Redis RESP by command, PostgreSQL by SQL verb. The recorder keeps only a payload prefix, so these
- * parsers look at one line, never at a whole message.
+ * Redis RESP by command, PostgreSQL and MySQL by SQL verb. The recorder
+ * keeps only a payload prefix, so these parsers look at one line, never at
+ * a whole message.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -254,6 +255,48 @@ static enum kp_proto pg_name(const uint8_t *p, size_t len, char *name, size_t na
 }
 
 /*
+ * MySQL's and MariaDB's client protocol: a packet is a 3-byte little-endian
+ * length, a sequence number (0 for a command's first packet) and the
+ * payload, whose first byte is the command. A query (COM_QUERY) is named by
+ * its SQL verb like PostgreSQL's; the other commands by what they do.
+ */
+static enum kp_proto mysql_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	static const struct {
+		uint8_t cmd;
+		const char *name;
+	} cmds[] = {{0x01, "QUIT"},
+		    {0x02, "USE"},
+		    {0x0e, "PING"},
+		    {0x11, "CHANGE USER"},
+		    {0x16, "PREPARE"},
+		    {0x17, "EXECUTE"},
+		    {0x18, "SEND LONG DATA"},
+		    {0x19, "CLOSE STATEMENT"},
+		    {0x1a, "RESET STATEMENT"},
+		    {0x1f, "RESET CONNECTION"}};
+	uint32_t l;
+
+	if (len < 5 || p[3] != 0)
+		return KP_PROTO_NONE;
+	l = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+	if (!l || l > 0xffffff - 1)
+		return KP_PROTO_NONE;
+	if (p[4] == 0x03) /* COM_QUERY: the SQL */
+		return sql_verb(p + 5, len - 5, name, namelen) ? KP_PROTO_MYSQL : KP_PROTO_NONE;
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		if (cmds[k].cmd == p[4]) {
+			/* the fixed-size ones are exactly their size */
+			if ((p[4] == 0x01 || p[4] == 0x0e || p[4] == 0x1f) && l != 1)
+				return KP_PROTO_NONE;
+			put_trunc(name, namelen, cmds[k].name, strlen(cmds[k].name));
+			return KP_PROTO_MYSQL;
+		}
+	}
+	return KP_PROTO_NONE;
+}
+
+/*
  * A TLS record header (RFC 8446 section 5.1: content type, legacy version
  * 3.x, length) of a handshake or change_cipher_spec record: the exchanges
  * that open a TLS connection, before any request. Application data records
@@ -292,6 +335,9 @@ enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size
 	if (pr != KP_PROTO_NONE)
 		return pr;
 	pr = pg_name(p, len, name, namelen);
+	if (pr != KP_PROTO_NONE)
+		return pr;
+	pr = mysql_name(p, len, name, namelen);
 	if (pr != KP_PROTO_NONE)
 		return pr;
 	/* Redis inline commands ("PING\r\n") are a bare upper-case word */

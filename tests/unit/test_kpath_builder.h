@@ -222,11 +222,11 @@ struct kb_tuple {
 	uint16_t rport;
 };
 
-static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,
-			   uint8_t call, int fd, struct kb_tuple t, int64_t bytes, uint32_t seq,
-			   const char *payload)
+/* kb_sock with a payload of plen bytes (NULs among them) */
+static inline void kb_sock_bytes(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid,
+				 uint32_t tid, uint8_t call, int fd, struct kb_tuple t,
+				 int64_t bytes, uint32_t seq, const void *payload, size_t plen)
 {
-	size_t plen = payload ? strlen(payload) : 0;
 	struct cp_ev_sock *e = (void *)kb_new(
 	    b, CP_EV_SOCK, (uint16_t)CP_ALIGN(offsetof(struct cp_ev_sock, payload) + plen), exit, 0,
 	    pid, tid);
@@ -246,6 +246,14 @@ static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t
 	e->payload_len = (uint16_t)plen;
 	if (plen)
 		memcpy(e->payload, payload, plen);
+}
+
+static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,
+			   uint8_t call, int fd, struct kb_tuple t, int64_t bytes, uint32_t seq,
+			   const char *payload)
+{
+	kb_sock_bytes(b, enter, exit, pid, tid, call, fd, t, bytes, seq, payload,
+		      payload ? strlen(payload) : 0);
 }
 
 /* pid/tid's epoll_wait from enter returns ret at exit */

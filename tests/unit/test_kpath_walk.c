@@ -818,6 +818,34 @@ static void test_unix_downstream_epoll(void **state)
 	assert_string_equal(b.reqs[0].segs[1].peer, "unix socket");
 }
 
+/* MySQL's server reads a packet's 4-byte length, then its body: the short
+ * first read names nothing, and the request is named by both reads' bytes
+ * (the recorder keeps the payload of the read after a short one). */
+static void test_length_prefix_then_body(void **state)
+{
+	static struct kb b;
+	static const uint8_t head[] = {0x1b, 0, 0, 0};
+	static const char body[] = "\x03SELECT v FROM t WHERE id=2";
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "mariadbd");
+	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B, 0, 100, CL, 1031);
+	kb_wake(&b, B, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "mariadbd");
+	kb_sock_bytes(&b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 4, 1000, head,
+		      sizeof(head));
+	kb_sock_bytes(&b, B + 2000, B + 3000, 100, 100, CP_SOCK_READ, 5, CL, 27, 1004, body,
+		      sizeof(body) - 1);
+	kb_sock_bytes(&b, B + 2 * U - 1000, B + 2 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 11, 9000,
+		      "\x07\0\0\1\0\0\0\2\0\0\0", 11);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	assert_string_equal(b.reqs[0].name, "SELECT");
+	assert_int_equal(b.reqs[0].start, B);
+	assert_int_equal(b.reqs[0].end, B + 2 * U);
+}
+
 /* A busy thread never switched out during the recording: first seen at a
  * syscall's exit, it has been running all along. */
 static void test_never_switched(void **state)
@@ -1000,6 +1028,7 @@ int main(void)
 	    cmocka_unit_test(test_pipelined),
 	    cmocka_unit_test(test_unix_sockets),
 	    cmocka_unit_test(test_unix_downstream_epoll),
+	    cmocka_unit_test(test_length_prefix_then_body),
 	    cmocka_unit_test(test_never_switched),
 	    cmocka_unit_test(test_probe_frames),
 	};

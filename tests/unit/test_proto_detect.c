@@ -168,6 +168,52 @@ static void test_postgres(void **state)
 	assert_int_equal(name_of("Quit now please\r\n", n), KP_PROTO_NONE);
 }
 
+/* A MySQL packet: 3-byte little-endian length, sequence 0, command, body. */
+static size_t my_msg(uint8_t *out, uint8_t cmd, const char *body, size_t blen)
+{
+	uint32_t l = (uint32_t)blen + 1;
+
+	out[0] = (uint8_t)l, out[1] = (uint8_t)(l >> 8), out[2] = (uint8_t)(l >> 16);
+	out[3] = 0;
+	out[4] = cmd;
+	memcpy(out + 5, body, blen);
+	return 5 + blen;
+}
+
+static void my_is(const uint8_t *m, size_t len, const char *want)
+{
+	char n[KP_NAME_LEN];
+
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_MYSQL);
+	assert_string_equal(n, want);
+}
+
+static void test_mysql(void **state)
+{
+	uint8_t m[256];
+	char n[KP_NAME_LEN];
+	size_t len;
+
+	len = my_msg(m, 0x03, "select v from t where id=2", 26);
+	my_is(m, len, "SELECT");
+	len = my_msg(m, 0x03, "UPDATE t SET v=v+1", 18);
+	my_is(m, len, "UPDATE");
+	len = my_msg(m, 0x0e, "", 0);
+	my_is(m, len, "PING");
+	len = my_msg(m, 0x17, "\1\0\0\0\0\1\0\0\0", 9);
+	my_is(m, len, "EXECUTE");
+	len = my_msg(m, 0x01, "", 0);
+	my_is(m, len, "QUIT");
+	/* not MySQL: a later packet of a command, a PING with a body, no verb */
+	len = my_msg(m, 0x03, "SELECT 1", 8);
+	m[3] = 1;
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+	len = my_msg(m, 0x0e, "xx", 2);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+	len = my_msg(m, 0x03, "\x01\x02", 2);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+}
+
 static void test_unknown(void **state)
 {
 	static const uint8_t bin[] = {0x00, 0xff, 0x01, 0x02, 0x00, 0x01};
@@ -299,17 +345,12 @@ static void test_split_other(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_http),
-	    cmocka_unit_test(test_http_status),
-	    cmocka_unit_test(test_memcached),
-	    cmocka_unit_test(test_resp),
-	    cmocka_unit_test(test_tls),
-	    cmocka_unit_test(test_postgres),
-	    cmocka_unit_test(test_unknown),
-	    cmocka_unit_test(test_split_resp),
-	    cmocka_unit_test(test_split_memcached),
-	    cmocka_unit_test(test_split_http),
-	    cmocka_unit_test(test_split_other),
+	    cmocka_unit_test(test_http),       cmocka_unit_test(test_http_status),
+	    cmocka_unit_test(test_memcached),  cmocka_unit_test(test_resp),
+	    cmocka_unit_test(test_tls),	       cmocka_unit_test(test_postgres),
+	    cmocka_unit_test(test_mysql),      cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_split_resp), cmocka_unit_test(test_split_memcached),
+	    cmocka_unit_test(test_split_http), cmocka_unit_test(test_split_other),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
