@@ -600,7 +600,8 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
 	if (!c->req.name[0]) {
 		snprintf(c->req.name, sizeof(c->req.name), "request");
-		if (e->payload_len && e->bytes <= CP_SHORT_READ) {
+		if (e->payload_len && e->bytes <= CP_SHORT_READ &&
+		    e->payload_len <= CP_SHORT_READ) { /* a record may say otherwise */
 			c->req.nhead = (uint8_t)e->payload_len;
 			memcpy(c->req.head, e->payload, e->payload_len);
 		}
