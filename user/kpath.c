@@ -196,7 +196,7 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "the requests before the first one went out without waiting for it, and "
 			     "may overlap it without being marked partial",
 			     paths[0], npaths > 1 ? " or another input" : "");
-	if (kp.unsent_reqs) {
+	if (kp.nagle_reqs) {
 		char svcs[160] = "";
 		size_t len = 0;
 
@@ -205,17 +205,21 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 						i ? ", " : "", kp.unsent_svc[i].service,
 						(unsigned long long)kp.unsent_svc[i].n);
 		engine__warn(e,
-			     "%llu of %llu requests (%s%s) ended with bytes of their response "
-			     "still unsent by TCP when their last write returned: Nagle's "
-			     "algorithm holding a small write until the peer ACKs the one before "
-			     "(up to 40 ms with delayed ACKs), or a full congestion or receive "
-			     "window. Their clients waited past the end of the path shown; for "
-			     "small responses written in pieces, TCP_NODELAY or one write per "
-			     "response sends them at once",
-			     (unsigned long long)kp.unsent_reqs,
-			     (unsigned long long)kp.requests_out, svcs,
-			     kp.unsent_more ? ", …" : "");
+			     "%llu of %llu requests (%s%s) ended with a small write that TCP "
+			     "held back, unsent when it returned: Nagle's algorithm waits for "
+			     "the ACK of the write before (up to 40 ms with delayed ACKs). Their "
+			     "clients waited past the end of the path shown; TCP_NODELAY, or one "
+			     "write per response, sends it at once",
+			     (unsigned long long)kp.nagle_reqs, (unsigned long long)kp.requests_out,
+			     svcs, kp.unsent_more ? ", …" : "");
 	}
+	if (kp.unsent_reqs > kp.nagle_reqs)
+		engine__warn(e,
+			     "%llu of %llu requests ended with part of their last write not yet "
+			     "sent by TCP (a full congestion or receive window): their clients "
+			     "got the rest later than the path's end",
+			     (unsigned long long)(kp.unsent_reqs - kp.nagle_reqs),
+			     (unsigned long long)kp.requests_out);
 	if (kp.requests_partial)
 		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
 			     (unsigned long long)kp.requests_partial,

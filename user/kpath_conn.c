@@ -676,6 +676,8 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	c->req.end = ts;
 	c->req.writer = thread;
 	c->req.unsent = e->unsent; /* the last write's is what the client waits for */
+	c->req.nagle = e->unsent && e->bytes > 0 && e->unsent >= (uint64_t)e->bytes &&
+		       e->bytes < KP_SMALL_SEGMENT;
 	return 0;
 }
 

@@ -281,6 +281,9 @@ static void note_unsent(struct kp *kp, const struct kp_conn *c)
 	uint32_t i;
 
 	kp->unsent_reqs++;
+	if (!c->req.nagle)
+		return; /* a full window: counted, no service named */
+	kp->nagle_reqs++;
 	for (i = 0; i < kp->nunsent_svc; i++)
 		if (!strcmp(kp->unsent_svc[i].service, c->service))
 			break;

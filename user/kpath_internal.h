@@ -40,6 +40,9 @@
 #define KP_LOSS_LAG_NS 1000000000ull
 #define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
 #define KP_NAME_LEN 64
+/* A write smaller than a TCP segment on Ethernet (1500 - 52): one Nagle's
+ * algorithm holds back whole while data before it is unacknowledged */
+#define KP_SMALL_SEGMENT 1448
 #define KP_TH_HINTS 256 /* kp->th_hint slots */
 #define KP_CN_HINTS 64	/* kp->cn_hint slots */
 #define KP_PR_HINTS 256 /* kp->pr_hint slots */
@@ -212,8 +215,11 @@ struct kp_req {
 	/* its first read was inside a TLS read (ciphertext): named by the
 	 * plaintext that read returned (CP_EV_TLS_READ), when it comes */
 	bool tls_wait;
-	/* bytes its last write left unsent by TCP (struct cp_ev_sock.unsent) */
+	/* bytes its last write left unsent by TCP (struct cp_ev_sock.unsent),
+	 * and whether that write was held whole and smaller than a segment:
+	 * Nagle's algorithm, not a full window */
 	uint32_t unsent;
+	bool nagle;
 	/* its first read was short (a length prefix: MySQL) and named
 	 * nothing: its bytes, named with the next read's (conn_read) */
 	uint8_t nhead;
@@ -403,9 +409,9 @@ struct kp {
 	/* switches of target threads the kernel did not report, inferred by
 	 * the recorder (CP_SW_INFERRED) */
 	uint64_t inferred_switches;
-	/* requests whose last write left bytes unsent (Nagle's algorithm, a
-	 * full window): how many, and the first services they were of */
-	uint64_t unsent_reqs;
+	/* requests whose last write left bytes unsent: how many, how many of
+	 * them by Nagle's algorithm, and the first services those were of */
+	uint64_t unsent_reqs, nagle_reqs;
 	struct {
 		char service[KP_NAME_LEN];
 		uint64_t n;

@@ -58,7 +58,7 @@ def run(tap, mode):
     reqs = K.service_requests(rep, port)
     lat = sorted(q["latency_ns"] for q in reqs)
     med = lat[len(lat) // 2] / 1e6 if lat else 0
-    warn = [w for w in rep.get("warnings", []) if "unsent by TCP" in w]
+    warn = [w for w in rep.get("warnings", []) if "Nagle's algorithm" in w]
     dump = subprocess.run([CRITPATH, "dump", path], capture_output=True, text=True).stdout
     unsent = len(re.findall(rf"lport={port} .* unsent=\d+", dump))
     if mode == "nagle":

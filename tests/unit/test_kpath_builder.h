@@ -75,6 +75,7 @@ struct kb {
 	uint32_t cur_src;  /* source of the records built next */
 	uint64_t inferred; /* kp's count of inferred switches, after kb_run */
 	uint64_t unsent;   /* kp's requests whose last write left bytes unsent */
+	uint64_t nagle;	   /* ... held whole and small (Nagle's algorithm) */
 };
 
 static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
@@ -509,6 +510,7 @@ static inline int kb_run(struct kb *b)
 		err = kp__finish(&kp);
 	b->inferred = kp.inferred_switches;
 	b->unsent = kp.unsent_reqs;
+	b->nagle = kp.nagle_reqs;
 	kp__free(&kp);
 	return err;
 }

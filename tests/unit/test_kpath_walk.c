@@ -977,7 +977,7 @@ static void test_woken_by_new_connection(void **state)
 /* A response in two writes whose second was held by Nagle's algorithm (its
  * record says unsent): the request is counted for report's warning; one
  * whose first write only left bytes unsent, and the second sent them all,
- * is not. */
+ * is not. A large write past the window is counted apart from Nagle's. */
 static void test_unsent_response(void **state)
 {
 	static struct kb b;
@@ -998,7 +998,19 @@ static void test_unsent_response(void **state)
 		assert_int_equal(b.nreqs, 1);
 		assert_int_equal(b.reqs[0].end, B + 3 * U);
 		assert_int_equal(b.unsent, (uint64_t)last);
+		assert_int_equal(b.nagle, (uint64_t)last);
 	}
+	/* a large last write, part of it past the window: unsent, not Nagle */
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /big HTTP/1.1\r\n\r\n");
+	kb_sock(&b, B + 2 * U - 1000, B + 2 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 1000000, 9000,
+		"HTTP/1.1 200 OK\r\nContent-Length: 999962\r\n\r\n");
+	kb_last_unsent(&b, 300000);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	assert_int_equal(b.unsent, 1);
+	assert_int_equal(b.nagle, 0);
 }
 
 int main(void)
