@@ -267,6 +267,10 @@ struct cp_switch_batch {
 	struct cp_hdr batch;
 	struct cp_ev_sched_switch sw;
 	struct cp_ev_runq_culprit c[RQ_TOP + 1];
+	/* rq_culprits' working set: in the map value, not on the stack, where
+	 * the verifier would follow every combination of its flags (~1M
+	 * instructions to verify, near its limit; here it is unknown data) */
+	struct cp_culprit top[RQ_TOP];
 };
 
 struct {
@@ -296,11 +300,12 @@ static __always_inline void culprit_fill(struct cp_ev_runq_culprit *e, struct cp
 static __always_inline __u32 rq_culprits(struct cp_switch_batch *b, struct cp_rq_wait *wait,
 					 __u32 tid, __u64 now)
 {
-	struct cp_culprit top[RQ_TOP] = {};
+	struct cp_culprit *top = b->top;
 	struct cp_cpu_rq *rq;
 	__u64 covered = 0, other = 0, total = now - wait->since;
 	__u32 zero = 0, n = 0;
 
+	__builtin_memset(b->top, 0, sizeof(b->top));
 	rq = bpf_map_lookup_percpu_elem(&cpu_rqs, &zero, wait->cpu);
 	if (!rq) {
 		culprit_fill(&b->c[0], wait, tid, now, 0, 0, total);
