@@ -12,6 +12,8 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define AF_UNIX 1
+/* unix_autobind(): offsetof(struct sockaddr_un, sun_path) + 6 */
+#define UNIX_AUTOBIND_LEN 8
 #define AF_INET 2
 #define AF_INET6 10
 #define S_IFMT 00170000
@@ -401,8 +403,14 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
 	e->sock_type = in->sock_type;
 	e->flags = tls ? CP_SOCK_F_TLS : 0;
-	if (in->family == AF_UNIX && in->sk && kernel_cast(in->sk, struct unix_sock)->addr)
-		e->flags |= CP_SOCK_F_BOUND;
+	if (in->family == AF_UNIX && in->sk) {
+		struct unix_address *ua = kernel_cast(in->sk, struct unix_sock)->addr;
+
+		/* not an autobind's name ("\0" and 5 hex digits: a client's
+		 * with SO_PASSCRED, D-Bus's for one) */
+		if (ua && ua->len != UNIX_AUTOBIND_LEN)
+			e->flags |= CP_SOCK_F_BOUND;
+	}
 	e->unsent = unsent;
 	e->payload_len = len;
 	ev_submit(e);

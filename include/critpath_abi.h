@@ -273,7 +273,8 @@ struct cp_ev_sock {
 
 #define CP_SOCK_F_TLS 0x01
 /* A Unix-domain socket with an address of its own: the accepted end of a
- * listening socket has its listener's, a connecting client usually none.
+ * listening socket has its listener's, a connecting client none, or an
+ * autobind's (not counted: SO_PASSCRED gives D-Bus's clients one).
  * It tells a server's side of a connection open before the recording.
  * (ABI 3; 0 before.) */
 #define CP_SOCK_F_BOUND 0x02

@@ -5,7 +5,12 @@ with --unixsocket and no TCP port, traced by PID, under redis-benchmark -s
 -n 2000 -c 4 -t get,set. Unix-domain connections have no 4-tuple: they are
 known by descriptor. Every request must be found (2000 GET and 2000 SET),
 named by its RESP command, with service "redis-server:unix", tiled exactly,
-and none partial (no loss at this load)."""
+and none partial (no loss at this load).
+
+Then a connection open before the recording, both ends in the traced
+process: its client end has an autobind address (SO_PASSCRED, as D-Bus's
+clients do), its server end its listener's. Only the server end's
+exchanges are requests, each found."""
 import os
 import shutil
 import subprocess
@@ -70,7 +75,66 @@ def main():
     slow = [q for q in reqs if q["latency_ns"] > 50 * K.MS]
     tap.ok("unix: request latencies are plausible (none over 50 ms)", not slow,
            "\n".join(K.describe(q) for q in slow[:3]))
+    both_ends(tap)
     K.done(tap)
+
+
+BOTH_ENDS = """
+import os, socket, sys, threading, time
+path = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(path)
+srv.listen(4)
+def serve():
+    c, _ = srv.accept()
+    while True:
+        d = c.recv(100)
+        if not d:
+            break
+        c.sendall(b"+OK\\r\\n")
+threading.Thread(target=serve, daemon=True).start()
+cl = socket.socket(socket.AF_UNIX)
+cl.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+cl.connect(path)
+print("READY", flush=True)
+sys.stdin.readline()
+n = 0
+end = time.time() + 1.0
+while time.time() < end:
+    cl.sendall(b"PING\\r\\n")
+    cl.recv(100)
+    n += 1
+    time.sleep(0.001)
+print("DONE", n, flush=True)
+sys.stdin.readline()
+"""
+
+
+def both_ends(tap):
+    d = K.workdir("unix-both")
+    p = subprocess.Popen([sys.executable, "-c", BOTH_ENDS, os.path.join(d, "s.sock")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    out = []
+
+    def drive():
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out.append(p.stdout.readline())
+    rep, path = K.record_workload(tap, "unix-both", [p.pid], drive, seconds=5)
+    p.stdin.write("end\n")
+    p.stdin.flush()
+    p.wait(timeout=10)
+    if rep is None:
+        return
+    sent = int(out[0].split()[1]) if out and out[0].startswith("DONE") else 0
+    got = {}
+    for q in rep.get("requests", []):
+        got[(q.get("service"), q.get("name"))] = got.get((q.get("service"), q.get("name")), 0) + 1
+    tap.ok(f"unix-both: {sent} PINGs sent over a connection open before the recording: "
+           f"the server end's requests found, none on the client end ({got})",
+           sent > 50 and got.get(("python3:unix", "PING"), 0) >= sent - 1 and len(got) == 1,
+           f"{got}")
 
 
 if __name__ == "__main__":
