@@ -185,6 +185,18 @@ static __always_inline void ev_output(void *rec, __u64 size)
 		count_drop();
 }
 
+/* A socket call's connection, from one struct holding it to another (the
+ * inflight entry, a TLS slot, a record: the same field names). */
+#define CONN_COPY(dst, src)                                                                        \
+	do {                                                                                       \
+		(dst)->family = (src)->family;                                                     \
+		(dst)->lport = (src)->lport;                                                       \
+		(dst)->rport = (src)->rport;                                                       \
+		(dst)->tcp_seq = (src)->tcp_seq;                                                   \
+		__builtin_memcpy((dst)->laddr, (src)->laddr, CP_ADDR_LEN);                         \
+		__builtin_memcpy((dst)->raddr, (src)->raddr, CP_ADDR_LEN);                         \
+	} while (0)
+
 /* The first statement of every program. */
 #define EMPTY_GUARD()                                                                              \
 	do {                                                                                       \

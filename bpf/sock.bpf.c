@@ -328,12 +328,7 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 	st->last_short = 0;
 	tls->want_ssl = tls->ssl;
 	tls->fd = in->fd;
-	tls->family = in->family;
-	tls->lport = in->lport;
-	tls->rport = in->rport;
-	tls->tcp_seq = in->tcp_seq;
-	__builtin_memcpy(tls->laddr, in->laddr, CP_ADDR_LEN);
-	__builtin_memcpy(tls->raddr, in->raddr, CP_ADDR_LEN);
+	CONN_COPY(tls, in);
 }
 
 /* The call's record; st: the socket's state, which says whether a payload
@@ -395,12 +390,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	e->fd = in->fd;
 	e->phase = CP_PHASE_EXIT;
 	e->call = call;
-	e->family = in->family;
-	e->lport = in->lport;
-	e->rport = in->rport;
-	e->tcp_seq = in->tcp_seq;
-	__builtin_memcpy(e->laddr, in->laddr, CP_ADDR_LEN);
-	__builtin_memcpy(e->raddr, in->raddr, CP_ADDR_LEN);
+	CONN_COPY(e, in);
 	e->sock_type = in->sock_type;
 	e->flags = tls ? CP_SOCK_F_TLS : 0;
 	if (in->family == AF_UNIX && in->sk) {

@@ -82,12 +82,7 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n)
 	e->fd = s->fd;
 	e->call = s->call;
 	e->__pad = 0;
-	e->family = s->family;
-	e->lport = s->lport;
-	e->rport = s->rport;
-	e->tcp_seq = s->tcp_seq;
-	__builtin_memcpy(e->laddr, s->laddr, CP_ADDR_LEN);
-	__builtin_memcpy(e->raddr, s->raddr, CP_ADDR_LEN);
+	CONN_COPY(e, s);
 	e->payload_len = len;
 	__builtin_memset(e->__pad2, 0, sizeof(e->__pad2));
 	ev_submit(e);
