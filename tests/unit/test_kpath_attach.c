@@ -42,6 +42,24 @@ static void request_at_10(struct kb *b, void (*call)(struct kb *b))
 		(int64_t)strlen(REPLY), 9040, REPLY);
 }
 
+/* srv's thread 101 writes the reply to a request from before the recording */
+static void reply_in_flight(struct kb *b)
+{
+	kb_sock(b, B + 1 * U - 1000, B + 1 * U, 100, 101, CP_SOCK_WRITE, 5, CL,
+		(int64_t)strlen(REPLY), 9000, REPLY);
+}
+
+/* b's one request is request_at_10's: GET /a on srv:80, from 10 to 30 */
+static void check_get_a(const struct kb *b)
+{
+	assert_int_equal(b->nreqs, 1);
+	assert_string_equal(b->reqs[0].service, "srv:80");
+	assert_string_equal(b->reqs[0].name, "GET /a");
+	assert_int_equal(b->reqs[0].start, B + 10 * U);
+	assert_int_equal(b->reqs[0].end, B + 30 * U);
+	kb_check_tiling(&b->reqs[0]);
+}
+
 /* The first record on CL is the reply to a request from before the
  * recording, and srv's listening socket is known only after it: CL is
  * still a server's connection, and the next request on it is found. */
@@ -50,19 +68,13 @@ static void test_reply_in_flight(void **state)
 	static struct kb b;
 
 	memset(&b, 0, sizeof(b));
-	kb_sock(&b, B + 1 * U - 1000, B + 1 * U, 100, 101, CP_SOCK_WRITE, 5, CL,
-		(int64_t)strlen(REPLY), 9000, REPLY);
+	reply_in_flight(&b);
 	kb_proc_at(&b, B + 3 * U, 100, "srv");
 	kb_md_socket(&b, B + 3 * U, 100, 3, 80, 0, true);
 	kb_md_socket(&b, B + 3 * U, 100, 5, 80, 5000, false);
 	request_at_10(&b, NULL);
 	assert_int_equal(kb_run(&b), 0);
-	assert_int_equal(b.nreqs, 1);
-	assert_string_equal(b.reqs[0].service, "srv:80");
-	assert_string_equal(b.reqs[0].name, "GET /a");
-	assert_int_equal(b.reqs[0].start, B + 10 * U);
-	assert_int_equal(b.reqs[0].end, B + 30 * U);
-	kb_check_tiling(&b.reqs[0]);
+	check_get_a(&b);
 }
 
 static const struct kb_tuple D = {"10.0.0.1", 41000, "10.0.0.1", 6379};
@@ -103,11 +115,8 @@ static void test_downstream_reply_in_flight(void **state)
 	assert_int_equal(kb_run(&b), 0);
 	for (uint32_t i = 0; i < b.nreqs; i++)
 		print_message("  request %s %s\n", b.reqs[i].service, b.reqs[i].name);
-	assert_int_equal(b.nreqs, 1);
+	check_get_a(&b);
 	q = &b.reqs[0];
-	assert_string_equal(q->service, "srv:80");
-	assert_string_equal(q->name, "GET /a");
-	kb_check_tiling(q);
 	for (uint32_t i = 0; i < q->nsegs; i++)
 		if (q->segs[i].cat == CP_CAT_NETWORK && q->segs[i].start == B + 12 * U &&
 		    q->segs[i].end == B + 20 * U)
@@ -126,14 +135,10 @@ static void test_listen_known_first(void **state)
 	kb_md_socket(&b, 0, 100, 3, 80, 0, true);
 	kb_proc(&b, 200, "kv");
 	kb_md_socket(&b, 0, 200, 3, 6379, 0, true);
-	kb_sock(&b, B + 1 * U - 1000, B + 1 * U, 100, 101, CP_SOCK_WRITE, 5, CL,
-		(int64_t)strlen(REPLY), 9000, REPLY);
+	reply_in_flight(&b);
 	request_at_10(&b, call_kv);
 	assert_int_equal(kb_run(&b), 0);
-	assert_int_equal(b.nreqs, 1);
-	assert_string_equal(b.reqs[0].service, "srv:80");
-	assert_string_equal(b.reqs[0].name, "GET /a");
-	kb_check_tiling(&b.reqs[0]);
+	check_get_a(&b);
 }
 
 /* A forking server (PostgreSQL: the postmaster listens, a backend it forked
@@ -152,23 +157,18 @@ static void test_forked_server(void **state)
 		kb_md_socket(&b, md, 90, 3, 80, 0, true);
 		kb_proc_at(&b, md, 100, "srv");
 		kb_md_socket(&b, md, 100, 5, 80, 5000, false);
-		kb_sock(&b, B + 1 * U - 1000, B + 1 * U, 100, 101, CP_SOCK_WRITE, 5, CL,
-			(int64_t)strlen(REPLY), 9000, REPLY);
+		reply_in_flight(&b);
 		request_at_10(&b, NULL);
 		assert_int_equal(kb_run(&b), 0);
-		assert_int_equal(b.nreqs, 1);
-		assert_string_equal(b.reqs[0].service, "srv:80");
-		assert_string_equal(b.reqs[0].name, "GET /a");
-		assert_int_equal(b.reqs[0].start, B + 10 * U);
-		kb_check_tiling(&b.reqs[0]);
+		check_get_a(&b);
 	}
 }
 
 /* A Unix-domain server's connection (PostgreSQL's local socket, Docker's
- * API), open before
- * the recording, whose first record is a reply: with no ports to go by, the
- * accepted end's own address (CP_SOCK_F_BOUND) says it is the server's. A
- * socketpair's end has none: who spoke first decides, a client's here. */
+ * API), open before the recording, whose first record is a reply: with no
+ * ports to go by, the accepted end's own address (CP_SOCK_F_BOUND) says it
+ * is the server's. A socketpair's end has none: who spoke first decides, a
+ * client's here. */
 static void test_unix_reply_in_flight(void **state)
 {
 	static struct kb b;

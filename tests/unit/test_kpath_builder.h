@@ -223,6 +223,17 @@ struct kb_tuple {
 	uint16_t rport;
 };
 
+/* A record's connection fields (family, ports, addresses) from t: the
+ * same names in every record that has them. */
+#define KB_TUPLE(e, t)                                                                             \
+	do {                                                                                       \
+		(e)->family = AF_INET;                                                             \
+		(e)->lport = (t).lport;                                                            \
+		(e)->rport = (t).rport;                                                            \
+		inet_pton(AF_INET, (t).laddr, (e)->laddr);                                         \
+		inet_pton(AF_INET, (t).raddr, (e)->raddr);                                         \
+	} while (0)
+
 /* kb_sock with a payload of plen bytes (NULs among them) */
 static inline void kb_sock_bytes(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid,
 				 uint32_t tid, uint8_t call, int fd, struct kb_tuple t,
@@ -237,11 +248,7 @@ static inline void kb_sock_bytes(struct kb *b, uint64_t enter, uint64_t exit, ui
 	e->fd = fd;
 	e->phase = CP_PHASE_EXIT;
 	e->call = call;
-	e->family = AF_INET;
-	e->lport = t.lport;
-	e->rport = t.rport;
-	inet_pton(AF_INET, t.laddr, e->laddr);
-	inet_pton(AF_INET, t.raddr, e->raddr);
+	KB_TUPLE(e, t);
 	e->tcp_seq = seq;
 	e->sock_type = SOCK_STREAM;
 	e->payload_len = (uint16_t)plen;
@@ -317,11 +324,7 @@ static inline void kb_tls_read(struct kb *b, uint64_t enter, uint64_t exit, uint
 	e->bytes = bytes;
 	e->fd = fd;
 	e->call = CP_TLS_SSL_READ;
-	e->family = AF_INET;
-	e->lport = t.lport;
-	e->rport = t.rport;
-	inet_pton(AF_INET, t.laddr, e->laddr);
-	inet_pton(AF_INET, t.raddr, e->raddr);
+	KB_TUPLE(e, t);
 	e->tcp_seq = seq;
 	e->payload_len = (uint16_t)plen;
 	memcpy(e->payload, payload, plen);
@@ -356,11 +359,7 @@ static inline void kb_dready(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t p
 	struct cp_ev_sk_data_ready *e =
 	    (void *)kb_new(b, CP_EV_SK_DATA_READY, sizeof(*e), ts, cpu, pid, pid);
 
-	e->family = AF_INET;
-	e->lport = t.lport;
-	e->rport = t.rport;
-	inet_pton(AF_INET, t.laddr, e->laddr);
-	inet_pton(AF_INET, t.raddr, e->raddr);
+	KB_TUPLE(e, t);
 	e->rcv_nxt = rcv_nxt;
 }
 

@@ -729,38 +729,48 @@ static void test_pipelined(void **state)
  * downstream over another Unix socket, whose reply also comes from a task:
  * that wait is a network blind spot on "unix socket", not unexplained. The
  * fd is reused by a second connection, which is a request of its own. */
-static void test_unix_sockets(void **state)
-{
-	static struct kb b;
-	const struct want w[] = {
-	    {0, 2, CP_CAT_CPU, 100, false},
-	    {2, 9, CP_CAT_NETWORK, -1, false},
-	    {9, 10, CP_CAT_CPU, 100, false},
-	};
-	const struct kb_req *q;
+/* The path of unix_ping_calling_down's PING: cpu, the call's 7 ticks, cpu */
+static const struct want unix_ping_path[] = {
+    {0, 2, CP_CAT_CPU, 100, false},
+    {2, 9, CP_CAT_NETWORK, -1, false},
+    {9, 10, CP_CAT_CPU, 100, false},
+};
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	/* accepted before B, blocked in the read until client 300 writes at B */
-	kb_sock_unix(&b, B - 60 * U, B - 50 * U, 100, 100, CP_SOCK_ACCEPT, 6, 6, NULL);
-	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+/* srv 100 on a Unix socket (fd 6): accepted before B, blocked in the read
+ * until client 300 writes PING at B; then a downstream call on fd 8 (connect
+ * at 1, ask at 2) whose untraced peer's task wakes it at 9. The reply's read
+ * and the PONG at 10 are the caller's. */
+static void unix_ping_calling_down(struct kb *b)
+{
+	memset(b, 0, sizeof(*b));
+	kb_proc(b, 100, "srv");
+	kb_sock_unix(b, B - 60 * U, B - 50 * U, 100, 100, CP_SOCK_ACCEPT, 6, 6, NULL);
+	kb_switch(b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
 	{
 		/* sk_data_ready on a Unix socket: no tuple, ignored */
 		struct cp_ev_sk_data_ready *e =
-		    (void *)kb_new(&b, CP_EV_SK_DATA_READY, sizeof(*e), B, 1, 300, 300);
+		    (void *)kb_new(b, CP_EV_SK_DATA_READY, sizeof(*e), B, 1, 300, 300);
 
 		e->family = AF_UNIX;
 	}
-	kb_wake(&b, B, 1, 100, 100, 300, 300, CP_CTX_TASK, CP_SOFTIRQ_NONE);
-	kb_switch(&b, B, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	kb_sock_unix(&b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 6, 14,
+	kb_wake(b, B, 1, 100, 100, 300, 300, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(b, B, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock_unix(b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 6, 14,
 		     "*1\r\n$4\r\nPING\r\n");
-	/* the downstream: connect at 1, ask at 2, its task wakes us at 9 */
-	kb_sock_unix(&b, B + 1 * U - 500, B + 1 * U, 100, 100, CP_SOCK_CONNECT, 8, 0, NULL);
-	kb_sock_unix(&b, B + 2 * U - 500, B + 2 * U, 100, 100, CP_SOCK_WRITE, 8, 6, "get k\r\n");
-	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_wake(&b, B + 9 * U, 1, 100, 100, 400, 400, CP_CTX_TASK, CP_SOFTIRQ_NONE);
-	kb_switch(&b, B + 9 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock_unix(b, B + 1 * U - 500, B + 1 * U, 100, 100, CP_SOCK_CONNECT, 8, 0, NULL);
+	kb_sock_unix(b, B + 2 * U - 500, B + 2 * U, 100, 100, CP_SOCK_WRITE, 8, 6, "get k\r\n");
+	kb_switch(b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(b, B + 9 * U, 1, 100, 100, 400, 400, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(b, B + 9 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+}
+
+static void test_unix_sockets(void **state)
+{
+	static struct kb b;
+	const struct kb_req *q;
+
+	unix_ping_calling_down(&b);
+	/* blocked in the reply's read since 2 */
 	kb_sock_unix(&b, B + 2 * U + 100, B + 9 * U + 500, 100, 100, CP_SOCK_READ, 8, 5, "END\r\n");
 	kb_sock_unix(&b, B + 10 * U - 500, B + 10 * U, 100, 100, CP_SOCK_WRITE, 6, 7, "+PONG\r\n");
 	kb_sock_unix(&b, B + 11 * U - 500, B + 11 * U, 100, 100, CP_SOCK_CLOSE, 6, 0, NULL);
@@ -775,7 +785,7 @@ static void test_unix_sockets(void **state)
 	q = &b.reqs[0];
 	assert_string_equal(q->service, "srv:unix");
 	assert_string_equal(q->name, "PING");
-	check_path(q, w, 3);
+	check_path(q, unix_ping_path, 3);
 	assert_string_equal(q->segs[1].peer, "unix socket");
 	assert_string_equal(q->segs[1].frame3, "unix socket get");
 	assert_string_equal(b.reqs[1].name, "INFO");
@@ -790,31 +800,14 @@ static void test_unix_sockets(void **state)
 static void test_unix_downstream_epoll(void **state)
 {
 	static struct kb b;
-	const struct want w[] = {
-	    {0, 2, CP_CAT_CPU, 100, false},
-	    {2, 9, CP_CAT_NETWORK, -1, false},
-	    {9, 10, CP_CAT_CPU, 100, false},
-	};
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	kb_sock_unix(&b, B - 60 * U, B - 50 * U, 100, 100, CP_SOCK_ACCEPT, 6, 6, NULL);
-	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_wake(&b, B, 1, 100, 100, 300, 300, CP_CTX_TASK, CP_SOFTIRQ_NONE);
-	kb_switch(&b, B, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	kb_sock_unix(&b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 6, 14,
-		     "*1\r\n$4\r\nPING\r\n");
-	kb_sock_unix(&b, B + 1 * U - 500, B + 1 * U, 100, 100, CP_SOCK_CONNECT, 8, 0, NULL);
-	kb_sock_unix(&b, B + 2 * U - 500, B + 2 * U, 100, 100, CP_SOCK_WRITE, 8, 6, "get k\r\n");
-	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	kb_wake(&b, B + 9 * U, 1, 100, 100, 400, 400, CP_CTX_TASK, CP_SOFTIRQ_NONE);
-	kb_switch(&b, B + 9 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	unix_ping_calling_down(&b);
 	kb_epoll(&b, B + 2 * U + 100, B + 9 * U + 100, 100, 100, 1);
 	kb_sock_unix(&b, B + 9 * U + 200, B + 9 * U + 500, 100, 100, CP_SOCK_READ, 8, 5, "END\r\n");
 	kb_sock_unix(&b, B + 10 * U - 500, B + 10 * U, 100, 100, CP_SOCK_WRITE, 6, 7, "+PONG\r\n");
 	assert_int_equal(kb_run(&b), 0);
 	assert_int_equal(b.nreqs, 1);
-	check_path(&b.reqs[0], w, 3);
+	check_path(&b.reqs[0], unix_ping_path, 3);
 	assert_string_equal(b.reqs[0].segs[1].peer, "unix socket");
 }
 
