@@ -65,6 +65,20 @@ static ssize_t read_small(const char *path, char *buf, size_t cap)
 	return total;
 }
 
+/* *v, of *cap elements of size elem, twice as large (64 the first time);
+ * -ENOMEM leaves it as it was. */
+static int grow(void **v, size_t *cap, size_t elem)
+{
+	size_t ncap = *cap ? 2 * *cap : 64;
+	void *nv = realloc(*v, ncap * elem);
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
 /* The processes alive now as (pid, parent pid) pairs (*out, malloc'd);
  * returns how many, or -errno. */
 ssize_t rec_meta__processes(struct rec_meta_pp **out)
@@ -87,17 +101,10 @@ ssize_t rec_meta__processes(struct rec_meta_pp **out)
 		if (read_small(path, stat, sizeof(stat)) <= 0 || !(p = strrchr(stat, ')')) ||
 		    sscanf(p + 1, " %*c %d", &ppid) != 1)
 			continue; /* gone meanwhile */
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 256;
-			struct rec_meta_pp *nv = realloc(v, ncap * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = ncap;
+		if (n == cap && grow((void **)&v, &cap, sizeof(*v))) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
 		}
 		v[n].pid = atoi(de->d_name);
 		v[n++].ppid = ppid;
@@ -432,17 +439,10 @@ static ssize_t socket_fds(pid_t pid, struct sock_row **out)
 		link[len] = 0;
 		if (sscanf(link, "socket:[%lu]", &inode) != 1)
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 64;
-			struct sock_row *nr = realloc(rows, ncap * sizeof(*rows));
-
-			if (!nr) {
-				free(rows);
-				closedir(d);
-				return -ENOMEM;
-			}
-			rows = nr;
-			cap = ncap;
+		if (n == cap && grow((void **)&rows, &cap, sizeof(*rows))) {
+			free(rows);
+			closedir(d);
+			return -ENOMEM;
 		}
 		memset(&rows[n], 0, sizeof(rows[n]));
 		rows[n].inode = inode;
