@@ -311,6 +311,12 @@ static enum kp_proto tls_name(const uint8_t *p, size_t len, char *name, size_t n
 	return KP_PROTO_TLS;
 }
 
+/* Tried in this order after RESP's arrays: the first that knows the bytes
+ * names them. */
+static enum kp_proto (*const parsers[])(const uint8_t *, size_t, char *, size_t) = {
+    http_name, mc_name, tls_name, pg_name, mysql_name,
+};
+
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	enum kp_proto pr;
@@ -325,21 +331,11 @@ enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size
 		if (pr != KP_PROTO_NONE)
 			return pr;
 	}
-	pr = http_name(p, len, name, namelen);
-	if (pr != KP_PROTO_NONE)
-		return pr;
-	pr = mc_name(p, len, name, namelen);
-	if (pr != KP_PROTO_NONE)
-		return pr;
-	pr = tls_name(p, len, name, namelen);
-	if (pr != KP_PROTO_NONE)
-		return pr;
-	pr = pg_name(p, len, name, namelen);
-	if (pr != KP_PROTO_NONE)
-		return pr;
-	pr = mysql_name(p, len, name, namelen);
-	if (pr != KP_PROTO_NONE)
-		return pr;
+	for (size_t k = 0; k < sizeof(parsers) / sizeof(parsers[0]); k++) {
+		pr = parsers[k](p, len, name, namelen);
+		if (pr != KP_PROTO_NONE)
+			return pr;
+	}
 	/* Redis inline commands ("PING\r\n") are a bare upper-case word */
 	{
 		size_t n = 0;
