@@ -41,66 +41,6 @@ const char *cp_category_name(enum cp_category c)
 	return "unexplained";
 }
 
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, (size_t)ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
-/* Finds the slot for hash whose entry eq() accepts, or the empty slot
- * where it goes. */
-static uint32_t *index__find(struct index *ix, uint64_t hash,
-			     bool (*eq)(const void *ctx, uint32_t i), const void *ctx)
-{
-	uint32_t j = (uint32_t)hash & (ix->cap - 1);
-
-	while (ix->slots[j]) {
-		if (eq(ctx, ix->slots[j] - 1))
-			return &ix->slots[j];
-		j = (j + 1) & (ix->cap - 1);
-	}
-	return &ix->slots[j];
-}
-
-/* Keeps the load under 1/2 with room for `more` entries after the n there
- * are; hashes come from hash_of(i). */
-static int index__reserve_more(struct index *ix, uint32_t n, uint32_t more,
-			       uint64_t (*hash_of)(const void *, uint32_t), const void *ctx)
-{
-	uint32_t cap = ix->cap ? ix->cap : 256, *slots;
-
-	if (ix->cap && (n + more + 1) * 2 <= ix->cap)
-		return 0;
-	while ((n + more + 1) * 2 > cap)
-		cap *= 2;
-	slots = calloc(cap, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j = (uint32_t)hash_of(ctx, i) & (cap - 1);
-
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = i + 1;
-	}
-	free(ix->slots);
-	ix->slots = slots;
-	ix->cap = cap;
-	return 0;
-}
-
 static int index__reserve(struct index *ix, uint32_t n, uint64_t (*hash_of)(const void *, uint32_t),
 			  const void *ctx)
 {
@@ -128,6 +68,7 @@ void engine__free(struct engine *e)
 	if (!e)
 		return;
 	engine__free_result(e);
+	engine__sku_free(e);
 	for (uint32_t i = 0; i < e->nstacks; i++) {
 		free((void *)e->stacks[i].frames);
 		barr__free(&e->stacks[i].dist);
@@ -189,7 +130,8 @@ void engine__warn(struct engine *e, const char *fmt, ...)
 				WARN_PRINT);
 	}
 	if (!s || e->nwarnings >= WARN_KEEP ||
-	    grow((void **)&e->warnings, &e->capwarnings, e->nwarnings + 1, sizeof(char *))) {
+	    engine__grow((void **)&e->warnings, &e->capwarnings, e->nwarnings + 1,
+			 sizeof(char *))) {
 		free(s);
 		e->warnings_dropped++;
 		return;
@@ -361,8 +303,8 @@ static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 
 	for (uint32_t i = 0; i < n; i++)
 		total += g[i].nframes;
-	if (grow((void **)&e->gkeys, &e->capgkeys, total + 1, sizeof(*e->gkeys)) ||
-	    grow((void **)&e->ghash, &e->capghash, n + 1, sizeof(*e->ghash)) ||
+	if (engine__grow((void **)&e->gkeys, &e->capgkeys, total + 1, sizeof(*e->gkeys)) ||
+	    engine__grow((void **)&e->ghash, &e->capghash, n + 1, sizeof(*e->ghash)) ||
 	    index__reserve_more(&e->stack_index, e->nstacks, n, stack_hash_of, e))
 		return -ENOMEM;
 	mask = e->stack_index.cap - 1;
@@ -411,7 +353,7 @@ static int64_t engine__stack(struct engine *e, const struct cp_segment *g, const
 		return e->cache[c].stack;
 	slot = index__find(&e->stack_index, k.hash, stack_eq, &k);
 	if (!*slot) {
-		if (grow((void **)&e->stacks, &e->capstacks, e->nstacks + 1, sizeof(*s)))
+		if (engine__grow((void **)&e->stacks, &e->capstacks, e->nstacks + 1, sizeof(*s)))
 			return -ENOMEM;
 		s = &e->stacks[e->nstacks];
 		memset(s, 0, sizeof(*s));
@@ -471,8 +413,8 @@ static struct culprit *engine__culprit(struct engine *e, struct culprit *k)
 		return NULL;
 	slot = index__find(&e->culprit_index, k->hash, culprit_eq, ctx);
 	if (!*slot) {
-		if (grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1,
-			 sizeof(*e->culprits)))
+		if (engine__grow((void **)&e->culprits, &e->capculprits, e->nculprits + 1,
+				 sizeof(*e->culprits)))
 			return NULL;
 		e->culprits[e->nculprits] = *k;
 		*slot = ++e->nculprits;
@@ -548,7 +490,7 @@ static int engine__span(struct engine *e, const struct cp_span_stat *st, const c
 
 	slot = index__find(&e->span_index, k.hash, span_eq, &k);
 	if (!*slot) {
-		if (grow((void **)&e->spans, &e->capspans, e->nspans + 1, sizeof(*s)))
+		if (engine__grow((void **)&e->spans, &e->capspans, e->nspans + 1, sizeof(*s)))
 			return -ENOMEM;
 		s = &e->spans[e->nspans];
 		memset(s, 0, sizeof(*s));
@@ -585,8 +527,8 @@ static int engine__spans(struct engine *e, const struct cp_request *req)
 
 	for (uint32_t i = 0; i < n; i++)
 		total += sp[i].nframes;
-	if (grow((void **)&e->skeys, &e->capskeys, total + 1, sizeof(*e->skeys)) ||
-	    grow((void **)&e->shash, &e->capshash, n + 1, sizeof(*e->shash)) ||
+	if (engine__grow((void **)&e->skeys, &e->capskeys, total + 1, sizeof(*e->skeys)) ||
+	    engine__grow((void **)&e->shash, &e->capshash, n + 1, sizeof(*e->shash)) ||
 	    index__reserve_more(&e->span_index, e->nspans, n, span_hash_of, e))
 		return -ENOMEM;
 	mask = e->span_index.cap - 1;
@@ -686,7 +628,7 @@ static int engine__keep(struct engine *e, const struct cp_request *req)
 	if (!c)
 		return -ENOMEM;
 	if (e->opts.keep_all_requests || e->nkept < n) {
-		if (grow((void **)&e->kept, &e->capkept, e->nkept + 1, sizeof(*e->kept))) {
+		if (engine__grow((void **)&e->kept, &e->capkept, e->nkept + 1, sizeof(*e->kept))) {
 			free(c);
 			return -ENOMEM;
 		}
@@ -710,8 +652,8 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 	int err;
 
 	e->ntouched = 0;
-	if (grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
-		 sizeof(*e->seg_frames)))
+	if (engine__grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
+			 sizeof(*e->seg_frames)))
 		return -ENOMEM;
 	err = engine__stacks_ahead(e, req);
 	if (err)
@@ -728,8 +670,8 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		s = &e->stacks[id];
 		e->seg_frames[i] = s->frames;
 		if (s->gen != e->gen) {
-			if (grow((void **)&e->touched, &e->captouched, e->ntouched + 1,
-				 sizeof(*e->touched)))
+			if (engine__grow((void **)&e->touched, &e->captouched, e->ntouched + 1,
+					 sizeof(*e->touched)))
 				return -ENOMEM;
 			s->gen = e->gen;
 			s->cur_ns = 0;
@@ -737,9 +679,14 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		}
 		s->cur_ns += d;
 		err = engine__contention(e, g, d);
+		if (!err && g->category == CP_CAT_CPU && (g->sku || g->cpu_model))
+			err = engine__sku_segment(e, req, i, (uint32_t)id, d);
 		if (err)
 			return err;
 	}
+	err = engine__sku_flush(e, req);
+	if (err)
+		return err;
 	for (uint32_t i = 0; i < e->ntouched; i++) { /* what barr__add will touch */
 		const struct stack *s = &e->stacks[e->touched[i]];
 		uint32_t b = bucket__of(s->cur_ns);

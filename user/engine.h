@@ -100,6 +100,57 @@ struct engine_span_entry {
 	uint64_t exclusive_ns;		/* sum of time on the critical path */
 };
 
+/*
+ * CPU time by SKU (DESIGN.md section 5, "CPU and SKU"): a cpu segment's SKU
+ * is its recording's --sku label, or else its CPU's model name. Per cpu
+ * step, and over all cpu steps of a request, the time a request spent there
+ * on each SKU; a SKU is compared with the baseline (the SKU most requests
+ * ran on) by the ratio of the means and its 95% confidence interval. A step
+ * is SKU-sensitive when that interval lies wholly beyond ENGINE_SKU_MARGIN
+ * either way: slower or faster by more than 10%, at 95% confidence.
+ */
+#define ENGINE_SKU_MIN_REQUESTS 10	/* on each side, or no verdict */
+#define ENGINE_SKU_MARGIN 1.10
+
+enum engine_sku_verdict {
+	ENGINE_SKU_BASELINE = 0,
+	ENGINE_SKU_FEW,		/* fewer than ENGINE_SKU_MIN_REQUESTS here or in the baseline */
+	ENGINE_SKU_SAME,	/* the interval lies within [1 / margin, margin] */
+	ENGINE_SKU_UNCLEAR,	/* neither: more requests would tell */
+	ENGINE_SKU_SLOWER,	/* SKU-sensitive */
+	ENGINE_SKU_FASTER,	/* SKU-sensitive */
+};
+
+/* "baseline", "too few requests", "same", "unclear", "slower", "faster" */
+const char *engine_sku_verdict_name(enum engine_sku_verdict v);
+
+struct engine_sku_stat {
+	const char *sku;
+	uint32_t requests;		/* requests with time there on this SKU */
+	uint64_t total_ns;
+	uint64_t mean_ns, stddev_ns, q50_ns;	/* of a request's time there */
+	double ratio, ci_low, ci_high;	/* mean / the baseline's mean, 95% CI */
+	enum engine_sku_verdict verdict;
+};
+
+struct engine_sku_step {
+	/* a cpu step's stack (without the category), or for a request kind's
+	 * whole cpu time (whole): its service and name */
+	const char *const *frames;
+	uint32_t nframes;
+	bool whole;			/* all cpu steps of requests of this kind */
+	uint64_t total_ns;		/* on all SKUs */
+	const struct engine_sku_stat *by_sku;	/* the baseline first, then by requests */
+	uint32_t nby_sku;
+	bool sensitive;			/* some SKU is slower or faster */
+};
+
+struct engine_sku {
+	const char *sku;
+	uint64_t requests;		/* requests with cpu time on it */
+	uint64_t cpu_ns;		/* their critical-path cpu time on it */
+};
+
 struct engine_result {
 	uint64_t nrequests;		/* aggregated (after filters) */
 	uint64_t total_latency_ns;
@@ -118,6 +169,14 @@ struct engine_result {
 	const struct engine_span_entry *spans;
 	uint32_t nspans;
 	uint64_t nfiltered;		/* requests the filters left out */
+	/* additive: CPU time by SKU. skus: the SKUs seen, the baseline (most
+	 * requests) first; sku_steps: the cpu steps, and the request kinds'
+	 * whole cpu time, that ran on two SKUs or more, by total_ns
+	 * descending. Outputs show them when nskus >= 2. */
+	const struct engine_sku *skus;
+	uint32_t nskus;
+	const struct engine_sku_step *sku_steps;
+	uint32_t nsku_steps;
 };
 
 /* Finishes aggregation; valid until engine__free. */

@@ -13,9 +13,11 @@
 #ifndef CRITPATH_ENGINE_INT_H
 #define CRITPATH_ENGINE_INT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "engine.h"
 
@@ -107,6 +109,36 @@ struct stack {
 	uint64_t min_ns, max_ns;
 	struct barr dist;   /* counts by bucket of the step's ns per request */
 	struct barr by_lat; /* ns by bucket of the request's latency */
+	uint32_t sku_first; /* its first struct sku_step, index + 1 (0: none) */
+};
+
+/* A request's time in one place (a step on a SKU), over the requests that
+ * had some: count, sum, extremes and the distribution (variance from it). */
+struct sku_acc {
+	uint64_t n, total, min, max;
+	struct barr dist;
+};
+
+/* A cpu step on one SKU: the step's chain of these, by next. */
+struct sku_step {
+	const char *sku; /* interned */
+	uint32_t stack;
+	uint32_t next; /* index + 1, 0: the last */
+	uint64_t gen, cur_ns;
+	struct sku_acc acc;
+};
+
+/* All cpu steps of one kind of request (service, name) on one SKU. */
+struct sku_kind {
+	const char *service, *name, *sku; /* interned */
+	uint64_t gen, cur_ns;
+	struct sku_acc acc;
+};
+
+/* A SKU seen: the requests with cpu time on it. */
+struct sku_seen {
+	const char *sku;
+	uint64_t gen, requests, cpu_ns;
 };
 
 struct culprit {
@@ -130,6 +162,48 @@ struct index {
 	uint32_t *slots;
 	uint32_t cap;
 };
+
+/* Finds the slot for hash whose entry eq() accepts, or the empty slot
+ * where it goes. */
+static inline uint32_t *index__find(struct index *ix, uint64_t hash,
+				    bool (*eq)(const void *ctx, uint32_t i), const void *ctx)
+{
+	uint32_t j = (uint32_t)hash & (ix->cap - 1);
+
+	while (ix->slots[j]) {
+		if (eq(ctx, ix->slots[j] - 1))
+			return &ix->slots[j];
+		j = (j + 1) & (ix->cap - 1);
+	}
+	return &ix->slots[j];
+}
+
+/* Keeps the load under 1/2 with room for `more` entries after the n there
+ * are; hashes come from hash_of(i). */
+static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t more,
+				      uint64_t (*hash_of)(const void *, uint32_t), const void *ctx)
+{
+	uint32_t cap = ix->cap ? ix->cap : 256, *slots;
+
+	if (ix->cap && (n + more + 1) * 2 <= ix->cap)
+		return 0;
+	while ((n + more + 1) * 2 > cap)
+		cap *= 2;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = (uint32_t)hash_of(ctx, i) & (cap - 1);
+
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = i + 1;
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->cap = cap;
+	return 0;
+}
 
 #define WARN_KEEP 10000
 #define WARN_PRINT 100
@@ -197,6 +271,26 @@ struct engine {
 	uint64_t warnings_dropped;
 	char *dropped_note;
 
+	/* CPU time by SKU (engine_sku.c); sku_touched: the request's steps */
+	struct sku_step *sku_steps;
+	uint32_t nsku_steps, capsku_steps;
+	struct sku_kind *sku_kinds;
+	uint32_t nsku_kinds, capsku_kinds;
+	struct index sku_kind_index;
+	struct sku_seen *sku_seen;
+	uint32_t nsku_seen, capsku_seen, sku_seen_last;
+	uint32_t *sku_touched;
+	uint32_t nsku_touched, capsku_touched;
+	uint32_t *sku_kinds_touched;
+	uint32_t nsku_kinds_touched, capsku_kinds_touched;
+	/* Until a second SKU appears, a cpu step's own totals are its time on
+	 * the one SKU seen (sku_only): no sku_steps are kept, and the request's
+	 * cpu time there adds up in sku_cur. The second SKU seeds sku_steps
+	 * from the steps (engine__sku_split). */
+	const char *sku_only;
+	uint64_t sku_cur, sku_cur_gen;
+	bool sku_multi;
+
 	struct engine_result res;
 	struct engine_profile_entry *res_profile;
 	struct engine_contention *res_contention;
@@ -204,8 +298,24 @@ struct engine {
 	const char **res_warnings;
 	const struct cp_request **res_requests;
 	uint32_t *res_hist;
+	struct engine_sku *res_skus;
+	struct engine_sku_stat *res_sku_stats;
+	struct engine_sku_step *res_sku_steps;
+	const char **res_sku_frames; /* request kinds' service and name */
 };
 
 void engine__free_result(struct engine *e);
+
+int engine__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* engine_sku.c: a request's cpu segment seg (stack id, d ns) on its SKU; at
+ * the end of the request, its sums into the accumulators; the result's
+ * tables; freeing. 0 or -ENOMEM. */
+int engine__sku_segment(struct engine *e, const struct cp_request *req, uint32_t seg,
+			uint32_t stack, uint64_t d);
+int engine__sku_flush(struct engine *e, const struct cp_request *req);
+int engine__sku_result(struct engine *e);
+void engine__sku_free_result(struct engine *e);
+void engine__sku_free(struct engine *e);
 
 #endif /* CRITPATH_ENGINE_INT_H */

@@ -21,6 +21,7 @@ void engine__free_result(struct engine *e)
 	free(e->res_requests);
 	free(e->res_hist);
 	free(e->dropped_note);
+	engine__sku_free_result(e);
 	e->res_hist = NULL;
 	e->res_profile = NULL;
 	e->res_contention = NULL;
@@ -222,5 +223,6 @@ const struct engine_result *engine__result(struct engine *e)
 	r->nkept = e->nkept;
 	r->warnings = e->res_warnings;
 	r->nwarnings = nw;
+	(void)engine__sku_result(e); /* on ENOMEM, no comparison by SKU */
 	return r;
 }

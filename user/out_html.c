@@ -118,6 +118,58 @@ static void html__contention(struct jw *w, const struct engine_result *r)
 	jw__arr_close(w);
 }
 
+/* CPU time by SKU, when the input ran on two SKUs or more (engine.h). */
+static void html__skus(struct jw *w, const struct engine_result *r)
+{
+	if (r->nskus < 2)
+		return;
+	jw__key(w, "sku");
+	jw__map_open(w);
+	jw__key(w, "baseline");
+	jw__str(w, r->skus[0].sku);
+	jw__key(w, "steps");
+	jw__arr_open(w);
+	for (uint32_t i = 0; i < r->nsku_steps; i++) {
+		const struct engine_sku_step *st = &r->sku_steps[i];
+
+		jw__map_open(w);
+		jw__key(w, "frames");
+		html__strings(w, st->frames, st->nframes);
+		jw__key(w, "whole");
+		jw__bool(w, st->whole);
+		jw__key(w, "by_sku");
+		jw__arr_open(w);
+		for (uint32_t k = 0; k < st->nby_sku; k++) {
+			const struct engine_sku_stat *b = &st->by_sku[k];
+
+			jw__map_open(w);
+			jw__key(w, "sku");
+			jw__str(w, b->sku);
+			jw__key(w, "requests");
+			jw__int(w, b->requests);
+			jw__key(w, "mean_ns");
+			jw__int(w, (int64_t)b->mean_ns);
+			jw__key(w, "p50_ns");
+			jw__int(w, (int64_t)b->q50_ns);
+			/* ratios in thousandths: the writer has integers */
+			jw__key(w, "ratio_k");
+			jw__int(w, (int64_t)(b->ratio * 1000 + 0.5));
+			jw__key(w, "ci_k");
+			jw__arr_open(w);
+			jw__int(w, (int64_t)(b->ci_low * 1000 + 0.5));
+			jw__int(w, (int64_t)(b->ci_high * 1000 + 0.5));
+			jw__arr_close(w);
+			jw__key(w, "verdict");
+			jw__str(w, engine_sku_verdict_name(b->verdict));
+			jw__map_close(w);
+		}
+		jw__arr_close(w);
+		jw__map_close(w);
+	}
+	jw__arr_close(w);
+	jw__map_close(w);
+}
+
 static void html__segment(struct jw *w, const struct cp_request *q, const struct cp_segment *s)
 {
 	uint32_t i;
@@ -260,6 +312,7 @@ static int html__data(FILE *f, const struct engine_result *r, const struct out_o
 	jw__int(&w, (int64_t)r->max_latency_ns);
 	html__profile(&w, r);
 	html__contention(&w, r);
+	html__skus(&w, r);
 	err = html__requests(&w, r, o);
 	jw__key(&w, "warnings");
 	html__strings(&w, r->warnings, r->nwarnings);

@@ -255,6 +255,76 @@ static void gen_contention(yajl_gen g, const struct engine_result *r)
 	yajl_gen_array_close(g);
 }
 
+/* A ratio, to 4 decimals (yajl's doubles print 17 digits). */
+static void gen_kratio(yajl_gen g, const char *k, double v)
+{
+	char b[32];
+	int n = snprintf(b, sizeof(b), "%.4f", v);
+
+	gen_key(g, k);
+	yajl_gen_number(g, b, (size_t)n);
+}
+
+static void gen_sku_stat(yajl_gen g, const struct engine_sku_stat *st)
+{
+	yajl_gen_map_open(g);
+	gen_kstr(g, "sku", st->sku);
+	gen_ku64(g, "requests", st->requests);
+	gen_ku64(g, "total_ns", st->total_ns);
+	gen_ku64(g, "mean_ns", st->mean_ns);
+	gen_ku64(g, "stddev_ns", st->stddev_ns);
+	gen_ku64(g, "p50_ns", st->q50_ns);
+	gen_kratio(g, "ratio", st->ratio);
+	gen_kratio(g, "ci_low", st->ci_low);
+	gen_kratio(g, "ci_high", st->ci_high);
+	gen_kstr(g, "verdict", engine_sku_verdict_name(st->verdict));
+	yajl_gen_map_close(g);
+}
+
+/* CPU time by SKU, when the input ran on two SKUs or more (engine.h). */
+static void gen_skus(yajl_gen g, const struct engine_result *r)
+{
+	if (r->nskus < 2)
+		return;
+	gen_key(g, "sku_comparison");
+	yajl_gen_map_open(g);
+	gen_kstr(g, "baseline", r->skus[0].sku);
+	gen_ku64(g, "min_requests", ENGINE_SKU_MIN_REQUESTS);
+	gen_kratio(g, "margin", ENGINE_SKU_MARGIN - 1);
+	gen_key(g, "skus");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->nskus; i++) {
+		yajl_gen_map_open(g);
+		gen_kstr(g, "sku", r->skus[i].sku);
+		gen_ku64(g, "requests", r->skus[i].requests);
+		gen_ku64(g, "cpu_ns", r->skus[i].cpu_ns);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	gen_key(g, "steps");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->nsku_steps; i++) {
+		const struct engine_sku_step *st = &r->sku_steps[i];
+
+		yajl_gen_map_open(g);
+		gen_frames(g, st->frames, st->nframes);
+		gen_kstr(g, "category", cp_category_name(CP_CAT_CPU));
+		gen_key(g, "whole_request");
+		yajl_gen_bool(g, st->whole);
+		gen_ku64(g, "total_ns", st->total_ns);
+		gen_key(g, "sensitive");
+		yajl_gen_bool(g, st->sensitive);
+		gen_key(g, "by_sku");
+		yajl_gen_array_open(g);
+		for (uint32_t k = 0; k < st->nby_sku; k++)
+			gen_sku_stat(g, &st->by_sku[k]);
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+}
+
 void out_json__flush(struct out_json_stream *s)
 {
 	if (s->n) {
@@ -311,6 +381,7 @@ int out_json__end(struct out_json_stream *s, const struct engine_result *r)
 	gen_profile(g, r);
 	gen_span_profile(g, r);
 	gen_contention(g, r);
+	gen_skus(g, r);
 	gen_key(g, "warnings");
 	yajl_gen_array_open(g);
 	for (uint32_t i = 0; i < r->nwarnings; i++)

@@ -3,8 +3,8 @@
  * --format text: what a person reads first. A header (requests, latency
  * percentiles), the average critical path (CPT) with CRISP's percentile
  * views as columns, span inclusive/exclusive time where the input had spans,
- * the off-path contention, the slowest requests' full paths (--requests N)
- * and the warnings.
+ * the off-path contention, CPU time by SKU (when the input ran on two or
+ * more), the slowest requests' full paths (--requests N) and the warnings.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -196,6 +196,62 @@ static void put_contention(FILE *f, const struct engine_result *r, uint32_t top)
 	}
 }
 
+static void put_sku_row(FILE *f, const struct engine_sku_stat *st)
+{
+	fprintf(f, "    %-28s %9u %9.3f %9.3f %7.2f", st->sku ? st->sku : "?", st->requests,
+		ms(st->mean_ns), ms(st->q50_ns), st->ratio);
+	if (st->verdict == ENGINE_SKU_BASELINE || st->verdict == ENGINE_SKU_FEW)
+		fprintf(f, "  %-13s", "");
+	else
+		fprintf(f, "  %5.2f-%-7.2f", st->ci_low, st->ci_high);
+	fprintf(f, " %s%s\n", engine_sku_verdict_name(st->verdict),
+		st->verdict == ENGINE_SKU_SLOWER || st->verdict == ENGINE_SKU_FASTER
+		    ? " (SKU-sensitive)"
+		    : "");
+}
+
+/* DESIGN.md section 5, CPU and SKU: shown when the input ran on two SKUs or
+ * more (recordings of several machines, or --sku labels). */
+static void put_skus(FILE *f, const struct engine_result *r, uint32_t top)
+{
+	uint32_t n = r->nsku_steps < top ? r->nsku_steps : top, sensitive = 0;
+
+	if (r->nskus < 2)
+		return;
+	for (uint32_t i = 0; i < r->nsku_steps; i++)
+		sensitive += r->sku_steps[i].sensitive;
+	fprintf(f,
+		"\nCPU time by SKU (--sku label, or CPU model): a request's time in each cpu "
+		"step, and in all of\nits kind's, per SKU it ran on; the ratio of the means to "
+		"the baseline's with its 95%% CI;\nSKU-sensitive when the CI lies beyond "
+		"+-%.0f%%\n",
+		(ENGINE_SKU_MARGIN - 1) * 100);
+	fputs("SKUs:", f);
+	for (uint32_t i = 0; i < r->nskus; i++)
+		fprintf(f, "%s %s (%llu requests%s)", i ? "," : "",
+			r->skus[i].sku ? r->skus[i].sku : "?",
+			(unsigned long long)r->skus[i].requests, i ? "" : ", the baseline");
+	fputc('\n', f);
+	if (!r->nsku_steps)
+		fputs("  no step ran on two of them\n", f);
+	else
+		fprintf(f, "    %-28s %9s %9s %9s %7s  %-13s %s\n", "SKU", "reqs", "mean ms",
+			"P50 ms", "ratio", "95% CI", "verdict");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct engine_sku_step *st = &r->sku_steps[i];
+
+		fputs("  ", f);
+		put_stack(f, st->frames, st->nframes,
+			  st->whole ? "(all cpu)" : cp_category_name(CP_CAT_CPU));
+		fputc('\n', f);
+		for (uint32_t k = 0; k < st->nby_sku; k++)
+			put_sku_row(f, &st->by_sku[k]);
+	}
+	if (r->nsku_steps)
+		fprintf(f, "  %u of %u compared are SKU-sensitive%s\n", sensitive, r->nsku_steps,
+			n < r->nsku_steps ? " (the top ones shown)" : "");
+}
+
 static void put_segment(FILE *f, const struct cp_request *q, const struct cp_segment *g)
 {
 	char off[32];
@@ -287,6 +343,7 @@ int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o)
 		put_profile(f, r, top);
 		put_spans(f, r, top);
 		put_contention(f, r, top);
+		put_skus(f, r, top);
 	}
 	err = put_requests(f, r, o ? o->requests : 0);
 	if (r->nwarnings) {

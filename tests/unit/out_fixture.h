@@ -133,6 +133,16 @@ static const struct cp_request fx_req[] = {
 static const struct cp_request *const fx_reqp[] = {&fx_req[0], &fx_req[1], &fx_req[2]};
 static const char *const fx_warnings[] = {"traces/a.json: trace 00ff: span 0001: orphan"};
 
+/* CPU time by SKU: web's cpu step, 1.5 times slower on c7 than on m5 */
+static const struct engine_sku fx_skus[] = {{"m5", 6, 12 * MS}, {"c7", 4, 12 * MS}};
+static const struct engine_sku_stat fx_sku_stats[] = {
+    {"m5", 6, 12 * MS, 2 * MS, MS / 10, 2 * MS, 1, 1, 1, ENGINE_SKU_BASELINE},
+    {"c7", 4, 12 * MS, 3 * MS, MS / 10, 3 * MS, 1.5, 1.42, 1.58, ENGINE_SKU_SLOWER},
+};
+static const struct engine_sku_step fx_sku_steps[] = {
+    {fx_fr_api, 2, false, 24 * MS, fx_sku_stats, 2, true},
+};
+
 static const struct engine_result fx_result = {
     .nrequests = 10,
     .total_latency_ns = 100 * MS,
@@ -147,6 +157,10 @@ static const struct engine_result fx_result = {
     .nkept = 3,
     .warnings = fx_warnings,
     .nwarnings = 1,
+    .skus = fx_skus,
+    .nskus = 2,
+    .sku_steps = fx_sku_steps,
+    .nsku_steps = 1,
 };
 
 /* A private temporary directory (removed with fx_rmtree). */

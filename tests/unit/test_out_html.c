@@ -73,6 +73,15 @@ static void test_html_self_contained(void **state)
 		name = fr->u.array.values[1];
 		assert_string_equal(YAJL_GET_STRING(name), FX_NASTY);
 	}
+	{
+		const char *bp[] = {"sku", "baseline", NULL};
+		const char *rp[] = {"sku", "steps", NULL};
+		yajl_val steps = yajl_tree_get(root, rp, yajl_t_array);
+
+		assert_string_equal(YAJL_GET_STRING(yajl_tree_get(root, bp, yajl_t_string)), "m5");
+		assert_non_null(steps);
+		assert_int_equal(steps->u.array.len, 1);
+	}
 	yajl_tree_free(root);
 	free(page);
 }
@@ -159,6 +168,11 @@ static void test_html_renders_in_chromium(void **state)
 	assert_non_null(strstr(dom, "[1234:5:1]"));
 	assert_non_null(strstr(dom, "[4bf92f3577b34da6]"));
 	assert_non_null(strstr(dom, "interference cache-maint 5.000 ms"));
+	/* CPU time by SKU: a row per SKU, the baseline first */
+	assert_non_null(strstr(dom, "id=\"sku\""));
+	assert_non_null(strstr(dom, "<td class=\"n\">1.42–1.58</td>"));
+	assert_non_null(strstr(dom, "slower (SKU-sensitive)"));
+	assert_true(strstr(dom, ">m5<") < strstr(dom, ">c7<"));
 	assert_non_null(strstr(dom, "127.0.0.1:7000"));
 	assert_non_null(strstr(dom, "traces/a.json: trace 00ff"));
 	/* the slowest first: 16 ms before the 6 ms span trace */
