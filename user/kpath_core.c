@@ -568,8 +568,12 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 		return -EINVAL;
 	ts = rec->ts + (uint64_t)kp->src[src].delta;
 	/* metadata written at the start may carry no time; it never moves the stream */
-	if (rec->type < CP_MD_PROCESS && ts > kp->now)
-		kp->now = ts;
+	if (rec->type < CP_MD_PROCESS) {
+		if (ts > kp->now)
+			kp->now = ts;
+		if (!kp->src[src].first_ts)
+			kp->src[src].first_ts = ts;
+	}
 	err = dispatch(kp, src, rec, ts);
 	if (err)
 		return err;

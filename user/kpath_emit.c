@@ -19,12 +19,24 @@
 
 #include "kpath_internal.h"
 
-static const struct kp_source *host_source(const struct kp *kp, uint32_t host)
+/* The recording of host that was running at ts: of the ones begun by
+ * then, the last to begin. Recordings of one boot under two --sku labels
+ * (one after the other) give each request its own label and CPU models. */
+static const struct kp_source *host_source(const struct kp *kp, uint32_t host, uint64_t ts)
 {
-	for (uint32_t i = 0; i < kp->nsrc; i++)
-		if (kp->src[i].host == host)
-			return &kp->src[i];
-	return NULL;
+	const struct kp_source *best = NULL;
+
+	for (uint32_t i = 0; i < kp->nsrc; i++) {
+		const struct kp_source *s = &kp->src[i];
+
+		if (s->host != host)
+			continue;
+		if (!best ||
+		    (s->first_ts && s->first_ts <= ts &&
+		     (!best->first_ts || best->first_ts > ts || s->first_ts > best->first_ts)))
+			best = s;
+	}
+	return best;
 }
 
 /* kp->loss stays sorted by end; windows of one host tile its time, so a
@@ -448,7 +460,7 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 int kp__emit_request(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];
-	const struct kp_source *src = host_source(kp, c->host);
+	const struct kp_source *src = host_source(kp, c->host, c->req.start);
 	uint32_t n = kp->nws, nfr = count_frames(kp), fi = 0, cj = 0;
 	struct pcache pc = {0};
 	struct cp_request *r;

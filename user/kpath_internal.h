@@ -264,6 +264,7 @@ struct kp_source {
 	const char *sku;
 	uint32_t ncpus;
 	const char *const *cpu_model; /* by cpu number, may be NULL */
+	uint64_t first_ts; /* its first event (aligned), 0: none yet */
 };
 
 struct kp_loss {

@@ -61,9 +61,12 @@ static inline uint64_t kp_now_ns(void)
  * rather than in the kernel; time spent preempted does not count, so the work
  * is the same whatever else the machine is doing. */
 static uint64_t kp_sink;
+/* Every kp_spin_ms burns this many times its ms: a slower CPU's stand-in
+ * (kp_server --cpu-scale, for the comparison by SKU). */
+static double kp_cpu_scale = 1.0;
 static __attribute__((unused)) void kp_spin_ms(double ms)
 {
-	uint64_t end = kp_clock_ns(CLOCK_THREAD_CPUTIME_ID) + (uint64_t)(ms * 1e6);
+	uint64_t end = kp_clock_ns(CLOCK_THREAD_CPUTIME_ID) + (uint64_t)(ms * kp_cpu_scale * 1e6);
 	uint64_t x = kp_sink + 1;
 
 	while (kp_clock_ns(CLOCK_THREAD_CPUTIME_ID) < end) {

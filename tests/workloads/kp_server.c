@@ -24,7 +24,11 @@
  * Prints one line once ready: "READY pid=P port=N A1=T A2=T bg=T worker=T
  * writer=T hog_pid=P hog_cpu=C" (fields that apply).
  *
+ * --cpu-scale F makes every computation of the server (not of B) take F
+ * times the CPU: a slower CPU model's stand-in for the comparison by SKU.
+ *
  *   kp_server --mode MODE [--port N] [--backend PORT] [--period-ms N] [--hold-ms N]
+ *             [--cpu-scale F]
  */
 #include <sched.h>
 #include <signal.h>
@@ -298,14 +302,17 @@ int main(int argc, char **argv)
 			period_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--hold-ms") && i + 1 < argc)
 			hold_ms = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--cpu-scale") && i + 1 < argc)
+			kp_cpu_scale = atof(argv[++i]);
 		else
 			mode = NULL, i = argc;
 	}
 	for (size_t i = 0; mode && i < sizeof(modes) / sizeof(modes[0]); i++)
 		known |= !strcmp(mode, modes[i]);
-	if (!known)
+	if (!known || !(kp_cpu_scale > 0))
 		kp_die("usage: kp_server --mode seq|par|overlap_b|overlap_a|lock|starve|handoff|"
-		       "untraced|probe [--port N] [--backend PORT] [--period-ms N] [--hold-ms N]");
+		       "untraced|probe [--port N] [--backend PORT] [--period-ms N] [--hold-ms N] "
+		       "[--cpu-scale F]");
 	if (strstr("seq par overlap_b overlap_a untraced", mode) && !backend)
 		kp_die("kp_server: --mode %s needs --backend PORT", mode);
 
