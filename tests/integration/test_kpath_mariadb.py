@@ -81,10 +81,15 @@ def main():
         names = {}
         for q in reqs:
             names[q.get("name")] = names.get(q.get("name"), 0) + 1
+        # a connection's first request can be one whose first packet was read
+        # before the recording began: no verb to name it by (4 connections)
+        unnamed = [q for q in reqs if q.get("name") not in ("SELECT", "UPDATE")]
         tap.ok(f"mariadb: {len(reqs)} requests on connections open before the recording, "
                f"named by SQL verb: {names}", len(reqs) >= 1000
-               and set(names) == {"SELECT", "UPDATE"}
-               and min(names.values()) >= len(reqs) // 3, f"{names}")
+               and {"SELECT", "UPDATE"} <= set(names) and len(unnamed) <= 4
+               and all(str(q.get("id", "")).endswith(":0") for q in unnamed)
+               and min(names["SELECT"], names["UPDATE"]) >= len(reqs) // 3,
+               f"{names}; not named by verb: {[(q.get('id'), q.get('name')) for q in unnamed]}")
         K.check_tiling(tap, "mariadb", rep.get("requests", []))
         ups = [q for q in reqs if q.get("name") == "UPDATE"]
         disk = [q for q in ups if K.path_ns(q, lambda g: g.get("category") == "disk") > 0]
