@@ -292,14 +292,22 @@ static uint64_t stack_hash(uint64_t frames_h, enum cp_category cat)
 /* Before the segments are looked up one by one: their keys and hashes
  * (into e->gkeys, e->ghash), and prefetches of what the lookups will touch,
  * as engine__spans does. (The cache holds nothing of this gen yet.) A
- * segment whose frames array is the previous one's (producers share it
- * between neighbours alike) takes that one's keys as they are. */
+ * segment whose frames array is one of the last RECENT_FRAMES seen
+ * (producers share it between segments alike) takes its keys as they are. */
+#define RECENT_FRAMES 4
 static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 {
 	uint32_t n = req->nsegs, total = 0, mask;
 	const struct cp_segment *g = req->segs;
 	const char **kf, **prev = NULL;
 	uint64_t fh = 0;
+	struct {
+		const char *const *frames;
+		uint32_t nframes;
+		const char **kf;
+		uint64_t fh;
+	} recent[RECENT_FRAMES];
+	uint32_t nrecent = 0, next = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		total += g[i].nframes;
@@ -309,8 +317,18 @@ static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 		return -ENOMEM;
 	mask = e->stack_index.cap - 1;
 	kf = e->gkeys;
-	for (uint32_t i = 0; i < n; prev = kf, kf += g[i++].nframes) {
-		if (i && g[i].frames == g[i - 1].frames && g[i].nframes == g[i - 1].nframes) {
+	for (uint32_t i = 0; i < n; kf += g[i++].nframes) {
+		/* producers share one frames array among a request's segments
+		 * alike, which alternate (own cpu, run queue, other requests):
+		 * the last few arrays seen are looked up by pointer */
+		uint32_t r = 0;
+
+		while (r < nrecent &&
+		       (recent[r].frames != g[i].frames || recent[r].nframes != g[i].nframes))
+			r++;
+		if (r < nrecent) {
+			prev = recent[r].kf;
+			fh = recent[r].fh;
 			for (uint32_t j = 0; j < g[i].nframes; j++)
 				kf[j] = prev[j];
 		} else {
@@ -318,6 +336,11 @@ static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 				if (!(kf[j] = engine__frame(e, g[i].frames[j])))
 					return -ENOMEM;
 			fh = frames_hash(kf, g[i].nframes, 0);
+			r = nrecent < RECENT_FRAMES ? nrecent++ : next++ % RECENT_FRAMES;
+			recent[r].frames = g[i].frames;
+			recent[r].nframes = g[i].nframes;
+			recent[r].kf = kf;
+			recent[r].fh = fh;
 		}
 		e->ghash[i] = stack_hash(fh, g[i].category);
 		__builtin_prefetch(&e->stack_index.slots[e->ghash[i] & mask]);
@@ -679,8 +702,15 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		}
 		s->cur_ns += d;
 		err = engine__contention(e, g, d);
-		if (!err && g->category == CP_CAT_CPU && (g->sku || g->cpu_model))
-			err = engine__sku_segment(e, req, i, (uint32_t)id, d);
+		if (!err && g->category == CP_CAT_CPU && (g->sku || g->cpu_model)) {
+			/* one SKU so far, this request's time on it counted: the
+			 * usual, without the call */
+			if (!e->sku_multi && e->sku_cur_gen == e->gen && req->interned &&
+			    (g->sku ? g->sku : g->cpu_model) == e->sku_only)
+				e->sku_cur += d;
+			else
+				err = engine__sku_segment(e, req, i, (uint32_t)id, d);
+		}
 		if (err)
 			return err;
 	}

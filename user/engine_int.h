@@ -277,6 +277,7 @@ struct engine {
 	struct sku_kind *sku_kinds;
 	uint32_t nsku_kinds, capsku_kinds;
 	struct index sku_kind_index;
+	uint32_t sku_kind_last; /* the kind found last, index + 1 */
 	struct sku_seen *sku_seen;
 	uint32_t nsku_seen, capsku_seen, sku_seen_last;
 	uint32_t *sku_touched;

@@ -123,6 +123,9 @@ static struct sku_kind *kind_of(struct engine *e, const struct cp_request *req, 
 		if ((req->service && !k.service) || (req->name && !k.name))
 			return NULL;
 	}
+	t = e->sku_kind_last ? &e->sku_kinds[e->sku_kind_last - 1] : NULL;
+	if (t && t->service == k.service && t->name == k.name && t->sku == sku)
+		goto found; /* requests of one kind come in runs */
 	if (index__reserve_more(&e->sku_kind_index, e->nsku_kinds, 1, kind_hash_of, e))
 		return NULL;
 	slot = index__find(&e->sku_kind_index, kind_hash(k.service, k.name, sku), kind_eq, &k);
@@ -138,11 +141,13 @@ static struct sku_kind *kind_of(struct engine *e, const struct cp_request *req, 
 		*slot = ++e->nsku_kinds;
 	}
 	t = &e->sku_kinds[*slot - 1];
+	e->sku_kind_last = *slot;
+found:
 	if (t->gen != e->gen) {
 		if (engine__grow((void **)&e->sku_kinds_touched, &e->capsku_kinds_touched,
 				 e->nsku_kinds_touched + 1, sizeof(*e->sku_kinds_touched)))
 			return NULL;
-		e->sku_kinds_touched[e->nsku_kinds_touched++] = *slot - 1;
+		e->sku_kinds_touched[e->nsku_kinds_touched++] = (uint32_t)(t - e->sku_kinds);
 		t->gen = e->gen;
 		t->cur_ns = 0;
 	}
