@@ -460,6 +460,7 @@ static void conn_reset(struct kp_conn *c)
 	c->phase = KP_PH_IDLE;
 	c->prev_end = 0;
 	c->peer = KP_NONE;
+	c->ctx_owner1 = 0;
 	c->req.reader = c->req.writer = KP_NONE;
 	c->role_guessed = 0; /* its accept or connect says */
 }
@@ -860,14 +861,40 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			kp__tl_annotate(kp, thread, enter, ts, KP_BR_SOCK, 0, ci);
 		if (e->bytes > 0 && c->a.family == AF_UNIX)
 			kp__tl_poll_source(kp, thread, enter, ci);
-		if (e->bytes > 0)
-			return conn_read(kp, ci, e, thread, ts, enter);
+		if (e->bytes > 0) {
+			int err = conn_read(kp, ci, e, thread, ts, enter);
+			uint32_t works_for;
+
+			/* request bytes in: the thread works on this request;
+			 * a downstream reply: on the request it was asked for */
+			c = &kp->cn[ci];
+			if (c->role == KP_ROLE_SERVER)
+				works_for = ci;
+			else
+				works_for = c->ctx_owner1 ? c->ctx_owner1 - 1 : KP_NONE;
+			return err ?: kp__tl_call(kp, thread, ts, KP_NONE, works_for);
+		}
 		if (e->bytes == 0 && c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
 			return kp__conn_finish_req(kp, ci); /* EOF */
 		return 0;
 	}
-	if (is_write(e->call) && e->bytes > 0)
-		return conn_write(kp, ci, e, thread, ts, enter);
+	if (is_write(e->call) && e->bytes > 0) {
+		/* a response write is its request's since the call before it:
+		 * its syscall (the default capture sees only its end) and what
+		 * made the response; set before, as the write may end the
+		 * request a walk then follows */
+		uint32_t now = kp__tl_ctx_now(&kp->th[thread]);
+		int err;
+
+		if (c->role == KP_ROLE_SERVER) {
+			err = kp__tl_call(kp, thread, ts, ci, KP_NONE);
+		} else {
+			/* a downstream call, made for the request at hand */
+			c->ctx_owner1 = now == KP_NONE ? 0 : now + 1;
+			err = kp__tl_call(kp, thread, ts, KP_NONE, now);
+		}
+		return err ?: conn_write(kp, ci, e, thread, ts, enter);
+	}
 	return 0;
 }
 

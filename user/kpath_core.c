@@ -209,6 +209,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&t->iv, &t->ivoff, sizeof(*t->iv));
 		kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 		kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
+		kp__win_free((void **)&t->ctx, &t->ctxoff, sizeof(*t->ctx));
 	}
 	free(kp->probes);
 	kp_map__free(&kp->probemap);
@@ -482,11 +483,20 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 	case CP_EV_POLL: {
 		const struct cp_ev_poll *e = (const void *)rec;
 
+		int err;
+
 		NEED(struct cp_ev_poll);
 		if (e->phase != CP_PHASE_EXIT && e->phase != CP_PHASE_BLOCKED)
 			return 0;
-		return on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
-					KP_BR_POLL, 0);
+		err = on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
+				       KP_BR_POLL, 0);
+		if (!err && e->phase == CP_PHASE_EXIT) {
+			/* out of a wait, an event loop takes up what comes */
+			uint32_t ti = kp__thread(kp, host, (int32_t)rec->pid, (int32_t)rec->tid);
+
+			err = ti == KP_NONE ? -ENOMEM : kp__tl_call(kp, ti, ts, KP_NONE, KP_NONE);
+		}
+		return err;
 	}
 	case CP_EV_SOCK: {
 		const struct cp_ev_sock *e = (const void *)rec;

@@ -377,7 +377,7 @@ static uint32_t count_frames(const struct kp *kp)
 	for (uint32_t i = 0; i < kp->nws; i++) {
 		const struct kp_wseg *w = &kp->ws[i];
 
-		nfr += 3;
+		nfr += 3 + w->queued;
 		if (w->pev >= 0 && w->thread != KP_NONE) {
 			const struct kp_thread *t = &kp->th[w->thread];
 
@@ -389,12 +389,14 @@ static uint32_t count_frames(const struct kp *kp)
 
 /* Segment i of the walk (kp->ws) into s, its frames at fr (svc and name
  * first), its peer copied through pc. Returns the number of frames taken
- * at fr: none when they are the previous segment's (prev), whose array s
- * then shares, so the engine sees one stack by one pointer. */
+ * at fr: none when they are those of a recent segment (recent: the last
+ * few with frames of their own), whose array s then shares, so the engine
+ * sees one stack by one pointer. */
+#define KP_RECENT_FRAMES 4
 static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_t i,
-			     struct cp_segment *s, const struct cp_segment *prev, const char **fr,
-			     const char *svc, const char *name, struct cp_culprit *culs,
-			     struct pcache *pc)
+			     struct cp_segment *s, const struct cp_segment *const *recent,
+			     uint32_t nrecent, const char **fr, const char *svc, const char *name,
+			     struct cp_culprit *culs, struct pcache *pc)
 {
 	const struct kp_wseg *w = &kp->ws[i];
 	uint32_t taken;
@@ -413,6 +415,12 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	s->nframes = 2;
 	if (w->frame3 >= 0)
 		fr[s->nframes++] = kp__str(kp, w->frame3);
+	if (w->queued) {
+		if (!kp->queued_frame)
+			kp->queued_frame = kp__intern(kp, KP_QUEUED_FRAME);
+		if (kp->queued_frame)
+			fr[s->nframes++] = kp->queued_frame;
+	}
 	if (w->pev >= 0 && w->thread != KP_NONE) {
 		const struct kp_thread *t = &kp->th[w->thread];
 		const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
@@ -422,13 +430,16 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	}
 	s->frames = fr;
 	taken = s->nframes;
-	if (prev && prev->nframes == s->nframes) {
+	for (uint32_t r = 0; r < nrecent && taken; r++) {
+		const struct cp_segment *p = recent[r];
 		uint32_t k = 0;
 
-		while (k < s->nframes && prev->frames[k] == fr[k]) /* a few: no memcmp */
+		if (p->nframes != s->nframes)
+			continue;
+		while (k < s->nframes && p->frames[k] == fr[k]) /* a few: no memcmp */
 			k++;
 		if (k == s->nframes) {
-			s->frames = prev->frames;
+			s->frames = p->frames;
 			taken = 0;
 		}
 	}
@@ -463,6 +474,8 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	const struct kp_source *src = host_source(kp, c->host, c->req.start);
 	uint32_t n = kp->nws, nfr = count_frames(kp), fi = 0, cj = 0;
 	struct pcache pc = {0};
+	const struct cp_segment *recent[KP_RECENT_FRAMES];
+	uint32_t nrecent = 0, next = 0;
 	struct cp_request *r;
 	struct cp_segment *segs;
 	struct cp_culprit *culs;
@@ -510,8 +523,14 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	}
 	pc.p = o;
 	for (uint32_t i = 0; i < n; i++) {
-		fi += fill_segment(kp, src, i, &segs[i], i ? &segs[i - 1] : NULL, &frames[fi], svc,
-				   name, &culs[cj], &pc);
+		uint32_t taken = fill_segment(kp, src, i, &segs[i], recent, nrecent, &frames[fi],
+					      svc, name, &culs[cj], &pc);
+
+		if (taken) { /* a frames array not seen lately */
+			recent[nrecent < KP_RECENT_FRAMES ? nrecent++ : next++ % KP_RECENT_FRAMES] =
+			    &segs[i];
+			fi += taken;
+		}
 		cj += kp->ws[i].ncul;
 	}
 	memset(r, 0, sizeof(*r));

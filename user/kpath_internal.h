@@ -108,6 +108,28 @@ struct kp_probe_ev {
 	uint8_t depth;
 };
 
+/*
+ * Whose request a thread works on, as its socket calls say (an event loop
+ * serves many connections on one thread): after a read of request bytes on
+ * a server connection, that connection's; from the end of the call before
+ * a response write to the write's end, the response's connection's (the
+ * default capture sees a call at its end only: the write's syscall is in
+ * that stretch, with the making of the response); after that and after a
+ * wait in poll, nobody's in particular (KP_NONE). A downstream (client)
+ * connection works for the request its last write was made for: a write
+ * on it leaves the thread's context as it is, a read of its reply takes
+ * the thread back to that request. The walk counts a request's own cpu
+ * time as time spent on other requests where the loop worked for another
+ * connection.
+ */
+struct kp_ctx {
+	uint64_t ts;
+	uint32_t conn;
+};
+
+/* The frame of cpu time a thread spent on other connections' requests */
+#define KP_QUEUED_FRAME "(other requests)"
+
 struct kp_thread {
 	uint64_t key; /* host << 32 | tid */
 	int32_t pid, tid;
@@ -130,6 +152,10 @@ struct kp_thread {
 	uint64_t pend_wake_ts;
 	uint32_t pend_waker, pend_conn;
 	uint8_t pend_wake;
+	struct kp_ctx *ctx; /* a window too, like pev */
+	uint32_t nctx, capctx, ctxoff;
+	uint64_t last_call; /* the end of its last socket call or poll wait */
+	uint32_t ctx_hint;  /* kpath_walk.c: the context it looked at last */
 	struct kp_probe_ev *pev;
 	uint32_t npev, cappev, pevoff;
 	uint64_t pev_base;		 /* absolute index of pev[0] */
@@ -236,6 +262,9 @@ struct kp_conn {
 	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
 	uint8_t role_guessed; /* role from who spoke first: kp__proc_listen may correct it */
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
+	/* a client connection: the server connection whose request its
+	 * last write was made for (struct kp_ctx), index + 1, 0 = none */
+	uint32_t ctx_owner1;
 	uint64_t prev_end; /* end of the last request served */
 	uint32_t nreq;	   /* requests finished on it */
 	struct kp_req req;
@@ -304,6 +333,7 @@ struct kp_wseg {
 	int16_t cpu;
 	uint8_t cat; /* enum cp_category */
 	bool interference;
+	bool queued; /* cpu for another connection's request: KP_QUEUED_FRAME */
 };
 
 /* An ownership answer the walk already has (kpath_walk.c) */
@@ -338,6 +368,7 @@ struct kp {
 	void *emit_arg;
 	struct kp_source *src;
 	uint32_t nsrc;
+	const char *queued_frame; /* KP_QUEUED_FRAME, interned */
 
 	struct kp_thread *th;
 	uint32_t nth, capth;
@@ -544,6 +575,17 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
  * Inline for threads without probe events (most, and all without --probe):
  * the walk asks for every segment. */
 int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
+/* A call of thread that moved data ended at end (struct kp_ctx): it
+ * worked for `before` (KP_NONE: as it was) since its call before, and
+ * works for `after` (KP_NONE: nobody's) from end on. */
+int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after);
+/* the index in t->ctx of the last context begun before ts, or -1 */
+int64_t kp__tl_ctx_before(const struct kp_thread *t, uint64_t ts);
+/* the connection thread works for now (KP_NONE: nobody's) */
+static inline uint32_t kp__tl_ctx_now(const struct kp_thread *t)
+{
+	return t->nctx ? t->ctx[t->nctx - 1].conn : KP_NONE;
+}
 static inline int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
 {
 	return t->npev ? kp__tl_probe_at_any(t, ts) : -1;

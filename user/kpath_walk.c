@@ -25,6 +25,7 @@
 #define KP_WALK_MAX_STEPS 1000000u
 #define KP_WALK_MAX_JUMPS 64u /* jumps in a row without time moving back */
 #define KP_OWN_MAX_DEPTH 256u
+#define KP_WALK_ENTERED 8u
 
 struct walk {
 	struct kp *kp;
@@ -45,6 +46,10 @@ struct walk {
 	uint32_t f3_proc;
 	const char *f3_call;
 	const char *f3;
+	/* the downstream services' ends of the calls the walk went into: the
+	 * requests a downstream thread works on for this one (kp_ctx) */
+	uint32_t entered[KP_WALK_ENTERED];
+	uint32_t nentered;
 };
 
 /* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
@@ -311,8 +316,10 @@ static bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
 	return a->depth == b->depth && !memcmp(a->stack, b->stack, a->depth * sizeof(a->stack[0]));
 }
 
-static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread, int16_t cpu,
-		   bool interf, int32_t peer, int32_t frame3)
+static inline __attribute__((always_inline)) int seg_addq(struct kp *kp, uint64_t a, uint64_t b,
+							  uint8_t cat, uint32_t thread, int16_t cpu,
+							  bool interf, int32_t peer, int32_t frame3,
+							  bool queued)
 {
 	struct kp_wseg *s;
 	int64_t pev;
@@ -326,7 +333,8 @@ static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t 
 		s = &kp->ws[kp->nws - 1];
 		if (s->start == b && s->cat == cat && s->thread == thread && s->cpu == cpu &&
 		    s->interference == interf && s->peer == peer && s->frame3 == frame3 &&
-		    !s->ncul && cat != CP_CAT_RUNQUEUE && cat != CP_CAT_LOCK &&
+		    s->queued == queued && !s->ncul && cat != CP_CAT_RUNQUEUE &&
+		    cat != CP_CAT_LOCK &&
 		    (s->pev == pev ||
 		     (s->pev >= 0 && pev >= 0 && same_stack(&kp->th[thread], s->pev, pev)))) {
 			s->start = a;
@@ -345,14 +353,21 @@ static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t 
 	s->interference = interf;
 	s->peer = peer;
 	s->frame3 = frame3;
+	s->queued = queued;
 	s->pev = pev;
 	s->cul_first = kp->nculs;
 	return 0;
 }
 
+static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread, int16_t cpu,
+		   bool interf, int32_t peer, int32_t frame3)
+{
+	return seg_addq(kp, a, b, cat, thread, cpu, interf, peer, frame3, false);
+}
+
 /* cpu time on a thread, split where its probed calls begin or end */
 static int cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
-		   bool interf, int32_t frame3)
+		   bool interf, int32_t frame3, bool queued)
 {
 	struct kp *kp = w->kp;
 	const struct kp_thread *th = &kp->th[thread];
@@ -364,8 +379,74 @@ static int cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uin
 
 		if (k >= 0 && th->pev[k].ts > a)
 			lo = th->pev[k].ts;
-		err = seg_add(kp, lo, t, CP_CAT_CPU, thread, cpu, interf, -1, frame3);
+		err = seg_addq(kp, lo, t, CP_CAT_CPU, thread, cpu, interf, -1, frame3, queued);
 		t = lo;
+		k--;
+	}
+	return err;
+}
+
+static void enter_conn(struct walk *w, uint32_t conn)
+{
+	for (uint32_t i = 0; i < w->nentered; i++)
+		if (w->entered[i] == conn)
+			return;
+	if (w->nentered < KP_WALK_ENTERED)
+		w->entered[w->nentered] = conn;
+	w->nentered++; /* counted past the end too: see ctx_ours */
+}
+
+/* conn is the request's, or a downstream end the walk came through */
+static bool ctx_ours(const struct walk *w, uint32_t conn)
+{
+	if (conn == KP_NONE || conn == w->conn || w->kp->cn[conn].role != KP_ROLE_SERVER)
+		return true;
+	for (uint32_t i = 0; i < w->nentered && i < KP_WALK_ENTERED; i++)
+		if (w->entered[i] == conn)
+			return true;
+	/* past the calls remembered: do not guess */
+	return w->nentered > KP_WALK_ENTERED;
+}
+
+/*
+ * A request's own cpu time on a thread, [a, t]. Where the thread, an event
+ * loop, worked for another connection's request (struct kp_ctx: after
+ * reading that request's bytes, until its next socket call), the time is
+ * the other request's: interference, under KP_QUEUED_FRAME. DESIGN.md
+ * section 5 calls all of a serving thread's time after the request's start
+ * own; on a loop that serves many connections, most of it is not.
+ */
+static int own_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
+		       int32_t frame3)
+{
+	struct kp_thread *th = &w->kp->th[thread];
+	int64_t k;
+	int err = 0;
+
+	if (!th->nctx)
+		return cpu_seg(w, thread, cpu, a, t, false, frame3, false);
+	/* where the last question about this thread left off (a walk asks
+	 * about one stretch after the other, back in time), or a search */
+	k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
+	if (k > 0 && th->ctx[k].ts >= t && th->ctx[k - 1].ts < t)
+		k--;
+	if (!(k >= 0 && th->ctx[k].ts < t &&
+	      (k + 1 >= (int64_t)th->nctx || th->ctx[k + 1].ts >= t)))
+		k = kp__tl_ctx_before(th, t);
+	while (t > a && !err) {
+		uint64_t lo = k >= 0 && th->ctx[k].ts > a ? th->ctx[k].ts : a;
+		bool other = k >= 0 && !ctx_ours(w, th->ctx[k].conn);
+
+		/* the stretches before alike too: one piece */
+		while (lo > a && k >= 0 &&
+		       (k - 1 >= 0 && !ctx_ours(w, th->ctx[k - 1].conn)) == other) {
+			k--;
+			lo = k >= 0 && th->ctx[k].ts > a ? th->ctx[k].ts : a;
+		}
+		err = cpu_seg(w, thread, cpu, lo, t, other, frame3, other);
+		t = lo;
+		if (k >= 0)
+			th->ctx_hint = (uint32_t)k;
 		k--;
 	}
 	return err;
@@ -598,9 +679,12 @@ int kp__walk(struct kp *kp, uint32_t conn)
 							      kp__thread_comm(kp, thread), t - a);
 				} else if (iv->state == KP_ST_RUNNABLE) {
 					err = runqueue_seg(&w, thread, iv, a, t, !own);
+				} else if (own) {
+					err = own_cpu_seg(&w, thread, iv->cpu, a, t,
+							  proc_frame(&w, thread));
 				} else {
-					err = cpu_seg(&w, thread, iv->cpu, a, t, !own,
-						      proc_frame(&w, thread));
+					err = cpu_seg(&w, thread, iv->cpu, a, t, true,
+						      proc_frame(&w, thread), false);
 				}
 				break;
 			case KP_ST_BLOCKED:
@@ -623,6 +707,13 @@ int kp__walk(struct kp *kp, uint32_t conn)
 
 					if (src) {
 						uint64_t t2 = src->exit < t ? src->exit : t;
+						uint32_t pc = kp__conn_peer(kp, iv->conn);
+
+						/* into a downstream service's reply: what
+						 * its threads do for that call is ours */
+						if (pc != KP_NONE &&
+						    kp->cn[pc].role == KP_ROLE_SERVER)
+							enter_conn(&w, pc);
 
 						if (t2 < S)
 							t2 = S;

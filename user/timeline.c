@@ -513,6 +513,47 @@ int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts)
 	return lo ? (int64_t)(t->pev_base + lo - 1) : -1;
 }
 
+/* thread works for conn (KP_NONE: nobody's) from ts on */
+static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn)
+{
+	if (t->nctx && t->ctx[t->nctx - 1].ts >= ts) {
+		/* from the same instant (or, in a damaged stream, earlier): the
+		 * later word replaces the earlier */
+		t->ctx[t->nctx - 1].conn = conn;
+		if (t->nctx > 1 && t->ctx[t->nctx - 2].conn == conn)
+			t->nctx--;
+		return 0;
+	}
+	if (t->nctx ? t->ctx[t->nctx - 1].conn == conn : conn == KP_NONE)
+		return 0; /* no change (nobody's is where every thread starts) */
+	if (kp__win_more((void **)&t->ctx, &t->ctxoff, &t->capctx, t->nctx, sizeof(*t->ctx)))
+		return -ENOMEM;
+	t->ctx[t->nctx].ts = ts;
+	t->ctx[t->nctx++].conn = conn;
+	return 0;
+}
+
+int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after)
+{
+	struct kp_thread *t = &kp->th[thread];
+	int err = 0;
+
+	if (before != KP_NONE)
+		err = ctx_set(t, t->last_call && t->last_call <= end ? t->last_call : end, before);
+	if (!err)
+		err = ctx_set(t, end, after);
+	if (end > t->last_call)
+		t->last_call = end;
+	return err;
+}
+
+int64_t kp__tl_ctx_before(const struct kp_thread *t, uint64_t ts)
+{
+	return (int64_t)kp__lower_bound_from_end(t->ctx, t->nctx, sizeof(*t->ctx),
+						 offsetof(struct kp_ctx, ts), ts) -
+	       1;
+}
+
 int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu)
 {
 	struct kp_thread *t = &kp->th[thread];
@@ -657,6 +698,12 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 		cdrop++;
 	kp__win_drop((void **)&t->pev, &t->pevoff, &t->npev, cdrop, sizeof(*t->pev));
 	t->pev_base += cdrop;
+	/* and the last context begun before it */
+	cdrop = 0;
+	while (cdrop + 1 < t->nctx && t->ctx[cdrop + 1].ts < before)
+		cdrop++;
+	kp__win_drop((void **)&t->ctx, &t->ctxoff, &t->nctx, cdrop, sizeof(*t->ctx));
+	t->ctx_hint = t->ctx_hint > cdrop ? t->ctx_hint - cdrop : 0;
 }
 
 static void pin_thread(struct kp *kp, uint32_t i)
@@ -702,6 +749,7 @@ static void thread_recycle(struct kp *kp, uint32_t i)
 	kp__win_free((void **)&t->iv, &t->ivoff, sizeof(*t->iv));
 	kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 	kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
+	kp__win_free((void **)&t->ctx, &t->ctxoff, sizeof(*t->ctx));
 	if (kp->th_hint[(uint32_t)t->tid % KP_TH_HINTS] == i)
 		kp->th_hint[(uint32_t)t->tid % KP_TH_HINTS] = KP_NONE;
 	memset(t, 0, sizeof(*t));

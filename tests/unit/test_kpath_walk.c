@@ -64,6 +64,17 @@ static void check_path(const struct kb_req *q, const struct want *w, uint32_t n)
 	}
 }
 
+/* the time q's path spends in category cat */
+static uint64_t path_ns(const struct kb_req *q, enum cp_category cat)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < q->nsegs; i++)
+		if (q->segs[i].cat == cat)
+			sum += q->segs[i].end - q->segs[i].start;
+	return sum;
+}
+
 /* pid/tid blocked in a read on CL since long before; the request's bytes
  * arrive at B on cpu, waking it (NET_RX) and it runs from B. */
 static void serve_from_b(struct kb *b, uint32_t pid, uint32_t tid, uint32_t cpu, const char *req)
@@ -157,8 +168,10 @@ static void test_forked_child_exits(void **state)
 }
 
 /* 3. Network round trip between two traced processes: client 200 (serving
- * an upstream request) and server spid, the server on host srv_src. */
-static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
+ * an upstream request) and server spid, the server on host srv_src. With
+ * loop, the server is an event loop that also reads another caller's
+ * request at 42 and replies to it at 44, before replying to ours. */
+static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool loop)
 {
 	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
 	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 80};
@@ -185,6 +198,14 @@ static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
 	kb_switch(b, B + 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, spid, spid, "srv");
 	kb_sock(b, B - 40 * U - 1, B + 40 * U + 1000, spid, spid, CP_SOCK_READ, 7, d2, 10, 1000,
 		"get k\r\n");
+	if (loop) {
+		const struct kb_tuple d3 = {"10.0.0.1", 80, "10.0.0.7", 41000};
+
+		kb_sock(b, B + 42 * U - 500, B + 42 * U, spid, spid, CP_SOCK_READ, 8, d3, 10, 300,
+			"get j\r\n");
+		kb_sock(b, B + 44 * U - 1000, B + 44 * U, spid, spid, CP_SOCK_WRITE, 8, d3, 20, 800,
+			"VALUE j 0 2\r\nok\r\nEND\r\n");
+	}
 	kb_sock(b, B + 45 * U - 1000, B + 45 * U, spid, spid, CP_SOCK_WRITE, 7, d2, 20, 5000,
 		"VALUE k 0 2\r\nok\r\nEND\r\n");
 	kb_switch(b, B + 45 * U, 1, spid, spid, CP_PREV_BLOCKED, 0, 0, NULL);
@@ -197,6 +218,11 @@ static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
 		"VALUE k 0 2\r\n");
 	kb_sock(b, B + 95 * U - 1000, B + 95 * U, 200, 200, CP_SOCK_WRITE, 4, up, 40, 7000,
 		"HTTP/1.1 200 OK\r\n");
+}
+
+static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
+{
+	round_trip_loop(b, srv_src, spid, false);
 }
 
 static void check_round_trip(const struct kb *b, int32_t stid)
@@ -232,6 +258,44 @@ static void test_network_round_trip(void **state)
 	round_trip(&b, 0, 100);
 	assert_int_equal(kb_run(&b), 0);
 	check_round_trip(&b, 100);
+}
+
+/* The downstream is an event loop that served another caller between our
+ * call's read and its reply: that stretch is not our call's (interference,
+ * "(other requests)" under the call's frame); the rest of the server's time
+ * is, though its loop read other connections' requests (its reply is ours:
+ * the walk came in through it). */
+static void test_downstream_event_loop(void **state)
+{
+	static struct kb b;
+	const struct kb_req *cq;
+	uint64_t queued = 0, own_srv = 0;
+
+	round_trip_loop(&b, 0, 100, true);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 3);
+	cq = kb_find(&b, "cli:8080");
+	assert_non_null(cq);
+	check_tiling(cq);
+	for (uint32_t i = 0; i < cq->nsegs; i++) {
+		const struct kb_seg *g = &cq->segs[i];
+
+		if (g->tid != 100 || g->cat != CP_CAT_CPU)
+			continue;
+		assert_string_equal(g->frame3, "srv:80 get");
+		if (strstr(g->stack, KP_QUEUED_FRAME)) {
+			assert_true(g->interference);
+			assert_int_equal(g->start, B + 42 * U);
+			assert_int_equal(g->end, B + 44 * U);
+			queued += g->end - g->start;
+		} else {
+			assert_false(g->interference);
+			own_srv += g->end - g->start;
+		}
+	}
+	assert_int_equal(queued, 2 * U);
+	assert_int_equal(own_srv, 3 * U);
+	assert_int_equal(path_ns(cq, CP_CAT_CPU), (5 + 5 + 20) * U);
 }
 
 /* The same across two hosts (two recordings), the server reusing the
@@ -934,6 +998,30 @@ static void test_event_loop_two_connections(void **state)
 	/* q1: waiting for its reader's CPU after the wakeup, then cpu */
 	assert_int_equal(q1->segs[0].cat, CP_CAT_RUNQUEUE);
 	assert_int_equal(q1->segs[q1->nsegs - 1].cat, CP_CAT_CPU);
+	/* all of it its own: the loop read it, then GET, and wrote SET's
+	 * reply before GET's (the write's stretch since the read before it
+	 * is the reply's) */
+	for (uint32_t i = 0; i < q1->nsegs; i++)
+		assert_null(strstr(q1->segs[i].stack, KP_QUEUED_FRAME));
+	assert_int_equal(path_ns(q1, CP_CAT_CPU), 3 * U);
+	/* q2 waited while the loop worked on SET, from SET's read to its
+	 * reply: interference, under "(other requests)" */
+	{
+		uint64_t queued = 0;
+
+		for (uint32_t i = 0; i < q2->nsegs; i++) {
+			const struct kb_seg *g = &q2->segs[i];
+
+			if (!strstr(g->stack, KP_QUEUED_FRAME))
+				continue;
+			assert_int_equal(g->cat, CP_CAT_CPU);
+			assert_true(g->interference);
+			assert_string_equal(g->frame3, KP_QUEUED_FRAME);
+			queued += g->end - g->start;
+		}
+		assert_int_equal(queued, 2 * U - 100);
+		assert_int_equal(path_ns(q2, CP_CAT_CPU), 4 * U);
+	}
 }
 
 /* An event loop whose request's bytes woke no one (another worker's epoll
@@ -1013,6 +1101,7 @@ int main(void)
 	    cmocka_unit_test(test_forked_child),
 	    cmocka_unit_test(test_forked_child_exits),
 	    cmocka_unit_test(test_network_round_trip),
+	    cmocka_unit_test(test_downstream_event_loop),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_cpt_figure_2c),
 	    cmocka_unit_test(test_lock_holder),
