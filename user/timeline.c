@@ -222,6 +222,19 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 	c = tl_cur(t);
 	if (!c)
 		return 0; /* dead */
+	if (c->state == KP_ST_RUNNING && c->start == ts && t->niv >= 2 &&
+	    t->iv[t->niv - 2].state == KP_ST_BLOCKED && t->iv[t->niv - 2].end == ts &&
+	    t->iv[t->niv - 2].wake == KP_WK_NONE) {
+		/* the switch-in came first at the same instant: an inferred
+		 * one, put at the wakeup it follows (the waker's record, from
+		 * another CPU, sorts after it) */
+		c = &t->iv[t->niv - 2];
+		c->wake = wake;
+		c->waker = waker;
+		if (conn != KP_NONE)
+			c->conn = conn;
+		return 0;
+	}
 	if (c->state == KP_ST_RUNNING) {
 		t->pend_wake_ts = ts;
 		t->pend_wake = wake;
