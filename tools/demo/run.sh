@@ -123,3 +123,7 @@ if grep -qE "; (lookup|price_cart) ;" "$out/demo.txt"; then
 	echo "demo: steps like 'GET /cart ; lookup ; kv_get ; cpu' are time inside those functions"
 	echo "      of the front end, named with --probe (uprobes on its own symbols)."
 fi
+if grep -q "(other requests)" "$out/demo.txt"; then
+	echo "demo: '(other requests)' is a worker's time on another request while this one"
+	echo "      waited for it (a busy worker, or kvstore's loop serving other callers)."
+fi
