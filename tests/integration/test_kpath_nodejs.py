@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+"""Node.js: one event loop, requests that wait on each other. Each request
+burns 0.2 ms of CPU, sets a 1 ms timer, and in its callback burns 0.3 ms and
+replies; wrk keeps 8 connections busy, so a request waits while the loop
+runs the other seven's work (~3.5 ms). Traced by PID, the request's own cpu
+is its 0.5 ms and the rest is `(other requests)`: interference (README,
+event loops), not the request's own work as the serving thread's time was
+counted before."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kpathlib as K  # noqa: E402
+from tap import CRITPATH, Tap  # noqa: E402
+
+SERVER = r"""
+const http = require('http');
+function burn(ms) {  // CPU time, not wall time: a preempted loop burns no less
+  const end = process.cpuUsage().user + process.cpuUsage().system + ms * 1000;
+  let x = 0;
+  while (process.cpuUsage().user + process.cpuUsage().system < end) x++;
+  return x;
+}
+http.createServer((req, res) => {
+  burn(0.2);
+  setTimeout(() => { burn(0.3); res.end('ok\n'); }, 1);
+}).listen(+process.argv[2], '127.0.0.1', () => console.log('READY'));
+"""
+
+
+def main():
+    tap = Tap()
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not node or not shutil.which("wrk"):
+        tap.skip("nodejs", "node / wrk not installed (apt-get install nodejs wrk)")
+        K.done(tap)
+    if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
+        K.done(tap)
+    d = K.workdir("nodejs")
+    js = os.path.join(d, "server.js")
+    with open(js, "w") as f:
+        f.write(SERVER)
+    port = K.free_port()
+    server = K.spawn([node, js, str(port)], stdout=subprocess.DEVNULL)
+    K.wait_port(port, server)
+    sent = []
+
+    def drive():
+        r = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", "3s", f"http://127.0.0.1:{port}/"],
+                           capture_output=True, text=True, timeout=60)
+        m = re.search(r"(\d+) requests in", r.stdout)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"wrk: exit {r.returncode}: {r.stdout[-500:]} {r.stderr[-500:]}")
+        sent.append(int(m.group(1)))
+    rep, path = K.record_workload(tap, "nodejs", [server.pid], drive, seconds=7)
+    K.stop(server)
+    if rep is None:
+        K.done(tap)
+    reqs = [q for q in K.service_requests(rep, port) if q.get("name") == "GET /"]
+    K.check_tiling(tap, "nodejs", rep.get("requests", []))
+    n = sent[0] if sent else 0
+    tap.ok(f"nodejs: {len(reqs)} GET / requests found, wrk completed {n}",
+           n and 0.95 * n <= len(reqs) <= n + 8, f"recording {path}")
+    if not reqs:
+        K.done(tap)
+
+    def queued(g):
+        return "(other requests)" in g.get("frames", [])
+
+    own = K.median_ns(reqs, lambda g: g.get("category") == "cpu" and not queued(g))
+    other = K.median_ns(reqs, queued)
+    tap.ok(f"nodejs: a request's own cpu {K.fmt_ms(own)} (0.5 ms by the workload: 0.3..1.5)",
+           0.3 * K.MS <= own <= 1.5 * K.MS, K.describe(reqs[len(reqs) // 2]))
+    tap.ok(f"nodejs: time on the other connections' requests {K.fmt_ms(other)} "
+           f"(7 x 0.5 ms by the workload: at least 1.5 ms)", other >= 1.5 * K.MS,
+           K.describe(reqs[len(reqs) // 2]))
+    bad = [g for q in reqs for g in q["critical_path"]
+           if queued(g) and (g["category"] != "cpu" or not g["interference"])]
+    tap.ok("nodejs: that time is interfering cpu", not bad, str(bad[:3]))
+    K.done(tap)
+
+
+if __name__ == "__main__":
+    main()
