@@ -410,9 +410,9 @@ static bool ctx_ours(const struct walk *w, uint32_t conn)
 
 /*
  * A request's own cpu time on a thread, [a, t]. Where the thread, an event
- * loop, worked for another connection's request (struct kp_ctx: after
- * reading that request's bytes, until its next socket call), the time is
- * the other request's: interference, under KP_QUEUED_FRAME. DESIGN.md
+ * loop or a busy worker, worked for another connection's request (struct
+ * kp_ctx says whose request a thread works on, from its socket calls), the
+ * time is the other request's: interference, under KP_QUEUED_FRAME. DESIGN.md
  * section 5 calls all of a serving thread's time after the request's start
  * own; on a loop that serves many connections, most of it is not.
  */
