@@ -702,11 +702,11 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		}
 		s->cur_ns += d;
 		err = engine__contention(e, g, d);
-		if (!err && g->category == CP_CAT_CPU && (g->sku || g->cpu_model)) {
+		if (!err && g->category == CP_CAT_CPU && sku__key(g)) {
 			/* one SKU so far, this request's time on it counted: the
 			 * usual, without the call */
 			if (!e->sku_multi && e->sku_cur_gen == e->gen && req->interned &&
-			    (g->sku ? g->sku : g->cpu_model) == e->sku_only)
+			    sku__key(g) == e->sku_only)
 				e->sku_cur += d;
 			else
 				err = engine__sku_segment(e, req, i, (uint32_t)id, d);

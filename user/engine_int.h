@@ -309,6 +309,12 @@ void engine__free_result(struct engine *e);
 
 int engine__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
+/* The SKU of a cpu segment: its recording's label, else its CPU's model */
+static inline const char *sku__key(const struct cp_segment *g)
+{
+	return g->sku ? g->sku : g->cpu_model;
+}
+
 /* engine_sku.c: a request's cpu segment seg (stack id, d ns) on its SKU; at
  * the end of the request, its sums into the accumulators; the result's
  * tables; freeing. 0 or -ENOMEM. */

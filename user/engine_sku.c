@@ -51,10 +51,10 @@ static int acc__add(struct sku_acc *a, uint64_t x)
 	return barr__add(&a->dist, bucket__of(x), 1);
 }
 
-/* The SKU of a cpu segment: its label, else its CPU's model; interned. */
+/* The SKU of a cpu segment (sku__key), interned. */
 static const char *sku_of(struct engine *e, const struct cp_segment *g, bool interned)
 {
-	const char *k = g->sku ? g->sku : g->cpu_model;
+	const char *k = sku__key(g);
 
 	if (!k || interned)
 		return k;
@@ -280,7 +280,7 @@ int engine__sku_segment(struct engine *e, const struct cp_request *req, uint32_t
 	const char *sku = sku_of(e, g, req->interned);
 
 	if (!sku) /* no CPU model known: nothing to compare */
-		return (g->sku || g->cpu_model) && !req->interned ? -ENOMEM : 0;
+		return sku__key(g) && !req->interned ? -ENOMEM : 0;
 	if (!e->sku_multi) {
 		if (!e->sku_only)
 			e->sku_only = sku;
@@ -517,7 +517,7 @@ static bool lone_step(const struct engine_sku_step *steps, uint32_t nsteps,
 int engine__sku_result(struct engine *e)
 {
 	struct engine_result *r = &e->res;
-	uint32_t nsteps = 0, nplaces = e->nstacks + e->nsku_kinds, most = 1, *order;
+	uint32_t nsteps = 0, nplaces = e->nstacks + e->nsku_kinds, *order;
 	struct engine_sku_stat *pool;
 	const struct sku_acc **accs;
 	const char **skus, *base, **kf;
@@ -538,18 +538,11 @@ int engine__sku_result(struct engine *e)
 	if (e->nsku_seen < 2)
 		return 0;
 	base = e->res_skus[0].sku;
-	for (uint32_t k = 0; k < e->nstacks; k++) {
-		uint32_t n = 0;
-
-		for (uint32_t i = e->stacks[k].sku_first; i; i = e->sku_steps[i - 1].next)
-			n++;
-		most = n > most ? n : most;
-	}
-	most = e->nsku_seen > most ? e->nsku_seen : most;
 	e->res_sku_stats = calloc(e->nsku_steps + e->nsku_kinds + 1, sizeof(*e->res_sku_stats));
 	e->res_sku_steps = calloc(nplaces + 1, sizeof(*e->res_sku_steps));
-	accs = calloc(most, sizeof(*accs));
-	skus = calloc(most, sizeof(*skus));
+	/* a place has each SKU seen at most once */
+	accs = calloc(e->nsku_seen, sizeof(*accs));
+	skus = calloc(e->nsku_seen, sizeof(*skus));
 	order = calloc(e->nsku_kinds + 1, sizeof(*order));
 	kf = e->res_sku_frames = calloc(2 * (size_t)e->nsku_kinds + 1, sizeof(*kf));
 	if (!e->res_sku_stats || !e->res_sku_steps || !accs || !skus || !order || !kf)
