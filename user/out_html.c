@@ -118,6 +118,16 @@ static void html__contention(struct jw *w, const struct engine_result *r)
 	jw__arr_close(w);
 }
 
+/* A ratio, to 4 decimals, as --format json writes it */
+static void html__ratio(struct jw *w, const char *key, double v)
+{
+	char b[32];
+
+	snprintf(b, sizeof(b), "%.4f", v);
+	jw__key(w, key);
+	jw__raw_num(w, b);
+}
+
 /* CPU time by SKU, when the input ran on two SKUs or more (engine.h). */
 static void html__skus(struct jw *w, const struct engine_result *r)
 {
@@ -151,14 +161,9 @@ static void html__skus(struct jw *w, const struct engine_result *r)
 			jw__int(w, (int64_t)b->mean_ns);
 			jw__key(w, "p50_ns");
 			jw__int(w, (int64_t)b->q50_ns);
-			/* ratios in thousandths: the writer has integers */
-			jw__key(w, "ratio_k");
-			jw__int(w, (int64_t)(b->ratio * 1000 + 0.5));
-			jw__key(w, "ci_k");
-			jw__arr_open(w);
-			jw__int(w, (int64_t)(b->ci_low * 1000 + 0.5));
-			jw__int(w, (int64_t)(b->ci_high * 1000 + 0.5));
-			jw__arr_close(w);
+			html__ratio(w, "ratio", b->ratio);
+			html__ratio(w, "ci_low", b->ci_low);
+			html__ratio(w, "ci_high", b->ci_high);
 			jw__key(w, "verdict");
 			jw__str(w, engine_sku_verdict_name(b->verdict));
 			jw__map_close(w);
