@@ -693,6 +693,19 @@ int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 	return lo;
 }
 
+/* Of n entries in time order (a uint64 time at off), how many to drop so
+ * the last one before `before` stays first: what it says holds there. */
+static uint32_t drop_before_last(const void *arr, uint32_t n, size_t elem, size_t off,
+				 uint64_t before)
+{
+	const char *a = (const char *)arr + off;
+	uint32_t drop = 0;
+
+	while (drop + 1 < n && kp__key_at(a, elem, drop + 1) < before)
+		drop++;
+	return drop;
+}
+
 void kp__tl_prune(struct kp_thread *t, uint64_t before)
 {
 	uint32_t drop = 0, cdrop = 0;
@@ -705,16 +718,14 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 		cdrop++;
 	kp__win_drop((void **)&t->cul, &t->culoff, &t->ncul, cdrop, sizeof(*t->cul));
 	t->cul_base += cdrop;
-	/* keep the last probe event before the mark: its stack holds there */
-	cdrop = 0;
-	while (cdrop + 1 < t->npev && t->pev[cdrop + 1].ts < before)
-		cdrop++;
+	/* keep the last probe event before the mark (its stack holds there)
+	 * and the last context begun before it */
+	cdrop = drop_before_last(t->pev, t->npev, sizeof(*t->pev), offsetof(struct kp_probe_ev, ts),
+				 before);
 	kp__win_drop((void **)&t->pev, &t->pevoff, &t->npev, cdrop, sizeof(*t->pev));
 	t->pev_base += cdrop;
-	/* and the last context begun before it */
-	cdrop = 0;
-	while (cdrop + 1 < t->nctx && t->ctx[cdrop + 1].ts < before)
-		cdrop++;
+	cdrop =
+	    drop_before_last(t->ctx, t->nctx, sizeof(*t->ctx), offsetof(struct kp_ctx, ts), before);
 	kp__win_drop((void **)&t->ctx, &t->ctxoff, &t->nctx, cdrop, sizeof(*t->ctx));
 	t->ctx_hint = t->ctx_hint > cdrop ? t->ctx_hint - cdrop : 0;
 }
