@@ -883,13 +883,14 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		 * its syscall (the default capture sees only its end) and what
 		 * made the response; set before, as the write may end the
 		 * request a walk then follows */
-		uint32_t now = kp__tl_ctx_now(&kp->th[thread]);
 		int err;
 
 		if (c->role == KP_ROLE_SERVER) {
 			err = kp__tl_call(kp, thread, ts, ci, KP_NONE);
 		} else {
 			/* a downstream call, made for the request at hand */
+			uint32_t now = kp__tl_ctx_now(&kp->th[thread]);
+
 			c->ctx_owner1 = now == KP_NONE ? 0 : now + 1;
 			err = kp__tl_call(kp, thread, ts, KP_NONE, now);
 		}

@@ -482,7 +482,6 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 	}
 	case CP_EV_POLL: {
 		const struct cp_ev_poll *e = (const void *)rec;
-
 		int err;
 
 		NEED(struct cp_ev_poll);

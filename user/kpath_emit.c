@@ -24,19 +24,19 @@
  * (one after the other) give each request its own label and CPU models. */
 static const struct kp_source *host_source(const struct kp *kp, uint32_t host, uint64_t ts)
 {
-	const struct kp_source *best = NULL;
+	const struct kp_source *any = NULL, *begun = NULL;
 
 	for (uint32_t i = 0; i < kp->nsrc; i++) {
 		const struct kp_source *s = &kp->src[i];
 
 		if (s->host != host)
 			continue;
-		if (!best ||
-		    (s->first_ts && s->first_ts <= ts &&
-		     (!best->first_ts || best->first_ts > ts || s->first_ts > best->first_ts)))
-			best = s;
+		if (!any)
+			any = s;
+		if (s->first_ts && s->first_ts <= ts && (!begun || s->first_ts > begun->first_ts))
+			begun = s;
 	}
-	return best;
+	return begun ? begun : any;
 }
 
 /* kp->loss stays sorted by end; windows of one host tile its time, so a
