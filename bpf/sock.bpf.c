@@ -19,6 +19,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define SOCK_DGRAM 2
 #define MSG_PEEK 2
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_RECV 3
@@ -32,6 +34,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * for none), from its listen() or, for sockets listening before the
  * recording, from the recorder (rec_bpf__listen_port). */
 __u32 listen_tgid[65536];
+/* The same for a UDP port a target's socket is bound to, unconnected (a
+ * datagram server): its datagrams are known before its first call. */
+__u32 udp_tgid[65536];
 
 /*
  * The socket behind a descriptor of the current task, or NULL. Direct loads
@@ -123,6 +128,98 @@ static __always_inline void sk_read_info(struct sock *sk, struct cp_inflight *in
 	sk_info(true, sk, in);
 }
 
+/* An IPv4 address as the 16 bytes an AF_INET6 socket sees it as
+ * (::ffff:a.b.c.d), or as itself for an AF_INET one. */
+static __always_inline void addr4_put(__u8 *dst, __u32 a, __u16 family)
+{
+	if (family == AF_INET6) {
+		__builtin_memset(dst, 0, 10);
+		dst[10] = dst[11] = 0xff;
+		__builtin_memcpy(dst + 12, &a, 4);
+	} else {
+		__builtin_memcpy(dst, &a, 4);
+	}
+}
+
+/*
+ * A datagram that just arrived on a UDP socket: the receive queue's tail
+ * (where __udp_enqueue_schedule_skb() put it before calling sk_data_ready;
+ * udp_recvmsg() reads the sender from the same headers). Its source is the
+ * remote end and its destination the local one: an unconnected socket's
+ * own addresses say neither (a wildcard, no peer).
+ */
+static __always_inline void udp_arrival(bool btf, struct sock *sk, struct cp_inflight *in)
+{
+	struct sk_buff *skb;
+	__u64 head;
+	__u16 nh, th, ports[2];
+	__u32 a4[2];
+	__u8 ver;
+
+	skb = KREAD(btf, sk, sk_receive_queue.prev);
+	if (!skb || (__u64)skb == (__u64)&sk->sk_receive_queue)
+		return;
+	head = (__u64)KREAD(btf, skb, head);
+	nh = KREAD(btf, skb, network_header);
+	th = KREAD(btf, skb, transport_header);
+	if (!head || nh == (__u16)~0U || th == (__u16)~0U ||
+	    bpf_probe_read_kernel(&ver, 1, (void *)(head + nh)) ||
+	    bpf_probe_read_kernel(ports, sizeof(ports), (void *)(head + th)))
+		return;
+	ver >>= 4;
+	if (ver == 4) {
+		/* iphdr: saddr at 12, daddr at 16 */
+		if (bpf_probe_read_kernel(a4, sizeof(a4), (void *)(head + nh + 12)))
+			return;
+		addr4_put(in->raddr, a4[0], in->family);
+		addr4_put(in->laddr, a4[1], in->family);
+	} else if (ver == 6 && in->family == AF_INET6) {
+		/* ipv6hdr: saddr at 8, daddr at 24 */
+		if (bpf_probe_read_kernel(in->raddr, CP_ADDR_LEN, (void *)(head + nh + 8)) ||
+		    bpf_probe_read_kernel(in->laddr, CP_ADDR_LEN, (void *)(head + nh + 24)))
+			return;
+	} else {
+		return;
+	}
+	in->rport = bpf_ntohs(ports[0]);
+	in->lport = bpf_ntohs(ports[1]);
+}
+
+/* Where an unconnected UDP socket's write goes: the call's own address
+ * (sendto's dest_addr, its 5th argument; sendmsg's msg_name, in the msghdr
+ * in->arg0 points to; sendmmsg's first message's). */
+static __always_inline void udp_dest(struct cp_inflight *in, __u64 arg5)
+{
+	const void *name = NULL;
+	__u16 sa[2]; /* family, port */
+	__u32 a4;
+
+	if (in->call == CP_SOCK_SENDTO) {
+		name = (const void *)arg5;
+	} else if (in->call == CP_SOCK_SENDMSG || in->call == CP_SOCK_SENDMMSG) {
+		/* struct mmsghdr begins with its msghdr */
+		const void *msg = (const void *)in->arg0;
+
+		if (bpf_probe_read_user(&name, sizeof(name),
+					msg + offsetof(struct user_msghdr, msg_name)))
+			return;
+	}
+	if (!name || bpf_probe_read_user(sa, sizeof(sa), name))
+		return;
+	if (sa[0] == AF_INET && in->family == AF_INET) {
+		if (bpf_probe_read_user(&a4, sizeof(a4), name + 4))
+			return;
+		addr4_put(in->raddr, a4, in->family);
+	} else if (sa[0] == AF_INET6 && in->family == AF_INET6) {
+		/* sockaddr_in6: the address after the flow info */
+		if (bpf_probe_read_user(in->raddr, CP_ADDR_LEN, name + 8))
+			return;
+	} else {
+		return;
+	}
+	in->rport = bpf_ntohs(sa[1]);
+}
+
 static __always_inline int call_dir(__u8 call)
 {
 	switch (call) {
@@ -155,8 +252,9 @@ static __always_inline struct cp_sock_state *sock_track(struct sock *sk, __u32 t
 	return bpf_map_lookup_elem(&sock_states, &key);
 }
 
-/* fd, buf (or iovec / msghdr), len of the call. */
-static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u8 call)
+/* fd, buf (or iovec / msghdr), len of the call; arg5: its 5th argument
+ * (sendto's dest_addr). */
+static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u64 arg5, __u8 call)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_inflight in = {};
@@ -173,6 +271,7 @@ static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u8 call)
 	in.call = call;
 	in.arg0 = buf;
 	in.arg1 = len;
+	in.arg2 = arg5;
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
 	dir = call_dir(call);
@@ -306,6 +405,13 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 	 * leaves the payload to the next call in its direction too.
 	 */
 	dir = call_dir(call);
+	if (ret > 0 && dir == SOCK_DIR_WRITE && in->sock_type == SOCK_DGRAM && !in->rport &&
+	    (in->family == AF_INET || in->family == AF_INET6)) {
+		/* a socket's first send binds it: its port exists now */
+		if (!in->lport)
+			sk_read_info(sk, in);
+		udp_dest(in, in->arg2);
+	}
 	if (ret > 0 && dir != SOCK_DIR_NONE && cfg_payload_bytes) {
 		__u64 key = in->sk;
 
@@ -447,11 +553,11 @@ out:
 
 /* Entry points for the raw_syscalls programs (syscalls.bpf.c): fd, buf (or
  * iovec / msghdr), len of a socket call of a target thread. */
-__noinline int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len)
+__noinline int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len, __u64 arg5)
 {
 	if (call == CP_SOCK_CLOSE || call == CP_SOCK_SHUTDOWN)
 		buf = len = 0; /* close(fd), shutdown(fd, how) */
-	return sock_enter((int)fd, buf, len, call);
+	return sock_enter((int)fd, buf, len, arg5, call);
 }
 
 __noinline int cp_sock_exit(struct cp_inflight *in, __s64 ret)
@@ -514,6 +620,9 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	in.kind = INFLIGHT_SOCK;
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
+	if (code && dir == SOCK_DIR_WRITE && in.sock_type == SOCK_DGRAM && !in.rport &&
+	    (in.family == AF_INET || in.family == AF_INET6))
+		udp_dest(&in, PT_REGS_PARM5_SYSCALL(regs));
 	if (sk_is_tcp(true, sk, in.family)) {
 		struct tcp_sock *tp = kernel_cast(sk, struct tcp_sock);
 
@@ -638,7 +747,10 @@ static __always_inline bool lean_sock_known(struct sock *sk)
 		return false;
 	if (st)
 		return true;
-	tgid = listen_tgid[sk->__sk_common.skc_num];
+	if (sk->sk_protocol == IPPROTO_UDP)
+		tgid = udp_tgid[sk->__sk_common.skc_num];
+	else
+		tgid = listen_tgid[sk->__sk_common.skc_num];
 	if (!tgid || !tgid_is_target(tgid))
 		return false;
 	st = bpf_sk_storage_get(&sock_slots, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
@@ -664,6 +776,9 @@ static __always_inline int on_data_ready(bool btf, struct sock *sk)
 	if (!e)
 		return 0;
 	sk_info(btf, sk, &info);
+	e->protocol = KREAD(btf, sk, sk_protocol);
+	if (e->protocol == IPPROTO_UDP)
+		udp_arrival(btf, sk, &info);
 	e->family = info.family;
 	e->lport = info.lport;
 	e->rport = info.rport;

@@ -23,7 +23,7 @@ struct cp_inflight {
 	__u64 ts;
 	__u64 arg0; /* futex: uaddr; sock: buffer / iovec / msghdr pointer */
 	__u64 arg1; /* futex: op; sock: requested length */
-	__u64 arg2; /* futex: val */
+	__u64 arg2; /* futex: val; sock: the 5th argument (sendto's dest_addr) */
 	__u64 sk;   /* struct sock * */
 	__u32 pid;
 	__s32 fd;
@@ -96,7 +96,7 @@ const volatile __u16 cfg_sys_calls[CP_SYS_TABLE] __weak;
  * gets the thread's slot (the verifier makes the callee check for NULL). */
 int cp_futex_enter(__u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3);
 int cp_futex_exit(struct cp_inflight *in, __s64 ret);
-int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len);
+int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len, __u64 arg5);
 int cp_sock_exit(struct cp_inflight *in, __s64 ret);
 int cp_poll_enter(__u32 call);
 int cp_poll_exit(struct cp_inflight *in, __s64 ret);

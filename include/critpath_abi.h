@@ -18,7 +18,7 @@
 #include <linux/types.h>
 #endif
 
-#define CP_ABI_VERSION 3
+#define CP_ABI_VERSION 4
 
 #define CP_COMM_LEN 16
 #define CP_ADDR_LEN 16		/* IPv4 in the first 4 bytes, or IPv6 */
@@ -232,7 +232,10 @@ enum cp_sock_call {
 
 /* Socket syscalls of target threads, for socket fds only. Addresses in
  * network byte order, ports in host order. For accept the fd and addresses
- * are the new connection's (exit). tcp_seq: for sends the sender's snd_nxt
+ * are the new connection's (exit). A send on an unconnected UDP socket has
+ * the remote end it sends to (the call's address; ABI 4, none before); a
+ * read there has none (its sk_data_ready says who sent the datagram).
+ * tcp_seq: for sends the sender's snd_nxt
  * before the call, for receives copied_seq before the call, so both ends of a
  * connection can be matched byte for byte. payload: first bytes the call
  * carried (exit of reads, enter of writes), hdr.size =
@@ -280,13 +283,18 @@ struct cp_ev_sock {
 #define CP_SOCK_F_BOUND 0x02
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context
- * usually. rcv_nxt is the receiver's sequence after the data. */
+ * usually. rcv_nxt is the receiver's sequence after the data (TCP). For a
+ * UDP socket the addresses are the datagram's (source = remote, destination
+ * = local), whether or not the socket is connected, and rcv_nxt is 0.
+ * protocol: IPPROTO_TCP, IPPROTO_UDP, … (ABI 4; 0 before, and UDP addresses
+ * were the socket's own). */
 struct cp_ev_sk_data_ready {
 	struct cp_hdr h;
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u16 __pad;
+	__u8 protocol;
+	__u8 __pad;
 	__u32 rcv_nxt;
 	__u32 __pad2;
 	__u8 laddr[CP_ADDR_LEN];

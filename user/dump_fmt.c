@@ -2,6 +2,7 @@
 /* dump's record printer: one field list per record type, printed as JSON or
  * as text. Records come from the reader, which checked their sizes. */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <inttypes.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -381,6 +382,10 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 		const struct cp_ev_sk_data_ready *e = (const void *)rec;
 
 		addr_fields(j, e->family, e->laddr, e->lport, e->raddr, e->rport);
+		if (e->protocol == IPPROTO_UDP)
+			jline__str(j, "protocol", "udp");
+		else if (e->protocol == IPPROTO_TCP)
+			jline__str(j, "protocol", "tcp");
 		jline__u64(j, "rcv_nxt", e->rcv_nxt);
 		break;
 	}

@@ -404,14 +404,18 @@ int rec_bpf__add_target(struct rec_bpf *b, pid_t pid)
 	return 0;
 }
 
-/* A target listens on a TCP port (the default capture: connections
- * established on it are known before their first read, bpf/sock.bpf.c). */
-void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid)
+/* A target listens on a TCP port, or has an unconnected UDP socket bound
+ * to a port (the default capture: connections established on it, or
+ * datagrams to it, are known before its first read, bpf/sock.bpf.c). */
+void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid, bool udp)
 {
 	struct rec_bpf *b = bpf;
+	uint32_t *slot;
 
-	if (b && b->lean && b->skel->bss)
-		__atomic_store_n(&b->skel->bss->listen_tgid[port], (uint32_t)pid, __ATOMIC_RELAXED);
+	if (!b || !b->lean || !b->skel->bss)
+		return;
+	slot = udp ? &b->skel->bss->udp_tgid[port] : &b->skel->bss->listen_tgid[port];
+	__atomic_store_n(slot, (uint32_t)pid, __ATOMIC_RELAXED);
 }
 
 int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)

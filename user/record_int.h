@@ -33,7 +33,7 @@ struct rec_bpf_opts {
 int rec_bpf__open_load(struct rec_bpf **b, const struct rec_bpf_opts *o);
 int rec_bpf__add_target(struct rec_bpf *b, pid_t pid);
 int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid);
-void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid);
+void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid, bool udp);
 int rec_bpf__attach(struct rec_bpf *b);
 /* One CP_MD_HOOK per hook. */
 int rec_bpf__write_hooks(struct rec_bpf *b, struct recording_writer *w, uint64_t ts);
@@ -121,8 +121,9 @@ struct rec_meta_seen {
  * and its thread as seen says. Writer errors pass through. */
 int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 		      const struct rec_meta_seen *seen);
-/* Called for each listening TCP socket rec_meta__process finds. */
-void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid), void *ctx);
+/* Called for each listening TCP socket rec_meta__process finds, and each
+ * bound, unconnected UDP one (udp). */
+void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid, bool udp), void *ctx);
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);
 bool rec_meta__alive(pid_t pid);
 /* A process and its parent, as /proc says. */

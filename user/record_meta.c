@@ -402,10 +402,10 @@ static size_t net_table_scan(pid_t pid, const char *table, uint16_t family, uint
 	return found;
 }
 
-static void (*listen_fn)(void *ctx, uint16_t port, pid_t pid);
+static void (*listen_fn)(void *ctx, uint16_t port, pid_t pid, bool udp);
 static void *listen_ctx;
 
-void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid), void *ctx)
+void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid, bool udp), void *ctx)
 {
 	listen_fn = fn;
 	listen_ctx = ctx;
@@ -496,7 +496,10 @@ static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 		r.sock_type = row->type;
 		r.listening = row->listening;
 		if (row->listening && listen_fn)
-			listen_fn(listen_ctx, row->lport, pid);
+			listen_fn(listen_ctx, row->lport, pid, false);
+		/* a datagram server's socket */
+		if (row->found && row->type == SOCK_DGRAM && row->lport && !row->rport && listen_fn)
+			listen_fn(listen_ctx, row->lport, pid, true);
 		memcpy(r.laddr, row->laddr, CP_ADDR_LEN);
 		memcpy(r.raddr, row->raddr, CP_ADDR_LEN);
 		err = md_append(w, &r.h);

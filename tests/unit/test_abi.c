@@ -59,6 +59,7 @@ static void test_events(void **state)
 	OFF(struct cp_ev_sock, flags, 91); /* was padding: 0 before ABI 2 */
 	OFF(struct cp_ev_sock, unsent, 92); /* was padding: 0 before ABI 3 */
 	OFF(struct cp_ev_sock, payload, 96);
+	OFF(struct cp_ev_sk_data_ready, protocol, 30);
 	OFF(struct cp_ev_sk_data_ready, rcv_nxt, 32);
 	OFF(struct cp_ev_sk_data_ready, laddr, 40);
 	OFF(struct cp_ev_poll, enter_ts, 24);
