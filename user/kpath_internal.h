@@ -665,9 +665,10 @@ enum kp_proto {
 	KP_PROTO_HTTP,
 	KP_PROTO_MEMCACHED,
 	KP_PROTO_RESP,
-	KP_PROTO_TLS, /* a TLS handshake's records (its data is ciphertext) */
-	KP_PROTO_PG,  /* PostgreSQL's frontend protocol */
+	KP_PROTO_TLS,	/* a TLS handshake's records (its data is ciphertext) */
+	KP_PROTO_PG,	/* PostgreSQL's frontend protocol */
 	KP_PROTO_MYSQL, /* MySQL's and MariaDB's client protocol */
+	KP_PROTO_DNS,	/* a DNS query (over UDP) */
 };
 /* Names a request from the first bytes the server read ("GET /cart",
  * "get", "SET", "TLS handshake", "UPDATE"); returns the protocol, name "" when

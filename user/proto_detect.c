@@ -3,7 +3,8 @@
  * Request names from the first bytes a server read (DESIGN.md section 5):
  * HTTP/1.x "METHOD /path" (query dropped, numeric path segments folded to
  * "{n}" so /item/17 and /item/18 aggregate as one step), memcached text and
- * Redis RESP by command, PostgreSQL and MySQL by SQL verb. The recorder
+ * Redis RESP by command, PostgreSQL and MySQL by SQL verb, DNS queries by
+ * type and name. The recorder
  * keeps only a payload prefix, so these parsers look at one line, never at
  * a whole message.
  */
@@ -311,10 +312,79 @@ static enum kp_proto tls_name(const uint8_t *p, size_t len, char *name, size_t n
 	return KP_PROTO_TLS;
 }
 
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/*
+ * A DNS query (RFC 1035 section 4.1) as a UDP datagram carries it: a
+ * header with QR 0, opcode QUERY and one question (an EDNS record at most
+ * besides), then the question's name and type: "A example.com". Labels of
+ * digits fold to "{n}" (reverse lookups, "4.3.2.1.in-addr.arpa", would
+ * otherwise be a step each).
+ */
+static enum kp_proto dns_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	static const struct {
+		uint16_t type;
+		const char *name;
+	} types[] = {{1, "A"},	 {2, "NS"},	 {5, "CNAME"}, {6, "SOA"},    {12, "PTR"},
+		     {15, "MX"}, {16, "TXT"},	 {28, "AAAA"}, {33, "SRV"},   {35, "NAPTR"},
+		     {43, "DS"}, {48, "DNSKEY"}, {64, "SVCB"}, {65, "HTTPS"}, {255, "ANY"}};
+	char qn[256], tn[16];
+	const char *type = NULL;
+	size_t i = 12, o = 0;
+	uint16_t t;
+
+	if (len < 17 || (p[2] & 0xf8) || be16(p + 4) != 1 || be16(p + 6) || be16(p + 8) ||
+	    be16(p + 10) > 1)
+		return KP_PROTO_NONE;
+	for (;;) {
+		size_t l;
+
+		if (i >= len)
+			return KP_PROTO_NONE;
+		l = p[i++];
+		if (!l)
+			break;
+		if (l > 63 || i + l > len || o + l + 2 > sizeof(qn))
+			return KP_PROTO_NONE;
+		if (o)
+			qn[o++] = '.';
+		if (is_digits((const char *)p + i, l)) {
+			memcpy(qn + o, "{n}", 3);
+			o += 3;
+		} else {
+			for (size_t k = 0; k < l; k++) {
+				uint8_t ch = p[i + k];
+
+				if (!isalnum(ch) && ch != '-' && ch != '_' && ch != '*')
+					return KP_PROTO_NONE;
+				qn[o++] = (char)ch;
+			}
+		}
+		i += l;
+	}
+	/* the type, and class IN (mDNS sets the top bit: unicast response) */
+	if (i + 4 > len || (be16(p + i + 2) & 0x7fff) != 1)
+		return KP_PROTO_NONE;
+	t = be16(p + i);
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++)
+		if (types[k].type == t)
+			type = types[k].name;
+	if (!type) {
+		snprintf(tn, sizeof(tn), "TYPE%u", t);
+		type = tn;
+	}
+	snprintf(name, namelen, "%s %.*s", type, (int)(o ? o : 1), o ? qn : ".");
+	return KP_PROTO_DNS;
+}
+
 /* Tried in this order after RESP's arrays: the first that knows the bytes
  * names them. */
 static enum kp_proto (*const parsers[])(const uint8_t *, size_t, char *, size_t) = {
-    http_name, mc_name, tls_name, pg_name, mysql_name,
+    http_name, mc_name, tls_name, dns_name, pg_name, mysql_name,
 };
 
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen)

@@ -214,6 +214,68 @@ static void test_mysql(void **state)
 	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
 }
 
+/* A DNS query for name ("a.b.c"), type qtype: the datagram's bytes. */
+static size_t dns_query(uint8_t *m, const char *name, uint16_t qtype, uint16_t arcount)
+{
+	static const uint8_t hdr[12] = {0x51, 0x2a, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+	size_t o = sizeof(hdr);
+
+	memcpy(m, hdr, sizeof(hdr));
+	m[11] = (uint8_t)arcount;
+	while (*name) {
+		const char *dot = strchr(name, '.');
+		size_t l = dot ? (size_t)(dot - name) : strlen(name);
+
+		m[o++] = (uint8_t)l;
+		memcpy(m + o, name, l);
+		o += l;
+		name += l + (dot != NULL);
+	}
+	m[o++] = 0;
+	m[o++] = (uint8_t)(qtype >> 8);
+	m[o++] = (uint8_t)qtype;
+	m[o++] = 0;
+	m[o++] = 1; /* IN */
+	return o;
+}
+
+static void test_dns(void **state)
+{
+	uint8_t m[300];
+	char n[KP_NAME_LEN];
+	size_t len;
+
+	len = dns_query(m, "www.example.com", 1, 0);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_DNS);
+	assert_string_equal(n, "A www.example.com");
+	len = dns_query(m, "db-1.svc.cluster.local", 28, 1); /* with an EDNS record */
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_DNS);
+	assert_string_equal(n, "AAAA db-1.svc.cluster.local");
+	len = dns_query(m, "4.3.2.1.in-addr.arpa", 12, 0);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_DNS);
+	assert_string_equal(n, "PTR {n}.{n}.{n}.{n}.in-addr.arpa");
+	len = dns_query(m, "", 2, 0);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_DNS);
+	assert_string_equal(n, "NS .");
+	len = dns_query(m, "x.org", 99, 0);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_DNS);
+	assert_string_equal(n, "TYPE99 x.org");
+	/* not queries: a response (QR set), two questions, a cut name, a bad
+	 * class, a label with a space */
+	len = dns_query(m, "www.example.com", 1, 0);
+	m[2] |= 0x80;
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+	m[2] &= 0x7f;
+	m[5] = 2;
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+	m[5] = 1;
+	assert_int_equal(proto__request_name(m, 20, n, sizeof(n)), KP_PROTO_NONE);
+	m[len - 1] = 3;
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+	len = dns_query(m, "a b.com", 1, 0);
+	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
+}
+
 static void test_unknown(void **state)
 {
 	static const uint8_t bin[] = {0x00, 0xff, 0x01, 0x02, 0x00, 0x01};
@@ -345,12 +407,19 @@ static void test_split_other(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_http),       cmocka_unit_test(test_http_status),
-	    cmocka_unit_test(test_memcached),  cmocka_unit_test(test_resp),
-	    cmocka_unit_test(test_tls),	       cmocka_unit_test(test_postgres),
-	    cmocka_unit_test(test_mysql),      cmocka_unit_test(test_unknown),
-	    cmocka_unit_test(test_split_resp), cmocka_unit_test(test_split_memcached),
-	    cmocka_unit_test(test_split_http), cmocka_unit_test(test_split_other),
+	    cmocka_unit_test(test_http),
+	    cmocka_unit_test(test_http_status),
+	    cmocka_unit_test(test_dns),
+	    cmocka_unit_test(test_memcached),
+	    cmocka_unit_test(test_resp),
+	    cmocka_unit_test(test_tls),
+	    cmocka_unit_test(test_postgres),
+	    cmocka_unit_test(test_mysql),
+	    cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_split_resp),
+	    cmocka_unit_test(test_split_memcached),
+	    cmocka_unit_test(test_split_http),
+	    cmocka_unit_test(test_split_other),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
