@@ -22,6 +22,13 @@
  * block inside the first read, else the read's entry. Never before the
  * previous response's end. End: the exit of the last write before the next
  * read (or close, EOF, or KP_IDLE_FINISH_NS of silence).
+ *
+ * UDP: each pair of ports a socket exchanges datagrams on is a connection
+ * (a flow), framed the same way: a datagram read on a server's flow, then
+ * its replies. sk_data_ready says each datagram's sender; a read on an
+ * unconnected socket takes the oldest datagram its socket has not read yet,
+ * and with it the flow; a write says where it sends. Flows have no close:
+ * one idle for KP_KEEP_NS is recycled.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,10 +54,12 @@ static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 	uint64_t w[1 + 2 * CP_ADDR_LEN / 8], h = 0x9e3779b97f4a7c15ull ^ host;
 
 	_Static_assert(sizeof(*a) == sizeof(w), "kp_addr hashes as whole words");
-	w[0] = (uint64_t)a->family | (uint64_t)a->lport << 16 | (uint64_t)a->rport << 32;
+	w[0] = (uint64_t)a->family | (uint64_t)a->lport << 16 | (uint64_t)a->rport << 32 |
+	       (uint64_t)a->proto << 48;
 	memcpy(&w[1], a->laddr, CP_ADDR_LEN);
 	memcpy(&w[1 + CP_ADDR_LEN / 8], a->raddr, CP_ADDR_LEN);
-	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+	/* a UDP flow's key is its ports (struct kp_addr) */
+	for (size_t i = 0; i < (a->proto == IPPROTO_UDP ? 1 : sizeof(w) / sizeof(w[0])); i++) {
 		h ^= w[i];
 		h *= 0xff51afd7ed558ccdull;
 		h ^= h >> 32;
@@ -61,7 +70,9 @@ static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
 {
 	return x->family == y->family && x->lport == y->lport && x->rport == y->rport &&
-	       !memcmp(x->laddr, y->laddr, CP_ADDR_LEN) && !memcmp(x->raddr, y->raddr, CP_ADDR_LEN);
+	       x->proto == y->proto &&
+	       (x->proto == IPPROTO_UDP || (!memcmp(x->laddr, y->laddr, CP_ADDR_LEN) &&
+					    !memcmp(x->raddr, y->raddr, CP_ADDR_LEN)));
 }
 
 /* A record's 4-tuple as an address (padding 0, as addr_hash reads it). */
@@ -129,6 +140,91 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 static uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
 {
 	return (uint64_t)host << 56 ^ (uint64_t)pid << 24 ^ ((uint32_t)fd & 0xffffff);
+}
+
+static int conn_closed(struct kp *kp, uint32_t ci, uint64_t ts);
+
+/* A UDP flow: found, or begun and listed for recycling once idle. */
+static uint32_t udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
+			 uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts)
+{
+	struct kp_addr a;
+	uint32_t ci;
+
+	addr_of(&a, family, lport, rport, laddr, raddr);
+	a.proto = IPPROTO_UDP;
+	ci = kp__conn(kp, host, &a);
+	if (ci != KP_NONE && !kp->cn[ci].closed_at && conn_closed(kp, ci, ts))
+		return KP_NONE;
+	return ci;
+}
+
+static struct kp_udpq *udpq(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, bool make)
+{
+	uint64_t key = (uint64_t)host << 32 | (uint64_t)family << 16 | port;
+	uint32_t i = kp_map__get(&kp->uqmap, key);
+
+	if (i != KP_NONE)
+		return &kp->uq[i];
+	if (!make || kp__grow((void **)&kp->uq, &kp->capuq, kp->nuq + 1, sizeof(*kp->uq)) ||
+	    kp_map__put(&kp->uqmap, key, kp->nuq))
+		return NULL;
+	memset(&kp->uq[kp->nuq], 0, sizeof(kp->uq[kp->nuq]));
+	return &kp->uq[kp->nuq++];
+}
+
+/* A socket holds this many unread datagrams at most (more are ones it
+ * read before the recording or outside the calls seen). */
+#define KP_UDPQ_MAX 4096
+
+static int udpq_push(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts,
+		     uint32_t conn)
+{
+	struct kp_udpq *q = udpq(kp, host, family, port, true);
+
+	if (!q)
+		return -ENOMEM;
+	if (q->n >= KP_UDPQ_MAX)
+		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
+	if (kp__win_more((void **)&q->e, &q->off, &q->cap, q->n, sizeof(*q->e)))
+		return -ENOMEM;
+	q->e[q->n].ts = ts;
+	q->e[q->n].conn = conn;
+	q->n++;
+	return 0;
+}
+
+/* The flow of the oldest datagram the socket had not read by ts, taken. */
+static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts)
+{
+	struct kp_udpq *q = udpq(kp, host, family, port, false);
+	uint32_t ci;
+
+	if (!q || !q->n || q->e[0].ts > ts)
+		return KP_NONE;
+	ci = q->e[0].conn;
+	kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
+	/* a flow recycled since (idle for KP_KEEP_NS) is not this one */
+	if (ci >= kp->ncn || kp->cn[ci].host != host || kp->cn[ci].a.proto != IPPROTO_UDP ||
+	    kp->cn[ci].a.lport != port)
+		return KP_NONE;
+	return ci;
+}
+
+/* The flow of a datagram call: a read's from the datagram it took (or the
+ * connected socket's peer), a write's from where it sent. */
+static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
+			 bool read)
+{
+	uint32_t ci = KP_NONE;
+
+	if (read)
+		ci = udpq_pop(kp, host, e->family, e->lport, ts);
+	if (e->rport)
+		return udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
+	if (read && ci == KP_NONE)
+		kp->udp_unknown++;
+	return ci;
 }
 
 /*
@@ -206,6 +302,7 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 	r.family = c->a.family;
 	r.lport = c->a.rport;
 	r.rport = c->a.lport;
+	r.proto = c->a.proto;
 	memcpy(r.laddr, c->a.raddr, CP_ADDR_LEN);
 	memcpy(r.raddr, c->a.laddr, CP_ADDR_LEN);
 	/* the same host first (loopback), then the others: addresses as seen
@@ -482,7 +579,9 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
 
 		if (d->ts > exit)
 			break;
-		if (d->ts < c->prev_end || (int32_t)(d->rcv_nxt - seq) <= 0)
+		/* a flow's datagrams have no sequence: its first since then */
+		if (d->ts < c->prev_end ||
+		    (c->a.proto != IPPROTO_UDP && (int32_t)(d->rcv_nxt - seq) <= 0))
 			continue;
 		s = d->ts;
 		found = true;
@@ -758,11 +857,18 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		uint32_t ci = kp->closed[k], peer;
 		struct kp_conn *c = &kp->cn[ci];
 
-		if (c->last_used > c->closed_at) {
+		if (c->a.proto == IPPROTO_UDP) {
+			/* a flow: idle long enough, no request open on it */
+			if (c->last_used + KP_KEEP_NS > mark ||
+			    (c->role == KP_ROLE_SERVER && c->phase != KP_PH_IDLE)) {
+				kp->closed[keep++] = ci;
+				continue;
+			}
+		} else if (c->last_used > c->closed_at) {
 			c->closed_at = 0; /* used after the close: someone else's too */
 			continue;
 		}
-		if (c->closed_at + KP_KEEP_NS > mark ||
+		if ((c->a.proto != IPPROTO_UDP && c->closed_at + KP_KEEP_NS > mark) ||
 		    kp__grow((void **)&kp->freecn, &kp->capfreecn, kp->nfreecn + 1,
 			     sizeof(*kp->freecn))) {
 			kp->closed[keep++] = ci;
@@ -794,18 +900,21 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	uint32_t host = kp->src[src].host;
 	uint32_t thread, ci, proc;
 	struct kp_conn *c;
+	bool udp = e->sock_type == SOCK_DGRAM && (e->family == AF_INET || e->family == AF_INET6);
 
 	if (e->phase != CP_PHASE_EXIT)
 		return 0; /* still in progress when the recording ended */
-	if (e->sock_type && e->sock_type != SOCK_STREAM)
-		return 0; /* datagrams have no requests to frame */
+	if (e->sock_type && e->sock_type != SOCK_STREAM && !udp)
+		return 0; /* other datagrams have no requests to frame */
+	if (udp && !is_read(e->call) && !(is_write(e->call) && e->bytes > 0))
+		return 0; /* a flow has no accept, connect or close */
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;
 	proc = kp->th[thread].proc;
 	if (kp__tl_seen_running(kp, thread, e->h.cpu))
 		return -ENOMEM;
-	ci = kp__conn_by_sock(kp, host, e);
+	ci = udp ? udp_conn(kp, host, e, ts, is_read(e->call)) : kp__conn_by_sock(kp, host, e);
 	if (ci == KP_NONE)
 		return 0;
 	c = &kp->cn[ci];
@@ -874,8 +983,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 				works_for = c->ctx_owner1 ? c->ctx_owner1 - 1 : KP_NONE;
 			return err ?: kp__tl_call(kp, thread, ts, KP_NONE, works_for);
 		}
-		if (e->bytes == 0 && c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
-			return kp__conn_finish_req(kp, ci); /* EOF */
+		if (e->bytes == 0 && !udp && c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
+			return kp__conn_finish_req(kp, ci); /* EOF (an empty datagram is none) */
 		return 0;
 	}
 	if (is_write(e->call) && e->bytes > 0) {
@@ -909,10 +1018,23 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	 * and no sequence to match, and not a NET_RX wakeup to explain */
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return 0;
-	addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
-	ci = kp__conn(kp, host, &a);
-	if (ci == KP_NONE)
-		return -ENOMEM;
+	if (e->protocol == IPPROTO_UDP) {
+		int err;
+
+		if (!e->rport)
+			return 0; /* its sender not known */
+		ci = udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
+		if (ci == KP_NONE)
+			return -ENOMEM;
+		err = udpq_push(kp, host, e->family, e->lport, ts, ci);
+		if (err)
+			return err;
+	} else {
+		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
+		ci = kp__conn(kp, host, &a);
+		if (ci == KP_NONE)
+			return -ENOMEM;
+	}
 	c = &kp->cn[ci];
 	c->last_used = ts;
 	if (kp__win_more((void **)&c->dr, &c->droff, &c->capdr, c->ndr, sizeof(*c->dr)))
@@ -965,6 +1087,27 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 			break;
 	}
 	return last;
+}
+
+const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, bool same_host)
+{
+	const struct kp_write *after = NULL;
+
+	/* On one host the datagram is delivered inside the send (loopback):
+	 * the first write to end at or after its arrival, as the default
+	 * capture sees a send at its end. From another host: the last write
+	 * to end before it. */
+	for (uint32_t i = c->nwr; i > 0; i--) {
+		const struct kp_write *w = &c->wr[i - 1];
+
+		if (w->exit >= ts) {
+			if (same_host && w->exit - ts <= KP_WRITE_SLACK_NS)
+				after = w;
+			continue;
+		}
+		return after ? after : w;
+	}
+	return after;
 }
 
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt)

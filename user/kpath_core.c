@@ -234,6 +234,10 @@ void kp__free(struct kp *kp)
 	free(kp->src);
 	free(kp->loss);
 	free(kp->lastdr);
+	for (uint32_t i = 0; i < kp->nuq; i++)
+		kp__win_free((void **)&kp->uq[i].e, &kp->uq[i].off, sizeof(*kp->uq[i].e));
+	free(kp->uq);
+	kp_map__free(&kp->uqmap);
 	free(kp->ws);
 	free(kp->culs);
 	free(kp->strs);

@@ -196,8 +196,12 @@ struct kp_proc {
 	uint64_t exit_ts;
 };
 
+/* A connection's key. proto IPPROTO_UDP: a datagram flow, one per pair of
+ * ports, whose key leaves the addresses out: an unconnected socket knows
+ * neither its own address (a wildcard) nor, before a datagram says, its
+ * peer's, and each end sees the other's only; they are kept for display. */
 struct kp_addr {
-	uint16_t family, lport, rport, __pad;
+	uint16_t family, lport, rport, proto;
 	uint8_t laddr[CP_ADDR_LEN];
 	uint8_t raddr[CP_ADDR_LEN];
 };
@@ -214,6 +218,16 @@ struct kp_write {
 struct kp_dready {
 	uint64_t ts;
 	uint32_t rcv_nxt;
+};
+
+struct kp_uqent {
+	uint64_t ts;
+	uint32_t conn; /* the flow it came on */
+};
+
+struct kp_udpq {
+	struct kp_uqent *e; /* a window (kp__win_more) */
+	uint32_t n, cap, off;
 };
 
 enum kp_phase { KP_PH_IDLE = 0, KP_PH_READING, KP_PH_WRITING };
@@ -404,6 +418,12 @@ struct kp {
 	uint32_t *guessed, nguessed, capguessed;
 	uint64_t conns_recycled;
 	uint64_t unix_serial; /* Unix-domain connections: their "address" */
+	/* UDP sockets' datagrams not read yet, oldest first (a read takes
+	 * its sender from the one it takes), by host, family and port */
+	struct kp_udpq *uq;
+	uint32_t nuq, capuq;
+	struct kp_map uqmap;
+	uint64_t udp_unknown; /* datagram reads whose sender was not known */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
 	struct kp_lastdr *lastdr;     /* [host * KP_MAX_CPUS + cpu] */
@@ -618,6 +638,8 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
  * begun before ts); NULL when none is known. */
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
 					  bool have_seq);
+/* The peer's datagram (a write on the flow c) that arrived at ts. */
+const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, bool same_host);
 /* The latest sk_data_ready on conn at or before ts (rcv_nxt), or false. */
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt);
 void kp__conn_prune(struct kp_conn *c, uint64_t before);

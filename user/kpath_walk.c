@@ -15,6 +15,7 @@
  * step consumes time from the cursor t down to some a >= start, or jumps to
  * another thread at the same t.
  */
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,9 @@ static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t 
 	peer = kp__conn_peer(kp, conn);
 	if (peer == KP_NONE)
 		return NULL;
+	if (kp->cn[conn].a.proto == IPPROTO_UDP)
+		return kp__conn_dgram_for(&kp->cn[peer], ts,
+					  kp->cn[peer].host == kp->cn[conn].host);
 	have = kp__conn_dready_at(&kp->cn[conn], ts, &rcv);
 	return kp__conn_write_for(&kp->cn[peer], ts, rcv, have);
 }

@@ -352,6 +352,27 @@ static inline void kb_sock_unix(struct kb *b, uint64_t enter, uint64_t exit, uin
 		memcpy(e->payload, payload, plen);
 }
 
+/* A datagram call on a UDP socket: t as the record has it (an unconnected
+ * socket's read: no remote end; its write: where it sends) */
+static inline void kb_udp(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,
+			  uint8_t call, int fd, struct kb_tuple t, const void *payload, size_t plen)
+{
+	kb_sock_bytes(b, enter, exit, pid, tid, call, fd, t, (int64_t)plen, 0, payload, plen);
+	b->recs[b->n - 1].u.sk.sock_type = SOCK_DGRAM;
+}
+
+/* a datagram arrived on a UDP socket: t is the datagram's (local = where
+ * it went, remote = who sent it) */
+static inline void kb_dready_udp(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid,
+				 struct kb_tuple t)
+{
+	struct cp_ev_sk_data_ready *e =
+	    (void *)kb_new(b, CP_EV_SK_DATA_READY, sizeof(*e), ts, cpu, pid, pid);
+
+	KB_TUPLE(e, t);
+	e->protocol = IPPROTO_UDP;
+}
+
 /* data arrived on the receiver's socket t (its own view of the tuple) */
 static inline void kb_dready(struct kb *b, uint64_t ts, uint32_t cpu, uint32_t pid,
 			     struct kb_tuple t, uint32_t rcv_nxt)

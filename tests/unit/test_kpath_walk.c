@@ -260,6 +260,78 @@ static void test_network_round_trip(void **state)
 	check_round_trip(&b, 100);
 }
 
+/*
+ * A DNS query over UDP between two traced processes of one host, as the
+ * default capture records it: the client sends from an unconnected socket
+ * (the record says where to), the datagram is delivered inside the send
+ * (loopback), the server's unconnected read learns its sender from the
+ * datagram's sk_data_ready, its reply goes back the same way. The path
+ * goes into the server's request, named by its query.
+ */
+static void test_udp_round_trip(void **state)
+{
+	static struct kb b;
+	static const uint8_t q[] = {0x12, 0x34, 1,   0, 0,   1,	  0,   0, 0, 0, 0, 0, 3,
+				    'd',  'b',	'1', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1};
+	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
+	const struct kb_tuple cs = {"0.0.0.0", 40000, "10.0.0.2", 53};	/* client's send */
+	const struct kb_tuple cr = {"0.0.0.0", 40000, "0.0.0.0", 0};	/* client's read */
+	const struct kb_tuple sr = {"0.0.0.0", 53, "0.0.0.0", 0};	/* server's read */
+	const struct kb_tuple ss = {"0.0.0.0", 53, "10.0.0.2", 40000};	/* server's send */
+	const struct kb_tuple sa = {"10.0.0.2", 53, "10.0.0.2", 40000}; /* at the server */
+	const struct kb_tuple ca = {"10.0.0.2", 40000, "10.0.0.2", 53}; /* at the client */
+	const struct want w[] = {
+	    {10, 15, CP_CAT_CPU, 200, false}, {15, 20, CP_CAT_RUNQUEUE, 100, false},
+	    {20, 45, CP_CAT_CPU, 100, false}, {45, 50, CP_CAT_RUNQUEUE, 200, false},
+	    {50, 95, CP_CAT_CPU, 200, false},
+	};
+	const struct kb_req *cq, *sq;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 200, "cli");
+	kb_proc(&b, 100, "srv");
+	/* client: the upstream request arrives at 10, the query goes at 15 */
+	kb_switch(&b, B - 50 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B - 40 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 10 * U, 0, 200, up, 20);
+	kb_wake(&b, B + 10 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_sock(&b, B - 50 * U, B + 10 * U + 1000, 200, 200, CP_SOCK_READ, 4, up, 20, 0,
+		"GET /c HTTP/1.1\r\n\r\n");
+	/* delivered inside the send: the server's wakeup, then the send's end */
+	kb_dready_udp(&b, B + 15 * U, 0, 200, sa);
+	kb_wake(&b, B + 15 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_udp(&b, B + 15 * U + 1000, B + 15 * U + 1000, 200, 200, CP_SOCK_SENDTO, 5, cs, q,
+	       sizeof(q));
+	kb_switch(&b, B + 15 * U + 1000, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* server: on a CPU at 20, reads, works, replies at 45 */
+	kb_switch(&b, B + 20 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_udp(&b, B - 40 * U, B + 20 * U + 1000, 100, 100, CP_SOCK_RECVFROM, 3, sr, q, sizeof(q));
+	kb_dready_udp(&b, B + 45 * U, 1, 100, ca);
+	kb_wake(&b, B + 45 * U, 1, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_udp(&b, B + 45 * U + 1000, B + 45 * U + 1000, 100, 100, CP_SOCK_SENDTO, 3, ss, q,
+	       sizeof(q));
+	kb_switch(&b, B + 45 * U + 1000, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* client: on a CPU at 50, reads the answer, responds at 95 */
+	kb_switch(&b, B + 50 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_udp(&b, B + 15 * U + 1000, B + 50 * U + 1000, 200, 200, CP_SOCK_RECVFROM, 5, cr, q,
+	       sizeof(q));
+	kb_sock(&b, B + 95 * U - 1000, B + 95 * U, 200, 200, CP_SOCK_WRITE, 4, up, 40, 7000,
+		"HTTP/1.1 200 OK\r\n");
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	cq = kb_find(&b, "cli:8080");
+	sq = kb_find(&b, "srv:53");
+	assert_non_null(cq);
+	assert_non_null(sq);
+	assert_string_equal(sq->name, "A db1.com");
+	/* its datagram arrived at 15; on a CPU at 20, replied at 45 */
+	assert_int_equal(sq->start, B + 15 * U);
+	assert_int_equal(sq->end, B + 45 * U + 1000);
+	check_path(cq, w, 5);
+	assert_string_equal(cq->segs[2].frame3, "srv:53 A db1.com");
+}
+
 /* The downstream is an event loop that served another caller between our
  * call's read and its reply: that stretch is not our call's (interference,
  * "(other requests)" under the call's frame); the rest of the server's time
@@ -1130,6 +1202,7 @@ int main(void)
 	    cmocka_unit_test(test_forked_child),
 	    cmocka_unit_test(test_forked_child_exits),
 	    cmocka_unit_test(test_network_round_trip),
+	    cmocka_unit_test(test_udp_round_trip),
 	    cmocka_unit_test(test_downstream_event_loop),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_cpt_figure_2c),
