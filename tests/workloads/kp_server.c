@@ -18,6 +18,8 @@
  *   handoff    A1 reads and queues to "worker" (10 ms), which queues to "writer",
  *              which sends the reply
  *   untraced   A1 2 ms, B "get s15" (B sleeps 15 ms; B is not traced), A1 2 ms
+ *   udp        A1 2 ms, a DNS query "s15.kp.test" to kp_backend --udp (B sleeps
+ *              15 ms), from a UDP socket of its own, A1 2 ms          path ≈ 19 ms
  *   probe      A1 in functions for record --probe: probe_parse 3 ms, then
  *              probe_render 2 ms of its own around probe_format 4 ms   path ≈ 9 ms
  *
@@ -206,6 +208,33 @@ static void call_backend_send(int bfd, const char *key)
 	kp_write_all(bfd, req, strlen(req));
 }
 
+/* A DNS query for KEY.kp.test, type A, from an unconnected UDP socket of
+ * its own (as a stub resolver does), and its answer. */
+static void dns_call(int port, const char *key)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
+	struct timeval tv = {.tv_sec = 10};
+	uint8_t q[128] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+	size_t o = 12, kl = strlen(key);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	char reply[512];
+
+	if (fd < 0 || kl > 60)
+		kp_die("dns_call: %s", fd < 0 ? strerror(errno) : "key too long");
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	q[o++] = (uint8_t)kl;
+	memcpy(q + o, key, kl);
+	o += kl;
+	memcpy(q + o, "\2kp\4test\0\0\1\0\1", 13); /* kp.test, type A, class IN */
+	o += 13;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (sendto(fd, q, o, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)o)
+		kp_die("dns_call: sendto: %s", strerror(errno));
+	if (recvfrom(fd, reply, sizeof(reply), 0, NULL, NULL) < 12)
+		kp_die("dns_call: no answer: %s", strerror(errno));
+	close(fd);
+}
+
 static void call_backend_wait(int bfd)
 {
 	char buf[256];
@@ -233,7 +262,7 @@ __attribute__((noinline)) void probe_render(void)
 	kp_spin_ms(1);
 }
 
-static void serve_request(const char *mode, int fd, int bfd)
+static void serve_request(const char *mode, int fd, int bfd, int backend)
 {
 	if (!strcmp(mode, "seq")) {
 		kp_spin_ms(5);
@@ -278,14 +307,18 @@ static void serve_request(const char *mode, int fd, int bfd)
 		call_backend_send(bfd, "s15");
 		call_backend_wait(bfd);
 		kp_spin_ms(2);
+	} else if (!strcmp(mode, "udp")) {
+		kp_spin_ms(2);
+		dns_call(backend, "s15");
+		kp_spin_ms(2);
 	}
 	kp_write_all(fd, KP_HTTP_REPLY, strlen(KP_HTTP_REPLY));
 }
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = {"seq",  "par",    "overlap_b", "overlap_a",
-					    "lock", "starve", "handoff",   "untraced", "probe"};
+	static const char *const modes[] = {"seq",    "par",	 "overlap_b", "overlap_a", "lock",
+					    "starve", "handoff", "untraced",  "probe",	   "udp"};
 	const char *mode = NULL;
 	int port = 0, backend = 0, lfd, bfd = -1, hog_cpu = -1, known = 0;
 	pid_t hog = 0;
@@ -310,14 +343,15 @@ int main(int argc, char **argv)
 	for (size_t i = 0; mode && i < sizeof(modes) / sizeof(modes[0]); i++)
 		known |= !strcmp(mode, modes[i]);
 	if (!known || !(kp_cpu_scale > 0))
-		kp_die("usage: kp_server --mode seq|par|overlap_b|overlap_a|lock|starve|handoff|"
-		       "untraced|probe [--port N] [--backend PORT] [--period-ms N] [--hold-ms N] "
-		       "[--cpu-scale F]");
-	if (strstr("seq par overlap_b overlap_a untraced", mode) && !backend)
+		kp_die(
+		    "usage: kp_server --mode seq|par|overlap_b|overlap_a|lock|starve|handoff|"
+		    "untraced|probe|udp [--port N] [--backend PORT] [--period-ms N] [--hold-ms N] "
+		    "[--cpu-scale F]");
+	if (strstr("seq par overlap_b overlap_a untraced udp", mode) && !backend)
 		kp_die("kp_server: --mode %s needs --backend PORT", mode);
 
 	lfd = kp_listen(port, &port);
-	if (backend)
+	if (backend && strcmp(mode, "udp"))
 		bfd = kp_connect(backend);
 	if (!strcmp(mode, "seq") || !strcmp(mode, "par"))
 		start_thread(a2_main, &tid_a2);
@@ -347,7 +381,7 @@ int main(int argc, char **argv)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		while (kp_read_until(fd, buf, sizeof(buf), "\r\n\r\n"))
-			serve_request(mode, fd, bfd);
+			serve_request(mode, fd, bfd, backend);
 		close(fd);
 	}
 }
