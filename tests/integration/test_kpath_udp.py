@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 """Downstream calls over UDP, as a stub resolver makes them. kp_server
---mode udp computes 2 ms, sends a DNS query for "s15.kp.test" from an
-unconnected UDP socket of its own to kp_backend --udp (which sleeps 15 ms
-and answers), computes 2 ms.
+--mode udp computes 2 ms, sends a DNS query for "s15.kp.test" from a UDP
+socket of its own (unconnected, sendto/recvfrom; every other request
+connected, send/recv, as glibc's resolver does) to kp_backend --udp (which
+sleeps 15 ms and answers), computes 2 ms.
 
 Backend traced too: the path goes through the datagram into the backend's
 request (its thread B1 sleeping ~15 ms), the backend's requests are found

@@ -19,7 +19,8 @@
  *              which sends the reply
  *   untraced   A1 2 ms, B "get s15" (B sleeps 15 ms; B is not traced), A1 2 ms
  *   udp        A1 2 ms, a DNS query "s15.kp.test" to kp_backend --udp (B sleeps
- *              15 ms), from a UDP socket of its own, A1 2 ms          path ≈ 19 ms
+ *              15 ms), from a UDP socket of its own (connected every other
+ *              time), A1 2 ms                                          path ≈ 19 ms
  *   probe      A1 in functions for record --probe: probe_parse 3 ms, then
  *              probe_render 2 ms of its own around probe_format 4 ms   path ≈ 9 ms
  *
@@ -208,10 +209,13 @@ static void call_backend_send(int bfd, const char *key)
 	kp_write_all(bfd, req, strlen(req));
 }
 
-/* A DNS query for KEY.kp.test, type A, from an unconnected UDP socket of
- * its own (as a stub resolver does), and its answer. */
+/* A DNS query for KEY.kp.test, type A, from a UDP socket of its own (as a
+ * stub resolver does), and its answer: every other call connects the
+ * socket first and uses send/recv, as glibc's resolver does, the others
+ * use sendto/recvfrom on an unconnected one. */
 static void dns_call(int port, const char *key)
 {
+	static unsigned int calls;
 	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(port)};
 	struct timeval tv = {.tv_sec = 10};
 	uint8_t q[128] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
@@ -228,10 +232,18 @@ static void dns_call(int port, const char *key)
 	memcpy(q + o, "\2kp\4test\0\0\1\0\1", 13); /* kp.test, type A, class IN */
 	o += 13;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (sendto(fd, q, o, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)o)
-		kp_die("dns_call: sendto: %s", strerror(errno));
-	if (recvfrom(fd, reply, sizeof(reply), 0, NULL, NULL) < 12)
-		kp_die("dns_call: no answer: %s", strerror(errno));
+	if (calls++ & 1) {
+		if (connect(fd, (struct sockaddr *)&to, sizeof(to)) ||
+		    send(fd, q, o, 0) != (ssize_t)o)
+			kp_die("dns_call: connect/send: %s", strerror(errno));
+		if (recv(fd, reply, sizeof(reply), 0) < 12)
+			kp_die("dns_call: no answer: %s", strerror(errno));
+	} else {
+		if (sendto(fd, q, o, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)o)
+			kp_die("dns_call: sendto: %s", strerror(errno));
+		if (recvfrom(fd, reply, sizeof(reply), 0, NULL, NULL) < 12)
+			kp_die("dns_call: no answer: %s", strerror(errno));
+	}
 	close(fd);
 }
 
