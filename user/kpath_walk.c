@@ -276,6 +276,15 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 				break;
 			thread = src->thread;
 			idx = kp__tl_find(&kp->th[thread], src->exit < b->end ? src->exit : b->end);
+		} else if ((b->wake == KP_WK_TIMER || b->wake == KP_WK_DISK ||
+			    b->reason == KP_BR_DISK) &&
+			   b->reason != KP_BR_POLL) {
+			/* a sleep, a timed wait or a disk read ends by itself:
+			 * the activation after it goes on with the work of the
+			 * one before (a downstream that sleeps while serving our
+			 * call still serves it). A poll's timeout does not: an
+			 * event loop's next round is its own. */
+			idx = j - 1;
 		} else {
 			break;
 		}

@@ -171,7 +171,8 @@ static void test_forked_child_exits(void **state)
  * an upstream request) and server spid, the server on host srv_src. With
  * loop, the server is an event loop that also reads another caller's
  * request at 42 and replies to it at 44, before replying to ours. */
-static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool loop)
+static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool loop,
+			    bool sleep)
 {
 	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
 	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 80};
@@ -206,6 +207,12 @@ static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool 
 		kb_sock(b, B + 44 * U - 1000, B + 44 * U, spid, spid, CP_SOCK_WRITE, 8, d3, 20, 800,
 			"VALUE j 0 2\r\nok\r\nEND\r\n");
 	}
+	if (sleep) {
+		/* it sleeps from 41 to 43 (its timer's interrupt wakes it) */
+		kb_switch(b, B + 41 * U, 1, spid, spid, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_wake(b, B + 43 * U, 1, spid, spid, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+		kb_switch(b, B + 43 * U, 1, 0, 0, CP_PREV_PREEMPTED, spid, spid, "srv");
+	}
 	kb_sock(b, B + 45 * U - 1000, B + 45 * U, spid, spid, CP_SOCK_WRITE, 7, d2, 20, 5000,
 		"VALUE k 0 2\r\nok\r\nEND\r\n");
 	kb_switch(b, B + 45 * U, 1, spid, spid, CP_PREV_BLOCKED, 0, 0, NULL);
@@ -222,7 +229,7 @@ static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool 
 
 static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
 {
-	round_trip_loop(b, srv_src, spid, false);
+	round_trip_loop(b, srv_src, spid, false, false);
 }
 
 static void check_round_trip(const struct kb *b, int32_t stid)
@@ -332,6 +339,25 @@ static void test_udp_round_trip(void **state)
 	assert_string_equal(cq->segs[2].frame3, "srv:53 A db1.com");
 }
 
+/* The downstream sleeps while it serves our call: its sleep, and its work
+ * after it, are our request's (the activation after a sleep goes on with
+ * the work of the one before), not interference. */
+static void test_downstream_sleeps(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+	    {10, 15, CP_CAT_CPU, 200, false},	 {15, 35, CP_CAT_NETWORK, -1, false},
+	    {35, 40, CP_CAT_RUNQUEUE, 100, false}, {40, 41, CP_CAT_CPU, 100, false},
+	    {41, 43, CP_CAT_SLEEP, 100, false},	 {43, 45, CP_CAT_CPU, 100, false},
+	    {45, 70, CP_CAT_NETWORK, -1, false},	 {70, 75, CP_CAT_RUNQUEUE, 200, false},
+	    {75, 95, CP_CAT_CPU, 200, false},
+	};
+
+	round_trip_loop(&b, 0, 100, false, true);
+	assert_int_equal(kb_run(&b), 0);
+	check_path(kb_find(&b, "cli:8080"), w, 9);
+}
+
 /* The downstream is an event loop that served another caller between our
  * call's read and its reply: that stretch is not our call's (interference,
  * "(other requests)" under the call's frame); the rest of the server's time
@@ -343,7 +369,7 @@ static void test_downstream_event_loop(void **state)
 	const struct kb_req *cq;
 	uint64_t queued = 0, own_srv = 0;
 
-	round_trip_loop(&b, 0, 100, true);
+	round_trip_loop(&b, 0, 100, true, false);
 	assert_int_equal(kb_run(&b), 0);
 	assert_int_equal(b.nreqs, 3);
 	cq = kb_find(&b, "cli:8080");
@@ -1203,6 +1229,7 @@ int main(void)
 	    cmocka_unit_test(test_forked_child_exits),
 	    cmocka_unit_test(test_network_round_trip),
 	    cmocka_unit_test(test_udp_round_trip),
+	    cmocka_unit_test(test_downstream_sleeps),
 	    cmocka_unit_test(test_downstream_event_loop),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_cpt_figure_2c),
