@@ -177,6 +177,12 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "(record with a larger --payload-bytes, up to %d, to see more)",
 			     (unsigned long long)kp.pipe_beyond, first ? first->payload_bytes : 0,
 			     CP_PAYLOAD_MAX);
+	if (kp.udp_unknown)
+		engine__warn(e,
+			     "%llu datagrams read on unconnected UDP sockets came from senders not "
+			     "known (they arrived before the socket was seen, or an older recorder "
+			     "did not record senders): no request or call was framed on them",
+			     (unsigned long long)kp.udp_unknown);
 	if (kp.loss_after_early)
 		engine__warn(e,
 			     "%llu requests went out before their wait for late loss windows was "
