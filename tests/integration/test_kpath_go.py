@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+"""A Go service (net/http, Debian's golang-go): its runtime runs a request's
+goroutine on whichever thread is free, parks it in the netpoller while it
+waits for the downstream, and hands it back through futex wakeups of its
+threads. kp_goserver computes 2 ms, calls kp_backend (traced; it sleeps
+15 ms) on a pooled connection, computes 2 ms; four clients at once. Every
+request must be found and tiled, its own cpu ~4 ms in whatever threads ran
+it, the backend's sleep on its path as the request's own work (a
+downstream that sleeps while serving the call still serves it), and
+nothing unexplained."""
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kpathlib as K  # noqa: E402
+from tap import CRITPATH, WORKLOADS, Tap  # noqa: E402
+
+CLIENTS = 4
+N = 15
+MS = K.MS
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
+                   "kp_goserver.go")
+
+
+def build(tap):
+    """go build into the test's directory, with a cache of its own; the path
+    of the binary, or None."""
+    d = K.workdir("go_build")
+    out = os.path.join(d, "kp_goserver")
+    env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "gocache"), GO111MODULE="off",
+               GOPATH=os.path.join(d, "gopath"), GOFLAGS="", CGO_ENABLED="0")
+    try:
+        r = subprocess.run(["go", "build", "-o", out, SRC], env=env, capture_output=True,
+                           text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        tap.ok("go: kp_goserver builds", False, "go build timed out")
+        return None
+    if not tap.ok("go: kp_goserver builds", r.returncode == 0, r.stderr[-2000:]):
+        return None
+    return out
+
+
+def main():
+    tap = Tap()
+    if not shutil.which("go"):
+        tap.skip("go", "go not installed (apt-get install golang-go)")
+        K.done(tap)
+    if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
+        K.done(tap)
+    goserver = build(tap)
+    if not goserver:
+        K.done(tap)
+    backend, bf = K.start_ready([os.path.join(WORKLOADS, "kp_backend")])
+    server, sf = K.start_ready([goserver, str(bf["port"])])
+    port, pid = sf["port"], sf["pid"]
+
+    def drive():
+        errors = []
+
+        def one():
+            try:
+                K.run_client(port, N)
+            except (RuntimeError, subprocess.SubprocessError) as e:
+                errors.append(str(e))
+        ts = [threading.Thread(target=one) for _ in range(CLIENTS)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errors:
+            raise RuntimeError("; ".join(errors))
+    rep, path = K.record_workload(tap, "go", [pid, bf["pid"]], drive)
+    K.stop(server)
+    K.stop(backend)
+    if rep is None:
+        K.done(tap)
+    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
+    mid = reqs[len(reqs) // 2] if reqs else {}
+    K.check_tiling(tap, "go", rep.get("requests", []))
+    n = CLIENTS * N
+    tap.ok(f"go: {len(reqs)} requests of kp_goserver:{port} found, {n} sent",
+           n - CLIENTS <= len(reqs) <= n, f"recording {path}")
+    named = sum(1 for q in reqs if q.get("name") == "GET /kp/{n}")
+    tap.ok(f"go: {named} of them named 'GET /kp/{{n}}'", named == len(reqs),
+           f"names: {sorted(set(q.get('name') for q in reqs))}")
+    if not reqs:
+        K.done(tap)
+    lat = K.median_own_latency(reqs)
+    tap.ok(f"go: median latency without interference {K.fmt_ms(lat)}, expected ~19 ms",
+           K.near(lat, 19), K.describe(mid))
+    cpu = K.median_ns(reqs, lambda g: g.get("pid") == pid and g.get("category") == "cpu" and
+                      K.own(g))
+    tap.ok(f"go: the request's own cpu in kp_goserver's threads {K.fmt_ms(cpu)}, "
+           "expected ~4 ms", K.near(cpu, 4, abs_ms=1.2), K.describe(mid))
+    threads = {g.get("tid") for q in reqs for g in q.get("critical_path") or []
+               if g.get("pid") == pid and g.get("category") == "cpu"}
+    tap.ok(f"go: the requests ran on {len(threads)} of kp_goserver's threads", threads, "")
+    sleep = K.median_ns(reqs, lambda g: g.get("pid") == bf["pid"] and
+                        g.get("category") == "sleep" and K.own(g))
+    tap.ok(f"go: the backend's sleep on the path, the request's own (not interference), "
+           f"{K.fmt_ms(sleep)}, expected ~15 ms", K.near(sleep, 15), K.describe(mid))
+    unexpl = K.median_ns(reqs, lambda g: g.get("category") == "unexplained")
+    net = K.median_ns(reqs, lambda g: g.get("category") == "network")
+    tap.ok(f"go: nothing unexplained ({K.fmt_ms(unexpl)}) and no blind spot "
+           f"({K.fmt_ms(net)})", unexpl <= 1 * MS and net <= 1 * MS, K.describe(mid))
+    K.done(tap)
+
+
+if __name__ == "__main__":
+    main()
