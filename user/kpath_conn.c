@@ -75,7 +75,21 @@ static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
 					    !memcmp(x->raddr, y->raddr, CP_ADDR_LEN)));
 }
 
-/* A record's 4-tuple as an address (padding 0, as addr_hash reads it). */
+static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+/* An IPv6 address that is an IPv4 one (::ffff:a.b.c.d), or none (::). */
+static bool v4_or_none(const uint8_t *a)
+{
+	return !memcmp(a, v4_prefix, sizeof(v4_prefix)) ||
+	       !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
+}
+
+/*
+ * A record's 4-tuple as an address (padding 0, as addr_hash reads it). A
+ * dual-stack socket (AF_INET6) talking IPv4 — Java's, for one — sees
+ * IPv4-mapped addresses where its peer's AF_INET socket sees the IPv4
+ * ones: such a tuple is the IPv4 one, so the two ends match.
+ */
 static void addr_of(struct kp_addr *a, uint16_t family, uint16_t lport, uint16_t rport,
 		    const uint8_t *laddr, const uint8_t *raddr)
 {
@@ -83,6 +97,13 @@ static void addr_of(struct kp_addr *a, uint16_t family, uint16_t lport, uint16_t
 	a->family = family;
 	a->lport = lport;
 	a->rport = rport;
+	if (family == AF_INET6 && v4_or_none(laddr) && v4_or_none(raddr) &&
+	    (laddr[10] || raddr[10])) {
+		a->family = AF_INET;
+		memcpy(a->laddr, laddr + 12, 4);
+		memcpy(a->raddr, raddr + 12, 4);
+		return;
+	}
 	memcpy(a->laddr, laddr, CP_ADDR_LEN);
 	memcpy(a->raddr, raddr, CP_ADDR_LEN);
 }

@@ -339,6 +339,41 @@ static void test_udp_round_trip(void **state)
 	assert_string_equal(cq->segs[2].frame3, "srv:53 A db1.com");
 }
 
+/* An IPv4 address, as an AF_INET6 socket sees it (::ffff:a.b.c.d). */
+static void to_v4_mapped(uint8_t *a)
+{
+	memmove(a + 12, a, 4);
+	memset(a, 0, 10);
+	a[10] = a[11] = 0xff;
+}
+
+/* The client's socket is a dual-stack one (AF_INET6, as Java's are) talking
+ * to an AF_INET server over IPv4: its records carry IPv4-mapped addresses,
+ * the server's the IPv4 ones. Still one connection: the walk goes in. */
+static void test_network_round_trip_v4_mapped(void **state)
+{
+	static struct kb b;
+
+	round_trip(&b, 0, 100);
+	for (uint32_t i = 0; i < b.n; i++) {
+		struct kb_rec *r = &b.recs[i];
+
+		if (r->u.h.pid != 200)
+			continue;
+		if (r->u.h.type == CP_EV_SOCK) {
+			r->u.sk.family = AF_INET6;
+			to_v4_mapped(r->u.sk.laddr);
+			to_v4_mapped(r->u.sk.raddr);
+		} else if (r->u.h.type == CP_EV_SK_DATA_READY) {
+			r->u.dr.family = AF_INET6;
+			to_v4_mapped(r->u.dr.laddr);
+			to_v4_mapped(r->u.dr.raddr);
+		}
+	}
+	assert_int_equal(kb_run(&b), 0);
+	check_round_trip(&b, 100);
+}
+
 /* The downstream sleeps while it serves our call: its sleep, and its work
  * after it, are our request's (the activation after a sleep goes on with
  * the work of the one before), not interference. */
@@ -1228,6 +1263,7 @@ int main(void)
 	    cmocka_unit_test(test_forked_child),
 	    cmocka_unit_test(test_forked_child_exits),
 	    cmocka_unit_test(test_network_round_trip),
+	    cmocka_unit_test(test_network_round_trip_v4_mapped),
 	    cmocka_unit_test(test_udp_round_trip),
 	    cmocka_unit_test(test_downstream_sleeps),
 	    cmocka_unit_test(test_downstream_event_loop),
