@@ -8,6 +8,8 @@ request is known from how kp_server.c is built:
   par        B1 and A2 in parallel: A2 off the path         latency ~33 ms
   overlap_b  A1 keeps computing 10 ms while B works 20 ms: B on the path
   overlap_a  A1 keeps computing 20 ms while B works 5 ms: B off the path
+  seq_v6     seq, A connected to B by a dual-stack socket (AF_INET6, as Java's
+             are): A sees ::ffff:127.0.0.1 where B sees 127.0.0.1
 """
 import os
 import statistics
@@ -25,6 +27,7 @@ CASES = {
     "par": (33, 13, 20, (0.0, 1.0)),
     "overlap_b": (33, 13, 20, (0.0, 0.5)),
     "overlap_a": (33, 33, (0.0, 1.5), (0.0, 0.5)),
+    "seq_v6": (35, 13, 20, (1.0, 5.0)),
 }
 
 
@@ -58,8 +61,10 @@ def check_ms(tap, what, value_ns, expect, reqs):
 def run_case(tap, mode):
     lat_ms, a1_ms, b_ms, a2_ms = CASES[mode]
     backend, bf = K.start_ready([os.path.join(WORKLOADS, "kp_backend")])
-    server, sf = K.start_ready([os.path.join(WORKLOADS, "kp_server"), "--mode", mode,
-                                "--backend", str(bf["port"])])
+    v6 = mode.endswith("_v6")
+    server, sf = K.start_ready([os.path.join(WORKLOADS, "kp_server"), "--mode",
+                                mode.removesuffix("_v6"), "--backend", str(bf["port"]),
+                                *(["--backend-v6"] if v6 else [])])
     port, a1, a2 = sf["port"], sf["A1"], sf["A2"]
     client_p50 = []
     rep, path = K.record_workload(

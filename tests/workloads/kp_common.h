@@ -124,6 +124,23 @@ static __attribute__((unused)) int kp_listen(int port, int *bound)
 	return fd;
 }
 
+/* A dual-stack socket (AF_INET6) connected to 127.0.0.1 as ::ffff:127.0.0.1,
+ * as Java's sockets are. */
+static __attribute__((unused)) int kp_connect_v6(int port)
+{
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+	int one = 1;
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		kp_die("socket: %s", strerror(errno));
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &a.sin6_addr);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		kp_die("connect [::ffff:127.0.0.1]:%d: %s", port, strerror(errno));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
 static __attribute__((unused)) int kp_connect(int port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET,

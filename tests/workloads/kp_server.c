@@ -29,9 +29,11 @@
  *
  * --cpu-scale F makes every computation of the server (not of B) take F
  * times the CPU: a slower CPU model's stand-in for the comparison by SKU.
+ * --backend-v6 connects to B through a dual-stack (AF_INET6) socket, as
+ * Java does: it sees ::ffff:127.0.0.1 where B sees 127.0.0.1.
  *
- *   kp_server --mode MODE [--port N] [--backend PORT] [--period-ms N] [--hold-ms N]
- *             [--cpu-scale F]
+ *   kp_server --mode MODE [--port N] [--backend PORT] [--backend-v6] [--period-ms N]
+ *             [--hold-ms N] [--cpu-scale F]
  */
 #include <sched.h>
 #include <signal.h>
@@ -333,6 +335,7 @@ int main(int argc, char **argv)
 					    "starve", "handoff", "untraced",  "probe",	   "udp"};
 	const char *mode = NULL;
 	int port = 0, backend = 0, lfd, bfd = -1, hog_cpu = -1, known = 0;
+	bool v6 = false;
 	pid_t hog = 0;
 	char buf[4096];
 
@@ -347,6 +350,8 @@ int main(int argc, char **argv)
 			period_ms = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--hold-ms") && i + 1 < argc)
 			hold_ms = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--backend-v6"))
+			v6 = true;
 		else if (!strcmp(argv[i], "--cpu-scale") && i + 1 < argc)
 			kp_cpu_scale = atof(argv[++i]);
 		else
@@ -355,16 +360,15 @@ int main(int argc, char **argv)
 	for (size_t i = 0; mode && i < sizeof(modes) / sizeof(modes[0]); i++)
 		known |= !strcmp(mode, modes[i]);
 	if (!known || !(kp_cpu_scale > 0))
-		kp_die(
-		    "usage: kp_server --mode seq|par|overlap_b|overlap_a|lock|starve|handoff|"
-		    "untraced|probe|udp [--port N] [--backend PORT] [--period-ms N] [--hold-ms N] "
-		    "[--cpu-scale F]");
+		kp_die("usage: kp_server --mode seq|par|overlap_b|overlap_a|lock|starve|handoff|"
+		       "untraced|probe|udp [--port N] [--backend PORT] [--backend-v6] "
+		       "[--period-ms N] [--hold-ms N] [--cpu-scale F]");
 	if (strstr("seq par overlap_b overlap_a untraced udp", mode) && !backend)
 		kp_die("kp_server: --mode %s needs --backend PORT", mode);
 
 	lfd = kp_listen(port, &port);
 	if (backend && strcmp(mode, "udp"))
-		bfd = kp_connect(backend);
+		bfd = v6 ? kp_connect_v6(backend) : kp_connect(backend);
 	if (!strcmp(mode, "seq") || !strcmp(mode, "par"))
 		start_thread(a2_main, &tid_a2);
 	if (!strcmp(mode, "lock"))
