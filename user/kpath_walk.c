@@ -51,6 +51,13 @@ struct walk {
 	 * requests a downstream thread works on for this one (kp_ctx) */
 	uint32_t entered[KP_WALK_ENTERED];
 	uint32_t nentered;
+	/* the call each process the walk went into served: back in it through
+	 * a request it made further down, its steps keep that name */
+	struct {
+		uint32_t proc;
+		const char *call;
+	} calls[KP_WALK_ENTERED];
+	uint32_t ncalls;
 };
 
 /* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
@@ -409,6 +416,31 @@ static void enter_conn(struct walk *w, uint32_t conn)
 	w->nentered++; /* counted past the end too: see ctx_ours */
 }
 
+/* The walk goes into thread's process: through its reply to a call the
+ * walk had made (conn a client end: that call, remembered), or back
+ * through a request the process made (the call it was serving, if the walk
+ * came into it so). */
+static void enter_call(struct walk *w, uint32_t thread, uint32_t conn)
+{
+	const struct kp_conn *c = &w->kp->cn[conn];
+	uint32_t proc = w->kp->th[thread].proc;
+	uint32_t i;
+
+	for (i = 0; i < w->ncalls && w->calls[i].proc != proc; i++)
+		;
+	if (c->role != KP_ROLE_CLIENT) {
+		w->call = i < w->ncalls ? w->calls[i].call : NULL;
+		return;
+	}
+	w->call = c->last_name;
+	if (i == w->ncalls && w->ncalls < KP_WALK_ENTERED)
+		w->ncalls++;
+	if (i < w->ncalls) {
+		w->calls[i].proc = proc;
+		w->calls[i].call = w->call;
+	}
+}
+
 /* conn is the request's, or a downstream end the walk came through */
 static bool ctx_ours(const struct walk *w, uint32_t conn)
 {
@@ -730,9 +762,7 @@ int kp__walk(struct kp *kp, uint32_t conn)
 
 						if (t2 < S)
 							t2 = S;
-						w.call = kp->cn[iv->conn].role == KP_ROLE_CLIENT
-							     ? kp->cn[iv->conn].last_name
-							     : NULL;
+						enter_call(&w, src->thread, iv->conn);
 						err = seg_add(kp, t2, t, CP_CAT_NETWORK, KP_NONE,
 							      -1, !own, conn_peer_str(kp, iv->conn),
 							      proc_frame(&w, src->thread));

@@ -172,7 +172,7 @@ static void test_forked_child_exits(void **state)
  * loop, the server is an event loop that also reads another caller's
  * request at 42 and replies to it at 44, before replying to ours. */
 static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool loop,
-			    bool sleep)
+			    bool sleep, bool db)
 {
 	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
 	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 80};
@@ -213,6 +213,30 @@ static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool 
 		kb_wake(b, B + 43 * U, 1, spid, spid, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
 		kb_switch(b, B + 43 * U, 1, 0, 0, CP_PREV_PREEMPTED, spid, spid, "srv");
 	}
+	if (db) {
+		/* it asks db (pid 300, traced) at 41; db answers at 43 */
+		const struct kb_tuple e = {"10.0.0.1", 50000, "10.0.0.3", 5432};
+		const struct kb_tuple e2 = {"10.0.0.3", 5432, "10.0.0.1", 50000};
+
+		kb_proc(b, 300, "db");
+		kb_switch(b, B - 40 * U, 0, 300, 300, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_sock(b, B + 41 * U - 1000, B + 41 * U, spid, spid, CP_SOCK_WRITE, 9, e, 8, 3000,
+			"get k2\r\n");
+		kb_switch(b, B + 41 * U, 1, spid, spid, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_dready(b, B + 42 * U, 0, 300, e2, 3008);
+		kb_wake(b, B + 42 * U, 0, 300, 300, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+		kb_switch(b, B + 42 * U, 0, 0, 0, CP_PREV_PREEMPTED, 300, 300, "db");
+		kb_sock(b, B - 40 * U, B + 42 * U + 1000, 300, 300, CP_SOCK_READ, 5, e2, 8, 3000,
+			"get k2\r\n");
+		kb_sock(b, B + 43 * U - 1000, B + 43 * U, 300, 300, CP_SOCK_WRITE, 5, e2, 20, 9000,
+			"VALUE k2 0 2\r\nok\r\nEND\r\n");
+		kb_switch(b, B + 43 * U, 0, 300, 300, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_dready(b, B + 43 * U, 1, spid, e, 9020);
+		kb_wake(b, B + 43 * U, 1, spid, spid, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+		kb_switch(b, B + 43 * U, 1, 0, 0, CP_PREV_PREEMPTED, spid, spid, "srv");
+		kb_sock(b, B + 41 * U, B + 43 * U + 1000, spid, spid, CP_SOCK_READ, 9, e, 20, 9000,
+			"VALUE k2 0 2\r\n");
+	}
 	kb_sock(b, B + 45 * U - 1000, B + 45 * U, spid, spid, CP_SOCK_WRITE, 7, d2, 20, 5000,
 		"VALUE k 0 2\r\nok\r\nEND\r\n");
 	kb_switch(b, B + 45 * U, 1, spid, spid, CP_PREV_BLOCKED, 0, 0, NULL);
@@ -229,7 +253,7 @@ static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool 
 
 static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
 {
-	round_trip_loop(b, srv_src, spid, false, false);
+	round_trip_loop(b, srv_src, spid, false, false, false);
 }
 
 static void check_round_trip(const struct kb *b, int32_t stid)
@@ -388,9 +412,34 @@ static void test_downstream_sleeps(void **state)
 	    {75, 95, CP_CAT_CPU, 200, false},
 	};
 
-	round_trip_loop(&b, 0, 100, false, true);
+	round_trip_loop(&b, 0, 100, false, true, false);
 	assert_int_equal(kb_run(&b), 0);
 	check_path(kb_find(&b, "cli:8080"), w, 9);
+}
+
+/* Three services, all traced: cli calls srv, which calls db. In cli's
+ * request, srv's steps are framed with the call cli made ("srv:80 get")
+ * before and after srv's own call to db, db's with srv's ("db:5432 get"). */
+static void test_three_tiers(void **state)
+{
+	static struct kb b;
+	const struct want w[] = {
+	    {10, 15, CP_CAT_CPU, 200, false},	 {15, 35, CP_CAT_NETWORK, -1, false},
+	    {35, 40, CP_CAT_RUNQUEUE, 100, false}, {40, 41, CP_CAT_CPU, 100, false},
+	    {41, 42, CP_CAT_NETWORK, -1, false},	 {42, 43, CP_CAT_CPU, 300, false},
+	    {43, 45, CP_CAT_CPU, 100, false},	 {45, 70, CP_CAT_NETWORK, -1, false},
+	    {70, 75, CP_CAT_RUNQUEUE, 200, false}, {75, 95, CP_CAT_CPU, 200, false},
+	};
+	const struct kb_req *cq;
+
+	round_trip_loop(&b, 0, 100, false, false, true);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 3);
+	cq = kb_find(&b, "cli:8080");
+	check_path(cq, w, 10);
+	assert_string_equal(cq->segs[3].frame3, "srv:80 get");
+	assert_string_equal(cq->segs[5].frame3, "db:5432 get");
+	assert_string_equal(cq->segs[6].frame3, "srv:80 get");
 }
 
 /* The downstream is an event loop that served another caller between our
@@ -404,7 +453,7 @@ static void test_downstream_event_loop(void **state)
 	const struct kb_req *cq;
 	uint64_t queued = 0, own_srv = 0;
 
-	round_trip_loop(&b, 0, 100, true, false);
+	round_trip_loop(&b, 0, 100, true, false, false);
 	assert_int_equal(kb_run(&b), 0);
 	assert_int_equal(b.nreqs, 3);
 	cq = kb_find(&b, "cli:8080");
@@ -1266,6 +1315,7 @@ int main(void)
 	    cmocka_unit_test(test_network_round_trip_v4_mapped),
 	    cmocka_unit_test(test_udp_round_trip),
 	    cmocka_unit_test(test_downstream_sleeps),
+	    cmocka_unit_test(test_three_tiers),
 	    cmocka_unit_test(test_downstream_event_loop),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_cpt_figure_2c),
