@@ -8,7 +8,7 @@ pkgs=(
 	libyajl-dev libsimdjson-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
 	libssl-dev openssl
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
-	mariadb-server mariadb-client nodejs dnsmasq-base
+	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light
 	libbpf-tools iproute2 procps time linux-perf
 )
 missing=()
@@ -25,6 +25,6 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # Debian starts these on install; tests start their own instances.
-for s in memcached redis-server postgresql mariadb; do
+for s in memcached redis-server postgresql mariadb nginx; do
 	systemctl stop "$s" 2>/dev/null || service "$s" stop 2>/dev/null || true
 done
