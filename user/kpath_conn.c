@@ -927,8 +927,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		return 0; /* still in progress when the recording ended */
 	if (e->sock_type && e->sock_type != SOCK_STREAM && !udp)
 		return 0; /* other datagrams have no requests to frame */
-	if (udp && !is_read(e->call) && !(is_write(e->call) && e->bytes > 0))
-		return 0; /* a flow has no accept, connect or close */
+	if (udp && !(is_read(e->call) && e->bytes >= 0) && !(is_write(e->call) && e->bytes > 0))
+		return 0; /* a flow has no accept, connect or close; a failed read took nothing */
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;

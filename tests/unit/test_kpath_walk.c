@@ -296,8 +296,9 @@ static void test_network_round_trip(void **state)
  * default capture records it: the client sends from an unconnected socket
  * (the record says where to), the datagram is delivered inside the send
  * (loopback), the server's unconnected read learns its sender from the
- * datagram's sk_data_ready, its reply goes back the same way. The path
- * goes into the server's request, named by its query.
+ * datagram's sk_data_ready (a failed read before takes none), its reply
+ * goes back the same way. The path goes into the server's request, named
+ * by its query.
  */
 static void test_udp_round_trip(void **state)
 {
@@ -337,6 +338,10 @@ static void test_udp_round_trip(void **state)
 	kb_switch(&b, B + 15 * U + 1000, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
 	/* server: on a CPU at 20, reads, works, replies at 45 */
 	kb_switch(&b, B + 20 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	/* a read that failed first (EAGAIN, as --all-syscalls records one)
+	 * took no datagram */
+	kb_udp(&b, B + 20 * U + 100, B + 20 * U + 200, 100, 100, CP_SOCK_RECVFROM, 3, sr, NULL, 0);
+	b.recs[b.n - 1].u.sk.bytes = -11;
 	kb_udp(&b, B - 40 * U, B + 20 * U + 1000, 100, 100, CP_SOCK_RECVFROM, 3, sr, q, sizeof(q));
 	kb_dready_udp(&b, B + 45 * U, 1, 100, ca);
 	kb_wake(&b, B + 45 * U, 1, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
