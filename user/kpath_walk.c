@@ -453,23 +453,39 @@ static bool ctx_ours(const struct walk *w, uint32_t conn)
 	return w->nentered > KP_WALK_ENTERED;
 }
 
+/* Whether the thread works for another request than the walk's in the
+ * context k (-1: before its first): for an owned stretch, where its calls
+ * say so; for one not owned, unless they say it works on the request's own
+ * connection (not a downstream end the walk came through: that may be a
+ * lock holder's call, met on the way to it). */
+static bool ctx_theirs(const struct walk *w, const struct kp_thread *th, int64_t k, bool own)
+{
+	if (own)
+		return k >= 0 && !ctx_ours(w, th->ctx[k].conn);
+	return !(k >= 0 && th->ctx[k].conn == w->conn);
+}
+
 /*
- * A request's own cpu time on a thread, [a, t]. Where the thread, an event
- * loop or a busy worker, worked for another connection's request (struct
- * kp_ctx says whose request a thread works on, from its socket calls), the
- * time is the other request's: interference, under KP_QUEUED_FRAME. DESIGN.md
- * section 5 calls all of a serving thread's time after the request's start
- * own; on a loop that serves many connections, most of it is not.
+ * A request's cpu time on a thread, [a, t], owned or not by DESIGN's rule
+ * (wakeups followed back). Where the thread worked for another connection's
+ * request (struct kp_ctx says whose request a thread works on, from its
+ * socket calls), own time is the other request's: interference, under
+ * KP_QUEUED_FRAME. DESIGN.md section 5 calls all of a serving thread's time
+ * after the request's start own; on a loop that serves many connections,
+ * most of it is not. And where its calls say it works for this request,
+ * time not owned by the rule is own: a runtime that switches between its
+ * requests in user space (Go's goroutines on one thread) leaves no wakeup
+ * to follow, only the calls.
  */
-static int own_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
-		       int32_t frame3)
+static int ctx_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
+		       int32_t frame3, bool own)
 {
 	struct kp_thread *th = &w->kp->th[thread];
 	int64_t k;
 	int err = 0;
 
 	if (!th->nctx)
-		return cpu_seg(w, thread, cpu, a, t, false, frame3, false);
+		return cpu_seg(w, thread, cpu, a, t, !own, frame3, false);
 	/* where the last question about this thread left off (a walk asks
 	 * about one stretch after the other, back in time), or a search */
 	k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
@@ -480,15 +496,14 @@ static int own_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a,
 		k = kp__tl_ctx_before(th, t);
 	while (t > a && !err) {
 		uint64_t lo = k >= 0 && th->ctx[k].ts > a ? th->ctx[k].ts : a;
-		bool other = k >= 0 && !ctx_ours(w, th->ctx[k].conn);
+		bool other = ctx_theirs(w, th, k, own);
 
 		/* the stretches before alike too: one piece */
-		while (lo > a && k >= 0 &&
-		       (k - 1 >= 0 && !ctx_ours(w, th->ctx[k - 1].conn)) == other) {
+		while (lo > a && k >= 0 && ctx_theirs(w, th, k - 1, own) == other) {
 			k--;
 			lo = k >= 0 && th->ctx[k].ts > a ? th->ctx[k].ts : a;
 		}
-		err = cpu_seg(w, thread, cpu, lo, t, other, frame3, other);
+		err = cpu_seg(w, thread, cpu, lo, t, other, frame3, own && other);
 		t = lo;
 		if (k >= 0)
 			th->ctx_hint = (uint32_t)k;
@@ -724,12 +739,9 @@ int kp__walk(struct kp *kp, uint32_t conn)
 							      kp__thread_comm(kp, thread), t - a);
 				} else if (iv->state == KP_ST_RUNNABLE) {
 					err = runqueue_seg(&w, thread, iv, a, t, !own);
-				} else if (own) {
-					err = own_cpu_seg(&w, thread, iv->cpu, a, t,
-							  proc_frame(&w, thread));
 				} else {
-					err = cpu_seg(&w, thread, iv->cpu, a, t, true,
-						      proc_frame(&w, thread), false);
+					err = ctx_cpu_seg(&w, thread, iv->cpu, a, t,
+							  proc_frame(&w, thread), own);
 				}
 				break;
 			case KP_ST_BLOCKED:

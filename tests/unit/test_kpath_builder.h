@@ -586,4 +586,12 @@ static inline const struct kb_req *kb_find(const struct kb *b, const char *servi
 	return NULL;
 }
 
+static inline const struct kb_req *kb_find_name(const struct kb *b, const char *name)
+{
+	for (uint32_t i = 0; i < b->nreqs; i++)
+		if (!strcmp(b->reqs[i].name, name))
+			return &b->reqs[i];
+	return NULL;
+}
+
 #endif /* TEST_KPATH_BUILDER_H */

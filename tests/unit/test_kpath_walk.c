@@ -447,6 +447,59 @@ static void test_three_tiers(void **state)
 	assert_string_equal(cq->segs[6].frame3, "srv:80 get");
 }
 
+/*
+ * A busy worker takes the next request without blocking: reader 100 reads
+ * R1 at 10 and wakes worker 101; reader 102 reads R2 at 12 and queues it
+ * (the worker is busy: no wakeup). The worker answers R1 at 20 and R2 at
+ * 30. No wakeup ties the worker to R2, but its calls do: from its last call
+ * (R1's response) to R2's response it worked for R2, own; before that for
+ * R1, interference.
+ */
+static void test_busy_worker_no_wakeup(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple c1 = {"10.0.0.1", 80, "10.0.0.9", 5001};
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.9", 5002};
+	const struct want w[] = {
+	    {12, 20, CP_CAT_CPU, 101, true},
+	    {20, 30, CP_CAT_CPU, 101, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B - 50 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B - 49 * U, 0, 100, 102, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* R1 */
+	kb_dready(&b, B + 10 * U, 0, 100, c1, 100);
+	kb_wake(&b, B + 10 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock(&b, B - 50 * U, B + 10 * U + 100000, 100, 100, CP_SOCK_READ, 5, c1, 16, 84,
+		"GET /a HTTP/1.1\r\n\r\n");
+	kb_wake(&b, B + 10 * U + 500000, 0, 100, 101, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 10 * U + 500000, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "worker");
+	kb_switch(&b, B + 10 * U + 600000, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* R2 */
+	kb_dready(&b, B + 12 * U, 0, 100, c2, 100);
+	kb_wake(&b, B + 12 * U, 0, 100, 102, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 12 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 102, "srv");
+	kb_sock(&b, B - 49 * U, B + 12 * U + 100000, 100, 102, CP_SOCK_READ, 6, c2, 16, 84,
+		"GET /b HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 12 * U + 200000, 0, 100, 102, CP_PREV_BLOCKED, 0, 0, NULL);
+	/* the worker answers both */
+	kb_sock(&b, B + 20 * U, B + 20 * U, 100, 101, CP_SOCK_WRITE, 5, c1, 20, 500,
+		"HTTP/1.1 200 OK\r\n");
+	kb_sock(&b, B + 30 * U, B + 30 * U, 100, 101, CP_SOCK_WRITE, 6, c2, 20, 500,
+		"HTTP/1.1 200 OK\r\n");
+	kb_switch(&b, B + 30 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	q = kb_find_name(&b, "GET /b");
+	assert_non_null(q);
+	check_path(q, w, 2);
+}
+
 /* The downstream is an event loop that served another caller between our
  * call's read and its reply: that stretch is not our call's (interference,
  * "(other requests)" under the call's frame); the rest of the server's time
@@ -1321,6 +1374,7 @@ int main(void)
 	    cmocka_unit_test(test_udp_round_trip),
 	    cmocka_unit_test(test_downstream_sleeps),
 	    cmocka_unit_test(test_three_tiers),
+	    cmocka_unit_test(test_busy_worker_no_wakeup),
 	    cmocka_unit_test(test_downstream_event_loop),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_cpt_figure_2c),
