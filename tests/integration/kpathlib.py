@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from tap import CRITPATH, WORKLOADS
@@ -331,6 +332,25 @@ def run_client(port, n, extra=(), timeout=120):
     if r.returncode != 0 or not m:
         raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr[-500:]}")
     return float(m.group(2))
+
+
+def in_parallel(fns):
+    """Runs the functions at once, a thread each (clients of a server under
+    test); raises RuntimeError naming every one that failed."""
+    errors = []
+
+    def one(i, fn):
+        try:
+            fn()
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            errors.append(f"client {i}: {e}")
+    ts = [threading.Thread(target=one, args=(i, fn)) for i, fn in enumerate(fns)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise RuntimeError("; ".join(errors))
 
 
 def record_workload(tap, name, pids, drive, seconds=10, extra=()):

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kpathlib as K  # noqa: E402
@@ -58,22 +57,8 @@ def main():
     server, sf = K.start_ready([goserver, str(bf["port"])])
     port, pid = sf["port"], sf["pid"]
 
-    def drive():
-        errors = []
-
-        def one():
-            try:
-                K.run_client(port, N)
-            except (RuntimeError, subprocess.SubprocessError) as e:
-                errors.append(str(e))
-        ts = [threading.Thread(target=one) for _ in range(CLIENTS)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise RuntimeError("; ".join(errors))
-    rep, path = K.record_workload(tap, "go", [pid, bf["pid"]], drive)
+    rep, path = K.record_workload(tap, "go", [pid, bf["pid"]], lambda: K.in_parallel(
+        [lambda: K.run_client(port, N)] * CLIENTS))
     K.stop(server)
     K.stop(backend)
     if rep is None:

@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kpathlib as K  # noqa: E402
@@ -29,21 +28,18 @@ def read_until(s, end):
     return buf
 
 
-def client(port, cid, errors):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            for i in range(PER_CONN):
-                key = f"k{cid}:{i}"
-                val = f"value-{cid}-{i}".encode()
-                s.sendall(b"set %s 0 0 %d\r\n%s\r\n" % (key.encode(), len(val), val))
-                if read_until(s, b"\r\n") != b"STORED\r\n":
-                    raise RuntimeError(f"set {key} not stored")
-                s.sendall(b"get %s\r\n" % key.encode())
-                if val not in read_until(s, b"END\r\n"):
-                    raise RuntimeError(f"get {key} returned something else")
-    except (OSError, RuntimeError) as e:
-        errors.append(f"connection {cid}: {e}")
+def client(port, cid):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(PER_CONN):
+            key = f"k{cid}:{i}"
+            val = f"value-{cid}-{i}".encode()
+            s.sendall(b"set %s 0 0 %d\r\n%s\r\n" % (key.encode(), len(val), val))
+            if read_until(s, b"\r\n") != b"STORED\r\n":
+                raise RuntimeError(f"set {key} not stored")
+            s.sendall(b"get %s\r\n" % key.encode())
+            if val not in read_until(s, b"END\r\n"):
+                raise RuntimeError(f"get {key} returned something else")
 
 
 def main():
@@ -58,16 +54,9 @@ def main():
                       "-m", "64", "-u", "root"], stdout=subprocess.DEVNULL)
     K.wait_port(port, server)
 
-    def drive():
-        errors = []
-        ts = [threading.Thread(target=client, args=(port, c, errors)) for c in range(CONNS)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        if errors:
-            raise RuntimeError("; ".join(errors))
-    rep, path = K.record_workload(tap, "memcached", [server.pid], drive, seconds=10)
+    rep, path = K.record_workload(
+        tap, "memcached", [server.pid],
+        lambda: K.in_parallel([lambda c=c: client(port, c) for c in range(CONNS)]), seconds=10)
     K.stop(server)
     if rep is None:
         K.done(tap)
