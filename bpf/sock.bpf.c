@@ -252,9 +252,9 @@ static __always_inline struct cp_sock_state *sock_track(struct sock *sk, __u32 t
 	return bpf_map_lookup_elem(&sock_states, &key);
 }
 
-/* fd, buf (or iovec / msghdr), len of the call; arg5: its 5th argument
- * (sendto's dest_addr). */
-static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u64 arg5, __u8 call)
+/* fd, buf (or iovec / msghdr), len (recvmsg's: its flags) of the call;
+ * extra: recvfrom's flags, else its 5th argument (sendto's dest_addr). */
+static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u64 extra, __u8 call)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_inflight in = {};
@@ -271,7 +271,9 @@ static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u64 arg5, 
 	in.call = call;
 	in.arg0 = buf;
 	in.arg1 = len;
-	in.arg2 = arg5;
+	in.arg2 = call == CP_SOCK_RECVFROM ? 0 : extra;
+	in.peek = (call == CP_SOCK_RECVFROM && (extra & MSG_PEEK)) ||
+		  (call == CP_SOCK_RECVMSG && (len & MSG_PEEK));
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
 	dir = call_dir(call);
@@ -448,7 +450,9 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	int dir = call_dir(call);
 	__u64 len = 0;
 
-	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes ||
+	/* a peek's bytes are the next read's (and MSG_TRUNC may have said
+	 * more than its buffer holds): the payload is that read's */
+	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || in->peek ||
 		   (st->last_dir == dir && !st->last_short)))
 		st = NULL;
 	if (tls && dir == SOCK_DIR_READ) {
@@ -498,7 +502,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	e->call = call;
 	CONN_COPY(e, in);
 	e->sock_type = in->sock_type;
-	e->flags = tls ? CP_SOCK_F_TLS : 0;
+	e->flags = (tls ? CP_SOCK_F_TLS : 0) | (in->peek ? CP_SOCK_F_PEEK : 0);
 	if (in->family == AF_UNIX && in->sk) {
 		struct unix_address *ua = kernel_cast(in->sk, struct unix_sock)->addr;
 
@@ -553,11 +557,11 @@ out:
 
 /* Entry points for the raw_syscalls programs (syscalls.bpf.c): fd, buf (or
  * iovec / msghdr), len of a socket call of a target thread. */
-__noinline int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len, __u64 arg5)
+__noinline int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len, __u64 extra)
 {
 	if (call == CP_SOCK_CLOSE || call == CP_SOCK_SHUTDOWN)
 		buf = len = 0; /* close(fd), shutdown(fd, how) */
-	return sock_enter((int)fd, buf, len, arg5, call);
+	return sock_enter((int)fd, buf, len, extra, call);
 }
 
 __noinline int cp_sock_exit(struct cp_inflight *in, __s64 ret)
@@ -635,6 +639,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 			in.tcp_seq = tp->copied_seq - (flags & MSG_PEEK ? 0 : ret);
 		}
 	}
+	in.peek = dir == SOCK_DIR_READ && (flags & MSG_PEEK);
 	return sock_emit(&in, ret, st, tls_current((__u32)id, dir), unsent);
 }
 

@@ -23,13 +23,13 @@ struct cp_inflight {
 	__u64 ts;
 	__u64 arg0; /* futex: uaddr; sock: buffer / iovec / msghdr pointer */
 	__u64 arg1; /* futex: op; sock: requested length */
-	__u64 arg2; /* futex: val; sock: the 5th argument (sendto's dest_addr) */
+	__u64 arg2; /* futex: val; sock: sendto's dest_addr */
 	__u64 sk;   /* struct sock * */
 	__u32 pid;
 	__s32 fd;
 	__u8 kind; /* enum inflight_kind */
 	__u8 call;
-	__u8 capture; /* unused: the payload is decided at the exit (sock.bpf.c) */
+	__u8 peek;    /* a read with MSG_PEEK: CP_SOCK_F_PEEK */
 	__u8 sock_type;
 	__u16 family;
 	__u16 lport;
@@ -96,7 +96,8 @@ const volatile __u16 cfg_sys_calls[CP_SYS_TABLE] __weak;
  * gets the thread's slot (the verifier makes the callee check for NULL). */
 int cp_futex_enter(__u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3);
 int cp_futex_exit(struct cp_inflight *in, __s64 ret);
-int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len, __u64 arg5);
+/* extra: recvfrom's flags, else the 5th argument (sendto's dest_addr) */
+int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len, __u64 extra);
 int cp_sock_exit(struct cp_inflight *in, __s64 ret);
 int cp_poll_enter(__u32 call);
 int cp_poll_exit(struct cp_inflight *in, __s64 ret);

@@ -281,6 +281,10 @@ struct cp_ev_sock {
  * It tells a server's side of a connection open before the recording.
  * (ABI 3; 0 before.) */
 #define CP_SOCK_F_BOUND 0x02
+/* A read with MSG_PEEK: its bytes stay queued for the next read (systemd-
+ * resolved peeks at each datagram's size before reading it). Not known for
+ * recvmmsg under --all-syscalls. (ABI 4; 0 before.) */
+#define CP_SOCK_F_PEEK 0x04
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context
  * usually. rcv_nxt is the receiver's sequence after the data (TCP). For a

@@ -348,6 +348,8 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 			jline__bool(j, "tls", true);
 		if (e->flags & CP_SOCK_F_BOUND)
 			jline__bool(j, "bound", true);
+		if (e->flags & CP_SOCK_F_PEEK)
+			jline__bool(j, "peek", true);
 		if (e->unsent)
 			jline__u64(j, "unsent", e->unsent);
 		if (e->payload_len)

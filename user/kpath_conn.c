@@ -215,8 +215,10 @@ static int udpq_push(struct kp *kp, uint32_t host, uint16_t family, uint16_t por
 	return 0;
 }
 
-/* The flow of the oldest datagram the socket had not read by ts, taken. */
-static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts)
+/* The flow of the oldest datagram the socket had not read by ts, taken
+ * (left in the queue by a peek). */
+static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts,
+			 bool take)
 {
 	struct kp_udpq *q = udpq(kp, host, family, port, false);
 	uint32_t ci;
@@ -224,7 +226,8 @@ static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t
 	if (!q || !q->n || q->e[0].ts > ts)
 		return KP_NONE;
 	ci = q->e[0].conn;
-	kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
+	if (take)
+		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
 	/* a flow recycled since (idle for KP_KEEP_NS) is not this one */
 	if (ci >= kp->ncn || kp->cn[ci].host != host || kp->cn[ci].a.proto != IPPROTO_UDP ||
 	    kp->cn[ci].a.lport != port)
@@ -240,7 +243,7 @@ static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *
 	uint32_t ci = KP_NONE;
 
 	if (read)
-		ci = udpq_pop(kp, host, e->family, e->lport, ts);
+		ci = udpq_pop(kp, host, e->family, e->lport, ts, !(e->flags & CP_SOCK_F_PEEK));
 	if (e->rport)
 		return udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
 	if (read && ci == KP_NONE)
@@ -991,6 +994,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			kp__tl_annotate(kp, thread, enter, ts, KP_BR_SOCK, 0, ci);
 		if (e->bytes > 0 && c->a.family == AF_UNIX)
 			kp__tl_poll_source(kp, thread, enter, ci);
+		if (e->flags & CP_SOCK_F_PEEK)
+			return 0; /* its bytes are the next read's: that one frames them */
 		if (e->bytes > 0) {
 			int err = conn_read(kp, ci, e, thread, ts, enter);
 			uint32_t works_for;

@@ -403,6 +403,69 @@ static void test_network_round_trip_v4_mapped(void **state)
 	check_round_trip(&b, 100);
 }
 
+/* A DNS query for name ("a.com", one label and a TLD), type A: its bytes. */
+static size_t dns_q(uint8_t *q, const char *label)
+{
+	static const uint8_t hdr[12] = {0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+	size_t l = strlen(label), o = sizeof(hdr);
+
+	memcpy(q, hdr, sizeof(hdr));
+	q[o++] = (uint8_t)l;
+	memcpy(q + o, label, l);
+	o += l;
+	memcpy(q + o, "\3com\0\0\1\0\1", 9);
+	return o + 9;
+}
+
+/*
+ * A UDP server that peeks at each datagram before reading it (MSG_PEEK, as
+ * systemd-resolved does to learn its size), with two queued from two
+ * clients: a peek leaves its datagram for the read, so each read, and the
+ * request it begins, has its own sender.
+ */
+static void test_udp_peek(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple a1 = {"10.0.0.2", 53, "10.0.0.7", 40000}; /* datagrams */
+	const struct kb_tuple a2 = {"10.0.0.2", 53, "10.0.0.8", 40001};
+	const struct kb_tuple r = {"0.0.0.0", 53, "0.0.0.0", 0};
+	const struct kb_tuple s1 = {"0.0.0.0", 53, "10.0.0.7", 40000};
+	const struct kb_tuple s2 = {"0.0.0.0", 53, "10.0.0.8", 40001};
+	uint8_t q1[64], q2[64];
+	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
+	const struct kb_req *x, *y;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 40 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready_udp(&b, B + 15 * U, 1, 100, a1);
+	kb_wake(&b, B + 15 * U, 1, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_dready_udp(&b, B + 16 * U, 1, 100, a2);
+	kb_switch(&b, B + 20 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_udp(&b, B - 40 * U, B + 20 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, r, NULL, 0);
+	b.recs[b.n - 1].u.sk.bytes = (int64_t)n1;
+	b.recs[b.n - 1].u.sk.flags = CP_SOCK_F_PEEK;
+	kb_udp(&b, B + 20 * U + 200, B + 20 * U + 300, 100, 100, CP_SOCK_RECVFROM, 3, r, q1, n1);
+	kb_udp(&b, B + 25 * U, B + 25 * U, 100, 100, CP_SOCK_SENDTO, 3, s1, q1, n1);
+	kb_udp(&b, B + 25 * U + 100, B + 25 * U + 200, 100, 100, CP_SOCK_RECVFROM, 3, r, NULL, 0);
+	b.recs[b.n - 1].u.sk.bytes = (int64_t)n2;
+	b.recs[b.n - 1].u.sk.flags = CP_SOCK_F_PEEK;
+	kb_udp(&b, B + 25 * U + 300, B + 25 * U + 400, 100, 100, CP_SOCK_RECVFROM, 3, r, q2, n2);
+	kb_udp(&b, B + 30 * U, B + 30 * U, 100, 100, CP_SOCK_SENDTO, 3, s2, q2, n2);
+	kb_switch(&b, B + 30 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	x = kb_find_name(&b, "A one.com");
+	y = kb_find_name(&b, "A two.com");
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(x->start, B + 15 * U);
+	assert_int_equal(x->end, B + 25 * U);
+	/* queued since its arrival at 16, on its own flow */
+	assert_int_equal(y->start, B + 16 * U);
+	assert_int_equal(y->end, B + 30 * U);
+}
+
 /* The downstream sleeps while it serves our call: its sleep, and its work
  * after it, are our request's (the activation after a sleep goes on with
  * the work of the one before), not interference. */
@@ -1372,6 +1435,7 @@ int main(void)
 	    cmocka_unit_test(test_network_round_trip),
 	    cmocka_unit_test(test_network_round_trip_v4_mapped),
 	    cmocka_unit_test(test_udp_round_trip),
+	    cmocka_unit_test(test_udp_peek),
 	    cmocka_unit_test(test_downstream_sleeps),
 	    cmocka_unit_test(test_three_tiers),
 	    cmocka_unit_test(test_busy_worker_no_wakeup),

@@ -8,6 +8,8 @@
  * --udp: one thread ("B1", its tid printed as B1=T) answers datagrams on an
  * unconnected UDP socket instead: DNS queries, whose name's first label is
  * the key ("s15.kp.test"; answered NXDOMAIN), or the text requests above.
+ * It peeks at each datagram's size before reading it (MSG_PEEK | MSG_TRUNC,
+ * as systemd-resolved does).
  *
  *   kp_backend [--port N] [--udp]
  */
@@ -66,9 +68,13 @@ static void *serve_udp(void *arg)
 	for (;;) {
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
-		ssize_t n = recvfrom(fd, buf, sizeof(buf) - 1, 0, (struct sockaddr *)&from, &fl);
+		ssize_t n = recv(fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
 		uint8_t *q = (uint8_t *)buf;
 
+		if (n >= (ssize_t)sizeof(buf))
+			kp_die("kp_backend: a datagram of %zd bytes", n);
+		if (n >= 0)
+			n = recvfrom(fd, buf, sizeof(buf) - 1, 0, (struct sockaddr *)&from, &fl);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
