@@ -50,10 +50,9 @@ static __always_inline int on_sys_enter(bool btf, struct pt_regs *regs, long id)
 				      SYS_ARG(btf, regs, 3), SYS_ARG(btf, regs, 4));
 	case INFLIGHT_SOCK:
 		/* recvfrom's flags, or sendto's dest_addr */
-		return cp_sock_enter(c & 0xff, SYS_ARG(btf, regs, 1), SYS_ARG(btf, regs, 2),
-				     SYS_ARG(btf, regs, 3),
-				     (c & 0xff) == CP_SOCK_RECVFROM ? SYS_ARG(btf, regs, 4)
-								    : SYS_ARG(btf, regs, 5));
+		return cp_sock_enter(
+		    c & 0xff, SYS_ARG(btf, regs, 1), SYS_ARG(btf, regs, 2), SYS_ARG(btf, regs, 3),
+		    (c & 0xff) == CP_SOCK_RECVFROM ? SYS_ARG(btf, regs, 4) : SYS_ARG(btf, regs, 5));
 	case INFLIGHT_POLL:
 		return cp_poll_enter(c & 0xff);
 	}

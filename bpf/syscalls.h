@@ -29,7 +29,7 @@ struct cp_inflight {
 	__s32 fd;
 	__u8 kind; /* enum inflight_kind */
 	__u8 call;
-	__u8 peek;    /* a read with MSG_PEEK: CP_SOCK_F_PEEK */
+	__u8 peek; /* a read with MSG_PEEK: CP_SOCK_F_PEEK */
 	__u8 sock_type;
 	__u16 family;
 	__u16 lport;
