@@ -291,6 +291,20 @@ static void test_network_round_trip(void **state)
 	check_round_trip(&b, 100);
 }
 
+/* A DNS query for LABEL.com, type A: its bytes. */
+static size_t dns_q(uint8_t *q, const char *label)
+{
+	static const uint8_t hdr[12] = {0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+	size_t l = strlen(label), o = sizeof(hdr);
+
+	memcpy(q, hdr, sizeof(hdr));
+	q[o++] = (uint8_t)l;
+	memcpy(q + o, label, l);
+	o += l;
+	memcpy(q + o, "\3com\0\0\1\0\1", 9);
+	return o + 9;
+}
+
 /*
  * A DNS query over UDP between two traced processes of one host, as the
  * default capture records it: the client sends from an unconnected socket
@@ -303,8 +317,6 @@ static void test_network_round_trip(void **state)
 static void test_udp_round_trip(void **state)
 {
 	static struct kb b;
-	static const uint8_t q[] = {0x12, 0x34, 1,   0, 0,   1,	  0,   0, 0, 0, 0, 0, 3,
-				    'd',  'b',	'1', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1};
 	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
 	const struct kb_tuple cs = {"0.0.0.0", 40000, "10.0.0.2", 53};	/* client's send */
 	const struct kb_tuple cr = {"0.0.0.0", 40000, "0.0.0.0", 0};	/* client's read */
@@ -318,6 +330,8 @@ static void test_udp_round_trip(void **state)
 	    {50, 95, CP_CAT_CPU, 200, false},
 	};
 	const struct kb_req *cq, *sq;
+	uint8_t q[64];
+	size_t n = dns_q(q, "db1");
 
 	memset(&b, 0, sizeof(b));
 	kb_proc(&b, 200, "cli");
@@ -334,7 +348,7 @@ static void test_udp_round_trip(void **state)
 	kb_dready_udp(&b, B + 15 * U, 0, 200, sa);
 	kb_wake(&b, B + 15 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
 	kb_udp(&b, B + 15 * U + 1000, B + 15 * U + 1000, 200, 200, CP_SOCK_SENDTO, 5, cs, q,
-	       sizeof(q));
+	       n);
 	kb_switch(&b, B + 15 * U + 1000, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
 	/* server: on a CPU at 20, reads, works, replies at 45 */
 	kb_switch(&b, B + 20 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
@@ -342,16 +356,16 @@ static void test_udp_round_trip(void **state)
 	 * took no datagram */
 	kb_udp(&b, B + 20 * U + 100, B + 20 * U + 200, 100, 100, CP_SOCK_RECVFROM, 3, sr, NULL, 0);
 	b.recs[b.n - 1].u.sk.bytes = -11;
-	kb_udp(&b, B - 40 * U, B + 20 * U + 1000, 100, 100, CP_SOCK_RECVFROM, 3, sr, q, sizeof(q));
+	kb_udp(&b, B - 40 * U, B + 20 * U + 1000, 100, 100, CP_SOCK_RECVFROM, 3, sr, q, n);
 	kb_dready_udp(&b, B + 45 * U, 1, 100, ca);
 	kb_wake(&b, B + 45 * U, 1, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
 	kb_udp(&b, B + 45 * U + 1000, B + 45 * U + 1000, 100, 100, CP_SOCK_SENDTO, 3, ss, q,
-	       sizeof(q));
+	       n);
 	kb_switch(&b, B + 45 * U + 1000, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
 	/* client: on a CPU at 50, reads the answer, responds at 95 */
 	kb_switch(&b, B + 50 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
 	kb_udp(&b, B + 15 * U + 1000, B + 50 * U + 1000, 200, 200, CP_SOCK_RECVFROM, 5, cr, q,
-	       sizeof(q));
+	       n);
 	kb_sock(&b, B + 95 * U - 1000, B + 95 * U, 200, 200, CP_SOCK_WRITE, 4, up, 40, 7000,
 		"HTTP/1.1 200 OK\r\n");
 	assert_int_equal(kb_run(&b), 0);
@@ -401,20 +415,6 @@ static void test_network_round_trip_v4_mapped(void **state)
 	}
 	assert_int_equal(kb_run(&b), 0);
 	check_round_trip(&b, 100);
-}
-
-/* A DNS query for name ("a.com", one label and a TLD), type A: its bytes. */
-static size_t dns_q(uint8_t *q, const char *label)
-{
-	static const uint8_t hdr[12] = {0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};
-	size_t l = strlen(label), o = sizeof(hdr);
-
-	memcpy(q, hdr, sizeof(hdr));
-	q[o++] = (uint8_t)l;
-	memcpy(q + o, label, l);
-	o += l;
-	memcpy(q + o, "\3com\0\0\1\0\1", 9);
-	return o + 9;
 }
 
 /*
