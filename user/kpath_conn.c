@@ -242,6 +242,8 @@ static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *
 {
 	uint32_t ci = KP_NONE;
 
+	/* a read takes its datagram from the socket's queue, connected or not;
+	 * a connected socket's record names the peer itself */
 	if (read)
 		ci = udpq_pop(kp, host, e->family, e->lport, ts, !(e->flags & CP_SOCK_F_PEEK));
 	if (e->rport)
