@@ -141,48 +141,97 @@ static __always_inline void addr4_put(__u8 *dst, __u32 a, __u16 family)
 	}
 }
 
-/*
- * A datagram that just arrived on a UDP socket: the receive queue's tail
- * (where __udp_enqueue_schedule_skb() put it before calling sk_data_ready;
- * udp_recvmsg() reads the sender from the same headers). Its source is the
- * remote end and its destination the local one: an unconnected socket's
- * own addresses say neither (a wildcard, no peer).
- */
-static __always_inline void udp_arrival(bool btf, struct sock *sk, struct cp_inflight *in)
-{
-	struct sk_buff *skb;
-	__u64 head;
-	__u16 nh, th, ports[2];
-	__u32 a4[2];
+/* A UDP datagram's addresses: the IP version (0 = none), ports host
+ * order, addresses as in the packet (daddr: when known). */
+struct cp_udp_from {
 	__u8 ver;
+	__u8 __pad;
+	__u16 sport;
+	__u16 dport;
+	__u16 __pad2;
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
 
-	skb = KREAD(btf, sk, sk_receive_queue.prev);
-	if (!skb || (__u64)skb == (__u64)&sk->sk_receive_queue)
-		return;
+/*
+ * The addresses of a UDP datagram, from its headers (as udp_recvmsg()
+ * reads the sender it reports): false when skb is not one.
+ */
+static __always_inline bool skb_udp_from(bool btf, struct sk_buff *skb, struct cp_udp_from *f)
+{
+	__u8 ip[10]; /* iphdr up to protocol; ipv6hdr up to nexthdr */
+	__u16 nh, th, ports[2];
+	__u64 head;
+
 	head = (__u64)KREAD(btf, skb, head);
 	nh = KREAD(btf, skb, network_header);
 	th = KREAD(btf, skb, transport_header);
 	if (!head || nh == (__u16)~0U || th == (__u16)~0U ||
-	    bpf_probe_read_kernel(&ver, 1, (void *)(head + nh)) ||
-	    bpf_probe_read_kernel(ports, sizeof(ports), (void *)(head + th)))
-		return;
-	ver >>= 4;
-	if (ver == 4) {
+	    bpf_probe_read_kernel(ip, sizeof(ip), (void *)(head + nh)))
+		return false;
+	f->ver = ip[0] >> 4;
+	if (f->ver == 4 && ip[9] == IPPROTO_UDP) {
 		/* iphdr: saddr at 12, daddr at 16 */
-		if (bpf_probe_read_kernel(a4, sizeof(a4), (void *)(head + nh + 12)))
-			return;
-		addr4_put(in->raddr, a4[0], in->family);
-		addr4_put(in->laddr, a4[1], in->family);
-	} else if (ver == 6 && in->family == AF_INET6) {
+		if (bpf_probe_read_kernel(f->saddr, 8, (void *)(head + nh + 12)))
+			return false;
+	} else if (f->ver == 6 && ip[6] == IPPROTO_UDP) {
 		/* ipv6hdr: saddr at 8, daddr at 24 */
-		if (bpf_probe_read_kernel(in->raddr, CP_ADDR_LEN, (void *)(head + nh + 8)) ||
-		    bpf_probe_read_kernel(in->laddr, CP_ADDR_LEN, (void *)(head + nh + 24)))
-			return;
+		if (bpf_probe_read_kernel(f->saddr, 32, (void *)(head + nh + 8)))
+			return false;
+	} else {
+		return false;
+	}
+	if (bpf_probe_read_kernel(ports, sizeof(ports), (void *)(head + th)))
+		return false;
+	f->sport = bpf_ntohs(ports[0]);
+	f->dport = bpf_ntohs(ports[1]);
+	return true;
+}
+
+/* A datagram's addresses as the remote (its source) and, when local, the
+ * local (its destination) end of a call or arrival on a socket of
+ * in->family. */
+static __always_inline void udp_from_put(struct cp_inflight *in, const struct cp_udp_from *f,
+					 bool local)
+{
+	if (f->ver == 4) {
+		__u32 a[2];
+
+		__builtin_memcpy(a, f->saddr, 8); /* saddr, daddr adjacent */
+		addr4_put(in->raddr, a[0], in->family);
+		if (local)
+			addr4_put(in->laddr, a[1], in->family);
+	} else if (f->ver == 6 && in->family == AF_INET6) {
+		__builtin_memcpy(in->raddr, f->saddr, CP_ADDR_LEN);
+		if (local)
+			__builtin_memcpy(in->laddr, f->daddr, CP_ADDR_LEN);
 	} else {
 		return;
 	}
-	in->rport = bpf_ntohs(ports[0]);
-	in->lport = bpf_ntohs(ports[1]);
+	in->rport = f->sport;
+	if (local)
+		in->lport = f->dport;
+}
+
+/*
+ * A datagram that just arrived on a UDP socket: the receive queue's tail,
+ * where __udp_enqueue_schedule_skb() put it before calling sk_data_ready.
+ * Its source is the remote end and its destination the local one: an
+ * unconnected socket's own addresses say neither (a wildcard, no peer).
+ * A reader on another CPU may have moved the queue to its own
+ * (udp_sk()->reader_queue) by now: then the sender is not known here, and
+ * the read says it (udp_read_from).
+ */
+static __always_inline void udp_arrival(bool btf, struct sock *sk, struct cp_inflight *in)
+{
+	struct cp_udp_from f = {};
+	struct sk_buff *skb;
+
+	skb = KREAD(btf, sk, sk_receive_queue.prev);
+	if (!skb || (__u64)skb == (__u64)&sk->sk_receive_queue)
+		return;
+	if (skb_udp_from(btf, skb, &f))
+		udp_from_put(in, &f, true);
 }
 
 /* Where an unconnected UDP socket's write goes: the call's own address
@@ -237,6 +286,72 @@ static __always_inline int call_dir(__u8 call)
 		return SOCK_DIR_WRITE;
 	}
 	return SOCK_DIR_NONE;
+}
+
+/*
+ * The sender of the datagram a target thread's read just took, by
+ * pid_tgid, as udp_recvmsg() tells the cgroup recvmsg hooks (when the
+ * caller asked for it: recvfrom's src_addr, recvmsg's msg_name), until the
+ * read's record takes it (udp_read_from). Not from the datagram itself:
+ * no tracepoint sees it in the reader's task (udp_recvmsg() copies a
+ * linear one itself, and frees it on the CPU that made it).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct cp_udp_from);
+} udp_senders SEC(".maps");
+
+static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct cp_udp_from f = {};
+
+	if (cfg_empty_programs || !tgid_is_target(id >> 32))
+		return 1; /* 1: the call goes on, its address untouched */
+	f.ver = ver;
+	f.sport = bpf_ntohs((__u16)ctx->user_port);
+	if (ver == 4) {
+		__u32 a = ctx->user_ip4;
+
+		__builtin_memcpy(f.saddr, &a, 4);
+	} else {
+		__u32 a[4] = {ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2],
+			      ctx->user_ip6[3]};
+
+		__builtin_memcpy(f.saddr, a, 16);
+	}
+	/* --all-syscalls records a recvmmsg once, with its first message */
+	bpf_map_update_elem(&udp_senders, &id, &f, cfg_lean ? BPF_ANY : BPF_NOEXIST);
+	return 1;
+}
+
+SEC("cgroup/recvmsg4")
+int udp_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	return on_udp_recvmsg(ctx, 4);
+}
+
+SEC("cgroup/recvmsg6")
+int udp_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return on_udp_recvmsg(ctx, 6);
+}
+
+/* A read on an unconnected UDP socket (use): its datagram's sender (the
+ * socket has no peer of its own). Taken by every datagram read, used or
+ * not. */
+static __always_inline void udp_read_from(struct cp_inflight *in, bool use)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct cp_udp_from *f = bpf_map_lookup_elem(&udp_senders, &id);
+
+	if (!f)
+		return;
+	if (use)
+		udp_from_put(in, f, false);
+	bpf_map_delete_elem(&udp_senders, &id);
 }
 
 /* Makes the socket known to sk_data_ready; returns its state. */
@@ -413,6 +528,11 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		if (!in->lport)
 			sk_read_info(sk, in);
 		udp_dest(in, in->arg2);
+	}
+	if (dir == SOCK_DIR_READ && in->sock_type == SOCK_DGRAM) {
+		bool inet = in->family == AF_INET || in->family == AF_INET6;
+
+		udp_read_from(in, ret >= 0 && !in->rport && inet);
 	}
 	if (ret > 0 && dir != SOCK_DIR_NONE && cfg_payload_bytes) {
 		__u64 key = in->sk;
@@ -627,6 +747,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	if (code && dir == SOCK_DIR_WRITE && in.sock_type == SOCK_DGRAM && !in.rport &&
 	    (in.family == AF_INET || in.family == AF_INET6))
 		udp_dest(&in, PT_REGS_PARM5_SYSCALL(regs));
+	if (dir == SOCK_DIR_READ && in.sock_type == SOCK_DGRAM)
+		udp_read_from(&in, !in.rport && (in.family == AF_INET || in.family == AF_INET6));
 	if (sk_is_tcp(true, sk, in.family)) {
 		struct tcp_sock *tp = kernel_cast(sk, struct tcp_sock);
 

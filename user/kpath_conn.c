@@ -25,10 +25,13 @@
  *
  * UDP: each pair of ports a socket exchanges datagrams on is a connection
  * (a flow), framed the same way: a datagram read on a server's flow, then
- * its replies. sk_data_ready says each datagram's sender; a read on an
- * unconnected socket takes the oldest datagram its socket has not read yet,
- * and with it the flow; a write says where it sends. Flows have no close:
- * one idle for KP_KEEP_NS is recycled.
+ * its replies. A read says its datagram's sender (the recorder sees the
+ * copy to the user) and takes that flow's oldest datagram from the
+ * socket's queue of arrivals; sk_data_ready says each arrival's sender,
+ * unless the reader took it first. A read that does not say (an older
+ * recorder's) takes the oldest datagram the socket has not read yet, and
+ * with it the flow. A write says where it sends. Flows have no close: one
+ * idle for KP_KEEP_NS is recycled.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -235,20 +238,78 @@ static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t
 	return ci;
 }
 
-/* The flow of a datagram call: a read's from the datagram it took (or the
- * connected socket's peer), a write's from where it sent. */
+/* An arrival on conn ci at ts, in its time order (one learnt late, from
+ * the read that took it, may be older than the last). */
+static int conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	uint32_t i;
+
+	if (kp__win_more((void **)&c->dr, &c->droff, &c->capdr, c->ndr, sizeof(*c->dr)))
+		return -ENOMEM;
+	for (i = c->ndr; i > 0 && c->dr[i - 1].ts > ts; i--)
+		c->dr[i] = c->dr[i - 1];
+	c->dr[i].ts = ts;
+	c->dr[i].rcv_nxt = rcv_nxt;
+	c->ndr++;
+	return 0;
+}
+
+/* Looked at from the head by a read that knows its flow: past this many
+ * other flows' datagrams, its own is not queued. */
+#define KP_UDPQ_SCAN 16
+
+/*
+ * A read that knows its datagram's flow (its record says the sender) takes
+ * that datagram from the socket's queue: the oldest of the flow's, or of
+ * those whose sender sk_data_ready could not see (the reader had already
+ * moved the queue), which becomes the flow's arrival. Datagrams left
+ * behind for longer than KP_KEEP_NS were read unseen: dropped.
+ */
+static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
+		     uint32_t ci)
+{
+	struct kp_udpq *q = udpq(kp, host, e->family, e->lport, false);
+	uint32_t i, n;
+
+	if (!q)
+		return 0;
+	while (q->n && q->e[0].ts + KP_KEEP_NS < ts)
+		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
+	n = q->n < KP_UDPQ_SCAN ? q->n : KP_UDPQ_SCAN;
+	for (i = 0; i < n && q->e[i].ts <= ts; i++) {
+		struct kp_uqent got = q->e[i];
+
+		if (got.conn != ci && got.conn != KP_NONE)
+			continue;
+		if (e->flags & CP_SOCK_F_PEEK)
+			return 0;
+		memmove(&q->e[1], &q->e[0], i * sizeof(*q->e));
+		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
+		return got.conn == KP_NONE ? conn_arrival(kp, ci, got.ts, 0) : 0;
+	}
+	return 0;
+}
+
+/* The flow of a datagram call: a read's from its record's sender (a
+ * connected socket's peer, or the datagram's as the copy to the user saw
+ * it), else from the datagram it took; a write's from where it sent. */
 static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
 			 bool read)
 {
-	uint32_t ci = KP_NONE;
+	uint32_t ci;
 
-	/* a read takes its datagram from the socket's queue, connected or not;
-	 * a connected socket's record names the peer itself */
-	if (read)
-		ci = udpq_pop(kp, host, e->family, e->lport, ts, !(e->flags & CP_SOCK_F_PEEK));
-	if (e->rport)
-		return udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
-	if (read && ci == KP_NONE)
+	if (e->rport) {
+		ci = udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
+		if (read && ci != KP_NONE && udpq_take(kp, host, e, ts, ci))
+			return KP_NONE;
+		return ci;
+	}
+	if (!read)
+		return KP_NONE;
+	/* an older recorder's read, or one whose copy was not seen */
+	ci = udpq_pop(kp, host, e->family, e->lport, ts, !(e->flags & CP_SOCK_F_PEEK));
+	if (ci == KP_NONE)
 		kp->udp_unknown++;
 	return ci;
 }
@@ -994,7 +1055,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	if (is_read(e->call)) {
 		if (e->bytes > 0 || e->bytes == 0)
 			kp__tl_annotate(kp, thread, enter, ts, KP_BR_SOCK, 0, ci);
-		if (e->bytes > 0 && c->a.family == AF_UNIX)
+		if (e->bytes > 0 && (c->a.family == AF_UNIX || c->a.proto == IPPROTO_UDP))
 			kp__tl_poll_source(kp, thread, enter, ci);
 		if (e->flags & CP_SOCK_F_PEEK)
 			return 0; /* its bytes are the next read's: that one frames them */
@@ -1036,6 +1097,29 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	return 0;
 }
 
+/* The last arrival on the event's CPU, for the NET_RX wakeup that follows
+ * it (kp__tl_waking): on conn ci (KP_NONE: its sender not known). */
+static int dready_cpu(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e,
+		      uint64_t ts, uint32_t ci)
+{
+	size_t k = (size_t)host * KP_MAX_CPUS + e->h.cpu;
+
+	if (e->h.cpu >= KP_MAX_CPUS)
+		return 0;
+	if (k >= kp->nlastdr) {
+		uint32_t cap = kp->nlastdr, need = (uint32_t)(host + 1) * KP_MAX_CPUS;
+
+		if (kp__grow((void **)&kp->lastdr, &cap, need, sizeof(*kp->lastdr)))
+			return -ENOMEM;
+		for (uint32_t j = kp->nlastdr; j < cap; j++)
+			kp->lastdr[j].conn = KP_NONE, kp->lastdr[j].ts = 0;
+		kp->nlastdr = cap;
+	}
+	kp->lastdr[k].ts = ts;
+	kp->lastdr[k].conn = ci;
+	return 0;
+}
+
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts)
 {
 	struct kp_addr a;
@@ -1049,8 +1133,12 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	if (e->protocol == IPPROTO_UDP) {
 		int err;
 
-		if (!e->rport)
-			return 0; /* its sender not known */
+		if (!e->rport) {
+			/* its sender not known yet: the read that takes it
+			 * will say (udpq_take) */
+			err = udpq_push(kp, host, e->family, e->lport, ts, KP_NONE);
+			return err ? err : dready_cpu(kp, host, e, ts, KP_NONE);
+		}
 		ci = udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
 		if (ci == KP_NONE)
 			return -ENOMEM;
@@ -1065,27 +1153,7 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	}
 	c = &kp->cn[ci];
 	c->last_used = ts;
-	if (kp__win_more((void **)&c->dr, &c->droff, &c->capdr, c->ndr, sizeof(*c->dr)))
-		return -ENOMEM;
-	c->dr[c->ndr].ts = ts;
-	c->dr[c->ndr].rcv_nxt = e->rcv_nxt;
-	c->ndr++;
-	if (e->h.cpu < KP_MAX_CPUS) {
-		size_t k = (size_t)host * KP_MAX_CPUS + e->h.cpu;
-
-		if (k >= kp->nlastdr) {
-			uint32_t cap = kp->nlastdr, need = (uint32_t)(host + 1) * KP_MAX_CPUS;
-
-			if (kp__grow((void **)&kp->lastdr, &cap, need, sizeof(*kp->lastdr)))
-				return -ENOMEM;
-			for (uint32_t j = kp->nlastdr; j < cap; j++)
-				kp->lastdr[j].conn = KP_NONE, kp->lastdr[j].ts = 0;
-			kp->nlastdr = cap;
-		}
-		kp->lastdr[k].ts = ts;
-		kp->lastdr[k].conn = ci;
-	}
-	return 0;
+	return conn_arrival(kp, ci, ts, e->rcv_nxt) ?: dready_cpu(kp, host, e, ts, ci);
 }
 
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,

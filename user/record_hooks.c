@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,6 +64,7 @@ struct rec_bpf {
 	bool lean;		    /* the default capture, not raw_syscalls for every call */
 	bool probes;		    /* --probe given: bpf/uprobe.bpf.c loads */
 	bool tls;		    /* TLS plaintext capture: bpf/tls.bpf.c loads */
+	bool senders;		    /* the cgroup recvmsg programs load (udp_recvmsg4/6) */
 	char tls_off[96];	    /* why TLS capture is off, "" when on */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
 	int nrings;
@@ -107,6 +110,8 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 		return b->probes;
 	if (!strcmp(name, "tls_enter") || !strcmp(name, "tls_return"))
 		return b->tls;
+	if (!strcmp(name, "udp_recvmsg4") || !strcmp(name, "udp_recvmsg6"))
+		return b->senders;
 	if (!strncmp(name, "sys_enter_btf", 13) || !strncmp(name, "sys_exit_btf", 12) ||
 	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
 		return !b->lean;
@@ -163,6 +168,9 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 			}
 		}
 	}
+	if (b->senders)
+		hook__add(b, "udp_recvmsg", CP_HOOK_ATTACHED,
+			  "cgroup/recvmsg4+6 on the cgroup v2 root");
 	/* raw twins: on exactly where their tp_btf is off */
 	bpf_object__for_each_program(p, b->skel->obj)
 	{
@@ -330,6 +338,7 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	b->lean = !o->all_syscalls;
 	b->probes = o->probes;
 	b->tls = o->tls;
+	b->senders = true;
 	if (!b->tls)
 		snprintf(b->tls_off, sizeof(b->tls_off), "off (--no-tls)");
 	err = skel__open_config(b, o);
@@ -350,6 +359,18 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 			goto cleanup;
 		hooks__choose(b, true, why);
 		err = critpath_bpf__load(b->skel);
+		if (err && b->senders) {
+			/* nor with raw_tp: without the cgroup programs (a
+			 * kernel without CONFIG_CGROUP_BPF), datagram reads
+			 * not saying their sender */
+			b->senders = false;
+			critpath_bpf__destroy(b->skel);
+			err = skel__open_config(b, o);
+			if (err)
+				goto cleanup;
+			hooks__choose(b, true, why);
+			err = critpath_bpf__load(b->skel);
+		}
 		if (err) {
 			fprintf(stderr,
 				"critpath record: cannot load the BPF programs: %s "
@@ -428,6 +449,89 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
 	return 0;
 }
 
+/*
+ * The root of the cgroup v2 hierarchy, opened (-errno when there is none):
+ * where it is mounted, else mounted for the moment (a host with only v1
+ * controllers mounted still has the one v2 hierarchy).
+ */
+static int cgroup2_root(void)
+{
+	char line[1024], dir[] = "/tmp/critpath-cgroup2.XXXXXX";
+	FILE *f = fopen("/proc/self/mounts", "r");
+	int fd = -ENOENT;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char dev[256], mnt[512], type[64];
+
+		if (sscanf(line, "%255s %511s %63s", dev, mnt, type) == 3 &&
+		    !strcmp(type, "cgroup2")) {
+			fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0)
+				break;
+			fd = -errno;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (fd >= 0 || !mkdtemp(dir))
+		return fd;
+	if (!mount("none", dir, "cgroup2", 0, NULL)) {
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		umount2(dir, MNT_DETACH);
+	} else {
+		fd = -errno;
+	}
+	rmdir(dir);
+	return fd;
+}
+
+static struct hook *hook__find(struct rec_bpf *b, const char *name)
+{
+	for (int i = 0; i < b->nhooks; i++)
+		if (!strcmp(b->hooks[i].name, name))
+			return &b->hooks[i];
+	return NULL;
+}
+
+/*
+ * The cgroup recvmsg programs, on the root of the cgroup v2 hierarchy (so
+ * every socket's datagram reads), alongside any others there. Optional:
+ * without them, a read on an unconnected UDP socket takes the sender the
+ * report finds in the socket's arrivals.
+ */
+static void senders__attach(struct rec_bpf *b)
+{
+	struct bpf_program *progs[] = {b->skel->progs.udp_recvmsg4, b->skel->progs.udp_recvmsg6};
+	struct hook *h = hook__find(b, "udp_recvmsg");
+	int cg = cgroup2_root(), err = cg < 0 ? cg : 0;
+
+	for (size_t i = 0; !err && i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_link *l = bpf_program__attach_cgroup(progs[i], cg);
+
+		if (!l) {
+			err = -errno;
+			break;
+		}
+		for (int k = 0; k < b->skel->skeleton->prog_cnt; k++)
+			if (*b->skel->skeleton->progs[k].prog == progs[i])
+				*b->skel->skeleton->progs[k].link = l;
+	}
+	if (cg >= 0)
+		close(cg); /* the links hold the cgroup */
+	if (!err || !h)
+		return;
+	h->status = CP_HOOK_UNAVAILABLE;
+	snprintf(h->detail, sizeof(h->detail), "%s: %s",
+		 cg < 0 ? "no cgroup v2 hierarchy" : "cannot attach to the cgroup v2 root",
+		 strerror(-err));
+	fprintf(stderr,
+		"critpath record: hook udp_recvmsg: %s: a read on an unconnected UDP socket "
+		"takes its sender from the arrivals seen\n",
+		h->detail);
+}
+
 int rec_bpf__attach(struct rec_bpf *b)
 {
 	struct bpf_program *p;
@@ -442,8 +546,10 @@ int rec_bpf__attach(struct rec_bpf *b)
 			if (!bpf_program__autoload(p) ||
 			    (strstr(bpf_program__name(p), "_exit") != NULL) != (pass == 0))
 				continue;
-			/* uprobes: per probe and process (rec_probes__attach) */
-			if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE)
+			/* uprobes: per probe and process (rec_probes__attach);
+			 * cgroup programs: senders__attach */
+			if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE ||
+			    bpf_program__type(p) == BPF_PROG_TYPE_CGROUP_SOCK_ADDR)
 				continue;
 			l = bpf_program__attach(p);
 			if (!l) {
@@ -462,6 +568,8 @@ int rec_bpf__attach(struct rec_bpf *b)
 				}
 			}
 		}
+	if (b->senders)
+		senders__attach(b);
 	return 0;
 }
 

@@ -635,9 +635,11 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 }
 
 /* thread read from conn at enter: when its last wait before that was in
- * poll/epoll and ended by a thread we do not trace, that wait was for
- * these bytes (a Unix-domain peer wakes its reader from its own task, not
- * from NET_RX, so nothing else ties the wait to the connection). */
+ * poll/epoll and ended by a thread we do not trace, or by an arrival whose
+ * connection was not known, that wait was for these bytes (a Unix-domain
+ * peer wakes its reader from its own task, not from NET_RX, so nothing
+ * else ties the wait to the connection; a datagram's sender may be known
+ * only to the read that takes it). */
 void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t conn)
 {
 	struct kp_thread *t = &kp->th[thread];
@@ -647,8 +649,8 @@ void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t
 
 		if (iv->state != KP_ST_BLOCKED || iv->end == KP_OPEN || iv->end > enter)
 			continue;
-		if (iv->reason == KP_BR_POLL && iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
-		    iv->conn == KP_NONE)
+		if (iv->reason == KP_BR_POLL && iv->conn == KP_NONE &&
+		    ((iv->wake == KP_WK_TASK && iv->waker == KP_NONE) || iv->wake == KP_WK_NET))
 			iv->conn = conn;
 		return;
 	}

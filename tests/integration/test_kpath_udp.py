@@ -19,6 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kpathlib as K  # noqa: E402
+import reclib as R  # noqa: E402
 from tap import CRITPATH, WORKLOADS, Tap  # noqa: E402
 
 N = 20
@@ -42,6 +43,17 @@ def run(tap, traced_backend, extra=()):
     K.stop(backend)
     if rep is None:
         return
+    if traced_backend:
+        d = R.Dump(path)
+        hook = {h.get("name"): h.get("status") for h in d.of("hook")}.get("udp_recvmsg")
+        reads = [r for r in d.of("sock", pid=bf["pid"], phase="exit")
+                 if r.get("call") in ("recvfrom", "recvmsg") and r.get("bytes", 0) > 0
+                 and not r.get("peek")]  # its peek, recv(), asks for no address
+        said = [r for r in reads if r.get("rport") and r.get("raddr") == "127.0.0.1"]
+        tap.ok(f"{what}: hook udp_recvmsg {hook}; {len(said)} of the backend's {len(reads)} "
+               "recvfroms (unconnected socket) say their sender",
+               hook == "attached" and reads and len(said) == len(reads),
+               f"{[r for r in reads if r not in said][:3]}")
     reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
     mid = reqs[len(reqs) // 2] if reqs else {}
     K.check_tiling(tap, what, rep.get("requests", []))

@@ -75,6 +75,7 @@ struct kb {
 	uint32_t cur_src;  /* source of the records built next */
 	uint64_t inferred; /* kp's count of inferred switches, after kb_run */
 	uint64_t unsent;   /* kp's requests whose last write left bytes unsent */
+	uint64_t udp_unknown; /* kp's datagram reads whose sender was not known */
 	uint64_t nagle;	   /* ... held whole and small (Nagle's algorithm) */
 };
 
@@ -530,6 +531,7 @@ static inline int kb_run(struct kb *b)
 		err = kp__finish(&kp);
 	b->inferred = kp.inferred_switches;
 	b->unsent = kp.unsent_reqs;
+	b->udp_unknown = kp.udp_unknown;
 	b->nagle = kp.nagle_reqs;
 	kp__free(&kp);
 	return err;

@@ -466,6 +466,46 @@ static void test_udp_peek(void **state)
 	assert_int_equal(y->end, B + 30 * U);
 }
 
+/* A reader on another CPU moved the socket's queue before sk_data_ready
+ * looked at it: that arrival's sender is not known (rport 0) until the
+ * read that takes it says it (the recorder's cgroup recvmsg hook). The
+ * read takes its own flow's datagram, or that one, and its arrival time
+ * starts the request. */
+static void test_udp_sender_from_read(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple a2 = {"10.0.0.2", 53, "10.0.0.8", 40001};
+	const struct kb_tuple unknown = {"10.0.0.2", 53, "0.0.0.0", 0};
+	const struct kb_tuple s1 = {"0.0.0.0", 53, "10.0.0.7", 40000};
+	const struct kb_tuple s2 = {"0.0.0.0", 53, "10.0.0.8", 40001};
+	uint8_t q1[64], q2[64];
+	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
+	const struct kb_req *x, *y;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	/* busy since before: no wakeup says when the first datagram came */
+	kb_switch(&b, B - 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_dready_udp(&b, B + 15 * U, 0, 100, unknown);
+	kb_dready_udp(&b, B + 16 * U, 0, 100, a2);
+	kb_udp(&b, B + 20 * U, B + 20 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, s1, q1, n1);
+	kb_udp(&b, B + 25 * U, B + 25 * U, 100, 100, CP_SOCK_SENDTO, 3, s1, q1, n1);
+	kb_udp(&b, B + 25 * U + 100, B + 25 * U + 200, 100, 100, CP_SOCK_RECVFROM, 3, s2, q2, n2);
+	kb_udp(&b, B + 30 * U, B + 30 * U, 100, 100, CP_SOCK_SENDTO, 3, s2, q2, n2);
+	kb_switch(&b, B + 30 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	x = kb_find_name(&b, "A one.com");
+	y = kb_find_name(&b, "A two.com");
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(x->start, B + 15 * U);
+	assert_int_equal(x->end, B + 25 * U);
+	assert_int_equal(y->start, B + 16 * U);
+	assert_int_equal(y->end, B + 30 * U);
+	assert_int_equal(b.udp_unknown, 0);
+}
+
 /* The downstream sleeps while it serves our call: its sleep, and its work
  * after it, are our request's (the activation after a sleep goes on with
  * the work of the one before), not interference. */
@@ -1436,6 +1476,7 @@ int main(void)
 	    cmocka_unit_test(test_network_round_trip_v4_mapped),
 	    cmocka_unit_test(test_udp_round_trip),
 	    cmocka_unit_test(test_udp_peek),
+	    cmocka_unit_test(test_udp_sender_from_read),
 	    cmocka_unit_test(test_downstream_sleeps),
 	    cmocka_unit_test(test_three_tiers),
 	    cmocka_unit_test(test_busy_worker_no_wakeup),
