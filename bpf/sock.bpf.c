@@ -308,8 +308,16 @@ static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_udp_from f = {};
 
+	struct task_struct *task;
+	__u16 code;
+
 	if (cfg_empty_programs || !tgid_is_target(id >> 32))
 		return 1; /* 1: the call goes on, its address untouched */
+	/* a read's record takes it, not an io_uring request's */
+	task = bpf_get_current_task_btf();
+	code = syscall_code(regs_syscall((struct pt_regs *)bpf_task_pt_regs(task)));
+	if (code >> 8 != INFLIGHT_SOCK || call_dir(code & 0xff) != SOCK_DIR_READ)
+		return 1;
 	f.ver = ver;
 	f.sport = bpf_ntohs((__u16)ctx->user_port);
 	if (ver == 4) {
