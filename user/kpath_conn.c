@@ -23,9 +23,10 @@
  * previous response's end. End: the exit of the last write before the next
  * read (or close, EOF, or KP_IDLE_FINISH_NS of silence).
  *
- * UDP: each pair of ports a socket exchanges datagrams on is a connection
- * (a flow), framed the same way: a datagram read on a server's flow, then
- * its replies. A read says its datagram's sender (the recorder sees the
+ * UDP: each remote address and pair of ports a socket exchanges datagrams
+ * on is a connection (a flow), framed the same way: a datagram read on a
+ * server's flow, then its replies. Its own address is not in the key: an
+ * unconnected socket's is a wildcard. A read says its datagram's sender (the recorder sees the
  * copy to the user) and takes that flow's oldest datagram from the
  * socket's queue of arrivals; sk_data_ready says each arrival's sender,
  * unless the reader took it first. A read that does not say (an older
@@ -61,8 +62,11 @@ static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 	       (uint64_t)a->proto << 48;
 	memcpy(&w[1], a->laddr, CP_ADDR_LEN);
 	memcpy(&w[1 + CP_ADDR_LEN / 8], a->raddr, CP_ADDR_LEN);
-	/* a UDP flow's key is its ports (struct kp_addr) */
-	for (size_t i = 0; i < (a->proto == IPPROTO_UDP ? 1 : sizeof(w) / sizeof(w[0])); i++) {
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		/* a UDP flow's key is its ports and remote address: its own
+		 * (struct kp_addr) an unconnected socket does not know */
+		if (a->proto == IPPROTO_UDP && i && i <= CP_ADDR_LEN / 8)
+			continue;
 		h ^= w[i];
 		h *= 0xff51afd7ed558ccdull;
 		h ^= h >> 32;
@@ -73,9 +77,8 @@ static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
 {
 	return x->family == y->family && x->lport == y->lport && x->rport == y->rport &&
-	       x->proto == y->proto &&
-	       (x->proto == IPPROTO_UDP || (!memcmp(x->laddr, y->laddr, CP_ADDR_LEN) &&
-					    !memcmp(x->raddr, y->raddr, CP_ADDR_LEN)));
+	       x->proto == y->proto && !memcmp(x->raddr, y->raddr, CP_ADDR_LEN) &&
+	       (x->proto == IPPROTO_UDP || !memcmp(x->laddr, y->laddr, CP_ADDR_LEN));
 }
 
 static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -116,23 +119,36 @@ static uint32_t *conn_hint(struct kp *kp, const struct kp_addr *a)
 	return &kp->cn_hint[(a->lport * 31u + a->rport) % KP_CN_HINTS];
 }
 
-uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
+/* The conn of a's host and address, or KP_NONE (key: a's, for a put). */
+static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_addr *a,
+				 uint64_t *key)
 {
 	uint32_t *hint = conn_hint(kp, a), i = *hint;
-	uint64_t key;
-	struct kp_conn *c;
 
 	/* a conn with a's host and address, in use (a recycled slot's family
 	 * is 0) and not displaced, is the one cnmap names for a */
 	if (a->family && i < kp->ncn && kp->cn[i].host == host && !kp->cn[i].displaced &&
 	    addr_eq(&kp->cn[i].a, a))
 		return i;
-	key = addr_hash(host, a);
-	i = kp_map__get(&kp->cnmap, key);
+	*key = addr_hash(host, a);
+	i = kp_map__get(&kp->cnmap, *key);
 	if (i != KP_NONE && kp->cn[i].host == host && addr_eq(&kp->cn[i].a, a)) {
 		*hint = i;
 		return i;
 	}
+	return KP_NONE;
+}
+
+uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
+{
+	uint32_t *hint = conn_hint(kp, a), i;
+	uint64_t key = 0;
+	struct kp_conn *c;
+
+	i = conn_find(kp, host, a, &key);
+	if (i != KP_NONE)
+		return i;
+	i = kp_map__get(&kp->cnmap, key);
 	if (i != KP_NONE)
 		kp->cn[i].displaced = 1; /* the put below takes its key */
 	if (kp->nfreecn) {
@@ -168,17 +184,68 @@ static uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
 
 static int conn_closed(struct kp *kp, uint32_t ci, uint64_t ts);
 
-/* A UDP flow: found, or begun and listed for recycling once idle. */
+/* A UDP flow's key in uportmap: host, family and ports. */
+static uint64_t uport_key(uint32_t host, const struct kp_addr *a)
+{
+	return ((uint64_t)host << 48 | (uint64_t)a->family << 32 | (uint64_t)a->lport << 16 |
+		a->rport) *
+	       0x9e3779b97f4a7c15ull;
+}
+
+/* The flow uportmap names for a's host and ports, if it is still one. */
+static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
+{
+	uint32_t i = kp_map__get(&kp->uportmap, uport_key(host, a));
+	const struct kp_conn *c = i < kp->ncn ? &kp->cn[i] : NULL;
+
+	if (!c || c->host != host || c->a.proto != IPPROTO_UDP || c->a.family != a->family ||
+	    c->a.lport != a->lport || c->a.rport != a->rport)
+		return KP_NONE;
+	return i;
+}
+
+static bool addr_none(const uint8_t *a)
+{
+	return !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
+}
+
+/*
+ * A UDP flow: found, or begun and listed for recycling once idle. inbound:
+ * a datagram that came from raddr. Its key is its ports and the remote
+ * address (two hosts' clients may pick the same port); a datagram from
+ * another address than a client's flow sent to (a server that answers
+ * from another of its addresses) is that flow's reply all the same. The
+ * local address, which the socket's own says only when bound to one, is
+ * the flow's once a datagram or a bound socket says it.
+ */
 static uint32_t udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
-			 uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts)
+			 uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
+			 bool inbound)
 {
 	struct kp_addr a;
+	struct kp_conn *c;
+	uint64_t key = 0;
 	uint32_t ci;
 
 	addr_of(&a, family, lport, rport, laddr, raddr);
 	a.proto = IPPROTO_UDP;
-	ci = kp__conn(kp, host, &a);
-	if (ci != KP_NONE && !kp->cn[ci].closed_at && conn_closed(kp, ci, ts))
+	ci = conn_find(kp, host, &a, &key);
+	if (ci == KP_NONE && inbound) {
+		ci = uport_get(kp, host, &a);
+		if (ci != KP_NONE && kp->cn[ci].role != KP_ROLE_CLIENT)
+			ci = KP_NONE;
+	}
+	if (ci == KP_NONE) {
+		ci = kp__conn(kp, host, &a);
+		if (ci == KP_NONE || kp_map__put(&kp->uportmap, uport_key(host, &a), ci))
+			return KP_NONE;
+	}
+	c = &kp->cn[ci];
+	if (addr_none(c->a.laddr) && !addr_none(a.laddr) && a.family == c->a.family) {
+		memcpy(c->a.laddr, a.laddr, CP_ADDR_LEN);
+		c->lstr[0] = '\0';
+	}
+	if (!c->closed_at && conn_closed(kp, ci, ts))
 		return KP_NONE;
 	return ci;
 }
@@ -300,7 +367,8 @@ static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *
 	uint32_t ci;
 
 	if (e->rport) {
-		ci = udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
+		ci =
+		    udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts, read);
 		if (read && ci != KP_NONE && udpq_take(kp, host, e, ts, ci))
 			return KP_NONE;
 		return ci;
@@ -401,8 +469,14 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 		if (k && host == c->host)
 			continue;
 		i = kp_map__get(&kp->cnmap, addr_hash(host, &r));
+		if ((i == KP_NONE || !addr_eq(&kp->cn[i].a, &r)) && r.proto == IPPROTO_UDP)
+			/* a flow whose own address is not known (an
+			 * unconnected socket that has only sent), or seen
+			 * through NAT: the peer's flow on those ports */
+			i = uport_get(kp, host, &r);
 		if (i != KP_NONE && i != conn && kp->cn[i].host == host &&
-		    addr_eq(&kp->cn[i].a, &r) && kp->cn[i].proc != KP_NONE) {
+		    (addr_eq(&kp->cn[i].a, &r) || r.proto == IPPROTO_UDP) &&
+		    kp->cn[i].proc != KP_NONE) {
 			c->peer = i;
 			kp->cn[i].peer = conn;
 			return i;
@@ -963,6 +1037,9 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		}
 		if (kp_map__get(&kp->cnmap, addr_hash(c->host, &c->a)) == ci)
 			kp_map__del(&kp->cnmap, addr_hash(c->host, &c->a));
+		if (c->a.proto == IPPROTO_UDP &&
+		    kp_map__get(&kp->uportmap, uport_key(c->host, &c->a)) == ci)
+			kp_map__del(&kp->uportmap, uport_key(c->host, &c->a));
 		if (c->fdkey)
 			conn_forget_fd(kp, ci, c->fdkey);
 		peer = c->peer;
@@ -1139,7 +1216,8 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 			err = udpq_push(kp, host, e->family, e->lport, ts, KP_NONE);
 			return err ? err : dready_cpu(kp, host, e, ts, KP_NONE);
 		}
-		ci = udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts);
+		ci =
+		    udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts, true);
 		if (ci == KP_NONE)
 			return -ENOMEM;
 		err = udpq_push(kp, host, e->family, e->lport, ts, ci);

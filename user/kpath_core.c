@@ -238,6 +238,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&kp->uq[i].e, &kp->uq[i].off, sizeof(*kp->uq[i].e));
 	free(kp->uq);
 	kp_map__free(&kp->uqmap);
+	kp_map__free(&kp->uportmap);
 	free(kp->ws);
 	free(kp->culs);
 	free(kp->strs);

@@ -423,6 +423,10 @@ struct kp {
 	struct kp_udpq *uq;
 	uint32_t nuq, capuq;
 	struct kp_map uqmap;
+	/* UDP flows by host, family and ports only: the one begun last there
+	 * (a peer whose address this end does not know, a reply from another
+	 * address than the call went to) */
+	struct kp_map uportmap;
 	uint64_t udp_unknown; /* datagram reads whose sender was not known */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;

@@ -506,6 +506,88 @@ static void test_udp_sender_from_read(void **state)
 	assert_int_equal(b.udp_unknown, 0);
 }
 
+/* Two clients on two hosts picked the same port: their datagrams are two
+ * flows (a UDP flow's key has the remote address), so a server that reads
+ * both queries before it answers either serves two requests, each from
+ * its own query to its own answer. */
+static void test_udp_same_port_two_hosts(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple a1 = {"10.0.0.2", 53, "10.0.0.7", 40000};
+	const struct kb_tuple a2 = {"10.0.0.2", 53, "10.0.0.8", 40000};
+	const struct kb_tuple s1 = {"0.0.0.0", 53, "10.0.0.7", 40000};
+	const struct kb_tuple s2 = {"0.0.0.0", 53, "10.0.0.8", 40000};
+	uint8_t q1[64], q2[64];
+	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
+	const struct kb_req *x, *y;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_dready_udp(&b, B + 15 * U, 0, 100, a1);
+	kb_dready_udp(&b, B + 16 * U, 0, 100, a2);
+	kb_udp(&b, B + 20 * U, B + 20 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, s1, q1, n1);
+	kb_udp(&b, B + 21 * U, B + 21 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, s2, q2, n2);
+	kb_udp(&b, B + 25 * U, B + 25 * U, 100, 100, CP_SOCK_SENDTO, 3, s1, q1, n1);
+	kb_udp(&b, B + 30 * U, B + 30 * U, 100, 100, CP_SOCK_SENDTO, 3, s2, q2, n2);
+	kb_switch(&b, B + 30 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	x = kb_find_name(&b, "A one.com");
+	y = kb_find_name(&b, "A two.com");
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(x->start, B + 15 * U);
+	assert_int_equal(x->end, B + 25 * U);
+	assert_int_equal(y->start, B + 16 * U);
+	assert_int_equal(y->end, B + 30 * U);
+}
+
+/* An untraced resolver answers from another of its addresses than the
+ * query went to (10.0.0.54 for 10.0.0.53): the answer is still the reply
+ * to the client's call, and the wait is the call's blind spot. */
+static void test_udp_reply_from_other_address(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
+	const struct kb_tuple cs = {"0.0.0.0", 40000, "10.0.0.53", 53};	 /* the query */
+	const struct kb_tuple cr = {"0.0.0.0", 40000, "10.0.0.54", 53};	 /* its answer */
+	const struct kb_tuple ca = {"10.0.0.2", 40000, "10.0.0.54", 53}; /* arriving */
+	const struct kb_req *cq;
+	const struct kb_seg *net = NULL;
+	uint8_t q[64];
+	size_t n = dns_q(q, "db1");
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 200, "cli");
+	kb_switch(&b, B - 50 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 10 * U, 0, 200, up, 20);
+	kb_wake(&b, B + 10 * U, 0, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_sock(&b, B - 50 * U, B + 10 * U + 1000, 200, 200, CP_SOCK_READ, 4, up, 20, 0,
+		"GET /c HTTP/1.1\r\n\r\n");
+	kb_udp(&b, B + 15 * U, B + 15 * U, 200, 200, CP_SOCK_SENDTO, 5, cs, q, n);
+	kb_switch(&b, B + 15 * U, 0, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready_udp(&b, B + 45 * U, 1, 200, ca);
+	kb_wake(&b, B + 45 * U, 1, 200, 200, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 45 * U, 0, 0, 0, CP_PREV_PREEMPTED, 200, 200, "cli");
+	kb_udp(&b, B + 15 * U, B + 45 * U + 1000, 200, 200, CP_SOCK_RECVFROM, 5, cr, q, n);
+	kb_sock(&b, B + 95 * U - 1000, B + 95 * U, 200, 200, CP_SOCK_WRITE, 4, up, 40, 7000,
+		"HTTP/1.1 200 OK\r\n");
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	cq = kb_find(&b, "cli:8080");
+	assert_non_null(cq);
+	for (uint32_t i = 0; i < cq->nsegs; i++)
+		if (cq->segs[i].cat == CP_CAT_NETWORK)
+			net = &cq->segs[i];
+	assert_non_null(net);
+	assert_int_equal(net->start, B + 15 * U);
+	assert_int_equal(net->end, B + 45 * U);
+	assert_string_equal(net->peer, "10.0.0.53:53");
+	assert_non_null(strstr(net->stack, "10.0.0.53:53 A db1.com"));
+}
+
 /* The downstream sleeps while it serves our call: its sleep, and its work
  * after it, are our request's (the activation after a sleep goes on with
  * the work of the one before), not interference. */
@@ -1477,6 +1559,8 @@ int main(void)
 	    cmocka_unit_test(test_udp_round_trip),
 	    cmocka_unit_test(test_udp_peek),
 	    cmocka_unit_test(test_udp_sender_from_read),
+	    cmocka_unit_test(test_udp_same_port_two_hosts),
+	    cmocka_unit_test(test_udp_reply_from_other_address),
 	    cmocka_unit_test(test_downstream_sleeps),
 	    cmocka_unit_test(test_three_tiers),
 	    cmocka_unit_test(test_busy_worker_no_wakeup),
