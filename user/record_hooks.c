@@ -299,6 +299,22 @@ static int rings__create(struct rec_bpf *b)
 	return 0;
 }
 
+/* The object opened again, configured and loaded, with the hooks chosen
+ * anew (force_raw: every raw_tp twin, for why). */
+static int skel__reload(struct rec_bpf *b, const struct rec_bpf_opts *o, bool force_raw,
+			const char *why)
+{
+	int err;
+
+	critpath_bpf__destroy(b->skel);
+	b->skel = NULL;
+	err = skel__open_config(b, o);
+	if (err)
+		return err;
+	hooks__choose(b, force_raw, why);
+	return critpath_bpf__load(b->skel);
+}
+
 /*
  * The object did not load (err) with the TLS programs: TLS capture is
  * optional, so the rest records without it (a kernel whose uprobe programs
@@ -310,12 +326,7 @@ static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int
 {
 	snprintf(b->tls_off, sizeof(b->tls_off), "its programs did not load: %s", strerror(-err));
 	b->tls = false;
-	critpath_bpf__destroy(b->skel);
-	err = skel__open_config(b, o);
-	if (err)
-		return err;
-	hooks__choose(b, false, NULL);
-	err = critpath_bpf__load(b->skel);
+	err = skel__reload(b, o, false, NULL);
 	if (err) {
 		b->tls = true;
 		b->tls_off[0] = '\0';
@@ -353,23 +364,13 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 
 		/* Some tp_btf program did not load: all hooks fall back to raw_tp. */
 		snprintf(why, sizeof(why), "failed to load: %s", strerror(-err));
-		critpath_bpf__destroy(b->skel);
-		err = skel__open_config(b, o);
-		if (err)
-			goto cleanup;
-		hooks__choose(b, true, why);
-		err = critpath_bpf__load(b->skel);
+		err = skel__reload(b, o, true, why);
 		if (err && b->senders) {
 			/* nor with raw_tp: without the cgroup programs (a
 			 * kernel without CONFIG_CGROUP_BPF), datagram reads
 			 * not saying their sender */
 			b->senders = false;
-			critpath_bpf__destroy(b->skel);
-			err = skel__open_config(b, o);
-			if (err)
-				goto cleanup;
-			hooks__choose(b, true, why);
-			err = critpath_bpf__load(b->skel);
+			err = skel__reload(b, o, true, why);
 		}
 		if (err) {
 			fprintf(stderr,

@@ -466,6 +466,47 @@ static void test_udp_peek(void **state)
 	assert_int_equal(y->end, B + 30 * U);
 }
 
+/*
+ * A busy DNS server (srv, port 53) is sent two queries, "one" arriving
+ * (arr1) at 15 and "two" (arr2) at 16; it reads them (rd1, rd2: the
+ * reads' own view, which is also where the answers go) and answers at 25
+ * and 30, reading both first when both_first. Each must be a request from
+ * its own arrival to its own answer.
+ */
+static void two_queries(struct kb *b, struct kb_tuple arr1, struct kb_tuple arr2,
+			struct kb_tuple rd1, struct kb_tuple rd2, bool both_first)
+{
+	uint8_t q1[64], q2[64];
+	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
+	uint64_t r2 = both_first ? B + 21 * U : B + 25 * U + 100;
+	const struct kb_req *x, *y;
+
+	memset(b, 0, sizeof(*b));
+	kb_proc(b, 100, "srv");
+	/* busy since before: no wakeup says when a datagram came */
+	kb_switch(b, B - 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_dready_udp(b, B + 15 * U, 0, 100, arr1);
+	kb_dready_udp(b, B + 16 * U, 0, 100, arr2);
+	kb_udp(b, B + 20 * U, B + 20 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, rd1, q1, n1);
+	if (both_first)
+		kb_udp(b, r2, r2 + 100, 100, 100, CP_SOCK_RECVFROM, 3, rd2, q2, n2);
+	kb_udp(b, B + 25 * U, B + 25 * U, 100, 100, CP_SOCK_SENDTO, 3, rd1, q1, n1);
+	if (!both_first)
+		kb_udp(b, r2, r2 + 100, 100, 100, CP_SOCK_RECVFROM, 3, rd2, q2, n2);
+	kb_udp(b, B + 30 * U, B + 30 * U, 100, 100, CP_SOCK_SENDTO, 3, rd2, q2, n2);
+	kb_switch(b, B + 30 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	x = kb_find_name(b, "A one.com");
+	y = kb_find_name(b, "A two.com");
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(x->start, B + 15 * U);
+	assert_int_equal(x->end, B + 25 * U);
+	assert_int_equal(y->start, B + 16 * U);
+	assert_int_equal(y->end, B + 30 * U);
+}
+
 /* A reader on another CPU moved the socket's queue before sk_data_ready
  * looked at it: that arrival's sender is not known (rport 0) until the
  * read that takes it says it (the recorder's cgroup recvmsg hook). The
@@ -474,73 +515,25 @@ static void test_udp_peek(void **state)
 static void test_udp_sender_from_read(void **state)
 {
 	static struct kb b;
-	const struct kb_tuple a2 = {"10.0.0.2", 53, "10.0.0.8", 40001};
-	const struct kb_tuple unknown = {"10.0.0.2", 53, "0.0.0.0", 0};
-	const struct kb_tuple s1 = {"0.0.0.0", 53, "10.0.0.7", 40000};
-	const struct kb_tuple s2 = {"0.0.0.0", 53, "10.0.0.8", 40001};
-	uint8_t q1[64], q2[64];
-	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
-	const struct kb_req *x, *y;
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	/* busy since before: no wakeup says when the first datagram came */
-	kb_switch(&b, B - 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	kb_dready_udp(&b, B + 15 * U, 0, 100, unknown);
-	kb_dready_udp(&b, B + 16 * U, 0, 100, a2);
-	kb_udp(&b, B + 20 * U, B + 20 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, s1, q1, n1);
-	kb_udp(&b, B + 25 * U, B + 25 * U, 100, 100, CP_SOCK_SENDTO, 3, s1, q1, n1);
-	kb_udp(&b, B + 25 * U + 100, B + 25 * U + 200, 100, 100, CP_SOCK_RECVFROM, 3, s2, q2, n2);
-	kb_udp(&b, B + 30 * U, B + 30 * U, 100, 100, CP_SOCK_SENDTO, 3, s2, q2, n2);
-	kb_switch(&b, B + 30 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	assert_int_equal(kb_run(&b), 0);
-	assert_int_equal(b.nreqs, 2);
-	x = kb_find_name(&b, "A one.com");
-	y = kb_find_name(&b, "A two.com");
-	assert_non_null(x);
-	assert_non_null(y);
-	assert_int_equal(x->start, B + 15 * U);
-	assert_int_equal(x->end, B + 25 * U);
-	assert_int_equal(y->start, B + 16 * U);
-	assert_int_equal(y->end, B + 30 * U);
+	two_queries(&b, (struct kb_tuple){"10.0.0.2", 53, "0.0.0.0", 0},
+		    (struct kb_tuple){"10.0.0.2", 53, "10.0.0.8", 40001},
+		    (struct kb_tuple){"0.0.0.0", 53, "10.0.0.7", 40000},
+		    (struct kb_tuple){"0.0.0.0", 53, "10.0.0.8", 40001}, false);
 	assert_int_equal(b.udp_unknown, 0);
 }
 
 /* Two clients on two hosts picked the same port: their datagrams are two
  * flows (a UDP flow's key has the remote address), so a server that reads
- * both queries before it answers either serves two requests, each from
- * its own query to its own answer. */
+ * both queries before it answers either serves two requests. */
 static void test_udp_same_port_two_hosts(void **state)
 {
 	static struct kb b;
-	const struct kb_tuple a1 = {"10.0.0.2", 53, "10.0.0.7", 40000};
-	const struct kb_tuple a2 = {"10.0.0.2", 53, "10.0.0.8", 40000};
-	const struct kb_tuple s1 = {"0.0.0.0", 53, "10.0.0.7", 40000};
-	const struct kb_tuple s2 = {"0.0.0.0", 53, "10.0.0.8", 40000};
-	uint8_t q1[64], q2[64];
-	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
-	const struct kb_req *x, *y;
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "srv");
-	kb_switch(&b, B - 40 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
-	kb_dready_udp(&b, B + 15 * U, 0, 100, a1);
-	kb_dready_udp(&b, B + 16 * U, 0, 100, a2);
-	kb_udp(&b, B + 20 * U, B + 20 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, s1, q1, n1);
-	kb_udp(&b, B + 21 * U, B + 21 * U + 100, 100, 100, CP_SOCK_RECVFROM, 3, s2, q2, n2);
-	kb_udp(&b, B + 25 * U, B + 25 * U, 100, 100, CP_SOCK_SENDTO, 3, s1, q1, n1);
-	kb_udp(&b, B + 30 * U, B + 30 * U, 100, 100, CP_SOCK_SENDTO, 3, s2, q2, n2);
-	kb_switch(&b, B + 30 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
-	assert_int_equal(kb_run(&b), 0);
-	assert_int_equal(b.nreqs, 2);
-	x = kb_find_name(&b, "A one.com");
-	y = kb_find_name(&b, "A two.com");
-	assert_non_null(x);
-	assert_non_null(y);
-	assert_int_equal(x->start, B + 15 * U);
-	assert_int_equal(x->end, B + 25 * U);
-	assert_int_equal(y->start, B + 16 * U);
-	assert_int_equal(y->end, B + 30 * U);
+	two_queries(&b, (struct kb_tuple){"10.0.0.2", 53, "10.0.0.7", 40000},
+		    (struct kb_tuple){"10.0.0.2", 53, "10.0.0.8", 40000},
+		    (struct kb_tuple){"0.0.0.0", 53, "10.0.0.7", 40000},
+		    (struct kb_tuple){"0.0.0.0", 53, "10.0.0.8", 40000}, true);
 }
 
 /* An untraced resolver answers from another of its addresses than the
