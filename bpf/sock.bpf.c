@@ -151,6 +151,7 @@ struct cp_udp_from {
 	__u16 __pad2;
 	__u8 saddr[16];
 	__u8 daddr[16];
+	__u64 ts; /* udp_senders: when the read took it */
 };
 
 /*
@@ -307,7 +308,6 @@ static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cp_udp_from f = {};
-
 	struct task_struct *task;
 	__u16 code;
 
@@ -318,6 +318,20 @@ static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
 	code = syscall_code(regs_syscall((struct pt_regs *)bpf_task_pt_regs(task)));
 	if (code >> 8 != INFLIGHT_SOCK || call_dir(code & 0xff) != SOCK_DIR_READ)
 		return 1;
+	if (!cfg_lean) {
+		/* --all-syscalls: the record is made at the call's exit, from
+		 * its slot; none for a call begun before the recording. One
+		 * record for a recvmmsg: its first message's sender. */
+		struct cp_inflight *in = inflight_get();
+		struct cp_udp_from *kept;
+
+		if (!in || in->kind != INFLIGHT_SOCK)
+			return 1;
+		kept = bpf_map_lookup_elem(&udp_senders, &id);
+		if (kept && kept->ts >= in->ts)
+			return 1;
+	}
+	f.ts = bpf_ktime_get_ns();
 	f.ver = ver;
 	f.sport = bpf_ntohs((__u16)ctx->user_port);
 	if (ver == 4) {
@@ -330,8 +344,7 @@ static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
 
 		__builtin_memcpy(f.saddr, a, 16);
 	}
-	/* --all-syscalls records a recvmmsg once, with its first message */
-	bpf_map_update_elem(&udp_senders, &id, &f, cfg_lean ? BPF_ANY : BPF_NOEXIST);
+	bpf_map_update_elem(&udp_senders, &id, &f, BPF_ANY);
 	return 1;
 }
 

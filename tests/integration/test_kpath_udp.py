@@ -13,8 +13,14 @@ wait is neither a network blind spot nor unexplained.
 Backend not traced: a ~15 ms network segment naming the peer
 127.0.0.1:PORT, the query named in its frame.
 The traced case again with `record --all-syscalls` (the calls seen at their
-entry and exit: a socket's first send binds its port in between)."""
+entry and exit: a socket's first send binds its port in between).
+
+Then a server blocked in recvfrom when the recording starts, in both
+captures: each read recorded carries the sender of its own datagram (each
+client sends its port as the payload), not one left from the read that
+was in flight at the start."""
 import os
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -107,6 +113,42 @@ def run(tap, traced_backend, extra=()):
         tap.ok(f"{what}: no request of the untraced backend reported", not breqs, "")
 
 
+ECHO = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+print("READY port=%d" % s.getsockname()[1], flush=True)
+while True:
+    d, a = s.recvfrom(512)
+    s.sendto(d, a)
+"""
+
+
+def mid_read(tap, extra=()):
+    """Recording starts while the server is blocked in recvfrom."""
+    what = "udp mid-read" + ("".join(" " + x for x in extra))
+    server, sf = K.start_ready([sys.executable, "-c", ECHO])
+
+    def drive():
+        for _ in range(3):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as c:
+                c.bind(("127.0.0.1", 0))
+                c.settimeout(5)
+                c.sendto(str(c.getsockname()[1]).encode(), ("127.0.0.1", sf["port"]))
+                c.recvfrom(64)
+
+    rep, path = K.record_workload(tap, what.replace(" ", "_").replace("-", ""), [server.pid],
+                                  drive, seconds=4, extra=extra)
+    K.stop(server)
+    if rep is None:
+        return
+    reads = [r for r in R.Dump(path).of("sock", pid=server.pid, phase="exit")
+             if r.get("call") == "recvfrom" and r.get("bytes", 0) > 0]
+    wrong = [r for r in reads if str(r.get("rport")) != r.get("payload")]
+    tap.ok(f"{what}: {len(reads)} recvfroms recorded, each with its own datagram's sender",
+           len(reads) >= 2 and not wrong, f"{[(r.get('rport'), r.get('payload')) for r in reads]}")
+
+
 def main():
     tap = Tap()
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
@@ -114,6 +156,8 @@ def main():
     run(tap, True)
     run(tap, False)
     run(tap, True, ("--all-syscalls",))
+    mid_read(tap)
+    mid_read(tap, ("--all-syscalls",))
     K.done(tap)
 
 
