@@ -26,13 +26,14 @@
  * UDP: each remote address and pair of ports a socket exchanges datagrams
  * on is a connection (a flow), framed the same way: a datagram read on a
  * server's flow, then its replies. Its own address is not in the key: an
- * unconnected socket's is a wildcard. A read says its datagram's sender (the recorder sees the
- * copy to the user) and takes that flow's oldest datagram from the
- * socket's queue of arrivals; sk_data_ready says each arrival's sender,
- * unless the reader took it first. A read that does not say (an older
- * recorder's) takes the oldest datagram the socket has not read yet, and
- * with it the flow. A write says where it sends. Flows have no close: one
- * idle for KP_KEEP_NS is recycled.
+ * unconnected socket's is a wildcard. A read says its datagram's sender
+ * (the recorder's cgroup recvmsg hook) and takes that flow's oldest
+ * datagram from the socket's queue of arrivals; sk_data_ready says each
+ * arrival's sender, unless the reader took it first. A read that does not
+ * say (an older recorder's, or one that asked for no address) takes the
+ * oldest datagram the socket has not read yet, and with it the flow. A
+ * write says where it sends. Flows have no close: one idle for KP_KEEP_NS
+ * is recycled.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -83,11 +84,16 @@ static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
 
 static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
+/* No address (all zero: a wildcard, or not known). */
+static bool addr_none(const uint8_t *a)
+{
+	return !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
+}
+
 /* An IPv6 address that is an IPv4 one (::ffff:a.b.c.d), or none (::). */
 static bool v4_or_none(const uint8_t *a)
 {
-	return !memcmp(a, v4_prefix, sizeof(v4_prefix)) ||
-	       !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
+	return !memcmp(a, v4_prefix, sizeof(v4_prefix)) || addr_none(a);
 }
 
 /*
@@ -119,9 +125,10 @@ static uint32_t *conn_hint(struct kp *kp, const struct kp_addr *a)
 	return &kp->cn_hint[(a->lport * 31u + a->rport) % KP_CN_HINTS];
 }
 
-/* The conn of a's host and address, or KP_NONE (key: a's, for a put). */
+/* The conn of a's host and address, or KP_NONE; then key is a's and other
+ * the conn cnmap names for it (a hash collision), or KP_NONE. */
 static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_addr *a,
-				 uint64_t *key)
+				 uint64_t *key, uint32_t *other)
 {
 	uint32_t *hint = conn_hint(kp, a), i = *hint;
 
@@ -136,21 +143,19 @@ static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_a
 		*hint = i;
 		return i;
 	}
+	*other = i;
 	return KP_NONE;
 }
 
-uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
+/* A new conn for a, after conn_find missed it (key, other: its answers). */
+static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, uint64_t key,
+			 uint32_t other)
 {
-	uint32_t *hint = conn_hint(kp, a), i;
-	uint64_t key = 0;
 	struct kp_conn *c;
+	uint32_t i;
 
-	i = conn_find(kp, host, a, &key);
-	if (i != KP_NONE)
-		return i;
-	i = kp_map__get(&kp->cnmap, key);
-	if (i != KP_NONE)
-		kp->cn[i].displaced = 1; /* the put below takes its key */
+	if (other != KP_NONE)
+		kp->cn[other].displaced = 1; /* the put below takes its key */
 	if (kp->nfreecn) {
 		i = kp->freecn[--kp->nfreecn];
 	} else {
@@ -173,8 +178,17 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 	}
 	if (i == kp->ncn)
 		kp->ncn++;
-	*hint = i;
+	*conn_hint(kp, a) = i;
 	return i;
+}
+
+uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
+{
+	uint32_t other = KP_NONE, i;
+	uint64_t key = 0;
+
+	i = conn_find(kp, host, a, &key, &other);
+	return i != KP_NONE ? i : conn_new(kp, host, a, key, other);
 }
 
 static uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
@@ -204,11 +218,6 @@ static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
 	return i;
 }
 
-static bool addr_none(const uint8_t *a)
-{
-	return !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
-}
-
 /*
  * A UDP flow: found, or begun and listed for recycling once idle. inbound:
  * a datagram that came from raddr. Its key is its ports and the remote
@@ -222,21 +231,21 @@ static uint32_t udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t
 			 uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
 			 bool inbound)
 {
+	uint32_t ci, other = KP_NONE;
 	struct kp_addr a;
 	struct kp_conn *c;
 	uint64_t key = 0;
-	uint32_t ci;
 
 	addr_of(&a, family, lport, rport, laddr, raddr);
 	a.proto = IPPROTO_UDP;
-	ci = conn_find(kp, host, &a, &key);
+	ci = conn_find(kp, host, &a, &key, &other);
 	if (ci == KP_NONE && inbound) {
 		ci = uport_get(kp, host, &a);
 		if (ci != KP_NONE && kp->cn[ci].role != KP_ROLE_CLIENT)
 			ci = KP_NONE;
 	}
 	if (ci == KP_NONE) {
-		ci = kp__conn(kp, host, &a);
+		ci = conn_new(kp, host, &a, key, other);
 		if (ci == KP_NONE || kp_map__put(&kp->uportmap, uport_key(host, &a), ci))
 			return KP_NONE;
 	}
@@ -339,8 +348,8 @@ static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, u
 	struct kp_udpq *q = udpq(kp, host, e->family, e->lport, false);
 	uint32_t i, n;
 
-	if (!q)
-		return 0;
+	if (!q || (e->flags & CP_SOCK_F_PEEK))
+		return 0; /* a peek leaves its datagram for the read */
 	while (q->n && q->e[0].ts + KP_KEEP_NS < ts)
 		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
 	n = q->n < KP_UDPQ_SCAN ? q->n : KP_UDPQ_SCAN;
@@ -349,8 +358,6 @@ static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, u
 
 		if (got.conn != ci && got.conn != KP_NONE)
 			continue;
-		if (e->flags & CP_SOCK_F_PEEK)
-			return 0;
 		memmove(&q->e[1], &q->e[0], i * sizeof(*q->e));
 		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
 		return got.conn == KP_NONE ? conn_arrival(kp, ci, got.ts, 0) : 0;
@@ -359,8 +366,8 @@ static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, u
 }
 
 /* The flow of a datagram call: a read's from its record's sender (a
- * connected socket's peer, or the datagram's as the copy to the user saw
- * it), else from the datagram it took; a write's from where it sent. */
+ * connected socket's peer, or the datagram's as udp_recvmsg() told the
+ * recorder), else from the datagram it took; a write's from where it sent. */
 static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
 			 bool read)
 {
@@ -375,7 +382,7 @@ static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *
 	}
 	if (!read)
 		return KP_NONE;
-	/* an older recorder's read, or one whose copy was not seen */
+	/* an older recorder's read, or one that asked for no address */
 	ci = udpq_pop(kp, host, e->family, e->lport, ts, !(e->flags & CP_SOCK_F_PEEK));
 	if (ci == KP_NONE)
 		kp->udp_unknown++;
@@ -503,8 +510,7 @@ const char *kp__conn_addr(struct kp_conn *c, bool local)
 			snprintf(str, KP_ADDR_STR_LEN, "%s:%u", ip, port);
 		}
 		/* a listening socket has no peer: its data is a new connection */
-		if (c->a.family != AF_UNIX && !local && !port &&
-		    !memcmp(addr, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN))
+		if (c->a.family != AF_UNIX && !local && !port && addr_none(addr))
 			snprintf(str, KP_ADDR_STR_LEN, "%s (listening)", kp__conn_addr(c, true));
 	}
 	return str;
