@@ -488,6 +488,17 @@ static int cgroup2_root(void)
 	return fd;
 }
 
+/* The skeleton's links array holds p's link l for destroy(). */
+static void skel__keep_link(struct rec_bpf *b, const struct bpf_program *p, struct bpf_link *l)
+{
+	for (int i = 0; i < b->skel->skeleton->prog_cnt; i++) {
+		if (*b->skel->skeleton->progs[i].prog == p) {
+			*b->skel->skeleton->progs[i].link = l;
+			break;
+		}
+	}
+}
+
 static struct hook *hook__find(struct rec_bpf *b, const char *name)
 {
 	for (int i = 0; i < b->nhooks; i++)
@@ -515,9 +526,7 @@ static void senders__attach(struct rec_bpf *b)
 			err = -errno;
 			break;
 		}
-		for (int k = 0; k < b->skel->skeleton->prog_cnt; k++)
-			if (*b->skel->skeleton->progs[k].prog == progs[i])
-				*b->skel->skeleton->progs[k].link = l;
+		skel__keep_link(b, progs[i], l);
 	}
 	if (cg >= 0)
 		close(cg); /* the links hold the cgroup */
@@ -561,13 +570,7 @@ int rec_bpf__attach(struct rec_bpf *b)
 					strerror(-err));
 				return err;
 			}
-			/* The skeleton's links array holds them for destroy(). */
-			for (int i = 0; i < b->skel->skeleton->prog_cnt; i++) {
-				if (*b->skel->skeleton->progs[i].prog == p) {
-					*b->skel->skeleton->progs[i].link = l;
-					break;
-				}
-			}
+			skel__keep_link(b, p, l);
 		}
 	if (b->senders)
 		senders__attach(b);
