@@ -516,30 +516,44 @@ static struct hook *hook__find(struct rec_bpf *b, const char *name)
 static void senders__attach(struct rec_bpf *b)
 {
 	struct bpf_program *progs[] = {b->skel->progs.udp_recvmsg4, b->skel->progs.udp_recvmsg6};
+	static const char *const fam[] = {"IPv4 UDP", "IPv6 UDP"};
 	struct hook *h = hook__find(b, "udp_recvmsg");
-	int cg = cgroup2_root(), err = cg < 0 ? cg : 0;
+	int cg = cgroup2_root(), err[2] = {cg < 0 ? cg : 0, cg < 0 ? cg : 0};
+	int failed = 0, which = 0;
 
-	for (size_t i = 0; !err && i < sizeof(progs) / sizeof(progs[0]); i++) {
+	for (int i = 0; cg >= 0 && i < 2; i++) {
 		struct bpf_link *l = bpf_program__attach_cgroup(progs[i], cg);
 
-		if (!l) {
-			err = -errno;
-			break;
+		if (l) {
+			skel__keep_link(b, progs[i], l);
+			continue;
 		}
-		skel__keep_link(b, progs[i], l);
+		err[i] = -errno;
+		failed++;
+		which = i;
 	}
 	if (cg >= 0)
 		close(cg); /* the links hold the cgroup */
-	if (!err || !h)
+	else
+		failed = 2;
+	if (!failed || !h)
 		return;
-	h->status = CP_HOOK_UNAVAILABLE;
-	snprintf(h->detail, sizeof(h->detail), "%s: %s",
-		 cg < 0 ? "no cgroup v2 hierarchy" : "cannot attach to the cgroup v2 root",
-		 strerror(-err));
+	if (failed == 2) {
+		h->status = CP_HOOK_UNAVAILABLE;
+		snprintf(h->detail, sizeof(h->detail), "%s: %s",
+			 cg < 0 ? "no cgroup v2 hierarchy" : "cannot attach to the cgroup v2 root",
+			 strerror(-err[0]));
+	} else {
+		/* one family's reads still say their senders */
+		h->status = CP_HOOK_FALLBACK;
+		snprintf(h->detail, sizeof(h->detail),
+			 "cgroup/recvmsg%c on the cgroup v2 root only (recvmsg%c: %s)",
+			 which ? '4' : '6', which ? '6' : '4', strerror(-err[which]));
+	}
 	fprintf(stderr,
-		"critpath record: hook udp_recvmsg: %s: a read on an unconnected UDP socket "
+		"critpath record: hook udp_recvmsg: %s: a read on an unconnected %s socket "
 		"takes its sender from the arrivals seen\n",
-		h->detail);
+		h->detail, failed == 2 ? "UDP" : fam[which]);
 }
 
 int rec_bpf__attach(struct rec_bpf *b)
