@@ -326,7 +326,10 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 		if (ti == KP_NONE)
 			return -ENOMEM;
 		t = &kp->th[ti];
-		if (!t->comm[0])
+		/* the name it has now: a thread renamed after it began
+		 * (pthread_setname_np, an io-wq worker) was recorded by its
+		 * parent's name */
+		if (e->next_comm[0])
 			memcpy(t->comm, e->next_comm, CP_COMM_LEN);
 		t->comm[CP_COMM_LEN - 1] = '\0';
 		if (tl_begin(t, KP_ST_UNKNOWN))

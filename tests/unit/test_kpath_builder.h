@@ -49,6 +49,7 @@ struct kb_seg {
 	enum cp_category cat;
 	int32_t pid, tid, cpu;
 	bool interference;
+	char comm[16]; /* the thread's name, "" for none */
 	char peer[64];
 	uint32_t nframes;
 	char frame3[64];
@@ -461,6 +462,7 @@ static inline int kb_emit(void *arg, const struct cp_request *r)
 		g->end = s->end_ns;
 		g->cat = s->category;
 		g->pid = s->pid;
+		snprintf(g->comm, sizeof(g->comm), "%s", s->comm ? s->comm : "");
 		g->tid = s->tid;
 		g->cpu = s->cpu;
 		g->interference = s->interference;

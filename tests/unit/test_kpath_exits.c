@@ -109,7 +109,8 @@ static void one_request(struct kb *b, uint64_t t, uint32_t k)
 		sprintf(exe, "/usr/bin/%s", proc);
 		kb_exec(b, t + 26 * US, 1, pid, exe);
 	}
-	kb_switch(b, t + 27 * US, 1, 0, 0, CP_PREV_PREEMPTED, pid, tid, comm);
+	/* switched in by the name it has by then (an exec's) */
+	kb_switch(b, t + 27 * US, 1, 0, 0, CP_PREV_PREEMPTED, pid, tid, thread);
 	kb_switch(b, t + 28 * US, 0, SRV, SRV, CP_PREV_BLOCKED, 0, 0, NULL);
 	kb_wake(b, t + 33 * US, 1, SRV, SRV, pid, tid, CP_CTX_TASK, CP_SOFTIRQ_NONE);
 	kb_switch(b, t + 33 * US, 0, 0, 0, CP_PREV_PREEMPTED, SRV, SRV, "srv");

@@ -142,7 +142,9 @@ static void forked_child(bool exit_record)
 	memset(&b, 0, sizeof(b));
 	kb_proc(&b, 100, "srv");
 	serve_from_b(&b, 100, 100, 0, "GET /fork HTTP/1.1\r\n\r\n");
-	kb_fork(&b, B + 2 * U, 0, 100, 100, 200, 200, "child");
+	kb_fork(&b, B + 2 * U, 0, 100, 100, 200, 200, "srv");
+	/* it names itself before it is first switched in (pthread_setname_np
+	 * in a new thread, an io-wq worker): the name is that one */
 	kb_switch(&b, B + 3 * U, 1, 0, 0, CP_PREV_PREEMPTED, 200, 200, "child");
 	kb_switch(&b, B + 4 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
 	if (exit_record)
@@ -155,6 +157,7 @@ static void forked_child(bool exit_record)
 	assert_int_equal(b.nreqs, 1);
 	check_path(&b.reqs[0], w, 4);
 	assert_string_equal(b.reqs[0].segs[2].frame3, "child");
+	assert_string_equal(b.reqs[0].segs[2].comm, "child");
 }
 
 static void test_forked_child(void **state)
