@@ -121,6 +121,10 @@ $(BUILD)/workloads/kp_tls_server: tests/workloads/kp_tls_server.c $(wildcard tes
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags openssl 2>/dev/null) $< -o $@ $(LDFLAGS) \
 	    $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto) -lpthread -lm
 
+# the io_uring workload: against the system's liburing
+$(BUILD)/workloads/kp_uring_server: tests/workloads/kp_uring_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -luring -lpthread -lm
+
 $(BUILD)/bench/%: tools/bench/%.c $(LIB) $(PROTO_H) | $(BUILD)/bench
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS)
 

@@ -37,6 +37,9 @@ __u32 listen_tgid[65536];
 /* The same for a UDP port a target's socket is bound to, unconnected (a
  * datagram server): its datagrams are known before its first call. */
 __u32 udp_tgid[65536];
+/* io_uring_submit_req is attached: transfers outside socket syscalls look
+ * for the request they are (uring_take) */
+const volatile __u8 cfg_uring = 0;
 
 /*
  * The socket behind a descriptor of the current task, or NULL. Direct loads
@@ -643,7 +646,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	e->call = call;
 	CONN_COPY(e, in);
 	e->sock_type = in->sock_type;
-	e->flags = (tls ? CP_SOCK_F_TLS : 0) | (in->peek ? CP_SOCK_F_PEEK : 0);
+	e->flags = (tls ? CP_SOCK_F_TLS : 0) | (in->peek ? CP_SOCK_F_PEEK : 0) |
+		   (in->uring ? CP_SOCK_F_URING : 0);
 	if (in->family == AF_UNIX && in->sk) {
 		struct unix_address *ua = kernel_cast(in->sk, struct unix_sock)->addr;
 
@@ -721,11 +725,134 @@ __noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
 }
 
 /*
+ * io_uring socket requests. Their data moves through sock_sendmsg and
+ * sock_recvmsg as a syscall's does, but in the submitter's io_uring_enter,
+ * its task work or an io-wq worker: no syscall registers say the fd or the
+ * buffer. The submission does. io_uring_submit_req keeps them, per socket
+ * and direction, for the transfer that follows (uring_take, on_sock_io);
+ * io_uring has prepared the request (its buffer is in the op's data) and
+ * not yet issued it. Fixed files and provided buffers are not resolved.
+ */
+struct cp_uring_op {
+	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
+	__s32 fd[2];
+	__u8 call[2]; /* enum cp_sock_call; 0 (accept, never one): none pending */
+	__u8 __pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct sock * */
+	__type(value, struct cp_uring_op);
+} uring_ops SEC(".maps");
+
+static __always_inline int on_uring_submit(struct io_kiocb *req)
+{
+	__u64 id = bpf_get_current_pid_tgid(), key, buf;
+	void *data = (void *)req + bpf_core_field_offset(struct io_kiocb, cmd);
+	struct cp_uring_op fresh = {}, *op;
+	struct sock *sk;
+	__u8 call;
+	int fd, i;
+
+	if (!tgid_is_target(id >> 32))
+		return 0;
+	switch (BPF_CORE_READ(req, opcode)) {
+	case IORING_OP_RECV:
+		call = CP_SOCK_RECVFROM;
+		break;
+	case IORING_OP_SEND:
+	case IORING_OP_SEND_ZC:
+		call = CP_SOCK_SENDTO;
+		break;
+	case IORING_OP_RECVMSG:
+		call = CP_SOCK_RECVMSG;
+		break;
+	case IORING_OP_SENDMSG:
+	case IORING_OP_SENDMSG_ZC:
+		call = CP_SOCK_SENDMSG;
+		break;
+	case IORING_OP_READ:
+		call = CP_SOCK_READ;
+		break;
+	case IORING_OP_WRITE:
+		call = CP_SOCK_WRITE;
+		break;
+	case IORING_OP_READV:
+		call = CP_SOCK_READV;
+		break;
+	case IORING_OP_WRITEV:
+		call = CP_SOCK_WRITEV;
+		break;
+	default:
+		return 0;
+	}
+	/* the low flag bits are the SQE's (IOSQE_FIXED_FILE_BIT, ...) */
+	if (BPF_CORE_READ(req, flags) & (REQ_F_FIXED_FILE | REQ_F_BUFFER_SELECT))
+		return 0;
+	fd = BPF_CORE_READ(req, cqe.fd); /* the SQE's until completion */
+	sk = fd_sock(fd);
+	if (!sk)
+		return 0;
+	if (call == CP_SOCK_READ || call == CP_SOCK_WRITE || call == CP_SOCK_READV ||
+	    call == CP_SOCK_WRITEV)
+		buf = BPF_CORE_READ((struct io_rw *)data, addr);
+	else
+		buf = (__u64)BPF_CORE_READ((struct io_sr_msg *)data, buf);
+	key = (__u64)sk;
+	op = bpf_map_lookup_elem(&uring_ops, &key);
+	if (!op) {
+		bpf_map_update_elem(&uring_ops, &key, &fresh, BPF_NOEXIST);
+		op = bpf_map_lookup_elem(&uring_ops, &key);
+		if (!op)
+			return 0;
+	}
+	i = (call_dir(call) - 1) & 1;
+	op->buf[i] = buf;
+	op->fd[i] = fd;
+	op->call[i] = call;
+	return 0;
+}
+
+/* The submitted request this transfer on sk is, if one is pending in its
+ * direction: its call, fd and buffer into in. */
+static __always_inline void uring_take(struct sock *sk, int dir, struct cp_inflight *in)
+{
+	__u64 key = (__u64)sk;
+	struct cp_uring_op *op = bpf_map_lookup_elem(&uring_ops, &key);
+	int i = (dir - 1) & 1;
+
+	if (!op || !op->call[i])
+		return;
+	in->call = op->call[i];
+	in->fd = op->fd[i];
+	in->arg0 = op->buf[i];
+	in->uring = 1;
+	op->call[i] = 0;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)
+{
+	EMPTY_GUARD();
+	return on_uring_submit(req);
+}
+
+SEC("raw_tp/io_uring_submit_req")
+int BPF_PROG(io_uring_submit_req_raw, struct io_kiocb *req)
+{
+	EMPTY_GUARD();
+	return on_uring_submit(req);
+}
+
+/*
  * The default capture's socket records (blocked.h): sock_sendmsg and
  * sock_recvmsg report every socket's data as it moves, in the task that
  * moves it, so only socket I/O runs a program, not every syscall. The
- * call, fd and buffer come from the task's syscall registers; a transfer
- * outside a traced call (sendfile, io_uring) is a plain read or write with
+ * call, fd and buffer come from the task's syscall registers, or for an
+ * io_uring request's transfer from its submission (uring_take); another
+ * transfer outside a traced call (sendfile) is a plain read or write with
  * fd -1 and no payload. Failed calls (EAGAIN) are not recorded.
  */
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int dir)
@@ -756,7 +883,9 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	}
 	blocked = code ? blk_take(task, code, in.fd) : 0;
 	if (ret < 0 || (ret == 0 && dir == SOCK_DIR_WRITE))
-		return 0;
+		return 0; /* an io_uring request's EAGAIN: it is retried later */
+	if (!code && cfg_uring)
+		uring_take(sk, dir, &in);
 	st = bpf_sk_storage_get(&sock_slots, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (st && !st->tgid)
 		st->tgid = id >> 32;

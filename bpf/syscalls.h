@@ -34,7 +34,8 @@ struct cp_inflight {
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u16 __pad;
+	__u8 uring; /* an io_uring request's transfer: CP_SOCK_F_URING */
+	__u8 __pad;
 	__u32 tcp_seq;
 	__u8 laddr[CP_ADDR_LEN];
 	__u8 raddr[CP_ADDR_LEN];

@@ -285,6 +285,13 @@ struct cp_ev_sock {
  * resolved peeks at each datagram's size before reading it). Not known for
  * recvmmsg under --all-syscalls. (ABI 4; 0 before.) */
 #define CP_SOCK_F_PEEK 0x04
+/* The transfer of an io_uring request (IORING_OP_RECV, SEND, RECVMSG,
+ * SENDMSG, READ, WRITE and their vector and zero-copy forms), made in the
+ * submitter's io_uring_enter, its task work or an io-wq worker rather than
+ * in a socket syscall: call, fd and payload are the request's as
+ * submitted. One on a fixed file or with a provided buffer is not resolved
+ * (a plain read or write, fd -1, no payload, no flag). (ABI 4; 0 before.) */
+#define CP_SOCK_F_URING 0x08
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context
  * usually. rcv_nxt is the receiver's sequence after the data (TCP). For a

@@ -39,7 +39,8 @@ struct inflight {
 	uint32_t pid;
 	int32_t fd;
 	uint8_t kind, call, capture, sock_type;
-	uint16_t family, lport, rport, pad;
+	uint16_t family, lport, rport;
+	uint8_t uring, pad;
 	uint32_t tcp_seq;
 	uint8_t laddr[CP_ADDR_LEN], raddr[CP_ADDR_LEN];
 };
@@ -65,6 +66,7 @@ struct rec_bpf {
 	bool probes;		    /* --probe given: bpf/uprobe.bpf.c loads */
 	bool tls;		    /* TLS plaintext capture: bpf/tls.bpf.c loads */
 	bool senders;		    /* the cgroup recvmsg programs load (udp_recvmsg4/6) */
+	bool uring;		    /* io_uring_submit_req loads (the kernel has io_uring) */
 	char tls_off[96];	    /* why TLS capture is off, "" when on */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
 	int nrings;
@@ -112,6 +114,8 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 		return b->tls;
 	if (!strcmp(name, "udp_recvmsg4") || !strcmp(name, "udp_recvmsg6"))
 		return b->senders;
+	if (!strncmp(name, "io_uring_submit_req", 19))
+		return b->uring;
 	if (!strncmp(name, "sys_enter_btf", 13) || !strncmp(name, "sys_exit_btf", 12) ||
 	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
 		return !b->lean;
@@ -141,6 +145,15 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		b->lean = false;
 	}
 	b->skel->rodata->cfg_lean = b->lean;
+	/* io_uring's transfers are seen by the socket-layer programs only */
+	b->uring = b->lean && btf_has_tp(vmlinux, "io_uring_submit_req");
+	b->skel->rodata->cfg_uring = b->uring;
+	if (!b->uring) /* its 16384 preallocated entries, for nothing */
+		bpf_map__set_max_entries(b->skel->maps.uring_ops, 1);
+	if (b->lean && !b->uring) /* --all-syscalls: not a hook of that capture */
+		hook__add(b, "io_uring_submit_req", CP_HOOK_UNAVAILABLE,
+			  "not in this kernel (no io_uring): its transfers are plain reads and "
+			  "writes");
 	bpf_object__for_each_program(p, b->skel->obj)
 	{
 		const char *name = bpf_program__name(p);
@@ -389,9 +402,12 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	}
 	for (int i = 0; i < b->nhooks; i++) {
 		if (b->hooks[i].status != CP_HOOK_ATTACHED)
-			fprintf(stderr, "critpath record: hook %s: %s\n", b->hooks[i].name,
-				b->hooks[i].status == CP_HOOK_FALLBACK ? b->hooks[i].detail
-								       : "unavailable");
+			fprintf(stderr, "critpath record: hook %s: %s%s%s\n", b->hooks[i].name,
+				b->hooks[i].status == CP_HOOK_FALLBACK ? "" : "unavailable",
+				b->hooks[i].status == CP_HOOK_FALLBACK || !b->hooks[i].detail[0]
+				    ? ""
+				    : ": ",
+				b->hooks[i].detail);
 	}
 	if (o->tls && !b->tls)
 		fprintf(stderr, "critpath record: hook tls: %s: TLS connections carry ciphertext\n",

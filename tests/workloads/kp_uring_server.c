@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * kp_uring_server: an HTTP server whose socket I/O is all io_uring requests
+ * (liburing): accept, recv and send on one ring, driven by one thread
+ * ("U1"), which makes no socket syscall of its own after listen. Per
+ * request (kp_client's "GET /kp/N") it computes --work-ms of CPU and
+ * answers "ok\n".
+ *
+ * --backend PORT: before computing, it asks kp_backend for "get KEY"
+ * (--key, default c5: 5 ms of the backend's CPU) over a connection of the
+ * client's own, with io_uring send and recv too (connected by a connect()
+ * syscall when the client's connection is accepted).
+ * --async: every recv and send with IOSQE_ASYNC: the kernel's io-wq
+ * workers (threads "iou-wrk-PID" of this process) move the data.
+ *
+ * Prints "READY pid=P port=N U1=T" once listening.
+ *
+ *   kp_uring_server [--port N] [--work-ms 3] [--backend PORT --key c5] [--async]
+ */
+#include <liburing.h>
+
+#include "kp_common.h"
+
+enum state { ACCEPT, RECV_REQ, SEND_BACKEND, RECV_BACKEND, SEND_RESP };
+
+struct conn {
+	enum state st;
+	int fd, bfd;	  /* the client's; the backend connection, -1 without */
+	char buf[1024];	  /* the request, then the backend's answer */
+	size_t len, sent; /* bytes in buf; of out, sent */
+	char out[128];
+	size_t outlen;
+};
+
+static struct io_uring ring;
+static bool async_io;
+static int lfd, backend_port = -1;
+static double work_ms = 3;
+static const char *key = "c5";
+
+static struct io_uring_sqe *sqe_for(struct conn *c)
+{
+	struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+
+	if (!s)
+		kp_die("kp_uring_server: submission queue full");
+	io_uring_sqe_set_data(s, c);
+	return s;
+}
+
+static void submit(struct io_uring_sqe *s)
+{
+	int err;
+
+	if (async_io)
+		io_uring_sqe_set_flags(s, IOSQE_ASYNC);
+	err = io_uring_submit(&ring);
+	if (err < 0)
+		kp_die("kp_uring_server: io_uring_submit: %s", strerror(-err));
+}
+
+static void recv_into(struct conn *c, int fd)
+{
+	struct io_uring_sqe *s = sqe_for(c);
+
+	io_uring_prep_recv(s, fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, 0);
+	submit(s);
+}
+
+static void send_out(struct conn *c, int fd)
+{
+	struct io_uring_sqe *s = sqe_for(c);
+
+	io_uring_prep_send(s, fd, c->out + c->sent, c->outlen - c->sent, 0);
+	submit(s);
+}
+
+static void start(struct conn *c, enum state st, const char *out)
+{
+	c->st = st;
+	c->len = c->sent = 0;
+	if (out) {
+		c->outlen = strlen(out);
+		memcpy(c->out, out, c->outlen + 1);
+		send_out(c, st == SEND_BACKEND ? c->bfd : c->fd);
+	} else {
+		recv_into(c, st == RECV_BACKEND ? c->bfd : c->fd);
+	}
+}
+
+/* The request (or answer) in c->buf is whole: the next step. */
+static void step(struct conn *c)
+{
+	char q[96];
+
+	switch (c->st) {
+	case RECV_REQ:
+		if (c->bfd >= 0) {
+			snprintf(q, sizeof(q), "get %s\r\n", key);
+			start(c, SEND_BACKEND, q);
+			return;
+		}
+		__attribute__((fallthrough)); /* no backend */
+	case RECV_BACKEND:
+		kp_spin_ms(work_ms);
+		start(c, SEND_RESP, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+		return;
+	case SEND_BACKEND:
+		start(c, RECV_BACKEND, NULL);
+		return;
+	case SEND_RESP:
+		start(c, RECV_REQ, NULL);
+		return;
+	case ACCEPT:
+		break;
+	}
+}
+
+static void accepted(int fd)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		kp_die("out of memory");
+	c->fd = fd;
+	c->bfd = backend_port >= 0 ? kp_connect(backend_port) : -1;
+	start(c, RECV_REQ, NULL);
+}
+
+static void finish(struct conn *c)
+{
+	close(c->fd);
+	if (c->bfd >= 0)
+		close(c->bfd);
+	free(c);
+}
+
+static void completed(struct conn *c, int res)
+{
+	const char *end = c->st == RECV_BACKEND ? "END\r\n" : "\r\n\r\n";
+
+	if (res < 0 && res != -ECONNRESET && res != -EPIPE)
+		kp_die("kp_uring_server: request in state %d: %s", (int)c->st, strerror(-res));
+	if (res < 0 || (res == 0 && c->st != SEND_BACKEND && c->st != SEND_RESP)) {
+		finish(c); /* the client is gone */
+		return;
+	}
+	if (c->st == SEND_BACKEND || c->st == SEND_RESP) {
+		c->sent += (size_t)res;
+		if (c->sent < c->outlen)
+			send_out(c, c->st == SEND_BACKEND ? c->bfd : c->fd);
+		else
+			step(c);
+		return;
+	}
+	c->len += (size_t)res;
+	c->buf[c->len] = '\0';
+	if (strstr(c->buf, end))
+		step(c);
+	else if (c->len + 1 < sizeof(c->buf))
+		recv_into(c, c->st == RECV_BACKEND ? c->bfd : c->fd);
+	else
+		kp_die("kp_uring_server: request too long");
+}
+
+int main(int argc, char **argv)
+{
+	struct conn acceptor = {.st = ACCEPT, .fd = -1, .bfd = -1};
+	int port = 0, err;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--port") && i + 1 < argc)
+			port = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--work-ms") && i + 1 < argc)
+			work_ms = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+			backend_port = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--key") && i + 1 < argc)
+			key = argv[++i];
+		else if (!strcmp(argv[i], "--async"))
+			async_io = true;
+		else
+			kp_die("usage: kp_uring_server [--port N] [--work-ms 3] "
+			       "[--backend PORT --key c5] [--async]");
+	}
+	err = io_uring_queue_init(64, &ring, 0);
+	if (err < 0)
+		kp_die("kp_uring_server: io_uring_queue_init: %s", strerror(-err));
+	kp_set_name("U1");
+	lfd = kp_listen(port, &port);
+	printf("READY pid=%d port=%d U1=%d\n", (int)getpid(), port, kp_gettid());
+	fflush(stdout);
+	io_uring_prep_accept(sqe_for(&acceptor), lfd, NULL, NULL, 0);
+	io_uring_submit(&ring);
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		struct conn *c;
+		int res;
+
+		err = io_uring_wait_cqe(&ring, &cqe);
+		if (err == -EINTR)
+			continue;
+		if (err < 0)
+			kp_die("kp_uring_server: io_uring_wait_cqe: %s", strerror(-err));
+		c = io_uring_cqe_get_data(cqe);
+		res = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+		if (c != &acceptor) {
+			completed(c, res);
+			continue;
+		}
+		if (res < 0)
+			kp_die("kp_uring_server: accept: %s", strerror(-res));
+		accepted(res);
+		io_uring_prep_accept(sqe_for(&acceptor), lfd, NULL, NULL, 0);
+		io_uring_submit(&ring);
+	}
+}
