@@ -47,13 +47,13 @@ const volatile __u8 cfg_uring = 0;
  * bpf_get_current_task_btf(), the file and the socket cast from the numbers
  * the fd table holds. The returned sock is such a pointer too.
  */
+static __always_inline struct sock *file_sock(struct file *file);
+
 static __always_inline struct sock *fd_sock(int fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt;
 	struct file **fds, *file;
-	struct socket *sock;
-	struct inode *inode;
 
 	if (fd < 0)
 		return NULL;
@@ -63,6 +63,15 @@ static __always_inline struct sock *fd_sock(int fd)
 	fds = fdt->fd;
 	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return NULL;
+	return file_sock(file);
+}
+
+/* The socket of a file (a number read from a table), or NULL. */
+static __always_inline struct sock *file_sock(struct file *file)
+{
+	struct socket *sock;
+	struct inode *inode;
+
 	file = kernel_cast(file, struct file);
 	inode = file->f_inode;
 	if (!inode || (inode->i_mode & S_IFMT) != S_IFSOCK)
@@ -731,7 +740,8 @@ __noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
  * buffer. The submission does. io_uring_submit_req keeps them, per socket
  * and direction, for the transfer that follows (uring_take, on_sock_io);
  * io_uring has prepared the request (its buffer is in the op's data) and
- * not yet issued it. Fixed files and provided buffers are not resolved.
+ * not yet issued it. Provided buffers (buffer select) are not resolved:
+ * the buffer is chosen at issue.
  */
 struct cp_uring_op {
 	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
@@ -747,12 +757,34 @@ struct {
 	__type(value, struct cp_uring_op);
 } uring_ops SEC(".maps");
 
+/* The socket behind a fixed file (IOSQE_FIXED_FILE: the SQE's fd is an
+ * index into the ring's registered files), or NULL: the table as 6.13 made
+ * it (nodes of tagged file pointers); on older kernels none. */
+static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
+{
+	struct io_ring_ctx *ctx = BPF_CORE_READ(req, ctx);
+	struct io_rsrc_node **nodes, *node = NULL;
+	unsigned long fp;
+
+	if (!bpf_core_field_exists(struct io_rsrc_node, file_ptr) ||
+	    (unsigned int)idx >= BPF_CORE_READ(ctx, file_table.data.nr))
+		return NULL;
+	nodes = BPF_CORE_READ(ctx, file_table.data.nodes);
+	if (bpf_probe_read_kernel(&node, sizeof(node), &nodes[idx & 0xffff]) || !node)
+		return NULL;
+	fp = BPF_CORE_READ(node, file_ptr);
+	if (!(fp & ~3ul)) /* FFS_NOWAIT, FFS_ISREG in the low bits */
+		return NULL;
+	return file_sock((struct file *)(fp & ~3ul));
+}
+
 static __always_inline int on_uring_submit(struct io_kiocb *req)
 {
 	__u64 id = bpf_get_current_pid_tgid(), key, buf;
 	void *data = (void *)req + bpf_core_field_offset(struct io_kiocb, cmd);
 	struct cp_uring_op fresh = {}, *op;
 	struct sock *sk;
+	__u64 flags;
 	__u8 call;
 	int fd, i;
 
@@ -789,10 +821,16 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 		return 0;
 	}
 	/* the low flag bits are the SQE's (IOSQE_FIXED_FILE_BIT, ...) */
-	if (BPF_CORE_READ(req, flags) & (REQ_F_FIXED_FILE | REQ_F_BUFFER_SELECT))
+	flags = BPF_CORE_READ(req, flags);
+	if (flags & REQ_F_BUFFER_SELECT)
 		return 0;
 	fd = BPF_CORE_READ(req, cqe.fd); /* the SQE's until completion */
-	sk = fd_sock(fd);
+	if (flags & REQ_F_FIXED_FILE) {
+		sk = fixed_sock(req, fd);
+		fd = -1; /* an index into the ring's table, not a descriptor */
+	} else {
+		sk = fd_sock(fd);
+	}
 	if (!sk)
 		return 0;
 	if (call == CP_SOCK_READ || call == CP_SOCK_WRITE || call == CP_SOCK_READV ||

@@ -15,7 +15,11 @@ the path goes through B1's 5 ms and U1's 3 ms.
 --async: every recv and send with IOSQE_ASYNC, moved by the kernel's io-wq
 workers (threads of the server named iou-wrk-PID, which no fork record
 announces): their transfers are resolved alike, and the path goes through
-the worker that read the request, by its own name."""
+the worker that read the request, by its own name.
+
+--fixed: connections accepted into the ring's registered files, recv and
+send naming them by index (IOSQE_FIXED_FILE): the socket is found in the
+ring's table; the records have the payload and fd -1 (no descriptor)."""
 import os
 import sys
 
@@ -49,11 +53,12 @@ def run(tap, mode):
     hook = {h.get("name"): h.get("status") for h in d.of("hook")}.get("io_uring_submit_req")
     moved = [r for r in d.of("sock", pid=pid, phase="exit")
              if r.get("family") == "AF_INET" and r.get("bytes", 0) > 0]
-    resolved = [r for r in moved if r.get("uring") and r.get("fd", -1) >= 0]
+    resolved = [r for r in moved if r.get("uring") and r.get("payload")
+                and (r.get("fd", -1) >= 0) == (mode != "--fixed")]
     reads = [r for r in resolved if r.get("call") == "recvfrom" and r.get("rport") != bf["port"]]
     named = [r for r in reads if str(r.get("payload", "")).startswith("GET /kp/")]
     tap.ok(f"{what}: hook io_uring_submit_req {hook}; {len(resolved)} of the server's "
-           f"{len(moved)} transfers say their request's fd; {len(named)} of {len(reads)} "
+           f"{len(moved)} transfers resolved to their request; {len(named)} of {len(reads)} "
            "request reads carry the request's bytes",
            hook == "attached" and moved and len(resolved) == len(moved) and
            len(reads) >= N and len(named) == len(reads),
@@ -74,6 +79,11 @@ def run(tap, mode):
     unexpl = K.median_ns(reqs, lambda g: g.get("category") in ("unexplained", "network"))
     tap.ok(f"{what}: nothing unexplained or a network blind spot ({K.fmt_ms(unexpl)})",
            unexpl <= 1 * MS, K.describe(mid))
+    if mode == "--fixed":
+        lat = K.median_latency(reqs)
+        tap.ok(f"{what}: median latency {K.fmt_ms(lat)}, expected ~3 ms",
+               K.near(lat, 3, abs_ms=1.5), K.describe(mid))
+        return
     if mode:
         wrk = [q for q in reqs
                if any(str(g.get("comm", "")).startswith("iou-wrk-") and g.get("pid") == pid
@@ -105,6 +115,7 @@ def main():
         K.done(tap)
     run(tap, "")
     run(tap, "--async")
+    run(tap, "--fixed")
     K.done(tap)
 
 

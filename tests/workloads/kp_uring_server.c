@@ -12,10 +12,14 @@
  * syscall when the client's connection is accepted).
  * --async: every recv and send with IOSQE_ASYNC: the kernel's io-wq
  * workers (threads "iou-wrk-PID" of this process) move the data.
+ * --fixed: connections are accepted into the ring's table of registered
+ * files (no descriptor), and recv and send name them by index
+ * (IOSQE_FIXED_FILE).
  *
  * Prints "READY pid=P port=N U1=T" once listening.
  *
  *   kp_uring_server [--port N] [--work-ms 3] [--backend PORT --key c5] [--async]
+ *                   [--fixed]
  */
 #include <liburing.h>
 
@@ -25,7 +29,7 @@ enum state { ACCEPT, RECV_REQ, SEND_BACKEND, RECV_BACKEND, SEND_RESP };
 
 struct conn {
 	enum state st;
-	int fd, bfd;	  /* the client's; the backend connection, -1 without */
+	int fd, bfd;	  /* the client's (with --fixed, its index); the backend's, -1 */
 	char buf[1024];	  /* the request, then the backend's answer */
 	size_t len, sent; /* bytes in buf; of out, sent */
 	char out[128];
@@ -33,7 +37,7 @@ struct conn {
 };
 
 static struct io_uring ring;
-static bool async_io;
+static bool async_io, fixed;
 static int lfd, backend_port = -1;
 static double work_ms = 3;
 static const char *key = "c5";
@@ -48,12 +52,15 @@ static struct io_uring_sqe *sqe_for(struct conn *c)
 	return s;
 }
 
-static void submit(struct io_uring_sqe *s)
+/* c's transfer in its state: on the client's connection (a registered
+ * file with --fixed) or the backend's */
+static void submit(struct io_uring_sqe *s, const struct conn *c)
 {
+	bool client = c->st != SEND_BACKEND && c->st != RECV_BACKEND;
 	int err;
 
-	if (async_io)
-		io_uring_sqe_set_flags(s, IOSQE_ASYNC);
+	io_uring_sqe_set_flags(s, (async_io ? IOSQE_ASYNC : 0) |
+				      (fixed && client ? IOSQE_FIXED_FILE : 0));
 	err = io_uring_submit(&ring);
 	if (err < 0)
 		kp_die("kp_uring_server: io_uring_submit: %s", strerror(-err));
@@ -64,7 +71,7 @@ static void recv_into(struct conn *c, int fd)
 	struct io_uring_sqe *s = sqe_for(c);
 
 	io_uring_prep_recv(s, fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, 0);
-	submit(s);
+	submit(s, c);
 }
 
 static void send_out(struct conn *c, int fd)
@@ -72,7 +79,7 @@ static void send_out(struct conn *c, int fd)
 	struct io_uring_sqe *s = sqe_for(c);
 
 	io_uring_prep_send(s, fd, c->out + c->sent, c->outlen - c->sent, 0);
-	submit(s);
+	submit(s, c);
 }
 
 static void start(struct conn *c, enum state st, const char *out)
@@ -129,7 +136,14 @@ static void accepted(int fd)
 
 static void finish(struct conn *c)
 {
-	close(c->fd);
+	if (fixed) {
+		struct io_uring_sqe *s = sqe_for(NULL);
+
+		io_uring_prep_close_direct(s, (unsigned)c->fd);
+		io_uring_submit(&ring);
+	} else {
+		close(c->fd);
+	}
 	if (c->bfd >= 0)
 		close(c->bfd);
 	free(c);
@@ -163,6 +177,19 @@ static void completed(struct conn *c, int res)
 		kp_die("kp_uring_server: request too long");
 }
 
+/* With --fixed, into a free slot of the registered files: res is its index. */
+static void accept_next(struct conn *acceptor)
+{
+	struct io_uring_sqe *s = sqe_for(acceptor);
+
+	if (fixed)
+		/* liburing adds 1: ALLOC - 1 asks for a free slot */
+		io_uring_prep_accept_direct(s, lfd, NULL, NULL, 0, IORING_FILE_INDEX_ALLOC - 1);
+	else
+		io_uring_prep_accept(s, lfd, NULL, NULL, 0);
+	io_uring_submit(&ring);
+}
+
 int main(int argc, char **argv)
 {
 	struct conn acceptor = {.st = ACCEPT, .fd = -1, .bfd = -1};
@@ -179,19 +206,22 @@ int main(int argc, char **argv)
 			key = argv[++i];
 		else if (!strcmp(argv[i], "--async"))
 			async_io = true;
+		else if (!strcmp(argv[i], "--fixed"))
+			fixed = true;
 		else
 			kp_die("usage: kp_uring_server [--port N] [--work-ms 3] "
-			       "[--backend PORT --key c5] [--async]");
+			       "[--backend PORT --key c5] [--async] [--fixed]");
 	}
 	err = io_uring_queue_init(64, &ring, 0);
 	if (err < 0)
 		kp_die("kp_uring_server: io_uring_queue_init: %s", strerror(-err));
+	if (fixed && (err = io_uring_register_files_sparse(&ring, 64)) < 0)
+		kp_die("kp_uring_server: io_uring_register_files_sparse: %s", strerror(-err));
 	kp_set_name("U1");
 	lfd = kp_listen(port, &port);
 	printf("READY pid=%d port=%d U1=%d\n", (int)getpid(), port, kp_gettid());
 	fflush(stdout);
-	io_uring_prep_accept(sqe_for(&acceptor), lfd, NULL, NULL, 0);
-	io_uring_submit(&ring);
+	accept_next(&acceptor);
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		struct conn *c;
@@ -205,6 +235,8 @@ int main(int argc, char **argv)
 		c = io_uring_cqe_get_data(cqe);
 		res = cqe->res;
 		io_uring_cqe_seen(&ring, cqe);
+		if (!c) /* a close_direct's */
+			continue;
 		if (c != &acceptor) {
 			completed(c, res);
 			continue;
@@ -212,7 +244,6 @@ int main(int argc, char **argv)
 		if (res < 0)
 			kp_die("kp_uring_server: accept: %s", strerror(-res));
 		accepted(res);
-		io_uring_prep_accept(sqe_for(&acceptor), lfd, NULL, NULL, 0);
-		io_uring_submit(&ring);
+		accept_next(&acceptor);
 	}
 }
