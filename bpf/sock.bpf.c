@@ -740,14 +740,17 @@ __noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
  * buffer. The submission does. io_uring_submit_req keeps them, per socket
  * and direction, for the transfer that follows (uring_take, on_sock_io);
  * io_uring has prepared the request (its buffer is in the op's data) and
- * not yet issued it. Provided buffers (buffer select) are not resolved:
- * the buffer is chosen at issue.
+ * not yet issued it. A recv with a provided buffer (buffer select) has its
+ * buffer chosen at issue: the transfer finds it in the request's message
+ * iterator then, and a multishot recv's stays for each of its transfers.
  */
 struct cp_uring_op {
 	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
+	__u64 req[2]; /* a provided buffer's request (struct io_kiocb *), else 0 */
 	__s32 fd[2];
-	__u8 call[2]; /* enum cp_sock_call; 0 (accept, never one): none pending */
-	__u8 __pad[6];
+	__u8 call[2];  /* enum cp_sock_call; 0 (accept, never one): none pending */
+	__u8 multi[2]; /* a multishot recv: pending until replaced */
+	__u8 __pad[4];
 };
 
 struct {
@@ -780,8 +783,9 @@ static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 
 static __always_inline int on_uring_submit(struct io_kiocb *req)
 {
-	__u64 id = bpf_get_current_pid_tgid(), key, buf;
+	__u64 id = bpf_get_current_pid_tgid(), key, buf = 0, reqp = 0;
 	void *data = (void *)req + bpf_core_field_offset(struct io_kiocb, cmd);
+	__u8 multi = 0;
 	struct cp_uring_op fresh = {}, *op;
 	struct sock *sk;
 	__u64 flags;
@@ -822,8 +826,13 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	}
 	/* the low flag bits are the SQE's (IOSQE_FIXED_FILE_BIT, ...) */
 	flags = BPF_CORE_READ(req, flags);
-	if (flags & REQ_F_BUFFER_SELECT)
-		return 0;
+	if (flags & REQ_F_BUFFER_SELECT) {
+		if (call != CP_SOCK_RECVFROM) /* recvmsg's has a header first */
+			return 0;
+		reqp = (__u64)req;
+		/* the SQE's ioprio: IORING_RECV_MULTISHOT */
+		multi = !!(BPF_CORE_READ((struct io_sr_msg *)data, flags) & 2);
+	}
 	fd = BPF_CORE_READ(req, cqe.fd); /* the SQE's until completion */
 	if (flags & REQ_F_FIXED_FILE) {
 		sk = fixed_sock(req, fd);
@@ -833,8 +842,10 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	}
 	if (!sk)
 		return 0;
-	if (call == CP_SOCK_READ || call == CP_SOCK_WRITE || call == CP_SOCK_READV ||
-	    call == CP_SOCK_WRITEV)
+	if (reqp)
+		;
+	else if (call == CP_SOCK_READ || call == CP_SOCK_WRITE || call == CP_SOCK_READV ||
+		 call == CP_SOCK_WRITEV)
 		buf = BPF_CORE_READ((struct io_rw *)data, addr);
 	else
 		buf = (__u64)BPF_CORE_READ((struct io_sr_msg *)data, buf);
@@ -848,9 +859,29 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	}
 	i = (call_dir(call) - 1) & 1;
 	op->buf[i] = buf;
+	op->req[i] = reqp;
 	op->fd[i] = fd;
 	op->call[i] = call;
+	op->multi[i] = multi;
 	return 0;
+}
+
+/* The provided buffer a recv request on sk is issued with: its message
+ * iterator's (one user buffer, as a single buffer's import makes it), or
+ * 0. The request must still be sk's: a multishot one is kept while it
+ * lasts, and its memory is reused after. */
+static __always_inline __u64 uring_selected(struct io_kiocb *req, struct sock *sk)
+{
+	struct io_async_msghdr *m;
+
+	if (!bpf_core_field_exists(struct io_async_msghdr, msg) ||
+	    file_sock(BPF_CORE_READ(req, file)) != sk)
+		return 0;
+	m = BPF_CORE_READ(req, async_data);
+	if (!m || BPF_CORE_READ(m, msg.msg_iter.iter_type) !=
+		      bpf_core_enum_value(enum iter_type, ITER_UBUF))
+		return 0;
+	return (__u64)BPF_CORE_READ(m, msg.msg_iter.ubuf);
 }
 
 /* The submitted request this transfer on sk is, if one is pending in its
@@ -865,9 +896,10 @@ static __always_inline void uring_take(struct sock *sk, int dir, struct cp_infli
 		return;
 	in->call = op->call[i];
 	in->fd = op->fd[i];
-	in->arg0 = op->buf[i];
+	in->arg0 = op->req[i] ? uring_selected((struct io_kiocb *)op->req[i], sk) : op->buf[i];
 	in->uring = 1;
-	op->call[i] = 0;
+	if (!op->multi[i])
+		op->call[i] = 0;
 }
 
 SEC("tp_btf/io_uring_submit_req")

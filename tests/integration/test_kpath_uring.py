@@ -19,7 +19,11 @@ the worker that read the request, by its own name.
 
 --fixed: connections accepted into the ring's registered files, recv and
 send naming them by index (IOSQE_FIXED_FILE): the socket is found in the
-ring's table; the records have the payload and fd -1 (no descriptor)."""
+ring's table; the records have the payload and fd -1 (no descriptor).
+
+--bufsel: one multishot recv per connection into buffers the kernel picks
+from a ring of provided buffers: each read's bytes are found in the
+buffer picked for it."""
 import os
 import sys
 
@@ -79,7 +83,7 @@ def run(tap, mode):
     unexpl = K.median_ns(reqs, lambda g: g.get("category") in ("unexplained", "network"))
     tap.ok(f"{what}: nothing unexplained or a network blind spot ({K.fmt_ms(unexpl)})",
            unexpl <= 1 * MS, K.describe(mid))
-    if mode == "--fixed":
+    if mode in ("--fixed", "--bufsel"):
         lat = K.median_latency(reqs)
         tap.ok(f"{what}: median latency {K.fmt_ms(lat)}, expected ~3 ms",
                K.near(lat, 3, abs_ms=1.5), K.describe(mid))
@@ -116,6 +120,7 @@ def main():
     run(tap, "")
     run(tap, "--async")
     run(tap, "--fixed")
+    run(tap, "--bufsel")
     K.done(tap)
 
 

@@ -15,11 +15,14 @@
  * --fixed: connections are accepted into the ring's table of registered
  * files (no descriptor), and recv and send name them by index
  * (IOSQE_FIXED_FILE).
+ * --bufsel: the client's requests are read by one multishot recv per
+ * connection into buffers the kernel picks from a ring of provided buffers
+ * (IOSQE_BUFFER_SELECT), as high-rate io_uring servers read.
  *
  * Prints "READY pid=P port=N U1=T" once listening.
  *
  *   kp_uring_server [--port N] [--work-ms 3] [--backend PORT --key c5] [--async]
- *                   [--fixed]
+ *                   [--fixed] [--bufsel]
  */
 #include <liburing.h>
 
@@ -34,10 +37,16 @@ struct conn {
 	size_t len, sent; /* bytes in buf; of out, sent */
 	char out[128];
 	size_t outlen;
+	bool armed; /* --bufsel: its multishot recv is armed */
 };
 
+/* --bufsel: the ring of provided buffers (group BGID) */
+enum { NBUF = 16, BUFSZ = 1024, BGID = 7 };
+static struct io_uring_buf_ring *br;
+static char *bufs;
+
 static struct io_uring ring;
-static bool async_io, fixed;
+static bool async_io, fixed, bufsel;
 static int lfd, backend_port = -1;
 static double work_ms = 3;
 static const char *key = "c5";
@@ -60,16 +69,49 @@ static void submit(struct io_uring_sqe *s, const struct conn *c)
 	int err;
 
 	io_uring_sqe_set_flags(s, (async_io ? IOSQE_ASYNC : 0) |
-				      (fixed && client ? IOSQE_FIXED_FILE : 0));
+				      (fixed && client ? IOSQE_FIXED_FILE : 0) |
+				      (bufsel && c->st == RECV_REQ ? IOSQE_BUFFER_SELECT : 0));
 	err = io_uring_submit(&ring);
 	if (err < 0)
 		kp_die("kp_uring_server: io_uring_submit: %s", strerror(-err));
 }
 
+static void bufs_init(void)
+{
+	struct io_uring_buf_reg reg = {0};
+	int err;
+
+	if (posix_memalign((void **)&br, 4096, NBUF * sizeof(struct io_uring_buf)) ||
+	    !(bufs = malloc(NBUF * BUFSZ)))
+		kp_die("out of memory");
+	reg.ring_addr = (unsigned long)br;
+	reg.ring_entries = NBUF;
+	reg.bgid = BGID;
+	err = io_uring_register_buf_ring(&ring, &reg, 0);
+	if (err)
+		kp_die("kp_uring_server: io_uring_register_buf_ring: %s", strerror(-err));
+	io_uring_buf_ring_init(br);
+	for (int i = 0; i < NBUF; i++)
+		io_uring_buf_ring_add(br, bufs + i * BUFSZ, BUFSZ, (unsigned short)i,
+				      io_uring_buf_ring_mask(NBUF), i);
+	io_uring_buf_ring_advance(br, NBUF);
+}
+
 static void recv_into(struct conn *c, int fd)
 {
-	struct io_uring_sqe *s = sqe_for(c);
+	struct io_uring_sqe *s;
 
+	if (bufsel && c->st == RECV_REQ) {
+		if (c->armed)
+			return; /* its next completion brings the bytes */
+		s = sqe_for(c);
+		io_uring_prep_recv_multishot(s, fd, NULL, 0, 0);
+		s->buf_group = BGID;
+		c->armed = true;
+		submit(s, c);
+		return;
+	}
+	s = sqe_for(c);
 	io_uring_prep_recv(s, fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, 0);
 	submit(s, c);
 }
@@ -149,7 +191,7 @@ static void finish(struct conn *c)
 	free(c);
 }
 
-static void completed(struct conn *c, int res)
+static void completed(struct conn *c, int res, unsigned flags)
 {
 	const char *end = c->st == RECV_BACKEND ? "END\r\n" : "\r\n\r\n";
 
@@ -167,6 +209,18 @@ static void completed(struct conn *c, int res)
 			step(c);
 		return;
 	}
+	if (flags & IORING_CQE_F_BUFFER) { /* --bufsel: the buffer the kernel picked */
+		unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
+
+		if (bid >= NBUF || c->len + (size_t)res >= sizeof(c->buf))
+			kp_die("kp_uring_server: buffer %u, %d bytes", bid, res);
+		memcpy(c->buf + c->len, bufs + bid * BUFSZ, (size_t)res);
+		io_uring_buf_ring_add(br, bufs + bid * BUFSZ, BUFSZ, (unsigned short)bid,
+				      io_uring_buf_ring_mask(NBUF), 0);
+		io_uring_buf_ring_advance(br, 1);
+	}
+	if (bufsel && c->st == RECV_REQ && !(flags & IORING_CQE_F_MORE))
+		c->armed = false; /* ended: armed again at the next read */
 	c->len += (size_t)res;
 	c->buf[c->len] = '\0';
 	if (strstr(c->buf, end))
@@ -208,15 +262,19 @@ int main(int argc, char **argv)
 			async_io = true;
 		else if (!strcmp(argv[i], "--fixed"))
 			fixed = true;
+		else if (!strcmp(argv[i], "--bufsel"))
+			bufsel = true;
 		else
 			kp_die("usage: kp_uring_server [--port N] [--work-ms 3] "
-			       "[--backend PORT --key c5] [--async] [--fixed]");
+			       "[--backend PORT --key c5] [--async] [--fixed] [--bufsel]");
 	}
 	err = io_uring_queue_init(64, &ring, 0);
 	if (err < 0)
 		kp_die("kp_uring_server: io_uring_queue_init: %s", strerror(-err));
 	if (fixed && (err = io_uring_register_files_sparse(&ring, 64)) < 0)
 		kp_die("kp_uring_server: io_uring_register_files_sparse: %s", strerror(-err));
+	if (bufsel)
+		bufs_init();
 	kp_set_name("U1");
 	lfd = kp_listen(port, &port);
 	printf("READY pid=%d port=%d U1=%d\n", (int)getpid(), port, kp_gettid());
@@ -225,6 +283,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		struct conn *c;
+		unsigned flags;
 		int res;
 
 		err = io_uring_wait_cqe(&ring, &cqe);
@@ -234,11 +293,12 @@ int main(int argc, char **argv)
 			kp_die("kp_uring_server: io_uring_wait_cqe: %s", strerror(-err));
 		c = io_uring_cqe_get_data(cqe);
 		res = cqe->res;
+		flags = cqe->flags;
 		io_uring_cqe_seen(&ring, cqe);
 		if (!c) /* a close_direct's */
 			continue;
 		if (c != &acceptor) {
-			completed(c, res);
+			completed(c, res, flags);
 			continue;
 		}
 		if (res < 0)
