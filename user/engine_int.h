@@ -307,6 +307,10 @@ struct engine {
 
 void engine__free_result(struct engine *e);
 
+/* *arr grown to hold need elements, its capacity doubled from *cap (from
+ * first when 0); -ENOMEM leaves it as it was. */
+int grow_array(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first);
+/* The engine's arrays, from 64. */
 int engine__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
 /* The SKU of a cpu segment: its recording's label, else its CPU's model */

@@ -11,22 +11,28 @@
 #include "engine_int.h"
 #include "model.h"
 
-int engine__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+int grow_array(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first)
 {
-	uint32_t ncap;
+	uint32_t n = *cap ? *cap : first;
 	void *p;
 
 	if (need <= *cap)
 		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, (size_t)ncap * elem);
+	if (need > UINT32_MAX / 2)
+		return -ENOMEM;
+	while (n < need)
+		n *= 2;
+	p = realloc(*arr, (size_t)n * elem);
 	if (!p)
 		return -ENOMEM;
 	*arr = p;
-	*cap = ncap;
+	*cap = n;
 	return 0;
+}
+
+int engine__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	return grow_array(arr, cap, need, elem, 64);
 }
 
 uint64_t bucket__lo(uint32_t b)

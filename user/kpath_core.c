@@ -18,21 +18,10 @@
 #define KP_PRUNE_EVERY 65536u
 #define KP_HOLD_MAX_NS 30000000000ull
 
+/* From 8: a connection's or thread's arrays are many and mostly short. */
 int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
-	uint32_t n = *cap ? *cap : 8;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	p = realloc(*arr, (size_t)n * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = n;
-	return 0;
+	return grow_array(arr, cap, need, elem, 8);
 }
 
 int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem)
