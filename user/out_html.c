@@ -177,8 +177,6 @@ static void html__skus(struct jw *w, const struct engine_result *r)
 
 static void html__segment(struct jw *w, const struct cp_request *q, const struct cp_segment *s)
 {
-	uint32_t i;
-
 	jw__map_open(w);
 	jw__key(w, "o");
 	jw__int(w, (int64_t)(s->start_ns - q->start_ns));
@@ -198,43 +196,12 @@ static void html__segment(struct jw *w, const struct cp_request *q, const struct
 		jw__key(w, "comm");
 		jw__str(w, s->comm);
 	}
-	if (s->cpu >= 0) {
-		jw__key(w, "cpu");
-		jw__int(w, s->cpu);
-	}
-	if (s->peer) {
-		jw__key(w, "peer");
-		jw__str(w, s->peer);
-	}
-	if (s->span_id) {
-		jw__key(w, "span_id");
-		jw__str(w, s->span_id);
-	}
-	if (s->service) {
-		jw__key(w, "service");
-		jw__str(w, s->service);
-	}
-	if (s->operation) {
-		jw__key(w, "operation");
-		jw__str(w, s->operation);
-	}
-	if (s->nculprits) {
-		jw__key(w, "culprits");
-		jw__arr_open(w);
-		for (i = 0; i < s->nculprits; i++) {
-			jw__map_open(w);
-			jw__key(w, "comm");
-			jw__str(w, s->culprits[i].comm);
-			jw__key(w, "pid");
-			jw__int(w, s->culprits[i].pid);
-			jw__key(w, "tid");
-			jw__int(w, s->culprits[i].tid);
-			jw__key(w, "ns");
-			jw__int(w, (int64_t)s->culprits[i].ns);
-			jw__map_close(w);
-		}
-		jw__arr_close(w);
-	}
+	jw__opt_int(w, "cpu", s->cpu);
+	jw__opt_str(w, "peer", s->peer);
+	jw__opt_str(w, "span_id", s->span_id);
+	jw__opt_str(w, "service", s->service);
+	jw__opt_str(w, "operation", s->operation);
+	jw__culprits(w, s->culprits, s->nculprits);
 	jw__map_close(w);
 }
 

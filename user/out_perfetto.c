@@ -302,8 +302,6 @@ static void pf__frames_arg(struct jw *w, const struct cp_segment *s)
 
 static void pf__seg_args(struct jw *w, const struct cp_request *q, const struct cp_segment *s)
 {
-	uint32_t i;
-
 	jw__key(w, "args");
 	jw__map_open(w);
 	jw__key(w, "request");
@@ -315,49 +313,13 @@ static void pf__seg_args(struct jw *w, const struct cp_request *q, const struct 
 	jw__int(w, (int64_t)(s->end_ns - s->start_ns));
 	jw__key(w, "interference");
 	jw__bool(w, s->interference);
-	if (s->cpu >= 0) {
-		jw__key(w, "cpu");
-		jw__int(w, s->cpu);
-	}
-	if (s->cpu_model) {
-		jw__key(w, "cpu_model");
-		jw__str(w, s->cpu_model);
-	}
-	if (s->sku) {
-		jw__key(w, "sku");
-		jw__str(w, s->sku);
-	}
-	if (s->peer) {
-		jw__key(w, "peer");
-		jw__str(w, s->peer);
-	}
-	if (s->span_id) {
-		jw__key(w, "span_id");
-		jw__str(w, s->span_id);
-	}
-	if (s->operation) {
-		jw__key(w, "operation");
-		jw__str(w, s->operation);
-	}
-	if (s->nculprits) {
-		jw__key(w, "culprits");
-		jw__arr_open(w);
-		for (i = 0; i < s->nculprits; i++) {
-			const struct cp_culprit *c = &s->culprits[i];
-
-			jw__map_open(w);
-			jw__key(w, "comm");
-			jw__str(w, c->comm);
-			jw__key(w, "pid");
-			jw__int(w, c->pid);
-			jw__key(w, "tid");
-			jw__int(w, c->tid);
-			jw__key(w, "ns");
-			jw__int(w, (int64_t)c->ns);
-			jw__map_close(w);
-		}
-		jw__arr_close(w);
-	}
+	jw__opt_int(w, "cpu", s->cpu);
+	jw__opt_str(w, "cpu_model", s->cpu_model);
+	jw__opt_str(w, "sku", s->sku);
+	jw__opt_str(w, "peer", s->peer);
+	jw__opt_str(w, "span_id", s->span_id);
+	jw__opt_str(w, "operation", s->operation);
+	jw__culprits(w, s->culprits, s->nculprits);
 	jw__map_close(w);
 }
 

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <yajl/yajl_gen.h>
 
+#include "model.h"
+
 struct jw {
 	yajl_gen g;
 	FILE *f;
@@ -163,6 +165,47 @@ static inline void jw__arr_close(struct jw *w)
 {
 	if (!w->err)
 		jw__check(w, yajl_gen_array_close(w->g));
+}
+
+/* "k": s, when there is an s */
+static inline void jw__opt_str(struct jw *w, const char *k, const char *s)
+{
+	if (s) {
+		jw__key(w, k);
+		jw__str(w, s);
+	}
+}
+
+/* "k": v, when v is one (not negative) */
+static inline void jw__opt_int(struct jw *w, const char *k, int64_t v)
+{
+	if (v >= 0) {
+		jw__key(w, k);
+		jw__int(w, v);
+	}
+}
+
+/* A segment's culprits, "culprits": [{comm, pid, tid, ns}, ...], when it
+ * has any */
+static inline void jw__culprits(struct jw *w, const struct cp_culprit *c, uint32_t n)
+{
+	if (!n)
+		return;
+	jw__key(w, "culprits");
+	jw__arr_open(w);
+	for (uint32_t i = 0; i < n; i++) {
+		jw__map_open(w);
+		jw__key(w, "comm");
+		jw__str(w, c[i].comm);
+		jw__key(w, "pid");
+		jw__int(w, c[i].pid);
+		jw__key(w, "tid");
+		jw__int(w, c[i].tid);
+		jw__key(w, "ns");
+		jw__int(w, (int64_t)c[i].ns);
+		jw__map_close(w);
+	}
+	jw__arr_close(w);
 }
 
 #endif /* CRITPATH_OUT_YAJL_H */
