@@ -187,6 +187,19 @@ def service_requests(rep, port):
             if str(q.get("service", "")).rsplit(":", 1)[-1] == str(port)]
 
 
+def served(tap, what, rep, port, n, path, service="kp_server", slack=1):
+    """The requests the service on `port` served, by latency, and the median
+    one ({} for none), after checking every request's tiling and that n were
+    found (n - slack at least)."""
+    reqs = sorted(service_requests(rep, port), key=lambda q: q["latency_ns"])
+    check_tiling(tap, what, rep.get("requests", []))
+    tap.ok(f"{what}: {len(reqs)} requests of {service}:{port} found, {n} sent",
+           n - slack <= len(reqs) <= n,
+           f"services: {sorted({q.get('service') for q in rep.get('requests', [])})}\n"
+           f"recording {path}")
+    return reqs, reqs[len(reqs) // 2] if reqs else {}
+
+
 def tiling_errors(req):
     """DESIGN.md section 5: segments tile [start_ns, end_ns] exactly, none of them
     empty (a zero-length step is not a step of the path)."""

@@ -67,12 +67,8 @@ def main():
     K.stop(backend)
     if rep is None:
         K.done(tap)
-    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
-    mid = reqs[len(reqs) // 2] if reqs else {}
-    K.check_tiling(tap, "go", rep.get("requests", []))
     n = CLIENTS * N
-    tap.ok(f"go: {len(reqs)} requests of kp_goserver:{port} found, {n} sent",
-           n - CLIENTS <= len(reqs) <= n, f"recording {path}")
+    reqs, mid = K.served(tap, "go", rep, port, n, path, service="kp_goserver", slack=CLIENTS)
     named = sum(1 for q in reqs if q.get("name") == "GET /kp/{n}")
     tap.ok(f"go: {named} of them named 'GET /kp/{{n}}'", named == len(reqs),
            f"names: {sorted(set(q.get('name') for q in reqs))}")

@@ -35,13 +35,7 @@ def main():
     K.stop(server)
     if rep is None:
         K.done(tap)
-    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
-    mid = reqs[len(reqs) // 2] if reqs else {}
-    K.check_tiling(tap, "lock", rep.get("requests", []))
-    tap.ok(f"lock: {len(reqs)} requests of kp_server:{port} found, {N} sent",
-           N - 1 <= len(reqs) <= N,
-           f"services: {sorted({q.get('service') for q in rep.get('requests', [])})}\n"
-           f"recording {path}")
+    reqs, mid = K.served(tap, "lock", rep, port, N, path)
     if not reqs:
         K.done(tap)
     # bg holds the lock for 12 ms of *CPU* time: on an idle machine the request

@@ -61,13 +61,7 @@ def main():
     K.stop(backend)
     if rep is None:
         K.done(tap)
-    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
-    mid = reqs[len(reqs) // 2] if reqs else {}
-    K.check_tiling(tap, "nginx", rep.get("requests", []))
-    tap.ok(f"nginx: {len(reqs)} requests of nginx:{port} found, {N} sent",
-           N - 1 <= len(reqs) <= N,
-           f"services: {sorted({q.get('service') for q in rep.get('requests', [])})}\n"
-           f"recording {path}")
+    reqs, mid = K.served(tap, "nginx", rep, port, N, path, service="nginx")
     if not reqs:
         K.done(tap)
     tap.ok("nginx: named 'GET /kp/{n}'", all(q.get("name") == "GET /kp/{n}" for q in reqs),

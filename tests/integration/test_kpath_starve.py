@@ -27,11 +27,7 @@ def main():
     K.stop(server)
     if rep is None:
         K.done(tap)
-    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
-    mid = reqs[len(reqs) // 2] if reqs else {}
-    K.check_tiling(tap, "starve", rep.get("requests", []))
-    tap.ok(f"starve: {len(reqs)} requests of kp_server:{port} found, {N} sent",
-           N - 1 <= len(reqs) <= N, f"recording {path}")
+    reqs, mid = K.served(tap, "starve", rep, port, N, path)
     if not reqs:
         K.done(tap)
     def culprit_ns(q):

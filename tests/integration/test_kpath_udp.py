@@ -60,11 +60,7 @@ def run(tap, traced_backend, extra=()):
                "recvfroms (unconnected socket) say their sender",
                hook == "attached" and reads and len(said) == len(reads),
                f"{[r for r in reads if r not in said][:3]}")
-    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
-    mid = reqs[len(reqs) // 2] if reqs else {}
-    K.check_tiling(tap, what, rep.get("requests", []))
-    tap.ok(f"{what}: {len(reqs)} requests of kp_server:{port} found, {N} sent",
-           N - 1 <= len(reqs) <= N, f"recording {path}")
+    reqs, mid = K.served(tap, what, rep, port, N, path)
     if not reqs:
         return
     lat = K.median_latency(reqs)

@@ -29,11 +29,7 @@ def main():
     K.stop(backend)
     if rep is None:
         K.done(tap)
-    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
-    mid = reqs[len(reqs) // 2] if reqs else {}
-    K.check_tiling(tap, "untraced", rep.get("requests", []))
-    tap.ok(f"untraced: {len(reqs)} requests of kp_server:{port} found, {N} sent",
-           N - 1 <= len(reqs) <= N, f"recording {path}")
+    reqs, mid = K.served(tap, "untraced", rep, port, N, path)
     tap.ok("untraced: no request of the untraced backend reported",
            not K.service_requests(rep, bf["port"]), "")
     if not reqs:

@@ -67,11 +67,7 @@ def run(tap, mode):
            hook == "attached" and moved and len(resolved) == len(moved) and
            len(reads) >= N and len(named) == len(reads),
            f"{[r for r in moved if r not in resolved][:3]}\n{[r for r in reads][:2]}")
-    reqs = sorted(K.service_requests(rep, port), key=lambda q: q["latency_ns"])
-    mid = reqs[len(reqs) // 2] if reqs else {}
-    K.check_tiling(tap, what, rep.get("requests", []))
-    tap.ok(f"{what}: {len(reqs)} requests of U1:{port} found, {N} sent",
-           N - 1 <= len(reqs) <= N, f"recording {path}")
+    reqs, mid = K.served(tap, what, rep, port, N, path, service="U1")
     if not reqs:
         return
     names = sorted({q.get("name") for q in reqs})
