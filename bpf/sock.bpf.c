@@ -247,14 +247,42 @@ static __always_inline void udp_arrival(bool btf, struct sock *sk, struct cp_inf
 		udp_from_put(in, &f, true);
 }
 
+/* A sockaddr_in or sockaddr_in6 of in's family (user memory, or kernel
+ * memory for !user) as in's remote end. */
+static __always_inline void sockaddr_put(struct cp_inflight *in, const void *name, bool user)
+{
+	__u16 sa[2]; /* family, port */
+	__u32 a4;
+	long err;
+
+	err = user ? bpf_probe_read_user(sa, sizeof(sa), name)
+		   : bpf_probe_read_kernel(sa, sizeof(sa), name);
+	if (err)
+		return;
+	if (sa[0] == AF_INET && in->family == AF_INET) {
+		err = user ? bpf_probe_read_user(&a4, sizeof(a4), name + 4)
+			   : bpf_probe_read_kernel(&a4, sizeof(a4), name + 4);
+		if (err)
+			return;
+		addr4_put(in->raddr, a4, in->family);
+	} else if (sa[0] == AF_INET6 && in->family == AF_INET6) {
+		/* sockaddr_in6: the address after the flow info */
+		err = user ? bpf_probe_read_user(in->raddr, CP_ADDR_LEN, name + 8)
+			   : bpf_probe_read_kernel(in->raddr, CP_ADDR_LEN, name + 8);
+		if (err)
+			return;
+	} else {
+		return;
+	}
+	in->rport = bpf_ntohs(sa[1]);
+}
+
 /* Where an unconnected UDP socket's write goes: the call's own address
  * (sendto's dest_addr, its 5th argument; sendmsg's msg_name, in the msghdr
  * in->arg0 points to; sendmmsg's first message's). */
 static __always_inline void udp_dest(struct cp_inflight *in, __u64 arg5)
 {
 	const void *name = NULL;
-	__u16 sa[2]; /* family, port */
-	__u32 a4;
 
 	if (in->call == CP_SOCK_SENDTO) {
 		name = (const void *)arg5;
@@ -266,20 +294,8 @@ static __always_inline void udp_dest(struct cp_inflight *in, __u64 arg5)
 					msg + offsetof(struct user_msghdr, msg_name)))
 			return;
 	}
-	if (!name || bpf_probe_read_user(sa, sizeof(sa), name))
-		return;
-	if (sa[0] == AF_INET && in->family == AF_INET) {
-		if (bpf_probe_read_user(&a4, sizeof(a4), name + 4))
-			return;
-		addr4_put(in->raddr, a4, in->family);
-	} else if (sa[0] == AF_INET6 && in->family == AF_INET6) {
-		/* sockaddr_in6: the address after the flow info */
-		if (bpf_probe_read_user(in->raddr, CP_ADDR_LEN, name + 8))
-			return;
-	} else {
-		return;
-	}
-	in->rport = bpf_ntohs(sa[1]);
+	if (name)
+		sockaddr_put(in, name, true);
 }
 
 static __always_inline int call_dir(__u8 call)
@@ -325,11 +341,9 @@ static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
 
 	if (cfg_empty_programs || !tgid_is_target(id >> 32))
 		return 1; /* 1: the call goes on, its address untouched */
-	/* a read's record takes it, not an io_uring request's */
-	task = bpf_get_current_task_btf();
-	code = syscall_code(regs_syscall((struct pt_regs *)bpf_task_pt_regs(task)));
-	if (code >> 8 != INFLIGHT_SOCK || call_dir(code & 0xff) != SOCK_DIR_READ)
-		return 1;
+	/* the default capture records every datagram read, in a syscall or
+	 * an io_uring request, at sock_recv_length right after this: its
+	 * record takes the sender. --all-syscalls records read syscalls. */
 	if (!cfg_lean) {
 		/* --all-syscalls: the record is made at the call's exit, from
 		 * its slot; none for a call begun before the recording. One
@@ -337,6 +351,10 @@ static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
 		struct cp_inflight *in = inflight_get();
 		struct cp_udp_from *kept;
 
+		task = bpf_get_current_task_btf();
+		code = syscall_code(regs_syscall((struct pt_regs *)bpf_task_pt_regs(task)));
+		if (code >> 8 != INFLIGHT_SOCK || call_dir(code & 0xff) != SOCK_DIR_READ)
+			return 1;
 		if (!in || in->kind != INFLIGHT_SOCK)
 			return 1;
 		kept = bpf_map_lookup_elem(&udp_senders, &id);
@@ -746,7 +764,9 @@ __noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
  */
 struct cp_uring_op {
 	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
-	__u64 req[2]; /* a provided buffer's request (struct io_kiocb *), else 0 */
+	/* struct io_kiocb *: a recv's with a provided buffer, a send's (its
+	 * destination, for an unconnected UDP socket); else 0 */
+	__u64 req[2];
 	__s32 fd[2];
 	__u8 call[2];  /* enum cp_sock_call; 0 (accept, never one): none pending */
 	__u8 multi[2]; /* a multishot recv: pending until replaced */
@@ -849,6 +869,8 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 		buf = BPF_CORE_READ((struct io_rw *)data, addr);
 	else
 		buf = (__u64)BPF_CORE_READ((struct io_sr_msg *)data, buf);
+	if (call == CP_SOCK_SENDTO)
+		reqp = (__u64)req; /* a destination of its own: io_send's msg_name */
 	key = (__u64)sk;
 	op = bpf_map_lookup_elem(&uring_ops, &key);
 	if (!op) {
@@ -885,21 +907,39 @@ static __always_inline __u64 uring_selected(struct io_kiocb *req, struct sock *s
 }
 
 /* The submitted request this transfer on sk is, if one is pending in its
- * direction: its call, fd and buffer into in. */
-static __always_inline void uring_take(struct sock *sk, int dir, struct cp_inflight *in)
+ * direction: its call, fd and buffer into in; a send's request (for its
+ * destination, uring_dest), else 0. */
+static __always_inline __u64 uring_take(struct sock *sk, int dir, struct cp_inflight *in)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = (__u64)sk, req;
 	struct cp_uring_op *op = bpf_map_lookup_elem(&uring_ops, &key);
 	int i = (dir - 1) & 1;
 
 	if (!op || !op->call[i])
-		return;
+		return 0;
+	req = op->req[i];
 	in->call = op->call[i];
 	in->fd = op->fd[i];
-	in->arg0 = op->req[i] ? uring_selected((struct io_kiocb *)op->req[i], sk) : op->buf[i];
+	in->arg0 =
+	    req && dir == SOCK_DIR_READ ? uring_selected((struct io_kiocb *)req, sk) : op->buf[i];
 	in->uring = 1;
 	if (!op->multi[i])
 		op->call[i] = 0;
+	return dir == SOCK_DIR_WRITE ? req : 0;
+}
+
+/* Where an io_uring send on an unconnected UDP socket goes: the address it
+ * was submitted with, copied into the request's message header (kernel
+ * memory, unlike a syscall's). */
+static __always_inline void uring_dest(struct cp_inflight *in, struct io_kiocb *req)
+{
+	struct io_async_msghdr *m;
+
+	if (!bpf_core_field_exists(struct io_async_msghdr, msg))
+		return;
+	m = BPF_CORE_READ(req, async_data);
+	if (m && BPF_CORE_READ(m, msg.msg_name))
+		sockaddr_put(in, BPF_CORE_READ(m, msg.msg_name), false);
 }
 
 SEC("tp_btf/io_uring_submit_req")
@@ -933,7 +973,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	struct cp_sock_state *st;
 	struct pt_regs *regs;
 	__u32 unsent = 0;
-	__u64 blocked;
+	__u64 blocked, sent = 0;
 	__u16 code;
 
 	if (!tgid_is_target(id >> 32))
@@ -955,7 +995,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	if (ret < 0 || (ret == 0 && dir == SOCK_DIR_WRITE))
 		return 0; /* an io_uring request's EAGAIN: it is retried later */
 	if (!code && cfg_uring)
-		uring_take(sk, dir, &in);
+		sent = uring_take(sk, dir, &in);
 	st = bpf_sk_storage_get(&sock_slots, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (st && !st->tgid)
 		st->tgid = id >> 32;
@@ -964,9 +1004,15 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	in.kind = INFLIGHT_SOCK;
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
-	if (code && dir == SOCK_DIR_WRITE && in.sock_type == SOCK_DGRAM && !in.rport &&
-	    (in.family == AF_INET || in.family == AF_INET6))
-		udp_dest(&in, PT_REGS_PARM5_SYSCALL(regs));
+	if (dir == SOCK_DIR_WRITE && in.sock_type == SOCK_DGRAM && !in.rport &&
+	    (in.family == AF_INET || in.family == AF_INET6)) {
+		if (code)
+			udp_dest(&in, PT_REGS_PARM5_SYSCALL(regs));
+		else if (sent) /* an io_uring send's own destination */
+			uring_dest(&in, (struct io_kiocb *)sent);
+		else if (in.uring) /* an io_uring sendmsg's: its msghdr */
+			udp_dest(&in, 0);
+	}
 	if (dir == SOCK_DIR_READ && in.sock_type == SOCK_DGRAM)
 		udp_read_from(&in, !in.rport && (in.family == AF_INET || in.family == AF_INET6));
 	if (sk_is_tcp(true, sk, in.family)) {

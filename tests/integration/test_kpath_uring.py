@@ -23,8 +23,14 @@ ring's table; the records have the payload and fd -1 (no descriptor).
 
 --bufsel: one multishot recv per connection into buffers the kernel picks
 from a ring of provided buffers: each read's bytes are found in the
-buffer picked for it."""
+buffer picked for it.
+
+--udp: a datagram server on the ring (recvmsg asking for the sender,
+answers by sendmsg and by send with a destination): every transfer has its
+peer (the reads' from the cgroup recvmsg hook, the sends' from the
+request), so each datagram is a request of its flow, named "get"."""
 import os
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -105,6 +111,56 @@ def run(tap, mode):
            K.describe(mid))
 
 
+def udp_client(port, n):
+    """n "get c1" datagrams to port, from two sockets in turn, each answered
+    before the next."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+    try:
+        for i in range(n):
+            s = socks[i % 2]
+            s.settimeout(10)
+            s.sendto(b"get c1\r\n", ("127.0.0.1", port))
+            d, _ = s.recvfrom(512)
+            if not d.endswith(b"END\r\n"):
+                raise RuntimeError(f"answer {i}: {d!r}")
+    finally:
+        for s in socks:
+            s.close()
+
+
+def run_udp(tap):
+    what = "uring --udp"
+    server, sf = K.start_ready([os.path.join(WORKLOADS, "kp_uring_server"), "--udp",
+                                "--work-ms", "3"])
+    port, u1, pid = sf["port"], sf["U1"], sf["pid"]
+    rep, path = K.record_workload(tap, "uring_udp", [pid], lambda: udp_client(port, N))
+    K.stop(server)
+    if rep is None:
+        return
+    d = R.Dump(path)
+    moved = [r for r in d.of("sock", pid=pid, phase="exit") if r.get("bytes", 0) > 0]
+    # the first read was submitted before the recording began
+    resolved = [r for r in moved[1:] if r.get("uring") and r.get("payload")]
+    peers = [r for r in moved if r.get("raddr") == "127.0.0.1" and r.get("rport")]
+    sends = {r.get("call") for r in moved if r.get("call", "").startswith("send")}
+    tap.ok(f"{what}: {len(resolved)} of the server's {len(moved) - 1} transfers after the "
+           f"first resolved to their request, {len(peers)} of {len(moved)} name their peer; "
+           f"answered by {sorted(sends)}",
+           len(moved) >= 2 * N - 1 and len(resolved) == len(moved) - 1 and
+           len(peers) == len(moved) and sends == {"sendmsg", "sendto"},
+           f"{[r for r in moved[1:] if r not in resolved][:3]}")
+    reqs, mid = K.served(tap, what, rep, port, N, path, service="U1")
+    if not reqs:
+        return
+    named = [q for q in reqs if q.get("name") == "get"]
+    tap.ok(f"{what}: {len(named)} of {len(reqs)} requests named 'get' (the first's read "
+           "was submitted before the recording)", len(named) >= len(reqs) - 1,
+           f"names: {sorted({q.get('name') for q in reqs})}")
+    cpu = K.median_ns(reqs, lambda g: g.get("tid") == u1 and g.get("category") == "cpu")
+    tap.ok(f"{what}: U1's CPU {K.fmt_ms(cpu)}, expected ~3 ms", K.near(cpu, 3, abs_ms=1.5),
+           K.describe(mid))
+
+
 def main():
     tap = Tap()
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
@@ -117,6 +173,7 @@ def main():
     run(tap, "--async")
     run(tap, "--fixed")
     run(tap, "--bufsel")
+    run_udp(tap)
     K.done(tap)
 
 

@@ -19,10 +19,15 @@
  * connection into buffers the kernel picks from a ring of provided buffers
  * (IOSQE_BUFFER_SELECT), as high-rate io_uring servers read.
  *
+ * --udp: a datagram server instead, on an unconnected UDP socket: each
+ * datagram ("get KEY\r\n", memcached's text) is read by an io_uring recvmsg
+ * that asks for its sender, costs --work-ms, and is answered to that sender
+ * by a sendmsg (even requests) or a send with a destination (odd ones).
+ *
  * Prints "READY pid=P port=N U1=T" once listening.
  *
  *   kp_uring_server [--port N] [--work-ms 3] [--backend PORT --key c5] [--async]
- *                   [--fixed] [--bufsel]
+ *                   [--fixed] [--bufsel] [--udp]
  */
 #include <liburing.h>
 
@@ -244,9 +249,62 @@ static void accept_next(struct conn *acceptor)
 	io_uring_submit(&ring);
 }
 
+/* --udp: one datagram at a time, from its read to its answer. */
+static void udp_serve(int fd)
+{
+	struct sockaddr_in from;
+	char buf[512], out[160], key_[64];
+	struct iovec iov = {buf, sizeof(buf) - 1};
+	struct msghdr mh = {.msg_name = &from, .msg_iov = &iov, .msg_iovlen = 1};
+	struct msghdr oh = {.msg_name = &from, .msg_namelen = sizeof(from), .msg_iovlen = 1};
+	struct iovec oiov;
+	struct io_uring_cqe *cqe;
+	unsigned long n = 0;
+
+	for (;; n++) {
+		struct io_uring_sqe *s = sqe_for(NULL);
+		int res, err;
+
+		mh.msg_namelen = sizeof(from);
+		io_uring_prep_recvmsg(s, fd, &mh, 0);
+		io_uring_submit(&ring);
+		err = io_uring_wait_cqe(&ring, &cqe);
+		if (err < 0)
+			kp_die("kp_uring_server: io_uring_wait_cqe: %s", strerror(-err));
+		res = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+		if (res < 0)
+			kp_die("kp_uring_server: recvmsg: %s", strerror(-res));
+		buf[res] = '\0';
+		if (sscanf(buf, "get %63s", key_) != 1)
+			kp_die("kp_uring_server: bad datagram '%s'", buf);
+		kp_spin_ms(work_ms);
+		snprintf(out, sizeof(out), "VALUE %s 0 2\r\nok\r\nEND\r\n", key_);
+		s = sqe_for(NULL);
+		if (n % 2 == 0) {
+			oiov.iov_base = out;
+			oiov.iov_len = strlen(out);
+			oh.msg_iov = &oiov;
+			io_uring_prep_sendmsg(s, fd, &oh, 0);
+		} else {
+			io_uring_prep_send(s, fd, out, strlen(out), 0);
+			io_uring_prep_send_set_addr(s, (struct sockaddr *)&from, sizeof(from));
+		}
+		io_uring_submit(&ring);
+		err = io_uring_wait_cqe(&ring, &cqe);
+		if (err < 0)
+			kp_die("kp_uring_server: io_uring_wait_cqe: %s", strerror(-err));
+		res = cqe->res;
+		io_uring_cqe_seen(&ring, cqe);
+		if (res < 0)
+			kp_die("kp_uring_server: answer: %s", strerror(-res));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct conn acceptor = {.st = ACCEPT, .fd = -1, .bfd = -1};
+	bool udp = false;
 	int port = 0, err;
 
 	for (int i = 1; i < argc; i++) {
@@ -264,9 +322,11 @@ int main(int argc, char **argv)
 			fixed = true;
 		else if (!strcmp(argv[i], "--bufsel"))
 			bufsel = true;
+		else if (!strcmp(argv[i], "--udp"))
+			udp = true;
 		else
 			kp_die("usage: kp_uring_server [--port N] [--work-ms 3] "
-			       "[--backend PORT --key c5] [--async] [--fixed] [--bufsel]");
+			       "[--backend PORT --key c5] [--async] [--fixed] [--bufsel] [--udp]");
 	}
 	err = io_uring_queue_init(64, &ring, 0);
 	if (err < 0)
@@ -276,6 +336,20 @@ int main(int argc, char **argv)
 	if (bufsel)
 		bufs_init();
 	kp_set_name("U1");
+	if (udp) {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+		socklen_t al = sizeof(a);
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		lfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) ||
+		    getsockname(lfd, (struct sockaddr *)&a, &al))
+			kp_die("kp_uring_server: udp socket: %s", strerror(errno));
+		printf("READY pid=%d port=%d U1=%d\n", (int)getpid(), ntohs(a.sin_port),
+		       kp_gettid());
+		fflush(stdout);
+		udp_serve(lfd);
+	}
 	lfd = kp_listen(port, &port);
 	printf("READY pid=%d port=%d U1=%d\n", (int)getpid(), port, kp_gettid());
 	fflush(stdout);
