@@ -67,6 +67,7 @@ struct rec_bpf {
 	bool tls;		    /* TLS plaintext capture: bpf/tls.bpf.c loads */
 	bool senders;		    /* the cgroup recvmsg programs load (udp_recvmsg4/6) */
 	bool uring;		    /* io_uring_submit_req loads (the kernel has io_uring) */
+	char uring_off[96];	    /* why its programs are left out, "" when they are not */
 	char tls_off[96];	    /* why TLS capture is off, "" when on */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
 	int nrings;
@@ -146,14 +147,15 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	}
 	b->skel->rodata->cfg_lean = b->lean;
 	/* io_uring's transfers are seen by the socket-layer programs only */
-	b->uring = b->lean && btf_has_tp(vmlinux, "io_uring_submit_req");
+	b->uring = b->lean && !b->uring_off[0] && btf_has_tp(vmlinux, "io_uring_submit_req");
 	b->skel->rodata->cfg_uring = b->uring;
 	if (!b->uring) /* its 16384 preallocated entries, for nothing */
 		bpf_map__set_max_entries(b->skel->maps.uring_ops, 1);
 	if (b->lean && !b->uring) /* --all-syscalls: not a hook of that capture */
 		hook__add(b, "io_uring_submit_req", CP_HOOK_UNAVAILABLE,
-			  "not in this kernel (no io_uring): its transfers are plain reads and "
-			  "writes");
+			  b->uring_off[0] ? b->uring_off
+					  : "not in this kernel (no io_uring): its transfers are "
+					    "plain reads and writes");
 	bpf_object__for_each_program(p, b->skel->obj)
 	{
 		const char *name = bpf_program__name(p);
@@ -347,6 +349,22 @@ static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int
 	return err;
 }
 
+/*
+ * The same for the io_uring programs, whose types (io_kiocb and its ops'
+ * data) are the kernel's internals and may not match: without them,
+ * io_uring's transfers are plain reads and writes.
+ */
+static int load_without_uring(struct rec_bpf *b, const struct rec_bpf_opts *o, int err)
+{
+	snprintf(b->uring_off, sizeof(b->uring_off),
+		 "its program did not load (%s): io_uring's transfers are plain reads and writes",
+		 strerror(-err));
+	err = skel__reload(b, o, false, NULL);
+	if (err)
+		b->uring_off[0] = '\0';
+	return err;
+}
+
 int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 {
 	struct rec_bpf *b;
@@ -372,6 +390,8 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	err = critpath_bpf__load(b->skel);
 	if (err && b->tls)
 		err = load_without_tls(b, o, err);
+	if (err && b->uring)
+		err = load_without_uring(b, o, err);
 	if (err) {
 		char why[96];
 
