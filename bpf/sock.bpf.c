@@ -770,8 +770,18 @@ struct cp_uring_op {
 	__s32 fd[2];
 	__u8 call[2];  /* enum cp_sock_call; 0 (accept, never one): none pending */
 	__u8 multi[2]; /* a multishot recv: pending until replaced */
-	__u8 __pad[4];
+	__u8 end_call; /* CP_SOCK_CLOSE or SHUTDOWN pending (on_set_state), else 0 */
+	__u8 __pad[3];
+	__s32 end_fd;
+	__u32 __pad2;
+	__u64 end_ts; /* when it was submitted */
 };
+
+/* A close's state change follows its submission at once (the file's last
+ * reference goes at the task's return to user space): one pending longer
+ * did not change the state (a socket not connected), and its entry may
+ * outlive its socket. */
+#define URING_END_NS 1000000000ull
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -801,6 +811,30 @@ static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 	return file_sock((struct file *)(fp & ~3ul));
 }
 
+/* An io_uring close or shutdown of fd, for the state change it makes
+ * (on_set_state): a socket's, kept with the socket's transfers. */
+static __always_inline int uring_end(int fd, __u8 call)
+{
+	struct cp_uring_op fresh = {}, *op;
+	struct sock *sk = fd_sock(fd);
+	__u64 key;
+
+	if (!sk)
+		return 0;
+	key = (__u64)sk;
+	op = bpf_map_lookup_elem(&uring_ops, &key);
+	if (!op) {
+		bpf_map_update_elem(&uring_ops, &key, &fresh, BPF_NOEXIST);
+		op = bpf_map_lookup_elem(&uring_ops, &key);
+		if (!op)
+			return 0;
+	}
+	op->end_call = call;
+	op->end_fd = fd;
+	op->end_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
 static __always_inline int on_uring_submit(struct io_kiocb *req)
 {
 	__u64 id = bpf_get_current_pid_tgid(), key, buf = 0, reqp = 0;
@@ -815,6 +849,15 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	if (!tgid_is_target(id >> 32))
 		return 0;
 	switch (BPF_CORE_READ(req, opcode)) {
+	case IORING_OP_CLOSE:
+		/* a descriptor's, not a fixed file's (file_slot) */
+		if (BPF_CORE_READ((struct io_close *)data, file_slot))
+			return 0;
+		return uring_end(BPF_CORE_READ((struct io_close *)data, fd), CP_SOCK_CLOSE);
+	case IORING_OP_SHUTDOWN:
+		if (BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE)
+			return 0;
+		return uring_end(BPF_CORE_READ(req, cqe.fd), CP_SOCK_SHUTDOWN);
 	case IORING_OP_RECV:
 		call = CP_SOCK_RECVFROM;
 		break;
@@ -954,6 +997,22 @@ int BPF_PROG(io_uring_submit_req_raw, struct io_kiocb *req)
 {
 	EMPTY_GUARD();
 	return on_uring_submit(req);
+}
+
+/* An io_uring close or shutdown of sk is pending (the state change is
+ * its): its call and fd into in. */
+static __always_inline bool uring_end_take(struct sock *sk, struct cp_inflight *in)
+{
+	__u64 key = (__u64)sk;
+	struct cp_uring_op *op = bpf_map_lookup_elem(&uring_ops, &key);
+
+	if (!op || !op->end_call || bpf_ktime_get_ns() - op->end_ts > URING_END_NS)
+		return false;
+	in->call = op->end_call;
+	in->fd = op->end_fd;
+	in->uring = 1;
+	op->end_call = 0;
+	return true;
 }
 
 /*
@@ -1102,14 +1161,16 @@ static __always_inline int on_set_state(struct sock *sk, int old, int new)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	code = syscall_code(regs_syscall(regs));
-	if (code != (INFLIGHT_SOCK << 8 | CP_SOCK_CLOSE) &&
-	    code != (INFLIGHT_SOCK << 8 | CP_SOCK_SHUTDOWN))
+	if (code == (INFLIGHT_SOCK << 8 | CP_SOCK_CLOSE) ||
+	    code == (INFLIGHT_SOCK << 8 | CP_SOCK_SHUTDOWN)) {
+		in.call = code & 0xff;
+		in.fd = (int)PT_REGS_PARM1_SYSCALL(regs);
+	} else if (!cfg_uring || !uring_end_take(sk, &in)) {
 		return 0;
+	}
 	in.ts = bpf_ktime_get_ns();
 	in.pid = tgid;
 	in.kind = INFLIGHT_SOCK;
-	in.call = code & 0xff;
-	in.fd = (int)PT_REGS_PARM1_SYSCALL(regs);
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
 	return sock_emit(&in, 0, NULL, NULL, 0);

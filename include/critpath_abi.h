@@ -286,7 +286,8 @@ struct cp_ev_sock {
  * recvmmsg under --all-syscalls. (ABI 4; 0 before.) */
 #define CP_SOCK_F_PEEK 0x04
 /* The transfer of an io_uring request (IORING_OP_RECV, SEND, RECVMSG,
- * SENDMSG, READ, WRITE and their vector and zero-copy forms), made in the
+ * SENDMSG, READ, WRITE and their vector and zero-copy forms; a CLOSE or
+ * SHUTDOWN's state change for CP_SOCK_CLOSE/SHUTDOWN), made in the
  * submitter's io_uring_enter, its task work or an io-wq worker rather than
  * in a socket syscall: call, fd and payload are the request's as
  * submitted (a recv with a provided buffer: the buffer the kernel picked);

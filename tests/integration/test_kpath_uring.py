@@ -10,7 +10,8 @@ syscall says the fd or the buffer: the recorder takes them from the
 request's submission (hook io_uring_submit_req). So every transfer of the
 server has its fd, its payload and the uring flag, the requests are named
 ("GET /kp/N") and the downstream calls matched to the backend's requests:
-the path goes through B1's 5 ms and U1's 3 ms.
+the path goes through B1's 5 ms and U1's 3 ms. Its io_uring close of the
+client's connection is a close record too.
 
 --async: every recv and send with IOSQE_ASYNC, moved by the kernel's io-wq
 workers (threads of the server named iou-wrk-PID, which no fork record
@@ -73,6 +74,13 @@ def run(tap, mode):
            hook == "attached" and moved and len(resolved) == len(moved) and
            len(reads) >= N and len(named) == len(reads),
            f"{[r for r in moved if r not in resolved][:3]}\n{[r for r in reads][:2]}")
+    if mode != "--fixed":
+        closes = [r for r in d.of("sock", pid=pid, phase="exit", call="close")
+                  if r.get("lport") == port]
+        tap.ok(f"{what}: the client's connection closed by an io_uring close: "
+               f"{[(r.get('fd'), r.get('uring')) for r in closes]}",
+               len(closes) == 1 and closes[0].get("uring") and closes[0].get("fd", -1) >= 0,
+               f"{closes}")
     reqs, mid = K.served(tap, what, rep, port, N, path, service="U1")
     if not reqs:
         return

@@ -24,6 +24,8 @@
  * that asks for its sender, costs --work-ms, and is answered to that sender
  * by a sendmsg (even requests) or a send with a destination (odd ones).
  *
+ * A connection the client closed is closed by an io_uring close.
+ *
  * Prints "READY pid=P port=N U1=T" once listening.
  *
  *   kp_uring_server [--port N] [--work-ms 3] [--backend PORT --key c5] [--async]
@@ -189,7 +191,10 @@ static void finish(struct conn *c)
 		io_uring_prep_close_direct(s, (unsigned)c->fd);
 		io_uring_submit(&ring);
 	} else {
-		close(c->fd);
+		struct io_uring_sqe *s = sqe_for(NULL);
+
+		io_uring_prep_close(s, c->fd);
+		io_uring_submit(&ring);
 	}
 	if (c->bfd >= 0)
 		close(c->bfd);
