@@ -26,6 +26,8 @@ ring's table; the records have the payload and fd -1 (no descriptor).
 from a ring of provided buffers: each read's bytes are found in the
 buffer picked for it.
 
+--zc: responses by zero-copy sends (IORING_OP_SEND_ZC), resolved alike.
+
 --udp: a datagram server on the ring (recvmsg asking for the sender,
 answers by sendmsg and by send with a destination): every transfer has its
 peer (the reads' from the cgroup recvmsg hook, the sends' from the
@@ -93,7 +95,7 @@ def run(tap, mode):
     unexpl = K.median_ns(reqs, lambda g: g.get("category") in ("unexplained", "network"))
     tap.ok(f"{what}: nothing unexplained or a network blind spot ({K.fmt_ms(unexpl)})",
            unexpl <= 1 * MS, K.describe(mid))
-    if mode in ("--fixed", "--bufsel"):
+    if mode in ("--fixed", "--bufsel", "--zc"):
         lat = K.median_latency(reqs)
         tap.ok(f"{what}: median latency {K.fmt_ms(lat)}, expected ~3 ms",
                K.near(lat, 3, abs_ms=1.5), K.describe(mid))
@@ -181,6 +183,7 @@ def main():
     run(tap, "--async")
     run(tap, "--fixed")
     run(tap, "--bufsel")
+    run(tap, "--zc")
     run_udp(tap)
     K.done(tap)
 

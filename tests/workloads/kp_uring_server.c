@@ -19,6 +19,7 @@
  * connection into buffers the kernel picks from a ring of provided buffers
  * (IOSQE_BUFFER_SELECT), as high-rate io_uring servers read.
  *
+ * --zc: responses by zero-copy sends (IORING_OP_SEND_ZC).
  * --udp: a datagram server instead, on an unconnected UDP socket: each
  * datagram ("get KEY\r\n", memcached's text) is read by an io_uring recvmsg
  * that asks for its sender, costs --work-ms, and is answered to that sender
@@ -29,7 +30,7 @@
  * Prints "READY pid=P port=N U1=T" once listening.
  *
  *   kp_uring_server [--port N] [--work-ms 3] [--backend PORT --key c5] [--async]
- *                   [--fixed] [--bufsel] [--udp]
+ *                   [--fixed] [--bufsel] [--udp] [--zc]
  */
 #include <liburing.h>
 
@@ -53,7 +54,7 @@ static struct io_uring_buf_ring *br;
 static char *bufs;
 
 static struct io_uring ring;
-static bool async_io, fixed, bufsel;
+static bool async_io, fixed, bufsel, zerocopy;
 static int lfd, backend_port = -1;
 static double work_ms = 3;
 static const char *key = "c5";
@@ -127,7 +128,10 @@ static void send_out(struct conn *c, int fd)
 {
 	struct io_uring_sqe *s = sqe_for(c);
 
-	io_uring_prep_send(s, fd, c->out + c->sent, c->outlen - c->sent, 0);
+	if (zerocopy) /* c->out stays as it is until the notification */
+		io_uring_prep_send_zc(s, fd, c->out + c->sent, c->outlen - c->sent, 0, 0);
+	else
+		io_uring_prep_send(s, fd, c->out + c->sent, c->outlen - c->sent, 0);
 	submit(s, c);
 }
 
@@ -329,9 +333,12 @@ int main(int argc, char **argv)
 			bufsel = true;
 		else if (!strcmp(argv[i], "--udp"))
 			udp = true;
+		else if (!strcmp(argv[i], "--zc"))
+			zerocopy = true;
 		else
 			kp_die("usage: kp_uring_server [--port N] [--work-ms 3] "
-			       "[--backend PORT --key c5] [--async] [--fixed] [--bufsel] [--udp]");
+			       "[--backend PORT --key c5] [--async] [--fixed] [--bufsel] [--udp] "
+			       "[--zc]");
 	}
 	err = io_uring_queue_init(64, &ring, 0);
 	if (err < 0)
@@ -374,7 +381,7 @@ int main(int argc, char **argv)
 		res = cqe->res;
 		flags = cqe->flags;
 		io_uring_cqe_seen(&ring, cqe);
-		if (!c) /* a close_direct's */
+		if (!c || (flags & IORING_CQE_F_NOTIF)) /* a close's; a zero-copy send's done */
 			continue;
 		if (c != &acceptor) {
 			completed(c, res, flags);
