@@ -460,6 +460,8 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 	struct iovec iov = {};
 	const void *msg = (const void *)in->arg0;
 
+	if (in->uring & URING_BUF) /* a provided buffer, even for a recvmsg */
+		return msg;
 	switch (in->call) {
 	case CP_SOCK_READ:
 	case CP_SOCK_WRITE:
@@ -815,7 +817,7 @@ static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
  * (on_set_state): a socket's, kept with the socket's transfers. */
 static __always_inline int uring_end(int fd, __u8 call)
 {
-	struct cp_uring_op fresh = {}, *op;
+	struct cp_uring_op fresh = {.fd = {-1, -1}}, *op;
 	struct sock *sk = fd_sock(fd);
 	__u64 key;
 
@@ -835,27 +837,38 @@ static __always_inline int uring_end(int fd, __u8 call)
 	return 0;
 }
 
-static __always_inline int on_uring_submit(struct io_kiocb *req)
+/*
+ * A request's transfer to come, kept for its socket: at its submission
+ * (submit, in the submitter's task), or when a poll wakeup queues its retry
+ * (io_uring_task_add, in the interrupt that brought the data): a multishot
+ * recv armed before the recording is seen so, at each of its datagrams or
+ * bytes. A retry's request has its file; its fd is not known there (the
+ * wakeup wrote its poll mask over the CQE fields): the socket's last one.
+ */
+static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 {
-	__u64 id = bpf_get_current_pid_tgid(), key, buf = 0, reqp = 0;
+	__u64 key, buf = 0, reqp = 0;
 	void *data = (void *)req + bpf_core_field_offset(struct io_kiocb, cmd);
 	__u8 multi = 0;
-	struct cp_uring_op fresh = {}, *op;
+	struct cp_uring_op fresh = {.fd = {-1, -1}}, *op;
 	struct sock *sk;
 	__u64 flags;
 	__u8 call;
 	int fd, i;
 
-	if (!tgid_is_target(id >> 32))
+	if (submit ? !tgid_is_target(bpf_get_current_pid_tgid() >> 32)
+		   : !tgid_is_target(BPF_CORE_READ(req, tctx, task, tgid)))
 		return 0;
 	switch (BPF_CORE_READ(req, opcode)) {
 	case IORING_OP_CLOSE:
+		if (!submit)
+			return 0;
 		/* a descriptor's, not a fixed file's (file_slot) */
 		if (BPF_CORE_READ((struct io_close *)data, file_slot))
 			return 0;
 		return uring_end(BPF_CORE_READ((struct io_close *)data, fd), CP_SOCK_CLOSE);
 	case IORING_OP_SHUTDOWN:
-		if (BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE)
+		if (!submit || BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE)
 			return 0;
 		return uring_end(BPF_CORE_READ(req, cqe.fd), CP_SOCK_SHUTDOWN);
 	case IORING_OP_RECV:
@@ -890,14 +903,17 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	/* the low flag bits are the SQE's (IOSQE_FIXED_FILE_BIT, ...) */
 	flags = BPF_CORE_READ(req, flags);
 	if (flags & REQ_F_BUFFER_SELECT) {
-		if (call != CP_SOCK_RECVFROM) /* recvmsg's has a header first */
+		if (call != CP_SOCK_RECVFROM && call != CP_SOCK_RECVMSG)
 			return 0;
 		reqp = (__u64)req;
 		/* the SQE's ioprio: IORING_RECV_MULTISHOT */
 		multi = !!(BPF_CORE_READ((struct io_sr_msg *)data, flags) & 2);
 	}
 	fd = BPF_CORE_READ(req, cqe.fd); /* the SQE's until completion */
-	if (flags & REQ_F_FIXED_FILE) {
+	if (!submit) {
+		sk = file_sock(BPF_CORE_READ(req, file));
+		fd = -2; /* the socket's last one, or -1 */
+	} else if (flags & REQ_F_FIXED_FILE) {
 		sk = fixed_sock(req, fd);
 		fd = -1; /* an index into the ring's table, not a descriptor */
 	} else {
@@ -925,7 +941,10 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	i = (call_dir(call) - 1) & 1;
 	op->buf[i] = buf;
 	op->req[i] = reqp;
-	op->fd[i] = fd;
+	if (fd != -2)
+		op->fd[i] = fd;
+	else if (op->fd[i] < 0) /* the socket's last, either way; -1 in a fresh entry */
+		op->fd[i] = op->fd[i ^ 1];
 	op->call[i] = call;
 	op->multi[i] = multi;
 	return 0;
@@ -963,9 +982,15 @@ static __always_inline __u64 uring_take(struct sock *sk, int dir, struct cp_infl
 	req = op->req[i];
 	in->call = op->call[i];
 	in->fd = op->fd[i];
-	in->arg0 =
-	    req && dir == SOCK_DIR_READ ? uring_selected((struct io_kiocb *)req, sk) : op->buf[i];
-	in->uring = 1;
+	in->uring = URING_REQ;
+	if (req && dir == SOCK_DIR_READ) {
+		/* a multishot recvmsg's iterator is past the header, name and
+		 * control it puts first in the buffer: at the payload */
+		in->arg0 = uring_selected((struct io_kiocb *)req, sk);
+		in->uring |= URING_BUF;
+	} else {
+		in->arg0 = op->buf[i];
+	}
 	if (!op->multi[i])
 		op->call[i] = 0;
 	return dir == SOCK_DIR_WRITE ? req : 0;
@@ -989,14 +1014,28 @@ SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(io_uring_submit_req_btf, struct io_kiocb *req)
 {
 	EMPTY_GUARD();
-	return on_uring_submit(req);
+	return uring_note(req, true);
 }
 
 SEC("raw_tp/io_uring_submit_req")
 int BPF_PROG(io_uring_submit_req_raw, struct io_kiocb *req)
 {
 	EMPTY_GUARD();
-	return on_uring_submit(req);
+	return uring_note(req, true);
+}
+
+SEC("tp_btf/io_uring_task_add")
+int BPF_PROG(io_uring_task_add_btf, struct io_kiocb *req, int mask)
+{
+	EMPTY_GUARD();
+	return uring_note(req, false);
+}
+
+SEC("raw_tp/io_uring_task_add")
+int BPF_PROG(io_uring_task_add_raw, struct io_kiocb *req, int mask)
+{
+	EMPTY_GUARD();
+	return uring_note(req, false);
 }
 
 /* An io_uring close or shutdown of sk is pending (the state change is
@@ -1010,7 +1049,7 @@ static __always_inline bool uring_end_take(struct sock *sk, struct cp_inflight *
 		return false;
 	in->call = op->end_call;
 	in->fd = op->end_fd;
-	in->uring = 1;
+	in->uring = URING_REQ;
 	op->end_call = 0;
 	return true;
 }

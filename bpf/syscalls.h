@@ -19,6 +19,9 @@ enum inflight_kind {
 };
 
 /* Keep in sync with user/record_hooks.c (it reads leftovers at stop). */
+#define URING_REQ 1
+#define URING_BUF 2
+
 struct cp_inflight {
 	__u64 ts;
 	__u64 arg0; /* futex: uaddr; sock: buffer / iovec / msghdr pointer */
@@ -34,7 +37,9 @@ struct cp_inflight {
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u8 uring; /* an io_uring request's transfer: CP_SOCK_F_URING */
+	/* an io_uring request's transfer (URING_REQ: CP_SOCK_F_URING); its
+	 * arg0 is the data's buffer, whatever the call (URING_BUF) */
+	__u8 uring;
 	__u8 __pad;
 	__u32 tcp_seq;
 	__u8 laddr[CP_ADDR_LEN];

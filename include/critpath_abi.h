@@ -290,10 +290,11 @@ struct cp_ev_sock {
  * SHUTDOWN's state change for CP_SOCK_CLOSE/SHUTDOWN), made in the
  * submitter's io_uring_enter, its task work or an io-wq worker rather than
  * in a socket syscall: call, fd and payload are the request's as
- * submitted (a recv with a provided buffer: the buffer the kernel picked);
- * on a fixed file (a registered descriptor) fd is -1. A recvmsg or read
- * with a provided buffer is not resolved (a plain read, fd -1, no payload,
- * no flag). (ABI 4; 0 before.) */
+ * submitted (a recv or recvmsg with a provided buffer: the data in the
+ * buffer the kernel picked); on a fixed file (a registered descriptor), or
+ * for a request seen only at its poll wakeup, fd is -1. A read with a
+ * provided buffer is not resolved (a plain read, fd -1, no payload, no
+ * flag). (ABI 4; 0 before.) */
 #define CP_SOCK_F_URING 0x08
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context

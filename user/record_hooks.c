@@ -115,7 +115,7 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 		return b->tls;
 	if (!strcmp(name, "udp_recvmsg4") || !strcmp(name, "udp_recvmsg6"))
 		return b->senders;
-	if (!strncmp(name, "io_uring_submit_req", 19))
+	if (!strncmp(name, "io_uring_", 9))
 		return b->uring;
 	if (!strncmp(name, "sys_enter_btf", 13) || !strncmp(name, "sys_exit_btf", 12) ||
 	    !strncmp(name, "sys_enter_raw", 13) || !strncmp(name, "sys_exit_raw", 12))
@@ -147,7 +147,8 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	}
 	b->skel->rodata->cfg_lean = b->lean;
 	/* io_uring's transfers are seen by the socket-layer programs only */
-	b->uring = b->lean && !b->uring_off[0] && btf_has_tp(vmlinux, "io_uring_submit_req");
+	b->uring = b->lean && !b->uring_off[0] && btf_has_tp(vmlinux, "io_uring_submit_req") &&
+		   btf_has_tp(vmlinux, "io_uring_task_add");
 	b->skel->rodata->cfg_uring = b->uring;
 	if (!b->uring) /* its 16384 preallocated entries, for nothing */
 		bpf_map__set_max_entries(b->skel->maps.uring_ops, 1);

@@ -24,6 +24,7 @@
  * datagram ("get KEY\r\n", memcached's text) is read by an io_uring recvmsg
  * that asks for its sender, costs --work-ms, and is answered to that sender
  * by a sendmsg (even requests) or a send with a destination (odd ones).
+ * With --bufsel, a multishot recvmsg reads them into the provided buffers.
  *
  * A connection the client closed is closed by an io_uring close.
  *
@@ -258,33 +259,88 @@ static void accept_next(struct conn *acceptor)
 	io_uring_submit(&ring);
 }
 
+/* One completion of the ring, waited for: its result (and flags). */
+static int wait_one(unsigned *flags)
+{
+	struct io_uring_cqe *cqe;
+	int err = io_uring_wait_cqe(&ring, &cqe), res;
+
+	if (err < 0)
+		kp_die("kp_uring_server: io_uring_wait_cqe: %s", strerror(-err));
+	res = cqe->res;
+	if (flags)
+		*flags = cqe->flags;
+	io_uring_cqe_seen(&ring, cqe);
+	return res;
+}
+
+/* --udp: the next datagram into buf (its length) and its sender into from:
+ * by a recvmsg, or with --bufsel by a multishot recvmsg into the provided
+ * buffers (its header, the sender's name, then the payload). */
+static int udp_read(int fd, char *buf, size_t cap, struct sockaddr_in *from)
+{
+	static struct msghdr mh;
+	static bool armed;
+	struct iovec iov = {buf, cap - 1};
+	struct io_uring_recvmsg_out *o;
+	unsigned flags = 0, bid;
+	int res;
+
+	mh.msg_name = from;
+	mh.msg_namelen = sizeof(*from);
+	if (!bufsel) {
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		io_uring_prep_recvmsg(sqe_for(NULL), fd, &mh, 0);
+		io_uring_submit(&ring);
+		res = wait_one(NULL);
+		if (res < 0)
+			kp_die("kp_uring_server: recvmsg: %s", strerror(-res));
+		buf[res] = '\0';
+		return res;
+	}
+	if (!armed) {
+		struct io_uring_sqe *s = sqe_for(NULL);
+
+		io_uring_prep_recvmsg_multishot(s, fd, &mh, 0);
+		s->flags |= IOSQE_BUFFER_SELECT;
+		s->buf_group = BGID;
+		io_uring_submit(&ring);
+		armed = true;
+	}
+	res = wait_one(&flags);
+	if (res < 0 || !(flags & IORING_CQE_F_BUFFER))
+		kp_die("kp_uring_server: multishot recvmsg: %s", strerror(res < 0 ? -res : EINVAL));
+	armed = flags & IORING_CQE_F_MORE;
+	bid = flags >> IORING_CQE_BUFFER_SHIFT;
+	o = io_uring_recvmsg_validate(bufs + bid * BUFSZ, res, &mh);
+	if (!o || o->namelen < sizeof(*from))
+		kp_die("kp_uring_server: multishot recvmsg: no sender");
+	memcpy(from, io_uring_recvmsg_name(o), sizeof(*from));
+	res = (int)io_uring_recvmsg_payload_length(o, res, &mh);
+	if (res < 0 || (size_t)res >= cap)
+		kp_die("kp_uring_server: multishot recvmsg: %d bytes", res);
+	memcpy(buf, io_uring_recvmsg_payload(o, &mh), (size_t)res);
+	buf[res] = '\0';
+	io_uring_buf_ring_add(br, bufs + bid * BUFSZ, BUFSZ, (unsigned short)bid,
+			      io_uring_buf_ring_mask(NBUF), 0);
+	io_uring_buf_ring_advance(br, 1);
+	return res;
+}
+
 /* --udp: one datagram at a time, from its read to its answer. */
 static void udp_serve(int fd)
 {
 	struct sockaddr_in from;
-	char buf[512], out[160], key_[64];
-	struct iovec iov = {buf, sizeof(buf) - 1};
-	struct msghdr mh = {.msg_name = &from, .msg_iov = &iov, .msg_iovlen = 1};
 	struct msghdr oh = {.msg_name = &from, .msg_namelen = sizeof(from), .msg_iovlen = 1};
+	char buf[512], out[160], key_[64];
 	struct iovec oiov;
-	struct io_uring_cqe *cqe;
-	unsigned long n = 0;
 
-	for (;; n++) {
-		struct io_uring_sqe *s = sqe_for(NULL);
-		int res, err;
+	for (unsigned long n = 0;; n++) {
+		struct io_uring_sqe *s;
+		int res;
 
-		mh.msg_namelen = sizeof(from);
-		io_uring_prep_recvmsg(s, fd, &mh, 0);
-		io_uring_submit(&ring);
-		err = io_uring_wait_cqe(&ring, &cqe);
-		if (err < 0)
-			kp_die("kp_uring_server: io_uring_wait_cqe: %s", strerror(-err));
-		res = cqe->res;
-		io_uring_cqe_seen(&ring, cqe);
-		if (res < 0)
-			kp_die("kp_uring_server: recvmsg: %s", strerror(-res));
-		buf[res] = '\0';
+		udp_read(fd, buf, sizeof(buf), &from);
 		if (sscanf(buf, "get %63s", key_) != 1)
 			kp_die("kp_uring_server: bad datagram '%s'", buf);
 		kp_spin_ms(work_ms);
@@ -300,11 +356,7 @@ static void udp_serve(int fd)
 			io_uring_prep_send_set_addr(s, (struct sockaddr *)&from, sizeof(from));
 		}
 		io_uring_submit(&ring);
-		err = io_uring_wait_cqe(&ring, &cqe);
-		if (err < 0)
-			kp_die("kp_uring_server: io_uring_wait_cqe: %s", strerror(-err));
-		res = cqe->res;
-		io_uring_cqe_seen(&ring, cqe);
+		res = wait_one(NULL);
 		if (res < 0)
 			kp_die("kp_uring_server: answer: %s", strerror(-res));
 	}
