@@ -837,6 +837,21 @@ static __always_inline int uring_end(int fd, __u8 call)
 	return 0;
 }
 
+/* Older kernels' io_kiocb names its task directly (newer ones reach it
+ * through the request's io_uring_task): a CO-RE flavor, matched to the
+ * kernel's io_kiocb by name. */
+struct io_kiocb___task {
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+/* The thread group of the task a request belongs to. */
+static __always_inline __u32 uring_req_tgid(struct io_kiocb *req)
+{
+	if (bpf_core_field_exists(req->tctx))
+		return BPF_CORE_READ(req, tctx, task, tgid);
+	return BPF_CORE_READ((struct io_kiocb___task *)req, task, tgid);
+}
+
 /*
  * A request's transfer to come, kept for its socket: at its submission
  * (submit, in the submitter's task), or when a poll wakeup queues its retry
@@ -856,8 +871,7 @@ static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 	__u8 call;
 	int fd, i;
 
-	if (submit ? !tgid_is_target(bpf_get_current_pid_tgid() >> 32)
-		   : !tgid_is_target(BPF_CORE_READ(req, tctx, task, tgid)))
+	if (!tgid_is_target(submit ? bpf_get_current_pid_tgid() >> 32 : uring_req_tgid(req)))
 		return 0;
 	switch (BPF_CORE_READ(req, opcode)) {
 	case IORING_OP_CLOSE:
