@@ -757,12 +757,14 @@ __noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
  * io_uring socket requests. Their data moves through sock_sendmsg and
  * sock_recvmsg as a syscall's does, but in the submitter's io_uring_enter,
  * its task work or an io-wq worker: no syscall registers say the fd or the
- * buffer. The submission does. io_uring_submit_req keeps them, per socket
- * and direction, for the transfer that follows (uring_take, on_sock_io);
- * io_uring has prepared the request (its buffer is in the op's data) and
- * not yet issued it. A recv with a provided buffer (buffer select) has its
- * buffer chosen at issue: the transfer finds it in the request's message
- * iterator then, and a multishot recv's stays for each of its transfers.
+ * buffer. The request does: uring_note keeps them, per socket and
+ * direction, for the transfer that follows (uring_take, on_sock_io), at
+ * the request's submission (io_uring has prepared it: its buffer is in the
+ * op's data) and at each poll wakeup that queues its retry. A recv with a
+ * provided buffer (buffer select) has its buffer chosen at issue: the
+ * transfer finds it in the request's message iterator then, and a
+ * multishot recv's stays for each of its transfers. A close or shutdown is
+ * kept for the state change it makes (uring_end, on_set_state).
  */
 struct cp_uring_op {
 	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
@@ -793,8 +795,9 @@ struct {
 } uring_ops SEC(".maps");
 
 /* The socket behind a fixed file (IOSQE_FIXED_FILE: the SQE's fd is an
- * index into the ring's registered files), or NULL: the table as 6.13 made
- * it (nodes of tagged file pointers); on older kernels none. */
+ * index into the ring's registered files), or NULL: in a table of nodes
+ * holding tagged file pointers, as this kernel has it; with another layout
+ * (older kernels) none. */
 static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 {
 	struct io_ring_ctx *ctx = BPF_CORE_READ(req, ctx);
