@@ -37,8 +37,8 @@ __u32 listen_tgid[65536];
 /* The same for a UDP port a target's socket is bound to, unconnected (a
  * datagram server): its datagrams are known before its first call. */
 __u32 udp_tgid[65536];
-/* io_uring_submit_req is attached: transfers outside socket syscalls look
- * for the request they are (uring_take) */
+/* the io_uring programs are attached: transfers outside socket syscalls
+ * look for the request they are (uring_take) */
 const volatile __u8 cfg_uring = 0;
 
 /*
@@ -768,8 +768,8 @@ __noinline int cp_poll_exit(struct cp_inflight *in, __s64 ret)
  */
 struct cp_uring_op {
 	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
-	/* struct io_kiocb *: a recv's with a provided buffer, a send's (its
-	 * destination, for an unconnected UDP socket); else 0 */
+	/* struct io_kiocb *: a recv's with a provided buffer, a send's or
+	 * sendmsg's (its destination, for an unconnected UDP socket); else 0 */
 	__u64 req[2];
 	__s32 fd[2];
 	__u8 call[2];  /* enum cp_sock_call; 0 (accept, never one): none pending */
@@ -816,24 +816,29 @@ static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 	return file_sock((struct file *)(fp & ~3ul));
 }
 
+/* sk's entry, made (no request pending, no fd known) when it has none;
+ * NULL when the map cannot take it. */
+static __always_inline struct cp_uring_op *uring_op_of(struct sock *sk)
+{
+	struct cp_uring_op fresh = {.fd = {-1, -1}}, *op;
+	__u64 key = (__u64)sk;
+
+	op = bpf_map_lookup_elem(&uring_ops, &key);
+	if (op)
+		return op;
+	bpf_map_update_elem(&uring_ops, &key, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&uring_ops, &key);
+}
+
 /* An io_uring close or shutdown of fd, for the state change it makes
  * (on_set_state): a socket's, kept with the socket's transfers. */
 static __always_inline int uring_end(int fd, __u8 call)
 {
-	struct cp_uring_op fresh = {.fd = {-1, -1}}, *op;
 	struct sock *sk = fd_sock(fd);
-	__u64 key;
+	struct cp_uring_op *op = sk ? uring_op_of(sk) : NULL;
 
-	if (!sk)
+	if (!op)
 		return 0;
-	key = (__u64)sk;
-	op = bpf_map_lookup_elem(&uring_ops, &key);
-	if (!op) {
-		bpf_map_update_elem(&uring_ops, &key, &fresh, BPF_NOEXIST);
-		op = bpf_map_lookup_elem(&uring_ops, &key);
-		if (!op)
-			return 0;
-	}
 	op->end_call = call;
 	op->end_fd = fd;
 	op->end_ts = bpf_ktime_get_ns();
@@ -865,10 +870,10 @@ static __always_inline __u32 uring_req_tgid(struct io_kiocb *req)
  */
 static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 {
-	__u64 key, buf = 0, reqp = 0;
+	__u64 buf = 0, reqp = 0;
 	void *data = (void *)req + bpf_core_field_offset(struct io_kiocb, cmd);
 	__u8 multi = 0;
-	struct cp_uring_op fresh = {.fd = {-1, -1}}, *op;
+	struct cp_uring_op *op;
 	struct sock *sk;
 	__u64 flags;
 	__u8 call;
@@ -926,39 +931,30 @@ static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 		/* the SQE's ioprio: IORING_RECV_MULTISHOT */
 		multi = !!(BPF_CORE_READ((struct io_sr_msg *)data, flags) & 2);
 	}
-	fd = BPF_CORE_READ(req, cqe.fd); /* the SQE's until completion */
+	fd = -1;
 	if (!submit) {
 		sk = file_sock(BPF_CORE_READ(req, file));
-		fd = -2; /* the socket's last one, or -1 */
 	} else if (flags & REQ_F_FIXED_FILE) {
-		sk = fixed_sock(req, fd);
-		fd = -1; /* an index into the ring's table, not a descriptor */
+		/* the SQE's fd, an index into the ring's table: no descriptor */
+		sk = fixed_sock(req, BPF_CORE_READ(req, cqe.fd));
 	} else {
+		fd = BPF_CORE_READ(req, cqe.fd); /* the SQE's until completion */
 		sk = fd_sock(fd);
 	}
-	if (!sk)
+	op = sk ? uring_op_of(sk) : NULL;
+	if (!op)
 		return 0;
-	if (reqp)
-		;
-	else if (call == CP_SOCK_READ || call == CP_SOCK_WRITE || call == CP_SOCK_READV ||
-		 call == CP_SOCK_WRITEV)
+	if (!reqp && (call == CP_SOCK_READ || call == CP_SOCK_WRITE || call == CP_SOCK_READV ||
+		      call == CP_SOCK_WRITEV))
 		buf = BPF_CORE_READ((struct io_rw *)data, addr);
-	else
+	else if (!reqp)
 		buf = (__u64)BPF_CORE_READ((struct io_sr_msg *)data, buf);
-	if (call == CP_SOCK_SENDTO)
-		reqp = (__u64)req; /* a destination of its own: io_send's msg_name */
-	key = (__u64)sk;
-	op = bpf_map_lookup_elem(&uring_ops, &key);
-	if (!op) {
-		bpf_map_update_elem(&uring_ops, &key, &fresh, BPF_NOEXIST);
-		op = bpf_map_lookup_elem(&uring_ops, &key);
-		if (!op)
-			return 0;
-	}
+	if (call == CP_SOCK_SENDTO || call == CP_SOCK_SENDMSG)
+		reqp = (__u64)req; /* its destination: its message header's msg_name */
 	i = (call_dir(call) - 1) & 1;
 	op->buf[i] = buf;
 	op->req[i] = reqp;
-	if (fd != -2)
+	if (submit)
 		op->fd[i] = fd;
 	else if (op->fd[i] < 0) /* the socket's last, either way; -1 in a fresh entry */
 		op->fd[i] = op->fd[i ^ 1];
@@ -1013,18 +1009,20 @@ static __always_inline __u64 uring_take(struct sock *sk, int dir, struct cp_infl
 	return dir == SOCK_DIR_WRITE ? req : 0;
 }
 
-/* Where an io_uring send on an unconnected UDP socket goes: the address it
- * was submitted with, copied into the request's message header (kernel
- * memory, unlike a syscall's). */
+/* Where an io_uring send or sendmsg on an unconnected UDP socket goes: the
+ * address it was submitted with, which its preparation copied into the
+ * request's message header (kernel memory, unlike a syscall's). */
 static __always_inline void uring_dest(struct cp_inflight *in, struct io_kiocb *req)
 {
 	struct io_async_msghdr *m;
+	void *name;
 
 	if (!bpf_core_field_exists(struct io_async_msghdr, msg))
 		return;
 	m = BPF_CORE_READ(req, async_data);
-	if (m && BPF_CORE_READ(m, msg.msg_name))
-		sockaddr_put(in, BPF_CORE_READ(m, msg.msg_name), false);
+	name = m ? BPF_CORE_READ(m, msg.msg_name) : NULL;
+	if (name)
+		sockaddr_put(in, name, false);
 }
 
 SEC("tp_btf/io_uring_submit_req")
@@ -1123,10 +1121,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	    (in.family == AF_INET || in.family == AF_INET6)) {
 		if (code)
 			udp_dest(&in, PT_REGS_PARM5_SYSCALL(regs));
-		else if (sent) /* an io_uring send's own destination */
+		else if (sent) /* an io_uring send's or sendmsg's own destination */
 			uring_dest(&in, (struct io_kiocb *)sent);
-		else if (in.uring) /* an io_uring sendmsg's: its msghdr */
-			udp_dest(&in, 0);
 	}
 	if (dir == SOCK_DIR_READ && in.sock_type == SOCK_DGRAM)
 		udp_read_from(&in, !in.rport && (in.family == AF_INET || in.family == AF_INET6));
