@@ -66,7 +66,7 @@ struct rec_bpf {
 	bool probes;		    /* --probe given: bpf/uprobe.bpf.c loads */
 	bool tls;		    /* TLS plaintext capture: bpf/tls.bpf.c loads */
 	bool senders;		    /* the cgroup recvmsg programs load (udp_recvmsg4/6) */
-	bool uring;		    /* io_uring_submit_req loads (the kernel has io_uring) */
+	bool uring;		    /* the io_uring programs load (the kernel has io_uring) */
 	char uring_off[96];	    /* why its programs are left out, "" when they are not */
 	char tls_off[96];	    /* why TLS capture is off, "" when on */
 	int ring_fds[CP_MAX_RINGS]; /* one ring buffer per possible CPU */
@@ -422,13 +422,13 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 		goto cleanup;
 	}
 	for (int i = 0; i < b->nhooks; i++) {
-		if (b->hooks[i].status != CP_HOOK_ATTACHED)
-			fprintf(stderr, "critpath record: hook %s: %s%s%s\n", b->hooks[i].name,
-				b->hooks[i].status == CP_HOOK_FALLBACK ? "" : "unavailable",
-				b->hooks[i].status == CP_HOOK_FALLBACK || !b->hooks[i].detail[0]
-				    ? ""
-				    : ": ",
-				b->hooks[i].detail);
+		const struct hook *h = &b->hooks[i];
+
+		if (h->status == CP_HOOK_FALLBACK)
+			fprintf(stderr, "critpath record: hook %s: %s\n", h->name, h->detail);
+		else if (h->status != CP_HOOK_ATTACHED)
+			fprintf(stderr, "critpath record: hook %s: unavailable%s%s\n", h->name,
+				h->detail[0] ? ": " : "", h->detail);
 	}
 	if (o->tls && !b->tls)
 		fprintf(stderr, "critpath record: hook tls: %s: TLS connections carry ciphertext\n",

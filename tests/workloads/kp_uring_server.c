@@ -70,11 +70,18 @@ static struct io_uring_sqe *sqe_for(struct conn *c)
 	return s;
 }
 
+/* Whether c's state moves data on its backend connection, not the
+ * client's. */
+static bool on_backend(const struct conn *c)
+{
+	return c->st == SEND_BACKEND || c->st == RECV_BACKEND;
+}
+
 /* c's transfer in its state: on the client's connection (a registered
  * file with --fixed) or the backend's */
 static void submit(struct io_uring_sqe *s, const struct conn *c)
 {
-	bool client = c->st != SEND_BACKEND && c->st != RECV_BACKEND;
+	bool client = !on_backend(c);
 	int err;
 
 	io_uring_sqe_set_flags(s, (async_io ? IOSQE_ASYNC : 0) |
@@ -106,8 +113,18 @@ static void bufs_init(void)
 	io_uring_buf_ring_advance(br, NBUF);
 }
 
-static void recv_into(struct conn *c, int fd)
+/* A provided buffer (--bufsel) back in the ring, its bytes taken. */
+static void buf_return(unsigned bid)
 {
+	io_uring_buf_ring_add(br, bufs + bid * BUFSZ, BUFSZ, (unsigned short)bid,
+			      io_uring_buf_ring_mask(NBUF), 0);
+	io_uring_buf_ring_advance(br, 1);
+}
+
+/* The next bytes of c's state's connection into c->buf. */
+static void recv_into(struct conn *c)
+{
+	int fd = on_backend(c) ? c->bfd : c->fd;
 	struct io_uring_sqe *s;
 
 	if (bufsel && c->st == RECV_REQ) {
@@ -125,8 +142,10 @@ static void recv_into(struct conn *c, int fd)
 	submit(s, c);
 }
 
-static void send_out(struct conn *c, int fd)
+/* The rest of c->out to c's state's connection. */
+static void send_out(struct conn *c)
 {
+	int fd = on_backend(c) ? c->bfd : c->fd;
 	struct io_uring_sqe *s = sqe_for(c);
 
 	if (zerocopy) /* c->out stays as it is until the notification */
@@ -143,9 +162,9 @@ static void start(struct conn *c, enum state st, const char *out)
 	if (out) {
 		c->outlen = strlen(out);
 		memcpy(c->out, out, c->outlen + 1);
-		send_out(c, st == SEND_BACKEND ? c->bfd : c->fd);
+		send_out(c);
 	} else {
-		recv_into(c, st == RECV_BACKEND ? c->bfd : c->fd);
+		recv_into(c);
 	}
 }
 
@@ -190,17 +209,13 @@ static void accepted(int fd)
 
 static void finish(struct conn *c)
 {
-	if (fixed) {
-		struct io_uring_sqe *s = sqe_for(NULL);
+	struct io_uring_sqe *s = sqe_for(NULL);
 
+	if (fixed)
 		io_uring_prep_close_direct(s, (unsigned)c->fd);
-		io_uring_submit(&ring);
-	} else {
-		struct io_uring_sqe *s = sqe_for(NULL);
-
+	else
 		io_uring_prep_close(s, c->fd);
-		io_uring_submit(&ring);
-	}
+	io_uring_submit(&ring);
 	if (c->bfd >= 0)
 		close(c->bfd);
 	free(c);
@@ -219,7 +234,7 @@ static void completed(struct conn *c, int res, unsigned flags)
 	if (c->st == SEND_BACKEND || c->st == SEND_RESP) {
 		c->sent += (size_t)res;
 		if (c->sent < c->outlen)
-			send_out(c, c->st == SEND_BACKEND ? c->bfd : c->fd);
+			send_out(c);
 		else
 			step(c);
 		return;
@@ -230,9 +245,7 @@ static void completed(struct conn *c, int res, unsigned flags)
 		if (bid >= NBUF || c->len + (size_t)res >= sizeof(c->buf))
 			kp_die("kp_uring_server: buffer %u, %d bytes", bid, res);
 		memcpy(c->buf + c->len, bufs + bid * BUFSZ, (size_t)res);
-		io_uring_buf_ring_add(br, bufs + bid * BUFSZ, BUFSZ, (unsigned short)bid,
-				      io_uring_buf_ring_mask(NBUF), 0);
-		io_uring_buf_ring_advance(br, 1);
+		buf_return(bid);
 	}
 	if (bufsel && c->st == RECV_REQ && !(flags & IORING_CQE_F_MORE))
 		c->armed = false; /* ended: armed again at the next read */
@@ -241,7 +254,7 @@ static void completed(struct conn *c, int res, unsigned flags)
 	if (strstr(c->buf, end))
 		step(c);
 	else if (c->len + 1 < sizeof(c->buf))
-		recv_into(c, c->st == RECV_BACKEND ? c->bfd : c->fd);
+		recv_into(c);
 	else
 		kp_die("kp_uring_server: request too long");
 }
@@ -322,9 +335,7 @@ static int udp_read(int fd, char *buf, size_t cap, struct sockaddr_in *from)
 		kp_die("kp_uring_server: multishot recvmsg: %d bytes", res);
 	memcpy(buf, io_uring_recvmsg_payload(o, &mh), (size_t)res);
 	buf[res] = '\0';
-	io_uring_buf_ring_add(br, bufs + bid * BUFSZ, BUFSZ, (unsigned short)bid,
-			      io_uring_buf_ring_mask(NBUF), 0);
-	io_uring_buf_ring_advance(br, 1);
+	buf_return(bid);
 	return res;
 }
 
