@@ -87,7 +87,8 @@ struct cp_sock_state {
 	__u32 tgid;
 	__u8 last_dir;	 /* SOCK_DIR_* */
 	__u8 last_short; /* that call moved at most CP_SHORT_READ bytes */
-	__u8 __pad[2];
+	__u8 every;	 /* a payload on every transfer: HTTP/2 (sock_h2) */
+	__u8 __pad;
 };
 
 struct {

@@ -530,6 +530,102 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
 				     struct cp_tls_slot *tls, __u32 unsent);
 
+/* The user iovec array of a vectored call (readv/writev, a msghdr's), or
+ * NULL. */
+static __always_inline const struct iovec *payload_iov(struct cp_inflight *in)
+{
+	const void *msg = (const void *)in->arg0;
+	void *p = NULL;
+
+	if (in->uring & URING_BUF)
+		return NULL;
+	switch (in->call) {
+	case CP_SOCK_READV:
+	case CP_SOCK_WRITEV:
+		return msg;
+	case CP_SOCK_RECVMSG:
+	case CP_SOCK_SENDMSG:
+		bpf_probe_read_user(&p, sizeof(p), msg + offsetof(struct user_msghdr, msg_iov));
+		return p;
+	default:
+		return NULL;
+	}
+}
+
+#define GATHER_IOVS 8
+
+/*
+ * An HTTP/2 writer hands a frame's header and its payload over in separate
+ * iovecs (Node.js: writev), so the first iovec alone ends in the middle of
+ * the frames: the prefix is gathered from the first bytes of up to
+ * GATHER_IOVS of them. buf has CP_PAYLOAD_MAX bytes of room past any offset
+ * below CP_PAYLOAD_MAX (the reservation is twice the payload), so each
+ * read's bounds are plain masks the verifier can follow.
+ */
+static __always_inline __u64 payload_gather(const struct iovec *uiov, long ret, __u8 *buf)
+{
+	__u64 max = ret, off = 0;
+
+	if (max > cfg_payload_bytes)
+		max = cfg_payload_bytes;
+	if (max > CP_PAYLOAD_MAX)
+		max = CP_PAYLOAD_MAX;
+	for (int i = 0; i < GATHER_IOVS; i++) {
+		struct iovec iov;
+		__u64 n;
+
+		if (off >= max || bpf_probe_read_user(&iov, sizeof(iov), &uiov[i]))
+			break;
+		n = iov.iov_len;
+		if (n > max - off)
+			n = max - off;
+		if (n > CP_PAYLOAD_MAX)
+			n = CP_PAYLOAD_MAX;
+		barrier_var(n);
+		if (!n || n > CP_PAYLOAD_MAX)
+			continue;
+		if (bpf_probe_read_user(buf + (off & (CP_PAYLOAD_MAX - 1)), n, iov.iov_base))
+			break;
+		off += n;
+	}
+	if (off > CP_PAYLOAD_MAX)
+		off = CP_PAYLOAD_MAX;
+	/* no stale ring-buffer bytes in the alignment padding after the data */
+	for (int k = 0; k < 7 && ((off + k) & 7); k++)
+		buf[(off + k) & (2 * CP_PAYLOAD_MAX - 1)] = 0;
+	return off;
+}
+
+/*
+ * HTTP/2 multiplexes requests on a connection: a server reads the next
+ * stream's HEADERS while it still answers the last, so the frames of one
+ * direction are not all at its changes of direction. A connection whose
+ * payload begins with the client's preface, the server's SETTINGS, or (one
+ * open before the recording) a HEADERS frame on a client stream has a
+ * payload on every transfer from then on. buf[0..len) is a payload taken.
+ */
+static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
+{
+	__u32 flen, sid;
+	__u8 type, flags;
+
+	if (len < 9)
+		return false;
+	if (len >= 16 && *(const __u64 *)buf == 0x5448202a20495250ull && /* "PRI * HT" */
+	    *(const __u64 *)(buf + 8) == 0x0a0d302e322f5054ull)		 /* "TP/2.0\r\n" */
+		return true;
+	flen = (__u32)buf[0] << 16 | (__u32)buf[1] << 8 | buf[2];
+	type = buf[3];
+	flags = buf[4];
+	sid = (__u32)buf[5] << 24 | (__u32)buf[6] << 16 | (__u32)buf[7] << 8 | buf[8];
+	if (flen > 16384)
+		return false;
+	if (type == 4) /* SETTINGS, not an ACK: a server's preface */
+		return !sid && !flags && flen % 6 == 0;
+	/* HEADERS (END_STREAM, END_HEADERS, PADDED, PRIORITY) on a client stream */
+	return type == 1 && !(flags & ~0x2d) && (sid & 1) && !(sid >> 31);
+}
+
 /* A payload of at most the default size; the reservation holds the 8-byte
  * word sock_payload() zeroes at the end of the data. */
 #define PAYLOAD_SMALL CP_PAYLOAD_DEFAULT
@@ -618,6 +714,7 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
 				     struct cp_tls_slot *tls, __u32 unsent)
 {
+	const struct iovec *iov;
 	struct cp_ev_sock *e;
 	__u8 call = in->call;
 	int dir = call_dir(call);
@@ -626,7 +723,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	/* a peek's bytes are the next read's (and MSG_TRUNC may have said
 	 * more than its buffer holds): the payload is that read's */
 	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || in->peek ||
-		   (st->last_dir == dir && !st->last_short)))
+		   (st->last_dir == dir && !st->last_short && !st->every)))
 		st = NULL;
 	if (tls && dir == SOCK_DIR_READ) {
 		if (st)
@@ -635,7 +732,16 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	}
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */
-	if (st && cfg_payload_bytes <= PAYLOAD_SMALL) {
+	if (st && st->every && !tls && (iov = payload_iov(in))) {
+		e = ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX);
+		if (!e) {
+			count_drop();
+			goto out;
+		}
+		len = payload_gather(iov, ret, e->payload);
+		st->last_dir = dir;
+		st->last_short = 0;
+	} else if (st && cfg_payload_bytes <= PAYLOAD_SMALL) {
 		/* the default prefix: a reservation of its size (the ring
 		 * buffer's space, and the consumer's reads, follow it) */
 		e = ring_reserve(SOCK_SMALL);
@@ -647,6 +753,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		if (len) {
 			st->last_dir = dir;
 			st->last_short = ret <= CP_SHORT_READ;
+			if (!st->every && sock_h2(e->payload, len))
+				st->every = 1;
 		}
 	} else if (st) {
 		e = ring_reserve(sizeof(*e));
@@ -658,6 +766,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		if (len) {
 			st->last_dir = dir;
 			st->last_short = ret <= CP_SHORT_READ;
+			if (!st->every && sock_h2(e->payload, len))
+				st->every = 1;
 		}
 	} else {
 		e = ring_reserve(offsetof(struct cp_ev_sock, payload));
