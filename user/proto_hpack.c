@@ -530,3 +530,8 @@ void hpack__free(struct hpack *t)
 	free(t->ent);
 	memset(t, 0, sizeof(*t));
 }
+
+void hpack__forget(struct hpack *t)
+{
+	table_reset(t);
+}

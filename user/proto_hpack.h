@@ -50,6 +50,9 @@ struct hp_fields {
 /* from_start false: partial from the start (a connection seen mid-stream) */
 void hpack__init(struct hpack *t, bool from_start);
 void hpack__free(struct hpack *t);
+/* Bytes of the direction were not seen: the blocks in them may have added
+ * entries, so none is known any more (empty, partial). */
+void hpack__forget(struct hpack *t);
 /* Decodes one whole header block p[0..len) (HEADERS + CONTINUATION fragments joined). cut: the
  * block goes on past len (only its first len bytes were captured). Fills f (zeroed first). Returns
  * 0, or -EINVAL on a malformed block. */
