@@ -8,7 +8,7 @@ pkgs=(
 	libyajl-dev libsimdjson-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
 	libssl-dev openssl liburing-dev
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
-	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light
+	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light nghttp2-server nghttp2-client
 	libbpf-tools iproute2 procps time linux-perf
 )
 missing=()

@@ -727,10 +727,11 @@ static void conn_reset(struct kp_conn *c)
 	c->ctx_owner1 = 0;
 	c->req.reader = c->req.writer = KP_NONE;
 	c->role_guessed = 0; /* its accept or connect says */
+	kp__h2_free(c);
 }
 
-static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
-			  uint64_t exit, uint32_t seq)
+uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
+		       uint64_t exit, uint32_t seq, uint64_t lower)
 {
 	const struct kp_thread *t = &kp->th[thread];
 	uint64_t s = enter;
@@ -739,7 +740,7 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
 	 * window (a second of arrivals), so galloping back from it touches a
 	 * few cache lines where bisecting the whole window missed on each step */
 	uint32_t lo = kp__lower_bound_from_end(c->dr, c->ndr, sizeof(*c->dr),
-					       offsetof(struct kp_dready, ts), c->prev_end);
+					       offsetof(struct kp_dready, ts), lower);
 
 	for (uint32_t i = lo; i < c->ndr; i++) {
 		const struct kp_dready *d = &c->dr[i];
@@ -747,7 +748,7 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
 		if (d->ts > exit)
 			break;
 		/* a flow's datagrams have no sequence: its first since then */
-		if (d->ts < c->prev_end ||
+		if (d->ts < lower ||
 		    (c->a.proto != IPPROTO_UDP && (int32_t)(d->rcv_nxt - seq) <= 0))
 			continue;
 		s = d->ts;
@@ -766,8 +767,8 @@ static uint64_t req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uin
 			}
 		}
 	}
-	if (s < c->prev_end)
-		s = c->prev_end;
+	if (s < lower)
+		s = lower;
 	if (s > exit)
 		s = exit;
 	return s;
@@ -833,6 +834,20 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 		memcpy(c->req.name, name, sizeof(c->req.name));
 }
 
+/* A payload that begins HTTP/2 on a connection not known to speak it:
+ * from now on its streams are its requests (kpath_h2.c). */
+static int h2_check(struct kp_conn *c, const struct cp_ev_sock *e)
+{
+	bool from_start;
+
+	if (c->h2 || e->payload_len < 9 || (e->payload[0] && e->payload[0] != 'P') ||
+	    (e->flags & CP_SOCK_F_TLS) || c->a.proto == IPPROTO_UDP)
+		return 0;
+	if (!kp__h2_detect(e->payload, e->payload_len, &from_start))
+		return 0;
+	return kp__h2_new(c, from_start, e->payload[0] == 'P');
+}
+
 static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		     uint64_t ts, uint64_t enter)
 {
@@ -842,6 +857,11 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 
 	conn_guess_role(kp, ci, true, e->flags);
 	c->seen_data = 1;
+	err = h2_check(c, e);
+	if (err)
+		return err;
+	if (c->h2)
+		return kp__h2_transfer(kp, ci, e, thread, ts, enter, true);
 	if (c->role == KP_ROLE_CLIENT) {
 		c->phase = KP_PH_READING;
 		return 0;
@@ -862,7 +882,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.writer = KP_NONE;
 	c->req.first_read_enter = enter;
 	c->req.first_read_exit = ts;
-	c->req.start = req_start(kp, c, thread, enter, ts, e->tcp_seq);
+	c->req.start = kp__req_start(kp, c, thread, enter, ts, e->tcp_seq, c->prev_end);
 	c->req.tls_wait = (e->flags & CP_SOCK_F_TLS) && !e->payload_len;
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
 	if (!c->req.name[0]) {
@@ -915,6 +935,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 {
 	struct kp_conn *c = &kp->cn[ci];
 	struct kp_write *w;
+	int err;
 
 	conn_guess_role(kp, ci, false, e->flags);
 	c->seen_data = 1;
@@ -926,6 +947,11 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	w->thread = thread;
 	w->seq = e->tcp_seq;
 	w->bytes = e->bytes;
+	err = h2_check(c, e);
+	if (err)
+		return err;
+	if (c->h2)
+		return kp__h2_transfer(kp, ci, e, thread, ts, enter, false);
 	if (c->role == KP_ROLE_CLIENT) {
 		if (c->phase != KP_PH_WRITING) {
 			proto__request_name(e->payload, e->payload_len, c->last_name,
@@ -1006,6 +1032,10 @@ int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts)
 				return err;
 			c = &kp->cn[ci];
 		}
+		err = kp__h2_close(kp, ci);
+		if (err)
+			return err;
+		c = &kp->cn[ci];
 		c->phase = KP_PH_IDLE;
 		if (c->fdkey)
 			conn_forget_fd(kp, ci, c->fdkey);
@@ -1054,6 +1084,7 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		kp__win_free((void **)&c->wr, &c->wroff, sizeof(*c->wr));
 		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
+		kp__h2_free(c);
 		memset(c, 0, sizeof(*c));
 		c->proc = c->last_proc = c->peer = KP_NONE;
 		c->req.reader = c->req.writer = KP_NONE;
@@ -1104,6 +1135,13 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 				return err;
 			c = &kp->cn[ci];
 		}
+		if (c->h2) {
+			int err = kp__h2_close(kp, ci);
+
+			if (err)
+				return err;
+			c = &kp->cn[ci];
+		}
 		conn_reset(c);
 		c->proc = proc;
 		c->role = KP_ROLE_SERVER;
@@ -1119,6 +1157,13 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	case CP_SOCK_SHUTDOWN:
 		if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
 			int err = kp__conn_finish_req(kp, ci);
+
+			if (err)
+				return err;
+			c = &kp->cn[ci];
+		}
+		if (c->h2) {
+			int err = kp__h2_close(kp, ci);
 
 			if (err)
 				return err;
@@ -1155,6 +1200,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 				works_for = c->ctx_owner1 ? c->ctx_owner1 - 1 : KP_NONE;
 			return err ?: kp__tl_call(kp, thread, ts, KP_NONE, works_for);
 		}
+		if (e->bytes == 0 && !udp && c->h2)
+			return kp__h2_close(kp, ci); /* EOF: no stream comes after it */
 		if (e->bytes == 0 && !udp && c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING)
 			return kp__conn_finish_req(kp, ci); /* EOF (an empty datagram is none) */
 		return 0;
@@ -1167,7 +1214,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		int err;
 
 		if (c->role == KP_ROLE_SERVER) {
-			err = kp__tl_call(kp, thread, ts, ci, KP_NONE);
+			/* on HTTP/2, by the streams it carries (kp__h2_transfer) */
+			err = c->h2 ? 0 : kp__tl_call(kp, thread, ts, ci, KP_NONE);
 		} else {
 			/* a downstream call, made for the request at hand */
 			uint32_t now = kp__tl_ctx_now(&kp->th[thread]);

@@ -16,7 +16,6 @@
 #include "kpath_internal.h"
 
 #define KP_PRUNE_EVERY 65536u
-#define KP_HOLD_MAX_NS 30000000000ull
 
 /* From 8: a connection's or thread's arrays are many and mostly short. */
 int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
@@ -210,6 +209,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&c->wr, &c->wroff, sizeof(*c->wr));
 		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
+		kp__h2_free(c);
 	}
 	kp__pend_free(kp);
 	free(kp->th);
@@ -329,6 +329,12 @@ static int kp_prune(struct kp *kp)
 	for (uint32_t i = 0; i < kp->ncn; i++) {
 		struct kp_conn *c = &kp->cn[i];
 
+		if (c->h2 && c->role == KP_ROLE_SERVER) {
+			err = kp__h2_prune(kp, i, &mark);
+			if (err)
+				return err;
+			c = &kp->cn[i];
+		}
 		if (c->role != KP_ROLE_SERVER || c->phase == KP_PH_IDLE)
 			continue;
 		if (c->phase == KP_PH_WRITING && c->req.end + KP_IDLE_FINISH_NS < kp->now) {
@@ -603,6 +609,9 @@ int kp__finish(struct kp *kp)
 	for (uint32_t i = 0; i < kp->ncn; i++) {
 		int err;
 
+		err = kp__h2_close(kp, i);
+		if (err)
+			return err;
 		if (kp->cn[i].role != KP_ROLE_SERVER || kp->cn[i].phase != KP_PH_WRITING)
 			continue;
 		err = kp__conn_finish_req(kp, i);

@@ -33,6 +33,7 @@
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
 #define KP_WRITE_SLACK_NS 5000000ull	/* a write seen at its end ends this long after its bytes arrived, at most */
 #define KP_IDLE_FINISH_NS 1000000000ull /* a response idle this long is complete */
+#define KP_HOLD_MAX_NS 30000000000ull	/* an open request holds state back this long at most */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
 /* A finished request waits this long (stream time past its end) before it
  * goes out: the recorder writes a loss window when it notices the drops,
@@ -125,6 +126,9 @@ struct kp_probe_ev {
 struct kp_ctx {
 	uint64_t ts;
 	uint32_t conn;
+	/* an HTTP/2 connection's streams it worked for, the ones whose frames
+	 * the write that ended the stretch carried; 0, 0: any of conn's */
+	uint32_t sid_lo, sid_hi;
 };
 
 /* The frame of cpu time a thread spent on other connections' requests */
@@ -247,6 +251,7 @@ struct kp_req {
 	uint32_t reader; /* the serving thread (first read) */
 	uint32_t writer; /* the thread of the last write */
 	int status;	 /* HTTP status, 0 = none */
+	uint32_t sid;	 /* its HTTP/2 stream, 0 for none */
 	char name[KP_NAME_LEN];
 	/* several requests in its first read (pipelined): the runs of names in
 	 * kp_conn.runs, all of them served by this one read-then-write exchange;
@@ -297,6 +302,7 @@ struct kp_conn {
 	uint32_t last_proc; /* the process of that record */
 	uint64_t closed_at; /* closed by its process (0 = open); recycled once behind the window */
 	uint64_t fdkey;	    /* the fdmap key that last named it, 0 for none */
+	struct kp_h2 *h2;   /* HTTP/2: its streams are its requests (kpath_h2.c) */
 };
 
 struct kp_source {
@@ -468,6 +474,10 @@ struct kp {
 	/* requests whose last write left bytes unsent: how many, how many of
 	 * them by Nagle's algorithm, and the first services those were of */
 	uint64_t unsent_reqs, nagle_reqs;
+	/* HTTP/2 (kpath_h2.c): streams answered; of them, ended at a write
+	 * whose unseen bytes may have ended them; not named; asked for and
+	 * never answered; transfers whose frames went on past the prefix */
+	uint64_t h2_requests, h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
 	struct {
 		char service[KP_NAME_LEN];
 		uint64_t n;
@@ -603,6 +613,10 @@ int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
  * worked for `before` (KP_NONE: as it was) since its call before, and
  * works for `after` (KP_NONE: nobody's) from end on. */
 int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after);
+/* the same for a write on an HTTP/2 connection: `before` only for its
+ * streams sid_lo..sid_hi */
+int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,
+			uint32_t sid_lo, uint32_t sid_hi);
 /* the index in t->ctx of the last context begun before ts, or -1 */
 int64_t kp__tl_ctx_before(const struct kp_thread *t, uint64_t ts);
 /* the connection thread works for now (KP_NONE: nobody's) */
@@ -658,6 +672,26 @@ const char *kp__conn_addr(struct kp_conn *c, bool local);
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);
 /* Requests: finish the one open on conn (walk + emit). */
 int kp__conn_finish_req(struct kp *kp, uint32_t conn);
+/* When a request whose first read was [enter, exit] on thread, at TCP
+ * sequence seq, began: its bytes' arrival, not before lower (DESIGN.md
+ * section 5). */
+uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
+		       uint64_t exit, uint32_t seq, uint64_t lower);
+
+/* kpath_h2.c: HTTP/2. kp__h2_detect says whether a payload begins a
+ * connection's HTTP/2 (the client preface or the server's SETTINGS:
+ * *from_start) or is one seen mid-stream; kp__h2_new gives the connection
+ * its state; kp__h2_transfer frames a read or write; kp__h2_close
+ * finishes its answered streams (closed, EOF, exited, end of input);
+ * kp__h2_prune finishes the ones idle since their end and lowers *mark to
+ * what open ones need kept. */
+int kp__h2_detect(const uint8_t *p, size_t len, bool *from_start);
+int kp__h2_new(struct kp_conn *c, bool from_start, bool preface);
+void kp__h2_free(struct kp_conn *c);
+int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
+		    uint64_t ts, uint64_t enter, bool read);
+int kp__h2_close(struct kp *kp, uint32_t ci);
+int kp__h2_prune(struct kp *kp, uint32_t ci, uint64_t *mark);
 
 /* kpath_emit.c: the walk's result as a request, waiting KP_LOSS_LAG_NS for
  * loss windows before it goes to kp->emit */

@@ -31,6 +31,7 @@
 struct walk {
 	struct kp *kp;
 	uint32_t conn;	  /* the request's connection */
+	uint32_t sid;	  /* its HTTP/2 stream, 0 for none */
 	uint32_t serving; /* the thread that read the request */
 	uint32_t proc;	  /* the serving process */
 	uint64_t start;
@@ -441,10 +442,21 @@ static void enter_call(struct walk *w, uint32_t thread, uint32_t conn)
 	}
 }
 
-/* conn is the request's, or a downstream end the walk came through */
-static bool ctx_ours(const struct walk *w, uint32_t conn)
+/* The context is the request's connection, and on an HTTP/2 one, the
+ * streams it worked for include the request's. */
+static bool ctx_mine(const struct walk *w, const struct kp_ctx *x)
 {
-	if (conn == KP_NONE || conn == w->conn || w->kp->cn[conn].role != KP_ROLE_SERVER)
+	return x->conn == w->conn && (!x->sid_hi || (w->sid >= x->sid_lo && w->sid <= x->sid_hi));
+}
+
+/* x's connection is the request's, or a downstream end the walk came through */
+static bool ctx_ours(const struct walk *w, const struct kp_ctx *x)
+{
+	uint32_t conn = x->conn;
+
+	if (conn == w->conn)
+		return ctx_mine(w, x);
+	if (conn == KP_NONE || w->kp->cn[conn].role != KP_ROLE_SERVER)
 		return true;
 	for (uint32_t i = 0; i < w->nentered && i < KP_WALK_ENTERED; i++)
 		if (w->entered[i] == conn)
@@ -461,8 +473,8 @@ static bool ctx_ours(const struct walk *w, uint32_t conn)
 static bool ctx_theirs(const struct walk *w, const struct kp_thread *th, int64_t k, bool own)
 {
 	if (own)
-		return k >= 0 && !ctx_ours(w, th->ctx[k].conn);
-	return !(k >= 0 && th->ctx[k].conn == w->conn);
+		return k >= 0 && !ctx_ours(w, &th->ctx[k]);
+	return !(k >= 0 && ctx_mine(w, &th->ctx[k]));
 }
 
 /*
@@ -691,6 +703,7 @@ int kp__walk(struct kp *kp, uint32_t conn)
 	struct kp_conn *c = &kp->cn[conn];
 	struct walk w = {.kp = kp,
 			 .conn = conn,
+			 .sid = c->req.sid,
 			 .serving = c->req.reader,
 			 .proc = c->proc,
 			 .start = c->req.start,

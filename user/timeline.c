@@ -530,37 +530,63 @@ int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts)
 }
 
 /* thread works for conn (KP_NONE: nobody's) from ts on */
-static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn)
+static bool ctx_same(const struct kp_ctx *c, uint32_t conn, uint32_t lo, uint32_t hi)
 {
+	return c->conn == conn && c->sid_lo == lo && c->sid_hi == hi;
+}
+
+static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo, uint32_t hi)
+{
+	struct kp_ctx *c;
+
 	if (t->nctx && t->ctx[t->nctx - 1].ts >= ts) {
 		/* from the same instant (or, in a damaged stream, earlier): the
 		 * later word replaces the earlier */
-		t->ctx[t->nctx - 1].conn = conn;
-		if (t->nctx > 1 && t->ctx[t->nctx - 2].conn == conn)
+		c = &t->ctx[t->nctx - 1];
+		c->conn = conn;
+		c->sid_lo = lo;
+		c->sid_hi = hi;
+		if (t->nctx > 1 && ctx_same(c - 1, conn, lo, hi))
 			t->nctx--;
 		return 0;
 	}
-	if (t->nctx ? t->ctx[t->nctx - 1].conn == conn : conn == KP_NONE)
+	if (t->nctx ? ctx_same(&t->ctx[t->nctx - 1], conn, lo, hi) : conn == KP_NONE)
 		return 0; /* no change (nobody's is where every thread starts) */
 	if (kp__win_more((void **)&t->ctx, &t->ctxoff, &t->capctx, t->nctx, sizeof(*t->ctx)))
 		return -ENOMEM;
-	t->ctx[t->nctx].ts = ts;
-	t->ctx[t->nctx++].conn = conn;
+	c = &t->ctx[t->nctx++];
+	c->ts = ts;
+	c->conn = conn;
+	c->sid_lo = lo;
+	c->sid_hi = hi;
 	return 0;
 }
 
-int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after)
+static int tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t lo,
+		   uint32_t hi, uint32_t after)
 {
 	struct kp_thread *t = &kp->th[thread];
 	int err = 0;
 
 	if (before != KP_NONE)
-		err = ctx_set(t, t->last_call && t->last_call <= end ? t->last_call : end, before);
+		err = ctx_set(t, t->last_call && t->last_call <= end ? t->last_call : end, before,
+			      lo, hi);
 	if (!err)
-		err = ctx_set(t, end, after);
+		err = ctx_set(t, end, after, 0, 0);
 	if (end > t->last_call)
 		t->last_call = end;
 	return err;
+}
+
+int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after)
+{
+	return tl_call(kp, thread, end, before, 0, 0, after);
+}
+
+int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,
+			uint32_t sid_lo, uint32_t sid_hi)
+{
+	return tl_call(kp, thread, end, before, sid_lo, sid_hi, KP_NONE);
 }
 
 int64_t kp__tl_ctx_before(const struct kp_thread *t, uint64_t ts)

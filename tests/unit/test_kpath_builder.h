@@ -78,6 +78,9 @@ struct kb {
 	uint64_t unsent;   /* kp's requests whose last write left bytes unsent */
 	uint64_t udp_unknown; /* kp's datagram reads whose sender was not known */
 	uint64_t nagle;	   /* ... held whole and small (Nagle's algorithm) */
+	/* kp's HTTP/2 counts: requests ended at a write that may have ended
+	 * them, not named, never answered; reads with frames not seen */
+	uint64_t h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
 };
 
 static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
@@ -535,6 +538,10 @@ static inline int kb_run(struct kb *b)
 	b->unsent = kp.unsent_reqs;
 	b->udp_unknown = kp.udp_unknown;
 	b->nagle = kp.nagle_reqs;
+	b->h2_uncertain = kp.h2_uncertain;
+	b->h2_unnamed = kp.h2_unnamed;
+	b->h2_unanswered = kp.h2_unanswered;
+	b->h2_lost = kp.h2_lost;
 	kp__free(&kp);
 	return err;
 }

@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+"""HTTP/2: requests are streams, several at once on one connection (DESIGN.md
+section 5: "HTTP/2 / gRPC: stream and method").
+
+A Node.js server over cleartext HTTP/2 (h2c) answers three kinds of stream,
+which one client sends at once on one connection, round after round:
+  GET /wait                     a 10 ms timer, then 'ok'
+  GET /work/7                   2 ms of CPU, then 'ok'
+  POST /demo.Greeter/SayHello   gRPC's shape: a length-prefixed message in,
+                                1 ms of CPU, headers, a message and trailers
+                                (grpc-status) out; END_STREAM on the trailers
+Every stream is a request named by its :method and :path (HPACK-decoded,
+Huffman and the dynamic table included), its latency its own although the
+three overlap on one connection, and the path shows what each waited for.
+
+Then a client whose connection was open before the recording (its HPACK
+tables are not known from their start): its streams are still each a
+request. And Debian's nghttpd under h2load, 8 streams at once per
+connection, with bodies larger than the payload prefix.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kpathlib as K  # noqa: E402
+from tap import CRITPATH, Tap  # noqa: E402
+
+SERVER = r"""
+const http2 = require('http2');
+function burn(ms) {  // CPU time, not wall time
+  const end = process.cpuUsage().user + process.cpuUsage().system + ms * 1000;
+  let x = 0;
+  while (process.cpuUsage().user + process.cpuUsage().system < end) x++;
+  return x;
+}
+const server = http2.createServer();
+server.on('stream', (stream, headers) => {
+  const path = headers[':path'];
+  if (path === '/wait') {
+    setTimeout(() => { stream.respond({':status': 200}); stream.end('ok'); }, 10);
+  } else if (path.startsWith('/work/')) {
+    burn(2);
+    stream.respond({':status': 200});
+    stream.end('ok');
+  } else if (path === '/demo.Greeter/SayHello') {
+    stream.on('data', () => {});
+    stream.on('end', () => {
+      burn(1);
+      stream.respond({':status': 200, 'content-type': 'application/grpc'},
+                     {waitForTrailers: true});
+      stream.on('wantTrailers', () => stream.sendTrailers({'grpc-status': '0'}));
+      const msg = Buffer.alloc(5 + 12);
+      msg.writeUInt32BE(12, 1);
+      msg.write('hello, world', 5);
+      stream.end(msg);
+    });
+  } else {
+    stream.respond({':status': 404});
+    stream.end();
+  }
+});
+server.listen(+process.argv[2], '127.0.0.1', () => console.log('READY'));
+"""
+
+CLIENT = r"""
+const http2 = require('http2');
+const [port, rounds, hold] = [+process.argv[2], +process.argv[3], process.argv[4] === 'hold'];
+const s = http2.connect('http://127.0.0.1:' + port);
+function req(h, body) {
+  return new Promise((ok, fail) => {
+    const r = s.request(h);
+    r.on('response', () => {});
+    r.on('data', () => {});
+    r.on('end', ok);
+    r.on('error', fail);
+    r.end(body);
+  });
+}
+function round() {
+  const msg = Buffer.alloc(5 + 5);
+  msg.writeUInt32BE(5, 1);
+  msg.write('world', 5);
+  return Promise.all([
+    req({':method': 'GET', ':path': '/wait'}),
+    req({':method': 'GET', ':path': '/work/7'}),
+    req({':method': 'POST', ':path': '/demo.Greeter/SayHello',
+         'content-type': 'application/grpc', 'te': 'trailers'}, msg),
+  ]);
+}
+(async () => {
+  if (hold) {  // a connection in use before the recording
+    await round();
+    console.log('OPEN');
+    await new Promise(ok => process.stdin.once('data', ok));
+  }
+  for (let i = 0; i < rounds; i++) await round();
+  console.log('DONE ' + 3 * rounds);
+  s.close();
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+
+ROUNDS = 60
+NAMES = {"GET /wait", "GET /work/{n}", "POST /demo.Greeter/SayHello"}
+
+
+def h2_warnings(rep):
+    return [w for w in rep.get("warnings") or [] if "HTTP/2" in w]
+
+
+def conn_of(q):
+    """The connection a request was served on: its id is pid:conn:n."""
+    return q["id"].rsplit(":", 1)[0]
+
+
+def overlapping(reqs):
+    """Requests that overlap another one on the same connection."""
+    by = {}
+    for q in reqs:
+        by.setdefault(conn_of(q), []).append(q)
+    n = 0
+    for qs in by.values():
+        qs.sort(key=lambda q: q["start_ns"])
+        end = 0
+        for q in qs:
+            if q["start_ns"] < end:
+                n += 1
+            end = max(end, q["end_ns"])
+    return n
+
+
+def cat_ns(q, cat):
+    return sum(K.dur(g) for g in q["critical_path"] if g["category"] == cat)
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else 0
+
+
+def node_case(tap, node):
+    d = K.workdir("h2")
+    js, cjs = os.path.join(d, "server.js"), os.path.join(d, "client.js")
+    with open(js, "w") as f:
+        f.write(SERVER)
+    with open(cjs, "w") as f:
+        f.write(CLIENT)
+    port = K.free_port()
+    server = K.spawn([node, js, str(port)], stdout=subprocess.DEVNULL)
+    K.wait_port(port, server)
+    done = []
+
+    def drive():
+        r = subprocess.run([node, cjs, str(port), str(ROUNDS)], capture_output=True,
+                           text=True, timeout=120)
+        m = re.search(r"DONE (\d+)", r.stdout)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"client: exit {r.returncode}: {r.stdout[-300:]} "
+                               f"{r.stderr[-500:]}")
+        done.append(int(m.group(1)))
+    rep, path = K.record_workload(tap, "h2", [server.pid], drive, seconds=6)
+    if rep is None:
+        K.stop(server)
+        return
+    reqs = K.service_requests(rep, port)
+    K.check_tiling(tap, "h2", rep.get("requests", []))
+    n = done[0] if done else 0
+    names = {}
+    for q in reqs:
+        names[q["name"]] = names.get(q["name"], 0) + 1
+    tap.ok(f"h2: {len(reqs)} streams found as requests, the client made {n}",
+           n and len(reqs) == n, f"names {names}; recording {path}")
+    tap.ok("h2: each named by its :method and :path, 60 of each",
+           names == {k: ROUNDS for k in NAMES}, f"{names}")
+    tap.ok("h2: one connection, its requests overlapping", overlapping(reqs) >= ROUNDS,
+           f"{overlapping(reqs)} overlap; connections {sorted({conn_of(q) for q in reqs})}")
+    # the connection's first read (preface, SETTINGS, three HEADERS and a
+    # body: 156 bytes) goes past the 128-byte prefix; every later frame is seen
+    bad = [w for w in h2_warnings(rep)
+           if not re.match(r"1 reads on HTTP/2 connections went on", w)]
+    tap.ok("h2: every stream answered, named and ended by a frame seen", not bad, str(bad))
+    wait = [q for q in reqs if q["name"] == "GET /wait"]
+    work = [q for q in reqs if q["name"] == "GET /work/{n}"]
+    rpc = [q for q in reqs if q["name"] == "POST /demo.Greeter/SayHello"]
+    # its timer runs while the loop burns the other two streams' 3 ms: the
+    # path is that cpu, then the rest of the timer
+    lat = median([q["latency_ns"] for q in wait])
+    slept = median([cat_ns(q, "sleep") for q in wait])
+    timed = sum(1 for q in wait if cat_ns(q, "sleep") > 0)
+    tap.ok(f"h2: GET /wait takes its 10 ms timer: latency {K.fmt_ms(lat)} (9.5..30), "
+           f"the timer on the path of {timed} of {len(wait)}, {K.fmt_ms(slept)} of it "
+           f"(at least 3)", 9.5 * K.MS <= lat <= 30 * K.MS and timed >= 0.9 * len(wait)
+           and slept >= 3 * K.MS, K.describe(wait[len(wait) // 2]) if wait else "none")
+    cpu = median([cat_ns(q, "cpu") for q in work])
+    tap.ok(f"h2: GET /work/7 burns 2 ms: cpu on its path {K.fmt_ms(cpu)} (1.4..8)",
+           1.4 * K.MS <= cpu <= 8 * K.MS, K.describe(work[len(work) // 2]) if work else "none")
+    cpu = median([cat_ns(q, "cpu") for q in rpc])
+    tap.ok(f"h2: the gRPC call burns 1 ms: cpu on its path {K.fmt_ms(cpu)} (0.7..8), "
+           f"ended by its trailers", 0.7 * K.MS <= cpu <= 8 * K.MS,
+           K.describe(rpc[len(rpc) // 2]) if rpc else "none")
+    K.stop(server)
+
+
+def held_case(tap, node):
+    """A connection open before the recording: HPACK tables from mid-stream."""
+    d = K.workdir("h2held")
+    js, cjs = os.path.join(d, "server.js"), os.path.join(d, "client.js")
+    with open(js, "w") as f:
+        f.write(SERVER)
+    with open(cjs, "w") as f:
+        f.write(CLIENT)
+    port = K.free_port()
+    server = K.spawn([node, js, str(port)], stdout=subprocess.DEVNULL)
+    K.wait_port(port, server)
+    client = subprocess.Popen([node, cjs, str(port), str(ROUNDS), "hold"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    line = client.stdout.readline()
+    if not tap.ok("h2 held: the client's connection is open", line.strip() == "OPEN", line):
+        client.kill()
+        K.stop(server)
+        return
+    out = []
+
+    def drive():
+        time.sleep(0.2)
+        client.stdin.write("go\n")
+        client.stdin.flush()
+        o, _ = client.communicate(timeout=120)
+        out.append(o)
+    rep, path = K.record_workload(tap, "h2held", [server.pid], drive, seconds=6)
+    K.stop(server)
+    if rep is None:
+        return
+    reqs = K.service_requests(rep, port)
+    K.check_tiling(tap, "h2 held", rep.get("requests", []))
+    named = [q for q in reqs if q["name"] in NAMES]
+    tap.ok(f"h2 held: {len(reqs)} streams found on a connection opened before the "
+           f"recording ({3 * ROUNDS} made)", len(reqs) == 3 * ROUNDS,
+           f"{out}; recording {path}")
+    other = {q["name"] for q in reqs} - NAMES - {"request"}
+    tap.ok(f"h2 held: named by what the tables seen say ({len(named)} named, the rest "
+           f"'request'), never wrongly", not other, f"{other}")
+
+
+def nghttpd_case(tap):
+    d = K.workdir("h2nghttpd")
+    docs = os.path.join(d, "docs")
+    os.makedirs(docs, exist_ok=True)
+    with open(os.path.join(docs, "index.html"), "w") as f:
+        f.write("hello\n")
+    with open(os.path.join(docs, "big.txt"), "w") as f:
+        f.write("x" * 6000 + "\n")
+    port = K.free_port()
+    server = K.spawn(["nghttpd", "--no-tls", "-d", docs, str(port)],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    K.wait_port(port, server)
+    got = []
+
+    def drive():
+        r = subprocess.run(["h2load", "-n", "400", "-c", "2", "-m", "8",
+                            f"http://127.0.0.1:{port}/index.html",
+                            f"http://127.0.0.1:{port}/big.txt"],
+                           capture_output=True, text=True, timeout=120)
+        m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", r.stdout)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"h2load: exit {r.returncode}: {r.stdout[-500:]}")
+        got.append(int(m.group(1)))
+    rep, path = K.record_workload(tap, "h2nghttpd", [server.pid], drive, seconds=5,
+                                  extra=["--payload-bytes", "512"])
+    K.stop(server)
+    if rep is None:
+        return
+    reqs = K.service_requests(rep, port)
+    K.check_tiling(tap, "nghttpd", rep.get("requests", []))
+    n = got[0] if got else 0
+    names = {}
+    for q in reqs:
+        names[q["name"]] = names.get(q["name"], 0) + 1
+    tap.ok(f"nghttpd: {len(reqs)} requests found, h2load completed {n}",
+           n and len(reqs) == n, f"{names}; warnings {h2_warnings(rep)}; recording {path}")
+    tap.ok("nghttpd: named GET /index.html and GET /big.txt, 200 each",
+           names == {"GET /index.html": n // 2, "GET /big.txt": n // 2}, f"{names}")
+    tap.ok("nghttpd: 8 streams at once on a connection", overlapping(reqs) >= n // 4,
+           f"{overlapping(reqs)} overlap")
+
+
+def main():
+    tap = Tap()
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
+        K.done(tap)
+    if node:
+        node_case(tap, node)
+        held_case(tap, node)
+    else:
+        tap.skip("h2 node", "node not installed (apt-get install nodejs)")
+    if shutil.which("nghttpd") and shutil.which("h2load"):
+        nghttpd_case(tap)
+    else:
+        tap.skip("h2 nghttpd", "nghttpd / h2load not installed "
+                 "(apt-get install nghttp2-server nghttp2-client)")
+    K.done(tap)
+
+
+if __name__ == "__main__":
+    main()

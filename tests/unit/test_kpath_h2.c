@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * HTTP/2 requests (user/kpath_h2.c): a stream is a request, from the read
+ * that brought its HEADERS to the write that carried its END_STREAM, while
+ * other streams run on the same connection; frames followed across
+ * transfers by their lengths, through what the payload prefix does not
+ * show, and found again; HPACK names from a table seen from its start or
+ * from mid-stream.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "test_kpath_builder.h"
+
+#define U 1000000ull
+#define B (1000 * U)
+
+static const struct kb_tuple CL = {"10.0.0.1", 8080, "10.0.0.2", 5000};
+static const char PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+enum { DATA = 0, HEADERS = 1, RST = 3, SETTINGS = 4, CONT = 9 };
+
+/* Appends a frame to p (at *n): its header and its payload. */
+static void fr(uint8_t *p, size_t *n, uint8_t type, uint8_t flags, uint32_t sid, const void *pl,
+	       uint32_t len)
+{
+	uint8_t *h = p + *n;
+
+	h[0] = (uint8_t)(len >> 16);
+	h[1] = (uint8_t)(len >> 8);
+	h[2] = (uint8_t)len;
+	h[3] = type;
+	h[4] = flags;
+	h[5] = (uint8_t)(sid >> 24);
+	h[6] = (uint8_t)(sid >> 16);
+	h[7] = (uint8_t)(sid >> 8);
+	h[8] = (uint8_t)sid;
+	if (len && pl)
+		memcpy(h + 9, pl, len);
+	*n += 9 + len;
+}
+
+/* A request's header block: :method GET (static 2), :path a literal with
+ * incremental indexing (name: static 4), no Huffman. */
+static uint32_t get_block(uint8_t *blk, const char *path)
+{
+	size_t l = strlen(path);
+
+	blk[0] = 0x82;
+	blk[1] = 0x44;
+	blk[2] = (uint8_t)l;
+	memcpy(blk + 3, path, l);
+	return (uint32_t)(3 + l);
+}
+
+/* HEADERS of a GET on stream sid, whole (END_HEADERS, END_STREAM) */
+static void get(uint8_t *p, size_t *n, uint32_t sid, const char *path)
+{
+	uint8_t blk[64];
+	uint32_t l = get_block(blk, path);
+
+	fr(p, n, HEADERS, 0x5, sid, blk, l);
+}
+
+/* the answer on stream sid: HEADERS (:status 200) and its DATA */
+static void answer(uint8_t *p, size_t *n, uint32_t sid, bool end)
+{
+	static const uint8_t st200 = 0x88;
+
+	fr(p, n, HEADERS, 0x4, sid, &st200, 1);
+	fr(p, n, DATA, end ? 0x1 : 0, sid, "ok", 2);
+}
+
+/* the client's first bytes: preface, SETTINGS */
+static void opening(uint8_t *p, size_t *n)
+{
+	memcpy(p, PREFACE, 24);
+	*n = 24;
+	fr(p, n, SETTINGS, 0, 0, NULL, 0);
+}
+
+/* Server thread 100 runs from B - 10 ms on; the client's bytes arrive. */
+static void server_runs(struct kb *b)
+{
+	kb_proc(b, 100, "h2srv");
+	kb_switch(b, B - 10 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "h2srv");
+}
+
+static void rd(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, size_t n, int64_t bytes)
+{
+	kb_dready(b, at, 0, 100, CL, seq + (uint32_t)bytes);
+	kb_sock_bytes(b, at + 1000, at + 2000, 100, 100, CP_SOCK_READ, 5, CL, bytes, seq, p, n);
+}
+
+static void wr(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, size_t n, int64_t bytes)
+{
+	kb_sock_bytes(b, at - 1000, at, 100, 100, CP_SOCK_WRITE, 5, CL, bytes, seq, p, n);
+}
+
+/* Two streams overlap: /slow asked first and answered last, /fast asked
+ * and answered while /slow was still open. */
+static void test_overlap(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[256];
+	size_t n = 0, m = 0;
+	const struct kb_req *slow, *fast;
+
+	server_runs(b);
+	opening(p, &n);
+	get(p, &n, 1, "/slow");
+	rd(b, B, 1000, p, n, (int64_t)n);
+	m = 0;
+	get(p, &m, 3, "/fast");
+	rd(b, B + 2 * U, 1000 + (uint32_t)n, p, m, (int64_t)m);
+	n = 0;
+	answer(p, &n, 3, true);
+	wr(b, B + 3 * U, 7000, p, n, (int64_t)n);
+	m = 0;
+	answer(p, &m, 1, true);
+	wr(b, B + 6 * U, 7000 + (uint32_t)n, p, m, (int64_t)m);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	fast = kb_find_name(b, "GET /fast");
+	slow = kb_find_name(b, "GET /slow");
+	assert_non_null(fast);
+	assert_non_null(slow);
+	assert_int_equal(fast->start, B + 2 * U);
+	assert_int_equal(fast->end, B + 3 * U);
+	assert_int_equal(slow->start, B);
+	assert_int_equal(slow->end, B + 6 * U);
+	assert_string_equal(fast->tag, "http.status=200");
+	assert_string_equal(slow->service, "h2srv:8080");
+	kb_check_tiling(fast);
+	kb_check_tiling(slow);
+	assert_int_equal(b->h2_uncertain + b->h2_unnamed + b->h2_unanswered + b->h2_lost, 0);
+}
+
+/* A frame header cut by the end of a read: its rest begins the next. */
+static void test_split_header(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[256];
+	size_t n = 0;
+
+	server_runs(b);
+	opening(p, &n);
+	get(p, &n, 1, "/split");
+	/* the first read ends 4 bytes into the HEADERS frame's header */
+	rd(b, B, 1000, p, 24 + 9 + 4, 24 + 9 + 4);
+	rd(b, B + U, 1000 + 37, p + 37, n - 37, (int64_t)(n - 37));
+	n = 0;
+	answer(p, &n, 1, true);
+	wr(b, B + 2 * U, 7000, p, n, (int64_t)n);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 1);
+	assert_string_equal(b->reqs[0].name, "GET /split");
+	assert_int_equal(b->reqs[0].start, B);
+	assert_int_equal(b->reqs[0].end, B + 2 * U);
+}
+
+/* The END_STREAM past the payload prefix: the stream ends at the first
+ * write that can have carried it (uncertain), unless a later write shows
+ * its frames, once a transfer begins with a frame again. */
+static void test_past_prefix(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[256], body[40] = {0};
+	size_t n = 0, m = 0;
+	static const uint8_t st200 = 0x88;
+
+	server_runs(b);
+	opening(p, &n);
+	get(p, &n, 1, "/big");
+	get(p, &n, 3, "/more");
+	rd(b, B, 1000, p, n, (int64_t)n);
+	/* HEADERS, then a DATA frame of 1000 bytes of which the prefix
+	 * shows 40, then a frame not seen at all */
+	fr(p, &m, HEADERS, 0x4, 1, &st200, 1);
+	fr(p, &m, HEADERS, 0x4, 3, &st200, 1);
+	fr(p, &m, DATA, 0, 1, body, 40);
+	p[m - 40 - 9 + 2] = (uint8_t)(1000 & 0xff); /* its length says 1000 */
+	p[m - 40 - 9 + 1] = (uint8_t)(1000 >> 8);
+	wr(b, B + 2 * U, 7000, p, m, (int64_t)(m - 40 + 1000 + 9 + 2));
+	/* stream 3's end, in a write that begins with a frame */
+	n = 0;
+	fr(p, &n, DATA, 0x1, 3, "ok", 2);
+	wr(b, B + 5 * U, 9000, p, n, (int64_t)n);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_int_equal(kb_find_name(b, "GET /big")->end, B + 2 * U);
+	assert_int_equal(kb_find_name(b, "GET /more")->end, B + 5 * U);
+	assert_int_equal(b->h2_uncertain, 1);
+}
+
+/* A connection seen mid-stream: an index into the table made before the
+ * recording names nothing; one the recording saw made names. */
+static void test_mid_stream(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[256], blk[64];
+	size_t n = 0;
+	static const uint8_t old[] = {0x82, 0xbe}; /* GET, :path from entry 62 */
+	uint32_t l;
+
+	server_runs(b);
+	fr(p, &n, HEADERS, 0x5, 7, old, sizeof(old));
+	rd(b, B, 1000, p, n, (int64_t)n);
+	n = 0;
+	answer(p, &n, 7, true);
+	wr(b, B + U, 7000, p, n, (int64_t)n);
+	n = 0;
+	l = get_block(blk, "/a");
+	fr(p, &n, HEADERS, 0x5, 9, blk, l);
+	fr(p, &n, HEADERS, 0x5, 11, old, sizeof(old)); /* entry 62 is "/a" now */
+	rd(b, B + 2 * U, 2000, p, n, (int64_t)n);
+	n = 0;
+	answer(p, &n, 9, true);
+	answer(p, &n, 11, true);
+	wr(b, B + 3 * U, 8000, p, n, (int64_t)n);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 3);
+	assert_string_equal(b->reqs[0].name, "request");
+	assert_string_equal(b->reqs[1].name, "GET /a");
+	assert_string_equal(b->reqs[2].name, "GET /a");
+	assert_int_equal(b->h2_unnamed, 1);
+}
+
+/* A block in a padded, prioritised HEADERS and a CONTINUATION; a stream
+ * the client resets before any answer is no request. */
+static void test_continuation_and_reset(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[256], pl[32];
+	size_t n = 0;
+	static const uint8_t rst[4] = {0, 0, 0, 8}; /* CANCEL */
+	static const uint8_t rest[] = {0x44, 2, '/', 'c'};
+
+	server_runs(b);
+	opening(p, &n);
+	/* pad length 2, priority (5 bytes), the fragment GET, padding */
+	pl[0] = 2;
+	memset(pl + 1, 0, 5);
+	pl[6] = 0x82;
+	pl[7] = pl[8] = 0;
+	fr(p, &n, HEADERS, 0x1 | 0x8 | 0x20, 1, pl, 9);
+	fr(p, &n, CONT, 0x4, 1, rest, sizeof(rest));
+	get(p, &n, 3, "/gone");
+	fr(p, &n, RST, 0, 3, rst, 4);
+	rd(b, B, 1000, p, n, (int64_t)n);
+	n = 0;
+	answer(p, &n, 1, true);
+	wr(b, B + U, 7000, p, n, (int64_t)n);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 1);
+	assert_string_equal(b->reqs[0].name, "GET /c");
+	assert_int_equal(b->h2_unanswered, 1);
+}
+
+/* A transfer with no prefix (recorded with --payload-bytes 0): frames are
+ * lost until one begins a transfer, and requests asked for there are not
+ * seen; the server's SETTINGS first makes it HTTP/2 all the same. */
+static void test_no_prefix(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[256];
+	size_t n = 0;
+
+	server_runs(b);
+	kb_md_socket(b, B - 20 * U, 100, 4, 8080, 0, true); /* its listener */
+	fr(p, &n, SETTINGS, 0, 0, NULL, 0);
+	wr(b, B - U, 6000, p, n, (int64_t)n);
+	n = 0;
+	opening(p, &n);
+	get(p, &n, 1, "/x");
+	rd(b, B, 1000, NULL, 0, (int64_t)n);
+	n = 0;
+	get(p, &n, 3, "/y");
+	rd(b, B + U, 2000, p, n, (int64_t)n);
+	n = 0;
+	answer(p, &n, 1, true);
+	answer(p, &n, 3, true);
+	wr(b, B + 2 * U, 7000, p, n, (int64_t)n);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 1);
+	assert_string_equal(b->reqs[0].name, "GET /y");
+}
+
+static int setup(void **state)
+{
+	*state = calloc(1, sizeof(struct kb));
+	return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	free(*state);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_overlap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_split_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_past_prefix, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mid_stream, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_continuation_and_reset, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_prefix, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
