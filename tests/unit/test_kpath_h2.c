@@ -291,6 +291,56 @@ static void test_no_prefix(void **state)
 	assert_string_equal(b->reqs[0].name, "GET /y");
 }
 
+/* A downstream gRPC call from an HTTP/1.x request's thread to a peer not
+ * traced: the blind spot is named by the call's :method and :path. */
+static void test_downstream_call(void **state)
+{
+	struct kb *b = *state;
+	const struct kb_tuple up = {"10.0.0.1", 80, "10.0.0.2", 5000};
+	const struct kb_tuple dn = {"10.0.0.1", 41000, "10.0.0.7", 50051};
+	static const char req[] = "GET /cart HTTP/1.1\r\n\r\n";
+	uint8_t p[256], blk[64];
+	size_t n = 0;
+	uint32_t l = get_block(blk, "/inv.Stock/Get");
+
+	kb_proc(b, 100, "front");
+	kb_switch(b, B - 50 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(b, B, 0, 100, up, 1000 + (uint32_t)strlen(req));
+	kb_wake(b, B, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(b, B, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "front");
+	kb_sock(b, B + 100, B + 1000, 100, 100, CP_SOCK_READ, 5, up, (int64_t)strlen(req), 1000,
+		req);
+	kb_sock(b, B + U, B + U + 500, 100, 100, CP_SOCK_CONNECT, 8, dn, 0, 0, NULL);
+	opening(p, &n);
+	blk[0] = 0x83; /* POST */
+	fr(p, &n, HEADERS, 0x4, 1, blk, l);
+	kb_sock_bytes(b, B + 2 * U - 1000, B + 2 * U, 100, 100, CP_SOCK_WRITE, 8, dn, (int64_t)n, 1,
+		      p, n);
+	kb_switch(b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(b, B + 30 * U, 0, 100, dn, 100);
+	kb_wake(b, B + 30 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(b, B + 30 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "front");
+	n = 0;
+	answer(p, &n, 1, true);
+	kb_sock_bytes(b, B + 30 * U + 100, B + 30 * U + 1000, 100, 100, CP_SOCK_READ, 8, dn,
+		      (int64_t)n, 50, p, n);
+	kb_sock(b, B + 32 * U - 1000, B + 32 * U, 100, 100, CP_SOCK_WRITE, 5, up, 40, 9000,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 1);
+	assert_string_equal(b->reqs[0].name, "GET /cart");
+	for (uint32_t i = 0; i < b->reqs[0].nsegs; i++) {
+		const struct kb_seg *g = &b->reqs[0].segs[i];
+
+		if (g->cat != CP_CAT_NETWORK || g->start < B + U)
+			continue;
+		assert_int_equal(g->end - g->start, 28 * U);
+		assert_string_equal(g->frame3, "10.0.0.7:50051 POST /inv.Stock/Get");
+		return;
+	}
+	fail_msg("no network segment for the call");
+}
+
 static int setup(void **state)
 {
 	*state = calloc(1, sizeof(struct kb));
@@ -312,6 +362,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mid_stream, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_continuation_and_reset, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_prefix, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_downstream_call, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
