@@ -142,8 +142,9 @@ def median(xs):
     return xs[len(xs) // 2] if xs else 0
 
 
-def node_case(tap, node):
-    d = K.workdir("h2")
+def start_node(name, node):
+    """The server, listening; returns (port, server process, client script)."""
+    d = K.workdir(name)
     js, cjs = os.path.join(d, "server.js"), os.path.join(d, "client.js")
     with open(js, "w") as f:
         f.write(SERVER)
@@ -152,6 +153,11 @@ def node_case(tap, node):
     port = K.free_port()
     server = K.spawn([node, js, str(port)], stdout=subprocess.DEVNULL)
     K.wait_port(port, server)
+    return port, server, cjs
+
+
+def node_case(tap, node):
+    port, server, cjs = start_node("h2", node)
     done = []
 
     def drive():
@@ -207,15 +213,7 @@ def node_case(tap, node):
 
 def held_case(tap, node):
     """A connection open before the recording: HPACK tables from mid-stream."""
-    d = K.workdir("h2held")
-    js, cjs = os.path.join(d, "server.js"), os.path.join(d, "client.js")
-    with open(js, "w") as f:
-        f.write(SERVER)
-    with open(cjs, "w") as f:
-        f.write(CLIENT)
-    port = K.free_port()
-    server = K.spawn([node, js, str(port)], stdout=subprocess.DEVNULL)
-    K.wait_port(port, server)
+    port, server, cjs = start_node("h2held", node)
     client = subprocess.Popen([node, cjs, str(port), str(ROUNDS), "hold"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     line = client.stdout.readline()
