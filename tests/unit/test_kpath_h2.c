@@ -341,6 +341,59 @@ static void test_downstream_call(void **state)
 	fail_msg("no network segment for the call");
 }
 
+/* Random frames, lengths and cuts on an HTTP/2 connection, reads and
+ * writes, with payload prefixes that stop anywhere: every request still
+ * tiles, and nothing reads past what it was given (run under ASan too). */
+static void test_random(void **state)
+{
+	struct kb *b = *state;
+	uint32_t seed = 7, seq_in = 1000, seq_out = 7000;
+	uint64_t t = B;
+
+	for (int round = 0; round < 40; round++) {
+		uint8_t p[600];
+		size_t n = 0;
+
+		memset(b, 0, sizeof(*b));
+		server_runs(b);
+		opening(p, &n);
+		rd(b, t, seq_in, p, n, (int64_t)n);
+		seq_in += (uint32_t)n;
+		for (int k = 0; k < 60 && b->n + 4 < KB_MAX_RECS; k++) {
+			uint32_t nf = (seed = seed * 1103515245 + 12345) >> 16 & 3;
+			bool read = seed >> 8 & 1;
+			int64_t bytes;
+
+			n = 0;
+			for (uint32_t f = 0; f <= nf && n < 400; f++) {
+				uint8_t pl[64];
+				uint32_t len = (seed = seed * 1103515245 + 12345) >> 16 & 63;
+
+				for (uint32_t i = 0; i < len; i++)
+					pl[i] = (uint8_t)((seed = seed * 1103515245 + 12345) >> 16);
+				if (seed & 1)
+					len = get_block(pl, "/r");
+				fr(p, &n, (uint8_t)(seed >> 20 & 0xf), (uint8_t)(seed >> 12),
+				   1 + 2 * (seed >> 24 & 3), pl, len);
+			}
+			/* the prefix ends anywhere; the transfer may say more */
+			bytes = (int64_t)n + ((seed >> 4 & 7) == 0 ? (seed >> 9 & 255) : 0);
+			n = (seed >> 7 & 3) == 0 ? n / 2 : n;
+			t += U;
+			if (read) {
+				rd(b, t, seq_in, p, n, bytes);
+				seq_in += (uint32_t)bytes;
+			} else {
+				wr(b, t, seq_out, p, n, bytes);
+				seq_out += (uint32_t)bytes;
+			}
+		}
+		assert_int_equal(kb_run(b), 0);
+		for (uint32_t i = 0; i < b->nreqs; i++)
+			kb_check_tiling(&b->reqs[i]);
+	}
+}
+
 static int setup(void **state)
 {
 	*state = calloc(1, sizeof(struct kb));
@@ -363,6 +416,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_continuation_and_reset, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_prefix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_downstream_call, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
