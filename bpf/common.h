@@ -18,6 +18,10 @@
 
 /* Configuration, set by the recorder before load (rodata). */
 const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
+/* The prefix on an HTTP/2 connection (struct cp_sock_state.every): its
+ * frames are followed through each transfer, several requests' worth in one
+ * read, so it takes more than a request line (--payload-bytes when given). */
+const volatile __u32 cfg_h2_payload_bytes __weak = CP_PAYLOAD_MAX;
 /* Every program returns at its first instruction: the overhead floor of the
  * hooks themselves (--empty-programs). */
 const volatile __u8 cfg_empty_programs __weak = 0;

@@ -502,7 +502,7 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
  * length, 0 when there is none to take. tls: the call writes for an
  * SSL_write, whose plaintext buffer is the payload. */
 static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, long ret, __u8 *buf,
-					  __u64 cap, struct cp_tls_slot *tls)
+					  __u64 cap, struct cp_tls_slot *tls, __u32 limit)
 {
 	__u64 max = call == CP_SOCK_RECVMMSG || call == CP_SOCK_SENDMMSG ? CP_PAYLOAD_MAX : ret;
 	const void *src;
@@ -510,8 +510,8 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 
 	if (tls)
 		max = tls->num;
-	if (max > cfg_payload_bytes)
-		max = cfg_payload_bytes;
+	if (max > limit)
+		max = limit;
 	src = tls ? (const void *)tls->buf : payload_src(in, &max);
 	len = max;
 	if (len > cap)
@@ -566,8 +566,8 @@ static __always_inline __u64 payload_gather(const struct iovec *uiov, long ret, 
 {
 	__u64 max = ret, off = 0;
 
-	if (max > cfg_payload_bytes)
-		max = cfg_payload_bytes;
+	if (max > cfg_h2_payload_bytes)
+		max = cfg_h2_payload_bytes;
 	if (max > CP_PAYLOAD_MAX)
 		max = CP_PAYLOAD_MAX;
 	for (int i = 0; i < GATHER_IOVS; i++) {
@@ -704,6 +704,7 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 	st->last_dir = SOCK_DIR_READ;
 	st->last_short = 0;
 	tls->want_ssl = tls->ssl;
+	tls->h2 = st->every;
 	tls->fd = in->fd;
 	CONN_COPY(tls, in);
 }
@@ -719,6 +720,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	__u8 call = in->call;
 	int dir = call_dir(call);
 	__u64 len = 0;
+	__u32 limit;
 
 	/* a peek's bytes are the next read's (and MSG_TRUNC may have said
 	 * more than its buffer holds): the payload is that read's */
@@ -730,6 +732,11 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			tls_read_note(tls, in, st);
 		st = NULL;
 	}
+	/* HTTP/2 takes a write call's plaintext once, at its first socket
+	 * write: the ones after it would repeat the same first bytes */
+	if (tls && st && st->every && tls->wrote)
+		st = NULL;
+	limit = st && st->every ? cfg_h2_payload_bytes : cfg_payload_bytes;
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */
 	if (st && st->every && !tls && (iov = payload_iov(in))) {
@@ -741,7 +748,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		len = payload_gather(iov, ret, e->payload);
 		st->last_dir = dir;
 		st->last_short = 0;
-	} else if (st && cfg_payload_bytes <= PAYLOAD_SMALL) {
+	} else if (st && limit <= PAYLOAD_SMALL) {
 		/* the default prefix: a reservation of its size (the ring
 		 * buffer's space, and the consumer's reads, follow it) */
 		e = ring_reserve(SOCK_SMALL);
@@ -749,7 +756,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			count_drop();
 			goto out;
 		}
-		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL, tls);
+		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL, tls, limit);
 		if (len) {
 			st->last_dir = dir;
 			st->last_short = ret <= CP_SHORT_READ;
@@ -762,7 +769,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			count_drop();
 			goto out;
 		}
-		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX, tls);
+		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX, tls, limit);
 		if (len) {
 			st->last_dir = dir;
 			st->last_short = ret <= CP_SHORT_READ;
@@ -787,6 +794,11 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	e->sock_type = in->sock_type;
 	e->flags = (tls ? CP_SOCK_F_TLS : 0) | (in->peek ? CP_SOCK_F_PEEK : 0) |
 		   (in->uring ? CP_SOCK_F_URING : 0);
+	if (tls && len) {
+		tls->wrote = 1;
+		if (tls->num > len)
+			e->flags |= CP_SOCK_F_CUT;
+	}
 	if (in->family == AF_UNIX && in->sk) {
 		struct unix_address *ua = kernel_cast(in->sk, struct unix_sock)->addr;
 

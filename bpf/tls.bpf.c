@@ -41,6 +41,7 @@ int tls_enter(struct pt_regs *ctx)
 	s->num = PT_REGS_PARM3(ctx);
 	s->out = PT_REGS_PARM4(ctx);
 	s->active = 1;
+	s->wrote = 0;
 	tls_busy_set((__u32)id, true);
 	return 0;
 }
@@ -49,13 +50,14 @@ int tls_enter(struct pt_regs *ctx)
 static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n)
 {
 	struct cp_ev_tls_read *e;
+	__u32 limit = s->h2 ? cfg_h2_payload_bytes : cfg_payload_bytes;
 	__u64 len = n, cap;
 
-	if (len > cfg_payload_bytes)
-		len = cfg_payload_bytes;
+	if (len > limit)
+		len = limit;
 	/* reserved at the default payload's size when that is the most
 	 * --payload-bytes takes, as sock_emit does */
-	if (cfg_payload_bytes <= CP_PAYLOAD_DEFAULT) {
+	if (limit <= CP_PAYLOAD_DEFAULT) {
 		e = ring_reserve(TLS_SMALL);
 		cap = CP_PAYLOAD_DEFAULT;
 	} else {

@@ -38,7 +38,8 @@ struct cp_tls_slot {
 	__u64 want_ssl;
 	__u8 call;   /* enum cp_tls_call */
 	__u8 active; /* inside the call */
-	__u8 __pad[2];
+	__u8 h2;     /* want_ssl's connection speaks HTTP/2: the longer prefix */
+	__u8 wrote;  /* a socket write inside this write call took the payload */
 	__s32 fd; /* that socket read's */
 	__u16 family;
 	__u16 lport;

@@ -296,6 +296,11 @@ struct cp_ev_sock {
  * provided buffer is not resolved (a plain read, fd -1, no payload, no
  * flag). (ABI 4; 0 before.) */
 #define CP_SOCK_F_URING 0x08
+/* A write inside a TLS library's write (CP_SOCK_F_TLS) whose plaintext,
+ * the payload, went on past what was kept: the call passed more bytes than
+ * payload_len (bytes counts ciphertext, so it cannot say). Without it, the
+ * payload is the whole plaintext. (ABI 4; 0 before.) */
+#define CP_SOCK_F_CUT 0x10
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context
  * usually. rcv_nxt is the receiver's sequence after the data (TCP). For a

@@ -9,7 +9,7 @@ pkgs=(
 	libssl-dev openssl liburing-dev
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
 	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light nghttp2-server nghttp2-client
-	libbpf-tools iproute2 procps time linux-perf
+	golang-google-grpc-dev libbpf-tools iproute2 procps time linux-perf
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -352,6 +352,8 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 			jline__bool(j, "peek", true);
 		if (e->flags & CP_SOCK_F_URING)
 			jline__bool(j, "uring", true);
+		if (e->flags & CP_SOCK_F_CUT)
+			jline__bool(j, "cut", true);
 		if (e->unsent)
 			jline__u64(j, "unsent", e->unsent);
 		if (e->payload_len)

@@ -180,12 +180,11 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	if (kp.h2_uncertain)
 		engine__warn(e,
 			     "%llu of %llu HTTP/2 requests may have ended after the end shown: the "
-			     "frame that ended them was past the %u-byte payload prefix, so each "
-			     "ends at the first write that can have carried it (record with a "
-			     "larger --payload-bytes, up to %d, to see more frames)",
+			     "frame that ended them was past the payload prefix, so each ends at "
+			     "the first write that can have carried it (%d bytes, the most, are "
+			     "kept on HTTP/2 connections unless --payload-bytes says less)",
 			     (unsigned long long)kp.h2_uncertain,
-			     (unsigned long long)kp.h2_requests, first ? first->payload_bytes : 0,
-			     CP_PAYLOAD_MAX);
+			     (unsigned long long)kp.h2_requests, CP_PAYLOAD_MAX);
 	if (kp.h2_unnamed)
 		engine__warn(e,
 			     "%llu HTTP/2 requests are named 'request': their :method and :path "
@@ -193,11 +192,12 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "made before the recording",
 			     (unsigned long long)kp.h2_unnamed);
 	if (kp.h2_lost)
-		engine__warn(e,
-			     "%llu reads on HTTP/2 connections went on with frames past their "
-			     "payload prefix: requests begun there were not seen (record with a "
-			     "larger --payload-bytes, up to %d)",
-			     (unsigned long long)kp.h2_lost, CP_PAYLOAD_MAX);
+		engine__warn(
+		    e,
+		    "%llu reads on HTTP/2 connections went on with frames past their "
+		    "payload prefix: requests begun there were not seen (%d bytes, the "
+		    "most, are kept on HTTP/2 connections unless --payload-bytes says less)",
+		    (unsigned long long)kp.h2_lost, CP_PAYLOAD_MAX);
 	if (kp.h2_unanswered)
 		engine__warn(e,
 			     "%llu HTTP/2 streams were asked for and no answer to them was seen "

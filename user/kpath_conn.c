@@ -835,13 +835,16 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 }
 
 /* A payload that begins HTTP/2 on a connection not known to speak it:
- * from now on its streams are its requests (kpath_h2.c). */
+ * from now on its streams are its requests (kpath_h2.c). On TLS, a write's
+ * payload is its plaintext (a read's comes in kp__conn_tls_read). */
+#define H2_CHECK_MIN 9 /* a frame header */
+
 static int h2_check(struct kp_conn *c, const struct cp_ev_sock *e)
 {
 	bool from_start;
 
-	if (c->h2 || e->payload_len < 9 || (e->payload[0] && e->payload[0] != 'P') ||
-	    (e->flags & CP_SOCK_F_TLS) || c->a.proto == IPPROTO_UDP)
+	if (c->h2 || e->payload_len < H2_CHECK_MIN || (e->payload[0] && e->payload[0] != 'P') ||
+	    c->a.proto == IPPROTO_UDP)
 		return 0;
 	if (!kp__h2_detect(e->payload, e->payload_len, &from_start))
 		return 0;
@@ -897,7 +900,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
 }
 
-int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e)
+int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts)
 {
 	struct kp_addr a;
 	struct kp_conn *c;
@@ -919,6 +922,19 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	if (ci == KP_NONE)
 		return 0;
 	c = &kp->cn[ci];
+	/* HTTP/2 over TLS: the plaintext is the connection's stream of frames */
+	if (!c->h2 && e->payload_len >= H2_CHECK_MIN && (!e->payload[0] || e->payload[0] == 'P')) {
+		bool from_start;
+		int err;
+
+		if (kp__h2_detect(e->payload, e->payload_len, &from_start)) {
+			err = kp__h2_new(c, from_start, e->payload[0] == 'P');
+			if (err)
+				return err;
+		}
+	}
+	if (c->h2)
+		return kp__h2_tls_read(kp, ci, e, thread, ts);
 	/* the request that read began, not named yet; a client reads responses */
 	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
 	    c->req.reader != thread)

@@ -525,7 +525,7 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 			copy.payload_len = (uint16_t)room;
 			e = &copy;
 		}
-		return kp__conn_tls_read(kp, host, e);
+		return kp__conn_tls_read(kp, host, e, ts);
 	}
 	case CP_EV_SK_DATA_READY:
 		NEED(struct cp_ev_sk_data_ready);

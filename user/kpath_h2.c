@@ -162,6 +162,9 @@ int kp__h2_new(struct kp_conn *c, bool from_start, bool preface)
 	if (preface)
 		h->dir[H2_UP].pre = H2_PREFACE_LEN;
 	c->h2 = h;
+	/* a request begun by changes of direction (the read that brought the
+	 * preface) is none: the streams are */
+	c->phase = KP_PH_IDLE;
 	return 0;
 }
 
@@ -240,9 +243,17 @@ static int finish_ended(struct kp *kp, uint32_t ci)
 	return 0;
 }
 
-/* One transfer, as the parser sees it. */
+/* One transfer, as the parser sees it: the bytes of the HTTP/2 stream it
+ * moved (a socket call's, or on TLS the library call's plaintext), of which
+ * the first plen are in the payload; `more`: an unknown number past those
+ * (a TLS write's plaintext cut by the prefix); tls: seq is the ciphertext's,
+ * so no offset in the plaintext is one in it. */
 struct h2_xfer {
-	const struct cp_ev_sock *e;
+	const uint8_t *payload;
+	uint32_t plen;
+	uint64_t bytes;
+	uint32_t seq, unsent;
+	bool more, tls;
 	uint32_t thread;
 	uint64_t ts, enter;
 	int d;
@@ -304,9 +315,8 @@ static void stream_wrote(struct kp_h2 *h, struct h2_xfer *x, uint32_t sid, bool 
 		return;
 	s->end = x->ts;
 	s->writer = x->thread;
-	s->unsent = x->e->unsent;
-	s->nagle = x->e->unsent && x->e->bytes > 0 && x->e->unsent >= (uint64_t)x->e->bytes &&
-		   x->e->bytes < KP_SMALL_SEGMENT;
+	s->unsent = x->unsent;
+	s->nagle = x->unsent && x->bytes && x->unsent >= x->bytes && x->bytes < KP_SMALL_SEGMENT;
 	s->tentative = false;
 	s->ended = end;
 }
@@ -322,7 +332,7 @@ static void write_lost(struct kp_h2 *h, const struct h2_xfer *x)
 			continue;
 		s->end = x->ts;
 		s->writer = x->thread;
-		s->unsent = x->e->unsent;
+		s->unsent = x->unsent;
 		s->nagle = false;
 		s->tentative = true;
 	}
@@ -470,8 +480,9 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 {
 	struct kp_h2 *h = kp->cn[ci].h2;
 	struct h2_dir *dr = &h->dir[x->d];
-	const uint8_t *p = x->e->payload;
-	uint64_t seen = x->e->payload_len, bytes = (uint64_t)x->e->bytes, off = 0;
+	const uint8_t *p = x->payload;
+	/* past a cut TLS write's plaintext, where its frames go is not known */
+	uint64_t seen = x->plen, bytes = x->more ? x->plen + (1ull << 40) : x->bytes, off = 0;
 	int err;
 
 	if (x->d == H2_UP && seen >= H2_PREFACE_LEN && !memcmp(p, H2_PREFACE, H2_PREFACE_LEN)) {
@@ -516,7 +527,7 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 		/* a frame header, perhaps begun in the transfer before */
 		if (!dr->nhdr) {
 			dr->f_thread = x->thread;
-			dr->f_seq = x->e->tcp_seq + off;
+			dr->f_seq = x->tls ? x->seq : x->seq + off;
 			dr->f_enter = x->enter;
 			dr->f_exit = x->ts;
 			dr->f_prev_exit = h->up_prev_exit;
@@ -552,17 +563,17 @@ lost:
 	return 0;
 }
 
-int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
-		    uint64_t ts, uint64_t enter, bool read)
+static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 {
 	struct kp_conn *c = &kp->cn[ci];
-	struct h2_xfer x = {.e = e, .thread = thread, .ts = ts, .enter = enter};
+	uint64_t ts = x.ts;
+	uint32_t thread = x.thread;
 	int err;
 
 	x.d = read == (c->role != KP_ROLE_CLIENT) ? H2_UP : H2_DOWN;
 	if (c->role == KP_ROLE_CLIENT && x.d == H2_DOWN)
 		return 0; /* a client's calls are named by what it sends */
-	if (!e->payload_len && e->bytes > 0) {
+	if (!x.plen && x.bytes) {
 		/* no prefix (an older recorder, or --payload-bytes 0) */
 		dir_lost(c->h2, x.d);
 		if (x.d == H2_DOWN)
@@ -585,6 +596,47 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 			return err;
 	}
 	return finish_ended(kp, ci);
+}
+
+int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
+		    uint64_t ts, uint64_t enter, bool read)
+{
+	struct h2_xfer x = {.payload = e->payload,
+			    .plen = e->payload_len,
+			    .bytes = e->bytes > 0 ? (uint64_t)e->bytes : 0,
+			    .seq = e->tcp_seq,
+			    .unsent = e->unsent,
+			    .thread = thread,
+			    .ts = ts,
+			    .enter = enter};
+
+	if (e->flags & CP_SOCK_F_TLS) {
+		/* ciphertext: a read's plaintext comes in its CP_EV_TLS_READ
+		 * (kp__h2_tls_read), a write's is its payload, taken at the
+		 * first socket write of the library call */
+		if (read || !e->payload_len)
+			return 0;
+		x.bytes = e->payload_len;
+		x.more = e->flags & CP_SOCK_F_CUT;
+		x.tls = true;
+	}
+	return transfer(kp, ci, x, read);
+}
+
+int kp__h2_tls_read(struct kp *kp, uint32_t ci, const struct cp_ev_tls_read *e, uint32_t thread,
+		    uint64_t ts)
+{
+	struct h2_xfer x = {.payload = e->payload,
+			    .plen = e->payload_len,
+			    .bytes = e->bytes > 0 ? (uint64_t)e->bytes : 0,
+			    .seq = e->tcp_seq,
+			    .tls = true,
+			    .thread = thread,
+			    .ts = ts,
+			    /* on ts's clock: the source's alignment, as ts has it */
+			    .enter = e->enter_ts <= e->h.ts ? ts - (e->h.ts - e->enter_ts) : ts};
+
+	return transfer(kp, ci, x, true);
 }
 
 int kp__h2_close(struct kp *kp, uint32_t ci)

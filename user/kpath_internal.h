@@ -651,7 +651,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		  uint64_t enter);
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
 /* The plaintext of a TLS read: names the request its socket read began. */
-int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e);
+int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts);
 /* The peer's write that carried the byte before rcv_nxt (or the last one
  * begun before ts); NULL when none is known. */
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
@@ -690,6 +690,8 @@ int kp__h2_new(struct kp_conn *c, bool from_start, bool preface);
 void kp__h2_free(struct kp_conn *c);
 int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		    uint64_t ts, uint64_t enter, bool read);
+int kp__h2_tls_read(struct kp *kp, uint32_t ci, const struct cp_ev_tls_read *e, uint32_t thread,
+		    uint64_t ts);
 int kp__h2_close(struct kp *kp, uint32_t ci);
 int kp__h2_prune(struct kp *kp, uint32_t ci, uint64_t *mark);
 

@@ -90,7 +90,8 @@ static void usage(FILE *f)
 	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
 	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs "
 	    "(default 64)\n"
-	    "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d)\n"
+	    "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d;\n"
+	    "                      %d on HTTP/2 connections, whose frames report follows)\n"
 	    "  --sku LABEL         label this machine's CPU model in the recording\n"
 	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"
 	    "                      costlier: by default only calls that block or move data)\n"
@@ -100,7 +101,7 @@ static void usage(FILE *f)
 	    "  --no-tls            no TLS plaintext capture (by default OpenSSL's SSL_read and\n"
 	    "                      SSL_write are probed in targets that map libssl)\n"
 	    "  -q                  no notes on stderr, only errors and the summary\n",
-	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT);
+	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT, CP_PAYLOAD_MAX);
 }
 
 static struct target *target__find(struct recorder *r, pid_t pid)
@@ -637,7 +638,10 @@ int cmd_record(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT, .buffer_mb = 64, .tls = true};
+	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT,
+				  .h2_payload_bytes = CP_PAYLOAD_MAX,
+				  .buffer_mb = 64,
+				  .tls = true};
 	struct recorder *r = calloc(1, sizeof(*r));
 	struct rec_probes *probes = NULL;
 	struct rec_meta_host host = {};
@@ -702,7 +706,7 @@ int cmd_record(int argc, char **argv)
 				ret = 2;
 				goto cleanup;
 			}
-			bo.payload_bytes = v;
+			bo.payload_bytes = bo.h2_payload_bytes = v;
 			break;
 		case 'S':
 			sku = optarg;

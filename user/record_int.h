@@ -19,6 +19,7 @@ struct bpf_program;
 
 struct rec_bpf_opts {
 	uint32_t payload_bytes;
+	uint32_t h2_payload_bytes; /* on HTTP/2 connections: --payload-bytes if given */
 	uint32_t buffer_mb;
 	bool empty_programs;
 	bool all_syscalls; /* raw_syscalls for every call, not the lean capture */
