@@ -341,6 +341,71 @@ static void test_downstream_call(void **state)
 	fail_msg("no network segment for the call");
 }
 
+/* SSL_read returned n bytes of plaintext, p[0..n) */
+static void tls_rd(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, size_t n)
+{
+	struct cp_ev_tls_read *e;
+
+	kb_dready(b, at, 0, 100, CL, seq + (uint32_t)n + 22);
+	kb_sock(b, at + 1000, at + 2000, 100, 100, CP_SOCK_READ, 5, CL, (int64_t)n + 22, seq, NULL);
+	kb_last_tls(b);
+	e = (void *)kb_new(b, CP_EV_TLS_READ,
+			   (uint16_t)CP_ALIGN(offsetof(struct cp_ev_tls_read, payload) + n),
+			   at + 3000, 0, 100, 100);
+	e->enter_ts = at + 500;
+	e->bytes = (int64_t)n;
+	e->fd = 5;
+	e->call = CP_TLS_SSL_READ;
+	KB_TUPLE(e, CL);
+	e->tcp_seq = seq;
+	e->payload_len = (uint16_t)n;
+	memcpy(e->payload, p, n);
+}
+
+/* HTTP/2 over TLS: the frames are the library's plaintext; a write's
+ * socket writes after its first carry none; a plaintext cut by the prefix
+ * (CP_SOCK_F_CUT) ends its streams at it, uncertain. */
+static void test_tls(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[256];
+	size_t n = 0;
+
+	server_runs(b);
+	kb_md_socket(b, B - 20 * U, 100, 4, 8080, 0, true);
+	fr(p, &n, SETTINGS, 0, 0, NULL, 0);
+	wr(b, B - U, 6000, p, n, 31);
+	kb_last_tls(b);
+	n = 0;
+	opening(p, &n);
+	get(p, &n, 1, "/t1");
+	get(p, &n, 3, "/t2");
+	tls_rd(b, B, 1000, p, n);
+	n = 0;
+	answer(p, &n, 1, true);
+	answer(p, &n, 3, true);
+	wr(b, B + U, 7000, p, n, (int64_t)n + 22);
+	kb_last_tls(b);
+	n = 0;
+	get(p, &n, 5, "/t3");
+	tls_rd(b, B + 2 * U, 2000, p, n);
+	n = 0;
+	answer(p, &n, 5, false);
+	wr(b, B + 3 * U, 8000, p, n, 16384);
+	kb_last_tls(b);
+	b->recs[b->n - 1].u.sk.flags |= CP_SOCK_F_CUT;
+	wr(b, B + 3 * U + 5000, 8000 + 16384, NULL, 0, 16384); /* the same SSL_write's */
+	kb_last_tls(b);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 3);
+	assert_int_equal(kb_find_name(b, "GET /t1")->end, B + U);
+	assert_int_equal(kb_find_name(b, "GET /t2")->end, B + U);
+	assert_int_equal(kb_find_name(b, "GET /t2")->start, B);
+	assert_int_equal(kb_find_name(b, "GET /t3")->end, B + 3 * U);
+	assert_int_equal(b->h2_uncertain, 1);
+	assert_int_equal(b->h2_lost + b->h2_unnamed + b->h2_unanswered, 0);
+}
+
 /* Random frames, lengths and cuts on an HTTP/2 connection, reads and
  * writes, with payload prefixes that stop anywhere: every request still
  * tiles, and nothing reads past what it was given (run under ASan too). */
@@ -416,6 +481,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_continuation_and_reset, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_prefix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_downstream_call, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
 
