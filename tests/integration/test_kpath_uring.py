@@ -106,8 +106,11 @@ def run(tap, mode):
         tap.ok(f"{what}: {len(wrk)} of {len(reqs)} paths go through an io-wq worker "
                "named iou-wrk-*", len(wrk) >= len(reqs) - 1, K.describe(mid))
     if mode:
-        lat = K.median_latency(reqs)
-        tap.ok(f"{what}: median latency {K.fmt_ms(lat)}, expected ~3 ms",
+        # the request's own work: whatever else loads the machine waits as
+        # run-queue interference, not counted here (a CI box running other
+        # jobs doubled the whole latency of --async's hops once)
+        lat = K.median_own_latency(reqs)
+        tap.ok(f"{what}: median latency of its own work {K.fmt_ms(lat)}, expected ~3 ms",
                K.near(lat, 3, abs_ms=1.5), K.describe(mid))
         return
     breqs = K.service_requests(rep, bf["port"])
