@@ -32,7 +32,11 @@
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN 24
 #define H2_HDR 9
-#define H2_BLOCK_MAX 4096 /* header block bytes kept for decoding */
+#define H2_FRAME_SANE (1u << 20) /* no frame a peer sends is longer, in practice */
+#define H2_BLOCK_MAX 4096	 /* header block bytes kept for decoding */
+/* open streams kept per connection at most (servers allow 100-250 at once):
+ * past it the oldest not answered goes, counted as never answered */
+#define H2_STREAMS_MAX 1024
 
 enum { H2_DATA = 0, H2_HEADERS = 1, H2_RST_STREAM = 3, H2_SETTINGS = 4, H2_CONTINUATION = 9 };
 enum { H2_END_STREAM = 0x1, H2_END_HEADERS = 0x4, H2_PADDED = 0x8, H2_PRIORITY = 0x20 };
@@ -279,9 +283,22 @@ static int stream_open(struct kp *kp, uint32_t ci, struct h2_dir *dr, const stru
 	struct kp_h2 *h = c->h2;
 	struct h2_stream *s;
 
-	if (dr->hb_sid <= h->max_sid || stream_of(h, dr->hb_sid))
-		return 0; /* trailers, or a stream seen before */
+	if (!(dr->hb_sid & 1) || dr->hb_sid <= h->max_sid || stream_of(h, dr->hb_sid))
+		return 0; /* trailers, a stream seen before, or not a client's */
 	h->max_sid = dr->hb_sid;
+	if (h->nst >= H2_STREAMS_MAX) {
+		uint32_t old = 0;
+		int err;
+
+		for (uint32_t i = 1; i < h->nst; i++)
+			if (h->st[i].sid < h->st[old].sid)
+				old = i;
+		err = stream_finish(kp, ci, old);
+		if (err)
+			return err;
+		c = &kp->cn[ci];
+		h = c->h2;
+	}
 	if (kp__grow((void **)&h->st, &h->capst, h->nst + 1, sizeof(*h->st)))
 		return -ENOMEM;
 	s = &h->st[h->nst++];
@@ -540,10 +557,11 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 		if (dr->nhdr < H2_HDR)
 			break; /* the rest comes in the next transfer */
 		dr->nhdr = 0;
-		/* in step, a frame of any length and of the extension types
-		 * (ALTSVC, ORIGIN, PRIORITY_UPDATE, ...) too; past them, the
-		 * boundaries were lost (a transfer not recorded) */
-		if (dr->hdr[3] > 0x10 || (dr->hdr[5] & 0x80))
+		/* in step, a frame of the extension types (ALTSVC, ORIGIN,
+		 * PRIORITY_UPDATE, ...) too, and longer than the default
+		 * largest (a peer may raise it); past that, the boundaries were
+		 * lost (a transfer not recorded) */
+		if (dr->hdr[3] > 0x10 || (dr->hdr[5] & 0x80) || be24(dr->hdr) > H2_FRAME_SANE)
 			goto lost;
 		err = frame_begin(kp, ci, dr, x);
 		if (err)

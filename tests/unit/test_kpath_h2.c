@@ -341,6 +341,31 @@ static void test_downstream_call(void **state)
 	fail_msg("no network segment for the call");
 }
 
+/* A client that opens stream after stream and gets no answer: at most
+ * H2_STREAMS_MAX (1024) are kept open, the oldest going unanswered. */
+static void test_many_streams(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[512];
+	size_t n = 0;
+	uint32_t sid = 1, seq = 1000;
+
+	server_runs(b);
+	opening(p, &n);
+	for (int r = 0; r < 40; r++) {
+		while (n + 12 <= 500)
+			get(p, &n, (sid += 2) - 2, "/s");
+		rd(b, B + (uint64_t)r * 10000, seq, p, n, (int64_t)n);
+		seq += (uint32_t)n;
+		n = 0;
+	}
+	answer(p, &n, sid - 2, true);
+	wr(b, B + U, 7000, p, n, (int64_t)n);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 1);
+	assert_int_equal(b->h2_unanswered, (sid - 1) / 2 - 1);
+}
+
 /* SSL_read returned n bytes of plaintext, p[0..n) */
 static void tls_rd(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, size_t n)
 {
@@ -481,6 +506,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_continuation_and_reset, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_prefix, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_downstream_call, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_streams, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
