@@ -114,6 +114,39 @@ def h2_warnings(rep):
     return [w for w in rep.get("warnings") or [] if "HTTP/2" in w]
 
 
+def name_counts(reqs):
+    names = {}
+    for q in reqs:
+        names[q["name"]] = names.get(q["name"], 0) + 1
+    return names
+
+
+def nghttpd_docs(d, big):
+    """A document root: index.html, and big.txt of `big` bytes."""
+    docs = os.path.join(d, "docs")
+    os.makedirs(docs, exist_ok=True)
+    with open(os.path.join(docs, "index.html"), "w") as f:
+        f.write("hello\n")
+    with open(os.path.join(docs, "big.txt"), "w") as f:
+        f.write("x" * big + "\n")
+    return docs
+
+
+def h2load(base, streams, got):
+    """A drive(): h2load, 400 requests over 2 connections of `streams` at
+    once, half of each document; the count it completed into got."""
+    def drive():
+        time.sleep(0.5)  # the recorder looks at the target's libraries first
+        r = subprocess.run(["h2load", "-n", "400", "-c", "2", "-m", str(streams),
+                            f"{base}/index.html", f"{base}/big.txt"],
+                           capture_output=True, text=True, timeout=120)
+        m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", r.stdout)
+        if r.returncode != 0 or not m or "Application protocol: h2" not in r.stdout:
+            raise RuntimeError(f"h2load: exit {r.returncode}: {r.stdout[-500:]}")
+        got.append(int(m.group(1)))
+    return drive
+
+
 def conn_of(q):
     """The connection a request was served on: its id is pid:conn:n."""
     return q["id"].rsplit(":", 1)[0]
@@ -177,9 +210,7 @@ def node_case(tap, node):
     reqs = K.service_requests(rep, port)
     K.check_tiling(tap, "h2", rep.get("requests", []))
     n = done[0] if done else 0
-    names = {}
-    for q in reqs:
-        names[q["name"]] = names.get(q["name"], 0) + 1
+    names = name_counts(reqs)
     tap.ok(f"h2: {len(reqs)} streams found as requests, the client made {n}",
            n and len(reqs) == n, f"names {names}; recording {path}")
     tap.ok("h2: each named by its :method and :path, 60 of each",
@@ -250,27 +281,13 @@ def held_case(tap, node):
 
 def nghttpd_case(tap):
     d = K.workdir("h2nghttpd")
-    docs = os.path.join(d, "docs")
-    os.makedirs(docs, exist_ok=True)
-    with open(os.path.join(docs, "index.html"), "w") as f:
-        f.write("hello\n")
-    with open(os.path.join(docs, "big.txt"), "w") as f:
-        f.write("x" * 6000 + "\n")
+    docs = nghttpd_docs(d, 6000)
     port = K.free_port()
     server = K.spawn(["nghttpd", "--no-tls", "-d", docs, str(port)],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     K.wait_port(port, server)
     got = []
-
-    def drive():
-        r = subprocess.run(["h2load", "-n", "400", "-c", "2", "-m", "8",
-                            f"http://127.0.0.1:{port}/index.html",
-                            f"http://127.0.0.1:{port}/big.txt"],
-                           capture_output=True, text=True, timeout=120)
-        m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", r.stdout)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"h2load: exit {r.returncode}: {r.stdout[-500:]}")
-        got.append(int(m.group(1)))
+    drive = h2load(f"http://127.0.0.1:{port}", 8, got)
     rep, path = K.record_workload(tap, "h2nghttpd", [server.pid], drive, seconds=5)
     K.stop(server)
     if rep is None:
@@ -278,9 +295,7 @@ def nghttpd_case(tap):
     reqs = K.service_requests(rep, port)
     K.check_tiling(tap, "nghttpd", rep.get("requests", []))
     n = got[0] if got else 0
-    names = {}
-    for q in reqs:
-        names[q["name"]] = names.get(q["name"], 0) + 1
+    names = name_counts(reqs)
     tap.ok(f"nghttpd: {len(reqs)} requests found, h2load completed {n}",
            n and len(reqs) == n, f"{names}; warnings {h2_warnings(rep)}; recording {path}")
     tap.ok("nghttpd: named GET /index.html and GET /big.txt, 200 each",
@@ -327,9 +342,7 @@ def grpc_case(tap):
     reqs = K.service_requests(rep, port)
     K.check_tiling(tap, "grpc", rep.get("requests", []))
     n = done[0] if done else 0
-    names = {}
-    for q in reqs:
-        names[q["name"]] = names.get(q["name"], 0) + 1
+    names = name_counts(reqs)
     tap.ok(f"grpc: {len(reqs)} calls found as requests, the client made {n}",
            n == 400 and len(reqs) == n, f"{names}; warnings {h2_warnings(rep)}; recording {path}")
     tap.ok("grpc: each named POST /grpc.health.v1.Health/Check (from the dynamic table)",
@@ -343,12 +356,7 @@ def nghttpd_tls_case(tap):
     SSL_write's buffer), each write's taken once, however many socket writes
     it makes."""
     d = K.workdir("h2tls")
-    docs = os.path.join(d, "docs")
-    os.makedirs(docs, exist_ok=True)
-    with open(os.path.join(docs, "index.html"), "w") as f:
-        f.write("hello\n")
-    with open(os.path.join(docs, "big.txt"), "w") as f:
-        f.write("x" * 3000 + "\n")
+    docs = nghttpd_docs(d, 3000)
     key, cert = os.path.join(d, "key.pem"), os.path.join(d, "cert.pem")
     r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
                         key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"],
@@ -360,17 +368,7 @@ def nghttpd_tls_case(tap):
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     K.wait_port(port, server)
     got = []
-
-    def drive():
-        time.sleep(0.5)  # the recorder probes libssl in the target
-        r = subprocess.run(["h2load", "-n", "400", "-c", "2", "-m", "4",
-                            f"https://127.0.0.1:{port}/index.html",
-                            f"https://127.0.0.1:{port}/big.txt"],
-                           capture_output=True, text=True, timeout=120)
-        m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", r.stdout)
-        if r.returncode != 0 or not m or "Application protocol: h2" not in r.stdout:
-            raise RuntimeError(f"h2load: exit {r.returncode}: {r.stdout[-500:]}")
-        got.append(int(m.group(1)))
+    drive = h2load(f"https://127.0.0.1:{port}", 4, got)
     rep, path = K.record_workload(tap, "h2tls", [server.pid], drive, seconds=5)
     K.stop(server)
     if rep is None:
@@ -378,9 +376,7 @@ def nghttpd_tls_case(tap):
     reqs = [q for q in K.service_requests(rep, port) if q["name"] != "TLS handshake"]
     K.check_tiling(tap, "nghttpd tls", rep.get("requests", []))
     n = got[0] if got else 0
-    names = {}
-    for q in reqs:
-        names[q["name"]] = names.get(q["name"], 0) + 1
+    names = name_counts(reqs)
     named = names.get("GET /index.html", 0) + names.get("GET /big.txt", 0)
     tap.ok(f"nghttpd tls: {len(reqs)} streams found, {named} of them named GET /index.html "
            f"or GET /big.txt; h2load completed {n} (95% at least, as the first reads of a "
