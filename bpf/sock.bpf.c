@@ -760,8 +760,23 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		if (len) {
 			st->last_dir = dir;
 			st->last_short = ret <= CP_SHORT_READ;
-			if (!st->every && sock_h2(e->payload, len))
+			if (!st->every && sock_h2(e->payload, len)) {
 				st->every = 1;
+				/* the connection's first HTTP/2 bytes (a client's
+				 * preface, SETTINGS and first streams' HEADERS) at
+				 * the length its next transfers will have */
+				if (len < (__u64)ret && cfg_h2_payload_bytes > len) {
+					bpf_ringbuf_discard(e, 0);
+					e = ring_reserve(sizeof(*e));
+					if (!e) {
+						count_drop();
+						goto out;
+					}
+					len =
+					    sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX,
+							 tls, cfg_h2_payload_bytes);
+				}
+			}
 		}
 	} else if (st) {
 		e = ring_reserve(sizeof(*e));
