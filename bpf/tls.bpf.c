@@ -51,7 +51,14 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n)
 {
 	struct cp_ev_tls_read *e;
 	__u32 limit = s->h2 ? cfg_h2_payload_bytes : cfg_payload_bytes;
-	__u64 len = n, cap;
+	__u64 len = n, cap, head = 0;
+
+	/* a client's HTTP/2 preface, read before the server wrote anything
+	 * that showed the connection speaks it: at HTTP/2's length too */
+	if (!s->h2 && cfg_payload_bytes && n >= 8 &&
+	    !bpf_probe_read_user(&head, sizeof(head), (const void *)s->buf) &&
+	    head == 0x5448202a20495250ull) /* "PRI * HT" */
+		limit = cfg_h2_payload_bytes;
 
 	if (len > limit)
 		len = limit;
