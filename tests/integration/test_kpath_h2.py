@@ -375,9 +375,9 @@ def nghttpd_tls_case(tap):
     n = got[0] if got else 0
     names = name_counts(reqs)
     named = names.get("GET /index.html", 0) + names.get("GET /big.txt", 0)
-    # TLS 1.3's last handshake exchange (the client's Finished, the server's
-    # session ticket) is application data outside SSL_read: an unnamed
-    # request of each connection's, besides the streams
+    # h2load's TLS 1.3 handshake takes a HelloRetryRequest: its last exchange
+    # (the client's Finished, the server's session ticket) is application
+    # data outside SSL_read, an unnamed request of each connection's
     unnamed = names.get("request", 0) - 2
     tap.ok(f"nghttpd tls: {named} streams named GET /index.html or GET /big.txt, "
            f"{unnamed} named 'request'; h2load completed {n} (95% at least named: the "
