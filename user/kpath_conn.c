@@ -727,6 +727,7 @@ static void conn_reset(struct kp_conn *c)
 	c->ctx_owner1 = 0;
 	c->req.reader = c->req.writer = KP_NONE;
 	c->role_guessed = 0; /* its accept or connect says */
+	c->tls_seen = 0;
 	kp__h2_free(c);
 }
 
@@ -851,6 +852,24 @@ static int h2_check(struct kp_conn *c, const struct cp_ev_sock *e)
 	return kp__h2_new(c, from_start, e->payload[0] == 'P');
 }
 
+/*
+ * TLS 1.3 after a HelloRetryRequest takes a third flight: the client's
+ * Finished, then the server's session ticket. It is encrypted, so it is an
+ * application data record, read outside the TLS library's read. In a process
+ * whose TLS calls are captured, such a read right after a handshake
+ * exchange and before any call inside the library is that flight, not a
+ * request (with --no-tls every request would look so: not named then).
+ */
+static bool tls13_flight(struct kp *kp, const struct kp_conn *c, const struct cp_ev_sock *e,
+			 uint64_t ts)
+{
+	const struct kp_proc *p = c->proc != KP_NONE ? &kp->pr[c->proc] : NULL;
+
+	return e->payload_len >= 5 && e->payload[0] == 23 && e->payload[1] == 3 &&
+	       !(e->flags & CP_SOCK_F_TLS) && !c->tls_seen && p && p->tls_since &&
+	       p->tls_since <= ts && !strcmp(c->last_name, "TLS handshake");
+}
+
 static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		     uint64_t ts, uint64_t enter)
 {
@@ -888,6 +907,8 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.start = kp__req_start(kp, c, thread, enter, ts, e->tcp_seq, c->prev_end);
 	c->req.tls_wait = (e->flags & CP_SOCK_F_TLS) && !e->payload_len;
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
+	if (!c->req.name[0] && tls13_flight(kp, c, e, ts))
+		snprintf(c->req.name, sizeof(c->req.name), "TLS handshake");
 	if (!c->req.name[0]) {
 		snprintf(c->req.name, sizeof(c->req.name), "request");
 		if (e->payload_len && e->bytes <= CP_SHORT_READ &&
@@ -1139,6 +1160,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		c->proc = proc;
 	c->last_used = ts;
 	c->last_proc = proc;
+	c->tls_seen |= !!(e->flags & CP_SOCK_F_TLS);
 	switch (e->call) {
 	case CP_SOCK_ACCEPT:
 	case CP_SOCK_ACCEPT4:

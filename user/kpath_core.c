@@ -376,6 +376,21 @@ static int md_process(struct kp *kp, uint32_t host, const struct cp_md_process *
 	return 0;
 }
 
+/* A process's TLS capture attached (record_tls.c's "tls pid N" hook). */
+static int md_hook(struct kp *kp, uint32_t host, const struct cp_md_hook *m, uint64_t ts)
+{
+	uint32_t p;
+
+	if (m->status != CP_HOOK_ATTACHED || strncmp(m->name, "tls pid ", 8) || !m->h.pid)
+		return 0;
+	p = kp__proc(kp, host, (int32_t)m->h.pid);
+	if (p == KP_NONE)
+		return -ENOMEM;
+	if (!kp->pr[p].tls_since)
+		kp->pr[p].tls_since = ts ? ts : 1;
+	return 0;
+}
+
 static int md_socket(struct kp *kp, uint32_t host, const struct cp_md_socket *m)
 {
 	uint32_t p = kp__proc(kp, host, (int32_t)m->h.pid);
@@ -542,6 +557,9 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 	case CP_MD_PROCESS:
 		NEED(struct cp_md_process);
 		return md_process(kp, host, (const void *)rec);
+	case CP_MD_HOOK:
+		NEED(struct cp_md_hook);
+		return md_hook(kp, host, (const void *)rec, ts);
 	case CP_MD_THREAD: {
 		const struct cp_md_thread *m = (const void *)rec;
 		uint32_t t;

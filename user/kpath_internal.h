@@ -177,6 +177,9 @@ struct kp_proc {
 	int32_t pid;
 	char comm[CP_COMM_LEN];
 	bool comm_from_md; /* CP_MD_PROCESS named it: keep that name */
+	/* since when its TLS library calls are captured (its "tls pid N" hook
+	 * record), 0 = not */
+	uint64_t tls_since;
 	/* listening ports: the first nsure known (listen metadata, accept),
 	 * the rest guessed from a connection read first mid-stream */
 	uint16_t *listen;
@@ -280,6 +283,7 @@ struct kp_conn {
 	uint8_t seen_data;
 	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
 	uint8_t role_guessed; /* role from who spoke first: kp__proc_listen may correct it */
+	uint8_t tls_seen;     /* a call of it ran inside a TLS library's (CP_SOCK_F_TLS) */
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	/* a client connection: the server connection whose request its
 	 * last write was made for (struct kp_ctx), index + 1, 0 = none */

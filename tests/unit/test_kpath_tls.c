@@ -136,12 +136,64 @@ static void test_tls_plaintext_elsewhere(void **state)
 	assert_string_equal(b.reqs[2].name, "request");
 }
 
+/* TLS 1.3 after a HelloRetryRequest: a third flight, the client's Finished
+ * (an application data record, read outside SSL_read) and the server's
+ * session ticket. In a process whose TLS calls are captured (its "tls pid"
+ * hook record) it is a handshake exchange; without that record (--no-tls)
+ * nothing says so, and it stays unnamed. */
+static void build_third_flight(struct kb *b, bool captured)
+{
+	memset(b, 0, sizeof(*b));
+	kb_proc(b, 100, "https");
+	if (captured) {
+		struct cp_md_hook *h =
+		    (void *)kb_new(b, CP_MD_HOOK, sizeof(*h), B - 100 * U, 0, 100, 100);
+
+		h->status = CP_HOOK_ATTACHED;
+		snprintf(h->name, sizeof(h->name), "tls pid 100");
+	}
+	arrive(b, B - 50 * U, B, 1000, 5);
+	kb_sock(b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
+	kb_sock(b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, 99, 7000,
+		"\x16\x03\x03\x00\x58");
+	arrive(b, B + U, B + 2 * U, 1517, 80);
+	kb_sock(b, B + U + 100, B + 2 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 6, 1517, CCS);
+	kb_sock(b, B + 3 * U - 1000, B + 3 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 1300, 7099,
+		"\x16\x03\x03\x00\x7a");
+	arrive(b, B + 3 * U, B + 4 * U, 1597, 74);
+	kb_sock_bytes(b, B + 3 * U + 100, B + 4 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 74, 1597,
+		      "\x17\x03\x03\x00\x45", 5);
+	kb_sock(b, B + 5 * U - 1000, B + 5 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 79, 8399,
+		"\x17\x03\x03\x00\x4a");
+	tls_request(b, 5, 10, 12, 1671, "GET /x HTTP/1.1\r\nHost: a\r\n\r\n",
+		    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+}
+
+static void test_tls13_third_flight(void **state)
+{
+	static struct kb b;
+
+	build_third_flight(&b, true);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 4);
+	assert_string_equal(b.reqs[0].name, "TLS handshake");
+	assert_string_equal(b.reqs[1].name, "TLS handshake");
+	assert_string_equal(b.reqs[2].name, "TLS handshake");
+	assert_string_equal(b.reqs[3].name, "GET /x");
+	build_third_flight(&b, false);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 4);
+	assert_string_equal(b.reqs[2].name, "request");
+	assert_string_equal(b.reqs[3].name, "GET /x");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tls_named_by_plaintext),
 	    cmocka_unit_test(test_tls_without_plaintext),
 	    cmocka_unit_test(test_tls_plaintext_elsewhere),
+	    cmocka_unit_test(test_tls13_third_flight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
