@@ -835,21 +835,18 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 		memcpy(c->req.name, name, sizeof(c->req.name));
 }
 
-/* A payload that begins HTTP/2 on a connection not known to speak it:
- * from now on its streams are its requests (kpath_h2.c). On TLS, a write's
- * payload is its plaintext (a read's comes in kp__conn_tls_read). */
-#define H2_CHECK_MIN 9 /* a frame header */
-
-static int h2_check(struct kp_conn *c, const struct cp_ev_sock *e)
+/* A payload p[0..len) that begins HTTP/2 on a connection not known to
+ * speak it: from now on its streams are its requests (kpath_h2.c). On TLS,
+ * a write's payload is its plaintext, a read's comes in kp__conn_tls_read. */
+static int h2_check(struct kp_conn *c, const uint8_t *p, size_t len)
 {
 	bool from_start;
 
-	if (c->h2 || e->payload_len < H2_CHECK_MIN || (e->payload[0] && e->payload[0] != 'P') ||
-	    c->a.proto == IPPROTO_UDP)
+	if (c->h2 || len < 9 || (p[0] && p[0] != 'P') || c->a.proto == IPPROTO_UDP)
 		return 0;
-	if (!kp__h2_detect(e->payload, e->payload_len, &from_start))
+	if (!kp__h2_detect(p, len, &from_start))
 		return 0;
-	return kp__h2_new(c, from_start, e->payload[0] == 'P');
+	return kp__h2_new(c, from_start, p[0] == 'P');
 }
 
 /*
@@ -879,7 +876,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 
 	conn_guess_role(kp, ci, true, e->flags);
 	c->seen_data = 1;
-	err = h2_check(c, e);
+	err = h2_check(c, e->payload, e->payload_len);
 	if (err)
 		return err;
 	if (c->h2)
@@ -927,6 +924,7 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	struct kp_conn *c;
 	enum kp_proto pr;
 	uint32_t ci, thread;
+	int err;
 
 	/* the connection of the socket read inside it: known by then */
 	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
@@ -944,16 +942,9 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		return 0;
 	c = &kp->cn[ci];
 	/* HTTP/2 over TLS: the plaintext is the connection's stream of frames */
-	if (!c->h2 && e->payload_len >= H2_CHECK_MIN && (!e->payload[0] || e->payload[0] == 'P')) {
-		bool from_start;
-		int err;
-
-		if (kp__h2_detect(e->payload, e->payload_len, &from_start)) {
-			err = kp__h2_new(c, from_start, e->payload[0] == 'P');
-			if (err)
-				return err;
-		}
-	}
+	err = h2_check(c, e->payload, e->payload_len);
+	if (err)
+		return err;
 	if (c->h2)
 		return kp__h2_tls_read(kp, ci, e, thread, ts);
 	/* the request that read began, not named yet; a client reads responses */
@@ -984,7 +975,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	w->thread = thread;
 	w->seq = e->tcp_seq;
 	w->bytes = e->bytes;
-	err = h2_check(c, e);
+	err = h2_check(c, e->payload, e->payload_len);
 	if (err)
 		return err;
 	if (c->h2)
@@ -1006,8 +997,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	c->req.end = ts;
 	c->req.writer = thread;
 	c->req.unsent = e->unsent; /* the last write's is what the client waits for */
-	c->req.nagle = e->unsent && e->bytes > 0 && e->unsent >= (uint64_t)e->bytes &&
-		       e->bytes < KP_SMALL_SEGMENT;
+	c->req.nagle = kp__nagle_held(e->unsent, e->bytes > 0 ? (uint64_t)e->bytes : 0);
 	return 0;
 }
 
@@ -1021,6 +1011,20 @@ static bool is_write(uint8_t call)
 {
 	return call == CP_SOCK_WRITE || call == CP_SOCK_WRITEV || call == CP_SOCK_SENDTO ||
 	       call == CP_SOCK_SENDMSG || call == CP_SOCK_SENDMMSG;
+}
+
+/* A server connection's requests still open end here (closed, exited,
+ * end of input): the response being written, and HTTP/2's answered
+ * streams. */
+int kp__conn_finish_open(struct kp *kp, uint32_t ci)
+{
+	if (kp->cn[ci].role == KP_ROLE_SERVER && kp->cn[ci].phase == KP_PH_WRITING) {
+		int err = kp__conn_finish_req(kp, ci);
+
+		if (err)
+			return err;
+	}
+	return kp__h2_close(kp, ci);
 }
 
 /* The fd no longer names the connection. */
@@ -1063,13 +1067,7 @@ int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts)
 
 		if (c->last_proc != proc || c->closed_at)
 			continue;
-		if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
-			err = kp__conn_finish_req(kp, ci);
-			if (err)
-				return err;
-			c = &kp->cn[ci];
-		}
-		err = kp__h2_close(kp, ci);
+		err = kp__conn_finish_open(kp, ci);
 		if (err)
 			return err;
 		c = &kp->cn[ci];
@@ -1163,27 +1161,23 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	c->tls_seen |= !!(e->flags & CP_SOCK_F_TLS);
 	switch (e->call) {
 	case CP_SOCK_ACCEPT:
-	case CP_SOCK_ACCEPT4:
+	case CP_SOCK_ACCEPT4: {
+		int err = 0;
+
 		if (e->bytes < 0)
 			return 0;
-		if (c->seen_data && c->phase == KP_PH_WRITING) {
-			int err = kp__conn_finish_req(kp, ci);
-
-			if (err)
-				return err;
-			c = &kp->cn[ci];
-		}
-		if (c->h2) {
-			int err = kp__h2_close(kp, ci);
-
-			if (err)
-				return err;
-			c = &kp->cn[ci];
-		}
+		/* a 4-tuple used before: the old connection's requests end */
+		if (c->seen_data && c->phase == KP_PH_WRITING)
+			err = kp__conn_finish_req(kp, ci);
+		err = err ?: kp__h2_close(kp, ci);
+		if (err)
+			return err;
+		c = &kp->cn[ci];
 		conn_reset(c);
 		c->proc = proc;
 		c->role = KP_ROLE_SERVER;
 		return kp__proc_listen(kp, proc, c->a.lport);
+	}
 	case CP_SOCK_CONNECT:
 		if (e->bytes < 0 && e->bytes != -EINPROGRESS)
 			return 0;
@@ -1192,21 +1186,12 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		c->role = KP_ROLE_CLIENT;
 		return 0;
 	case CP_SOCK_CLOSE:
-	case CP_SOCK_SHUTDOWN:
-		if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
-			int err = kp__conn_finish_req(kp, ci);
+	case CP_SOCK_SHUTDOWN: {
+		int err = kp__conn_finish_open(kp, ci);
 
-			if (err)
-				return err;
-			c = &kp->cn[ci];
-		}
-		if (c->h2) {
-			int err = kp__h2_close(kp, ci);
-
-			if (err)
-				return err;
-			c = &kp->cn[ci];
-		}
+		if (err)
+			return err;
+		c = &kp->cn[ci];
 		if (e->call == CP_SOCK_CLOSE) {
 			c->phase = KP_PH_IDLE;
 			if (e->fd >= 0)
@@ -1215,6 +1200,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 				return conn_closed(kp, ci, ts);
 		}
 		return 0;
+	}
 	default:
 		break;
 	}

@@ -625,14 +625,8 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 int kp__finish(struct kp *kp)
 {
 	for (uint32_t i = 0; i < kp->ncn; i++) {
-		int err;
+		int err = kp__conn_finish_open(kp, i);
 
-		err = kp__h2_close(kp, i);
-		if (err)
-			return err;
-		if (kp->cn[i].role != KP_ROLE_SERVER || kp->cn[i].phase != KP_PH_WRITING)
-			continue;
-		err = kp__conn_finish_req(kp, i);
 		if (err)
 			return err;
 	}

@@ -676,11 +676,20 @@ const char *kp__conn_addr(struct kp_conn *c, bool local);
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);
 /* Requests: finish the one open on conn (walk + emit). */
 int kp__conn_finish_req(struct kp *kp, uint32_t conn);
+/* ... and on a server connection every one still open: the response being
+ * written, HTTP/2's answered streams (closed, exited, end of input). */
+int kp__conn_finish_open(struct kp *kp, uint32_t conn);
 /* When a request whose first read was [enter, exit] on thread, at TCP
  * sequence seq, began: its bytes' arrival, not before lower (DESIGN.md
  * section 5). */
 uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
 		       uint64_t exit, uint32_t seq, uint64_t lower);
+/* A response write of `bytes` left unsent whole, and smaller than a
+ * segment: held by Nagle's algorithm, not by a full window. */
+static inline bool kp__nagle_held(uint64_t unsent, uint64_t bytes)
+{
+	return unsent && bytes && unsent >= bytes && bytes < KP_SMALL_SEGMENT;
+}
 
 /* kpath_h2.c: HTTP/2. kp__h2_detect says whether a payload begins a
  * connection's HTTP/2 (the client preface or the server's SETTINGS:
