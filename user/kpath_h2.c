@@ -44,17 +44,21 @@ enum { H2_END_STREAM = 0x1, H2_END_HEADERS = 0x4, H2_PADDED = 0x8, H2_PRIORITY =
 /* Directions: toward the server (the client's frames) and back. */
 enum { H2_UP = 0, H2_DOWN = 1 };
 
+/* A stream: the connection's request it is (req.sid its id; req.reader
+ * the thread of its HEADERS' read, req.end the exit of the last write known
+ * to carry its frames, 0 = none), walked as the connection's own when it
+ * ends (stream_finish). */
 struct h2_stream {
-	uint32_t sid;
-	uint32_t reader, writer; /* thread of its HEADERS' read; of its last write */
-	uint64_t start, first_read_enter, first_read_exit;
-	uint64_t end; /* exit of the last write known to carry its frames, 0 = none */
-	int status;
-	uint32_t unsent;
-	bool nagle;
+	struct kp_req req;
 	bool ended;	/* END_STREAM (or RST_STREAM) seen */
 	bool tentative; /* end: a write whose unseen bytes may have ended it */
-	char name[KP_NAME_LEN];
+};
+
+/* Where a frame's first byte was read: the transfer (thread, call), its
+ * sequence, and the exit of the transfer toward the server before it. */
+struct h2_at {
+	uint32_t thread;
+	uint64_t seq, enter, exit, prev_exit;
 };
 
 /* Where one direction's frames are. */
@@ -64,17 +68,14 @@ struct h2_dir {
 	uint8_t hdr[H2_HDR], nhdr; /* a frame header cut by a transfer's end */
 	uint8_t type, flags;	   /* the current frame's */
 	uint32_t sid;
-	/* where the current frame's first byte was read: its sequence, the
-	 * transfer, and the exit of the transfer toward the server before it */
-	uint32_t f_thread;
-	uint64_t f_seq, f_enter, f_exit, f_prev_exit;
-	bool lost; /* frame boundaries not known */
+	struct h2_at at; /* the current frame's first byte */
+	bool lost;	 /* frame boundaries not known */
 	/* the header block being gathered: its stream, the flags of its
 	 * HEADERS frame, and where that frame's first byte was read */
 	bool hb_open, hb_cut;
 	uint8_t hb_flags;
-	uint32_t hb_sid, hb_thread;
-	uint64_t hb_seq, hb_enter, hb_exit, hb_prev_exit;
+	uint32_t hb_sid;
+	struct h2_at hb_at;
 	uint32_t nhb;
 	uint8_t hb[H2_BLOCK_MAX];
 };
@@ -186,7 +187,7 @@ void kp__h2_free(struct kp_conn *c)
 static struct h2_stream *stream_of(struct kp_h2 *h, uint32_t sid)
 {
 	for (uint32_t i = 0; i < h->nst; i++)
-		if (h->st[i].sid == sid)
+		if (h->st[i].req.sid == sid)
 			return &h->st[i];
 	return NULL;
 }
@@ -204,22 +205,11 @@ static int stream_finish(struct kp *kp, uint32_t ci, uint32_t i)
 	int err = 0;
 
 	h->st[i] = h->st[--h->nst];
-	if (!s.end || s.writer == KP_NONE) {
+	if (!s.req.end || s.req.writer == KP_NONE) {
 		kp->h2_unanswered++;
 		return 0;
 	}
-	memset(&c->req, 0, sizeof(c->req));
-	c->req.start = s.start;
-	c->req.first_read_enter = s.first_read_enter;
-	c->req.first_read_exit = s.first_read_exit;
-	c->req.end = s.end;
-	c->req.reader = s.reader;
-	c->req.writer = s.writer;
-	c->req.status = s.status;
-	c->req.sid = s.sid;
-	c->req.unsent = s.unsent;
-	c->req.nagle = s.nagle;
-	memcpy(c->req.name, s.name, sizeof(c->req.name));
+	c->req = s.req;
 	c->phase = KP_PH_WRITING;
 	kp->h2_requests++;
 	kp->h2_uncertain += !s.ended;
@@ -291,7 +281,7 @@ static int stream_open(struct kp *kp, uint32_t ci, struct h2_dir *dr, const stru
 		int err;
 
 		for (uint32_t i = 1; i < h->nst; i++)
-			if (h->st[i].sid < h->st[old].sid)
+			if (h->st[i].req.sid < h->st[old].req.sid)
 				old = i;
 		err = stream_finish(kp, ci, old);
 		if (err)
@@ -303,16 +293,16 @@ static int stream_open(struct kp *kp, uint32_t ci, struct h2_dir *dr, const stru
 		return -ENOMEM;
 	s = &h->st[h->nst++];
 	memset(s, 0, sizeof(*s));
-	s->sid = dr->hb_sid;
-	s->reader = dr->hb_thread;
-	s->writer = KP_NONE;
-	s->first_read_enter = dr->hb_enter;
-	s->first_read_exit = dr->hb_exit;
-	s->start = kp__req_start(kp, c, dr->hb_thread, dr->hb_enter, dr->hb_exit,
-				 (uint32_t)dr->hb_seq, dr->hb_prev_exit);
-	name_of(f, s->name);
-	if (!s->name[0]) {
-		snprintf(s->name, sizeof(s->name), "request");
+	s->req.sid = dr->hb_sid;
+	s->req.reader = dr->hb_at.thread;
+	s->req.writer = KP_NONE;
+	s->req.first_read_enter = dr->hb_at.enter;
+	s->req.first_read_exit = dr->hb_at.exit;
+	s->req.start = kp__req_start(kp, c, dr->hb_at.thread, dr->hb_at.enter, dr->hb_at.exit,
+				     (uint32_t)dr->hb_at.seq, dr->hb_at.prev_exit);
+	name_of(f, s->req.name);
+	if (!s->req.name[0]) {
+		snprintf(s->req.name, sizeof(s->req.name), "request");
 		kp->h2_unnamed++;
 	}
 	return 0;
@@ -330,10 +320,10 @@ static void stream_wrote(struct kp_h2 *h, struct h2_xfer *x, uint32_t sid, bool 
 
 	if (!s || s->ended)
 		return;
-	s->end = x->ts;
-	s->writer = x->thread;
-	s->unsent = x->unsent;
-	s->nagle = x->unsent && x->bytes && x->unsent >= x->bytes && x->bytes < KP_SMALL_SEGMENT;
+	s->req.end = x->ts;
+	s->req.writer = x->thread;
+	s->req.unsent = x->unsent;
+	s->req.nagle = kp__nagle_held(x->unsent, x->bytes);
 	s->tentative = false;
 	s->ended = end;
 }
@@ -345,12 +335,12 @@ static void write_lost(struct kp_h2 *h, const struct h2_xfer *x)
 	for (uint32_t i = 0; i < h->nst; i++) {
 		struct h2_stream *s = &h->st[i];
 
-		if (s->ended || s->tentative || s->first_read_exit > x->ts)
+		if (s->ended || s->tentative || s->req.first_read_exit > x->ts)
 			continue;
-		s->end = x->ts;
-		s->writer = x->thread;
-		s->unsent = x->unsent;
-		s->nagle = false;
+		s->req.end = x->ts;
+		s->req.writer = x->thread;
+		s->req.unsent = x->unsent;
+		s->req.nagle = false;
 		s->tentative = true;
 	}
 }
@@ -380,8 +370,8 @@ static int block_done(struct kp *kp, uint32_t ci, struct h2_dir *dr, int d)
 	if (ok && f.status >= 200) {
 		struct h2_stream *s = stream_of(h, dr->hb_sid);
 
-		if (s && !s->status)
-			s->status = f.status;
+		if (s && !s->req.status)
+			s->req.status = f.status;
 	}
 	return 0;
 }
@@ -420,11 +410,7 @@ static int frame_begin(struct kp *kp, uint32_t ci, struct h2_dir *dr, struct h2_
 		dr->hb_flags = dr->flags;
 		dr->hb_sid = dr->sid;
 		dr->nhb = 0;
-		dr->hb_thread = dr->f_thread;
-		dr->hb_seq = dr->f_seq;
-		dr->hb_enter = dr->f_enter;
-		dr->hb_exit = dr->f_exit;
-		dr->hb_prev_exit = dr->f_prev_exit;
+		dr->hb_at = dr->at;
 		if (server && x->d == H2_DOWN)
 			stream_wrote(h, x, dr->sid, dr->flags & H2_END_STREAM);
 		break;
@@ -543,11 +529,11 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 		}
 		/* a frame header, perhaps begun in the transfer before */
 		if (!dr->nhdr) {
-			dr->f_thread = x->thread;
-			dr->f_seq = x->tls ? x->seq : x->seq + off;
-			dr->f_enter = x->enter;
-			dr->f_exit = x->ts;
-			dr->f_prev_exit = h->up_prev_exit;
+			dr->at = (struct h2_at){.thread = x->thread,
+						.seq = x->tls ? x->seq : x->seq + off,
+						.enter = x->enter,
+						.exit = x->ts,
+						.prev_exit = h->up_prev_exit};
 		}
 		while (dr->nhdr < H2_HDR && off < bytes) {
 			if (off >= seen)
@@ -673,7 +659,7 @@ int kp__h2_prune(struct kp *kp, uint32_t ci, uint64_t *mark)
 	for (uint32_t i = 0; kp->cn[ci].h2 && i < kp->cn[ci].h2->nst;) {
 		const struct h2_stream *s = &kp->cn[ci].h2->st[i];
 
-		if (s->end && s->end + KP_IDLE_FINISH_NS < kp->now) {
+		if (s->req.end && s->req.end + KP_IDLE_FINISH_NS < kp->now) {
 			int err = stream_finish(kp, ci, i);
 
 			if (err)
@@ -681,8 +667,8 @@ int kp__h2_prune(struct kp *kp, uint32_t ci, uint64_t *mark)
 			continue;
 		}
 		/* an open stream holds state back, as an open request does */
-		if (s->start < *mark && s->start + KP_HOLD_MAX_NS > kp->now)
-			*mark = s->start;
+		if (s->req.start < *mark && s->req.start + KP_HOLD_MAX_NS > kp->now)
+			*mark = s->req.start;
 		i++;
 	}
 	return 0;
