@@ -454,11 +454,41 @@ static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u64 extra,
 	return 0;
 }
 
+/* The iovec array of a msghdr in user memory. */
+static __always_inline const struct iovec *msghdr_iov(const void *msg)
+{
+	void *p = NULL;
+
+	bpf_probe_read_user(&p, sizeof(p), msg + offsetof(struct user_msghdr, msg_iov));
+	return p;
+}
+
+/* The user iovec array of a vectored call (readv/writev, a msghdr's), or
+ * NULL. */
+static __always_inline const struct iovec *payload_iov(struct cp_inflight *in)
+{
+	const void *msg = (const void *)in->arg0;
+
+	if (in->uring & URING_BUF)
+		return NULL;
+	switch (in->call) {
+	case CP_SOCK_READV:
+	case CP_SOCK_WRITEV:
+		return msg;
+	case CP_SOCK_RECVMSG:
+	case CP_SOCK_SENDMSG:
+		return msghdr_iov(msg);
+	default:
+		return NULL;
+	}
+}
+
 /* Where the call's first bytes are in user memory, and at most how many. */
 static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *max)
 {
 	struct iovec iov = {};
 	const void *msg = (const void *)in->arg0;
+	const struct iovec *uiov;
 
 	if (in->uring & URING_BUF) /* a provided buffer, even for a recvmsg */
 		return msg;
@@ -468,9 +498,6 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 	case CP_SOCK_RECVFROM:
 	case CP_SOCK_SENDTO:
 		return msg;
-	case CP_SOCK_READV:
-	case CP_SOCK_WRITEV:
-		break;
 	case CP_SOCK_RECVMMSG:
 	case CP_SOCK_SENDMMSG: {
 		unsigned int len = 0;
@@ -478,20 +505,14 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 		bpf_probe_read_user(&len, sizeof(len), msg + offsetof(struct mmsghdr, msg_len));
 		if (len < *max)
 			*max = len;
-	}
-		/* fallthrough: the first message's msghdr */
-	case CP_SOCK_RECVMSG:
-	case CP_SOCK_SENDMSG: {
-		void *p = NULL;
-
-		bpf_probe_read_user(&p, sizeof(p), msg + offsetof(struct user_msghdr, msg_iov));
-		msg = p;
+		uiov = msghdr_iov(msg); /* the first message's */
 		break;
 	}
 	default:
-		return NULL;
+		uiov = payload_iov(in);
+		break;
 	}
-	if (!msg || bpf_probe_read_user(&iov, sizeof(iov), msg))
+	if (!uiov || bpf_probe_read_user(&iov, sizeof(iov), uiov))
 		return NULL;
 	if (iov.iov_len < *max)
 		*max = iov.iov_len;
@@ -529,28 +550,6 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
 				     struct cp_tls_slot *tls, __u32 unsent);
-
-/* The user iovec array of a vectored call (readv/writev, a msghdr's), or
- * NULL. */
-static __always_inline const struct iovec *payload_iov(struct cp_inflight *in)
-{
-	const void *msg = (const void *)in->arg0;
-	void *p = NULL;
-
-	if (in->uring & URING_BUF)
-		return NULL;
-	switch (in->call) {
-	case CP_SOCK_READV:
-	case CP_SOCK_WRITEV:
-		return msg;
-	case CP_SOCK_RECVMSG:
-	case CP_SOCK_SENDMSG:
-		bpf_probe_read_user(&p, sizeof(p), msg + offsetof(struct user_msghdr, msg_iov));
-		return p;
-	default:
-		return NULL;
-	}
-}
 
 #define GATHER_IOVS 8
 
