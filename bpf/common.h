@@ -92,7 +92,16 @@ struct cp_sock_state {
 	__u8 last_dir;	 /* SOCK_DIR_* */
 	__u8 last_short; /* that call moved at most CP_SHORT_READ bytes */
 	__u8 every;	 /* a payload on every transfer: HTTP/2 (sock_h2) */
-	__u8 __pad;
+	/* HTTP/2 frames followed past the prefix (sock.bpf.c, cp_h2_walk),
+	 * per direction (0 read, 1 write): bit d of h2_sync says where the
+	 * frames are known; h2_next[d] is the offset of the first frame header
+	 * in the next transfer, or h2_npart[d] bytes of a header cut by the
+	 * last transfer's end are in h2_part[d] */
+	__u8 h2_sync;
+	__u32 h2_next[2];
+	__u8 h2_npart[2];
+	__u8 h2_part[2][8];
+	__u8 __pad[6];
 };
 
 struct {
@@ -111,6 +120,22 @@ struct {
 	__type(key, int);
 	__type(value, struct cp_sock_state);
 } sock_slots SEC(".maps") __weak;
+
+/* A record's payload with room for pieces after its prefix. */
+struct h2_room {
+	__u8 b[2 * CP_PAYLOAD_MAX];
+};
+
+/* A transfer of ret bytes in direction d (0 read, 1 write) with a prefix of
+ * flat bytes, as cp_h2_walk's one argument for the four (a subprogram has
+ * five); end: the record's byte count is not ret (a TLS write's is
+ * ciphertext), so the pieces end with ret. */
+#define H2_XFER(ret, flat, d, end)                                                                 \
+	((__u64)(ret) << 12 | (__u64)(end) << 11 | (__u64)(flat) << 1 | (d))
+
+/* HTTP/2 frames past a record's prefix (sock.bpf.c): the pieces' bytes
+ * appended to p, 0 for none. */
+int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov, __u64 xfer);
 
 #define SOCK_DIR_NONE 0
 #define SOCK_DIR_READ 1

@@ -483,6 +483,22 @@ static __always_inline const struct iovec *payload_iov(struct cp_inflight *in)
 	}
 }
 
+/* The one user buffer of a call that moves bytes through one, or 0. */
+static __always_inline __u64 payload_buf(struct cp_inflight *in)
+{
+	if (in->uring & URING_BUF)
+		return in->arg0;
+	switch (in->call) {
+	case CP_SOCK_READ:
+	case CP_SOCK_WRITE:
+	case CP_SOCK_RECVFROM:
+	case CP_SOCK_SENDTO:
+		return in->arg0;
+	default:
+		return 0;
+	}
+}
+
 /* Where the call's first bytes are in user memory, and at most how many. */
 static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *max)
 {
@@ -490,14 +506,10 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 	const void *msg = (const void *)in->arg0;
 	const struct iovec *uiov;
 
-	if (in->uring & URING_BUF) /* a provided buffer, even for a recvmsg */
+	/* one buffer (a provided buffer, even for a recvmsg) */
+	if (payload_buf(in))
 		return msg;
 	switch (in->call) {
-	case CP_SOCK_READ:
-	case CP_SOCK_WRITE:
-	case CP_SOCK_RECVFROM:
-	case CP_SOCK_SENDTO:
-		return msg;
 	case CP_SOCK_RECVMMSG:
 	case CP_SOCK_SENDMMSG: {
 		unsigned int len = 0;
@@ -599,9 +611,10 @@ static __always_inline __u64 payload_gather(const struct iovec *uiov, long ret, 
  * HTTP/2 multiplexes requests on a connection: a server reads the next
  * stream's HEADERS while it still answers the last, so the frames of one
  * direction are not all at its changes of direction. A connection whose
- * payload begins with the client's preface, the server's SETTINGS, or (one
- * open before the recording) a HEADERS frame on a client stream has a
- * payload on every transfer from then on. buf[0..len) is a payload taken.
+ * payload begins with the client's preface, the server's SETTINGS (or its
+ * ACK of the client's), or (one open before the recording) a HEADERS frame
+ * on a client stream has a payload on every transfer from then on, and its
+ * frames followed (cp_h2_walk). buf[0..len) is a payload taken.
  */
 static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 {
@@ -619,10 +632,317 @@ static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 	sid = (__u32)buf[5] << 24 | (__u32)buf[6] << 16 | (__u32)buf[7] << 8 | buf[8];
 	if (flen > 16384)
 		return false;
-	if (type == 4) /* SETTINGS, not an ACK: a server's preface */
-		return !sid && !flags && flen % 6 == 0;
+	if (type == 4) /* SETTINGS: a server's preface, or its ACK */
+		return !sid && ((!flags && flen % 6 == 0) || (flags == 1 && !flen));
 	/* HEADERS (END_STREAM, END_HEADERS, PADDED, PRIORITY) on a client stream */
 	return type == 1 && !(flags & ~0x2d) && (sid & 1) && !(sid >> 31);
+}
+
+/*
+ * HTTP/2 frames past the prefix. A server reads several streams' frames in
+ * one transfer and writes several answers in one: a large DATA frame (a
+ * POST body, a response) before the next stream's HEADERS put that HEADERS
+ * past any prefix. So on an HTTP/2 connection the recorder follows the
+ * frames through each transfer by their lengths, as the report does, and
+ * appends to the prefix the pieces of the transfer past it that the report
+ * needs: every frame header, and the header blocks of HEADERS and
+ * CONTINUATION frames (CP_SOCK_F_PIECES). Where the frames of a direction
+ * are is kept in the socket's state from one transfer to the next; it is
+ * found again, when lost, at a transfer that begins with a frame header.
+ *
+ * A subprogram of its own (verified once, not in each path of the inlined
+ * sock_emit around it), the frame loop a bpf_loop: the flat prefix is
+ * copied to the scratch buffer first, the pieces are built after it.
+ */
+#define H2_HDR 9
+#define H2_WALK_FRAMES 64
+/* room for pieces after a prefix: the reservation's second CP_PAYLOAD_MAX
+ * bytes, less the word of padding after them and an end piece */
+#define H2_PIECES (CP_PAYLOAD_MAX - 8 - sizeof(struct cp_sock_piece))
+#define H2_FRAME_SANE (1u << 20)
+
+struct h2_walk {
+	__u64 buf;		      /* the transfer's buffer, or 0: iovecs */
+	__u64 base[GATHER_IOVS];      /* the iovecs' bases */
+	__u64 start[GATHER_IOVS + 1]; /* their offsets in the transfer; start[niov]: the end */
+	__u64 ret;		      /* bytes moved */
+	__s64 off;		      /* the next frame header (< 0: begun in the last transfer) */
+	__u32 flat;		      /* bytes of the prefix */
+	__u32 pos;		      /* bytes of pieces built */
+	__u32 last;		      /* the last piece's header, in pieces */
+	__u64 last_end;		      /* its end, in the transfer (0: none) */
+	__u8 npart, lost, done;
+	__u8 part[8]; /* the start of a header cut by the transfer's end */
+};
+
+/* User memory is read to an offset below CP_PAYLOAD_MAX of pieces or hdr,
+ * at most CP_PAYLOAD_MAX - 1 bytes: bounds the verifier can follow. */
+struct h2_scratch {
+	/* the walk's state: in the map, not on the stack, so that bpf_loop's
+	 * callback is verified once, not for each value it leaves there */
+	struct h2_walk w;
+	__u8 pieces[2 * CP_PAYLOAD_MAX]; /* the pieces built */
+	__u8 hdr[2 * CP_PAYLOAD_MAX];	 /* a frame header read from user memory */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct h2_scratch);
+} h2_scratch SEC(".maps");
+
+/* Where cp_h2_read puts the bytes: the pieces, or the frame header. */
+#define H2_TO_HDR 0x80000000u
+
+/*
+ * n bytes at the transfer's offset off into the scratch buffer's pieces at
+ * offset at (at + n < CP_PAYLOAD_MAX), or to its hdr (at: H2_TO_HDR). 0, or
+ * -1 when they are not all in the user memory the call moved. A subprogram
+ * of its own: each iovec a step that reads its part of the bytes, if any.
+ */
+__noinline int cp_h2_read(__u64 off, __u32 at, __u32 n)
+{
+	__u32 zero = 0, got = 0;
+	struct h2_scratch *s = bpf_map_lookup_elem(&h2_scratch, &zero);
+	struct h2_walk *w;
+	__u8 *region;
+
+	if (!s)
+		return -1;
+	w = &s->w;
+	region = at & H2_TO_HDR ? s->hdr : s->pieces;
+	at &= CP_PAYLOAD_MAX - 1;
+	n &= CP_PAYLOAD_MAX - 1;
+	if (w->buf)
+		return n && !bpf_probe_read_user(region + at, n, (void *)(w->buf + off)) ? 0 : -1;
+	for (int j = 0; j < GATHER_IOVS; j++) {
+		__u64 a = w->start[j], b = w->start[j + 1];
+		__u64 lo = off > a ? off : a, hi = off + n < b ? off + n : b;
+		__u32 m = (hi - lo) & (CP_PAYLOAD_MAX - 1);
+
+		if (lo >= hi)
+			continue;
+		if (bpf_probe_read_user(region + ((at + lo - off) & (CP_PAYLOAD_MAX - 1)), m,
+					(void *)(w->base[j] + (lo - a))))
+			return -1;
+		got += m;
+	}
+	return got == n ? 0 : -1;
+}
+
+/* The transfer's bytes [from, to) (past the prefix) as a piece, or as many
+ * of them as there is room for. */
+static __always_inline void h2_piece(struct h2_walk *w, struct h2_scratch *s, __u64 from, __u64 to)
+{
+	struct cp_sock_piece *ph;
+	__u32 n, room;
+
+	if (to <= from)
+		return;
+	if (w->last_end != from || !w->last_end) {
+		if (w->pos + sizeof(*ph) > H2_PIECES)
+			return;
+		ph = (void *)&s->pieces[w->pos & (CP_PAYLOAD_MAX - 1)];
+		__builtin_memcpy(ph->off, &from, 4); /* little-endian */
+		__builtin_memset(ph->len, 0, 2);
+		w->last = w->pos;
+		w->pos += sizeof(*ph);
+	}
+	room = H2_PIECES - w->pos;
+	n = to - from < room ? to - from : room;
+	if (!n || cp_h2_read(from, w->pos, n))
+		return;
+	ph = (void *)&s->pieces[w->last & (CP_PAYLOAD_MAX - 1)];
+	{
+		__u16 len;
+
+		__builtin_memcpy(&len, ph->len, 2);
+		len += n;
+		__builtin_memcpy(ph->len, &len, 2);
+	}
+	w->pos += n;
+	w->last_end = from + n == to ? to : 0; /* a cut piece is not extended */
+}
+
+/* One frame past those the prefix shows whole (cp_h2_walk): its header at
+ * w->off, read from user memory, the piece it needs, the next one's
+ * offset. Returns 1 to stop. */
+static long h2_frame(__u32 i, void *ctx)
+{
+	__u32 zero = 0;
+	struct h2_scratch *s = bpf_map_lookup_elem(&h2_scratch, &zero);
+	struct h2_walk *w;
+	__u64 flen, body, from, to;
+	__u8 h[H2_HDR];
+	__s64 off;
+
+	if (!s)
+		return 1;
+	w = &s->w;
+	off = w->off;
+	if (off >= (__s64)w->ret) {
+		w->done = 1;
+		return 1;
+	}
+	if (off < 0) {
+		/* npart bytes of the header came in the last transfer; the rest
+		 * begins this one (at least 9 of its bytes, or it too ends in
+		 * the header: not followed) */
+		__u32 np = w->npart;
+
+		if (np > 8 || w->ret < H2_HDR - np || cp_h2_read(0, H2_TO_HDR, H2_HDR - np)) {
+			w->lost = 1;
+			return 1;
+		}
+#pragma unroll
+		for (int k = 0; k < H2_HDR; k++)
+			h[k] = k < np ? w->part[k & 7] : s->hdr[(k - np) & (CP_PAYLOAD_MAX - 1)];
+	} else if ((__u64)off + H2_HDR > w->ret) {
+		/* the header goes on in the next transfer */
+		__u32 np = w->ret - off;
+
+		if (np > 8)
+			np = 8;
+		if (!cp_h2_read(off, H2_TO_HDR, np)) {
+			__builtin_memcpy(w->part, s->hdr, 8);
+		} else {
+			w->lost = 1;
+			return 1;
+		}
+		w->npart = np;
+		h2_piece(w, s, off > w->flat ? off : w->flat, w->ret);
+		w->done = 1;
+		return 1;
+	} else if (!cp_h2_read(off, H2_TO_HDR, H2_HDR)) {
+		__builtin_memcpy(h, s->hdr, H2_HDR);
+	} else {
+		w->lost = 1;
+		return 1;
+	}
+	flen = (__u32)h[0] << 16 | (__u32)h[1] << 8 | h[2];
+	if (h[3] > 0x10 || (h[5] & 0x80) || flen > H2_FRAME_SANE) {
+		w->lost = 1; /* not a frame header: the frames were lost */
+		return 1;
+	}
+	/* HEADERS and CONTINUATION: the block; others: the header */
+	body = h[3] == 1 || h[3] == 9 ? flen : 0;
+	from = off > (__s64)w->flat ? off : w->flat;
+	to = off + H2_HDR + body;
+	if (to > w->ret)
+		to = w->ret;
+	h2_piece(w, s, from, to);
+	w->off = off + H2_HDR + flen;
+	w->npart = 0;
+	return 0;
+}
+
+/*
+ * Follows the frames of a transfer (xfer: H2_XFER) on an HTTP/2 connection
+ * whose prefix is the record's payload p (with room for the pieces after
+ * it); buf: the buffer, or uiov: the iovec array. Updates st's frame state
+ * and appends the pieces (through the 8-byte word they end in, zeroed).
+ * Returns their bytes, 0 for none.
+ */
+__noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov,
+			  __u64 xfer)
+{
+	__u32 zero = 0, flat = (xfer >> 1) & 0x3ff, d = xfer & 1;
+	__u64 ret = xfer >> 12, n;
+	bool end = xfer & (1 << 11);
+	struct h2_scratch *s = bpf_map_lookup_elem(&h2_scratch, &zero);
+	struct h2_walk *w;
+	__u8 bit;
+
+	if (!st || !p || !s || !flat || flat > CP_PAYLOAD_MAX)
+		return 0;
+	w = &s->w;
+	__builtin_memset(w, 0, sizeof(*w));
+	w->buf = buf;
+	w->ret = ret;
+	w->flat = flat;
+	bit = 1 << d;
+	if (st->h2_sync & bit) {
+		w->npart = st->h2_npart[d] & 7;
+		w->off = w->npart ? -(__s64)w->npart : st->h2_next[d];
+		__builtin_memcpy(w->part, st->h2_part[d], 8);
+	} else if (flat >= 24 && *(__u64 *)p->b == 0x5448202a20495250ull &&
+		   *(__u64 *)(p->b + 8) == 0x0a0d302e322f5054ull) {
+		w->off = 24; /* the client's preface */
+	} else if (flat >= H2_HDR && !p->b[0] && p->b[3] <= 9 && !(p->b[5] & 0x80)) {
+		w->off = 0; /* begins with a frame header (below 64 KiB), as the report assumes */
+	} else {
+		return 0;
+	}
+	/* the frames the prefix shows whole, read there: the ones after the
+	 * first that goes on past it are bpf_loop's */
+	if (!w->npart) {
+		__s64 off = w->off;
+
+		for (int i = 0; i < H2_WALK_FRAMES; i++) {
+			const __u8 *h = &p->b[off & (CP_PAYLOAD_MAX - 1)];
+			__u32 flen;
+
+			if (off + H2_HDR > flat || off > CP_PAYLOAD_MAX - H2_HDR)
+				break;
+			flen = (__u32)h[0] << 16 | (__u32)h[1] << 8 | h[2];
+			if (h[3] > 0x10 || (h[5] & 0x80) || flen > H2_FRAME_SANE) {
+				w->lost = 1;
+				break;
+			}
+			if ((h[3] == 1 || h[3] == 9) && off + H2_HDR + flen > flat)
+				break; /* a header block that goes on past the prefix */
+			off += H2_HDR + flen;
+		}
+		w->off = off;
+		w->done = off >= (__s64)ret;
+	}
+	if (!buf && !w->done && !w->lost) {
+		__u64 at = 0;
+		bool stop = !uiov;
+
+		/* the iovecs' offsets; past the last one read, empty ones */
+		for (int i = 0; i < GATHER_IOVS; i++) {
+			struct iovec v;
+
+			w->start[i] = at;
+			if (stop || at >= ret ||
+			    bpf_probe_read_user(&v, sizeof(v), (void *)uiov + i * sizeof(v))) {
+				stop = true;
+				continue;
+			}
+			w->base[i] = (__u64)v.iov_base;
+			at += v.iov_len;
+		}
+		w->start[GATHER_IOVS] = at;
+	}
+	if (!w->done && !w->lost)
+		bpf_loop(H2_WALK_FRAMES, h2_frame, NULL, 0);
+	if (w->done && !w->lost) {
+		st->h2_sync |= bit;
+		st->h2_npart[d] = w->npart;
+		st->h2_next[d] = w->npart ? 0 : w->off - ret;
+		__builtin_memcpy(st->h2_part[d], w->part, 8);
+	} else {
+		st->h2_sync &= ~bit;
+	}
+	if (end && ret > flat) {
+		/* a piece of no bytes at the transfer's end */
+		struct cp_sock_piece *ph = (void *)&s->pieces[w->pos & (CP_PAYLOAD_MAX - 1)];
+
+		__builtin_memcpy(ph->off, &ret, 4);
+		__builtin_memset(ph->len, 0, 2);
+		w->pos += sizeof(*ph);
+	}
+	if (!w->pos)
+		return 0;
+	__builtin_memset(&s->pieces[w->pos & (CP_PAYLOAD_MAX - 1)], 0, 8);
+	n = ((flat + w->pos + 7) & ~7u) - flat;
+	barrier_var(n);
+	if (n >= CP_PAYLOAD_MAX ||
+	    bpf_probe_read_kernel(p->b + flat, n & (CP_PAYLOAD_MAX - 1), s->pieces))
+		return 0;
+	return w->pos;
 }
 
 /* A payload of at most the default size; the reservation holds the 8-byte
@@ -714,12 +1034,13 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
 				     struct cp_tls_slot *tls, __u32 unsent)
 {
-	const struct iovec *iov;
+	const struct iovec *iov = NULL;
 	struct cp_ev_sock *e;
 	__u8 call = in->call;
 	int dir = call_dir(call);
-	__u64 len = 0;
+	__u64 len = 0, pieces = 0;
 	__u32 limit;
+	bool walk;
 
 	/* a peek's bytes are the next read's (and MSG_TRUNC may have said
 	 * more than its buffer holds): the payload is that read's */
@@ -736,11 +1057,14 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	if (tls && st && st->every && tls->wrote)
 		st = NULL;
 	limit = st && st->every ? cfg_h2_payload_bytes : cfg_payload_bytes;
+	/* HTTP/2 in the clear: room for the pieces after the prefix */
+	walk = st && st->every && (!tls || dir == SOCK_DIR_WRITE);
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */
-	if (st && st->every && !tls && (iov = payload_iov(in))) {
+	if (walk && !tls && (iov = payload_iov(in))) {
 		e = ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX);
 		if (!e) {
+			st->h2_sync = 0;
 			count_drop();
 			goto out;
 		}
@@ -766,7 +1090,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 				 * the length its next transfers will have */
 				if (len < (__u64)ret && cfg_h2_payload_bytes > len) {
 					bpf_ringbuf_discard(e, 0);
-					e = ring_reserve(sizeof(*e));
+					e = ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX);
 					if (!e) {
 						count_drop();
 						goto out;
@@ -774,12 +1098,15 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 					len =
 					    sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX,
 							 tls, cfg_h2_payload_bytes);
+					walk = true;
 				}
 			}
 		}
 	} else if (st) {
-		e = ring_reserve(sizeof(*e));
+		/* on HTTP/2, with room for the pieces */
+		e = walk ? ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX) : ring_reserve(sizeof(*e));
 		if (!e) {
+			st->h2_sync = 0;
 			count_drop();
 			goto out;
 		}
@@ -797,7 +1124,14 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			goto out;
 		}
 	}
-	hdr_fill(&e->h, CP_EV_SOCK, CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len),
+	/* walk: the record has a second CP_PAYLOAD_MAX bytes of room */
+	if (walk && len && tls) /* an SSL_write's plaintext, all of it */
+		pieces = cp_h2_walk(st, (struct h2_room *)e->payload, tls->buf, 0,
+				    H2_XFER(tls->num, len, 1, 1));
+	else if (walk && len)
+		pieces = cp_h2_walk(st, (struct h2_room *)e->payload, iov ? 0 : payload_buf(in),
+				    (__u64)iov, H2_XFER(ret, len, dir == SOCK_DIR_WRITE, 0));
+	hdr_fill(&e->h, CP_EV_SOCK, CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len + pieces),
 		 bpf_ktime_get_ns());
 	e->enter_ts = in->ts;
 	e->bytes = ret;
@@ -807,7 +1141,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	CONN_COPY(e, in);
 	e->sock_type = in->sock_type;
 	e->flags = (tls ? CP_SOCK_F_TLS : 0) | (in->peek ? CP_SOCK_F_PEEK : 0) |
-		   (in->uring ? CP_SOCK_F_URING : 0);
+		   (in->uring ? CP_SOCK_F_URING : 0) | (pieces ? CP_SOCK_F_PIECES : 0);
 	if (tls && len) {
 		tls->wrote = 1;
 		if (tls->num > len)

@@ -17,6 +17,34 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * at the end of the data (as sock.bpf.c's SOCK_SMALL). */
 #define TLS_SMALL (offsetof(struct cp_ev_tls_read, payload) + CP_PAYLOAD_DEFAULT + 8)
 
+/*
+ * An HTTP/2 connection over TLS, by its SSL *: where the frames of its
+ * plaintext reads are (cp_h2_walk's state, direction 0; the socket reads
+ * under it carry ciphertext), and its connection as the last socket read
+ * inside a read call gave it. OpenSSL answers a read from the records a
+ * socket read brought before when it can, so on HTTP/2 (the next streams
+ * may be there) a read with no socket read inside is recorded too, with
+ * that connection.
+ */
+struct tls_h2_conn {
+	struct cp_sock_state st;
+	__s32 fd;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u16 __pad;
+	__u32 tcp_seq;
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct tls_h2_conn);
+} tls_h2 SEC(".maps");
+
 SEC("uprobe")
 int tls_enter(struct pt_regs *ctx)
 {
@@ -46,25 +74,42 @@ int tls_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-/* The plaintext prefix of a read that returned n bytes. */
-static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n)
+/* The plaintext prefix of a read that returned n bytes. h2: the
+ * connection's HTTP/2 state (NULL: not known to be HTTP/2); sock: a socket
+ * read inside the call gave s its connection (else h2's is the one). */
+static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n, struct tls_h2_conn *h2,
+					  bool sock)
 {
 	struct cp_ev_tls_read *e;
-	__u32 limit = s->h2 ? cfg_h2_payload_bytes : cfg_payload_bytes;
-	__u64 len = n, cap, head = 0;
+	__u32 limit = cfg_payload_bytes;
+	__u64 len = n, cap, head = 0, pieces = 0, ssl = s->ssl;
 
 	/* a client's HTTP/2 preface, read before the server wrote anything
-	 * that showed the connection speaks it: at HTTP/2's length too */
-	if (!s->h2 && cfg_payload_bytes && n >= 8 &&
-	    !bpf_probe_read_user(&head, sizeof(head), (const void *)s->buf) &&
-	    head == 0x5448202a20495250ull) /* "PRI * HT" */
-		limit = cfg_h2_payload_bytes;
+	 * that showed the connection speaks it: HTTP/2 from here on */
+	if (!h2 && cfg_payload_bytes &&
+	    (s->h2 || (n >= 8 && !bpf_probe_read_user(&head, sizeof(head), (const void *)s->buf) &&
+		       head == 0x5448202a20495250ull))) { /* "PRI * HT" */
+		struct tls_h2_conn fresh = {};
 
+		bpf_map_update_elem(&tls_h2, &ssl, &fresh, BPF_NOEXIST);
+		h2 = bpf_map_lookup_elem(&tls_h2, &ssl);
+	}
+	if (h2) {
+		limit = cfg_h2_payload_bytes;
+		if (sock) { /* the connection, for the reads with no socket read */
+			h2->fd = s->fd;
+			CONN_COPY(h2, s);
+		}
+	}
 	if (len > limit)
 		len = limit;
 	/* reserved at the default payload's size when that is the most
-	 * --payload-bytes takes, as sock_emit does */
-	if (limit <= CP_PAYLOAD_DEFAULT) {
+	 * --payload-bytes takes, as sock_emit does; on HTTP/2 with room for
+	 * the pieces past the prefix */
+	if (h2) {
+		e = ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX);
+		cap = CP_PAYLOAD_MAX;
+	} else if (limit <= CP_PAYLOAD_DEFAULT) {
 		e = ring_reserve(TLS_SMALL);
 		cap = CP_PAYLOAD_DEFAULT;
 	} else {
@@ -72,6 +117,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n)
 		cap = CP_PAYLOAD_MAX;
 	}
 	if (!e) {
+		if (h2)
+			h2->st.h2_sync = 0;
 		count_drop();
 		return;
 	}
@@ -84,14 +131,23 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n)
 	*(__u64 *)(e->payload + (len & 0x1f8)) = 0;
 	if (len && bpf_probe_read_user(e->payload, len, (const void *)s->buf))
 		len = 0;
-	hdr_fill(&e->h, CP_EV_TLS_READ, CP_ALIGN(offsetof(struct cp_ev_tls_read, payload) + len),
+	if (h2 && len)
+		pieces = cp_h2_walk(&h2->st, (struct h2_room *)e->payload, s->buf, 0,
+				    H2_XFER(n, len, 0, 0));
+	hdr_fill(&e->h, CP_EV_TLS_READ,
+		 CP_ALIGN(offsetof(struct cp_ev_tls_read, payload) + len + pieces),
 		 bpf_ktime_get_ns());
 	e->enter_ts = s->enter_ts;
 	e->bytes = n;
-	e->fd = s->fd;
 	e->call = s->call;
-	e->__pad = 0;
-	CONN_COPY(e, s);
+	e->flags = pieces ? CP_SOCK_F_PIECES : 0;
+	if (h2 && !sock) {
+		e->fd = h2->fd;
+		CONN_COPY(e, h2);
+	} else {
+		e->fd = s->fd;
+		CONN_COPY(e, s);
+	}
 	e->payload_len = len;
 	__builtin_memset(e->__pad2, 0, sizeof(e->__pad2));
 	ev_submit(e);
@@ -101,7 +157,10 @@ SEC("uretprobe")
 int tls_return(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_h2_conn *h2;
 	struct cp_tls_slot *s;
+	__u64 ssl;
+	bool sock;
 	__s64 n;
 
 	EMPTY_GUARD();
@@ -112,8 +171,14 @@ int tls_return(struct pt_regs *ctx)
 	if (!s || !s->active)
 		return 0;
 	s->active = 0;
-	/* another connection's read (an event loop) leaves it for its own */
-	if (tls_call_writes(s->call) || !s->want_ssl || s->want_ssl != s->ssl)
+	if (tls_call_writes(s->call))
+		return 0;
+	/* another connection's read (an event loop) leaves it for its own,
+	 * but HTTP/2's reads are all recorded */
+	sock = s->want_ssl && s->want_ssl == s->ssl;
+	ssl = s->ssl;
+	h2 = bpf_map_lookup_elem(&tls_h2, &ssl);
+	if (!sock && (!h2 || !h2->fd))
 		return 0;
 	n = (int)PT_REGS_RC(ctx);
 	if (s->call == CP_TLS_SSL_READ_EX) {
@@ -126,7 +191,8 @@ int tls_return(struct pt_regs *ctx)
 	}
 	if (n <= 0)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
-	s->want_ssl = 0;
-	tls_read_emit(s, n);
+	if (sock)
+		s->want_ssl = 0;
+	tls_read_emit(s, n, h2, sock);
 	return 0;
 }

@@ -301,6 +301,25 @@ struct cp_ev_sock {
  * payload_len (bytes counts ciphertext, so it cannot say). Without it, the
  * payload is the whole plaintext. (ABI 4; 0 before.) */
 #define CP_SOCK_F_CUT 0x10
+/*
+ * HTTP/2 frames past the prefix (ABI 4; not set before), on a socket
+ * record or the plaintext of a TLS read (struct cp_ev_tls_read): after the
+ * payload_len bytes of the prefix, the record (h.size) holds pieces of the
+ * transfer's bytes beyond it, in order of offset, each a struct
+ * cp_sock_piece and then its len bytes. The recorder follows the frames
+ * through the transfer and keeps each frame header, and the header blocks
+ * of HEADERS and CONTINUATION frames: a DATA frame's payload is the gap
+ * between two pieces. A piece of zero length, or fewer bytes left than a
+ * piece header, ends them (the record's alignment padding). A TLS write's
+ * pieces (bytes counts ciphertext) end with a piece of zero length whose
+ * offset is the length of its plaintext.
+ */
+#define CP_SOCK_F_PIECES 0x20
+
+struct cp_sock_piece {
+	__u8 off[4]; /* little-endian offset of the bytes in the transfer */
+	__u8 len[2]; /* little-endian length */
+};
 
 /* sock:sk_data_ready for a target's socket: data arrived, in softirq context
  * usually. rcv_nxt is the receiver's sequence after the data (TCP). For a
@@ -400,7 +419,7 @@ struct cp_ev_tls_read {
 	__s64 bytes;		/* plaintext bytes it returned */
 	__s32 fd;
 	__u8 call;		/* enum cp_tls_call */
-	__u8 __pad;
+	__u8 flags;		/* CP_SOCK_F_PIECES (ABI 4; 0 before) */
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
@@ -501,5 +520,6 @@ CP_ASSERT_SIZE(struct cp_md_socket, 72);
 CP_ASSERT_SIZE(struct cp_md_loss, 48);
 CP_ASSERT_SIZE(struct cp_md_hook, 224);
 CP_ASSERT_SIZE(struct cp_md_probe, 416);
+CP_ASSERT_SIZE(struct cp_sock_piece, 6);
 
 #endif /* CRITPATH_ABI_H */

@@ -165,6 +165,34 @@ void jline__bool(struct jline *j, const char *key, bool v)
 
 /* --- fields of each record type ---------------------------------------- */
 
+/* An HTTP/2 transfer's pieces past its prefix (the n bytes at p): JSON
+ * [{"off":N,"bytes":"…"}, …], text OFF:"…",OFF:"…". */
+static void pieces_field(struct jline *j, const uint8_t *p, uint32_t n)
+{
+	uint32_t pc = 0, len;
+	const uint8_t *b;
+	bool first = true;
+	uint64_t off;
+
+	if (!n)
+		return;
+	jline__key(j, "pieces");
+	if (j->json)
+		fputc('[', j->f);
+	while (cp_sock_piece_next(p, n, &pc, &off, &b, &len)) {
+		if (j->json)
+			fprintf(j->f, "%s{\"off\":%" PRIu64 ",\"bytes\":", first ? "" : ",", off);
+		else
+			fprintf(j->f, "%s%" PRIu64 ":", first ? "" : ",", off);
+		put_quoted(j->f, b, len, false);
+		if (j->json)
+			fputc('}', j->f);
+		first = false;
+	}
+	if (j->json)
+		fputc(']', j->f);
+}
+
 static const char *phase_name(uint8_t phase)
 {
 	switch (phase) {
@@ -313,7 +341,9 @@ static void fields_sched(struct jline *j, const struct cp_hdr *rec)
 
 static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 {
+	const uint8_t *p;
 	char hex[24];
+	uint32_t n;
 
 	switch (rec->type) {
 	case CP_EV_FUTEX: {
@@ -358,6 +388,8 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 			jline__u64(j, "unsent", e->unsent);
 		if (e->payload_len)
 			jline__bytes(j, "payload", e->payload, e->payload_len);
+		p = cp_sock_pieces(e, &n);
+		pieces_field(j, p, n);
 		break;
 	}
 	case CP_EV_TLS_READ: {
@@ -372,6 +404,8 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 			jline__u64(j, "tcp_seq", e->tcp_seq);
 		if (e->payload_len)
 			jline__bytes(j, "payload", e->payload, e->payload_len);
+		p = cp_tls_read_pieces(e, &n);
+		pieces_field(j, p, n);
 		break;
 	}
 	case CP_EV_POLL: {

@@ -9,12 +9,16 @@
  * The frames are followed in the payload prefix of every transfer (the
  * recorder takes one on every transfer of a connection it saw speak
  * HTTP/2, bpf/sock.bpf.c sock_h2), each transfer's byte count saying where
- * the next one begins. Header blocks are decoded with HPACK (proto_hpack.c)
- * for :method and :path, and :status. What lies past a prefix is not seen:
- * a frame that begins there loses the frame boundaries until a transfer
- * begins with a frame header again, and the streams whose END_STREAM may
- * have been in the bytes not seen end, if nothing later says otherwise, at
- * the first such write (counted: kp->h2_uncertain).
+ * the next one begins. Past the prefix, the recorder follows the frames
+ * too and keeps pieces of the transfer: each frame header and the header
+ * blocks (CP_SOCK_F_PIECES), a DATA frame's payload being the gap between
+ * two. Header blocks are decoded with HPACK (proto_hpack.c) for :method and
+ * :path, and :status. What is in neither (a TLS write's plaintext past its
+ * prefix, pieces past their room, an older recorder's transfers) is not
+ * seen: a frame that begins there loses the frame boundaries until a
+ * transfer begins with a frame header again, and the streams whose
+ * END_STREAM may have been in the bytes not seen end, if nothing later
+ * says otherwise, at the first such write (counted: kp->h2_uncertain).
  *
  * A connection seen from its start (the client's preface or the server's
  * SETTINGS) has its HPACK tables whole; one open before the recording has
@@ -28,6 +32,7 @@
 
 #include "kpath_internal.h"
 #include "proto_hpack.h"
+#include "recording.h"
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN 24
@@ -245,6 +250,10 @@ static int finish_ended(struct kp *kp, uint32_t ci)
 struct h2_xfer {
 	const uint8_t *payload;
 	uint32_t plen;
+	/* the pieces past the prefix (CP_SOCK_F_PIECES), and the first one
+	 * not yet passed (known()) */
+	const uint8_t *pieces;
+	uint32_t npieces, pc;
 	uint64_t bytes;
 	uint32_t seq, unsent;
 	bool more, tls;
@@ -387,7 +396,8 @@ static void block_bytes(struct h2_dir *dr, const uint8_t *p, uint64_t n, uint64_
 		return;
 	if (k > H2_BLOCK_MAX - dr->nhb)
 		k = H2_BLOCK_MAX - dr->nhb;
-	memcpy(dr->hb + dr->nhb, p, k);
+	if (k)
+		memcpy(dr->hb + dr->nhb, p, k);
 	dr->nhb += (uint32_t)k;
 	if (k < n)
 		dr->hb_cut = true;
@@ -478,6 +488,31 @@ static void dir_lost(struct kp_h2 *h, int d)
 	dr->hb_open = false;
 }
 
+/* The transfer's bytes seen at offset off: *p, and how many follow it
+ * (0: not seen). The prefix, then the pieces; off only grows from one call
+ * to the next, so the pieces passed are not looked at again. */
+static uint64_t known(struct h2_xfer *x, uint64_t off, const uint8_t **p)
+{
+	uint32_t pc = x->pc, len;
+	const uint8_t *b;
+	uint64_t at;
+
+	if (off < x->plen) {
+		*p = x->payload + off;
+		return x->plen - off;
+	}
+	while (cp_sock_piece_next(x->pieces, x->npieces, &pc, &at, &b, &len)) {
+		if (off < at)
+			return 0;
+		if (off < at + len) {
+			*p = b + (off - at);
+			return at + len - off;
+		}
+		x->pc = pc;
+	}
+	return 0;
+}
+
 /* Passes the transfer's bytes frame by frame. */
 static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 {
@@ -486,6 +521,7 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 	const uint8_t *p = x->payload;
 	/* past a cut TLS write's plaintext, where its frames go is not known */
 	uint64_t seen = x->plen, bytes = x->more ? x->plen + (1ull << 40) : x->bytes, off = 0;
+	const uint8_t *q;
 	int err;
 
 	if (x->d == H2_UP && seen >= H2_PREFACE_LEN && !memcmp(p, H2_PREFACE, H2_PREFACE_LEN)) {
@@ -513,11 +549,19 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 	}
 	while (off < bytes) {
 		if (dr->left) {
-			uint64_t n = dr->left < bytes - off ? dr->left : bytes - off;
+			uint64_t n = dr->left < bytes - off ? dr->left : bytes - off, k;
 
-			if (dr->hb_open)
-				block_bytes(dr, p + (off < seen ? off : seen), n,
-					    off < seen ? seen - off : 0);
+			/* the block's bytes, run by run of those seen */
+			for (uint64_t at = off; dr->hb_open && at < off + n; at += k) {
+				k = known(x, at, &q);
+				if (!k) {
+					block_bytes(dr, NULL, off + n - at, 0);
+					break;
+				}
+				if (k > off + n - at)
+					k = off + n - at;
+				block_bytes(dr, q, k, k);
+			}
 			off += n;
 			dr->left -= n;
 			if (!dr->left) {
@@ -536,9 +580,10 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 						.prev_exit = h->up_prev_exit};
 		}
 		while (dr->nhdr < H2_HDR && off < bytes) {
-			if (off >= seen)
+			if (!known(x, off, &q))
 				goto lost;
-			dr->hdr[dr->nhdr++] = p[off++];
+			dr->hdr[dr->nhdr++] = *q;
+			off++;
 		}
 		if (dr->nhdr < H2_HDR)
 			break; /* the rest comes in the next transfer */
@@ -614,6 +659,9 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 			    .ts = ts,
 			    .enter = enter};
 
+	uint64_t end;
+
+	x.pieces = cp_sock_pieces(e, &x.npieces);
 	if (e->flags & CP_SOCK_F_TLS) {
 		/* ciphertext: a read's plaintext comes in its CP_EV_TLS_READ
 		 * (kp__h2_tls_read), a write's is its payload, taken at the
@@ -623,6 +671,11 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 		x.bytes = e->payload_len;
 		x.more = e->flags & CP_SOCK_F_CUT;
 		x.tls = true;
+		end = cp_sock_pieces_end(x.pieces, x.npieces);
+		if (end > x.bytes) { /* the plaintext's length: its frames all followed */
+			x.bytes = end;
+			x.more = false;
+		}
 	}
 	return transfer(kp, ci, x, read);
 }
@@ -640,6 +693,7 @@ int kp__h2_tls_read(struct kp *kp, uint32_t ci, const struct cp_ev_tls_read *e, 
 			    /* on ts's clock: the source's alignment, as ts has it */
 			    .enter = e->enter_ts <= e->h.ts ? ts - (e->h.ts - e->enter_ts) : ts};
 
+	x.pieces = cp_tls_read_pieces(e, &x.npieces);
 	return transfer(kp, ci, x, true);
 }
 

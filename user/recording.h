@@ -131,4 +131,62 @@ const char *cp_prev_state_name(uint8_t state);	/* "preempted", "blocked", "dead"
 const char *cp_futex_op_name(uint8_t call, uint32_t op);
 const char *cp_futex_call_name(uint8_t call);	/* "futex", "futex_wait", … */
 
+/*
+ * The pieces of a socket record past its prefix (CP_SOCK_F_PIECES): the
+ * one at *pc of the n bytes at p, its offset in the transfer, its bytes and
+ * their length. Returns false at their end (padding, or a piece cut short);
+ * *pc moves past the piece returned.
+ */
+static inline bool cp_sock_piece_next(const uint8_t *p, uint32_t n, uint32_t *pc, uint64_t *off,
+				      const uint8_t **bytes, uint32_t *len)
+{
+	const uint8_t *ph = p + *pc;
+
+	if (*pc > n || n - *pc < sizeof(struct cp_sock_piece))
+		return false;
+	*off =
+	    (uint64_t)ph[0] | (uint64_t)ph[1] << 8 | (uint64_t)ph[2] << 16 | (uint64_t)ph[3] << 24;
+	*len = ph[4] | (uint32_t)ph[5] << 8;
+	if (!*len || *len > n - *pc - sizeof(struct cp_sock_piece))
+		return false;
+	*bytes = ph + sizeof(struct cp_sock_piece);
+	*pc += (uint32_t)sizeof(struct cp_sock_piece) + *len;
+	return true;
+}
+
+/* The transfer's length as the piece of no bytes after the pieces gives it
+ * (a TLS write's plaintext), 0 when there is none. */
+static inline uint64_t cp_sock_pieces_end(const uint8_t *p, uint32_t n)
+{
+	uint32_t pc = 0, len;
+	const uint8_t *b;
+	uint64_t off;
+
+	while (cp_sock_piece_next(p, n, &pc, &off, &b, &len))
+		;
+	if (n - pc < sizeof(struct cp_sock_piece) || p[pc + 4] || p[pc + 5])
+		return 0;
+	return (uint64_t)p[pc] | (uint64_t)p[pc + 1] << 8 | (uint64_t)p[pc + 2] << 16 |
+	       (uint64_t)p[pc + 3] << 24;
+}
+
+/* The pieces of socket record e: where they begin, and *n their bytes
+ * (0: none). */
+static inline const uint8_t *cp_sock_pieces(const struct cp_ev_sock *e, uint32_t *n)
+{
+	size_t at = offsetof(struct cp_ev_sock, payload) + e->payload_len;
+
+	*n = (e->flags & CP_SOCK_F_PIECES) && e->h.size > at ? (uint32_t)(e->h.size - at) : 0;
+	return e->payload + e->payload_len;
+}
+
+/* The same for the plaintext of a TLS read. */
+static inline const uint8_t *cp_tls_read_pieces(const struct cp_ev_tls_read *e, uint32_t *n)
+{
+	size_t at = offsetof(struct cp_ev_tls_read, payload) + e->payload_len;
+
+	*n = (e->flags & CP_SOCK_F_PIECES) && e->h.size > at ? (uint32_t)(e->h.size - at) : 0;
+	return e->payload + e->payload_len;
+}
+
 #endif /* CRITPATH_RECORDING_H */

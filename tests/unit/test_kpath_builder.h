@@ -41,6 +41,8 @@ struct kb_rec {
 		struct cp_md_loss ml;
 		struct cp_ev_uprobe up;
 		struct cp_md_probe mp2;
+		/* a socket record with pieces past its prefix (kb_piece) */
+		uint8_t raw[offsetof(struct cp_ev_sock, payload) + 2 * CP_PAYLOAD_MAX];
 	} u;
 };
 
@@ -81,6 +83,7 @@ struct kb {
 	/* kp's HTTP/2 counts: requests ended at a write that may have ended
 	 * them, not named, never answered; reads with frames not seen */
 	uint64_t h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
+	uint32_t piece_rec, piece_end; /* kb_piece's record, and its pieces' end */
 };
 
 static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
@@ -259,6 +262,39 @@ static inline void kb_sock_bytes(struct kb *b, uint64_t enter, uint64_t exit, ui
 	e->payload_len = (uint16_t)plen;
 	if (plen)
 		memcpy(e->payload, payload, plen);
+}
+
+/* Appends to the last record (a socket's or a TLS read's) a piece of its
+ * transfer past the prefix (CP_SOCK_F_PIECES): the n bytes at p, at the
+ * transfer's offset off; n = 0: the end piece (a TLS write's plaintext
+ * length). */
+static inline void kb_piece(struct kb *b, uint64_t off, const void *p, size_t n)
+{
+	struct kb_rec *r = &b->recs[b->n - 1];
+	bool sock = r->u.h.type == CP_EV_SOCK;
+	size_t at0 =
+	    sock ? offsetof(struct cp_ev_sock, payload) : offsetof(struct cp_ev_tls_read, payload);
+	uint32_t at = b->piece_rec == b->n && b->piece_end
+			  ? b->piece_end
+			  : (sock ? r->u.sk.payload_len : r->u.tr.payload_len);
+	uint8_t *q = r->u.raw + at0 + at;
+
+	if (sock)
+		r->u.sk.flags |= CP_SOCK_F_PIECES;
+	else
+		r->u.tr.flags |= CP_SOCK_F_PIECES;
+	q[0] = (uint8_t)off;
+	q[1] = (uint8_t)(off >> 8);
+	q[2] = (uint8_t)(off >> 16);
+	q[3] = (uint8_t)(off >> 24);
+	q[4] = (uint8_t)n;
+	q[5] = (uint8_t)(n >> 8);
+	if (n)
+		memcpy(q + 6, p, n);
+	at += (uint32_t)(6 + n);
+	b->piece_rec = b->n;
+	b->piece_end = at;
+	r->u.h.size = (uint16_t)CP_ALIGN(at0 + at);
 }
 
 static inline void kb_sock(struct kb *b, uint64_t enter, uint64_t exit, uint32_t pid, uint32_t tid,

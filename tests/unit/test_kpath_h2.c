@@ -387,6 +387,20 @@ static void tls_rd(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, si
 	memcpy(e->payload, p, n);
 }
 
+/* The server runs (server_runs) on a TLS connection seen from its start:
+ * its first write, SETTINGS, made inside the library. */
+static void tls_server_runs(struct kb *b)
+{
+	uint8_t p[16];
+	size_t n = 0;
+
+	server_runs(b);
+	kb_md_socket(b, B - 20 * U, 100, 4, 8080, 0, true);
+	fr(p, &n, SETTINGS, 0, 0, NULL, 0);
+	wr(b, B - U, 6000, p, n, 31);
+	kb_last_tls(b);
+}
+
 /* HTTP/2 over TLS: the frames are the library's plaintext; a write's
  * socket writes after its first carry none; a plaintext cut by the prefix
  * (CP_SOCK_F_CUT) ends its streams at it, uncertain. */
@@ -396,12 +410,7 @@ static void test_tls(void **state)
 	uint8_t p[256];
 	size_t n = 0;
 
-	server_runs(b);
-	kb_md_socket(b, B - 20 * U, 100, 4, 8080, 0, true);
-	fr(p, &n, SETTINGS, 0, 0, NULL, 0);
-	wr(b, B - U, 6000, p, n, 31);
-	kb_last_tls(b);
-	n = 0;
+	tls_server_runs(b);
 	opening(p, &n);
 	get(p, &n, 1, "/t1");
 	get(p, &n, 3, "/t2");
@@ -431,6 +440,77 @@ static void test_tls(void **state)
 	assert_int_equal(b->h2_lost + b->h2_unnamed + b->h2_unanswered, 0);
 }
 
+/* A read and a write past their prefixes, as the recorder keeps them: the
+ * frame headers and header blocks as pieces, the DATA payloads as gaps. A
+ * 3000-byte body before the next stream's HEADERS hides nothing. */
+static void test_pieces(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[4096], body[3000] = {0}, blk[64];
+	static const uint8_t st200 = 0x88;
+	size_t n = 0, h3;
+	uint32_t l;
+
+	server_runs(b);
+	opening(p, &n);
+	l = get_block(blk, "/up");
+	fr(p, &n, HEADERS, 0x4, 1, blk, l);
+	fr(p, &n, DATA, 0x1, 1, body, sizeof(body));
+	h3 = n;
+	get(p, &n, 3, "/after");
+	rd(b, B, 1000, p, 100, (int64_t)n);
+	kb_piece(b, h3, p + h3, n - h3);
+	/* the answers: stream 1's HEADERS and 3000 bytes, then stream 3's */
+	n = 0;
+	fr(p, &n, HEADERS, 0x4, 1, &st200, 1);
+	fr(p, &n, DATA, 0x1, 1, body, sizeof(body));
+	h3 = n;
+	answer(p, &n, 3, true);
+	wr(b, B + 2 * U, 7000, p, 100, (int64_t)n);
+	kb_piece(b, h3, p + h3, 10 + 9); /* HEADERS, and DATA's header */
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_non_null(kb_find_name(b, "GET /up"));
+	assert_int_equal(kb_find_name(b, "GET /after")->start, B);
+	assert_int_equal(kb_find_name(b, "GET /after")->end, B + 2 * U);
+	assert_string_equal(kb_find_name(b, "GET /after")->tag, "http.status=200");
+	assert_int_equal(b->h2_uncertain + b->h2_unnamed + b->h2_unanswered + b->h2_lost, 0);
+}
+
+/* Over TLS: a read's plaintext with pieces, and a write's cut plaintext
+ * whose pieces end with its length: every end is known. */
+static void test_tls_pieces(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[4096], body[2000] = {0};
+	size_t n = 0, h3;
+
+	tls_server_runs(b);
+	opening(p, &n);
+	get(p, &n, 1, "/a");
+	fr(p, &n, DATA, 0x1, 1, body, sizeof(body));
+	h3 = n;
+	get(p, &n, 3, "/b");
+	tls_rd(b, B, 1000, p, 200);
+	b->recs[b->n - 1].u.tr.bytes = (int64_t)n;
+	kb_piece(b, h3, p + h3, n - h3);
+	n = 0;
+	answer(p, &n, 1, false);
+	fr(p, &n, DATA, 0x1, 1, body, sizeof(body));
+	h3 = n;
+	answer(p, &n, 3, true);
+	wr(b, B + U, 7000, p, 100, 16384);
+	kb_last_tls(b);
+	b->recs[b->n - 1].u.sk.flags |= CP_SOCK_F_CUT;
+	kb_piece(b, h3, p + h3, 10 + 9);
+	kb_piece(b, n, NULL, 0); /* the plaintext's length */
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_int_equal(kb_find_name(b, "GET /a")->end, B + U);
+	assert_int_equal(kb_find_name(b, "GET /b")->end, B + U);
+	assert_int_equal(b->h2_uncertain + b->h2_unnamed + b->h2_unanswered + b->h2_lost, 0);
+}
+
 /* Random frames, lengths and cuts on an HTTP/2 connection, reads and
  * writes, with payload prefixes that stop anywhere: every request still
  * tiles, and nothing reads past what it was given (run under ASan too). */
@@ -442,7 +522,7 @@ static void test_random(void **state)
 
 	for (int round = 0; round < 40; round++) {
 		uint8_t p[600];
-		size_t n = 0;
+		size_t n = 0, full;
 
 		memset(b, 0, sizeof(*b));
 		server_runs(b);
@@ -466,8 +546,10 @@ static void test_random(void **state)
 				fr(p, &n, (uint8_t)(seed >> 20 & 0xf), (uint8_t)(seed >> 12),
 				   1 + 2 * (seed >> 24 & 3), pl, len);
 			}
-			/* the prefix ends anywhere; the transfer may say more */
+			/* the prefix ends anywhere; the transfer may say more,
+			 * and pieces of what is past the prefix may be kept */
 			bytes = (int64_t)n + ((seed >> 4 & 7) == 0 ? (seed >> 9 & 255) : 0);
+			full = n;
 			n = (seed >> 7 & 3) == 0 ? n / 2 : n;
 			t += U;
 			if (read) {
@@ -476,6 +558,17 @@ static void test_random(void **state)
 			} else {
 				wr(b, t, seq_out, p, n, bytes);
 				seq_out += (uint32_t)bytes;
+			}
+			for (size_t at = n; at < full && (seed >> 3 & 1);) {
+				size_t len =
+				    1 + ((seed = seed * 1103515245 + 12345) >> 16) % (full - at);
+
+				at += ((seed >> 8) & 1) * (len / 2);
+				if (at >= full)
+					break;
+				len = len < full - at ? len : full - at;
+				kb_piece(b, at, p + at, len);
+				at += len + (seed >> 11 & 7);
 			}
 		}
 		assert_int_equal(kb_run(b), 0);
@@ -508,6 +601,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_downstream_call, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_streams, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pieces, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tls_pieces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
 

@@ -297,6 +297,56 @@ static void test_json_tls(void **state)
 	rt_recs__free(&recs);
 }
 
+/* HTTP/2 pieces past a prefix (CP_SOCK_F_PIECES) go through the file with
+ * their record and dump as "pieces": [{"off", "bytes"}], in order; the end
+ * piece of a TLS write (no bytes) is not one of them. */
+static void test_json_pieces(void **state)
+{
+	/* prefix "PRI", a piece at 3000, one at 5000, the end piece (9000) */
+	static const uint8_t pieces[] = {0xb8, 0x0b, 0, 0, 3,	0,    'a',  'b', 'c', 0x88, 0x13,
+					 0,    0,    1, 0, 'z', 0x28, 0x23, 0,	 0,   0,    0};
+	struct rt_file f;
+	struct rt_recs recs = {};
+	char err[256];
+	struct cp_ev_sock *e =
+	    rt_rec_var(&recs, CP_EV_SOCK, offsetof(struct cp_ev_sock, payload) + 3 + sizeof(pieces),
+		       sizeof(*e) + CP_PAYLOAD_MAX, 10);
+	char *argv[] = {"dump", "--json", NULL, NULL};
+	yajl_val v, a;
+	struct run r;
+	char *line;
+
+	e->call = CP_SOCK_WRITE;
+	e->phase = CP_PHASE_EXIT;
+	e->bytes = 9100;
+	e->flags = CP_SOCK_F_TLS | CP_SOCK_F_CUT | CP_SOCK_F_PIECES;
+	e->payload_len = 3;
+	memcpy(e->payload, "PRI", 3);
+	memcpy(e->payload + 3, pieces, sizeof(pieces));
+	assert_int_equal(cp_sock_pieces_end(e->payload + 3, sizeof(pieces)), 9000);
+	rt_file__write(&f, &recs, 16);
+	argv[2] = f.path;
+	r = run_dump(3, argv);
+	assert_int_equal(r.rc, 0);
+	strtok(r.out, "\n"); /* the header */
+	line = strtok(NULL, "\n");
+	assert_non_null(line);
+	v = yajl_tree_parse(line, err, sizeof(err));
+	assert_non_null(v);
+	assert_string_equal(jstr(v, "payload"), "PRI");
+	a = yajl_tree_get(v, (const char *[]){"pieces", NULL}, yajl_t_array);
+	assert_non_null(a);
+	assert_int_equal(YAJL_GET_ARRAY(a)->len, 2);
+	assert_int_equal(jint(YAJL_GET_ARRAY(a)->values[0], "off"), 3000);
+	assert_string_equal(jstr(YAJL_GET_ARRAY(a)->values[0], "bytes"), "abc");
+	assert_int_equal(jint(YAJL_GET_ARRAY(a)->values[1], "off"), 5000);
+	assert_string_equal(jstr(YAJL_GET_ARRAY(a)->values[1], "bytes"), "z");
+	yajl_tree_free(v);
+	run_free(&r);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
 static size_t count_lines(const char *s)
 {
 	size_t n = 0;
@@ -369,6 +419,7 @@ int main(void)
 	    cmocka_unit_test(test_json_lines),
 	    cmocka_unit_test(test_text_and_exit_codes),
 	    cmocka_unit_test(test_json_tls),
+	    cmocka_unit_test(test_json_pieces),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
