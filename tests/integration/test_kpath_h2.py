@@ -19,7 +19,7 @@ tables are not known from their start): its streams are still each a
 request. Then grpc-go (Debian's golang-google-grpc-dev), whose encoder
 names a call's method by an index into HPACK's dynamic table. And Debian's
 nghttpd under h2load, 8 streams at once per connection, with bodies larger
-than the payload prefix.
+than the payload prefix, GET and POST, in the clear and over TLS.
 """
 import os
 import re
@@ -132,13 +132,15 @@ def nghttpd_docs(d, big):
     return docs
 
 
-def h2load(base, streams, got):
-    """A drive(): h2load, 400 requests over 2 connections of `streams` at
-    once, half of each document; the count it completed into got."""
+def h2load(base, streams, got, body=None, n=400):
+    """A drive(): h2load, n requests over 2 connections of `streams` at
+    once, half of each document (POSTs of the file body, if given); the
+    count it completed into got."""
     def drive():
         time.sleep(0.5)  # the recorder looks at the target's libraries first
-        r = subprocess.run(["h2load", "-n", "400", "-c", "2", "-m", str(streams),
-                            f"{base}/index.html", f"{base}/big.txt"],
+        r = subprocess.run(["h2load", "-n", str(n), "-c", "2", "-m", str(streams)] +
+                           (["-d", body] if body else []) +
+                           [f"{base}/index.html", f"{base}/big.txt"],
                            capture_output=True, text=True, timeout=120)
         m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", r.stdout)
         if r.returncode != 0 or not m or "Application protocol: h2" not in r.stdout:
@@ -348,18 +350,67 @@ def grpc_case(tap):
            str(h2_warnings(rep)))
 
 
+def tls_cert(d):
+    """A self-signed key and certificate in d, or None."""
+    key, cert = os.path.join(d, "key.pem"), os.path.join(d, "cert.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"],
+                       capture_output=True, text=True, timeout=60)
+    return (key, cert) if r.returncode == 0 else None
+
+
+def nghttpd_post_case(tap, tls):
+    """POST bodies of 2 KB, 8 streams at once: a read holds a stream's HEADERS,
+    its DATA and the next streams' HEADERS past the 512-byte prefix, a write
+    the answers' frames past it. The recorder follows the frames through
+    each transfer (over TLS, through each SSL_read's and SSL_write's
+    plaintext) and keeps their headers and header blocks: every stream
+    found and named, every end known, none of the HTTP/2 warnings."""
+    tag = "nghttpd post tls" if tls else "nghttpd post"
+    d = K.workdir("h2post_tls" if tls else "h2post")
+    docs = nghttpd_docs(d, 6000)
+    body = os.path.join(d, "body")
+    with open(body, "w") as f:
+        f.write("b" * 2048)
+    argv = ["nghttpd", "-d", docs, str(K.free_port())]
+    if tls:
+        kc = tls_cert(d)
+        if not tap.ok(f"{tag}: a certificate", kc is not None):
+            return
+        argv += list(kc)
+    else:
+        argv.insert(1, "--no-tls")
+    port = int(argv[-3] if tls else argv[-1])
+    server = K.spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    K.wait_port(port, server)
+    got = []
+    drive = h2load(f"{'https' if tls else 'http'}://127.0.0.1:{port}", 8, got, body, 1000)
+    rep, path = K.record_workload(tap, tag.replace(" ", "_"), [server.pid], drive, seconds=6)
+    K.stop(server)
+    if rep is None:
+        return
+    reqs = [q for q in K.service_requests(rep, port) if q["name"] != "TLS handshake"]
+    K.check_tiling(tap, tag, rep.get("requests", []))
+    n = got[0] if got else 0
+    names = name_counts(reqs)
+    tap.ok(f"{tag}: {len(reqs)} streams found, named POST /index.html and POST /big.txt, "
+           f"half each; h2load completed {n}",
+           n and names == {"POST /index.html": n // 2, "POST /big.txt": n // 2},
+           f"{names}; warnings {h2_warnings(rep)}; recording {path}")
+    tap.ok(f"{tag}: no HTTP/2 warning (no frame past what was kept)", not h2_warnings(rep),
+           str(h2_warnings(rep)))
+
+
 def nghttpd_tls_case(tap):
     """HTTP/2 over TLS: the frames are OpenSSL's plaintext (SSL_read's return,
     SSL_write's buffer), each write's taken once, however many socket writes
     it makes."""
     d = K.workdir("h2tls")
     docs = nghttpd_docs(d, 3000)
-    key, cert = os.path.join(d, "key.pem"), os.path.join(d, "cert.pem")
-    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                        key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"],
-                       capture_output=True, text=True, timeout=60)
-    if not tap.ok("nghttpd tls: a certificate", r.returncode == 0, r.stderr[-500:]):
+    kc = tls_cert(d)
+    if not tap.ok("nghttpd tls: a certificate", kc is not None):
         return
+    key, cert = kc
     port = K.free_port()
     server = K.spawn(["nghttpd", "-d", docs, str(port), key, cert],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -405,6 +456,8 @@ def main():
     if shutil.which("nghttpd") and shutil.which("h2load"):
         nghttpd_case(tap)
         nghttpd_tls_case(tap)
+        nghttpd_post_case(tap, False)
+        nghttpd_post_case(tap, True)
     else:
         tap.skip("h2 nghttpd", "nghttpd / h2load not installed "
                  "(apt-get install nghttp2-server nghttp2-client)")
