@@ -18,6 +18,13 @@
 #include "kpath_internal.h"
 #include "recording.h"
 
+/* What the recorder keeps of an HTTP/2 transfer (bpf/sock.bpf.c cp_h2_walk),
+ * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
+#define H2_KEPT                                                                                    \
+	"(the recorder keeps a transfer's first %d bytes, or --payload-bytes, then the headers "   \
+	"and header blocks of up to 128 frames, 498 bytes of them; older recorders kept the "      \
+	"first bytes alone)"
+
 struct input {
 	const char *path;
 	struct recording_reader *r;
@@ -180,30 +187,29 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 	if (kp.h2_uncertain)
 		engine__warn(e,
 			     "%llu of %llu HTTP/2 requests may have ended after the end shown: the "
-			     "frame that ended them was past the payload prefix, so each ends at "
-			     "the first write that can have carried it (%d bytes, the most, are "
-			     "kept on HTTP/2 connections unless --payload-bytes says less)",
+			     "frame that ended them was in bytes the recording did not keep, so "
+			     "each ends at the first write that can have carried it " H2_KEPT,
 			     (unsigned long long)kp.h2_uncertain,
 			     (unsigned long long)kp.h2_requests, CP_PAYLOAD_MAX);
 	if (kp.h2_unnamed)
-		engine__warn(e,
-			     "%llu HTTP/2 requests are named 'request': their :method and :path "
-			     "were past the payload prefix, or referred to header table entries "
-			     "made before the recording",
-			     (unsigned long long)kp.h2_unnamed);
-	if (kp.h2_lost)
 		engine__warn(
 		    e,
-		    "%llu reads on HTTP/2 connections went on with frames past their "
-		    "payload prefix: requests begun there were not seen (%d bytes, the "
-		    "most, are kept on HTTP/2 connections unless --payload-bytes says less)",
-		    (unsigned long long)kp.h2_lost, CP_PAYLOAD_MAX);
-	if (kp.h2_unanswered)
+		    "%llu HTTP/2 requests are named 'request': their :method and :path "
+		    "were in bytes the recording did not keep, or referred to header table "
+		    "entries made before the recording",
+		    (unsigned long long)kp.h2_unnamed);
+	if (kp.h2_lost)
 		engine__warn(e,
-			     "%llu HTTP/2 streams were asked for and no answer to them was seen "
-			     "(reset by the client, or answered in bytes past the payload prefix "
-			     "before their connection closed)",
-			     (unsigned long long)kp.h2_unanswered);
+			     "%llu reads on HTTP/2 connections went on with frames the recording "
+			     "did not keep: requests begun there were not seen " H2_KEPT,
+			     (unsigned long long)kp.h2_lost, CP_PAYLOAD_MAX);
+	if (kp.h2_unanswered)
+		engine__warn(
+		    e,
+		    "%llu HTTP/2 streams were asked for and no answer to them was seen "
+		    "(reset by the client, or answered in bytes the recording did not keep "
+		    "before their connection closed)",
+		    (unsigned long long)kp.h2_unanswered);
 	if (kp.udp_unknown)
 		engine__warn(e,
 			     "%llu datagrams read on unconnected UDP sockets came from senders not "
