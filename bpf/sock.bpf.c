@@ -1048,6 +1048,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		   (st->last_dir == dir && !st->last_short && !st->every)))
 		st = NULL;
 	if (tls && dir == SOCK_DIR_READ) {
+		tls->nested = 1;
 		if (st)
 			tls_read_note(tls, in, st);
 		st = NULL;

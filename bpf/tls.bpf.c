@@ -45,6 +45,44 @@ struct {
 	__type(value, struct tls_h2_conn);
 } tls_h2 SEC(".maps");
 
+/*
+ * A library used on memory buffers: Node.js's TLS reads the socket itself
+ * and hands the ciphertext to OpenSSL, so no socket read is ever inside
+ * SSL_read. A process none of whose reads had one has its reads' plaintext
+ * recorded without a connection (fd -1): the report gives each the
+ * connection of its thread's last socket read. As for sockets, only the
+ * first read after a write, per SSL * (tls_bio: the direction of its last
+ * call), unless it is HTTP/2.
+ */
+__u64 tls_fd_bits[TARGET_WORDS]; /* tgids whose reads read the socket inside */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} tls_bio SEC(".maps");
+
+static __always_inline bool tls_fd_style(__u32 tgid)
+{
+	return (tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1;
+}
+
+/* SSL * ssl's call moved data in direction dir: whether it is the first
+ * since a call the other way. */
+static __always_inline bool tls_bio_turn(__u64 ssl, __u8 dir)
+{
+	__u8 *last = bpf_map_lookup_elem(&tls_bio, &ssl);
+
+	if (last && *last == dir)
+		return false;
+	if (last)
+		*last = dir;
+	else
+		bpf_map_update_elem(&tls_bio, &ssl, &dir, BPF_ANY);
+	return true;
+}
+
 SEC("uprobe")
 int tls_enter(struct pt_regs *ctx)
 {
@@ -70,6 +108,7 @@ int tls_enter(struct pt_regs *ctx)
 	s->out = PT_REGS_PARM4(ctx);
 	s->active = 1;
 	s->wrote = 0;
+	s->nested = 0;
 	tls_busy_set((__u32)id, true);
 	return 0;
 }
@@ -141,12 +180,18 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n, struct
 	e->bytes = n;
 	e->call = s->call;
 	e->flags = pieces ? CP_SOCK_F_PIECES : 0;
-	if (h2 && !sock) {
-		e->fd = h2->fd;
-		CONN_COPY(e, h2);
-	} else {
+	if (sock) {
 		e->fd = s->fd;
 		CONN_COPY(e, s);
+	} else if (h2 && h2->fd) {
+		e->fd = h2->fd;
+		CONN_COPY(e, h2);
+	} else { /* on memory buffers: the report finds the connection */
+		e->fd = -1;
+		e->family = e->lport = e->rport = 0;
+		e->tcp_seq = 0;
+		__builtin_memset(e->laddr, 0, CP_ADDR_LEN);
+		__builtin_memset(e->raddr, 0, CP_ADDR_LEN);
 	}
 	e->payload_len = len;
 	__builtin_memset(e->__pad2, 0, sizeof(e->__pad2));
@@ -159,8 +204,9 @@ int tls_return(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct tls_h2_conn *h2;
 	struct cp_tls_slot *s;
+	bool sock, bio;
+	__u32 tgid;
 	__u64 ssl;
-	bool sock;
 	__s64 n;
 
 	EMPTY_GUARD();
@@ -171,14 +217,25 @@ int tls_return(struct pt_regs *ctx)
 	if (!s || !s->active)
 		return 0;
 	s->active = 0;
-	if (tls_call_writes(s->call))
-		return 0;
-	/* another connection's read (an event loop) leaves it for its own,
-	 * but HTTP/2's reads are all recorded */
-	sock = s->want_ssl && s->want_ssl == s->ssl;
 	ssl = s->ssl;
+	tgid = id >> 32;
+	if (tls_call_writes(s->call)) {
+		if (!tls_fd_style(tgid) && (int)PT_REGS_RC(ctx) > 0)
+			tls_bio_turn(ssl, SOCK_DIR_WRITE);
+		return 0;
+	}
+	/* another connection's read (an event loop) leaves it for its own,
+	 * but HTTP/2's reads are all recorded, and on memory buffers each
+	 * read is without a socket read */
+	if (!cfg_payload_bytes)
+		return 0;
+	sock = s->want_ssl && s->want_ssl == ssl;
+	if (s->nested && !tls_fd_style(tgid))
+		__sync_fetch_and_or(&tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)],
+				    1ull << (tgid & 63));
 	h2 = bpf_map_lookup_elem(&tls_h2, &ssl);
-	if (!sock && (!h2 || !h2->fd))
+	bio = !sock && !tls_fd_style(tgid);
+	if (!sock && !bio && (!h2 || !h2->fd))
 		return 0;
 	n = (int)PT_REGS_RC(ctx);
 	if (s->call == CP_TLS_SSL_READ_EX) {
@@ -193,6 +250,8 @@ int tls_return(struct pt_regs *ctx)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
 	if (sock)
 		s->want_ssl = 0;
+	if (bio && !tls_bio_turn(ssl, SOCK_DIR_READ) && !h2)
+		return 0;
 	tls_read_emit(s, n, h2, sock);
 	return 0;
 }

@@ -44,7 +44,8 @@ struct cp_tls_slot {
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u16 __pad2;
+	__u8 nested; /* a socket read ran inside this call */
+	__u8 __pad2;
 	__u32 tcp_seq;
 	__u8 laddr[CP_ADDR_LEN];
 	__u8 raddr[CP_ADDR_LEN];

@@ -412,7 +412,12 @@ enum cp_tls_call {
  * before this record, on the same thread). fd, family, ports and addresses
  * are that socket read's: the connection the plaintext came from. payload: the first
  * bytes of the plaintext, hdr.size = CP_ALIGN(offsetof(payload) +
- * payload_len). */
+ * payload_len), or more with CP_SOCK_F_PIECES.
+ * On HTTP/2, every read that returns plaintext, with the connection of the
+ * last socket read inside one. In a process whose library runs on memory
+ * buffers (Node.js: no read has a socket read inside), the first read
+ * after a write on its SSL *, with fd -1 and no family, ports or
+ * addresses: its connection is its thread's last socket read's. (ABI 4.) */
 struct cp_ev_tls_read {
 	struct cp_hdr h;
 	__u64 enter_ts;		/* when the library call began */

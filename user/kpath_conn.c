@@ -728,6 +728,7 @@ static void conn_reset(struct kp_conn *c)
 	c->req.reader = c->req.writer = KP_NONE;
 	c->role_guessed = 0; /* its accept or connect says */
 	c->tls_seen = 0;
+	c->tls_bio = 0;
 	kp__h2_free(c);
 }
 
@@ -849,6 +850,21 @@ static int h2_check(struct kp_conn *c, const uint8_t *p, size_t len)
 	return kp__h2_new(c, from_start, p[0] == 'P');
 }
 
+/* A socket read of TLS records (content type first: 20 change cipher spec
+ * to 23 application data), outside the TLS library's read, in a process
+ * whose TLS calls are captured: a flight of the handshake (below), or a
+ * request's ciphertext read before the library decrypts it from memory
+ * buffers (Node.js; the client's last handshake flight may come with it). */
+static bool tls_record_outside(struct kp *kp, const struct kp_conn *c, const struct cp_ev_sock *e,
+			       uint64_t ts, bool data)
+{
+	const struct kp_proc *p = c->proc != KP_NONE ? &kp->pr[c->proc] : NULL;
+
+	return e->payload_len >= 5 && e->payload[0] >= (data ? 23 : 20) && e->payload[0] <= 23 &&
+	       e->payload[1] == 3 && !(e->flags & CP_SOCK_F_TLS) && p && p->tls_since &&
+	       p->tls_since <= ts;
+}
+
 /*
  * TLS 1.3 after a HelloRetryRequest takes a third flight: the client's
  * Finished, then the server's session ticket. It is encrypted, so it is an
@@ -860,11 +876,8 @@ static int h2_check(struct kp_conn *c, const uint8_t *p, size_t len)
 static bool tls13_flight(struct kp *kp, const struct kp_conn *c, const struct cp_ev_sock *e,
 			 uint64_t ts)
 {
-	const struct kp_proc *p = c->proc != KP_NONE ? &kp->pr[c->proc] : NULL;
-
-	return e->payload_len >= 5 && e->payload[0] == 23 && e->payload[1] == 3 &&
-	       !(e->flags & CP_SOCK_F_TLS) && !c->tls_seen && p && p->tls_since &&
-	       p->tls_since <= ts && !strcmp(c->last_name, "TLS handshake");
+	return tls_record_outside(kp, c, e, ts, true) && !c->tls_seen &&
+	       !strcmp(c->last_name, "TLS handshake");
 }
 
 static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
@@ -902,7 +915,10 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.first_read_enter = enter;
 	c->req.first_read_exit = ts;
 	c->req.start = kp__req_start(kp, c, thread, enter, ts, e->tcp_seq, c->prev_end);
-	c->req.tls_wait = (e->flags & CP_SOCK_F_TLS) && !e->payload_len;
+	/* its plaintext comes in a CP_EV_TLS_READ: read inside the library,
+	 * or on its memory buffers after this read (Node.js) */
+	c->req.tls_wait = ((e->flags & CP_SOCK_F_TLS) && !e->payload_len) ||
+			  tls_record_outside(kp, c, e, ts, false);
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
 	if (!c->req.name[0] && tls13_flight(kp, c, e, ts))
 		snprintf(c->req.name, sizeof(c->req.name), "TLS handshake");
@@ -926,18 +942,28 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	uint32_t ci, thread;
 	int err;
 
+	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
+	if (thread == KP_NONE)
+		return -ENOMEM;
 	/* the connection of the socket read inside it: known by then */
 	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
 		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
 		ci = kp_map__get(&kp->cnmap, addr_hash(host, &a));
 		if (ci != KP_NONE && (kp->cn[ci].host != host || !addr_eq(&kp->cn[ci].a, &a)))
 			ci = KP_NONE;
+	} else if (e->fd < 0 && !e->family) {
+		/* on memory buffers: the ciphertext is what the thread's last
+		 * socket read brought (a moment before, in the same loop turn) */
+		const struct kp_thread *t = &kp->th[thread];
+
+		ci = t->read_conn != KP_NONE && t->read_ts <= ts && ts - t->read_ts < KP_TLS_BIO_NS
+			 ? t->read_conn
+			 : KP_NONE;
+		if (ci != KP_NONE)
+			kp->cn[ci].tls_bio = 1;
 	} else {
 		ci = kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
 	}
-	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
-	if (thread == KP_NONE)
-		return -ENOMEM;
 	if (ci == KP_NONE)
 		return 0;
 	c = &kp->cn[ci];
@@ -1159,6 +1185,10 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	c->last_used = ts;
 	c->last_proc = proc;
 	c->tls_seen |= !!(e->flags & CP_SOCK_F_TLS);
+	if (is_read(e->call) && e->bytes > 0) {
+		kp->th[thread].read_conn = ci;
+		kp->th[thread].read_ts = ts;
+	}
 	switch (e->call) {
 	case CP_SOCK_ACCEPT:
 	case CP_SOCK_ACCEPT4: {

@@ -662,7 +662,16 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 	uint64_t end;
 
 	x.pieces = cp_sock_pieces(e, &x.npieces);
-	if (e->flags & CP_SOCK_F_TLS) {
+	if (!(e->flags & CP_SOCK_F_TLS) && kp->cn[ci].tls_bio) {
+		/* ciphertext of a library on memory buffers: the reads'
+		 * plaintext comes in CP_EV_TLS_READs, the writes' is not
+		 * recorded (their streams' ends are not seen) */
+		if (read)
+			return 0;
+		x.plen = 0;
+		x.pieces = NULL;
+		x.npieces = 0;
+	} else if (e->flags & CP_SOCK_F_TLS) {
 		/* ciphertext: a read's plaintext comes in its CP_EV_TLS_READ
 		 * (kp__h2_tls_read), a write's is its payload, taken at the
 		 * first socket write of the library call */

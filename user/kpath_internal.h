@@ -35,6 +35,8 @@
 #define KP_IDLE_FINISH_NS 1000000000ull /* a response idle this long is complete */
 #define KP_HOLD_MAX_NS 30000000000ull	/* an open request holds state back this long at most */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
+#define KP_TLS_BIO_NS 100000000ull /* a socket read → a TLS read on memory buffers decrypting it \
+				    */
 /* A finished request waits this long (stream time past its end) before it
  * goes out: the recorder writes a loss window when it notices the drops,
  * ~100 ms after them, and a request overlapping one must be marked partial. */
@@ -159,6 +161,11 @@ struct kp_thread {
 	struct kp_ctx *ctx; /* a window too, like pev */
 	uint32_t nctx, capctx, ctxoff;
 	uint64_t last_call; /* the end of its last socket call or poll wait */
+	/* the connection of its last socket read that moved bytes, and that
+	 * read's end: a TLS read on a library's memory buffers (Node.js) is
+	 * given it (kp__conn_tls_read) */
+	uint32_t read_conn;
+	uint64_t read_ts;
 	uint32_t ctx_hint;  /* kpath_walk.c: the context it looked at last */
 	struct kp_probe_ev *pev;
 	uint32_t npev, cappev, pevoff;
@@ -284,6 +291,10 @@ struct kp_conn {
 	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
 	uint8_t role_guessed; /* role from who spoke first: kp__proc_listen may correct it */
 	uint8_t tls_seen;     /* a call of it ran inside a TLS library's (CP_SOCK_F_TLS) */
+	/* its TLS library runs on memory buffers (Node.js: a CP_EV_TLS_READ
+	 * without a connection was given it): its socket transfers are all
+	 * ciphertext, none inside a library call */
+	uint8_t tls_bio;
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	/* a client connection: the server connection whose request its
 	 * last write was made for (struct kp_ctx), index + 1, 0 = none */

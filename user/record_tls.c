@@ -4,7 +4,10 @@
  * functions; bpf/tls.h says what the programs do with them). A target
  * process that maps OpenSSL's libssl gets bpf/tls.bpf.c's tls_enter and
  * tls_return at the entry and return of SSL_read, SSL_read_ex, SSL_write
- * and SSL_write_ex, with enum cp_tls_call as the BPF cookie. Per process,
+ * and SSL_write_ex, with enum cp_tls_call as the BPF cookie. One that maps
+ * none but whose executable has OpenSSL linked in with those symbols
+ * (Node.js: Debian's node exports them for addons) gets them in the
+ * executable. Per process,
  * not host-wide (the kernel puts the breakpoints into the address spaces of
  * the processes attached only), as --probe does (record_probe.c).
  *
@@ -19,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -44,6 +49,12 @@ struct tls_proc {
 	int nlinks;
 };
 
+/* An executable looked at for OpenSSL's functions, by its file. */
+struct tls_exe {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct rec_tls {
 	bool quiet;
 	const char *off;	/* why capture is off (static), NULL: on */
@@ -52,6 +63,9 @@ struct rec_tls {
 	/* for the summary: how many were attached, the first of them */
 	int attached;
 	char list[256];
+	/* executables without SSL_read and SSL_write, not looked into again */
+	struct tls_exe *plain;
+	int nplain, capplain;
 };
 
 int rec_tls__new(struct rec_tls **t, const char *off, bool quiet)
@@ -93,26 +107,64 @@ static int libssl_of(pid_t pid, char *out, size_t n)
 	return err;
 }
 
+/* pid's executable, when it maps no libssl: the path to attach to (its
+ * /proc link, which reaches the file in any mount namespace) into bin, and
+ * its name as the process sees it into out. 1: known to have no OpenSSL
+ * functions (t->plain), 0, or -ESRCH when it is gone. */
+static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *out, size_t n,
+		  struct tls_exe *id)
+{
+	struct stat st;
+	ssize_t len;
+
+	snprintf(bin, nbin, "/proc/%d/exe", pid);
+	if (stat(bin, &st))
+		return -ESRCH;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	for (int i = 0; i < t->nplain; i++)
+		if (t->plain[i].dev == id->dev && t->plain[i].ino == id->ino)
+			return 1;
+	len = readlink(bin, out, n - 1);
+	if (len < 0)
+		return -ESRCH;
+	out[len] = 0;
+	return 0;
+}
+
+/* An executable without OpenSSL's functions: not looked into again. */
+static int plain_add(struct rec_tls *t, struct tls_exe id)
+{
+	if (t->nplain == t->capplain) {
+		int cap = t->capplain ? t->capplain * 2 : 16;
+		struct tls_exe *np = realloc(t->plain, cap * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		t->plain = np;
+		t->capplain = cap;
+	}
+	t->plain[t->nplain++] = id;
+	return 0;
+}
+
 static void proc_detach(struct tls_proc *p)
 {
 	while (p->nlinks)
 		bpf_link__destroy(p->links[--p->nlinks]);
 }
 
-/* Entry and return of each function in lib (seen through pid's root, so a
- * process in another mount namespace is found too), into p's links; the
- * names attached into fns. On failure, what this call attached is
+/* Entry and return of each function in the ELF file bin, into p's links;
+ * the names attached into fns. On failure, what this call attached is
  * detached again. */
-static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const char *lib, char *fns,
+static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const char *bin, char *fns,
 		      size_t n)
 {
 	struct bpf_program *progs[2];
-	char bin[PATH_MAX + 32];
 	int err = 0;
 
 	if (rec_bpf__tls_progs(b, &progs[0], &progs[1]))
 		return -ENOENT;
-	snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
 	fns[0] = 0;
 	for (size_t i = 0; i < TLS_NFNS && !err; i++) {
 		bool absent = false;
@@ -176,15 +228,19 @@ int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uin
 	}
 	return hook_write(w, ts, 0, CP_HOOK_ATTACHED,
 			  "uprobe+uretprobe on OpenSSL's SSL_read/SSL_write(_ex) in each process "
-			  "that maps libssl (a \"tls pid N\" hook each)",
+			  "that maps libssl or has them in its executable (a \"tls pid N\" hook "
+			  "each)",
 			  records);
 }
 
 int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct recording_writer *w,
 		  uint64_t ts, uint64_t *records)
 {
-	char lib[PATH_MAX], fns[96], detail[sizeof(((struct cp_md_hook *)0)->detail)];
+	char lib[PATH_MAX], bin[PATH_MAX + 32], fns[96],
+	    detail[sizeof(((struct cp_md_hook *)0)->detail)];
+	struct tls_exe exe = {};
 	struct tls_proc *p;
+	bool in_exe = false;
 	int err;
 
 	if (t->off)
@@ -192,8 +248,14 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	for (int i = 0; i < t->nprocs; i++)
 		if (t->procs[i].pid == pid)
 			return 0; /* an exec keeps the process's uprobes (same library) */
-	if (libssl_of(pid, lib, sizeof(lib)))
+	if (!libssl_of(pid, lib, sizeof(lib))) {
+		/* seen through pid's root: a process in another mount namespace too */
+		snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
+	} else if (!exe_of(t, pid, bin, sizeof(bin), lib, sizeof(lib), &exe)) {
+		in_exe = true;
+	} else {
 		return 0;
+	}
 	if (t->nprocs == t->capprocs) {
 		int cap = t->capprocs ? t->capprocs * 2 : 16;
 		struct tls_proc *np = realloc(t->procs, cap * sizeof(*np));
@@ -206,7 +268,12 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	p = &t->procs[t->nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
-	err = attach_lib(p, b, pid, lib, fns, sizeof(fns));
+	err = attach_lib(p, b, pid, bin, fns, sizeof(fns));
+	if (in_exe && err == -ENOENT) {
+		/* most executables have no OpenSSL in them: nothing to say */
+		t->nprocs--;
+		return plain_add(t, exe);
+	}
 	p->on = !err;
 	if (p->on && t->attached++ < 16)
 		snprintf(t->list + strlen(t->list), sizeof(t->list) - strlen(t->list), "%s%d",
@@ -260,5 +327,6 @@ void rec_tls__destroy(struct rec_tls *t)
 	for (int i = 0; i < t->nprocs; i++)
 		proc_detach(&t->procs[i]);
 	free(t->procs);
+	free(t->plain);
 	free(t);
 }

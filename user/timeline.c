@@ -109,6 +109,7 @@ static uint32_t thread_new(struct kp *kp, uint32_t host, int32_t pid, int32_t ti
 	t->proc = p;
 	t->pend_waker = KP_NONE;
 	t->pend_conn = KP_NONE;
+	t->read_conn = KP_NONE;
 	/* the newest state of the tid: what the map names too */
 	kp->th_hint[(uint32_t)tid % KP_TH_HINTS] = i;
 	return i;

@@ -93,6 +93,16 @@ def start_ready(argv, timeout=10):
     return p, {k: int(v) for k, v in fields.items()}
 
 
+def tls_cert(d):
+    """A self-signed key and certificate for localhost in d: (key, cert), or
+    None when openssl failed."""
+    key, cert = os.path.join(d, "key.pem"), os.path.join(d, "cert.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"],
+                       capture_output=True, text=True, timeout=60)
+    return (key, cert) if r.returncode == 0 else None
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -6,7 +6,14 @@ replies; wrk keeps 8 connections busy, so a request waits while the loop
 runs the other seven's work (~3.5 ms). Traced by PID, the request's own cpu
 is its 0.5 ms and the rest is `(other requests)`: interference (README,
 event loops), not the request's own work as the serving thread's time was
-counted before."""
+counted before.
+
+Then Node.js over HTTPS: its OpenSSL is linked into the node executable
+(Debian's exports SSL_read and SSL_write from it) and runs on memory
+buffers, the event loop reading the socket itself and handing the
+ciphertext to SSL_read. The recorder attaches its TLS probes to the
+executable; each plaintext, recorded without a connection, names the
+request of its thread's last socket read."""
 import os
 import re
 import shutil
@@ -15,6 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kpathlib as K  # noqa: E402
+import reclib as R  # noqa: E402
 from tap import CRITPATH, Tap  # noqa: E402
 
 SERVER = r"""
@@ -31,6 +39,70 @@ http.createServer((req, res) => {
 }).listen(+process.argv[2], '127.0.0.1', () => console.log('READY'));
 """
 
+HTTPS_SERVER = r"""
+const https = require('https'), fs = require('fs');
+https.createServer({key: fs.readFileSync(process.argv[3]), cert: fs.readFileSync(process.argv[4])},
+  (req, res) => setTimeout(() => res.end('ok\n'), 1)
+).listen(+process.argv[2], '127.0.0.1', () => console.log('READY'));
+"""
+
+# 4 keep-alive connections, 25 requests each, GET /item/<i>: prints DONE n
+HTTPS_CLIENT = r"""
+const https = require('https');
+const agent = new https.Agent({keepAlive: true, maxSockets: 4});
+let done = 0, sent = 0;
+function one(i) {
+  return new Promise((ok, bad) => https.get({host: '127.0.0.1', port: +process.argv[2],
+      path: '/item/' + i, agent, rejectUnauthorized: false}, res => {
+    res.resume(); res.on('end', () => { done++; ok(); });
+  }).on('error', bad));
+}
+(async () => {
+  for (let r = 0; r < 25; r++) await Promise.all([0, 1, 2, 3].map(k => one(4 * r + k)));
+  console.log('DONE ' + done); agent.destroy();
+})();
+"""
+
+
+def https_case(tap, node):
+    d = K.workdir("nodejs_https")
+    kc = K.tls_cert(d)
+    if not tap.ok("nodejs https: a certificate", kc is not None):
+        return
+    key, cert = kc
+    srv, cli = os.path.join(d, "server.js"), os.path.join(d, "client.js")
+    with open(srv, "w") as f:
+        f.write(HTTPS_SERVER)
+    with open(cli, "w") as f:
+        f.write(HTTPS_CLIENT)
+    port = K.free_port()
+    server = K.spawn([node, srv, str(port), key, cert], stdout=subprocess.DEVNULL)
+    K.wait_port(port, server)
+    done = []
+
+    def drive():
+        r = subprocess.run([node, cli, str(port)], capture_output=True, text=True, timeout=60)
+        m = re.search(r"DONE (\d+)", r.stdout)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"client: exit {r.returncode}: {r.stdout[-500:]} {r.stderr[-500:]}")
+        done.append(int(m.group(1)))
+    rep, path = K.record_workload(tap, "nodejs_https", [server.pid], drive, seconds=6)
+    K.stop(server)
+    if rep is None:
+        return
+    K.check_tiling(tap, "nodejs https", rep.get("requests", []))
+    names = {}
+    for q in K.service_requests(rep, port):
+        names[q["name"]] = names.get(q["name"], 0) + 1
+    n = done[0] if done else 0
+    tap.ok(f"nodejs https: the {n} requests named GET /item/{{n}} from their plaintext, "
+           f"the rest handshakes", n == 100 and names.get("GET /item/{n}") == n
+           and set(names) <= {"GET /item/{n}", "TLS handshake"}, f"{names}; recording {path}")
+    hooks = [h for h in R.Dump(path).of("hook") if h.get("name") == f"tls pid {server.pid}"]
+    tap.ok("nodejs https: TLS probes on the node executable itself",
+           hooks and hooks[0].get("status") == "attached" and "node" in hooks[0].get("detail", ""),
+           str(hooks))
+
 
 def main():
     tap = Tap()
@@ -40,6 +112,7 @@ def main():
         K.done(tap)
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
         K.done(tap)
+    https_case(tap, node)
     d = K.workdir("nodejs")
     js = os.path.join(d, "server.js")
     with open(js, "w") as f:

@@ -38,11 +38,8 @@ REQUEST = b"GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
 def make_cert(d):
     """A self-signed certificate and key; None when openssl is missing."""
-    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
-    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
-                        "1", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
-                       capture_output=True, text=True, timeout=60)
-    return (cert, key) if r.returncode == 0 else None
+    kc = K.tls_cert(d)
+    return (kc[1], kc[0]) if kc else None
 
 
 def https_client(port, conns=CONNS, per_conn=PER_CONN):

@@ -136,22 +136,26 @@ static void test_tls_plaintext_elsewhere(void **state)
 	assert_string_equal(b.reqs[2].name, "request");
 }
 
+/* The "tls pid 100" hook record: process 100's TLS calls are captured. */
+static void captured(struct kb *b)
+{
+	struct cp_md_hook *h = (void *)kb_new(b, CP_MD_HOOK, sizeof(*h), B - 100 * U, 0, 100, 100);
+
+	h->status = CP_HOOK_ATTACHED;
+	snprintf(h->name, sizeof(h->name), "tls pid 100");
+}
+
 /* TLS 1.3 after a HelloRetryRequest: a third flight, the client's Finished
  * (an application data record, read outside SSL_read) and the server's
  * session ticket. In a process whose TLS calls are captured (its "tls pid"
  * hook record) it is a handshake exchange; without that record (--no-tls)
  * nothing says so, and it stays unnamed. */
-static void build_third_flight(struct kb *b, bool captured)
+static void build_third_flight(struct kb *b, bool with_hook)
 {
 	memset(b, 0, sizeof(*b));
 	kb_proc(b, 100, "https");
-	if (captured) {
-		struct cp_md_hook *h =
-		    (void *)kb_new(b, CP_MD_HOOK, sizeof(*h), B - 100 * U, 0, 100, 100);
-
-		h->status = CP_HOOK_ATTACHED;
-		snprintf(h->name, sizeof(h->name), "tls pid 100");
-	}
+	if (with_hook)
+		captured(b);
 	arrive(b, B - 50 * U, B, 1000, 5);
 	kb_sock(b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
 	kb_sock(b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, 99, 7000,
@@ -187,6 +191,59 @@ static void test_tls13_third_flight(void **state)
 	assert_string_equal(b.reqs[3].name, "GET /x");
 }
 
+/* A library on memory buffers (Node.js): the thread reads the ciphertext
+ * itself (no call inside the library), then SSL_read decrypts it, its
+ * plaintext recorded without a connection (fd -1); thread 101 serves a
+ * second connection, CL2, at the same time. Each plaintext names the
+ * request of its thread's last socket read; the response's status is in
+ * ciphertext, not known. */
+static void test_tls_memory_buffers(void **state)
+{
+	static const struct kb_tuple CL2 = {"10.0.0.1", 443, "10.0.0.3", 6000};
+	static struct kb b;
+	struct cp_ev_tls_read *e;
+	const struct kb_req *x, *y;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "https");
+	captured(&b);
+	arrive(&b, B - 50 * U, B, 1000, 5);
+	kb_sock(&b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
+	kb_sock(&b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, 1300, 7000,
+		"\x16\x03\x03\x00\x7a");
+	/* the client's last flight and its request in one read, as curl sends them */
+	arrive(&b, B + U, B + 3 * U, 1517, 120);
+	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
+	kb_tls_read(&b, B + 3 * U + 2000, B + 3 * U + 3000, 100, 100, -1, CL, 28, 0,
+		    "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+	e = &b.recs[b.n - 1].u.tr;
+	e->family = e->lport = e->rport = 0;
+	memset(e->laddr, 0, sizeof(e->laddr));
+	memset(e->raddr, 0, sizeof(e->raddr));
+	/* thread 101 reads CL2's request; 100's next SSL_read is CL's still */
+	kb_sock_bytes(&b, B + 4 * U, B + 4 * U + 1000, 100, 101, CP_SOCK_READ, 6, CL2, 74, 3000,
+		      "\x17\x03\x03\x00\x45", 5);
+	kb_tls_read(&b, B + 4 * U + 2000, B + 4 * U + 3000, 100, 101, -1, CL2, 28, 0,
+		    "GET /y HTTP/1.1\r\nHost: a\r\n\r\n");
+	e = &b.recs[b.n - 1].u.tr;
+	e->family = e->lport = e->rport = 0;
+	kb_sock(&b, B + 6 * U - 1000, B + 6 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 60, 8300,
+		"\x17\x03\x03\x00\x37");
+	kb_sock(&b, B + 7 * U - 1000, B + 7 * U, 100, 101, CP_SOCK_WRITE, 6, CL2, 60, 9300,
+		"\x17\x03\x03\x00\x37");
+	assert_int_equal(kb_run(&b), 0);
+	x = kb_find_name(&b, "GET /x");
+	y = kb_find_name(&b, "GET /y");
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_int_equal(x->start, B + 3 * U);
+	assert_int_equal(x->end, B + 6 * U);
+	assert_int_equal(y->end, B + 7 * U);
+	assert_string_equal(x->tag, "");
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		kb_check_tiling(&b.reqs[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +251,7 @@ int main(void)
 	    cmocka_unit_test(test_tls_without_plaintext),
 	    cmocka_unit_test(test_tls_plaintext_elsewhere),
 	    cmocka_unit_test(test_tls13_third_flight),
+	    cmocka_unit_test(test_tls_memory_buffers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
