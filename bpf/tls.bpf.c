@@ -17,6 +17,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * at the end of the data (as sock.bpf.c's SOCK_SMALL). */
 #define TLS_SMALL (offsetof(struct cp_ev_tls_read, payload) + CP_PAYLOAD_DEFAULT + 8)
 
+/* A connection's SSL *, in its process: forked workers have the same
+ * addresses. */
+struct tls_key {
+	__u64 ssl;
+	__u32 tgid;
+	__u32 pad;
+};
+
 /*
  * An HTTP/2 connection over TLS, by its SSL *: where the frames of its
  * plaintext reads are (cp_h2_walk's state, direction 0; the socket reads
@@ -41,7 +49,7 @@ struct tls_h2_conn {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__type(key, struct tls_key);
 	__type(value, struct tls_h2_conn);
 } tls_h2 SEC(".maps");
 
@@ -59,7 +67,7 @@ __u64 tls_fd_bits[TARGET_WORDS]; /* tgids whose reads read the socket inside */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__type(key, struct tls_key);
 	__type(value, __u8);
 } tls_bio SEC(".maps");
 
@@ -70,16 +78,16 @@ static __always_inline bool tls_fd_style(__u32 tgid)
 
 /* SSL * ssl's call moved data in direction dir: whether it is the first
  * since a call the other way. */
-static __always_inline bool tls_bio_turn(__u64 ssl, __u8 dir)
+static __always_inline bool tls_bio_turn(const struct tls_key *k, __u8 dir)
 {
-	__u8 *last = bpf_map_lookup_elem(&tls_bio, &ssl);
+	__u8 *last = bpf_map_lookup_elem(&tls_bio, k);
 
 	if (last && *last == dir)
 		return false;
 	if (last)
 		*last = dir;
 	else
-		bpf_map_update_elem(&tls_bio, &ssl, &dir, BPF_ANY);
+		bpf_map_update_elem(&tls_bio, k, &dir, BPF_ANY);
 	return true;
 }
 
@@ -121,7 +129,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n, struct
 {
 	struct cp_ev_tls_read *e;
 	__u32 limit = cfg_payload_bytes;
-	__u64 len = n, cap, head = 0, pieces = 0, ssl = s->ssl;
+	struct tls_key k = {.ssl = s->ssl, .tgid = bpf_get_current_pid_tgid() >> 32};
+	__u64 len = n, cap, head = 0, pieces = 0;
 
 	/* a client's HTTP/2 preface, read before the server wrote anything
 	 * that showed the connection speaks it: HTTP/2 from here on */
@@ -130,8 +139,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n, struct
 		       head == 0x5448202a20495250ull))) { /* "PRI * HT" */
 		struct tls_h2_conn fresh = {};
 
-		bpf_map_update_elem(&tls_h2, &ssl, &fresh, BPF_NOEXIST);
-		h2 = bpf_map_lookup_elem(&tls_h2, &ssl);
+		bpf_map_update_elem(&tls_h2, &k, &fresh, BPF_NOEXIST);
+		h2 = bpf_map_lookup_elem(&tls_h2, &k);
 	}
 	if (h2) {
 		limit = cfg_h2_payload_bytes;
@@ -206,7 +215,7 @@ int tls_return(struct pt_regs *ctx)
 	struct cp_tls_slot *s;
 	bool sock, bio;
 	__u32 tgid;
-	__u64 ssl;
+	struct tls_key k = {};
 	__s64 n;
 
 	EMPTY_GUARD();
@@ -217,11 +226,12 @@ int tls_return(struct pt_regs *ctx)
 	if (!s || !s->active)
 		return 0;
 	s->active = 0;
-	ssl = s->ssl;
 	tgid = id >> 32;
+	k.ssl = s->ssl;
+	k.tgid = tgid;
 	if (tls_call_writes(s->call)) {
 		if (!tls_fd_style(tgid) && (int)PT_REGS_RC(ctx) > 0)
-			tls_bio_turn(ssl, SOCK_DIR_WRITE);
+			tls_bio_turn(&k, SOCK_DIR_WRITE);
 		return 0;
 	}
 	/* another connection's read (an event loop) leaves it for its own,
@@ -229,11 +239,11 @@ int tls_return(struct pt_regs *ctx)
 	 * read is without a socket read */
 	if (!cfg_payload_bytes)
 		return 0;
-	sock = s->want_ssl && s->want_ssl == ssl;
+	sock = s->want_ssl && s->want_ssl == k.ssl;
 	if (s->nested && !tls_fd_style(tgid))
 		__sync_fetch_and_or(&tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)],
 				    1ull << (tgid & 63));
-	h2 = bpf_map_lookup_elem(&tls_h2, &ssl);
+	h2 = bpf_map_lookup_elem(&tls_h2, &k);
 	bio = !sock && !tls_fd_style(tgid);
 	if (!sock && !bio && (!h2 || !h2->fd))
 		return 0;
@@ -250,7 +260,7 @@ int tls_return(struct pt_regs *ctx)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
 	if (sock)
 		s->want_ssl = 0;
-	if (bio && !tls_bio_turn(ssl, SOCK_DIR_READ) && !h2)
+	if (bio && !tls_bio_turn(&k, SOCK_DIR_READ) && !h2)
 		return 0;
 	tls_read_emit(s, n, h2, sock);
 	return 0;

@@ -485,6 +485,10 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
 	if (!w)
 		return -EINVAL;
 	__atomic_fetch_and(w, ~bit, __ATOMIC_SEQ_CST);
+	/* and what bpf/tls.bpf.c learned of its TLS library (tls_fd_bits):
+	 * a process given the pid later is looked at afresh */
+	__atomic_fetch_and((uint64_t *)&b->skel->bss->tls_fd_bits[pid >> 6], ~bit,
+			   __ATOMIC_SEQ_CST);
 	return 0;
 }
 
