@@ -1072,7 +1072,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		len = payload_gather(iov, ret, e->payload);
 		st->last_dir = dir;
 		st->last_short = 0;
-	} else if (st && limit <= PAYLOAD_SMALL) {
+	} else if (st && !walk && limit <= PAYLOAD_SMALL) {
 		/* the default prefix: a reservation of its size (the ring
 		 * buffer's space, and the consumer's reads, follow it) */
 		e = ring_reserve(SOCK_SMALL);
