@@ -1047,8 +1047,9 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || in->peek ||
 		   (st->last_dir == dir && !st->last_short && !st->every)))
 		st = NULL;
-	if (tls && dir == SOCK_DIR_READ) {
+	if (tls)
 		tls->nested = 1;
+	if (tls && dir == SOCK_DIR_READ) {
 		if (st)
 			tls_read_note(tls, in, st);
 		st = NULL;

@@ -62,7 +62,7 @@ struct {
  * first read after a write, per SSL * (tls_bio: the direction of its last
  * call), unless it is HTTP/2.
  */
-__u64 tls_fd_bits[TARGET_WORDS]; /* tgids whose reads read the socket inside */
+__u64 tls_fd_bits[TARGET_WORDS]; /* tgids whose calls move the socket's bytes inside */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -207,6 +207,21 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n, struct
 	ev_submit(e);
 }
 
+/* The bytes the call returning now moved: SSL_read's or SSL_write's return
+ * value; the _ex forms return 1 on success and store the count (a size_t)
+ * through their last argument. 0 or less: none. */
+static __always_inline __s64 tls_moved(struct pt_regs *ctx, struct cp_tls_slot *s)
+{
+	__s64 n = (int)PT_REGS_RC(ctx);
+	__u64 got = 0;
+
+	if (s->call != CP_TLS_SSL_READ_EX && s->call != CP_TLS_SSL_WRITE_EX)
+		return n;
+	if (n != 1 || bpf_probe_read_user(&got, sizeof(got), (const void *)s->out))
+		return 0;
+	return got;
+}
+
 SEC("uretprobe")
 int tls_return(struct pt_regs *ctx)
 {
@@ -229,9 +244,18 @@ int tls_return(struct pt_regs *ctx)
 	tgid = id >> 32;
 	k.ssl = s->ssl;
 	k.tgid = tgid;
+	if (s->nested && !tls_fd_style(tgid)) /* reads the socket inside */
+		__sync_fetch_and_or(&tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)],
+				    1ull << (tgid & 63));
 	if (tls_call_writes(s->call)) {
-		if (!tls_fd_style(tgid) && (int)PT_REGS_RC(ctx) > 0)
-			tls_bio_turn(&k, SOCK_DIR_WRITE);
+		/* on memory buffers, the first write after a read: its
+		 * plaintext (the response's status line), for the socket
+		 * write the thread makes next */
+		n = tls_moved(ctx, s);
+		if (n > 0 && !s->nested && !tls_fd_style(tgid) &&
+		    tls_bio_turn(&k, SOCK_DIR_WRITE) && cfg_payload_bytes &&
+		    !bpf_map_lookup_elem(&tls_h2, &k))
+			tls_read_emit(s, n, NULL, false);
 		return 0;
 	}
 	/* another connection's read (an event loop) leaves it for its own,
@@ -240,22 +264,11 @@ int tls_return(struct pt_regs *ctx)
 	if (!cfg_payload_bytes)
 		return 0;
 	sock = s->want_ssl && s->want_ssl == k.ssl;
-	if (s->nested && !tls_fd_style(tgid))
-		__sync_fetch_and_or(&tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)],
-				    1ull << (tgid & 63));
 	h2 = bpf_map_lookup_elem(&tls_h2, &k);
 	bio = !sock && !tls_fd_style(tgid);
 	if (!sock && !bio && (!h2 || !h2->fd))
 		return 0;
-	n = (int)PT_REGS_RC(ctx);
-	if (s->call == CP_TLS_SSL_READ_EX) {
-		/* 1 on success, the count in *readbytes (a size_t) */
-		__u64 got = 0;
-
-		if (n != 1 || bpf_probe_read_user(&got, sizeof(got), (const void *)s->out))
-			return 0;
-		n = got;
-	}
+	n = tls_moved(ctx, s);
 	if (n <= 0)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
 	if (sock)

@@ -44,7 +44,7 @@ struct cp_tls_slot {
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u8 nested; /* a socket read ran inside this call */
+	__u8 nested; /* a socket call ran inside this call */
 	__u8 __pad2;
 	__u32 tcp_seq;
 	__u8 laddr[CP_ADDR_LEN];

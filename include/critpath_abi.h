@@ -417,7 +417,10 @@ enum cp_tls_call {
  * last socket read inside one. In a process whose library runs on memory
  * buffers (Node.js: no read has a socket read inside), the first read
  * after a write on its SSL *, with fd -1 and no family, ports or
- * addresses: its connection is its thread's last socket read's. (ABI 4.) */
+ * addresses: its connection is its thread's last socket read's; and the
+ * first write after a read, the same way (call SSL_write or SSL_write_ex,
+ * bytes the plaintext written): the socket write the thread makes next
+ * carries its ciphertext. (ABI 4.) */
 struct cp_ev_tls_read {
 	struct cp_hdr h;
 	__u64 enter_ts;		/* when the library call began */

@@ -945,6 +945,14 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;
+	if (e->call == CP_TLS_SSL_WRITE || e->call == CP_TLS_SSL_WRITE_EX) {
+		/* on memory buffers: the response the thread's next socket
+		 * write carries (conn_write) */
+		kp->th[thread].bio_status =
+		    (uint16_t)proto__http_status(e->payload, e->payload_len);
+		kp->th[thread].bio_status_ts = ts;
+		return 0;
+	}
 	/* the connection of the socket read inside it: known by then */
 	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
 		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
@@ -988,6 +996,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		      uint64_t ts, uint64_t enter)
 {
 	struct kp_conn *c = &kp->cn[ci];
+	struct kp_thread *t = &kp->th[thread];
 	struct kp_write *w;
 	int err;
 
@@ -1019,6 +1028,14 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	if (c->phase == KP_PH_READING) {
 		c->req.status = proto__http_status(e->payload, e->payload_len);
 		c->phase = KP_PH_WRITING;
+	}
+	if (c->tls_bio && !(e->flags & CP_SOCK_F_TLS) && t->bio_status) {
+		/* its plaintext's (Node.js), from the thread's TLS write just
+		 * before; the writes after the handshake's come first */
+		if (!c->req.status && t->bio_status_ts <= ts &&
+		    ts - t->bio_status_ts < KP_TLS_BIO_NS)
+			c->req.status = t->bio_status;
+		t->bio_status = 0;
 	}
 	c->req.end = ts;
 	c->req.writer = thread;

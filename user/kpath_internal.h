@@ -166,6 +166,10 @@ struct kp_thread {
 	 * given it (kp__conn_tls_read) */
 	uint32_t read_conn;
 	uint64_t read_ts;
+	/* the HTTP status of its last TLS write on memory buffers, and when:
+	 * for its next socket write (kp__conn_tls_read) */
+	uint16_t bio_status;
+	uint64_t bio_status_ts;
 	uint32_t ctx_hint;  /* kpath_walk.c: the context it looked at last */
 	struct kp_probe_ev *pev;
 	uint32_t npev, cappev, pevoff;

@@ -191,17 +191,30 @@ static void test_tls13_third_flight(void **state)
 	assert_string_equal(b.reqs[3].name, "GET /x");
 }
 
+/* Thread tid's SSL_read or SSL_write (call) on memory buffers returned at
+ * `at`: its plaintext, recorded without a connection. */
+static void bio_tls(struct kb *b, uint64_t at, uint32_t tid, uint8_t call, const char *plain)
+{
+	struct cp_ev_tls_read *e;
+
+	kb_tls_read(b, at - 500, at, 100, tid, -1, CL, (int64_t)strlen(plain), 0, plain);
+	e = &b->recs[b->n - 1].u.tr;
+	e->call = call;
+	e->family = e->lport = e->rport = 0;
+	memset(e->laddr, 0, sizeof(e->laddr));
+	memset(e->raddr, 0, sizeof(e->raddr));
+}
+
 /* A library on memory buffers (Node.js): the thread reads the ciphertext
  * itself (no call inside the library), then SSL_read decrypts it, its
  * plaintext recorded without a connection (fd -1); thread 101 serves a
  * second connection, CL2, at the same time. Each plaintext names the
- * request of its thread's last socket read; the response's status is in
- * ciphertext, not known. */
+ * request of its thread's last socket read; each SSL_write's plaintext
+ * gives the status of the response its thread's next socket write carries. */
 static void test_tls_memory_buffers(void **state)
 {
 	static const struct kb_tuple CL2 = {"10.0.0.1", 443, "10.0.0.3", 6000};
 	static struct kb b;
-	struct cp_ev_tls_read *e;
 	const struct kb_req *x, *y;
 
 	memset(&b, 0, sizeof(b));
@@ -214,21 +227,17 @@ static void test_tls_memory_buffers(void **state)
 	/* the client's last flight and its request in one read, as curl sends them */
 	arrive(&b, B + U, B + 3 * U, 1517, 120);
 	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
-	kb_tls_read(&b, B + 3 * U + 2000, B + 3 * U + 3000, 100, 100, -1, CL, 28, 0,
-		    "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
-	e = &b.recs[b.n - 1].u.tr;
-	e->family = e->lport = e->rport = 0;
-	memset(e->laddr, 0, sizeof(e->laddr));
-	memset(e->raddr, 0, sizeof(e->raddr));
+	bio_tls(&b, B + 3 * U + 3000, 100, CP_TLS_SSL_READ, "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
 	/* thread 101 reads CL2's request; 100's next SSL_read is CL's still */
 	kb_sock_bytes(&b, B + 4 * U, B + 4 * U + 1000, 100, 101, CP_SOCK_READ, 6, CL2, 74, 3000,
 		      "\x17\x03\x03\x00\x45", 5);
-	kb_tls_read(&b, B + 4 * U + 2000, B + 4 * U + 3000, 100, 101, -1, CL2, 28, 0,
-		    "GET /y HTTP/1.1\r\nHost: a\r\n\r\n");
-	e = &b.recs[b.n - 1].u.tr;
-	e->family = e->lport = e->rport = 0;
+	bio_tls(&b, B + 4 * U + 3000, 101, CP_TLS_SSL_READ, "GET /y HTTP/1.1\r\nHost: a\r\n\r\n");
+	/* SSL_write's plaintext, recorded the same way, then the socket
+	 * write of its ciphertext */
+	bio_tls(&b, B + 6 * U - 3000, 100, CP_TLS_SSL_WRITE, "HTTP/1.1 200 OK\r\n\r\n");
 	kb_sock(&b, B + 6 * U - 1000, B + 6 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 60, 8300,
 		"\x17\x03\x03\x00\x37");
+	bio_tls(&b, B + 7 * U - 3000, 101, CP_TLS_SSL_WRITE, "HTTP/1.1 404 Not Found\r\n\r\n");
 	kb_sock(&b, B + 7 * U - 1000, B + 7 * U, 100, 101, CP_SOCK_WRITE, 6, CL2, 60, 9300,
 		"\x17\x03\x03\x00\x37");
 	assert_int_equal(kb_run(&b), 0);
@@ -239,7 +248,8 @@ static void test_tls_memory_buffers(void **state)
 	assert_int_equal(x->start, B + 3 * U);
 	assert_int_equal(x->end, B + 6 * U);
 	assert_int_equal(y->end, B + 7 * U);
-	assert_string_equal(x->tag, "");
+	assert_string_equal(x->tag, "http.status=200");
+	assert_string_equal(y->tag, "http.status=404");
 	for (uint32_t i = 0; i < b.nreqs; i++)
 		kb_check_tiling(&b.reqs[i]);
 }
