@@ -651,8 +651,9 @@ static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
  * found again, when lost, at a transfer that begins with a frame header.
  *
  * A subprogram of its own (verified once, not in each path of the inlined
- * sock_emit around it), the frame loop a bpf_loop: the flat prefix is
- * copied to the scratch buffer first, the pieces are built after it.
+ * sock_emit around it): the frames the prefix shows whole are read there
+ * in a plain loop, the rest from user memory in a bpf_loop whose state is
+ * in the scratch map, where the pieces are built.
  */
 #define H2_HDR 9
 #define H2_WALK_FRAMES 64
@@ -691,6 +692,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct h2_scratch);
 } h2_scratch SEC(".maps");
+
+/* The length of the frame whose 9-byte header is at h, or -1 when h is not
+ * one (a type past the extensions, the reserved bit, longer than any peer
+ * sends): the frames were lost. */
+static __always_inline __s64 h2_frame_len(const __u8 *h)
+{
+	__u32 flen = (__u32)h[0] << 16 | (__u32)h[1] << 8 | h[2];
+
+	return h[3] > 0x10 || (h[5] & 0x80) || flen > H2_FRAME_SANE ? -1 : flen;
+}
 
 /* Where cp_h2_read puts the bytes: the pieces, or the frame header. */
 #define H2_TO_HDR 0x80000000u
@@ -773,9 +784,9 @@ static long h2_frame(__u32 i, void *ctx)
 	__u32 zero = 0;
 	struct h2_scratch *s = bpf_map_lookup_elem(&h2_scratch, &zero);
 	struct h2_walk *w;
-	__u64 flen, body, from, to;
+	__u64 body, from, to;
 	__u8 h[H2_HDR];
-	__s64 off;
+	__s64 off, flen;
 
 	if (!s)
 		return 1;
@@ -820,9 +831,9 @@ static long h2_frame(__u32 i, void *ctx)
 		w->lost = 1;
 		return 1;
 	}
-	flen = (__u32)h[0] << 16 | (__u32)h[1] << 8 | h[2];
-	if (h[3] > 0x10 || (h[5] & 0x80) || flen > H2_FRAME_SANE) {
-		w->lost = 1; /* not a frame header: the frames were lost */
+	flen = h2_frame_len(h);
+	if (flen < 0) {
+		w->lost = 1;
 		return 1;
 	}
 	/* HEADERS and CONTINUATION: the block; others: the header */
@@ -881,12 +892,12 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 
 		for (int i = 0; i < H2_WALK_FRAMES; i++) {
 			const __u8 *h = &p->b[off & (CP_PAYLOAD_MAX - 1)];
-			__u32 flen;
+			__s64 flen;
 
 			if (off + H2_HDR > flat || off > CP_PAYLOAD_MAX - H2_HDR)
 				break;
-			flen = (__u32)h[0] << 16 | (__u32)h[1] << 8 | h[2];
-			if (h[3] > 0x10 || (h[5] & 0x80) || flen > H2_FRAME_SANE) {
+			flen = h2_frame_len(h);
+			if (flen < 0) {
 				w->lost = 1;
 				break;
 			}

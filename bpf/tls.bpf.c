@@ -121,15 +121,15 @@ int tls_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-/* The plaintext prefix of a read that returned n bytes. h2: the
- * connection's HTTP/2 state (NULL: not known to be HTTP/2); sock: a socket
- * read inside the call gave s its connection (else h2's is the one). */
-static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n, struct tls_h2_conn *h2,
-					  bool sock)
+/* The plaintext prefix of a call (k: its connection's key) that returned
+ * n bytes: a read, or on memory buffers a write. h2: the connection's
+ * HTTP/2 state (NULL: not known to be HTTP/2); sock: a socket read inside
+ * the call gave s its connection (else h2's is the one, or none). */
+static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tls_key *k, __s64 n,
+					  struct tls_h2_conn *h2, bool sock)
 {
 	struct cp_ev_tls_read *e;
 	__u32 limit = cfg_payload_bytes;
-	struct tls_key k = {.ssl = s->ssl, .tgid = bpf_get_current_pid_tgid() >> 32};
 	__u64 len = n, cap, head = 0, pieces = 0;
 
 	/* a client's HTTP/2 preface, read before the server wrote anything
@@ -139,8 +139,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, __s64 n, struct
 		       head == 0x5448202a20495250ull))) { /* "PRI * HT" */
 		struct tls_h2_conn fresh = {};
 
-		bpf_map_update_elem(&tls_h2, &k, &fresh, BPF_NOEXIST);
-		h2 = bpf_map_lookup_elem(&tls_h2, &k);
+		bpf_map_update_elem(&tls_h2, k, &fresh, BPF_NOEXIST);
+		h2 = bpf_map_lookup_elem(&tls_h2, k);
 	}
 	if (h2) {
 		limit = cfg_h2_payload_bytes;
@@ -255,7 +255,7 @@ int tls_return(struct pt_regs *ctx)
 		if (n > 0 && !s->nested && !tls_fd_style(tgid) &&
 		    tls_bio_turn(&k, SOCK_DIR_WRITE) && cfg_payload_bytes &&
 		    !bpf_map_lookup_elem(&tls_h2, &k))
-			tls_read_emit(s, n, NULL, false);
+			tls_read_emit(s, &k, n, NULL, false);
 		return 0;
 	}
 	/* another connection's read (an event loop) leaves it for its own,
@@ -275,6 +275,6 @@ int tls_return(struct pt_regs *ctx)
 		s->want_ssl = 0;
 	if (bio && !tls_bio_turn(&k, SOCK_DIR_READ) && !h2)
 		return 0;
-	tls_read_emit(s, n, h2, sock);
+	tls_read_emit(s, &k, n, h2, sock);
 	return 0;
 }

@@ -388,7 +388,7 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 			jline__u64(j, "unsent", e->unsent);
 		if (e->payload_len)
 			jline__bytes(j, "payload", e->payload, e->payload_len);
-		p = cp_sock_pieces(e, &n);
+		p = cp_pieces(e, &n);
 		pieces_field(j, p, n);
 		break;
 	}
@@ -404,7 +404,7 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 			jline__u64(j, "tcp_seq", e->tcp_seq);
 		if (e->payload_len)
 			jline__bytes(j, "payload", e->payload, e->payload_len);
-		p = cp_tls_read_pieces(e, &n);
+		p = cp_pieces(e, &n);
 		pieces_field(j, p, n);
 		break;
 	}

@@ -659,9 +659,7 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 			    .ts = ts,
 			    .enter = enter};
 
-	uint64_t end;
-
-	x.pieces = cp_sock_pieces(e, &x.npieces);
+	x.pieces = cp_pieces(e, &x.npieces);
 	if (!(e->flags & CP_SOCK_F_TLS) && kp->cn[ci].tls_bio) {
 		/* ciphertext of a library on memory buffers: the reads'
 		 * plaintext comes in CP_EV_TLS_READs, the writes' is not
@@ -675,6 +673,8 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 		/* ciphertext: a read's plaintext comes in its CP_EV_TLS_READ
 		 * (kp__h2_tls_read), a write's is its payload, taken at the
 		 * first socket write of the library call */
+		uint64_t end;
+
 		if (read || !e->payload_len)
 			return 0;
 		x.bytes = e->payload_len;
@@ -702,7 +702,7 @@ int kp__h2_tls_read(struct kp *kp, uint32_t ci, const struct cp_ev_tls_read *e, 
 			    /* on ts's clock: the source's alignment, as ts has it */
 			    .enter = e->enter_ts <= e->h.ts ? ts - (e->h.ts - e->enter_ts) : ts};
 
-	x.pieces = cp_tls_read_pieces(e, &x.npieces);
+	x.pieces = cp_pieces(e, &x.npieces);
 	return transfer(kp, ci, x, true);
 }
 

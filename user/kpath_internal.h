@@ -35,8 +35,9 @@
 #define KP_IDLE_FINISH_NS 1000000000ull /* a response idle this long is complete */
 #define KP_HOLD_MAX_NS 30000000000ull	/* an open request holds state back this long at most */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
-#define KP_TLS_BIO_NS 100000000ull /* a socket read → a TLS read on memory buffers decrypting it \
-				    */
+/* a socket read → the TLS read on memory buffers that decrypts it (and a
+ * TLS write there → the socket write that carries it) */
+#define KP_TLS_BIO_NS 100000000ull
 /* A finished request waits this long (stream time past its end) before it
  * goes out: the recorder writes a loss window when it notices the drops,
  * ~100 ms after them, and a request overlapping one must be marked partial. */
@@ -166,8 +167,8 @@ struct kp_thread {
 	 * given it (kp__conn_tls_read) */
 	uint32_t read_conn;
 	uint64_t read_ts;
-	/* the HTTP status of its last TLS write on memory buffers, and when:
-	 * for its next socket write (kp__conn_tls_read) */
+	/* the HTTP status of its last TLS write on memory buffers, and when
+	 * (kp__conn_tls_read): for its next socket write (conn_write) */
 	uint16_t bio_status;
 	uint64_t bio_status_ts;
 	uint32_t ctx_hint;  /* kpath_walk.c: the context it looked at last */

@@ -131,6 +131,12 @@ const char *cp_prev_state_name(uint8_t state);	/* "preempted", "blocked", "dead"
 const char *cp_futex_op_name(uint8_t call, uint32_t op);
 const char *cp_futex_call_name(uint8_t call);	/* "futex", "futex_wait", … */
 
+/* A little-endian 32-bit field of a piece header. */
+static inline uint64_t cp_piece_le32(const uint8_t *p)
+{
+	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+}
+
 /*
  * The pieces of a socket record past its prefix (CP_SOCK_F_PIECES): the
  * one at *pc of the n bytes at p, its offset in the transfer, its bytes and
@@ -144,8 +150,7 @@ static inline bool cp_sock_piece_next(const uint8_t *p, uint32_t n, uint32_t *pc
 
 	if (*pc > n || n - *pc < sizeof(struct cp_sock_piece))
 		return false;
-	*off =
-	    (uint64_t)ph[0] | (uint64_t)ph[1] << 8 | (uint64_t)ph[2] << 16 | (uint64_t)ph[3] << 24;
+	*off = cp_piece_le32(ph);
 	*len = ph[4] | (uint32_t)ph[5] << 8;
 	if (!*len || *len > n - *pc - sizeof(struct cp_sock_piece))
 		return false;
@@ -166,27 +171,22 @@ static inline uint64_t cp_sock_pieces_end(const uint8_t *p, uint32_t n)
 		;
 	if (n - pc < sizeof(struct cp_sock_piece) || p[pc + 4] || p[pc + 5])
 		return 0;
-	return (uint64_t)p[pc] | (uint64_t)p[pc + 1] << 8 | (uint64_t)p[pc + 2] << 16 |
-	       (uint64_t)p[pc + 3] << 24;
+	return cp_piece_le32(p + pc);
 }
 
-/* The pieces of socket record e: where they begin, and *n their bytes
- * (0: none). */
-static inline const uint8_t *cp_sock_pieces(const struct cp_ev_sock *e, uint32_t *n)
+/* The pieces of record h (a socket record or a TLS read: payload, its
+ * payload_len and flags): where they begin, and *n their bytes (0: none).
+ * cp_pieces(e, &n) for either record. */
+static inline const uint8_t *cp_rec_pieces(const struct cp_hdr *h, const uint8_t *payload,
+					   uint16_t payload_len, uint8_t flags, uint32_t *n)
 {
-	size_t at = offsetof(struct cp_ev_sock, payload) + e->payload_len;
+	const uint8_t *at = payload + payload_len;
+	size_t used = (size_t)(at - (const uint8_t *)h);
 
-	*n = (e->flags & CP_SOCK_F_PIECES) && e->h.size > at ? (uint32_t)(e->h.size - at) : 0;
-	return e->payload + e->payload_len;
+	*n = (flags & CP_SOCK_F_PIECES) && h->size > used ? (uint32_t)(h->size - used) : 0;
+	return at;
 }
 
-/* The same for the plaintext of a TLS read. */
-static inline const uint8_t *cp_tls_read_pieces(const struct cp_ev_tls_read *e, uint32_t *n)
-{
-	size_t at = offsetof(struct cp_ev_tls_read, payload) + e->payload_len;
-
-	*n = (e->flags & CP_SOCK_F_PIECES) && e->h.size > at ? (uint32_t)(e->h.size - at) : 0;
-	return e->payload + e->payload_len;
-}
+#define cp_pieces(e, n) cp_rec_pieces(&(e)->h, (e)->payload, (e)->payload_len, (e)->flags, n)
 
 #endif /* CRITPATH_RECORDING_H */
