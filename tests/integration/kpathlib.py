@@ -348,6 +348,17 @@ def describe(req, limit=20):
     return "\n".join(out)
 
 
+def run_counted(argv, pattern, timeout=60):
+    """Runs a load generator to its end; returns the count its output's
+    pattern (one group) says. RuntimeError when it failed or did not say."""
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    m = re.search(pattern, r.stdout)
+    if r.returncode != 0 or not m:
+        raise RuntimeError(f"{os.path.basename(argv[0])}: exit {r.returncode}: "
+                           f"{r.stdout[-500:]} {r.stderr[-500:]}")
+    return int(m.group(1))
+
+
 def run_client(port, n, extra=(), timeout=120):
     argv = [os.path.join(WORKLOADS, "kp_client"), "--port", str(port), "--n", str(n), *extra]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)

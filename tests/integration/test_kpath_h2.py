@@ -219,13 +219,7 @@ def node_case(tap, node):
     done = []
 
     def drive():
-        r = subprocess.run([node, cjs, str(port), str(ROUNDS)], capture_output=True,
-                           text=True, timeout=120)
-        m = re.search(r"DONE (\d+)", r.stdout)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"client: exit {r.returncode}: {r.stdout[-300:]} "
-                               f"{r.stderr[-500:]}")
-        done.append(int(m.group(1)))
+        done.append(K.run_counted([node, cjs, str(port), str(ROUNDS)], r"DONE (\d+)", 120))
     rep, path = K.record_workload(tap, "h2", [server.pid], drive, seconds=6)
     if rep is None:
         K.stop(server)
@@ -341,12 +335,7 @@ def grpc_case(tap):
     done = []
 
     def drive():
-        r = subprocess.run([exe, "client", str(port), "100"], capture_output=True, text=True,
-                           timeout=120)
-        m = re.search(r"DONE (\d+)", r.stdout)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"client: exit {r.returncode}: {r.stderr[-500:]}")
-        done.append(int(m.group(1)))
+        done.append(K.run_counted([exe, "client", str(port), "100"], r"DONE (\d+)", 120))
     rep, path = K.record_workload(tap, "h2grpc", [server.pid], drive, seconds=5)
     K.stop(server)
     if rep is None:

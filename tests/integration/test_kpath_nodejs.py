@@ -16,7 +16,6 @@ executable; each plaintext, recorded without a connection, names the
 request of its thread's last socket read."""
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -82,11 +81,7 @@ def https_case(tap, node):
     done = []
 
     def drive():
-        r = subprocess.run([node, cli, str(port)], capture_output=True, text=True, timeout=60)
-        m = re.search(r"DONE (\d+)", r.stdout)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"client: exit {r.returncode}: {r.stdout[-500:]} {r.stderr[-500:]}")
-        done.append(int(m.group(1)))
+        done.append(K.run_counted([node, cli, str(port)], r"DONE (\d+)"))
     rep, path = K.record_workload(tap, "nodejs_https", [server.pid], drive, seconds=6)
     K.stop(server)
     if rep is None:
@@ -131,12 +126,8 @@ def main():
     sent = []
 
     def drive():
-        r = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", "3s", f"http://127.0.0.1:{port}/"],
-                           capture_output=True, text=True, timeout=60)
-        m = re.search(r"(\d+) requests in", r.stdout)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"wrk: exit {r.returncode}: {r.stdout[-500:]} {r.stderr[-500:]}")
-        sent.append(int(m.group(1)))
+        sent.append(K.run_counted(["wrk", "-t", "2", "-c", "8", "-d", "3s",
+                                   f"http://127.0.0.1:{port}/"], r"(\d+) requests in"))
     rep, path = K.record_workload(tap, "nodejs", [server.pid], drive, seconds=7)
     K.stop(server)
     if rep is None:

@@ -34,6 +34,15 @@ static void arrive(struct kb *b, uint64_t from, uint64_t at, uint32_t seq, uint3
 	kb_switch(b, at, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "https");
 }
 
+/* The ClientHello arrives at B and the server answers at B + 1 unit with
+ * its first flight of server_bytes, whose record header is flight. */
+static void hello(struct kb *b, int64_t server_bytes, const char *flight)
+{
+	arrive(b, B - 50 * U, B, 1000, 5);
+	kb_sock(b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
+	kb_sock(b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, server_bytes, 7000, flight);
+}
+
 /* One request over TLS whose bytes arrive at B + at units and whose
  * response is written at B + end units: SSL_read's two socket reads (the
  * record's header, then its body: flagged, no payload), the plaintext at
@@ -64,10 +73,7 @@ static void build_connection(struct kb *b, bool plaintext)
 {
 	memset(b, 0, sizeof(*b));
 	kb_proc(b, 100, "https");
-	arrive(b, B - 50 * U, B, 1000, 5);
-	kb_sock(b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
-	kb_sock(b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, 1300, 7000,
-		"\x16\x03\x03\x00\x7a");
+	hello(b, 1300, "\x16\x03\x03\x00\x7a");
 	arrive(b, B + U, B + 3 * U, 1517, 80);
 	kb_sock(b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 6, 1517, CCS);
 	kb_sock(b, B + 4 * U - 1000, B + 4 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 510, 8300,
@@ -156,10 +162,7 @@ static void build_third_flight(struct kb *b, bool with_hook)
 	kb_proc(b, 100, "https");
 	if (with_hook)
 		captured(b);
-	arrive(b, B - 50 * U, B, 1000, 5);
-	kb_sock(b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
-	kb_sock(b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, 99, 7000,
-		"\x16\x03\x03\x00\x58");
+	hello(b, 99, "\x16\x03\x03\x00\x58");
 	arrive(b, B + U, B + 2 * U, 1517, 80);
 	kb_sock(b, B + U + 100, B + 2 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 6, 1517, CCS);
 	kb_sock(b, B + 3 * U - 1000, B + 3 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 1300, 7099,
@@ -220,10 +223,7 @@ static void test_tls_memory_buffers(void **state)
 	memset(&b, 0, sizeof(b));
 	kb_proc(&b, 100, "https");
 	captured(&b);
-	arrive(&b, B - 50 * U, B, 1000, 5);
-	kb_sock(&b, B - 50 * U - 1, B + 1000, 100, 100, CP_SOCK_READ, 5, CL, 5, 1000, CLIENT_HELLO);
-	kb_sock(&b, B + U - 1000, B + U, 100, 100, CP_SOCK_WRITE, 5, CL, 1300, 7000,
-		"\x16\x03\x03\x00\x7a");
+	hello(&b, 1300, "\x16\x03\x03\x00\x7a");
 	/* the client's last flight and its request in one read, as curl sends them */
 	arrive(&b, B + U, B + 3 * U, 1517, 120);
 	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
