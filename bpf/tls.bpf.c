@@ -58,9 +58,10 @@ struct {
  * and hands the ciphertext to OpenSSL, so no socket read is ever inside
  * SSL_read. A process none of whose reads had one has its reads' plaintext
  * recorded without a connection (fd -1): the report gives each the
- * connection of its thread's last socket read. As for sockets, only the
- * first read after a write, per SSL * (tls_bio: the direction of its last
- * call), unless it is HTTP/2.
+ * connection of its thread's last socket read, and each write's plaintext
+ * (recorded the same way) to its thread's next socket write. As for
+ * sockets, only the first call after a change of direction, per SSL *
+ * (tls_bio: the direction of its last call), unless it is HTTP/2.
  */
 __u64 tls_fd_bits[TARGET_WORDS]; /* tgids whose calls move the socket's bytes inside */
 
@@ -122,11 +123,12 @@ int tls_enter(struct pt_regs *ctx)
 }
 
 /* The plaintext prefix of a call (k: its connection's key) that returned
- * n bytes: a read, or on memory buffers a write. h2: the connection's
- * HTTP/2 state (NULL: not known to be HTTP/2); sock: a socket read inside
- * the call gave s its connection (else h2's is the one, or none). */
+ * n bytes: a read, or on memory buffers a write (d: 0 read, 1 write, as
+ * cp_h2_walk's directions). h2: the connection's HTTP/2 state (NULL: not
+ * known to be HTTP/2); sock: a socket read inside the call gave s its
+ * connection (else h2's is the one, or none). */
 static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tls_key *k, __s64 n,
-					  struct tls_h2_conn *h2, bool sock)
+					  struct tls_h2_conn *h2, bool sock, __u32 d)
 {
 	struct cp_ev_tls_read *e;
 	__u32 limit = cfg_payload_bytes;
@@ -181,7 +183,7 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 		len = 0;
 	if (h2 && len)
 		pieces = cp_h2_walk(&h2->st, (struct h2_room *)e->payload, s->buf, 0,
-				    H2_XFER(n, len, 0, 0));
+				    H2_XFER(n, len, d, 0));
 	hdr_fill(&e->h, CP_EV_TLS_READ,
 		 CP_ALIGN(offsetof(struct cp_ev_tls_read, payload) + len + pieces),
 		 bpf_ktime_get_ns());
@@ -248,14 +250,16 @@ int tls_return(struct pt_regs *ctx)
 		__sync_fetch_and_or(&tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)],
 				    1ull << (tgid & 63));
 	if (tls_call_writes(s->call)) {
-		/* on memory buffers, the first write after a read: its
-		 * plaintext (the response's status line), for the socket
-		 * write the thread makes next */
+		/* on memory buffers, for the socket write the thread makes
+		 * next: the first write after a read (the response's status
+		 * line), and on HTTP/2 every write, its frames followed (the
+		 * streams' ends) */
 		n = tls_moved(ctx, s);
-		if (n > 0 && !s->nested && !tls_fd_style(tgid) &&
-		    tls_bio_turn(&k, SOCK_DIR_WRITE) && cfg_payload_bytes &&
-		    !bpf_map_lookup_elem(&tls_h2, &k))
-			tls_read_emit(s, &k, n, NULL, false);
+		if (n <= 0 || s->nested || tls_fd_style(tgid) || !cfg_payload_bytes)
+			return 0;
+		h2 = bpf_map_lookup_elem(&tls_h2, &k);
+		if (tls_bio_turn(&k, SOCK_DIR_WRITE) || h2)
+			tls_read_emit(s, &k, n, h2, false, 1);
 		return 0;
 	}
 	/* another connection's read (an event loop) leaves it for its own,
@@ -275,6 +279,6 @@ int tls_return(struct pt_regs *ctx)
 		s->want_ssl = 0;
 	if (bio && !tls_bio_turn(&k, SOCK_DIR_READ) && !h2)
 		return 0;
-	tls_read_emit(s, &k, n, h2, sock);
+	tls_read_emit(s, &k, n, h2, sock, 0);
 	return 0;
 }
