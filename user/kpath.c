@@ -210,6 +210,13 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 		    "(reset by the client, or answered in bytes the recording did not keep "
 		    "before their connection closed)",
 		    (unsigned long long)kp.h2_unanswered);
+	if (kp.bio_wr_unsent)
+		engine__warn(
+		    e,
+		    "%llu TLS writes on memory buffers (Node.js) were followed by no socket "
+		    "write of their thread within %llu ms: their plaintext was not used",
+		    (unsigned long long)kp.bio_wr_unsent,
+		    (unsigned long long)(KP_TLS_BIO_NS / 1000000));
 	if (kp.udp_unknown)
 		engine__warn(e,
 			     "%llu datagrams read on unconnected UDP sockets came from senders not "

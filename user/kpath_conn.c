@@ -729,6 +729,7 @@ static void conn_reset(struct kp_conn *c)
 	c->role_guessed = 0; /* its accept or connect says */
 	c->tls_seen = 0;
 	c->tls_bio = 0;
+	c->bio_wr_seen = 0;
 	kp__h2_free(c);
 }
 
@@ -934,6 +935,43 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
 }
 
+/* A TLS write on memory buffers (Node.js): its plaintext, kept for the
+ * socket write its thread makes next (conn_write), which carries its
+ * ciphertext. Writes left waiting past KP_TLS_BIO_NS, or past
+ * KP_BIO_WR_MAX, had none: counted, not used. */
+static int bio_wr_keep(struct kp *kp, struct kp_thread *t, const struct cp_ev_tls_read *e,
+		       uint64_t ts)
+{
+	uint32_t size = e->h.size;
+
+	if (t->nbio_wr && (ts < t->bio_wr_ts || ts - t->bio_wr_ts >= KP_TLS_BIO_NS)) {
+		kp->bio_wr_unsent += t->nbio_wr;
+		t->nbio_wr = t->bio_wr_len = 0;
+	}
+	if (t->bio_wr_len + size > KP_BIO_WR_MAX) {
+		kp->bio_wr_unsent++;
+		return 0;
+	}
+	if (t->bio_wr_len + size > t->capbio_wr) {
+		uint32_t cap = t->capbio_wr ? t->capbio_wr : 4096;
+		uint8_t *b;
+
+		while (cap < t->bio_wr_len + size)
+			cap *= 2;
+		b = realloc(t->bio_wr, cap);
+		if (!b)
+			return -ENOMEM;
+		t->bio_wr = b;
+		t->capbio_wr = cap;
+	}
+	memcpy(t->bio_wr + t->bio_wr_len, e, size);
+	if (!t->nbio_wr)
+		t->bio_wr_ts = ts;
+	t->bio_wr_len += size;
+	t->nbio_wr++;
+	return 0;
+}
+
 int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts)
 {
 	struct kp_addr a;
@@ -945,14 +983,8 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;
-	if (e->call == CP_TLS_SSL_WRITE || e->call == CP_TLS_SSL_WRITE_EX) {
-		/* on memory buffers: the response the thread's next socket
-		 * write carries (conn_write) */
-		kp->th[thread].bio_status =
-		    (uint16_t)proto__http_status(e->payload, e->payload_len);
-		kp->th[thread].bio_status_ts = ts;
-		return 0;
-	}
+	if (e->call == CP_TLS_SSL_WRITE || e->call == CP_TLS_SSL_WRITE_EX)
+		return bio_wr_keep(kp, &kp->th[thread], e, ts);
 	/* the connection of the socket read inside it: known by then */
 	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
 		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
@@ -997,6 +1029,8 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 {
 	struct kp_conn *c = &kp->cn[ci];
 	struct kp_thread *t = &kp->th[thread];
+	bool bio = c->tls_bio && !(e->flags & CP_SOCK_F_TLS) && t->nbio_wr;
+	uint16_t bio_status = 0;
 	struct kp_write *w;
 	int err;
 
@@ -1010,11 +1044,26 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	w->thread = thread;
 	w->seq = e->tcp_seq;
 	w->bytes = e->bytes;
-	err = h2_check(c, e->payload, e->payload_len);
+	if (bio) {
+		/* the plaintext of the thread's TLS writes before it (Node.js;
+		 * an HTTP/2 client's preface shows what the connection speaks);
+		 * an HTTP/1 response's status from the first, the writes after
+		 * the handshake's coming first */
+		const struct cp_ev_tls_read *r = (const void *)t->bio_wr;
+
+		c->bio_wr_seen = 1;
+		err = h2_check(c, r->payload, r->payload_len);
+		if (!c->h2 && t->bio_wr_ts <= ts && ts - t->bio_wr_ts < KP_TLS_BIO_NS)
+			bio_status = (uint16_t)proto__http_status(r->payload, r->payload_len);
+	} else {
+		err = h2_check(c, e->payload, e->payload_len);
+	}
 	if (err)
 		return err;
 	if (c->h2)
 		return kp__h2_transfer(kp, ci, e, thread, ts, enter, false);
+	if (bio)
+		t->nbio_wr = t->bio_wr_len = 0;
 	if (c->role == KP_ROLE_CLIENT) {
 		if (c->phase != KP_PH_WRITING) {
 			proto__request_name(e->payload, e->payload_len, c->last_name,
@@ -1029,14 +1078,8 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		c->req.status = proto__http_status(e->payload, e->payload_len);
 		c->phase = KP_PH_WRITING;
 	}
-	if (c->tls_bio && !(e->flags & CP_SOCK_F_TLS) && t->bio_status) {
-		/* its plaintext's (Node.js), from the thread's TLS write just
-		 * before; the writes after the handshake's come first */
-		if (!c->req.status && t->bio_status_ts <= ts &&
-		    ts - t->bio_status_ts < KP_TLS_BIO_NS)
-			c->req.status = t->bio_status;
-		t->bio_status = 0;
-	}
+	if (!c->req.status)
+		c->req.status = bio_status;
 	c->req.end = ts;
 	c->req.writer = thread;
 	c->req.unsent = e->unsent; /* the last write's is what the client waits for */

@@ -198,6 +198,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 		kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
 		kp__win_free((void **)&t->ctx, &t->ctxoff, sizeof(*t->ctx));
+		free(t->bio_wr);
 	}
 	free(kp->probes);
 	kp_map__free(&kp->probemap);

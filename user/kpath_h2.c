@@ -647,6 +647,58 @@ static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 	return finish_ended(kp, ci);
 }
 
+/* A socket write (x) of a library on memory buffers: the frames are the
+ * plaintext of the thread's TLS writes it carries (kp_thread.bio_wr), each
+ * passed as a transfer of its own that left at x's exit. A write with none
+ * carries the library's own records (a session ticket, an alert). */
+static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
+{
+	struct kp_thread *t = &kp->th[x.thread];
+	uint32_t len = t->bio_wr_len, cap = t->capbio_wr, n = t->nbio_wr, lo = 0, hi = 0;
+	uint8_t *buf = t->bio_wr;
+	int err = 0;
+
+	x.d = kp->cn[ci].role != KP_ROLE_CLIENT ? H2_DOWN : H2_UP;
+	if (!n)
+		return 0;
+	/* the thread's state may move while the frames are passed */
+	t->bio_wr = NULL;
+	t->nbio_wr = t->bio_wr_len = t->capbio_wr = 0;
+	for (uint32_t off = 0; off < len && !err;) {
+		const struct cp_ev_tls_read *r = (const void *)(buf + off);
+		struct h2_xfer y = x;
+
+		y.payload = r->payload;
+		y.plen = r->payload_len;
+		y.bytes = r->bytes > 0 ? (uint64_t)r->bytes : 0;
+		y.tls = true;
+		y.pieces = cp_pieces(r, &y.npieces);
+		err = parse(kp, ci, &y);
+		if (y.sid_hi) {
+			lo = !hi || y.sid_lo < lo ? y.sid_lo : lo;
+			hi = y.sid_hi > hi ? y.sid_hi : hi;
+		}
+		off += r->h.size; /* whole records, copied (bio_wr_keep) */
+	}
+	t = &kp->th[x.thread];
+	if (!t->bio_wr) {
+		t->bio_wr = buf;
+		t->capbio_wr = cap;
+	} else {
+		free(buf);
+	}
+	if (err)
+		return err;
+	if (x.d == H2_UP)
+		kp->cn[ci].h2->up_prev_exit = x.ts;
+	if (kp->cn[ci].role != KP_ROLE_SERVER)
+		return 0;
+	err = kp__tl_call_streams(kp, x.thread, x.ts, ci, lo, hi);
+	if (err)
+		return err;
+	return finish_ended(kp, ci);
+}
+
 int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		    uint64_t ts, uint64_t enter, bool read)
 {
@@ -662,10 +714,13 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 	x.pieces = cp_pieces(e, &x.npieces);
 	if (!(e->flags & CP_SOCK_F_TLS) && kp->cn[ci].tls_bio) {
 		/* ciphertext of a library on memory buffers: the reads'
-		 * plaintext comes in CP_EV_TLS_READs, the writes' is not
-		 * recorded (their streams' ends are not seen) */
+		 * plaintext comes in CP_EV_TLS_READs, the writes' in the
+		 * thread's TLS writes before this one (an older recorder kept
+		 * none: their streams' ends are not seen) */
 		if (read)
 			return 0;
+		if (kp->cn[ci].bio_wr_seen)
+			return bio_writes(kp, ci, x);
 		x.plen = 0;
 		x.pieces = NULL;
 		x.npieces = 0;

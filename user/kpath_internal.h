@@ -38,6 +38,9 @@
 /* a socket read → the TLS read on memory buffers that decrypts it (and a
  * TLS write there → the socket write that carries it) */
 #define KP_TLS_BIO_NS 100000000ull
+/* a thread's TLS writes on memory buffers waiting for its socket write, at
+ * most (bytes of their records) */
+#define KP_BIO_WR_MAX (256u << 10)
 /* A finished request waits this long (stream time past its end) before it
  * goes out: the recorder writes a loss window when it notices the drops,
  * ~100 ms after them, and a request overlapping one must be marked partial. */
@@ -167,10 +170,14 @@ struct kp_thread {
 	 * given it (kp__conn_tls_read) */
 	uint32_t read_conn;
 	uint64_t read_ts;
-	/* the HTTP status of its last TLS write on memory buffers, and when
-	 * (kp__conn_tls_read): for its next socket write (conn_write) */
-	uint16_t bio_status;
-	uint64_t bio_status_ts;
+	/* its TLS writes on memory buffers (Node.js) its socket writes have
+	 * not carried yet: copies of their records, nbio_wr of them in
+	 * bio_wr_len bytes, the first at bio_wr_ts (kp__conn_tls_read), for
+	 * its next socket write on a connection of such a library (conn_write:
+	 * an HTTP/1 response's status; HTTP/2's frames, kp__h2_transfer) */
+	uint8_t *bio_wr;
+	uint32_t nbio_wr, bio_wr_len, capbio_wr;
+	uint64_t bio_wr_ts;
 	uint32_t ctx_hint;  /* kpath_walk.c: the context it looked at last */
 	struct kp_probe_ev *pev;
 	uint32_t npev, cappev, pevoff;
@@ -300,6 +307,10 @@ struct kp_conn {
 	 * without a connection was given it): its socket transfers are all
 	 * ciphertext, none inside a library call */
 	uint8_t tls_bio;
+	/* and its writes' plaintext was recorded (TLS writes of such a
+	 * library, kp_thread.bio_wr): a socket write without one carries the
+	 * library's own records */
+	uint8_t bio_wr_seen;
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	/* a client connection: the server connection whose request its
 	 * last write was made for (struct kp_ctx), index + 1, 0 = none */
@@ -498,6 +509,9 @@ struct kp {
 	 * whose unseen bytes may have ended them; not named; asked for and
 	 * never answered; transfers whose frames went on past the prefix */
 	uint64_t h2_requests, h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
+	/* TLS writes on memory buffers no socket write of their thread
+	 * carried within KP_TLS_BIO_NS (or past KP_BIO_WR_MAX waiting) */
+	uint64_t bio_wr_unsent;
 	struct {
 		char service[KP_NAME_LEN];
 		uint64_t n;

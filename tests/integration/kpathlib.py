@@ -173,9 +173,10 @@ class Recording:
         return " ".join(self.argv)
 
 
-def report_json(path):
-    """Returns (report dict or None, error string)."""
-    argv = [CRITPATH, "report", path, "--format", "json"]
+def report_json(path, extra=()):
+    """Returns (report dict or None, error string); extra: more report
+    options (["--tag", "http.status=200"])."""
+    argv = [CRITPATH, "report", path, "--format", "json"] + list(extra)
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:

@@ -400,8 +400,8 @@ def node_tls_case(tap, node):
     """Node.js's http2 over TLS: its OpenSSL, linked into node, runs on memory
     buffers (no socket read inside SSL_read): each read's plaintext is
     recorded without a connection and the report gives it its thread's last
-    socket read's. The writes' plaintext is not recorded there: streams end,
-    uncertain, at the first write after them."""
+    socket read's; each write's, its thread's next socket write. Every
+    stream ends where its END_STREAM went out, with its :status."""
     d = K.workdir("h2node_tls")
     kc = K.tls_cert(d)
     if not tap.ok("node tls: a certificate", kc is not None):
@@ -420,6 +420,12 @@ def node_tls_case(tap, node):
            f"from their plaintext; h2load completed {n}",
            n and names == {"GET /index.html": n // 2, "GET /big.txt": n // 2},
            f"{names}; warnings {h2_warnings(rep)}; recording {path}")
+    tagged, err = K.report_json(path, ["--tag", "http.status=200"])
+    ok = K.service_requests(tagged or {}, port)
+    tap.ok(f"node tls: no HTTP/2 warning (every stream's end seen in SSL_write's plaintext), "
+           f"{len(ok)} of {len(reqs)} with :status 200",
+           not h2_warnings(rep) and n and len(ok) == len(reqs),
+           f"warnings {rep.get('warnings')}; {err}; recording {path}")
 
 
 def nghttpd_tls_case(tap):

@@ -14,7 +14,6 @@ buffers, the event loop reading the socket itself and handing the
 ciphertext to SSL_read. The recorder attaches its TLS probes to the
 executable; each plaintext, recorded without a connection, names the
 request of its thread's last socket read."""
-import json
 import os
 import shutil
 import subprocess
@@ -94,13 +93,11 @@ def https_case(tap, node):
     tap.ok(f"nodejs https: the {n} requests named GET /item/{{n}} from their plaintext, "
            f"the rest handshakes", n == 100 and names.get("GET /item/{n}") == n
            and set(names) <= {"GET /item/{n}", "TLS handshake"}, f"{names}; recording {path}")
-    r = subprocess.run([CRITPATH, "report", path, "--tag", "http.status=200", "--format", "json"],
-                       capture_output=True, text=True, timeout=120)
-    ok = [q for q in (json.loads(r.stdout).get("requests", []) if r.returncode == 0 else [])
-          if q["name"] == "GET /item/{n}"]
+    tagged, err = K.report_json(path, ["--tag", "http.status=200"])
+    ok = [q for q in (tagged or {}).get("requests", []) if q["name"] == "GET /item/{n}"]
     tap.ok(f"nodejs https: {len(ok)} of them carry http.status=200, from the plaintext of "
            f"SSL_write (recorded without a connection, for the thread's next socket write)",
-           len(ok) == n, r.stderr[-500:])
+           len(ok) == n, err)
     hooks = [h for h in R.Dump(path).of("hook") if h.get("name") == f"tls pid {server.pid}"]
     tap.ok("nodejs https: TLS probes on the node executable itself",
            hooks and hooks[0].get("status") == "attached" and "node" in hooks[0].get("detail", ""),

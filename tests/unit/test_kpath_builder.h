@@ -83,6 +83,7 @@ struct kb {
 	/* kp's HTTP/2 counts: requests ended at a write that may have ended
 	 * them, not named, never answered; reads with frames not seen */
 	uint64_t h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
+	uint64_t bio_wr_unsent;	       /* TLS writes on memory buffers no socket write carried */
 	uint32_t piece_rec, piece_end; /* kb_piece's record, and its pieces' end */
 };
 
@@ -578,6 +579,7 @@ static inline int kb_run(struct kb *b)
 	b->h2_unnamed = kp.h2_unnamed;
 	b->h2_unanswered = kp.h2_unanswered;
 	b->h2_lost = kp.h2_lost;
+	b->bio_wr_unsent = kp.bio_wr_unsent;
 	kp__free(&kp);
 	return err;
 }

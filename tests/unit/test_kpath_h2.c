@@ -511,6 +511,110 @@ static void test_tls_pieces(void **state)
 	assert_int_equal(b->h2_uncertain + b->h2_unnamed + b->h2_unanswered + b->h2_lost, 0);
 }
 
+/* A library on memory buffers (Node.js): the thread reads the ciphertext
+ * itself, SSL_read and SSL_write move plaintext without a connection (fd
+ * -1), each write's for the thread's next socket write. */
+static void bio_tls(struct kb *b, uint64_t at, uint8_t call, const uint8_t *p, size_t n)
+{
+	struct cp_ev_tls_read *e = (void *)kb_new(
+	    b, CP_EV_TLS_READ, (uint16_t)CP_ALIGN(offsetof(struct cp_ev_tls_read, payload) + n), at,
+	    0, 100, 100);
+
+	e->enter_ts = at - 500;
+	e->bytes = (int64_t)n;
+	e->fd = -1;
+	e->call = call;
+	e->payload_len = (uint16_t)n;
+	memcpy(e->payload, p, n);
+}
+
+/* The exchange of test_memory_buffers: two streams asked for in one read;
+ * the first answered whole by the socket write at B + 1 ms, the second's
+ * HEADERS there and its last DATA in one of two TLS writes that the
+ * socket write at B + 3 ms carries; at B + 4 ms a socket write of the
+ * library's own (a session ticket). writes: whether the TLS writes' records
+ * are there (an older recorder kept none). */
+static void build_memory_buffers(struct kb *b, bool writes)
+{
+	static const uint8_t ciph[] = "\x17\x03\x03\x00\x45";
+	static const uint8_t st200 = 0x88;
+	uint8_t p[256];
+	size_t n = 0;
+
+	server_runs(b);
+	opening(p, &n);
+	get(p, &n, 1, "/m1");
+	get(p, &n, 3, "/m2");
+	rd(b, B, 1000, ciph, 5, (int64_t)n + 22);
+	bio_tls(b, B + 3000, CP_TLS_SSL_READ, p, n);
+	n = 0;
+	fr(p, &n, SETTINGS, 0, 0, NULL, 0);
+	answer(p, &n, 1, true);
+	fr(p, &n, HEADERS, 0x4, 3, &st200, 1);
+	if (writes)
+		bio_tls(b, B + U - 3000, CP_TLS_SSL_WRITE, p, n);
+	wr(b, B + U, 7000, ciph, 5, (int64_t)n + 22);
+	n = 0;
+	fr(p, &n, DATA, 0, 3, "ab", 2);
+	if (writes)
+		bio_tls(b, B + 3 * U - 3000, CP_TLS_SSL_WRITE, p, n);
+	n = 0;
+	fr(p, &n, DATA, 0x1, 3, "cd", 2);
+	if (writes)
+		bio_tls(b, B + 3 * U - 2000, CP_TLS_SSL_WRITE, p, n);
+	wr(b, B + 3 * U, 8000, ciph, 5, 2 * (11 + 22));
+	wr(b, B + 4 * U, 9000, ciph, 5, 200);
+}
+
+/* On memory buffers the streams end at the socket writes that carried
+ * their END_STREAM, from the plaintext of the TLS writes before them;
+ * without those records (an older recorder), each ends, uncertain, at the
+ * first write after it. */
+static void test_memory_buffers(void **state)
+{
+	struct kb *b = *state;
+
+	build_memory_buffers(b, true);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_int_equal(kb_find_name(b, "GET /m1")->start, B);
+	assert_int_equal(kb_find_name(b, "GET /m1")->end, B + U);
+	assert_int_equal(kb_find_name(b, "GET /m2")->end, B + 3 * U);
+	assert_string_equal(kb_find_name(b, "GET /m2")->tag, "http.status=200");
+	kb_check_tiling(kb_find_name(b, "GET /m2"));
+	assert_int_equal(b->h2_uncertain + b->h2_unnamed + b->h2_unanswered + b->h2_lost, 0);
+	assert_int_equal(b->bio_wr_unsent, 0);
+
+	memset(b, 0, sizeof(*b));
+	build_memory_buffers(b, false);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_int_equal(kb_find_name(b, "GET /m1")->end, B + U);
+	assert_int_equal(kb_find_name(b, "GET /m2")->end, B + U);
+	assert_int_equal(b->h2_uncertain, 2);
+}
+
+/* A TLS write on memory buffers no socket write of its thread carries
+ * within 100 ms is counted, not used: the next socket write is another's. */
+static void test_memory_buffers_unsent(void **state)
+{
+	struct kb *b = *state;
+	uint8_t p[64];
+	size_t n = 0;
+
+	build_memory_buffers(b, true);
+	fr(p, &n, DATA, 0x1, 99, "zz", 2);
+	bio_tls(b, B + 5 * U, CP_TLS_SSL_WRITE, p, n);
+	n = 0;
+	fr(p, &n, SETTINGS, 0x1, 0, NULL, 0);
+	bio_tls(b, B + 200 * U, CP_TLS_SSL_WRITE, p, n);
+	wr(b, B + 200 * U + 1000, 9500, (const uint8_t *)"\x17\x03\x03\x00\x45", 5, 40);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_int_equal(b->bio_wr_unsent, 1);
+	assert_int_equal(b->h2_uncertain + b->h2_lost, 0);
+}
+
 /* Random frames, lengths and cuts on an HTTP/2 connection, reads and
  * writes, with payload prefixes that stop anywhere: every request still
  * tiles, and nothing reads past what it was given (run under ASan too). */
@@ -603,6 +707,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pieces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_pieces, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_memory_buffers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_memory_buffers_unsent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
 
