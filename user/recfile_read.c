@@ -16,9 +16,16 @@
  * older one. At most WINDOW_FRAMES frames (WINDOW_BYTES raw) are held
  * decompressed; a record later than that window goes out late, and is
  * counted (reorder_forced). Memory is bounded by the window, not the file.
+ *
+ * In time order a helper thread reads and decompresses the next frame in
+ * the file while the caller works on the ones loaded (struct prefetch):
+ * decompression is a fifth of a report's time. Only the bytes move to that
+ * thread; the checks, the sort and every problem noted stay here, in the
+ * same order, so a file reads the same with or without it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +64,46 @@ struct fhdr {
 	uint64_t min_ts, max_ts;
 };
 
+/* What loading a frame needs of its own: the compressed bytes, zstd's
+ * context, the sort's scratch (one for the reader, one for its helper). */
+struct loader {
+	uint8_t *cbuf;
+	size_t ccap;
+	ZSTD_DCtx *dctx;
+	struct rkey *tmp; /* merge sort scratch */
+	size_t tmp_cap;
+	uint32_t *runs; /* and its runs */
+	size_t runs_cap;
+};
+
+/* What reading, decompressing and checking a frame came to (frame__prepare),
+ * for reader__load to note and count in order. */
+struct fetch {
+	ssize_t n;	  /* compressed bytes read (< h.comp: cut short), or -errno */
+	int err;	  /* -ENOMEM: nothing else is known */
+	bool zbad;	  /* not a good zstd frame: why, and all its records skipped */
+	char why[160];	  /* else, where its records stopped making sense */
+	char badwhy[160]; /* the first of nbad records skipped alone */
+	uint32_t nbad, k; /* k records kept (f->keys, sorted in time order) */
+};
+
+/*
+ * The helper thread: the reader asks for one frame (h, decompressed into f)
+ * and takes the answer at its load, or drops it when the frame it loads is
+ * another (reading stopped, say). Its own buffer and zstd context.
+ */
+struct prefetch {
+	int fd; /* the reader's */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool asked, done, quit;
+	struct fhdr h;
+	struct rframe *f;
+	struct fetch res;
+	struct loader ld;
+};
+
 struct recording_reader {
 	int fd;
 	char *path;
@@ -64,13 +111,7 @@ struct recording_reader {
 	struct recording_info info;
 	char *strings;
 	struct recording_cpu *cpus;
-	ZSTD_DCtx *dctx;
-	uint8_t *cbuf;
-	size_t ccap;
-	struct rkey *tmp; /* merge sort scratch */
-	size_t tmp_cap;
-	uint32_t *runs; /* and its runs */
-	size_t runs_cap;
+	struct loader ld;
 
 	uint64_t off;	   /* next byte to read */
 	uint32_t next_seq; /* the sequence number expected next */
@@ -85,8 +126,11 @@ struct recording_reader {
 	struct rframe *loaded[WINDOW_FRAMES];
 	int nloaded;
 	size_t loaded_bytes;
-	struct rframe *spare[WINDOW_FRAMES + 2];
+	/* frames in use at once: the loaded, the one loading, the helper's */
+	struct rframe *spare[WINDOW_FRAMES + 3];
 	int nspare;
+	struct prefetch *pf; /* NULL: not started (or not startable) */
+	bool pf_failed;
 	/* the frame next() took the last record from, while it is the only
 	 * one that can hold the next (its next ts below fast_limit, the
 	 * smallest of the other loaded frames', and not past ahead_min_ts):
@@ -386,7 +430,7 @@ static int frame__reserve(struct rframe *f, size_t raw, size_t count)
  * the ring buffer hands each CPU's records over in order, in batches, so a
  * frame is a few ascending runs, and merging those costs n log(runs) where
  * merging from single records cost n log n (2% of a report). */
-static int reader__sort(struct recording_reader *r, struct rkey *k, uint32_t n)
+static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 {
 	struct rkey *a = k, *b;
 	uint32_t nr = 0, *run;
@@ -478,143 +522,280 @@ static bool record_plainly_ok(const struct cp_hdr *rec, uint32_t avail)
 	return need <= CP_PAYLOAD_MAX && offsetof(struct cp_ev_sock, payload) + need <= rec->size;
 }
 
-/* Decompresses and checks the first frame ahead. Returns 0 (frame loaded, or
- * skipped with a problem noted) or -errno on a failure that stops reading. */
-static int reader__load(struct recording_reader *r)
+/* Reads frame h's compressed bytes, decompresses them into f and checks
+ * its records, sorted by time when sort: the part of loading a frame the
+ * helper thread can do, touching nothing of the reader's but the file. */
+static void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rframe *f,
+			   bool sort, struct fetch *x)
 {
-	struct fhdr h = r->ahead[r->ahead_first];
-	uint64_t total = REC_FRAME_HDR_SIZE + (uint64_t)h.comp;
-	struct rframe *f = NULL;
-	char why[160] = "", badwhy[160] = "";
-	uint32_t k = 0, off = 0, seen = 0, nbad = 0;
-	ssize_t n;
+	uint32_t off = 0, seen = 0;
 	size_t dn;
-	int err;
 
-	r->ahead_first = (r->ahead_first + 1) % WINDOW_FRAMES;
-	r->nahead--;
-	ahead__update_min(r);
-	if (r->ccap < h.comp) {
-		free(r->cbuf);
-		r->cbuf = malloc(h.comp);
-		r->ccap = r->cbuf ? h.comp : 0;
-		if (!r->cbuf)
-			return -ENOMEM;
+	x->err = 0;
+	x->zbad = false;
+	x->why[0] = x->badwhy[0] = 0;
+	x->nbad = x->k = 0;
+	if (ld->ccap < h->comp) {
+		free(ld->cbuf);
+		ld->cbuf = malloc(h->comp);
+		ld->ccap = ld->cbuf ? h->comp : 0;
+		if (!ld->cbuf) {
+			x->err = -ENOMEM;
+			return;
+		}
 	}
-	n = recfile__read_at(r->fd, r->cbuf, h.comp, h.off + REC_FRAME_HDR_SIZE);
-	if (n < 0) {
-		reader__problem(r, "read error in frame %u at byte %llu: %s", h.seq,
-				(unsigned long long)h.off, strerror((int)-n));
-		return (int)n;
+	x->n = recfile__read_at(fd, ld->cbuf, h->comp, h->off + REC_FRAME_HDR_SIZE);
+	if (x->n < (ssize_t)h->comp)
+		return;
+	x->err = frame__reserve(f, h->raw, h->count);
+	if (x->err)
+		return;
+	x->zbad = true;
+	if (ZSTD_findFrameCompressedSize(ld->cbuf, h->comp) != h->comp ||
+	    ZSTD_getFrameContentSize(ld->cbuf, h->comp) != h->raw) {
+		snprintf(x->why, sizeof(x->why), "not one zstd frame of %u bytes", h->raw);
+		return;
 	}
-	if (n < h.comp) {
-		reader__problem(r,
-				"cut short in frame %u at byte %llu: %llu of %llu bytes "
-				"present",
-				h.seq, (unsigned long long)h.off,
-				(unsigned long long)(REC_FRAME_HDR_SIZE + n),
-				(unsigned long long)total);
-		/* Nothing can follow a frame cut short. */
-		r->reading_done = true;
-		r->nahead = 0;
-		return 0;
-	}
-
-	f = r->nspare ? r->spare[--r->nspare] : calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	err = frame__reserve(f, h.raw, h.count);
-	if (err)
-		goto fail;
-	if (ZSTD_findFrameCompressedSize(r->cbuf, h.comp) != h.comp ||
-	    ZSTD_getFrameContentSize(r->cbuf, h.comp) != h.raw) {
-		snprintf(why, sizeof(why), "not one zstd frame of %u bytes", h.raw);
-		goto skip;
-	}
-	dn = ZSTD_decompressDCtx(r->dctx, f->raw, h.raw, r->cbuf, h.comp);
-	if (ZSTD_isError(dn) || dn != h.raw) {
-		snprintf(why, sizeof(why), "zstd: %s",
+	dn = ZSTD_decompressDCtx(ld->dctx, f->raw, h->raw, ld->cbuf, h->comp);
+	if (ZSTD_isError(dn) || dn != h->raw) {
+		snprintf(x->why, sizeof(x->why), "zstd: %s",
 			 ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short content");
-		goto skip;
+		return;
 	}
+	x->zbad = false;
 
 	/* Every record checked before anyone reads a field. One whose size
 	 * cannot be stepped over ends the frame there (the records before it
 	 * are kept); one that is only wrong for its type is skipped alone. */
-	while (off < h.raw && seen < h.count) {
+	while (off < h->raw && seen < h->count) {
 		struct cp_hdr *rec = (struct cp_hdr *)(f->raw + off);
 		const char *bad;
 
-		if (record_plainly_ok(rec, h.raw - off) && rec->ts >= h.min_ts &&
-		    rec->ts <= h.max_ts) {
-			f->keys[k].ts = rec->ts;
-			f->keys[k].off = off;
-			k++;
+		if (record_plainly_ok(rec, h->raw - off) && rec->ts >= h->min_ts &&
+		    rec->ts <= h->max_ts) {
+			f->keys[x->k].ts = rec->ts;
+			f->keys[x->k].off = off;
+			x->k++;
 			seen++;
 			off += rec->size;
 			continue;
 		}
-		bad = recfile__check_walk(rec, h.raw - off);
+		bad = recfile__check_walk(rec, h->raw - off);
 		if (bad) {
-			snprintf(why, sizeof(why), "record %u at offset %u: %s", seen, off, bad);
+			snprintf(x->why, sizeof(x->why), "record %u at offset %u: %s", seen, off,
+				 bad);
 			break;
 		}
 		bad = recfile__check_type(rec, true);
-		if (!bad && (rec->ts < h.min_ts || rec->ts > h.max_ts))
+		if (!bad && (rec->ts < h->min_ts || rec->ts > h->max_ts))
 			bad = "timestamp outside the frame's range";
 		if (bad) {
-			if (!nbad++)
-				snprintf(badwhy, sizeof(badwhy), "record %u (%s) at offset %u: %s",
-					 seen, cp_rec_type_name(rec->type), off, bad);
+			if (!x->nbad++)
+				snprintf(x->badwhy, sizeof(x->badwhy),
+					 "record %u (%s) at offset %u: %s", seen,
+					 cp_rec_type_name(rec->type), off, bad);
 		} else {
-			f->keys[k].ts = rec->ts;
-			f->keys[k].off = off;
-			k++;
+			f->keys[x->k].ts = rec->ts;
+			f->keys[x->k].off = off;
+			x->k++;
 		}
 		seen++;
 		off += rec->size;
 	}
-	if (nbad)
+	if (!x->why[0] && (seen != h->count || off != h->raw))
+		snprintf(x->why, sizeof(x->why), "%u records in %u bytes, the header says %u in %u",
+			 seen, off, h->count, h->raw);
+	if (sort && x->k)
+		x->err = reader__sort(ld, f->keys, x->k);
+}
+
+static void *prefetch__run(void *arg)
+{
+	struct prefetch *pf = arg;
+
+	pthread_mutex_lock(&pf->mu);
+	for (;;) {
+		struct fetch x;
+		struct fhdr h;
+
+		while (!pf->asked && !pf->quit)
+			pthread_cond_wait(&pf->cv, &pf->mu);
+		if (pf->quit)
+			break;
+		h = pf->h;
+		pthread_mutex_unlock(&pf->mu);
+		frame__prepare(pf->fd, &h, &pf->ld, pf->f, true, &x);
+		pthread_mutex_lock(&pf->mu);
+		pf->res = x;
+		pf->asked = false;
+		pf->done = true;
+		pthread_cond_broadcast(&pf->cv);
+	}
+	pthread_mutex_unlock(&pf->mu);
+	return NULL;
+}
+
+static void loader__free(struct loader *ld)
+{
+	ZSTD_freeDCtx(ld->dctx);
+	free(ld->cbuf);
+	free(ld->tmp);
+	free(ld->runs);
+}
+
+static void prefetch__free(struct prefetch *pf)
+{
+	loader__free(&pf->ld);
+	free(pf);
+}
+
+/* The helper's frame once it is done with it (NULL: none asked for), with
+ * its header and what fetching it came to. */
+static struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct fetch *x)
+{
+	struct rframe *f;
+
+	pthread_mutex_lock(&pf->mu);
+	while (pf->asked)
+		pthread_cond_wait(&pf->cv, &pf->mu);
+	f = pf->done ? pf->f : NULL;
+	*h = pf->h;
+	*x = pf->res;
+	pf->done = false;
+	pf->f = NULL;
+	pthread_mutex_unlock(&pf->mu);
+	return f;
+}
+
+/* Asks the helper for frame h, starting it the first time. Without it
+ * (no thread, no memory) frames load as before, all here. */
+static void prefetch__ask(struct recording_reader *r, const struct fhdr *h)
+{
+	struct prefetch *pf = r->pf;
+	struct rframe *f;
+
+	if (!pf) {
+		if (r->pf_failed)
+			return;
+		r->pf_failed = true;
+		pf = calloc(1, sizeof(*pf));
+		if (!pf)
+			return;
+		pf->fd = r->fd;
+		pf->ld.dctx = ZSTD_createDCtx();
+		if (!pf->ld.dctx || pthread_mutex_init(&pf->mu, NULL)) {
+			prefetch__free(pf);
+			return;
+		}
+		if (pthread_cond_init(&pf->cv, NULL)) {
+			pthread_mutex_destroy(&pf->mu);
+			prefetch__free(pf);
+			return;
+		}
+		if (pthread_create(&pf->th, NULL, prefetch__run, pf)) {
+			pthread_cond_destroy(&pf->cv);
+			pthread_mutex_destroy(&pf->mu);
+			prefetch__free(pf);
+			return;
+		}
+		r->pf = pf;
+		r->pf_failed = false;
+	}
+	f = r->nspare ? r->spare[--r->nspare] : calloc(1, sizeof(*f));
+	if (!f)
+		return;
+	pthread_mutex_lock(&pf->mu);
+	pf->h = *h;
+	pf->f = f;
+	pf->asked = true;
+	pf->done = false;
+	pthread_cond_signal(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+}
+
+/* Loads the first frame ahead, prepared by the helper or here. Returns 0
+ * (frame loaded, or skipped with a problem noted) or -errno on a failure
+ * that stops reading. */
+static int reader__load(struct recording_reader *r)
+{
+	struct fhdr h = r->ahead[r->ahead_first], ph;
+	uint64_t total = REC_FRAME_HDR_SIZE + (uint64_t)h.comp;
+	struct rframe *f = NULL;
+	struct fetch x;
+
+	r->ahead_first = (r->ahead_first + 1) % WINDOW_FRAMES;
+	r->nahead--;
+	ahead__update_min(r);
+	if (r->pf) {
+		f = prefetch__take(r->pf, &ph, &x);
+		if (f && (ph.off != h.off || ph.seq != h.seq)) { /* asked before reading stopped */
+			r->spare[r->nspare++] = f;
+			f = NULL;
+		}
+	}
+	if (!f) {
+		f = r->nspare ? r->spare[--r->nspare] : calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		frame__prepare(r->fd, &h, &r->ld, f, r->order == RECORDING_TIME_ORDER, &x);
+	}
+	/* the next frame in the file, while this one is read */
+	if (r->nahead && r->order == RECORDING_TIME_ORDER && !x.err)
+		prefetch__ask(r, &r->ahead[r->ahead_first]);
+	if (x.err) {
+		free(f->raw);
+		free(f->keys);
+		free(f);
+		return x.err;
+	}
+	if (x.n < 0) {
+		reader__problem(r, "read error in frame %u at byte %llu: %s", h.seq,
+				(unsigned long long)h.off, strerror((int)-x.n));
+		r->spare[r->nspare++] = f;
+		return (int)x.n;
+	}
+	if (x.n < h.comp) {
+		reader__problem(r,
+				"cut short in frame %u at byte %llu: %llu of %llu bytes "
+				"present",
+				h.seq, (unsigned long long)h.off,
+				(unsigned long long)(REC_FRAME_HDR_SIZE + x.n),
+				(unsigned long long)total);
+		/* Nothing can follow a frame cut short. */
+		r->reading_done = true;
+		r->nahead = 0;
+		r->spare[r->nspare++] = f;
+		return 0;
+	}
+	if (x.zbad) {
+		reader__problem(r, "frame %u at byte %llu: %s; skipped its %u records", h.seq,
+				(unsigned long long)h.off, x.why, h.count);
+		r->frames_skipped++;
+		r->records_skipped += h.count;
+		r->spare[r->nspare++] = f;
+		return 0;
+	}
+	if (x.nbad)
 		reader__problem(r, "frame %u at byte %llu: %s; skipped %u such records", h.seq,
-				(unsigned long long)h.off, badwhy, nbad);
-	if (!why[0] && (seen != h.count || off != h.raw))
-		snprintf(why, sizeof(why), "%u records in %u bytes, the header says %u in %u", seen,
-			 off, h.count, h.raw);
-	if (why[0])
+				(unsigned long long)h.off, x.badwhy, x.nbad);
+	if (x.why[0])
 		reader__problem(r,
 				"frame %u at byte %llu: %s; kept the %u records before it, "
 				"dropped the rest",
-				h.seq, (unsigned long long)h.off, why, k);
-	if (h.count > k)
-		r->records_skipped += h.count - k;
-	if (!k) {
+				h.seq, (unsigned long long)h.off, x.why, x.k);
+	if (h.count > x.k)
+		r->records_skipped += h.count - x.k;
+	if (!x.k) {
 		r->frames_skipped++;
 		r->spare[r->nspare++] = f;
 		return 0;
 	}
-	f->n = k;
+	f->n = x.k;
 	f->pos = 0;
 	f->raw_size = h.raw;
-	if (r->order == RECORDING_TIME_ORDER) {
-		err = reader__sort(r, f->keys, k);
-		if (err)
-			goto fail;
-	}
 	r->loaded[r->nloaded++] = f;
 	r->loaded_bytes += h.raw;
 	return 0;
-skip:
-	reader__problem(r, "frame %u at byte %llu: %s; skipped its %u records", h.seq,
-			(unsigned long long)h.off, why, h.count);
-	r->frames_skipped++;
-	r->records_skipped += h.count;
-	r->spare[r->nspare++] = f;
-	return 0;
-fail:
-	free(f->raw);
-	free(f->keys);
-	free(f);
-	return err;
 }
 
 /* --- API ---------------------------------------------------------------- */
@@ -637,8 +818,8 @@ int recording_reader__open(struct recording_reader **rp, const char *path,
 	r->lookahead = order == RECORDING_TIME_ORDER ? WINDOW_FRAMES : 1;
 	r->ahead_min_ts = UINT64_MAX;
 	r->path = strdup(path);
-	r->dctx = ZSTD_createDCtx();
-	if (!r->path || !r->dctx) {
+	r->ld.dctx = ZSTD_createDCtx();
+	if (!r->path || !r->ld.dctx) {
 		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: out of memory", path);
 		err = -ENOMEM;
 		goto cleanup;
@@ -792,6 +973,20 @@ void recording_reader__close(struct recording_reader *r)
 {
 	if (!r)
 		return;
+	if (r->pf) {
+		struct prefetch *pf = r->pf;
+
+		pthread_mutex_lock(&pf->mu);
+		pf->quit = true;
+		pthread_cond_broadcast(&pf->cv);
+		pthread_mutex_unlock(&pf->mu);
+		pthread_join(pf->th, NULL);
+		if (pf->f)
+			r->spare[r->nspare++] = pf->f;
+		pthread_cond_destroy(&pf->cv);
+		pthread_mutex_destroy(&pf->mu);
+		prefetch__free(pf);
+	}
 	for (int i = 0; i < r->nloaded; i++)
 		r->spare[r->nspare++] = r->loaded[i];
 	for (int i = 0; i < r->nspare; i++) {
@@ -801,10 +996,7 @@ void recording_reader__close(struct recording_reader *r)
 	}
 	if (r->fd >= 0)
 		close(r->fd);
-	ZSTD_freeDCtx(r->dctx);
-	free(r->cbuf);
-	free(r->tmp);
-	free(r->runs);
+	loader__free(&r->ld);
 	free(r->strings);
 	free(r->cpus);
 	free(r->path);
