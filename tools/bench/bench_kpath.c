@@ -248,6 +248,15 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* CPU time of the whole process, every thread's (the reader's helper too) */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static uint64_t nreq_seen;
 
 static int count_only(void *arg, const struct cp_request *r)
@@ -432,7 +441,7 @@ static void measure_file(uint64_t n)
 	const char *paths[] = {path};
 	struct engine *e;
 	uint64_t ev;
-	double t0, secs;
+	double t0, c0, secs, cpu;
 
 	if (fd < 0) {
 		perror("bench_kpath: mkstemp");
@@ -443,16 +452,23 @@ static void measure_file(uint64_t n)
 	e = engine__new(&(struct engine_opts){0});
 	engine__set_quiet(e, true);
 	t0 = now_s();
+	c0 = cpu_s();
 	if (kpath__analyze(paths, 1, e, &(struct kpath_opts){.quiet = true})) {
 		fprintf(stderr, "bench_kpath: kpath__analyze failed\n");
 		exit(1);
 	}
 	secs = now_s() - t0;
+	cpu = cpu_s() - c0;
 	printf("  recording file: %8llu requests %10llu events  %6.3f s  %6.2f M events/s "
 	       "(reader + analysis + engine), %llu requests aggregated\n",
 	       (unsigned long long)n, (unsigned long long)ev, secs, (double)ev / secs / 1e6,
 	       (unsigned long long)engine__result(e)->nrequests);
-	printf("  file events/s vs budget 5M/s: %.2fx\n", (double)ev / secs / 5e6);
+	/* the budget is on one core: the CPU time of both threads counts */
+	printf("  CPU time: %6.3f s (the reader's helper thread decompressing ahead included) = "
+	       "%.2f M events/s of CPU\n",
+	       cpu, (double)ev / cpu / 1e6);
+	printf("  file events/s vs budget 5M/s: %.2fx wall-clock, %.2fx per CPU second\n",
+	       (double)ev / secs / 5e6, (double)ev / cpu / 5e6);
 	engine__free(e);
 	unlink(path);
 }
