@@ -776,6 +776,14 @@ static __always_inline void h2_piece(struct h2_walk *w, struct h2_scratch *s, __
 	w->last_end = from + n == to ? to : 0; /* a cut piece is not extended */
 }
 
+/* Frames of this type carry a header block, which the report decodes
+ * (HPACK's tables change with every block): HEADERS, PUSH_PROMISE,
+ * CONTINUATION. */
+static __always_inline bool h2_has_block(__u8 type)
+{
+	return type == 1 || type == 5 || type == 9;
+}
+
 /* One frame past those the prefix shows whole (cp_h2_walk): its header at
  * w->off, read from user memory, the piece it needs, the next one's
  * offset. Returns 1 to stop. */
@@ -836,8 +844,9 @@ static long h2_frame(__u32 i, void *ctx)
 		w->lost = 1;
 		return 1;
 	}
-	/* HEADERS and CONTINUATION: the block; others: the header */
-	body = h[3] == 1 || h[3] == 9 ? flen : 0;
+	/* HEADERS, PUSH_PROMISE and CONTINUATION: the block; others: the
+	 * header */
+	body = h2_has_block(h[3]) ? flen : 0;
 	from = off > (__s64)w->flat ? off : w->flat;
 	to = off + H2_HDR + body;
 	if (to > w->ret)
@@ -901,7 +910,7 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 				w->lost = 1;
 				break;
 			}
-			if ((h[3] == 1 || h[3] == 9) && off + H2_HDR + flen > flat)
+			if (h2_has_block(h[3]) && off + H2_HDR + flen > flat)
 				break; /* a header block that goes on past the prefix */
 			off += H2_HDR + flen;
 		}

@@ -43,7 +43,14 @@
  * past it the oldest not answered goes, counted as never answered */
 #define H2_STREAMS_MAX 1024
 
-enum { H2_DATA = 0, H2_HEADERS = 1, H2_RST_STREAM = 3, H2_SETTINGS = 4, H2_CONTINUATION = 9 };
+enum {
+	H2_DATA = 0,
+	H2_HEADERS = 1,
+	H2_RST_STREAM = 3,
+	H2_SETTINGS = 4,
+	H2_PUSH_PROMISE = 5,
+	H2_CONTINUATION = 9
+};
 enum { H2_END_STREAM = 0x1, H2_END_HEADERS = 0x4, H2_PADDED = 0x8, H2_PRIORITY = 0x20 };
 
 /* Directions: toward the server (the client's frames) and back. */
@@ -78,7 +85,7 @@ struct h2_dir {
 	/* the header block being gathered: its stream, the flags of its
 	 * HEADERS frame, and where that frame's first byte was read */
 	bool hb_open, hb_cut;
-	uint8_t hb_flags;
+	uint8_t hb_type, hb_flags; /* HEADERS or PUSH_PROMISE */
 	uint32_t hb_sid;
 	struct h2_at hb_at;
 	uint32_t nhb;
@@ -118,7 +125,7 @@ static bool hdr_plausible(const uint8_t *h)
 	case H2_HEADERS:
 	case 2: /* PRIORITY */
 	case H2_RST_STREAM:
-	case 5: /* PUSH_PROMISE */
+	case H2_PUSH_PROMISE:
 	case H2_CONTINUATION:
 		return sid != 0;
 	case H2_SETTINGS:
@@ -364,6 +371,8 @@ static int block_done(struct kp *kp, uint32_t ci, struct h2_dir *dr, int d)
 
 	dr->hb_open = false;
 	ok = !hpack__decode(&h->tab[d], dr->hb, dr->nhb, dr->hb_cut, &f);
+	if (dr->hb_type == H2_PUSH_PROMISE)
+		return 0; /* decoded for the table only */
 	if (d == H2_UP) {
 		if (c->role == KP_ROLE_CLIENT) {
 			/* a call this client makes: named by its method and path */
@@ -415,13 +424,16 @@ static int frame_begin(struct kp *kp, uint32_t ci, struct h2_dir *dr, struct h2_
 	dr->sid = be31(dr->hdr + 5);
 	switch (dr->type) {
 	case H2_HEADERS:
+	case H2_PUSH_PROMISE: /* a pushed request's headers: no request, but
+				 its block changes the HPACK table */
 		dr->hb_open = true;
 		dr->hb_cut = false;
+		dr->hb_type = dr->type;
 		dr->hb_flags = dr->flags;
 		dr->hb_sid = dr->sid;
 		dr->nhb = 0;
 		dr->hb_at = dr->at;
-		if (server && x->d == H2_DOWN)
+		if (server && x->d == H2_DOWN && dr->type == H2_HEADERS)
 			stream_wrote(h, x, dr->sid, dr->flags & H2_END_STREAM);
 		break;
 	case H2_CONTINUATION:
@@ -450,18 +462,22 @@ static int frame_begin(struct kp *kp, uint32_t ci, struct h2_dir *dr, struct h2_
 /* The current frame's payload is all passed. */
 static int frame_end(struct kp *kp, uint32_t ci, struct h2_dir *dr, int d)
 {
-	if (!dr->hb_open || (dr->type != H2_HEADERS && dr->type != H2_CONTINUATION))
+	if (!dr->hb_open ||
+	    (dr->type != H2_HEADERS && dr->type != H2_PUSH_PROMISE && dr->type != H2_CONTINUATION))
 		return 0;
-	if (dr->type == H2_HEADERS) {
+	if (dr->type != H2_CONTINUATION) {
 		/* the block is what is left of the frame's payload after its
-		 * pad length and priority, less its padding */
+		 * pad length and priority (PUSH_PROMISE: the promised stream),
+		 * less its padding */
 		uint32_t skip = 0, pad = 0;
 
 		if (dr->hb_flags & H2_PADDED) {
 			pad = dr->nhb ? dr->hb[0] : 0;
 			skip = 1;
 		}
-		if (dr->hb_flags & H2_PRIORITY)
+		if (dr->type == H2_PUSH_PROMISE)
+			skip += 4;
+		else if (dr->hb_flags & H2_PRIORITY)
 			skip += 5;
 		if (skip > dr->nhb)
 			skip = dr->nhb;

@@ -310,6 +310,42 @@ def nghttpd_case(tap):
            f"{overlapping(reqs)} overlap")
 
 
+def nghttpd_push_case(tap):
+    """Server push: nghttpd pushes /big.txt with each /index.html (nghttp
+    takes it). The pushed streams are no requests, and each PUSH_PROMISE's
+    header block goes into the server's HPACK table like a response's."""
+    d = K.workdir("h2push")
+    port = K.free_port()
+    server = K.spawn(["nghttpd", "--no-tls", "-d", nghttpd_docs(d, 3000),
+                      "--push=/index.html=/big.txt", str(port)],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    K.wait_port(port, server)
+    rounds, streams, pushed = 30, 2, []
+
+    def drive():
+        time.sleep(0.5)  # the recorder looks at the target's libraries first
+        for _ in range(rounds):
+            r = subprocess.run(["nghttp", "-nv", "-m", str(streams),
+                                f"http://127.0.0.1:{port}/index.html"],
+                               capture_output=True, text=True, timeout=60)
+            if r.returncode != 0:
+                raise RuntimeError(f"nghttp: exit {r.returncode}: {r.stdout[-500:]}")
+            pushed.append(r.stdout.count("recv PUSH_PROMISE"))
+    rep, path = K.record_workload(tap, "h2push", [server.pid], drive, seconds=5)
+    K.stop(server)
+    if rep is None:
+        return
+    K.check_tiling(tap, "nghttpd push", rep.get("requests", []))
+    names = name_counts(K.service_requests(rep, port))
+    n = rounds * streams
+    tagged, err = K.report_json(path, ["--tag", "http.status=200"])
+    tap.ok(f"nghttpd push: {sum(pushed)} streams pushed; the {n} requests found, named "
+           f"GET /index.html with :status 200, no pushed stream one, no HTTP/2 warning",
+           sum(pushed) == n and names == {"GET /index.html": n} and not h2_warnings(rep)
+           and len(K.service_requests(tagged or {}, port)) == n,
+           f"{names}; pushed {pushed}; warnings {h2_warnings(rep)}; {err}; recording {path}")
+
+
 GRPC_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
                         "kp_grpc.go")
 GRPC_PATH = "/usr/share/gocode"  # Debian's Go libraries: golang-google-grpc-dev
@@ -475,6 +511,8 @@ def main():
         nghttpd_tls_case(tap)
         nghttpd_post_case(tap, False)
         nghttpd_post_case(tap, True)
+        if shutil.which("nghttp"):
+            nghttpd_push_case(tap)
     else:
         tap.skip("h2 nghttpd", "nghttpd / h2load not installed "
                  "(apt-get install nghttp2-server nghttp2-client)")

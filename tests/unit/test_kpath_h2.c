@@ -23,7 +23,7 @@
 static const struct kb_tuple CL = {"10.0.0.1", 8080, "10.0.0.2", 5000};
 static const char PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-enum { DATA = 0, HEADERS = 1, RST = 3, SETTINGS = 4, CONT = 9 };
+enum { DATA = 0, HEADERS = 1, RST = 3, SETTINGS = 4, PUSH = 5, CONT = 9 };
 
 /* Appends a frame to p (at *n): its header and its payload. */
 static void fr(uint8_t *p, size_t *n, uint8_t type, uint8_t flags, uint32_t sid, const void *pl,
@@ -511,6 +511,48 @@ static void test_tls_pieces(void **state)
 	assert_int_equal(b->h2_uncertain + b->h2_unnamed + b->h2_unanswered + b->h2_lost, 0);
 }
 
+/* Server push: a PUSH_PROMISE's header block (the pushed request's) goes
+ * into the server's HPACK table like a response's, so a later response
+ * that refers to an entry made before it finds it; the pushed stream's
+ * answer is no request. */
+static void test_push_promise(void **state)
+{
+	/* :status 201, a literal with incremental indexing (dynamic 62) */
+	static const uint8_t st201[] = {0x48, 3, '2', '0', '1'};
+	/* promised stream 2; :path /p.css indexed (dynamic 62 now, :status 201
+	 * at 63), padded by 2 */
+	static const uint8_t promise[] = {2,   0,   0,	 0,   2,   0x44, 6, '/',
+					  'p', '.', 'c', 's', 's', 0,	 0};
+	static const uint8_t ref63 = 0x80 | 63, st200 = 0x88;
+	struct kb *b = *state;
+	uint8_t p[256];
+	size_t n = 0, m = 0;
+
+	server_runs(b);
+	opening(p, &n);
+	get(p, &n, 1, "/page");
+	rd(b, B, 1000, p, n, (int64_t)n);
+	n = 0;
+	fr(p, &n, HEADERS, 0x4, 1, st201, sizeof(st201));
+	fr(p, &n, PUSH, 0x4 | 0x8, 1, promise, sizeof(promise));
+	fr(p, &n, DATA, 0x1, 1, "ok", 2);
+	fr(p, &n, HEADERS, 0x4, 2, &st200, 1);
+	fr(p, &n, DATA, 0x1, 2, "css", 3);
+	wr(b, B + U, 7000, p, n, (int64_t)n);
+	get(p, &m, 3, "/next");
+	rd(b, B + 2 * U, 1000 + 100, p, m, (int64_t)m);
+	n = 0;
+	fr(p, &n, HEADERS, 0x4, 3, &ref63, 1);
+	fr(p, &n, DATA, 0x1, 3, "ok", 2);
+	wr(b, B + 3 * U, 8000, p, n, (int64_t)n);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_string_equal(kb_find_name(b, "GET /page")->tag, "http.status=201");
+	assert_int_equal(kb_find_name(b, "GET /page")->end, B + U);
+	assert_string_equal(kb_find_name(b, "GET /next")->tag, "http.status=201");
+	assert_int_equal(b->h2_uncertain + b->h2_unnamed + b->h2_unanswered + b->h2_lost, 0);
+}
+
 /* A library on memory buffers (Node.js): the thread reads the ciphertext
  * itself, SSL_read and SSL_write move plaintext without a connection (fd
  * -1), each write's for the thread's next socket write. */
@@ -707,6 +749,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pieces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_pieces, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_push_promise, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_memory_buffers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_memory_buffers_unsent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random, setup, teardown),
