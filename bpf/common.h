@@ -121,9 +121,14 @@ struct {
 	__type(value, struct cp_sock_state);
 } sock_slots SEC(".maps") __weak;
 
+/* Room for the pieces after a walked record's prefix (a power of 2, and at
+ * least CP_PAYLOAD_MAX: payload_gather's room past its last offset too). A
+ * transfer carrying 32 streams' answers needs about 1 KiB of them. */
+#define H2_ROOM 4096
+
 /* A record's payload with room for pieces after its prefix. */
 struct h2_room {
-	__u8 b[2 * CP_PAYLOAD_MAX];
+	__u8 b[CP_PAYLOAD_MAX + H2_ROOM];
 };
 
 /* A transfer of ret bytes in direction d (0 read, 1 write) with a prefix of

@@ -656,10 +656,11 @@ static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
  * in the scratch map, where the pieces are built.
  */
 #define H2_HDR 9
-#define H2_WALK_FRAMES 64
-/* room for pieces after a prefix: the reservation's second CP_PAYLOAD_MAX
- * bytes, less the word of padding after them and an end piece */
-#define H2_PIECES (CP_PAYLOAD_MAX - 8 - sizeof(struct cp_sock_piece))
+#define H2_WALK_FRAMES 64  /* whole in the prefix, at most (512 / 9) */
+#define H2_LOOP_FRAMES 448 /* past it, at most */
+/* room for pieces after a prefix: the reservation's H2_ROOM bytes past
+ * CP_PAYLOAD_MAX, less the word of padding after them and an end piece */
+#define H2_PIECES (H2_ROOM - 8 - sizeof(struct cp_sock_piece))
 #define H2_FRAME_SANE (1u << 20)
 
 struct h2_walk {
@@ -676,14 +677,14 @@ struct h2_walk {
 	__u8 part[8]; /* the start of a header cut by the transfer's end */
 };
 
-/* User memory is read to an offset below CP_PAYLOAD_MAX of pieces or hdr,
- * at most CP_PAYLOAD_MAX - 1 bytes: bounds the verifier can follow. */
+/* User memory is read to an offset below H2_ROOM of pieces or hdr, at
+ * most H2_ROOM - 1 bytes: bounds the verifier can follow. */
 struct h2_scratch {
 	/* the walk's state: in the map, not on the stack, so that bpf_loop's
 	 * callback is verified once, not for each value it leaves there */
 	struct h2_walk w;
-	__u8 pieces[2 * CP_PAYLOAD_MAX]; /* the pieces built */
-	__u8 hdr[2 * CP_PAYLOAD_MAX];	 /* a frame header read from user memory */
+	__u8 pieces[2 * H2_ROOM]; /* the pieces built */
+	__u8 hdr[2 * H2_ROOM];	  /* a frame header read from user memory */
 };
 
 struct {
@@ -708,7 +709,7 @@ static __always_inline __s64 h2_frame_len(const __u8 *h)
 
 /*
  * n bytes at the transfer's offset off into the scratch buffer's pieces at
- * offset at (at + n < CP_PAYLOAD_MAX), or to its hdr (at: H2_TO_HDR). 0, or
+ * offset at (at + n < H2_ROOM), or to its hdr (at: H2_TO_HDR). 0, or
  * -1 when they are not all in the user memory the call moved. A subprogram
  * of its own: each iovec a step that reads its part of the bytes, if any.
  */
@@ -723,18 +724,18 @@ __noinline int cp_h2_read(__u64 off, __u32 at, __u32 n)
 		return -1;
 	w = &s->w;
 	region = at & H2_TO_HDR ? s->hdr : s->pieces;
-	at &= CP_PAYLOAD_MAX - 1;
-	n &= CP_PAYLOAD_MAX - 1;
+	at &= H2_ROOM - 1;
+	n &= H2_ROOM - 1;
 	if (w->buf)
 		return n && !bpf_probe_read_user(region + at, n, (void *)(w->buf + off)) ? 0 : -1;
 	for (int j = 0; j < GATHER_IOVS; j++) {
 		__u64 a = w->start[j], b = w->start[j + 1];
 		__u64 lo = off > a ? off : a, hi = off + n < b ? off + n : b;
-		__u32 m = (hi - lo) & (CP_PAYLOAD_MAX - 1);
+		__u32 m = (hi - lo) & (H2_ROOM - 1);
 
 		if (lo >= hi)
 			continue;
-		if (bpf_probe_read_user(region + ((at + lo - off) & (CP_PAYLOAD_MAX - 1)), m,
+		if (bpf_probe_read_user(region + ((at + lo - off) & (H2_ROOM - 1)), m,
 					(void *)(w->base[j] + (lo - a))))
 			return -1;
 		got += m;
@@ -754,7 +755,7 @@ static __always_inline void h2_piece(struct h2_walk *w, struct h2_scratch *s, __
 	if (w->last_end != from || !w->last_end) {
 		if (w->pos + sizeof(*ph) > H2_PIECES)
 			return;
-		ph = (void *)&s->pieces[w->pos & (CP_PAYLOAD_MAX - 1)];
+		ph = (void *)&s->pieces[w->pos & (H2_ROOM - 1)];
 		__builtin_memcpy(ph->off, &from, 4); /* little-endian */
 		__builtin_memset(ph->len, 0, 2);
 		w->last = w->pos;
@@ -764,7 +765,7 @@ static __always_inline void h2_piece(struct h2_walk *w, struct h2_scratch *s, __
 	n = to - from < room ? to - from : room;
 	if (!n || cp_h2_read(from, w->pos, n))
 		return;
-	ph = (void *)&s->pieces[w->last & (CP_PAYLOAD_MAX - 1)];
+	ph = (void *)&s->pieces[w->last & (H2_ROOM - 1)];
 	{
 		__u16 len;
 
@@ -937,7 +938,7 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 		w->start[GATHER_IOVS] = at;
 	}
 	if (!w->done && !w->lost)
-		bpf_loop(H2_WALK_FRAMES, h2_frame, NULL, 0);
+		bpf_loop(H2_LOOP_FRAMES, h2_frame, NULL, 0);
 	if (w->done && !w->lost) {
 		st->h2_sync |= bit;
 		st->h2_npart[d] = w->npart;
@@ -948,7 +949,7 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 	}
 	if (end && ret > flat) {
 		/* a piece of no bytes at the transfer's end */
-		struct cp_sock_piece *ph = (void *)&s->pieces[w->pos & (CP_PAYLOAD_MAX - 1)];
+		struct cp_sock_piece *ph = (void *)&s->pieces[w->pos & (H2_ROOM - 1)];
 
 		__builtin_memcpy(ph->off, &ret, 4);
 		__builtin_memset(ph->len, 0, 2);
@@ -956,11 +957,10 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 	}
 	if (!w->pos)
 		return 0;
-	__builtin_memset(&s->pieces[w->pos & (CP_PAYLOAD_MAX - 1)], 0, 8);
+	__builtin_memset(&s->pieces[w->pos & (H2_ROOM - 1)], 0, 8);
 	n = ((flat + w->pos + 7) & ~7u) - flat;
 	barrier_var(n);
-	if (n >= CP_PAYLOAD_MAX ||
-	    bpf_probe_read_kernel(p->b + flat, n & (CP_PAYLOAD_MAX - 1), s->pieces))
+	if (n >= H2_ROOM || bpf_probe_read_kernel(p->b + flat, n & (H2_ROOM - 1), s->pieces))
 		return 0;
 	return w->pos;
 }
@@ -1084,7 +1084,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */
 	if (walk && !tls && (iov = payload_iov(in))) {
-		e = ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX);
+		e = ring_reserve(sizeof(*e) + H2_ROOM);
 		if (!e) {
 			st->h2_sync = 0;
 			count_drop();
@@ -1112,7 +1112,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 				 * the length its next transfers will have */
 				if (len < (__u64)ret && cfg_h2_payload_bytes > len) {
 					bpf_ringbuf_discard(e, 0);
-					e = ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX);
+					e = ring_reserve(sizeof(*e) + H2_ROOM);
 					if (!e) {
 						count_drop();
 						goto out;
@@ -1126,7 +1126,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		}
 	} else if (st) {
 		/* on HTTP/2, with room for the pieces */
-		e = walk ? ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX) : ring_reserve(sizeof(*e));
+		e = walk ? ring_reserve(sizeof(*e) + H2_ROOM) : ring_reserve(sizeof(*e));
 		if (!e) {
 			st->h2_sync = 0;
 			count_drop();
@@ -1146,7 +1146,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			goto out;
 		}
 	}
-	/* walk: the record has a second CP_PAYLOAD_MAX bytes of room */
+	/* walk: the record has H2_ROOM bytes of room past its payload */
 	if (walk && len && tls) /* an SSL_write's plaintext, all of it */
 		pieces = cp_h2_walk(st, (struct h2_room *)e->payload, tls->buf, 0,
 				    H2_XFER(tls->num, len, 1, 1));

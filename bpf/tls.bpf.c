@@ -157,7 +157,7 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 	 * --payload-bytes takes, as sock_emit does; on HTTP/2 with room for
 	 * the pieces past the prefix */
 	if (h2) {
-		e = ring_reserve(sizeof(*e) + CP_PAYLOAD_MAX);
+		e = ring_reserve(sizeof(*e) + H2_ROOM);
 		cap = CP_PAYLOAD_MAX;
 	} else if (limit <= CP_PAYLOAD_DEFAULT) {
 		e = ring_reserve(TLS_SMALL);

@@ -22,8 +22,8 @@
  * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
 #define H2_KEPT                                                                                    \
 	"(the recorder keeps a transfer's first %d bytes, or --payload-bytes, then the headers "   \
-	"and header blocks of up to 128 frames, 498 bytes of them; older recorders kept the "      \
-	"first bytes alone)"
+	"and header blocks of up to 448 frames more, 4082 bytes of them; older recorders kept "    \
+	"less)"
 
 struct input {
 	const char *path;

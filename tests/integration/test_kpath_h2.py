@@ -310,6 +310,27 @@ def nghttpd_case(tap):
            f"{overlapping(reqs)} overlap")
 
 
+def nghttpd_many_case(tap):
+    """64 streams at once: a write answers tens of them, about 2 KB of frame
+    headers and header blocks past the prefix, all kept."""
+    d = K.workdir("h2many")
+    port = K.free_port()
+    got = h2load_served(tap, "nghttpd many", ["nghttpd", "--no-tls", "-d", nghttpd_docs(d, 3000),
+                                              str(port)], port, f"http://127.0.0.1:{port}", 64,
+                        n=2000)
+    if got is None:
+        return
+    reqs, n, rep, path = got
+    names = name_counts(reqs)
+    tap.ok(f"nghttpd many: {len(reqs)} streams found and named, h2load completed {n}; "
+           f"no HTTP/2 warning",
+           n and names == {"GET /index.html": n // 2, "GET /big.txt": n // 2}
+           and not h2_warnings(rep),
+           f"{names}; warnings {h2_warnings(rep)}; recording {path}")
+    tap.ok("nghttpd many: streams at once on a connection", overlapping(reqs) >= n // 2,
+           f"{overlapping(reqs)} overlap")
+
+
 def nghttpd_push_case(tap):
     """Server push: nghttpd pushes /big.txt with each /index.html (nghttp
     takes it). The pushed streams are no requests, and each PUSH_PROMISE's
@@ -511,6 +532,7 @@ def main():
         nghttpd_tls_case(tap)
         nghttpd_post_case(tap, False)
         nghttpd_post_case(tap, True)
+        nghttpd_many_case(tap)
         if shutil.which("nghttp"):
             nghttpd_push_case(tap)
     else:
