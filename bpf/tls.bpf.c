@@ -132,13 +132,16 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 {
 	struct cp_ev_tls_read *e;
 	__u32 limit = cfg_payload_bytes;
-	__u64 len = n, cap, head = 0, pieces = 0;
+	__u64 len = n, cap, pieces = 0, head[2] = {};
 
-	/* a client's HTTP/2 preface, read before the server wrote anything
-	 * that showed the connection speaks it: HTTP/2 from here on */
+	/* HTTP/2 from here on: a client's preface read before the server
+	 * wrote anything that showed the connection speaks it, or on memory
+	 * buffers the first plaintext seen either way (sock_h2; a connection
+	 * open before the recording shows a HEADERS frame) */
 	if (!h2 && cfg_payload_bytes &&
-	    (s->h2 || (n >= 8 && !bpf_probe_read_user(&head, sizeof(head), (const void *)s->buf) &&
-		       head == 0x5448202a20495250ull))) { /* "PRI * HT" */
+	    (s->h2 ||
+	     (n >= 9 && !bpf_probe_read_user(head, n >= 16 ? 16 : 9, (const void *)s->buf) &&
+	      sock_h2((const __u8 *)head, n >= 16 ? 16 : 9)))) {
 		struct tls_h2_conn fresh = {};
 
 		bpf_map_update_elem(&tls_h2, k, &fresh, BPF_NOEXIST);

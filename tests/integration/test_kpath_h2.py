@@ -200,16 +200,31 @@ def median(xs):
     return xs[len(xs) // 2] if xs else 0
 
 
-def start_node(name, node):
-    """The server, listening; returns (port, server process, client script)."""
+def start_node(name, node, tls=False):
+    """The server, listening (over TLS: its key and certificate made, the
+    client taking it); returns (port, server process, client script), or
+    None when no certificate could be made."""
     d = K.workdir(name)
     js, cjs = os.path.join(d, "server.js"), os.path.join(d, "client.js")
+    server_js, client_js, args = SERVER, CLIENT, []
+    if tls:
+        kc = K.tls_cert(d)
+        if kc is None:
+            return None
+        args = list(kc)
+        server_js = server_js.replace(
+            "http2.createServer()",
+            "http2.createSecureServer({key: require('fs').readFileSync(process.argv[3]), "
+            "cert: require('fs').readFileSync(process.argv[4])})")
+        client_js = client_js.replace("http2.connect('http://127.0.0.1:' + port)",
+                                      "http2.connect('https://127.0.0.1:' + port, "
+                                      "{rejectUnauthorized: false})")
     with open(js, "w") as f:
-        f.write(SERVER)
+        f.write(server_js)
     with open(cjs, "w") as f:
-        f.write(CLIENT)
+        f.write(client_js)
     port = K.free_port()
-    server = K.spawn([node, js, str(port)], stdout=subprocess.DEVNULL)
+    server = K.spawn([node, js, str(port)] + args, stdout=subprocess.DEVNULL)
     K.wait_port(port, server)
     return port, server, cjs
 
@@ -260,13 +275,19 @@ def node_case(tap, node):
     K.stop(server)
 
 
-def held_case(tap, node):
-    """A connection open before the recording: HPACK tables from mid-stream."""
-    port, server, cjs = start_node("h2held", node)
+def held_case(tap, node, tls=False):
+    """A connection open before the recording: HPACK tables from mid-stream.
+    Over Node's TLS (memory buffers) the recorder sees it speaks HTTP/2 by
+    the first plaintext of it (a HEADERS frame), and follows it from there."""
+    tag = "h2 held tls" if tls else "h2 held"
+    started = start_node(tag.replace(" ", ""), node, tls)
+    if not tap.ok(f"{tag}: the server runs", started is not None, "no certificate"):
+        return
+    port, server, cjs = started
     client = subprocess.Popen([node, cjs, str(port), str(ROUNDS), "hold"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     line = client.stdout.readline()
-    if not tap.ok("h2 held: the client's connection is open", line.strip() == "OPEN", line):
+    if not tap.ok(f"{tag}: the client's connection is open", line.strip() == "OPEN", line):
         client.kill()
         K.stop(server)
         return
@@ -278,19 +299,22 @@ def held_case(tap, node):
         client.stdin.flush()
         o, _ = client.communicate(timeout=120)
         out.append(o)
-    rep, path = K.record_workload(tap, "h2held", [server.pid], drive, seconds=6)
+    rep, path = K.record_workload(tap, tag.replace(" ", "_"), [server.pid], drive, seconds=6)
     K.stop(server)
     if rep is None:
         return
     reqs = K.service_requests(rep, port)
-    K.check_tiling(tap, "h2 held", rep.get("requests", []))
+    K.check_tiling(tap, tag, rep.get("requests", []))
     named = [q for q in reqs if q["name"] in NAMES]
-    tap.ok(f"h2 held: {len(reqs)} streams found on a connection opened before the "
+    tap.ok(f"{tag}: {len(reqs)} streams found on a connection opened before the "
            f"recording ({3 * ROUNDS} made)", len(reqs) == 3 * ROUNDS,
-           f"{out}; recording {path}")
+           f"{out}; warnings {h2_warnings(rep)}; recording {path}")
     other = {q["name"] for q in reqs} - NAMES - {"request"}
-    tap.ok(f"h2 held: named by what the tables seen say ({len(named)} named, the rest "
+    tap.ok(f"{tag}: named by what the tables seen say ({len(named)} named, the rest "
            f"'request'), never wrongly", not other, f"{other}")
+    if tls:
+        tap.ok(f"{tag}: every stream's end seen (no HTTP/2 warning)", not h2_warnings(rep),
+               f"{h2_warnings(rep)}; recording {path}")
 
 
 def nghttpd_case(tap):
@@ -518,6 +542,7 @@ def main():
     if node:
         node_case(tap, node)
         held_case(tap, node)
+        held_case(tap, node, tls=True)
         if shutil.which("h2load"):
             node_tls_case(tap, node)
     else:
