@@ -27,8 +27,10 @@ LIB_LIBS := $(shell pkg-config --libs libzstd zlib yajl libprotobuf-c simdjson 2
 BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz
 
 SAN ?=
+TSAN ?=
 comma := ,
-SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer)
+SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer) \
+	    $(if $(TSAN),-fsanitize=thread)
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	  -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
@@ -138,11 +140,15 @@ $(BUILD)/bpf $(BUILD)/user $(BUILD)/gen $(BUILD)/tests $(BUILD)/workloads $(BUIL
 deps:
 	tools/deps.sh
 
-# The whole suite: unit tests, the same under AddressSanitizer, and (as root)
-# integration tests with the real BPF programs. Ends with "N passed, N failed".
+# The whole suite: unit tests, the same under AddressSanitizer, the tests of
+# the recording reader (which reads ahead on a thread of its own) under
+# ThreadSanitizer, and (as root) integration tests with the real BPF programs.
+# Ends with "N passed, N failed".
+TSAN_TESTS := test_recording test_recording_damage test_kpath_file
 test: all
 	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 tests
-	tests/run.sh build build/asan
+	$(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 $(TSAN_TESTS:%=build/tsan/tests/%)
+	tests/run.sh build build/asan build/tsan
 
 test-unit: tests
 	tests/run.sh --unit-only $(BUILD)

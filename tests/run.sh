@@ -6,7 +6,8 @@
 # exits non-zero with no "not ok" line, counts as one failure under its own
 # name. Ends with the line "N passed, N failed".
 #
-#   tests/run.sh BUILD [ASAN_BUILD]     unit (+ASan unit) + integration (root)
+#   tests/run.sh BUILD [ASAN_BUILD [TSAN_BUILD]]
+#                                        unit (+ASan, +TSan unit) + integration (root)
 #   tests/run.sh --unit-only BUILD
 #   TESTS=pattern tests/run.sh …         only programs whose name matches
 set -u
@@ -14,6 +15,7 @@ unit_only=0
 if [ "${1:-}" = "--unit-only" ]; then unit_only=1; shift; fi
 build=${1:-build}
 asan=${2:-}
+tsan=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 pass=0 fail=0 skip=0
@@ -54,6 +56,12 @@ if [ -n "$asan" ]; then
 		[ -x "$t" ] || continue
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			run_one "asan/$(basename "$t")" 600 "$t"
+	done
+fi
+if [ -n "$tsan" ]; then
+	for t in "$tsan"/tests/test_*; do
+		[ -x "$t" ] || continue
+		TSAN_OPTIONS=halt_on_error=1:exitcode=66 run_one "tsan/$(basename "$t")" 600 "$t"
 	done
 fi
 if [ "$unit_only" -eq 0 ]; then
