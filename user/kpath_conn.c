@@ -935,6 +935,14 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
 }
 
+/* Whether a TLS library's call on memory buffers and its thread's socket
+ * call at then and now go together: a socket read and the TLS read that
+ * decrypts it, a TLS write and the socket write that carries it. */
+static bool bio_near(uint64_t then, uint64_t now)
+{
+	return then <= now && now - then < KP_TLS_BIO_NS;
+}
+
 /* A TLS write on memory buffers (Node.js): its plaintext, kept for the
  * socket write its thread makes next (conn_write), which carries its
  * ciphertext. Writes left waiting past KP_TLS_BIO_NS, or past
@@ -944,7 +952,7 @@ static int bio_wr_keep(struct kp *kp, struct kp_thread *t, const struct cp_ev_tl
 {
 	uint32_t size = e->h.size;
 
-	if (t->nbio_wr && (ts < t->bio_wr_ts || ts - t->bio_wr_ts >= KP_TLS_BIO_NS)) {
+	if (t->nbio_wr && !bio_near(t->bio_wr_ts, ts)) {
 		kp->bio_wr_unsent += t->nbio_wr;
 		t->nbio_wr = t->bio_wr_len = 0;
 	}
@@ -996,9 +1004,7 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		 * socket read brought (a moment before, in the same loop turn) */
 		const struct kp_thread *t = &kp->th[thread];
 
-		ci = t->read_conn != KP_NONE && t->read_ts <= ts && ts - t->read_ts < KP_TLS_BIO_NS
-			 ? t->read_conn
-			 : KP_NONE;
+		ci = t->read_conn != KP_NONE && bio_near(t->read_ts, ts) ? t->read_conn : KP_NONE;
 		if (ci != KP_NONE)
 			kp->cn[ci].tls_bio = 1;
 	} else {
@@ -1053,7 +1059,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 
 		c->bio_wr_seen = 1;
 		err = h2_check(c, r->payload, r->payload_len);
-		if (!c->h2 && t->bio_wr_ts <= ts && ts - t->bio_wr_ts < KP_TLS_BIO_NS)
+		if (!c->h2 && bio_near(t->bio_wr_ts, ts))
 			bio_status = (uint16_t)proto__http_status(r->payload, r->payload_len);
 	} else {
 		err = h2_check(c, e->payload, e->payload_len);

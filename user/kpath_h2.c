@@ -628,14 +628,39 @@ lost:
 	return 0;
 }
 
+/* The direction of a read or write of connection c. */
+static int xfer_dir(const struct kp_conn *c, bool read)
+{
+	return read == (c->role != KP_ROLE_CLIENT) ? H2_UP : H2_DOWN;
+}
+
+/* A transfer's frames all passed (x: its direction, exit, thread, and the
+ * streams its frames carried): what comes after them. */
+static int transfer_end(struct kp *kp, uint32_t ci, const struct h2_xfer *x)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	int err;
+
+	if (x->d == H2_UP)
+		c->h2->up_prev_exit = x->ts;
+	if (c->role != KP_ROLE_SERVER)
+		return 0;
+	if (x->d == H2_DOWN) {
+		/* the thread worked for the streams this write answers since its
+		 * call before (struct kp_ctx), set before a walk follows it */
+		err = kp__tl_call_streams(kp, x->thread, x->ts, ci, x->sid_lo, x->sid_hi);
+		if (err)
+			return err;
+	}
+	return finish_ended(kp, ci);
+}
+
 static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 {
 	struct kp_conn *c = &kp->cn[ci];
-	uint64_t ts = x.ts;
-	uint32_t thread = x.thread;
 	int err;
 
-	x.d = read == (c->role != KP_ROLE_CLIENT) ? H2_UP : H2_DOWN;
+	x.d = xfer_dir(c, read);
 	if (c->role == KP_ROLE_CLIENT && x.d == H2_DOWN)
 		return 0; /* a client's calls are named by what it sends */
 	if (!x.plen && x.bytes) {
@@ -648,19 +673,7 @@ static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 		if (err)
 			return err;
 	}
-	c = &kp->cn[ci];
-	if (x.d == H2_UP)
-		c->h2->up_prev_exit = ts;
-	if (c->role != KP_ROLE_SERVER)
-		return 0;
-	if (x.d == H2_DOWN) {
-		/* the thread worked for the streams this write answers since its
-		 * call before (struct kp_ctx), set before a walk follows it */
-		err = kp__tl_call_streams(kp, thread, ts, ci, x.sid_lo, x.sid_hi);
-		if (err)
-			return err;
-	}
-	return finish_ended(kp, ci);
+	return transfer_end(kp, ci, &x);
 }
 
 /* A socket write (x) of a library on memory buffers: the frames are the
@@ -670,13 +683,13 @@ static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 {
 	struct kp_thread *t = &kp->th[x.thread];
-	uint32_t len = t->bio_wr_len, cap = t->capbio_wr, n = t->nbio_wr, lo = 0, hi = 0;
+	uint32_t len = t->bio_wr_len, cap = t->capbio_wr;
 	uint8_t *buf = t->bio_wr;
 	int err = 0;
 
-	x.d = kp->cn[ci].role != KP_ROLE_CLIENT ? H2_DOWN : H2_UP;
-	if (!n)
+	if (!t->nbio_wr)
 		return 0;
+	x.d = xfer_dir(&kp->cn[ci], false);
 	/* the thread's state may move while the frames are passed */
 	t->bio_wr = NULL;
 	t->nbio_wr = t->bio_wr_len = t->capbio_wr = 0;
@@ -690,9 +703,9 @@ static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 		y.tls = true;
 		y.pieces = cp_pieces(r, &y.npieces);
 		err = parse(kp, ci, &y);
-		if (y.sid_hi) {
-			lo = !hi || y.sid_lo < lo ? y.sid_lo : lo;
-			hi = y.sid_hi > hi ? y.sid_hi : hi;
+		if (y.sid_hi) { /* the streams of all of them */
+			x.sid_lo = !x.sid_hi || y.sid_lo < x.sid_lo ? y.sid_lo : x.sid_lo;
+			x.sid_hi = y.sid_hi > x.sid_hi ? y.sid_hi : x.sid_hi;
 		}
 		off += r->h.size; /* whole records, copied (bio_wr_keep) */
 	}
@@ -703,16 +716,7 @@ static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 	} else {
 		free(buf);
 	}
-	if (err)
-		return err;
-	if (x.d == H2_UP)
-		kp->cn[ci].h2->up_prev_exit = x.ts;
-	if (kp->cn[ci].role != KP_ROLE_SERVER)
-		return 0;
-	err = kp__tl_call_streams(kp, x.thread, x.ts, ci, lo, hi);
-	if (err)
-		return err;
-	return finish_ended(kp, ci);
+	return err ? err : transfer_end(kp, ci, &x);
 }
 
 int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
