@@ -943,6 +943,17 @@ static bool bio_near(uint64_t then, uint64_t now)
 	return then <= now && now - then < KP_TLS_BIO_NS;
 }
 
+/* The thread's TLS writes waiting for a socket write, dropped (counted)
+ * when the first is too old for the thread's socket call at ts to be the
+ * one that carries them. */
+static void bio_wr_expire(struct kp *kp, struct kp_thread *t, uint64_t ts)
+{
+	if (t->nbio_wr && !bio_near(t->bio_wr_ts, ts)) {
+		kp->bio_wr_unsent += t->nbio_wr;
+		t->nbio_wr = t->bio_wr_len = 0;
+	}
+}
+
 /* A TLS write on memory buffers (Node.js): its plaintext, kept for the
  * socket write its thread makes next (conn_write), which carries its
  * ciphertext. Writes left waiting past KP_TLS_BIO_NS, or past
@@ -952,10 +963,7 @@ static int bio_wr_keep(struct kp *kp, struct kp_thread *t, const struct cp_ev_tl
 {
 	uint32_t size = e->h.size;
 
-	if (t->nbio_wr && !bio_near(t->bio_wr_ts, ts)) {
-		kp->bio_wr_unsent += t->nbio_wr;
-		t->nbio_wr = t->bio_wr_len = 0;
-	}
+	bio_wr_expire(kp, t, ts);
 	if (t->bio_wr_len + size > KP_BIO_WR_MAX) {
 		kp->bio_wr_unsent++;
 		return 0;
@@ -1035,11 +1043,15 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 {
 	struct kp_conn *c = &kp->cn[ci];
 	struct kp_thread *t = &kp->th[thread];
-	bool bio = c->tls_bio && !(e->flags & CP_SOCK_F_TLS) && t->nbio_wr;
+	bool bio = c->tls_bio && !(e->flags & CP_SOCK_F_TLS);
 	uint16_t bio_status = 0;
 	struct kp_write *w;
 	int err;
 
+	if (bio) {
+		bio_wr_expire(kp, t, ts);
+		bio = t->nbio_wr;
+	}
 	conn_guess_role(kp, ci, false, e->flags);
 	c->seen_data = 1;
 	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))
@@ -1059,7 +1071,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 
 		c->bio_wr_seen = 1;
 		err = h2_check(c, r->payload, r->payload_len);
-		if (!c->h2 && bio_near(t->bio_wr_ts, ts))
+		if (!c->h2)
 			bio_status = (uint16_t)proto__http_status(r->payload, r->payload_len);
 	} else {
 		err = h2_check(c, e->payload, e->payload_len);

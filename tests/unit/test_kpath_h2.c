@@ -657,6 +657,29 @@ static void test_memory_buffers_unsent(void **state)
 	assert_int_equal(b->h2_uncertain + b->h2_lost, 0);
 }
 
+/* The same when the thread's next socket write comes only later: the
+ * waiting write's frames are not that write's, whichever it is. */
+static void test_memory_buffers_stale(void **state)
+{
+	static const uint8_t ciph[] = "\x17\x03\x03\x00\x45";
+	struct kb *b = *state;
+	uint8_t p[64];
+	size_t n = 0;
+
+	build_memory_buffers(b, true);
+	get(p, &n, 5, "/m3");
+	rd(b, B + 5 * U, 2000, ciph, 5, (int64_t)n + 22);
+	bio_tls(b, B + 5 * U + 3000, CP_TLS_SSL_READ, p, n);
+	n = 0;
+	answer(p, &n, 5, true);
+	bio_tls(b, B + 6 * U, CP_TLS_SSL_WRITE, p, n);
+	wr(b, B + 300 * U, 9500, ciph, 5, 40);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->bio_wr_unsent, 1);
+	assert_null(kb_find_name(b, "GET /m3"));
+	assert_int_equal(b->h2_unanswered, 1);
+}
+
 /* Random frames, lengths and cuts on an HTTP/2 connection, reads and
  * writes, with payload prefixes that stop anywhere: every request still
  * tiles, and nothing reads past what it was given (run under ASan too). */
@@ -752,6 +775,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_push_promise, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_memory_buffers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_memory_buffers_unsent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_memory_buffers_stale, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
 
