@@ -17,11 +17,11 @@
  * decompressed; a record later than that window goes out late, and is
  * counted (reorder_forced). Memory is bounded by the window, not the file.
  *
- * In time order a helper thread reads and decompresses the next frame in
- * the file while the caller works on the ones loaded (struct prefetch):
- * decompression is a fifth of a report's time. Only the bytes move to that
- * thread; the checks, the sort and every problem noted stay here, in the
- * same order, so a file reads the same with or without it.
+ * In time order a helper thread reads, decompresses, checks and sorts the
+ * next frame in the file while the caller works on the ones loaded (struct
+ * prefetch): decompression is a fifth of a report's time. What it finds is
+ * noted here, at the frame's load, in the same order and words, so a file
+ * reads the same with or without it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,9 +88,9 @@ struct fetch {
 };
 
 /*
- * The helper thread: the reader asks for one frame (h, decompressed into f)
+ * The helper thread: the reader asks for one frame (h, prepared into f)
  * and takes the answer at its load, or drops it when the frame it loads is
- * another (reading stopped, say). Its own buffer and zstd context.
+ * another (reading stopped, say). Its own loader.
  */
 struct prefetch {
 	int fd; /* the reader's */
@@ -667,40 +667,60 @@ static struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct
 	return f;
 }
 
+/* The helper, started; NULL when it cannot be (no thread, no memory). */
+static struct prefetch *prefetch__start(int fd)
+{
+	struct prefetch *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return NULL;
+	pf->fd = fd;
+	pf->ld.dctx = ZSTD_createDCtx();
+	if (!pf->ld.dctx || pthread_mutex_init(&pf->mu, NULL))
+		goto release;
+	if (pthread_cond_init(&pf->cv, NULL))
+		goto destroy_mutex;
+	if (!pthread_create(&pf->th, NULL, prefetch__run, pf))
+		return pf;
+	pthread_cond_destroy(&pf->cv);
+destroy_mutex:
+	pthread_mutex_destroy(&pf->mu);
+release:
+	prefetch__free(pf);
+	return NULL;
+}
+
+/* Stops the helper; returns the frame it holds, if any. */
+static struct rframe *prefetch__stop(struct prefetch *pf)
+{
+	struct rframe *f;
+
+	pthread_mutex_lock(&pf->mu);
+	pf->quit = true;
+	pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+	pthread_join(pf->th, NULL);
+	f = pf->f;
+	pthread_cond_destroy(&pf->cv);
+	pthread_mutex_destroy(&pf->mu);
+	prefetch__free(pf);
+	return f;
+}
+
 /* Asks the helper for frame h, starting it the first time. Without it
  * (no thread, no memory) frames load as before, all here. */
 static void prefetch__ask(struct recording_reader *r, const struct fhdr *h)
 {
-	struct prefetch *pf = r->pf;
+	struct prefetch *pf;
 	struct rframe *f;
 
-	if (!pf) {
-		if (r->pf_failed)
-			return;
-		r->pf_failed = true;
-		pf = calloc(1, sizeof(*pf));
-		if (!pf)
-			return;
-		pf->fd = r->fd;
-		pf->ld.dctx = ZSTD_createDCtx();
-		if (!pf->ld.dctx || pthread_mutex_init(&pf->mu, NULL)) {
-			prefetch__free(pf);
-			return;
-		}
-		if (pthread_cond_init(&pf->cv, NULL)) {
-			pthread_mutex_destroy(&pf->mu);
-			prefetch__free(pf);
-			return;
-		}
-		if (pthread_create(&pf->th, NULL, prefetch__run, pf)) {
-			pthread_cond_destroy(&pf->cv);
-			pthread_mutex_destroy(&pf->mu);
-			prefetch__free(pf);
-			return;
-		}
-		r->pf = pf;
-		r->pf_failed = false;
+	if (!r->pf && !r->pf_failed) {
+		r->pf = prefetch__start(r->fd);
+		r->pf_failed = !r->pf;
 	}
+	pf = r->pf;
+	if (!pf)
+		return;
 	f = r->nspare ? r->spare[--r->nspare] : calloc(1, sizeof(*f));
 	if (!f)
 		return;
@@ -974,18 +994,10 @@ void recording_reader__close(struct recording_reader *r)
 	if (!r)
 		return;
 	if (r->pf) {
-		struct prefetch *pf = r->pf;
+		struct rframe *f = prefetch__stop(r->pf);
 
-		pthread_mutex_lock(&pf->mu);
-		pf->quit = true;
-		pthread_cond_broadcast(&pf->cv);
-		pthread_mutex_unlock(&pf->mu);
-		pthread_join(pf->th, NULL);
-		if (pf->f)
-			r->spare[r->nspare++] = pf->f;
-		pthread_cond_destroy(&pf->cv);
-		pthread_mutex_destroy(&pf->mu);
-		prefetch__free(pf);
+		if (f)
+			r->spare[r->nspare++] = f;
 	}
 	for (int i = 0; i < r->nloaded; i++)
 		r->spare[r->nspare++] = r->loaded[i];
