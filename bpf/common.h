@@ -138,6 +138,13 @@ struct h2_room {
 #define H2_XFER(ret, flat, d, end)                                                                 \
 	((__u64)(ret) << 12 | (__u64)(end) << 11 | (__u64)(flat) << 1 | (d))
 
+/* buf (16 bytes at least) begins with the client's HTTP/2 preface. */
+static __always_inline bool h2_preface(const __u8 *buf)
+{
+	return *(const __u64 *)buf == 0x5448202a20495250ull &&	   /* "PRI * HT" */
+	       *(const __u64 *)(buf + 8) == 0x0a0d302e322f5054ull; /* "TP/2.0\r\n" */
+}
+
 /*
  * HTTP/2 multiplexes requests on a connection: a server reads the next
  * stream's HEADERS while it still answers the last, so the frames of one
@@ -155,8 +162,7 @@ static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 
 	if (len < 9)
 		return false;
-	if (len >= 16 && *(const __u64 *)buf == 0x5448202a20495250ull && /* "PRI * HT" */
-	    *(const __u64 *)(buf + 8) == 0x0a0d302e322f5054ull)		 /* "TP/2.0\r\n" */
+	if (len >= 16 && h2_preface(buf))
 		return true;
 	flen = (__u32)buf[0] << 16 | (__u32)buf[1] << 8 | buf[2];
 	type = buf[3];

@@ -614,8 +614,8 @@ static __always_inline __u64 payload_gather(const struct iovec *uiov, long ret, 
  * past any prefix. So on an HTTP/2 connection the recorder follows the
  * frames through each transfer by their lengths, as the report does, and
  * appends to the prefix the pieces of the transfer past it that the report
- * needs: every frame header, and the header blocks of HEADERS and
- * CONTINUATION frames (CP_SOCK_F_PIECES). Where the frames of a direction
+ * needs: every frame header, and the header blocks of HEADERS,
+ * PUSH_PROMISE and CONTINUATION frames (CP_SOCK_F_PIECES). Where the frames of a direction
  * are is kept in the socket's state from one transfer to the next; it is
  * found again, when lost, at a transfer that begins with a frame header.
  *
@@ -856,8 +856,7 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 		w->npart = st->h2_npart[d] & 7;
 		w->off = w->npart ? -(__s64)w->npart : st->h2_next[d];
 		__builtin_memcpy(w->part, st->h2_part[d], 8);
-	} else if (flat >= 24 && *(__u64 *)p->b == 0x5448202a20495250ull &&
-		   *(__u64 *)(p->b + 8) == 0x0a0d302e322f5054ull) {
+	} else if (flat >= 24 && h2_preface(p->b)) {
 		w->off = 24; /* the client's preface */
 	} else if (flat >= H2_HDR && !p->b[0] && p->b[3] <= 9 && !(p->b[5] & 0x80)) {
 		w->off = 0; /* begins with a frame header (below 64 KiB), as the report assumes */
@@ -1048,7 +1047,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	if (tls && st && st->every && tls->wrote)
 		st = NULL;
 	limit = st && st->every ? cfg_h2_payload_bytes : cfg_payload_bytes;
-	/* HTTP/2 in the clear: room for the pieces after the prefix */
+	/* HTTP/2, in the clear or a TLS write's plaintext: room for the
+	 * pieces after the prefix */
 	walk = st && st->every && (!tls || dir == SOCK_DIR_WRITE);
 	/* Reserved in place (no scratch copy): at full size when a payload is
 	 * taken, stored at hdr.size (the tail never reaches the file). */

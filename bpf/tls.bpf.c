@@ -28,7 +28,8 @@ struct tls_key {
 /*
  * An HTTP/2 connection over TLS, by its SSL *: where the frames of its
  * plaintext reads are (cp_h2_walk's state, direction 0; the socket reads
- * under it carry ciphertext), and its connection as the last socket read
+ * under it carry ciphertext) and, on memory buffers, of its writes too
+ * (direction 1), and its connection as the last socket read
  * inside a read call gave it. OpenSSL answers a read from the records a
  * socket read brought before when it can, so on HTTP/2 (the next streams
  * may be there) a read with no socket read inside is recorded too, with
@@ -132,16 +133,15 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 {
 	struct cp_ev_tls_read *e;
 	__u32 limit = cfg_payload_bytes;
-	__u64 len = n, cap, pieces = 0, head[2] = {};
+	__u64 len = n, cap, pieces = 0, head[2] = {}, hn = n >= 16 ? 16 : 9;
 
 	/* HTTP/2 from here on: a client's preface read before the server
 	 * wrote anything that showed the connection speaks it, or on memory
 	 * buffers the first plaintext seen either way (sock_h2; a connection
 	 * open before the recording shows a HEADERS frame) */
 	if (!h2 && cfg_payload_bytes &&
-	    (s->h2 ||
-	     (n >= 9 && !bpf_probe_read_user(head, n >= 16 ? 16 : 9, (const void *)s->buf) &&
-	      sock_h2((const __u8 *)head, n >= 16 ? 16 : 9)))) {
+	    (s->h2 || (n >= 9 && !bpf_probe_read_user(head, hn, (const void *)s->buf) &&
+		       sock_h2((const __u8 *)head, hn)))) {
 		struct tls_h2_conn fresh = {};
 
 		bpf_map_update_elem(&tls_h2, k, &fresh, BPF_NOEXIST);

@@ -308,11 +308,11 @@ struct cp_ev_sock {
  * transfer's bytes beyond it, in order of offset, each a struct
  * cp_sock_piece and then its len bytes. The recorder follows the frames
  * through the transfer and keeps each frame header, and the header blocks
- * of HEADERS and CONTINUATION frames: a DATA frame's payload is the gap
- * between two pieces. A piece of zero length, or fewer bytes left than a
- * piece header, ends them (the record's alignment padding). A TLS write's
- * pieces (bytes counts ciphertext) end with a piece of zero length whose
- * offset is the length of its plaintext.
+ * of HEADERS, PUSH_PROMISE and CONTINUATION frames: a DATA frame's payload
+ * is the gap between two pieces. A piece of zero length, or fewer bytes
+ * left than a piece header, ends them (the record's alignment padding). A
+ * TLS write's pieces (bytes counts ciphertext) end with a piece of zero
+ * length whose offset is the length of its plaintext.
  */
 #define CP_SOCK_F_PIECES 0x20
 
@@ -420,7 +420,8 @@ enum cp_tls_call {
  * addresses: its connection is its thread's last socket read's; and the
  * first write after a read, the same way (call SSL_write or SSL_write_ex,
  * bytes the plaintext written): the socket write the thread makes next
- * carries its ciphertext. (ABI 4.) */
+ * carries its ciphertext. On HTTP/2 there, every read and every write.
+ * (ABI 4.) */
 struct cp_ev_tls_read {
 	struct cp_hdr h;
 	__u64 enter_ts;		/* when the library call began */
