@@ -132,6 +132,10 @@ static __always_inline void sk_info(bool btf, struct sock *sk, struct cp_infligh
 	if (family == AF_INET || family == AF_INET6) {
 		in->lport = KREAD(btf, sk, __sk_common.skc_num);
 		in->rport = bpf_ntohs(KREAD(btf, sk, __sk_common.skc_dport));
+		/* a connection the peer reset is unhashed, its local port
+		 * number cleared (__inet_put_port): the source port stays */
+		if (!in->lport)
+			in->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 	}
 }
 
