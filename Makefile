@@ -24,7 +24,8 @@ PKGS := libbpf libzstd zlib yajl libprotobuf-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIB_LIBS := $(shell pkg-config --libs libzstd zlib yajl libprotobuf-c simdjson 2>/dev/null) \
 	    -lstdc++ -lm -lpthread
-BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz
+BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz \
+	    $(shell pkg-config --libs capstone 2>/dev/null || echo -lcapstone)
 
 SAN ?=
 TSAN ?=

@@ -78,18 +78,22 @@ static __always_inline bool tls_fd_style(__u32 tgid)
 	return (tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1;
 }
 
-/* SSL * ssl's call moved data in direction dir: whether it is the first
- * since a call the other way. */
-static __always_inline bool tls_bio_turn(const struct tls_key *k, __u8 dir)
+/* SSL * ssl's call moved n bytes in direction dir: whether it is the
+ * first since a call the other way, or follows a short one (at most
+ * CP_SHORT_READ bytes, as socket payloads: Go's HTTP/1 server reads a
+ * request's first byte alone, then the rest). */
+static __always_inline bool tls_bio_turn(const struct tls_key *k, __u8 dir, __s64 n)
 {
-	__u8 *last = bpf_map_lookup_elem(&tls_bio, k);
+	__u8 *last = bpf_map_lookup_elem(&tls_bio, k), v = dir;
 
 	if (last && *last == dir)
 		return false;
+	if (n <= CP_SHORT_READ)
+		v |= 0x80;
 	if (last)
-		*last = dir;
+		*last = v;
 	else
-		bpf_map_update_elem(&tls_bio, k, &dir, BPF_ANY);
+		bpf_map_update_elem(&tls_bio, k, &v, BPF_ANY);
 	return true;
 }
 
@@ -208,7 +212,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 		__builtin_memset(e->raddr, 0, CP_ADDR_LEN);
 	}
 	e->payload_len = len;
-	__builtin_memset(e->__pad2, 0, sizeof(e->__pad2));
+	for (int i = 0; i < 6; i++)
+		e->tls_id[i] = k->ssl >> (8 * i);
 	ev_submit(e);
 }
 
@@ -261,7 +266,7 @@ int tls_return(struct pt_regs *ctx)
 		if (n <= 0 || s->nested || tls_fd_style(tgid) || !cfg_payload_bytes)
 			return 0;
 		h2 = bpf_map_lookup_elem(&tls_h2, &k);
-		if (tls_bio_turn(&k, SOCK_DIR_WRITE) || h2)
+		if (tls_bio_turn(&k, SOCK_DIR_WRITE, n) || h2)
 			tls_read_emit(s, &k, n, h2, false, 1);
 		return 0;
 	}
@@ -280,8 +285,145 @@ int tls_return(struct pt_regs *ctx)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
 	if (sock)
 		s->want_ssl = 0;
-	if (bio && !tls_bio_turn(&k, SOCK_DIR_READ) && !h2)
+	if (bio && !tls_bio_turn(&k, SOCK_DIR_READ, n) && !h2)
 		return 0;
 	tls_read_emit(s, &k, n, h2, sock, 0);
+	return 0;
+}
+
+/*
+ * Go's crypto/tls (record_gotls.c attaches these in a Go executable):
+ * (*Conn).Read and (*Conn).Write run on the goroutine, which the runtime
+ * may park in its netpoller and resume on another thread, so a call is
+ * keyed by its goroutine (the g register), not its thread, and the return
+ * of Read is a uprobe on each of its RET instructions (a uretprobe would
+ * replace a return address the runtime reads when it grows the stack).
+ * A handshake's start (serverHandshake, clientHandshake) forgets what was
+ * known of its *tls.Conn, whose memory may be a closed connection's.
+ * Go's calls are on memory buffers as far as the report is concerned: a
+ * Read's plaintext is recorded at its return, with fd -1, on the thread
+ * that made the socket read a moment before; a Write's at its entry, for
+ * the socket writes it makes next. The register ABI (Go 1.17 and later):
+ * the receiver, then b's pointer, length and capacity; the result n in
+ * the first.
+ */
+#if defined(__TARGET_ARCH_x86)
+#define GO_RECV(x) ((x)->ax)
+#define GO_BUF(x) ((x)->bx)
+#define GO_LEN(x) ((x)->cx)
+#define GO_RET(x) ((x)->ax)
+#define GO_G(x) ((x)->r14)
+#elif defined(__TARGET_ARCH_arm64)
+#define GO_RECV(x) ((x)->regs[0])
+#define GO_BUF(x) ((x)->regs[1])
+#define GO_LEN(x) ((x)->regs[2])
+#define GO_RET(x) ((x)->regs[0])
+#define GO_G(x) ((x)->regs[28])
+#endif
+
+/* A goroutine, in its process. */
+struct go_key {
+	__u64 g;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* The goroutines inside a Read: its buffer and *Conn (the slot's ssl). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct go_key);
+	__type(value, struct cp_tls_slot);
+} go_reads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cp_tls_slot);
+} go_scratch SEC(".maps");
+
+SEC("uprobe")
+int go_tls_enter(struct pt_regs *ctx)
+{
+#ifdef GO_G
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0, tgid = id >> 32;
+	struct tls_key k = {};
+	struct go_key gk = {};
+	struct tls_h2_conn *h2;
+	struct cp_tls_slot *s;
+	__s64 n;
+
+	EMPTY_GUARD();
+	if (!tgid_is_target(tgid) || !cfg_payload_bytes)
+		return 0;
+	k.ssl = GO_RECV(ctx);
+	k.tgid = tgid;
+	if (bpf_get_attach_cookie(ctx) == CP_TLS_GO_HANDSHAKE) {
+		/* a new connection, in a *tls.Conn the runtime may have
+		 * given a closed one's memory: nothing of that one holds */
+		bpf_map_delete_elem(&tls_h2, &k);
+		bpf_map_delete_elem(&tls_bio, &k);
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&go_scratch, &zero);
+	if (!s)
+		return 0;
+	__builtin_memset(s, 0, sizeof(*s));
+	s->enter_ts = bpf_ktime_get_ns();
+	s->call = (__u8)bpf_get_attach_cookie(ctx);
+	s->ssl = GO_RECV(ctx);
+	s->buf = GO_BUF(ctx);
+	if (s->call == CP_TLS_GO_READ) {
+		s->active = 1;
+		gk.g = GO_G(ctx);
+		gk.tgid = tgid;
+		if (bpf_map_update_elem(&go_reads, &gk, s, BPF_ANY))
+			count_drop();
+		return 0;
+	}
+	/* a Write: its plaintext is all there at the entry (Write writes
+	 * all of b or fails) */
+	n = (__s64)GO_LEN(ctx);
+	if (n <= 0)
+		return 0;
+	h2 = bpf_map_lookup_elem(&tls_h2, &k);
+	if (tls_bio_turn(&k, SOCK_DIR_WRITE, n) || h2)
+		tls_read_emit(s, &k, n, h2, false, 1);
+#endif
+	return 0;
+}
+
+SEC("uprobe")
+int go_tls_return(struct pt_regs *ctx)
+{
+#ifdef GO_G
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct tls_key k = {};
+	struct go_key gk = {};
+	struct tls_h2_conn *h2;
+	struct cp_tls_slot *s;
+	__s64 n;
+
+	EMPTY_GUARD();
+	if (!tgid_is_target(tgid))
+		return 0;
+	gk.g = GO_G(ctx);
+	gk.tgid = tgid;
+	s = bpf_map_lookup_elem(&go_reads, &gk);
+	if (!s || !s->active)
+		return 0;
+	s->active = 0;
+	n = (__s64)GO_RET(ctx);
+	if (n <= 0)
+		return 0;
+	k.ssl = s->ssl;
+	k.tgid = tgid;
+	h2 = bpf_map_lookup_elem(&tls_h2, &k);
+	if (tls_bio_turn(&k, SOCK_DIR_READ, n) || h2)
+		tls_read_emit(s, &k, n, h2, false, 0);
+#endif
 	return 0;
 }

@@ -70,7 +70,7 @@ static __always_inline void tls_busy_set(__u32 tid, bool on)
 
 static __always_inline bool tls_call_writes(__u8 call)
 {
-	return call == CP_TLS_SSL_WRITE || call == CP_TLS_SSL_WRITE_EX;
+	return cp_tls_call_writes(call);
 }
 
 /* The current thread's TLS call, when it is inside one that moves data in

@@ -402,7 +402,20 @@ enum cp_tls_call {
 	CP_TLS_SSL_READ_EX = 1,
 	CP_TLS_SSL_WRITE = 2,
 	CP_TLS_SSL_WRITE_EX = 3,
+	/* Go's crypto/tls: (*Conn).Read and (*Conn).Write, in the executable
+	 * (ABI 4 readers older than these read a 5 as a read) */
+	CP_TLS_GO_READ = 4,
+	CP_TLS_GO_WRITE = 5,
+	/* a Go connection's handshake begins: a probe's cookie (the
+	 * recorder's), never in a record */
+	CP_TLS_GO_HANDSHAKE = 6,
 };
+
+/* Whether a TLS call code is a write (its plaintext goes out). */
+static inline int cp_tls_call_writes(__u8 call)
+{
+	return call == CP_TLS_SSL_WRITE || call == CP_TLS_SSL_WRITE_EX || call == CP_TLS_GO_WRITE;
+}
 
 /* A TLS library's read returned plaintext (OpenSSL SSL_read / SSL_read_ex,
  * bytes > 0), emitted at its return under the same economy as socket
@@ -421,6 +434,9 @@ enum cp_tls_call {
  * first write after a read, the same way (call SSL_write or SSL_write_ex,
  * bytes the plaintext written): the socket write the thread makes next
  * carries its ciphertext. On HTTP/2 there, every read and every write.
+ * Go's crypto/tls is recorded the same way (call CP_TLS_GO_READ at the
+ * read's return, on the thread that made the socket read; CP_TLS_GO_WRITE
+ * at the write's entry, before the socket writes it makes).
  * (ABI 4.) */
 struct cp_ev_tls_read {
 	struct cp_hdr h;
@@ -436,9 +452,23 @@ struct cp_ev_tls_read {
 	__u8 laddr[CP_ADDR_LEN];
 	__u8 raddr[CP_ADDR_LEN];
 	__u16 payload_len;
-	__u8 __pad2[6];
+	/* the call's connection in the library, its SSL * (Go: *tls.Conn),
+	 * low 48 bits little-endian: on memory buffers, which connection
+	 * when the thread's last socket read was another's (ABI 4; 0: not
+	 * recorded) */
+	__u8 tls_id[6];
 	__u8 payload[CP_PAYLOAD_MAX];
 };
+
+/* A CP_EV_TLS_READ's tls_id as a number, 0 when not recorded. */
+static inline __u64 cp_tls_id(const struct cp_ev_tls_read *e)
+{
+	__u64 id = 0;
+
+	for (int i = 5; i >= 0; i--)
+		id = id << 8 | e->tls_id[i];
+	return id;
+}
 
 /*
  * Metadata records, written by the recorder (never by BPF).

@@ -402,6 +402,12 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 		jline__i64(j, "bytes", e->bytes);
 		if (e->family == AF_INET || e->family == AF_INET6)
 			jline__u64(j, "tcp_seq", e->tcp_seq);
+		if (cp_tls_id(e)) {
+			char id[24];
+
+			snprintf(id, sizeof(id), "0x%llx", (unsigned long long)cp_tls_id(e));
+			jline__str(j, "tls_id", id);
+		}
 		if (e->payload_len)
 			jline__bytes(j, "payload", e->payload, e->payload_len);
 		p = cp_pieces(e, &n);

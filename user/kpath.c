@@ -211,12 +211,19 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 		    "before their connection closed)",
 		    (unsigned long long)kp.h2_unanswered);
 	if (kp.bio_wr_unsent)
-		engine__warn(
-		    e,
-		    "%llu TLS writes on memory buffers (Node.js) were followed by no socket "
-		    "write of their thread within %llu ms: their plaintext was not used",
-		    (unsigned long long)kp.bio_wr_unsent,
-		    (unsigned long long)(KP_TLS_BIO_NS / 1000000));
+		engine__warn(e,
+			     "%llu TLS writes on memory buffers (Node.js, Go) were followed by no "
+			     "socket write of their thread within %llu ms: their plaintext was not "
+			     "used",
+			     (unsigned long long)kp.bio_wr_unsent,
+			     (unsigned long long)(KP_TLS_BIO_NS / 1000000));
+	if (kp.bio_rd_lost)
+		engine__warn(e,
+			     "%llu TLS reads on memory buffers (Node.js, Go) came after no socket "
+			     "read of their thread within %llu ms, on a connection not seen "
+			     "before: their plaintext was not used",
+			     (unsigned long long)kp.bio_rd_lost,
+			     (unsigned long long)(KP_TLS_BIO_NS / 1000000));
 	if (kp.udp_unknown)
 		engine__warn(e,
 			     "%llu datagrams read on unconnected UDP sockets came from senders not "

@@ -730,6 +730,9 @@ static void conn_reset(struct kp_conn *c)
 	c->tls_seen = 0;
 	c->tls_bio = 0;
 	c->bio_wr_seen = 0;
+	c->tls_key = 0;
+	c->bw.n = c->bw.len = c->bw.nsure = 0;
+	c->peer_eof = 0;
 	kp__h2_free(c);
 }
 
@@ -925,7 +928,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		snprintf(c->req.name, sizeof(c->req.name), "TLS handshake");
 	if (!c->req.name[0]) {
 		snprintf(c->req.name, sizeof(c->req.name), "request");
-		if (e->payload_len && e->bytes <= CP_SHORT_READ &&
+		if (e->payload_len && e->bytes <= CP_SHORT_READ && !c->req.tls_wait &&
 		    e->payload_len <= CP_SHORT_READ) { /* a record may say otherwise */
 			c->req.nhead = (uint8_t)e->payload_len;
 			memcpy(c->req.head, e->payload, e->payload_len);
@@ -943,54 +946,133 @@ static bool bio_near(uint64_t then, uint64_t now)
 	return then <= now && now - then < KP_TLS_BIO_NS;
 }
 
-/* The thread's TLS writes waiting for a socket write, dropped (counted)
- * when the first is too old for the thread's socket call at ts to be the
- * one that carries them. */
-static void bio_wr_expire(struct kp *kp, struct kp_thread *t, uint64_t ts)
+/* TLS writes waiting for a socket write, dropped (counted) when the first
+ * is too old for the socket call at ts to be the one that carries them. */
+static void bio_wr_expire(struct kp *kp, struct kp_bio_wr *q, uint64_t ts)
 {
-	if (t->nbio_wr && !bio_near(t->bio_wr_ts, ts)) {
-		kp->bio_wr_unsent += t->nbio_wr;
-		t->nbio_wr = t->bio_wr_len = 0;
+	if (q->n && !bio_near(q->ts, ts)) {
+		kp->bio_wr_unsent += q->nsure;
+		q->n = q->len = q->nsure = 0;
 	}
 }
 
-/* A TLS write on memory buffers (Node.js): its plaintext, kept for the
- * socket write its thread makes next (conn_write), which carries its
- * ciphertext. Writes left waiting past KP_TLS_BIO_NS, or past
- * KP_BIO_WR_MAX, had none: counted, not used. */
-static int bio_wr_keep(struct kp *kp, struct kp_thread *t, const struct cp_ev_tls_read *e,
+/* A TLS write on memory buffers (Node.js, Go): its plaintext, kept in q
+ * (its connection's, or its thread's while that is not known) for the
+ * socket write that carries its ciphertext (conn_write). Writes left
+ * waiting past KP_TLS_BIO_NS, or past KP_BIO_WR_MAX, had none: counted,
+ * not used. */
+static int bio_wr_keep(struct kp *kp, struct kp_bio_wr *q, const struct cp_ev_tls_read *e,
 		       uint64_t ts)
 {
 	uint32_t size = e->h.size;
 
-	bio_wr_expire(kp, t, ts);
-	if (t->bio_wr_len + size > KP_BIO_WR_MAX) {
+	bio_wr_expire(kp, q, ts);
+	if (q->len + size > KP_BIO_WR_MAX) {
 		kp->bio_wr_unsent++;
 		return 0;
 	}
-	if (t->bio_wr_len + size > t->capbio_wr) {
-		uint32_t cap = t->capbio_wr ? t->capbio_wr : 4096;
+	if (q->len + size > q->cap) {
+		uint32_t cap = q->cap ? q->cap : 4096;
 		uint8_t *b;
 
-		while (cap < t->bio_wr_len + size)
+		while (cap < q->len + size)
 			cap *= 2;
-		b = realloc(t->bio_wr, cap);
+		b = realloc(q->buf, cap);
 		if (!b)
 			return -ENOMEM;
-		t->bio_wr = b;
-		t->capbio_wr = cap;
+		q->buf = b;
+		q->cap = cap;
 	}
-	memcpy(t->bio_wr + t->bio_wr_len, e, size);
-	if (!t->nbio_wr)
-		t->bio_wr_ts = ts;
-	t->bio_wr_len += size;
-	t->nbio_wr++;
+	memcpy(q->buf + q->len, e, size);
+	if (!q->n)
+		q->ts = ts;
+	q->len += size;
+	q->n++;
+	q->nsure += e->call != CP_TLS_GO_WRITE;
 	return 0;
+}
+
+/* A TLS library connection's tlsmap key: its host, process and id. */
+static uint64_t tls_conn_key(uint32_t host, uint32_t pid, uint64_t id)
+{
+	return (id << 16 | host) ^ (uint64_t)pid * 0x9e3779b97f4a7c15ull;
+}
+
+/* The TLS writes a socket write at ts on ci by thread carries: its
+ * connection's, else (the connection not known when they were made) its
+ * thread's; NULL for none. */
+struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, uint64_t ts)
+{
+	struct kp_bio_wr *c = &kp->cn[ci].bw, *t = &kp->th[thread].bw;
+	const struct cp_ev_tls_read *r = (const void *)t->buf;
+	uint64_t key = kp->cn[ci].tls_key;
+
+	bio_wr_expire(kp, c, ts);
+	bio_wr_expire(kp, t, ts);
+	if (c->n)
+		return c;
+	/* the thread's, unless they are another library connection's (Go's
+	 * HTTP/2 server writes its SETTINGS before it reads) */
+	if (!t->n ||
+	    (key && cp_tls_id(r) && tls_conn_key(kp->cn[ci].host, r->h.pid, cp_tls_id(r)) != key))
+		return NULL;
+	return t;
+}
+
+/*
+ * The connection of a TLS read on memory buffers (Node.js, Go): the
+ * thread's last socket read's (a moment before, in the same loop turn: its
+ * ciphertext), unless the read's library connection (tls_id) was seen
+ * reading on another that is still open and that one is not new. Go's
+ * runtime may resume a goroutine whose read its library answers from
+ * records an earlier socket read brought on another thread, whose last
+ * socket read was another connection's; and it gives a closed
+ * connection's memory to a new one, whose close the recording may not
+ * show (the peer reset it first), so a connection none of whose reads
+ * had an id before (a new one) takes the id over.
+ */
+/* The open connection a TLS library connection (a record's tls_id) was
+ * seen reading on, or KP_NONE. */
+static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
+			  uint64_t *key)
+{
+	uint64_t id = cp_tls_id(e);
+	uint32_t ci;
+
+	*key = id ? tls_conn_key(host, e->h.pid, id) : 0;
+	ci = *key ? kp_map__get(&kp->tlsmap, *key) : KP_NONE;
+	if (ci != KP_NONE && (kp->cn[ci].tls_key != *key || kp->cn[ci].closed_at))
+		return KP_NONE;
+	return ci;
+}
+
+static uint32_t bio_conn(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
+			 uint32_t thread, uint64_t ts)
+{
+	const struct kp_thread *t = &kp->th[thread];
+	uint64_t key;
+	uint32_t known = bio_known(kp, host, e, &key), ci;
+
+	ci = t->read_conn != KP_NONE && bio_near(t->read_ts, ts) ? t->read_conn : KP_NONE;
+	if (known != KP_NONE && (ci == KP_NONE || kp->cn[ci].tls_key))
+		return known;
+	if (ci == KP_NONE)
+		return ci;
+	kp->cn[ci].tls_bio = 1;
+	if (key && kp->cn[ci].tls_key != key) {
+		if (kp_map__put(&kp->tlsmap, key, ci))
+			return KP_NONE; /* out of memory: as if unknown */
+		kp->cn[ci].tls_key = key;
+	}
+	return ci;
 }
 
 int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts)
 {
+	uint8_t buf[CP_SHORT_READ + CP_PAYLOAD_MAX];
+	const uint8_t *p;
 	struct kp_addr a;
+	size_t n;
 	struct kp_conn *c;
 	enum kp_proto pr;
 	uint32_t ci, thread;
@@ -999,8 +1081,14 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;
-	if (e->call == CP_TLS_SSL_WRITE || e->call == CP_TLS_SSL_WRITE_EX)
-		return bio_wr_keep(kp, &kp->th[thread], e, ts);
+	if (cp_tls_call_writes(e->call)) {
+		uint64_t key;
+
+		ci = bio_known(kp, host, e, &key);
+		if (ci != KP_NONE && kp->cn[ci].peer_eof)
+			return 0; /* to a peer gone (Go records a write before it fails) */
+		return bio_wr_keep(kp, ci != KP_NONE ? &kp->cn[ci].bw : &kp->th[thread].bw, e, ts);
+	}
 	/* the connection of the socket read inside it: known by then */
 	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
 		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
@@ -1008,13 +1096,9 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		if (ci != KP_NONE && (kp->cn[ci].host != host || !addr_eq(&kp->cn[ci].a, &a)))
 			ci = KP_NONE;
 	} else if (e->fd < 0 && !e->family) {
-		/* on memory buffers: the ciphertext is what the thread's last
-		 * socket read brought (a moment before, in the same loop turn) */
-		const struct kp_thread *t = &kp->th[thread];
-
-		ci = t->read_conn != KP_NONE && bio_near(t->read_ts, ts) ? t->read_conn : KP_NONE;
-		if (ci != KP_NONE)
-			kp->cn[ci].tls_bio = 1;
+		ci = bio_conn(kp, host, e, thread, ts);
+		if (ci == KP_NONE)
+			kp->bio_rd_lost++;
 	} else {
 		ci = kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
 	}
@@ -1029,29 +1113,45 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		return kp__h2_tls_read(kp, ci, e, thread, ts);
 	/* the request that read began, not named yet; a client reads responses */
 	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
-	    c->req.reader != thread)
+	    (c->req.reader != thread && !c->tls_bio)) /* Go resumes a reader anywhere */
 		return 0;
+	p = e->payload;
+	n = e->payload_len;
+	if (c->req.nhead) { /* a short plaintext before it named nothing */
+		memcpy(buf, c->req.head, c->req.nhead);
+		memcpy(buf + c->req.nhead, p, n);
+		n += c->req.nhead;
+		p = buf;
+		c->req.nhead = 0;
+	}
+	pr = proto__request_name(p, n, c->req.name, sizeof(c->req.name));
+	if (!c->req.name[0] && n <= CP_SHORT_READ && e->bytes <= CP_SHORT_READ) {
+		/* its first bytes alone (Go's HTTP/1 server reads one, then
+		 * the rest): named with the next read's */
+		memcpy(c->req.head, p, n);
+		c->req.nhead = (uint8_t)n;
+		snprintf(c->req.name, sizeof(c->req.name), "request");
+		return 0;
+	}
 	c->req.tls_wait = false;
-	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
 	if (!c->req.name[0])
 		snprintf(c->req.name, sizeof(c->req.name), "request");
-	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
+	return conn_pipelined(kp, c, p, n, e->bytes, pr);
 }
 
 static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		      uint64_t ts, uint64_t enter)
 {
 	struct kp_conn *c = &kp->cn[ci];
-	struct kp_thread *t = &kp->th[thread];
-	bool bio = c->tls_bio && !(e->flags & CP_SOCK_F_TLS);
+	struct kp_bio_wr *q = NULL;
 	uint16_t bio_status = 0;
 	struct kp_write *w;
+	bool bio;
 	int err;
 
-	if (bio) {
-		bio_wr_expire(kp, t, ts);
-		bio = t->nbio_wr;
-	}
+	if (c->tls_bio && !(e->flags & CP_SOCK_F_TLS))
+		q = kp__bio_wr_for(kp, ci, thread, ts);
+	bio = q != NULL;
 	conn_guess_role(kp, ci, false, e->flags);
 	c->seen_data = 1;
 	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))
@@ -1067,7 +1167,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		 * an HTTP/2 client's preface shows what the connection speaks);
 		 * an HTTP/1 response's status from the first, the writes after
 		 * the handshake's coming first */
-		const struct cp_ev_tls_read *r = (const void *)t->bio_wr;
+		const struct cp_ev_tls_read *r = (const void *)q->buf;
 
 		c->bio_wr_seen = 1;
 		err = h2_check(c, r->payload, r->payload_len);
@@ -1081,7 +1181,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	if (c->h2)
 		return kp__h2_transfer(kp, ci, e, thread, ts, enter, false);
 	if (bio)
-		t->nbio_wr = t->bio_wr_len = 0;
+		q->n = q->len = q->nsure = 0;
 	if (c->role == KP_ROLE_CLIENT) {
 		if (c->phase != KP_PH_WRITING) {
 			proto__request_name(e->payload, e->payload_len, c->last_name,
@@ -1092,6 +1192,15 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	}
 	if (c->phase == KP_PH_IDLE)
 		return 0; /* nothing asked for it (server push, or its request came before us) */
+	if (c->phase == KP_PH_READING && c->req.tls_wait && !bio &&
+	    ((c->tls_bio && c->bio_wr_seen) || (c->tls_seen && !(e->flags & CP_SOCK_F_TLS))) &&
+	    !strcmp(c->req.name, "request")) {
+		/* TLS records that brought no plaintext answered by the
+		 * library's own (a close_notify alert answered with one as
+		 * the connection closes): no request */
+		c->phase = KP_PH_IDLE;
+		return 0;
+	}
 	if (c->phase == KP_PH_READING) {
 		c->req.status = proto__http_status(e->payload, e->payload_len);
 		c->phase = KP_PH_WRITING;
@@ -1223,6 +1332,7 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		kp__win_free((void **)&c->wr, &c->wroff, sizeof(*c->wr));
 		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
+		free(c->bw.buf);
 		kp__h2_free(c);
 		memset(c, 0, sizeof(*c));
 		c->proc = c->last_proc = c->peer = KP_NONE;
@@ -1267,6 +1377,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		kp->th[thread].read_conn = ci;
 		kp->th[thread].read_ts = ts;
 	}
+	c->peer_eof |= is_read(e->call) && !e->bytes && !udp;
 	switch (e->call) {
 	case CP_SOCK_ACCEPT:
 	case CP_SOCK_ACCEPT4: {

@@ -198,7 +198,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 		kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
 		kp__win_free((void **)&t->ctx, &t->ctxoff, sizeof(*t->ctx));
-		free(t->bio_wr);
+		free(t->bw.buf);
 	}
 	free(kp->probes);
 	kp_map__free(&kp->probemap);
@@ -210,6 +210,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&c->wr, &c->wroff, sizeof(*c->wr));
 		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
+		free(c->bw.buf);
 		kp__h2_free(c);
 	}
 	kp__pend_free(kp);
@@ -238,6 +239,7 @@ void kp__free(struct kp *kp)
 	kp_map__free(&kp->prmap);
 	kp_map__free(&kp->cnmap);
 	kp_map__free(&kp->fdmap);
+	kp_map__free(&kp->tlsmap);
 	memset(kp, 0, sizeof(*kp));
 }
 

@@ -677,24 +677,24 @@ static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 }
 
 /* A socket write (x) of a library on memory buffers: the frames are the
- * plaintext of the thread's TLS writes it carries (kp_thread.bio_wr), each
- * passed as a transfer of its own that left at x's exit. A write with none
- * carries the library's own records (a session ticket, an alert). */
+ * plaintext of the TLS writes it carries (kp__bio_wr_for), each passed as
+ * a transfer of its own that left at x's exit. A write with none carries
+ * the library's own records (a session ticket, an alert). */
 static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 {
-	struct kp_thread *t = &kp->th[x.thread];
-	uint32_t len = t->bio_wr_len, cap = t->capbio_wr;
-	uint8_t *buf = t->bio_wr;
+	struct kp_bio_wr *q = kp__bio_wr_for(kp, ci, x.thread, x.ts), keep;
+	bool conns = q == &kp->cn[ci].bw;
 	int err = 0;
 
-	if (!t->nbio_wr)
+	if (!q)
 		return 0;
 	x.d = xfer_dir(&kp->cn[ci], false);
-	/* the thread's state may move while the frames are passed */
-	t->bio_wr = NULL;
-	t->nbio_wr = t->bio_wr_len = t->capbio_wr = 0;
-	for (uint32_t off = 0; off < len && !err;) {
-		const struct cp_ev_tls_read *r = (const void *)(buf + off);
+	/* the thread's and the connection's state may move while the
+	 * frames are passed */
+	keep = *q;
+	memset(q, 0, sizeof(*q));
+	for (uint32_t off = 0; off < keep.len && !err;) {
+		const struct cp_ev_tls_read *r = (const void *)(keep.buf + off);
 		struct h2_xfer y = x;
 
 		y.payload = r->payload;
@@ -709,12 +709,12 @@ static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 		}
 		off += r->h.size; /* whole records, copied (bio_wr_keep) */
 	}
-	t = &kp->th[x.thread];
-	if (!t->bio_wr) {
-		t->bio_wr = buf;
-		t->capbio_wr = cap;
+	q = conns ? &kp->cn[ci].bw : &kp->th[x.thread].bw;
+	if (!q->buf) { /* its buffer back, for the next ones */
+		q->buf = keep.buf;
+		q->cap = keep.cap;
 	} else {
-		free(buf);
+		free(keep.buf);
 	}
 	return err ? err : transfer_end(kp, ci, &x);
 }

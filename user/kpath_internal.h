@@ -140,6 +140,21 @@ struct kp_ctx {
 /* The frame of cpu time a thread spent on other connections' requests */
 #define KP_QUEUED_FRAME "(other requests)"
 
+/* TLS writes on memory buffers (Node.js, Go) no socket write has carried
+ * yet: copies of their records, n of them in len bytes, the first at ts
+ * (kp__conn_tls_read), for the socket write that carries their ciphertext
+ * (conn_write: an HTTP/1 response's status; HTTP/2's frames,
+ * kp__h2_transfer). */
+struct kp_bio_wr {
+	uint8_t *buf;
+	uint32_t n, len, cap;
+	uint64_t ts;
+	/* of the n, the writes known to have succeeded: OpenSSL's, recorded
+	 * at their return (Go's are recorded at their entry, and one that
+	 * fails, the peer gone, makes no socket write) */
+	uint32_t nsure;
+};
+
 struct kp_thread {
 	uint64_t key; /* host << 32 | tid */
 	int32_t pid, tid;
@@ -170,14 +185,10 @@ struct kp_thread {
 	 * given it (kp__conn_tls_read) */
 	uint32_t read_conn;
 	uint64_t read_ts;
-	/* its TLS writes on memory buffers (Node.js) its socket writes have
-	 * not carried yet: copies of their records, nbio_wr of them in
-	 * bio_wr_len bytes, the first at bio_wr_ts (kp__conn_tls_read), for
-	 * its next socket write on a connection of such a library (conn_write:
-	 * an HTTP/1 response's status; HTTP/2's frames, kp__h2_transfer) */
-	uint8_t *bio_wr;
-	uint32_t nbio_wr, bio_wr_len, capbio_wr;
-	uint64_t bio_wr_ts;
+	/* its TLS writes on memory buffers whose connection is not known
+	 * yet (kp_conn.bw), for its next socket write on a connection of
+	 * such a library */
+	struct kp_bio_wr bw;
 	uint32_t ctx_hint;  /* kpath_walk.c: the context it looked at last */
 	struct kp_probe_ev *pev;
 	uint32_t npev, cappev, pevoff;
@@ -311,6 +322,11 @@ struct kp_conn {
 	 * library, kp_thread.bio_wr): a socket write without one carries the
 	 * library's own records */
 	uint8_t bio_wr_seen;
+	/* its TLS library connection's tlsmap key (tls_bio), 0 for none,
+	 * and that connection's writes waiting for a socket write */
+	uint64_t tls_key;
+	struct kp_bio_wr bw;
+	uint8_t peer_eof;  /* a read of it returned 0: the peer closed */
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	/* a client connection: the server connection whose request its
 	 * last write was made for (struct kp_ctx), index + 1, 0 = none */
@@ -443,6 +459,9 @@ struct kp {
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
+	/* host, pid, TLS library connection (cp_tls_id) → conn index, on
+	 * memory buffers: kp_conn.tls_key says whether it still holds */
+	struct kp_map tlsmap;
 	/* by ports: the conn kp__conn found last there (the cnmap probe
 	 * after hashing the address missed the cache) */
 	uint32_t cn_hint[KP_CN_HINTS];
@@ -512,6 +531,10 @@ struct kp {
 	/* TLS writes on memory buffers no socket write of their thread
 	 * carried within KP_TLS_BIO_NS (or past KP_BIO_WR_MAX waiting) */
 	uint64_t bio_wr_unsent;
+	/* TLS reads on memory buffers whose connection was not found: no
+	 * socket read of their thread before them within KP_TLS_BIO_NS, and
+	 * their library connection not seen reading before */
+	uint64_t bio_rd_lost;
 	struct {
 		char service[KP_NAME_LEN];
 		uint64_t n;
@@ -685,6 +708,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		  uint64_t enter);
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
 /* The plaintext of a TLS read: names the request its socket read began. */
+struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, uint64_t ts);
 int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts);
 /* The peer's write that carried the byte before rcv_nxt (or the last one
  * begun before ts); NULL when none is known. */

@@ -73,6 +73,8 @@ const char *cp_tls_call_name(uint8_t call)
 	    [CP_TLS_SSL_READ_EX] = "SSL_read_ex",
 	    [CP_TLS_SSL_WRITE] = "SSL_write",
 	    [CP_TLS_SSL_WRITE_EX] = "SSL_write_ex",
+	    [CP_TLS_GO_READ] = "crypto/tls.(*Conn).Read",
+	    [CP_TLS_GO_WRITE] = "crypto/tls.(*Conn).Write",
 	};
 	return call < N_ELEMS(names) && names[call] ? names[call] : unknown("unknown", call);
 }

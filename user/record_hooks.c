@@ -111,7 +111,8 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
 	if (!strcmp(name, "probe_enter") || !strcmp(name, "probe_return"))
 		return b->probes;
-	if (!strcmp(name, "tls_enter") || !strcmp(name, "tls_return"))
+	if (!strcmp(name, "tls_enter") || !strcmp(name, "tls_return") ||
+	    !strncmp(name, "go_tls_", 7))
 		return b->tls;
 	if (!strcmp(name, "udp_recvmsg4") || !strcmp(name, "udp_recvmsg6"))
 		return b->senders;
@@ -667,12 +668,13 @@ const char *rec_bpf__tls_off(const struct rec_bpf *b)
 	return b->tls ? NULL : b->tls_off;
 }
 
-int rec_bpf__tls_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret)
+int rec_bpf__tls_progs(struct rec_bpf *b, bool go, struct bpf_program **enter,
+		       struct bpf_program **ret)
 {
 	if (!b->tls)
 		return -ENOENT;
-	*enter = b->skel->progs.tls_enter;
-	*ret = b->skel->progs.tls_return;
+	*enter = go ? b->skel->progs.go_tls_enter : b->skel->progs.tls_enter;
+	*ret = go ? b->skel->progs.go_tls_return : b->skel->progs.tls_return;
 	return 0;
 }
 

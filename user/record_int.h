@@ -55,7 +55,9 @@ void rec_bpf__destroy(struct rec_bpf *b);
 int rec_bpf__probe_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret);
 /* The TLS programs (entry, return), loaded when opts.tls was set and they
  * loaded; tls_off: why they were not (NULL: they were). */
-int rec_bpf__tls_progs(struct rec_bpf *b, struct bpf_program **enter, struct bpf_program **ret);
+/* OpenSSL's programs, or with go Go crypto/tls's (bpf/tls.bpf.c) */
+int rec_bpf__tls_progs(struct rec_bpf *b, bool go, struct bpf_program **enter,
+		       struct bpf_program **ret);
 const char *rec_bpf__tls_off(const struct rec_bpf *b);
 
 /* --probe [BINARY:]FUNCTION (record_probe.c). add: one message and -errno on
@@ -74,6 +76,21 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, uint64_t ts,
 		      uint64_t *records);
 void rec_probes__destroy(struct rec_probes *p);
+
+/* Go's crypto/tls in an executable (record_gotls.c): file offsets of
+ * crypto/tls.(*Conn).Read's, Write's and the handshakes' entries and of
+ * Read's RETs. */
+#define GO_TLS_MAX_RETS 32
+struct go_tls_fns {
+	uint64_t read, write;
+	uint64_t server_hs, client_hs; /* handshakes' entries, 0: absent */
+	uint64_t rets[GO_TLS_MAX_RETS];
+	int nrets;
+	char version[32]; /* its build info's, "go1.19.8" */
+};
+/* 0: found; -ENOENT: not a Go executable with crypto/tls in it; another
+ * error: one that has it, not probed, *why saying why when known. */
+int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why);
 
 /* TLS plaintext capture (record_tls.c): OpenSSL's read and write functions
  * in each target process that maps libssl. */

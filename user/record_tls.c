@@ -45,7 +45,8 @@ static const struct {
 struct tls_proc {
 	pid_t pid;
 	bool on; /* attached (else it failed, and said why) */
-	struct bpf_link *links[2 * TLS_NFNS]; /* entry and return of each */
+	/* entry and return of each; Go's: four entries and Read's returns */
+	struct bpf_link *links[4 + GO_TLS_MAX_RETS];
 	int nlinks;
 };
 
@@ -163,7 +164,7 @@ static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const ch
 	struct bpf_program *progs[2];
 	int err = 0;
 
-	if (rec_bpf__tls_progs(b, &progs[0], &progs[1]))
+	if (rec_bpf__tls_progs(b, false, &progs[0], &progs[1]))
 		return -ENOENT;
 	fns[0] = 0;
 	for (size_t i = 0; i < TLS_NFNS && !err; i++) {
@@ -188,6 +189,45 @@ static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const ch
 		if (!err && !absent)
 			snprintf(fns + strlen(fns), n - strlen(fns), "%s%s", *fns ? ", " : "",
 				 tls_fns[i].symbol);
+	}
+	if (err)
+		proc_detach(p);
+	return err;
+}
+
+/* Go's crypto/tls in the executable bin (f: where), into p's links: the
+ * entries of Read, Write and the handshakes, and each RET of Read. On failure, what this
+ * call attached is detached again. */
+static int attach_go(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const char *bin,
+		     const struct go_tls_fns *f)
+{
+	const struct {
+		uint64_t off;
+		uint8_t cookie;
+	} entries[] = {
+	    {f->read, CP_TLS_GO_READ},
+	    {f->write, CP_TLS_GO_WRITE},
+	    {f->server_hs, CP_TLS_GO_HANDSHAKE},
+	    {f->client_hs, CP_TLS_GO_HANDSHAKE},
+	};
+	struct bpf_program *enter, *ret;
+	int n = sizeof(entries) / sizeof(entries[0]), err = 0;
+
+	if (rec_bpf__tls_progs(b, true, &enter, &ret))
+		return -ENOENT;
+	for (int i = 0; i < n + f->nrets && !err; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o,
+			    .bpf_cookie = i < n ? entries[i].cookie : CP_TLS_GO_READ);
+		uint64_t off = i < n ? entries[i].off : f->rets[i - n];
+		struct bpf_link *l;
+
+		if (!off)
+			continue;
+		l = bpf_program__attach_uprobe_opts(i < n ? enter : ret, pid, bin, off, &o);
+		if (!l)
+			err = -errno;
+		else
+			p->links[p->nlinks++] = l;
 	}
 	if (err)
 		proc_detach(p);
@@ -228,8 +268,8 @@ int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uin
 	}
 	return hook_write(w, ts, 0, CP_HOOK_ATTACHED,
 			  "uprobe+uretprobe on OpenSSL's SSL_read/SSL_write(_ex) in each process "
-			  "that maps libssl or has them in its executable (a \"tls pid N\" hook "
-			  "each)",
+			  "that maps libssl or has them in its executable, uprobes on Go's "
+			  "crypto/tls (a \"tls pid N\" hook each)",
 			  records);
 }
 
@@ -238,7 +278,9 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 {
 	char lib[PATH_MAX], bin[PATH_MAX + 32], fns[96],
 	    detail[sizeof(((struct cp_md_hook *)0)->detail)];
+	const char *why = NULL;
 	struct tls_exe exe = {};
+	struct go_tls_fns go;
 	struct tls_proc *p;
 	bool in_exe = false;
 	int err;
@@ -270,9 +312,17 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	p->pid = pid;
 	err = attach_lib(p, b, pid, bin, fns, sizeof(fns));
 	if (in_exe && err == -ENOENT) {
-		/* most executables have no OpenSSL in them: nothing to say */
-		t->nprocs--;
-		return plain_add(t, exe);
+		/* no OpenSSL in it: Go's crypto/tls, when it is Go */
+		err = rec_gotls__find(bin, &go, &why);
+		if (!err) {
+			err = attach_go(p, b, pid, bin, &go);
+			snprintf(fns, sizeof(fns), "Go's crypto/tls.(*Conn).Read/Write (%s)",
+				 go.version);
+		} else if (err == -ENOENT) {
+			/* most executables have neither: nothing to say */
+			t->nprocs--;
+			return plain_add(t, exe);
+		}
 	}
 	p->on = !err;
 	if (p->on && t->attached++ < 16)
@@ -283,7 +333,8 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	if (err) {
 		/* the rest of the recording goes on: that process's TLS
 		 * connections are framed on their ciphertext */
-		const char *why = err == -ENOENT ? "no SSL_read/SSL_write symbols" : strerror(-err);
+		if (!why)
+			why = err == -ENOENT ? "no SSL_read/SSL_write symbols" : strerror(-err);
 
 		snprintf(detail, sizeof(detail), "no TLS plaintext: %.64s: %.40s", lib, why);
 		fprintf(stderr, "critpath record: process %d: no TLS plaintext: %s: %s\n", pid, lib,

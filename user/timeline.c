@@ -806,7 +806,7 @@ static void thread_recycle(struct kp *kp, uint32_t i)
 	kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 	kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
 	kp__win_free((void **)&t->ctx, &t->ctxoff, sizeof(*t->ctx));
-	free(t->bio_wr);
+	free(t->bw.buf);
 	if (kp->th_hint[(uint32_t)t->tid % KP_TH_HINTS] == i)
 		kp->th_hint[(uint32_t)t->tid % KP_TH_HINTS] = KP_NONE;
 	memset(t, 0, sizeof(*t));
