@@ -103,6 +103,26 @@ def tls_cert(d):
     return (key, cert) if r.returncode == 0 else None
 
 
+def go_build(tap, tag, src, extra=()):
+    """go build of src (one file, GOPATH mode, no cgo; extra: more options)
+    into a directory of the test's, with a cache of its own; the binary's
+    path, or None after reporting why."""
+    name = os.path.splitext(os.path.basename(src))[0]
+    d = workdir(f"{tag}_build")
+    out = os.path.join(d, name)
+    env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "gocache"), GO111MODULE="off",
+               GOPATH=os.path.join(d, "gopath"), GOFLAGS="", CGO_ENABLED="0")
+    try:
+        r = subprocess.run(["go", "build", "-o", out] + list(extra) + [src], env=env,
+                           capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        tap.ok(f"{tag}: {name} builds", False, "go build timed out")
+        return None
+    if not tap.ok(f"{tag}: {name} builds", r.returncode == 0, r.stderr[-2000:]):
+        return None
+    return out
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

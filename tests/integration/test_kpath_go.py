@@ -11,7 +11,6 @@ downstream that sleeps while serving the call still serves it), and
 nothing unexplained."""
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -29,24 +28,6 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads"
                    "kp_goserver.go")
 
 
-def build(tap):
-    """go build into the test's directory, with a cache of its own; the path
-    of the binary, or None."""
-    d = K.workdir("go_build")
-    out = os.path.join(d, "kp_goserver")
-    env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "gocache"), GO111MODULE="off",
-               GOPATH=os.path.join(d, "gopath"), GOFLAGS="", CGO_ENABLED="0")
-    try:
-        r = subprocess.run(["go", "build", "-o", out, SRC], env=env, capture_output=True,
-                           text=True, timeout=300)
-    except subprocess.TimeoutExpired:
-        tap.ok("go: kp_goserver builds", False, "go build timed out")
-        return None
-    if not tap.ok("go: kp_goserver builds", r.returncode == 0, r.stderr[-2000:]):
-        return None
-    return out
-
-
 def main():
     tap = Tap()
     if not shutil.which("go"):
@@ -54,7 +35,7 @@ def main():
         K.done(tap)
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
         K.done(tap)
-    goserver = build(tap)
+    goserver = K.go_build(tap, "go", SRC)
     if not goserver:
         K.done(tap)
     backend, bf = K.start_ready([os.path.join(WORKLOADS, "kp_backend")])

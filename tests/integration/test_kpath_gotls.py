@@ -17,6 +17,8 @@ write to the socket write that carries it.
           another: Go gives a closed connection's *tls.Conn memory to the
           next; every request still named and 200, and the close_notify
           alerts the two ends trade as a connection closes are no request
+Then the same server built with -ldflags=-s (no symbol table): the
+recording says why it has no plaintext, and records the rest.
 """
 import os
 import re
@@ -33,24 +35,6 @@ from tap import CRITPATH, Tap  # noqa: E402
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "kp_gotls.go")
 N = 400
 CHURN = 20
-
-
-def build(tap):
-    """go build into the test's directory (as test_kpath_go.py); the path of
-    the binary, or None."""
-    d = K.workdir("gotls_build")
-    out = os.path.join(d, "kp_gotls")
-    env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "gocache"), GO111MODULE="off",
-               GOPATH=os.path.join(d, "gopath"), GOFLAGS="", CGO_ENABLED="0")
-    try:
-        r = subprocess.run(["go", "build", "-o", out, SRC], env=env, capture_output=True,
-                           text=True, timeout=300)
-    except subprocess.TimeoutExpired:
-        tap.ok("gotls: kp_gotls builds", False, "go build timed out")
-        return None
-    if not tap.ok("gotls: kp_gotls builds", r.returncode == 0, r.stderr[-2000:]):
-        return None
-    return out
 
 
 def h2load(port, extra, got, n=N):
@@ -128,6 +112,31 @@ def case(tap, tag, pid, port, drive, got, want):
     return path
 
 
+def stripped_case(tap, kc):
+    """A Go executable without its symbol table: one line and a hook record
+    say why its TLS is not captured; its connections are still recorded."""
+    binary = K.go_build(tap, "gotls_stripped", SRC, ["-ldflags=-s -w"])
+    if not binary:
+        return
+    server, f = K.start_ready([binary, "0", kc[1], kc[0]])
+    got = []
+    try:
+        rep, path = K.record_workload(tap, "gotls_stripped", [f["pid"]],
+                                      h2load(f["port"], ["--h1"], got, n=40), seconds=6)
+    finally:
+        K.stop(server)
+    if rep is None:
+        return
+    r = subprocess.run([CRITPATH, "dump", path, "--json"], capture_output=True, text=True,
+                       timeout=120)
+    hooks = [ln for ln in r.stdout.splitlines() if f"tls pid {f['pid']}" in ln]
+    tap.ok("gotls stripped: the recording says its TLS has no plaintext, and why",
+           hooks and '"unavailable"' in hooks[0] and "symbol table" in hooks[0], f"{hooks}")
+    reqs = K.service_requests(rep, f["port"])
+    tap.ok(f"gotls stripped: its connections still recorded ({len(reqs)} exchanges)",
+           len(reqs) >= 40 and got and got[0] == 40, f"got {got}")
+
+
 def main():
     tap = Tap()
     if not shutil.which("go"):
@@ -138,7 +147,7 @@ def main():
         K.done(tap)
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
         K.done(tap)
-    binary = build(tap)
+    binary = K.go_build(tap, "gotls", SRC)
     kc = K.tls_cert(K.workdir("gotls_cert"))
     if not binary or not tap.ok("gotls: a certificate", kc is not None):
         K.done(tap)
@@ -167,6 +176,7 @@ def main():
              {"GET /one/{n}": CHURN, "GET /two/{n}": CHURN})
     finally:
         K.stop(server)
+    stripped_case(tap, kc)
     K.done(tap)
 
 

@@ -254,6 +254,88 @@ static void test_tls_memory_buffers(void **state)
 		kb_check_tiling(&b.reqs[i]);
 }
 
+/* Go's crypto/tls (call, on thread tid) with its library connection id. */
+static void go_tls(struct kb *b, uint64_t at, uint32_t tid, uint8_t call, uint64_t id,
+		   const char *plain)
+{
+	struct cp_ev_tls_read *e;
+
+	bio_tls(b, at, tid, call, plain);
+	e = &b->recs[b->n - 1].u.tr;
+	for (int i = 0; i < 6; i++)
+		e->tls_id[i] = (uint8_t)(id >> (8 * i));
+	assert_int_equal(cp_tls_id(e), id);
+}
+
+/*
+ * Go's crypto/tls: a goroutine resumes on any thread. Connection CL's
+ * reads (library connection A) and CL2's (B) are made by threads 100 and
+ * 101, then their writes by the other thread; CL's next read is decrypted
+ * on thread 101, whose last socket read was CL2's, and its request's first
+ * byte comes alone (Go's HTTP/1 server). Each plaintext still names its
+ * own connection's request, each write gives its own connection's status;
+ * the close_notify alerts the two ends trade at the end are no request.
+ */
+static void test_tls_go_library_connection(void **state)
+{
+	static const struct kb_tuple CL2 = {"10.0.0.1", 443, "10.0.0.3", 6000};
+	static const char *ciph = "\x17\x03\x03\x00\x45";
+	static struct kb b;
+	const struct kb_req *x, *y, *z;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "https");
+	captured(&b);
+	hello(&b, 1300, "\x16\x03\x03\x00\x7a");
+	arrive(&b, B + U, B + 3 * U, 1517, 120);
+	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
+	go_tls(&b, B + 3 * U + 3000, 100, CP_TLS_GO_READ, 0xc000010000,
+	       "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+	kb_sock_bytes(&b, B + 4 * U, B + 4 * U + 1000, 100, 101, CP_SOCK_READ, 6, CL2, 74, 3000,
+		      (const uint8_t *)ciph, 5);
+	go_tls(&b, B + 4 * U + 3000, 101, CP_TLS_GO_READ, 0xc000020000,
+	       "GET /y HTTP/1.1\r\nHost: a\r\n\r\n");
+	/* the writes, each on the other thread */
+	go_tls(&b, B + 6 * U - 3000, 101, CP_TLS_GO_WRITE, 0xc000010000, "HTTP/1.1 200 OK\r\n\r\n");
+	kb_sock(&b, B + 6 * U - 1000, B + 6 * U, 100, 101, CP_SOCK_WRITE, 5, CL, 60, 8300, ciph);
+	go_tls(&b, B + 7 * U - 3000, 100, CP_TLS_GO_WRITE, 0xc000020000,
+	       "HTTP/1.1 404 Not Found\r\n\r\n");
+	kb_sock(&b, B + 7 * U - 1000, B + 7 * U, 100, 100, CP_SOCK_WRITE, 6, CL2, 60, 9300, ciph);
+	/* CL's next request: read by 100, decrypted on 101 (its last socket
+	 * read CL2's), its first byte alone */
+	kb_sock(&b, B + 8 * U, B + 8 * U + 1000, 100, 101, CP_SOCK_READ, 6, CL2, 74, 3074, ciph);
+	kb_sock_bytes(&b, B + 9 * U, B + 9 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 74, 1637,
+		      (const uint8_t *)ciph, 5);
+	go_tls(&b, B + 9 * U + 2000, 101, CP_TLS_GO_READ, 0xc000010000, "G");
+	go_tls(&b, B + 9 * U + 3000, 101, CP_TLS_GO_READ, 0xc000010000,
+	       "ET /z HTTP/1.1\r\nHost: a\r\n\r\n");
+	go_tls(&b, B + 11 * U - 3000, 101, CP_TLS_GO_WRITE, 0xc000010000,
+	       "HTTP/1.1 201 Created\r\n\r\n");
+	kb_sock(&b, B + 11 * U - 1000, B + 11 * U, 100, 101, CP_SOCK_WRITE, 5, CL, 60, 8360, ciph);
+	/* the client's close_notify, answered with the server's */
+	kb_sock_bytes(&b, B + 12 * U, B + 12 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 24, 1711,
+		      (const uint8_t *)ciph, 5);
+	kb_sock(&b, B + 13 * U - 1000, B + 13 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 24, 8420, ciph);
+	assert_int_equal(kb_run(&b), 0);
+	x = kb_find_name(&b, "GET /x");
+	y = kb_find_name(&b, "GET /y");
+	z = kb_find_name(&b, "GET /z");
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_non_null(z);
+	assert_int_equal(x->end, B + 6 * U);
+	assert_int_equal(y->end, B + 7 * U);
+	assert_int_equal(z->end, B + 11 * U);
+	assert_string_equal(x->tag, "http.status=200");
+	assert_string_equal(y->tag, "http.status=404");
+	assert_string_equal(z->tag, "http.status=201");
+	for (uint32_t i = 0; i < b.nreqs; i++) {
+		assert_string_not_equal(b.reqs[i].name, "request");
+		kb_check_tiling(&b.reqs[i]);
+	}
+	assert_int_equal(b.bio_wr_unsent, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +344,7 @@ int main(void)
 	    cmocka_unit_test(test_tls_plaintext_elsewhere),
 	    cmocka_unit_test(test_tls13_third_flight),
 	    cmocka_unit_test(test_tls_memory_buffers),
+	    cmocka_unit_test(test_tls_go_library_connection),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
