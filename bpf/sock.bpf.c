@@ -1604,6 +1604,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 		}
 	}
 	in.peek = dir == SOCK_DIR_READ && (flags & MSG_PEEK);
+	if (dir == SOCK_DIR_READ && code)
+		go_read_conn(regs, id >> 32, &in);
 	return sock_emit(&in, ret, st, tls_current((__u32)id, dir), unsent);
 }
 

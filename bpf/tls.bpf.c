@@ -37,14 +37,7 @@ struct tls_key {
  */
 struct tls_h2_conn {
 	struct cp_sock_state st;
-	__s32 fd;
-	__u16 family;
-	__u16 lport;
-	__u16 rport;
-	__u16 __pad;
-	__u32 tcp_seq;
-	__u8 laddr[CP_ADDR_LEN];
-	__u8 raddr[CP_ADDR_LEN];
+	struct tls_sock c;
 };
 
 struct {
@@ -154,8 +147,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 	if (h2) {
 		limit = cfg_h2_payload_bytes;
 		if (sock) { /* the connection, for the reads with no socket read */
-			h2->fd = s->fd;
-			CONN_COPY(h2, s);
+			h2->c.fd = s->fd;
+			CONN_COPY(&h2->c, s);
 		}
 	}
 	if (len > limit)
@@ -201,9 +194,9 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 	if (sock) {
 		e->fd = s->fd;
 		CONN_COPY(e, s);
-	} else if (h2 && h2->fd) {
-		e->fd = h2->fd;
-		CONN_COPY(e, h2);
+	} else if (h2 && h2->c.fd) {
+		e->fd = h2->c.fd;
+		CONN_COPY(e, &h2->c);
 	} else { /* on memory buffers: the report finds the connection */
 		e->fd = -1;
 		e->family = e->lport = e->rport = 0;
@@ -278,7 +271,7 @@ int tls_return(struct pt_regs *ctx)
 	sock = s->want_ssl && s->want_ssl == k.ssl;
 	h2 = bpf_map_lookup_elem(&tls_h2, &k);
 	bio = !sock && !tls_fd_style(tgid);
-	if (!sock && !bio && (!h2 || !h2->fd))
+	if (!sock && !bio && (!h2 || !h2->c.fd))
 		return 0;
 	n = tls_moved(ctx, s);
 	if (n <= 0)
@@ -321,21 +314,6 @@ int tls_return(struct pt_regs *ctx)
 #define GO_G(x) ((x)->regs[28])
 #endif
 
-/* A goroutine, in its process. */
-struct go_key {
-	__u64 g;
-	__u32 tgid;
-	__u32 pad;
-};
-
-/* The goroutines inside a Read: its buffer and *Conn (the slot's ssl). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct go_key);
-	__type(value, struct cp_tls_slot);
-} go_reads SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -349,10 +327,11 @@ int go_tls_enter(struct pt_regs *ctx)
 #ifdef GO_G
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 zero = 0, tgid = id >> 32;
+	struct go_conn_key ck = {};
+	struct cp_tls_slot *s, *hs;
 	struct tls_key k = {};
 	struct go_key gk = {};
 	struct tls_h2_conn *h2;
-	struct cp_tls_slot *s;
 	__s64 n;
 
 	EMPTY_GUARD();
@@ -360,13 +339,6 @@ int go_tls_enter(struct pt_regs *ctx)
 		return 0;
 	k.ssl = GO_RECV(ctx);
 	k.tgid = tgid;
-	if (bpf_get_attach_cookie(ctx) == CP_TLS_GO_HANDSHAKE) {
-		/* a new connection, in a *tls.Conn the runtime may have
-		 * given a closed one's memory: nothing of that one holds */
-		bpf_map_delete_elem(&tls_h2, &k);
-		bpf_map_delete_elem(&tls_bio, &k);
-		return 0;
-	}
 	s = bpf_map_lookup_elem(&go_scratch, &zero);
 	if (!s)
 		return 0;
@@ -375,7 +347,17 @@ int go_tls_enter(struct pt_regs *ctx)
 	s->call = (__u8)bpf_get_attach_cookie(ctx);
 	s->ssl = GO_RECV(ctx);
 	s->buf = GO_BUF(ctx);
-	if (s->call == CP_TLS_GO_READ) {
+	if (s->call == CP_TLS_GO_HANDSHAKE) {
+		/* a new connection, in a *tls.Conn the runtime may have
+		 * given a closed one's memory: nothing of that one holds;
+		 * its socket reads say which it is (go_read_conn) */
+		ck.conn = k.ssl;
+		ck.tgid = tgid;
+		bpf_map_delete_elem(&tls_h2, &k);
+		bpf_map_delete_elem(&tls_bio, &k);
+		bpf_map_delete_elem(&go_conns, &ck);
+	}
+	if (s->call == CP_TLS_GO_READ || s->call == CP_TLS_GO_HANDSHAKE) {
 		s->active = 1;
 		gk.g = GO_G(ctx);
 		gk.tgid = tgid;
@@ -383,8 +365,15 @@ int go_tls_enter(struct pt_regs *ctx)
 			count_drop();
 		return 0;
 	}
-	/* a Write: its plaintext is all there at the entry (Write writes
-	 * all of b or fails) */
+	/* a Write: the goroutine's handshake is over (its socket reads
+	 * from now on may be another socket's) */
+	gk.g = GO_G(ctx);
+	gk.tgid = tgid;
+	hs = bpf_map_lookup_elem(&go_reads, &gk);
+	if (hs && hs->call == CP_TLS_GO_HANDSHAKE)
+		hs->active = 0;
+	/* its plaintext is all there at the entry (Write writes all of b
+	 * or fails) */
 	n = (__s64)GO_LEN(ctx);
 	if (n <= 0)
 		return 0;
@@ -401,10 +390,12 @@ int go_tls_return(struct pt_regs *ctx)
 #ifdef GO_G
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
+	struct go_conn_key ck = {};
 	struct tls_key k = {};
 	struct go_key gk = {};
 	struct tls_h2_conn *h2;
 	struct cp_tls_slot *s;
+	struct tls_sock *gc;
 	__s64 n;
 
 	EMPTY_GUARD();
@@ -413,7 +404,7 @@ int go_tls_return(struct pt_regs *ctx)
 	gk.g = GO_G(ctx);
 	gk.tgid = tgid;
 	s = bpf_map_lookup_elem(&go_reads, &gk);
-	if (!s || !s->active)
+	if (!s || !s->active || s->call != CP_TLS_GO_READ)
 		return 0;
 	s->active = 0;
 	n = (__s64)GO_RET(ctx);
@@ -422,8 +413,22 @@ int go_tls_return(struct pt_regs *ctx)
 	k.ssl = s->ssl;
 	k.tgid = tgid;
 	h2 = bpf_map_lookup_elem(&tls_h2, &k);
-	if (tls_bio_turn(&k, SOCK_DIR_READ, n) || h2)
-		tls_read_emit(s, &k, n, h2, false, 0);
+	if (!tls_bio_turn(&k, SOCK_DIR_READ, n) && !h2)
+		return 0;
+	/* its connection: a socket read inside it gave it (go_read_conn),
+	 * or one inside an earlier Read or the handshake; else the report
+	 * finds it */
+	if (!s->nested) {
+		ck.conn = k.ssl;
+		ck.tgid = tgid;
+		gc = bpf_map_lookup_elem(&go_conns, &ck);
+		if (gc) {
+			s->fd = gc->fd;
+			CONN_COPY(s, gc);
+			s->nested = 1;
+		}
+	}
+	tls_read_emit(s, &k, n, h2, s->nested, 0);
 #endif
 	return 0;
 }

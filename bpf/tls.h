@@ -14,6 +14,7 @@
 #define CRITPATH_BPF_TLS_H
 
 #include "common.h"
+#include "syscalls.h" /* struct cp_inflight */
 
 /* Whether the TLS programs are loaded (not --no-tls): the socket hooks
  * skip the check below when they are not. */
@@ -86,6 +87,88 @@ static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir)
 	if (!s || !s->active || tls_call_writes(s->call) != (dir == SOCK_DIR_WRITE))
 		return NULL;
 	return s;
+}
+
+/* Go's crypto/tls (tls.bpf.c): the processes whose Read and Write are
+ * probed, one bit per tgid (set by the recorder), and the goroutines
+ * inside a Read: its buffer, *tls.Conn (the slot's ssl) and the connection
+ * of a socket read it made. */
+__u64 go_tls_bits[TARGET_WORDS] __weak;
+
+struct go_key {
+	__u64 g;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct go_key);
+	__type(value, struct cp_tls_slot);
+} go_reads SEC(".maps") __weak;
+
+/* A TLS connection's socket: its fd and 4-tuple as a socket read inside
+ * one of its library calls gave them (CONN_COPY's field names). */
+struct tls_sock {
+	__s32 fd;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u16 __pad;
+	__u32 tcp_seq;
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+};
+
+/* A Go connection's socket, by its *tls.Conn: the last one a socket read
+ * inside its handshake or a Read gave (go_read_conn), for the Reads the
+ * library answers from records read before (net/http's server reads the
+ * client's Finished and its first request together in the handshake). */
+
+struct go_conn_key {
+	__u64 conn;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct go_conn_key);
+	__type(value, struct tls_sock);
+} go_conns SEC(".maps") __weak;
+
+/* A socket read (in: its connection) by a thread of tgid, whose user
+ * registers are regs: when it is made inside a Go Read or handshake (its
+ * goroutine, in Go's g register, is in go_reads), the Read's plaintext is
+ * that connection's, whichever thread the goroutine returns on, and so is
+ * its *tls.Conn's (go_conns). */
+static __always_inline void go_read_conn(struct pt_regs *regs, __u32 tgid,
+					 const struct cp_inflight *in)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct go_conn_key ck = {};
+	struct tls_sock gc = {};
+	struct go_key gk = {};
+	struct cp_tls_slot *s;
+
+	if (!cfg_tls || !((go_tls_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1))
+		return;
+	gk.g = regs->r14;
+	gk.tgid = tgid;
+	s = bpf_map_lookup_elem(&go_reads, &gk);
+	if (!s || !s->active)
+		return;
+	s->fd = in->fd;
+	CONN_COPY(s, in);
+	s->nested = 1;
+	ck.conn = s->ssl;
+	ck.tgid = tgid;
+	gc.fd = in->fd;
+	CONN_COPY(&gc, in);
+	bpf_map_update_elem(&go_conns, &ck, &gc, BPF_ANY);
+#endif
 }
 
 #endif /* CRITPATH_BPF_TLS_H */

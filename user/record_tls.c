@@ -316,6 +316,8 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 		err = rec_gotls__find(bin, &go, &why);
 		if (!err) {
 			err = attach_go(p, b, pid, bin, &go);
+			if (!err)
+				err = rec_bpf__go_tls(b, pid);
 			snprintf(fns, sizeof(fns), "Go's crypto/tls.(*Conn).Read/Write (%s)",
 				 go.version);
 		} else if (err == -ENOENT) {
