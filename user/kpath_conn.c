@@ -607,7 +607,7 @@ static void conn_correct(struct kp *kp, struct kp_conn *c, uint8_t role)
 	c->phase = KP_PH_IDLE;
 	c->req.reader = c->req.writer = KP_NONE;
 	c->req.nruns = 0;
-	c->req.tls_wait = false;
+	c->req.tls_wait = c->req.tls_fin = false;
 	c->service[0] = c->last_name[0] = '\0';
 	c->iservice = c->iname = NULL;
 }
@@ -888,6 +888,8 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		     uint64_t ts, uint64_t enter)
 {
 	struct kp_conn *c = &kp->cn[ci];
+	uint64_t lower;
+	bool tls_fin;
 	enum kp_proto pr;
 	int err;
 
@@ -902,11 +904,15 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c->phase = KP_PH_READING;
 		return 0;
 	}
-	if (c->phase == KP_PH_READING) {
+	if (c->phase == KP_PH_READING && !c->req.tls_fin) {
 		if (c->req.nhead && e->payload_len)
 			name_after_head(c, e);
 		return 0;
 	}
+	/* the last flight's read had no answer: the request's bytes came
+	 * after it */
+	tls_fin = c->phase == KP_PH_READING;
+	lower = tls_fin ? c->req.first_read_exit : c->prev_end;
 	if (c->phase == KP_PH_WRITING) {
 		err = kp__conn_finish_req(kp, ci);
 		if (err)
@@ -918,14 +924,22 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.writer = KP_NONE;
 	c->req.first_read_enter = enter;
 	c->req.first_read_exit = ts;
-	c->req.start = kp__req_start(kp, c, thread, enter, ts, e->tcp_seq, c->prev_end);
+	c->req.start = kp__req_start(kp, c, thread, enter, ts, e->tcp_seq, lower);
 	/* its plaintext comes in a CP_EV_TLS_READ: read inside the library,
 	 * or on its memory buffers after this read (Node.js) */
 	c->req.tls_wait = ((e->flags & CP_SOCK_F_TLS) && !e->payload_len) ||
-			  tls_record_outside(kp, c, e, ts, false);
+			  tls_record_outside(kp, c, e, ts, false) || tls_fin;
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
-	if (!c->req.name[0] && tls13_flight(kp, c, e, ts))
+	/* the whole change_cipher_spec record and the next record's header
+	 * in one read: the client's last flight read at once (a library
+	 * that reads record by record, OpenSSL's own, reads on inside its
+	 * handshake) */
+	c->req.tls_fin = c->req.tls_wait && e->payload_len >= 9 && e->payload[0] == 20 &&
+			 e->payload[5] == 1 && e->payload[6] == 23;
+	if (!c->req.name[0] && tls13_flight(kp, c, e, ts)) {
 		snprintf(c->req.name, sizeof(c->req.name), "TLS handshake");
+		c->req.tls_fin = e->bytes > 5; /* more than a record's header */
+	}
 	if (!c->req.name[0]) {
 		snprintf(c->req.name, sizeof(c->req.name), "request");
 		if (e->payload_len && e->bytes <= CP_SHORT_READ && !c->req.tls_wait &&
@@ -1046,6 +1060,20 @@ static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_r
 	return ci;
 }
 
+/* ci is a connection of a library on memory buffers (or Go's), its
+ * library connection's key (0: not recorded) is key: ci, or KP_NONE when
+ * out of memory. */
+static uint32_t bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
+{
+	kp->cn[ci].tls_bio = 1;
+	if (key && kp->cn[ci].tls_key != key) {
+		if (kp_map__put(&kp->tlsmap, key, ci))
+			return KP_NONE; /* out of memory: as if unknown */
+		kp->cn[ci].tls_key = key;
+	}
+	return ci;
+}
+
 static uint32_t bio_conn(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
 			 uint32_t thread, uint64_t ts)
 {
@@ -1056,15 +1084,7 @@ static uint32_t bio_conn(struct kp *kp, uint32_t host, const struct cp_ev_tls_re
 	ci = t->read_conn != KP_NONE && bio_near(t->read_ts, ts) ? t->read_conn : KP_NONE;
 	if (known != KP_NONE && (ci == KP_NONE || kp->cn[ci].tls_key))
 		return known;
-	if (ci == KP_NONE)
-		return ci;
-	kp->cn[ci].tls_bio = 1;
-	if (key && kp->cn[ci].tls_key != key) {
-		if (kp_map__put(&kp->tlsmap, key, ci))
-			return KP_NONE; /* out of memory: as if unknown */
-		kp->cn[ci].tls_key = key;
-	}
-	return ci;
+	return ci == KP_NONE ? ci : bio_learn(kp, ci, key);
 }
 
 int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts)
@@ -1095,6 +1115,10 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		ci = kp_map__get(&kp->cnmap, addr_hash(host, &a));
 		if (ci != KP_NONE && (kp->cn[ci].host != host || !addr_eq(&kp->cn[ci].a, &a)))
 			ci = KP_NONE;
+		/* Go's: its writes and its reads answered from the library's
+		 * buffer are this connection's too */
+		if (ci != KP_NONE && e->call == CP_TLS_GO_READ && cp_tls_id(e))
+			ci = bio_learn(kp, ci, tls_conn_key(host, e->h.pid, cp_tls_id(e)));
 	} else if (e->fd < 0 && !e->family) {
 		ci = bio_conn(kp, host, e, thread, ts);
 		if (ci == KP_NONE)
@@ -1115,6 +1139,7 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
 	    (c->req.reader != thread && !c->tls_bio)) /* Go resumes a reader anywhere */
 		return 0;
+	c->req.tls_fin = false; /* plaintext: a request, whatever read began it */
 	p = e->payload;
 	n = e->payload_len;
 	if (c->req.nhead) { /* a short plaintext before it named nothing */
@@ -1149,9 +1174,25 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	bool bio;
 	int err;
 
+	/* a client's first TLS record out, its plaintext waiting on the
+	 * thread (no read of the connection named it yet; a recorder that
+	 * names library connections leaves only such writes there): the
+	 * library is on memory buffers there too */
+	if (!c->tls_bio && kp->th[thread].bw.n &&
+	    cp_tls_id((const struct cp_ev_tls_read *)kp->th[thread].bw.buf) &&
+	    tls_record_outside(kp, c, e, ts, true))
+		c->tls_bio = 1;
 	if (c->tls_bio && !(e->flags & CP_SOCK_F_TLS))
 		q = kp__bio_wr_for(kp, ci, thread, ts);
 	bio = q != NULL;
+	if (bio && q == &kp->th[thread].bw && !c->tls_key) {
+		/* and its library connection is this one from now on */
+		const struct cp_ev_tls_read *r = (const void *)q->buf;
+		uint64_t key = cp_tls_id(r) ? tls_conn_key(c->host, r->h.pid, cp_tls_id(r)) : 0;
+
+		if (key && !kp_map__put(&kp->tlsmap, key, ci))
+			c->tls_key = key;
+	}
 	conn_guess_role(kp, ci, false, e->flags);
 	c->seen_data = 1;
 	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))
@@ -1184,7 +1225,12 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		q->n = q->len = q->nsure = 0;
 	if (c->role == KP_ROLE_CLIENT) {
 		if (c->phase != KP_PH_WRITING) {
-			proto__request_name(e->payload, e->payload_len, c->last_name,
+			/* a call over TLS on memory buffers: named by its
+			 * plaintext (its first write's) */
+			const struct cp_ev_tls_read *r = bio ? (const void *)q->buf : NULL;
+
+			proto__request_name(r ? r->payload : e->payload,
+					    r ? r->payload_len : e->payload_len, c->last_name,
 					    sizeof(c->last_name));
 			c->phase = KP_PH_WRITING;
 		}

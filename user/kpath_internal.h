@@ -293,6 +293,12 @@ struct kp_req {
 	/* its first read was inside a TLS read (ciphertext): named by the
 	 * plaintext that read returned (CP_EV_TLS_READ), when it comes */
 	bool tls_wait;
+	/* its first read was a TLS client's last flight (change_cipher_spec
+	 * first, or TLS 1.3's third flight): only application data follows,
+	 * so a later read before any write begins a request of its own (a
+	 * client that sends its request after the handshake, Nagle's 40 ms
+	 * later: Python's ssl) */
+	bool tls_fin;
 	/* bytes its last write left unsent by TCP (struct cp_ev_sock.unsent),
 	 * and whether that write was held whole and smaller than a segment:
 	 * Nagle's algorithm, not a full window */

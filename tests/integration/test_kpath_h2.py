@@ -17,7 +17,8 @@ three overlap on one connection, and the path shows what each waited for.
 Then a client whose connection was open before the recording (its HPACK
 tables are not known from their start): its streams are still each a
 request. Then grpc-go (Debian's golang-google-grpc-dev), whose encoder
-names a call's method by an index into HPACK's dynamic table. And Debian's
+names a call's method by an index into HPACK's dynamic table, in the clear
+and over TLS (Go's own crypto/tls). And Debian's
 nghttpd under h2load, 8 streams at once per connection, with bodies larger
 than the payload prefix, GET and POST, in the clear and over TLS. And
 Node.js's http2 over TLS, whose OpenSSL (in the node executable) runs on
@@ -402,9 +403,12 @@ GRPC_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workl
 GRPC_PATH = "/usr/share/gocode"  # Debian's Go libraries: golang-google-grpc-dev
 
 
-def grpc_case(tap):
-    """grpc-go, server and client: HPACK's dynamic table names the calls."""
-    d = K.workdir("h2grpc")
+def grpc_case(tap, tls=False):
+    """grpc-go, server and client: HPACK's dynamic table names the calls.
+    Over TLS the server's crypto/tls is Go's own, in its executable
+    (record_gotls.c): its plaintext is recorded all the same."""
+    tag = "grpc tls" if tls else "grpc"
+    d = K.workdir("h2grpc_tls" if tls else "h2grpc")
     exe = os.path.join(d, "kp_grpc")
     env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "gocache"), GO111MODULE="off",
                GOPATH=os.path.join(d, "gopath") + ":" + GRPC_PATH, GOFLAGS="", CGO_ENABLED="0")
@@ -415,27 +419,32 @@ def grpc_case(tap):
         detail = r.stderr[-2000:]
     except subprocess.TimeoutExpired:
         built, detail = False, "go build timed out"
-    if not tap.ok("grpc: kp_grpc builds against Debian's grpc-go", built, detail):
+    if not tap.ok(f"{tag}: kp_grpc builds against Debian's grpc-go", built, detail):
         return
-    server, f = K.start_ready([exe, "server"])
+    kc = K.tls_cert(d) if tls else ()
+    if tls and not tap.ok(f"{tag}: a certificate", kc is not None):
+        return
+    server, f = K.start_ready([exe, "server"] + ([kc[1], kc[0]] if tls else []))
     port = int(f["port"])
     done = []
 
     def drive():
-        done.append(K.run_counted([exe, "client", str(port), "100"], r"DONE (\d+)", 120))
-    rep, path = K.record_workload(tap, "h2grpc", [server.pid], drive, seconds=5)
+        done.append(K.run_counted([exe, "client", str(port), "100"] + (["tls"] if tls else []),
+                                  r"DONE (\d+)", 120))
+    rep, path = K.record_workload(tap, "h2grpc_tls" if tls else "h2grpc", [server.pid], drive,
+                                  seconds=5)
     K.stop(server)
     if rep is None:
         return
-    reqs = K.service_requests(rep, port)
-    K.check_tiling(tap, "grpc", rep.get("requests", []))
+    reqs = [q for q in K.service_requests(rep, port) if q["name"] != "TLS handshake"]
+    K.check_tiling(tap, tag, rep.get("requests", []))
     n = done[0] if done else 0
     names = name_counts(reqs)
-    tap.ok(f"grpc: {len(reqs)} calls found as requests, the client made {n}",
+    tap.ok(f"{tag}: {len(reqs)} calls found as requests, the client made {n}",
            n == 400 and len(reqs) == n, f"{names}; warnings {h2_warnings(rep)}; recording {path}")
-    tap.ok("grpc: each named POST /grpc.health.v1.Health/Check (from the dynamic table)",
+    tap.ok(f"{tag}: each named POST /grpc.health.v1.Health/Check (from the dynamic table)",
            names == {"POST /grpc.health.v1.Health/Check": n}, f"{names}")
-    tap.ok("grpc: no HTTP/2 warnings at the default prefix", not h2_warnings(rep),
+    tap.ok(f"{tag}: no HTTP/2 warnings at the default prefix", not h2_warnings(rep),
            str(h2_warnings(rep)))
 
 
@@ -540,6 +549,7 @@ def main():
         tap.skip("h2 node", "node not installed (apt-get install nodejs)")
     if shutil.which("go") and os.path.isdir(os.path.join(GRPC_PATH, "src/google.golang.org/grpc")):
         grpc_case(tap)
+        grpc_case(tap, tls=True)
     else:
         tap.skip("h2 grpc", "go / grpc-go not installed "
                  "(apt-get install golang-go golang-google-grpc-dev)")

@@ -336,6 +336,56 @@ static void test_tls_go_library_connection(void **state)
 	assert_int_equal(b.bio_wr_unsent, 0);
 }
 
+/*
+ * A call to a downstream over TLS from a library on memory buffers (Go's
+ * or Node's client): its request's plaintext waits on the thread, as no
+ * read of the connection named it yet, and the socket write of its first
+ * record takes it. The call is named by it, from the first call on, and
+ * the later calls' writes wait on their connection.
+ */
+static void test_tls_downstream_call(void **state)
+{
+	static const struct kb_tuple DS = {"10.0.0.1", 41000, "10.0.0.7", 443};
+	static const char *ciph = "\x17\x03\x03\x00\x45";
+	static struct kb b;
+	const struct kb_req *x;
+	bool named = false;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "https");
+	captured(&b);
+	hello(&b, 1300, "\x16\x03\x03\x00\x7a");
+	arrive(&b, B + U, B + 3 * U, 1517, 120);
+	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
+	go_tls(&b, B + 3 * U + 3000, 100, CP_TLS_GO_READ, 0xc000010000,
+	       "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+	/* the call: its plaintext, then its record out; the reply */
+	go_tls(&b, B + 4 * U, 100, CP_TLS_GO_WRITE, 0xc000090000,
+	       "GET /api/thing HTTP/1.1\r\nHost: d\r\n\r\n");
+	kb_sock_bytes(&b, B + 4 * U + 500, B + 4 * U + 1000, 100, 100, CP_SOCK_WRITE, 8, DS, 80, 1,
+		      (const uint8_t *)ciph, 5);
+	kb_switch(&b, B + 4 * U + 1000, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 9 * U, 0, 100, DS, 200);
+	kb_wake(&b, B + 9 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 9 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "https");
+	kb_sock_bytes(&b, B + 4 * U + 1100, B + 9 * U + 1000, 100, 100, CP_SOCK_READ, 8, DS, 100,
+		      100, (const uint8_t *)ciph, 5);
+	go_tls(&b, B + 9 * U + 2000, 100, CP_TLS_GO_READ, 0xc000090000, "HTTP/1.1 200 OK\r\n\r\n");
+	go_tls(&b, B + 11 * U - 3000, 100, CP_TLS_GO_WRITE, 0xc000010000,
+	       "HTTP/1.1 200 OK\r\n\r\n");
+	kb_sock(&b, B + 11 * U - 1000, B + 11 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 60, 8300, ciph);
+	assert_int_equal(kb_run(&b), 0);
+	x = kb_find_name(&b, "GET /x");
+	assert_non_null(x);
+	assert_string_equal(x->tag, "http.status=200");
+	kb_check_tiling(x);
+	for (uint32_t i = 0; i < x->nsegs; i++)
+		named |= x->segs[i].cat == CP_CAT_NETWORK &&
+			 strstr(x->segs[i].stack, "GET /api/thing") != NULL;
+	assert_true(named);
+	assert_int_equal(b.bio_wr_unsent, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +395,7 @@ int main(void)
 	    cmocka_unit_test(test_tls13_third_flight),
 	    cmocka_unit_test(test_tls_memory_buffers),
 	    cmocka_unit_test(test_tls_go_library_connection),
+	    cmocka_unit_test(test_tls_downstream_call),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,13 +5,15 @@
 // puts :path in the dynamic table, so every call after the first names its
 // method by an index into it.
 //
-//	kp_grpc server          serves grpc.health.v1.Health; prints "READY port=N"
-//	kp_grpc client PORT N   N rounds of 4 concurrent Check calls on one
-//	                        connection; prints "DONE <calls that succeeded>"
+//	kp_grpc server [CERT KEY]   serves grpc.health.v1.Health (over TLS with
+//	                            a certificate); prints "READY port=N"
+//	kp_grpc client PORT N [tls] N rounds of 4 concurrent Check calls on one
+//	                            connection; prints "DONE <calls that succeeded>"
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -20,17 +22,18 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	hv1 "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-func serve() {
+func serve(opts ...grpc.ServerOption) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kp_grpc: listen:", err)
 		os.Exit(1)
 	}
-	s := grpc.NewServer()
+	s := grpc.NewServer(opts...)
 	hv1.RegisterHealthServer(s, health.NewServer())
 	fmt.Printf("READY port=%d\n", l.Addr().(*net.TCPAddr).Port)
 	if err := s.Serve(l); err != nil {
@@ -39,8 +42,13 @@ func serve() {
 	}
 }
 
-func client(port string, rounds int) {
-	conn, err := grpc.Dial("127.0.0.1:"+port, grpc.WithInsecure(), grpc.WithBlock())
+func client(port string, rounds int, secure bool) {
+	creds := grpc.WithInsecure()
+	if secure {
+		creds = grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+			InsecureSkipVerify: true}))
+	}
+	conn, err := grpc.Dial("127.0.0.1:"+port, creds, grpc.WithBlock())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kp_grpc: dial:", err)
 		os.Exit(1)
@@ -74,12 +82,21 @@ func main() {
 		serve()
 		return
 	}
-	if len(os.Args) == 4 && os.Args[1] == "client" {
+	if len(os.Args) == 4 && os.Args[1] == "server" {
+		c, err := credentials.NewServerTLSFromFile(os.Args[2], os.Args[3])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kp_grpc:", err)
+			os.Exit(1)
+		}
+		serve(grpc.Creds(c))
+		return
+	}
+	if (len(os.Args) == 4 || len(os.Args) == 5) && os.Args[1] == "client" {
 		if n, err := strconv.Atoi(os.Args[3]); err == nil {
-			client(os.Args[2], n)
+			client(os.Args[2], n, len(os.Args) == 5 && os.Args[4] == "tls")
 			return
 		}
 	}
-	fmt.Fprintln(os.Stderr, "usage: kp_grpc server | kp_grpc client PORT ROUNDS")
+	fmt.Fprintln(os.Stderr, "usage: kp_grpc server [CERT KEY] | kp_grpc client PORT ROUNDS [tls]")
 	os.Exit(2)
 }
