@@ -912,13 +912,13 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	/* the last flight's read had no answer: the request's bytes came
 	 * after it */
 	tls_fin = c->phase == KP_PH_READING;
-	lower = tls_fin ? c->req.first_read_exit : c->prev_end;
 	if (c->phase == KP_PH_WRITING) {
 		err = kp__conn_finish_req(kp, ci);
 		if (err)
 			return err;
 		c = &kp->cn[ci];
 	}
+	lower = tls_fin ? c->req.first_read_exit : c->prev_end; /* prev_end: as finished */
 	memset(&c->req, 0, sizeof(c->req));
 	c->req.reader = thread;
 	c->req.writer = KP_NONE;

@@ -385,6 +385,45 @@ static void test_udp_round_trip(void **state)
 	assert_string_equal(cq->segs[2].frame3, "srv:53 A db1.com");
 }
 
+/* Two queries one after the other from one client on an unconnected UDP
+ * socket: the second request begins when its own datagram arrived, after
+ * the first one's answer, not at the first one's datagram (a flow's
+ * datagrams have no sequence to tell them apart by). */
+static void test_udp_two_queries(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple sr = {"0.0.0.0", 53, "0.0.0.0", 0};	/* server's read */
+	const struct kb_tuple ss = {"0.0.0.0", 53, "10.0.0.2", 40000};	/* server's send */
+	const struct kb_tuple sa = {"10.0.0.2", 53, "10.0.0.2", 40000}; /* at the server */
+	const struct kb_req *a, *c;
+	uint8_t q1[64], q2[64];
+	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 40 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	for (int k = 0; k < 2; k++) {
+		uint64_t at = B + (k ? 32 : 15) * U, end = B + (k ? 40 : 30) * U;
+
+		kb_dready_udp(&b, at, 1, 0, sa);
+		kb_wake(&b, at, 1, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+		kb_switch(&b, at, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+		kb_udp(&b, at - 5 * U, at + 1000, 100, 100, CP_SOCK_RECVFROM, 3, sr, k ? q2 : q1,
+		       k ? n2 : n1);
+		kb_udp(&b, end, end, 100, 100, CP_SOCK_SENDTO, 3, ss, k ? q2 : q1, k ? n2 : n1);
+		kb_switch(&b, end, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	}
+	kb_udp(&b, B + 40 * U + 100, B + 60 * U, 100, 100, CP_SOCK_RECVFROM, 3, sr, q1, n1);
+	assert_int_equal(kb_run(&b), 0);
+	a = kb_find_name(&b, "A one.com");
+	c = kb_find_name(&b, "A two.com");
+	assert_non_null(a);
+	assert_non_null(c);
+	assert_int_equal(a->start, B + 15 * U);
+	assert_int_equal(c->start, B + 32 * U);
+	assert_int_equal(c->end, B + 40 * U);
+}
+
 /* An IPv4 address, as an AF_INET6 socket sees it (::ffff:a.b.c.d). */
 static void to_v4_mapped(uint8_t *a)
 {
@@ -1553,6 +1592,7 @@ int main(void)
 	    cmocka_unit_test(test_network_round_trip),
 	    cmocka_unit_test(test_network_round_trip_v4_mapped),
 	    cmocka_unit_test(test_udp_round_trip),
+	    cmocka_unit_test(test_udp_two_queries),
 	    cmocka_unit_test(test_udp_peek),
 	    cmocka_unit_test(test_udp_sender_from_read),
 	    cmocka_unit_test(test_udp_same_port_two_hosts),
