@@ -17,14 +17,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * at the end of the data (as sock.bpf.c's SOCK_SMALL). */
 #define TLS_SMALL (offsetof(struct cp_ev_tls_read, payload) + CP_PAYLOAD_DEFAULT + 8)
 
-/* A connection's SSL *, in its process: forked workers have the same
- * addresses. */
-struct tls_key {
-	__u64 ssl;
-	__u32 tgid;
-	__u32 pad;
-};
-
 /*
  * An HTTP/2 connection over TLS, by its SSL *: where the frames of its
  * plaintext reads are (cp_h2_walk's state, direction 0; the socket reads
@@ -327,7 +319,6 @@ int go_tls_enter(struct pt_regs *ctx)
 #ifdef GO_G
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 zero = 0, tgid = id >> 32;
-	struct go_conn_key ck = {};
 	struct cp_tls_slot *s, *hs;
 	struct tls_key k = {};
 	struct go_key gk = {};
@@ -351,11 +342,9 @@ int go_tls_enter(struct pt_regs *ctx)
 		/* a new connection, in a *tls.Conn the runtime may have
 		 * given a closed one's memory: nothing of that one holds;
 		 * its socket reads say which it is (go_read_conn) */
-		ck.conn = k.ssl;
-		ck.tgid = tgid;
 		bpf_map_delete_elem(&tls_h2, &k);
 		bpf_map_delete_elem(&tls_bio, &k);
-		bpf_map_delete_elem(&go_conns, &ck);
+		bpf_map_delete_elem(&go_conns, &k);
 	}
 	if (s->call == CP_TLS_GO_READ || s->call == CP_TLS_GO_HANDSHAKE) {
 		s->active = 1;
@@ -390,7 +379,6 @@ int go_tls_return(struct pt_regs *ctx)
 #ifdef GO_G
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-	struct go_conn_key ck = {};
 	struct tls_key k = {};
 	struct go_key gk = {};
 	struct tls_h2_conn *h2;
@@ -419,9 +407,7 @@ int go_tls_return(struct pt_regs *ctx)
 	 * or one inside an earlier Read or the handshake; else the report
 	 * finds it */
 	if (!s->nested) {
-		ck.conn = k.ssl;
-		ck.tgid = tgid;
-		gc = bpf_map_lookup_elem(&go_conns, &ck);
+		gc = bpf_map_lookup_elem(&go_conns, &k);
 		if (gc) {
 			s->fd = gc->fd;
 			CONN_COPY(s, gc);

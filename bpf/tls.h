@@ -108,6 +108,14 @@ struct {
 	__type(value, struct cp_tls_slot);
 } go_reads SEC(".maps") __weak;
 
+/* A connection's SSL * (Go: *tls.Conn), in its process: forked workers
+ * have the same addresses. */
+struct tls_key {
+	__u64 ssl;
+	__u32 tgid;
+	__u32 pad;
+};
+
 /* A TLS connection's socket: its fd and 4-tuple as a socket read inside
  * one of its library calls gave them (CONN_COPY's field names). */
 struct tls_sock {
@@ -126,16 +134,10 @@ struct tls_sock {
  * library answers from records read before (net/http's server reads the
  * client's Finished and its first request together in the handshake). */
 
-struct go_conn_key {
-	__u64 conn;
-	__u32 tgid;
-	__u32 pad;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct go_conn_key);
+	__type(key, struct tls_key);
 	__type(value, struct tls_sock);
 } go_conns SEC(".maps") __weak;
 
@@ -148,7 +150,7 @@ static __always_inline void go_read_conn(struct pt_regs *regs, __u32 tgid,
 					 const struct cp_inflight *in)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct go_conn_key ck = {};
+	struct tls_key ck = {};
 	struct tls_sock gc = {};
 	struct go_key gk = {};
 	struct cp_tls_slot *s;
@@ -163,7 +165,7 @@ static __always_inline void go_read_conn(struct pt_regs *regs, __u32 tgid,
 	s->fd = in->fd;
 	CONN_COPY(s, in);
 	s->nested = 1;
-	ck.conn = s->ssl;
+	ck.ssl = s->ssl;
 	ck.tgid = tgid;
 	gc.fd = in->fd;
 	CONN_COPY(&gc, in);

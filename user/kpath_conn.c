@@ -1006,10 +1006,13 @@ static int bio_wr_keep(struct kp *kp, struct kp_bio_wr *q, const struct cp_ev_tl
 	return 0;
 }
 
-/* A TLS library connection's tlsmap key: its host, process and id. */
-static uint64_t tls_conn_key(uint32_t host, uint32_t pid, uint64_t id)
+/* The tlsmap key of a TLS record's library connection: its host, process
+ * and id; 0 when the record has no id (an older recorder). */
+static uint64_t tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e)
 {
-	return (id << 16 | host) ^ (uint64_t)pid * 0x9e3779b97f4a7c15ull;
+	uint64_t id = cp_tls_id(e);
+
+	return id ? (id << 16 | host) ^ (uint64_t)e->h.pid * 0x9e3779b97f4a7c15ull : 0;
 }
 
 /* The TLS writes a socket write at ts on ci by thread carries: its
@@ -1019,7 +1022,7 @@ struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, ui
 {
 	struct kp_bio_wr *c = &kp->cn[ci].bw, *t = &kp->th[thread].bw;
 	const struct cp_ev_tls_read *r = (const void *)t->buf;
-	uint64_t key = kp->cn[ci].tls_key;
+	uint64_t key = kp->cn[ci].tls_key, theirs;
 
 	bio_wr_expire(kp, c, ts);
 	bio_wr_expire(kp, t, ts);
@@ -1027,33 +1030,20 @@ struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, ui
 		return c;
 	/* the thread's, unless they are another library connection's (Go's
 	 * HTTP/2 server writes its SETTINGS before it reads) */
-	if (!t->n ||
-	    (key && cp_tls_id(r) && tls_conn_key(kp->cn[ci].host, r->h.pid, cp_tls_id(r)) != key))
+	if (!t->n)
 		return NULL;
-	return t;
+	theirs = tls_conn_key(kp->cn[ci].host, r);
+	return key && theirs && theirs != key ? NULL : t;
 }
 
-/*
- * The connection of a TLS read on memory buffers (Node.js, Go): the
- * thread's last socket read's (a moment before, in the same loop turn: its
- * ciphertext), unless the read's library connection (tls_id) was seen
- * reading on another that is still open and that one is not new. Go's
- * runtime may resume a goroutine whose read its library answers from
- * records an earlier socket read brought on another thread, whose last
- * socket read was another connection's; and it gives a closed
- * connection's memory to a new one, whose close the recording may not
- * show (the peer reset it first), so a connection none of whose reads
- * had an id before (a new one) takes the id over.
- */
 /* The open connection a TLS library connection (a record's tls_id) was
  * seen reading on, or KP_NONE. */
 static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
 			  uint64_t *key)
 {
-	uint64_t id = cp_tls_id(e);
 	uint32_t ci;
 
-	*key = id ? tls_conn_key(host, e->h.pid, id) : 0;
+	*key = tls_conn_key(host, e);
 	ci = *key ? kp_map__get(&kp->tlsmap, *key) : KP_NONE;
 	if (ci != KP_NONE && (kp->cn[ci].tls_key != *key || kp->cn[ci].closed_at))
 		return KP_NONE;
@@ -1074,6 +1064,18 @@ static uint32_t bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
 	return ci;
 }
 
+/*
+ * The connection of a TLS read on memory buffers (Node.js, Go): the
+ * thread's last socket read's (a moment before, in the same loop turn: its
+ * ciphertext), unless the read's library connection (tls_id) was seen
+ * reading on another that is still open and that one is not new. Go's
+ * runtime may resume a goroutine whose read its library answers from
+ * records an earlier socket read brought on another thread, whose last
+ * socket read was another connection's; and it gives a closed
+ * connection's memory to a new one, whose close the recording may not
+ * show (the peer reset it first), so a connection none of whose reads
+ * had an id before (a new one) takes the id over.
+ */
 static uint32_t bio_conn(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
 			 uint32_t thread, uint64_t ts)
 {
@@ -1117,8 +1119,8 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 			ci = KP_NONE;
 		/* Go's: its writes and its reads answered from the library's
 		 * buffer are this connection's too */
-		if (ci != KP_NONE && e->call == CP_TLS_GO_READ && cp_tls_id(e))
-			ci = bio_learn(kp, ci, tls_conn_key(host, e->h.pid, cp_tls_id(e)));
+		if (ci != KP_NONE && e->call == CP_TLS_GO_READ)
+			ci = bio_learn(kp, ci, tls_conn_key(host, e));
 	} else if (e->fd < 0 && !e->family) {
 		ci = bio_conn(kp, host, e, thread, ts);
 		if (ci == KP_NONE)
@@ -1185,14 +1187,9 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	if (c->tls_bio && !(e->flags & CP_SOCK_F_TLS))
 		q = kp__bio_wr_for(kp, ci, thread, ts);
 	bio = q != NULL;
-	if (bio && q == &kp->th[thread].bw && !c->tls_key) {
-		/* and its library connection is this one from now on */
-		const struct cp_ev_tls_read *r = (const void *)q->buf;
-		uint64_t key = cp_tls_id(r) ? tls_conn_key(c->host, r->h.pid, cp_tls_id(r)) : 0;
-
-		if (key && !kp_map__put(&kp->tlsmap, key, ci))
-			c->tls_key = key;
-	}
+	if (bio && q == &kp->th[thread].bw && !c->tls_key) /* its library connection from now on */
+		(void)bio_learn(kp, ci,
+				tls_conn_key(c->host, (const struct cp_ev_tls_read *)q->buf));
 	conn_guess_role(kp, ci, false, e->flags);
 	c->seen_data = 1;
 	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))

@@ -144,8 +144,47 @@ static int find_rets(int fd, const struct go_sym *s, struct go_tls_fns *f, const
 	return err;
 }
 
-/* The symbols' addresses, sizes and file offsets, and the build info's
- * version, from the ELF file open on fd. */
+/* The crypto/tls functions in the symbol table symtab: their addresses,
+ * sizes and file offsets into syms. */
+static int find_syms(Elf *elf, Elf_Scn *symtab, struct go_sym *syms)
+{
+	Elf_Data *d = elf_getdata(symtab, NULL);
+	GElf_Shdr ssh, sh;
+	size_t n;
+
+	if (!d || !gelf_getshdr(symtab, &ssh) || !ssh.sh_entsize)
+		return -EINVAL;
+	n = ssh.sh_size / ssh.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		struct go_sym *s = NULL;
+		GElf_Sym sym;
+		const char *name;
+		Elf_Scn *in;
+
+		if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+			continue;
+		name = elf_strptr(elf, ssh.sh_link, sym.st_name);
+		if (!name || strncmp(name, "crypto/tls.(*Conn).", 19))
+			continue;
+		for (int j = 0; j < GO_NSYMS; j++)
+			if (!strcmp(name, go_names[j]))
+				s = &syms[j];
+		if (!s)
+			continue;
+		in = elf_getscn(elf, sym.st_shndx);
+		if (!in || !gelf_getshdr(in, &sh) || sym.st_value < sh.sh_addr ||
+		    sym.st_value - sh.sh_addr >= sh.sh_size)
+			continue;
+		s->addr = sym.st_value;
+		s->size = sym.st_size;
+		s->off = sym.st_value - sh.sh_addr + sh.sh_offset;
+		s->found = true;
+	}
+	return syms[GO_SYM_READ].found && syms[GO_SYM_WRITE].found ? 0 : -ENOENT;
+}
+
+/* The build info's version, and the symbols (find_syms), of the ELF file:
+ * *go when it is a Go executable. */
 static int scan_elf(Elf *elf, struct go_sym *syms, char *version, size_t nv, bool *go)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL;
@@ -173,43 +212,7 @@ static int scan_elf(Elf *elf, struct go_sym *syms, char *version, size_t nv, boo
 	}
 	if (!*go || verr)
 		return verr;
-	if (!symtab)
-		return -ENODATA;
-	{
-		Elf_Data *d = elf_getdata(symtab, NULL);
-		GElf_Shdr ssh;
-		size_t n;
-
-		if (!d || !gelf_getshdr(symtab, &ssh) || !ssh.sh_entsize)
-			return -EINVAL;
-		n = ssh.sh_size / ssh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			struct go_sym *s = NULL;
-			GElf_Sym sym;
-			const char *name;
-			Elf_Scn *in;
-
-			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
-				continue;
-			name = elf_strptr(elf, ssh.sh_link, sym.st_name);
-			if (!name || strncmp(name, "crypto/tls.(*Conn).", 19))
-				continue;
-			for (int j = 0; j < GO_NSYMS; j++)
-				if (!strcmp(name, go_names[j]))
-					s = &syms[j];
-			if (!s)
-				continue;
-			in = elf_getscn(elf, sym.st_shndx);
-			if (!in || !gelf_getshdr(in, &sh) || sym.st_value < sh.sh_addr ||
-			    sym.st_value - sh.sh_addr >= sh.sh_size)
-				continue;
-			s->addr = sym.st_value;
-			s->size = sym.st_size;
-			s->off = sym.st_value - sh.sh_addr + sh.sh_offset;
-			s->found = true;
-		}
-	}
-	return syms[GO_SYM_READ].found && syms[GO_SYM_WRITE].found ? 0 : -ENOENT;
+	return symtab ? find_syms(elf, symtab, syms) : -ENODATA;
 }
 
 int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why)

@@ -208,6 +208,19 @@ static void bio_tls(struct kb *b, uint64_t at, uint32_t tid, uint8_t call, const
 	memset(e->raddr, 0, sizeof(e->raddr));
 }
 
+/* Process 100, its TLS calls captured, has done the handshake on CL; the
+ * client's last flight and its request come in one read by thread 100 at
+ * B + 3 units, as curl sends them. */
+static void opened(struct kb *b)
+{
+	memset(b, 0, sizeof(*b));
+	kb_proc(b, 100, "https");
+	captured(b);
+	hello(b, 1300, "\x16\x03\x03\x00\x7a");
+	arrive(b, B + U, B + 3 * U, 1517, 120);
+	kb_sock(b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
+}
+
 /* A library on memory buffers (Node.js): the thread reads the ciphertext
  * itself (no call inside the library), then SSL_read decrypts it, its
  * plaintext recorded without a connection (fd -1); thread 101 serves a
@@ -220,13 +233,7 @@ static void test_tls_memory_buffers(void **state)
 	static struct kb b;
 	const struct kb_req *x, *y;
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "https");
-	captured(&b);
-	hello(&b, 1300, "\x16\x03\x03\x00\x7a");
-	/* the client's last flight and its request in one read, as curl sends them */
-	arrive(&b, B + U, B + 3 * U, 1517, 120);
-	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
+	opened(&b);
 	bio_tls(&b, B + 3 * U + 3000, 100, CP_TLS_SSL_READ, "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
 	/* thread 101 reads CL2's request; 100's next SSL_read is CL's still */
 	kb_sock_bytes(&b, B + 4 * U, B + 4 * U + 1000, 100, 101, CP_SOCK_READ, 6, CL2, 74, 3000,
@@ -283,12 +290,7 @@ static void test_tls_go_library_connection(void **state)
 	static struct kb b;
 	const struct kb_req *x, *y, *z;
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "https");
-	captured(&b);
-	hello(&b, 1300, "\x16\x03\x03\x00\x7a");
-	arrive(&b, B + U, B + 3 * U, 1517, 120);
-	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
+	opened(&b);
 	go_tls(&b, B + 3 * U + 3000, 100, CP_TLS_GO_READ, 0xc000010000,
 	       "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
 	kb_sock_bytes(&b, B + 4 * U, B + 4 * U + 1000, 100, 101, CP_SOCK_READ, 6, CL2, 74, 3000,
@@ -351,12 +353,7 @@ static void test_tls_downstream_call(void **state)
 	const struct kb_req *x;
 	bool named = false;
 
-	memset(&b, 0, sizeof(b));
-	kb_proc(&b, 100, "https");
-	captured(&b);
-	hello(&b, 1300, "\x16\x03\x03\x00\x7a");
-	arrive(&b, B + U, B + 3 * U, 1517, 120);
-	kb_sock(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 120, 1517, CCS);
+	opened(&b);
 	go_tls(&b, B + 3 * U + 3000, 100, CP_TLS_GO_READ, 0xc000010000,
 	       "GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
 	/* the call: its plaintext, then its record out; the reply */
