@@ -20,9 +20,9 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-PKGS := libbpf libzstd zlib yajl libprotobuf-c
+PKGS := libbpf libzstd liblz4 zlib yajl libprotobuf-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIB_LIBS := $(shell pkg-config --libs libzstd zlib yajl libprotobuf-c simdjson 2>/dev/null) \
+LIB_LIBS := $(shell pkg-config --libs libzstd liblz4 zlib yajl libprotobuf-c simdjson 2>/dev/null) \
 	    -lstdc++ -lm -lpthread
 BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz \
 	    $(shell pkg-config --libs capstone 2>/dev/null || echo -lcapstone)

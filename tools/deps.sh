@@ -4,7 +4,7 @@
 # benchmarks need, when they are missing. Idempotent; needs root to install.
 set -eu
 pkgs=(
-	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev
+	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev liblz4-dev
 	libyajl-dev libsimdjson-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
 	libssl-dev openssl liburing-dev libcapstone-dev
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql

@@ -34,6 +34,20 @@
 #ifndef REC_ZSTD_LEVEL
 #define REC_ZSTD_LEVEL 1
 #endif
+/* Frame flags (RF_FLAGS): the frame is one lz4 frame, not one zstd frame,
+ * and its compressed bytes have their crc32 at RF_COMP_CRC (lz4's own
+ * content checksum, XXH32, is built slowly in Debian's liblz4 and took
+ * longer than decompressing). The header's flags carry the same bit when
+ * the writer used lz4. */
+#define REC_FRAME_F_LZ4 0x1u
+#define REC_HDR_F_LZ4 0x1u
+/* The most an lz4 frame of raw bytes can take and still be sane: lz4's
+ * worst case is raw + raw/255 + 16 per block, and no writer of ours makes
+ * blocks under 64 KiB. */
+static inline uint64_t rec_lz4_bound(uint64_t raw)
+{
+	return raw + raw / 255 + (raw / 65536 + 1) * 24 + 64;
+}
 
 static inline void rec_put16(uint8_t *p, uint16_t v)
 {
@@ -75,7 +89,8 @@ static inline uint64_t rec_get64(const uint8_t *p)
 #define RF_FLAGS 20
 #define RF_MIN_TS 24
 #define RF_MAX_TS 32
-#define RF_RESERVED 40
+#define RF_RESERVED 40 /* zstd frames: 0 */
+#define RF_COMP_CRC 40 /* lz4 frames: crc32 of the compressed bytes */
 #define RF_CRC 44
 
 /* Trailer fields (offsets). */

@@ -117,10 +117,10 @@ int recfile__read_header(int fd, const char *path, struct recording_info *info, 
 	}
 	version = rec_get32(pre + 8);
 	body_len = rec_get32(pre + 12);
-	if (version != RECORDING_FORMAT_VERSION) {
+	if (version < RECORDING_FORMAT_VERSION_MIN || version > RECORDING_FORMAT_VERSION) {
 		snprintf(recfile_open_error, sizeof(recfile_open_error),
-			 "%s: recording format version %u, this critpath reads version %u", path,
-			 version, RECORDING_FORMAT_VERSION);
+			 "%s: recording format version %u, this critpath reads versions %u to %u",
+			 path, version, RECORDING_FORMAT_VERSION_MIN, RECORDING_FORMAT_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	if (body_len > REC_HEADER_BODY_MAX) {
@@ -165,7 +165,7 @@ int recfile__read_header(int fd, const char *path, struct recording_info *info, 
 
 	info->format_version = version;
 	cur_u32(&c); /* abi_version: records are self-describing by type and size */
-	cur_u32(&c); /* flags */
+	info->codec = cur_u32(&c) & REC_HDR_F_LZ4 ? RECORDING_LZ4 : RECORDING_ZSTD; /* flags */
 	info->realtime_offset_ns = (int64_t)cur_u64(&c);
 	info->start_ns = cur_u64(&c);
 	info->payload_bytes = cur_u32(&c);

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <lz4frame.h>
 #include <zstd.h>
 
 #include "recfile.h"
@@ -60,16 +61,18 @@ struct rframe {
 
 struct fhdr {
 	uint64_t off; /* where the frame header starts */
-	uint32_t seq, comp, raw, count;
+	uint32_t seq, comp, raw, count, flags, comp_crc;
 	uint64_t min_ts, max_ts;
 };
 
-/* What loading a frame needs of its own: the compressed bytes, zstd's
- * context, the sort's scratch (one for the reader, one for its helper). */
+/* What loading a frame needs of its own: the compressed bytes, zstd's and
+ * lz4's contexts, the sort's scratch (one for the reader, one for its
+ * helper). */
 struct loader {
 	uint8_t *cbuf;
 	size_t ccap;
 	ZSTD_DCtx *dctx;
+	LZ4F_dctx *lctx;
 	struct rkey *tmp; /* merge sort scratch */
 	size_t tmp_cap;
 	uint32_t *runs; /* and its runs */
@@ -81,7 +84,7 @@ struct loader {
 struct fetch {
 	ssize_t n;	  /* compressed bytes read (< h.comp: cut short), or -errno */
 	int err;	  /* -ENOMEM: nothing else is known */
-	bool zbad;	  /* not a good zstd frame: why, and all its records skipped */
+	bool zbad;	  /* not a good zstd or lz4 frame: why, and all its records skipped */
 	char why[160];	  /* else, where its records stopped making sense */
 	char badwhy[160]; /* the first of nbad records skipped alone */
 	uint32_t nbad, k; /* k records kept (f->keys, sorted in time order) */
@@ -178,6 +181,8 @@ static bool fhdr__parse(const uint8_t *b, uint64_t off, struct fhdr *h)
 	h->comp = rec_get32(b + RF_COMP);
 	h->raw = rec_get32(b + RF_RAW);
 	h->count = rec_get32(b + RF_COUNT);
+	h->flags = rec_get32(b + RF_FLAGS);
+	h->comp_crc = rec_get32(b + RF_COMP_CRC);
 	h->min_ts = rec_get64(b + RF_MIN_TS);
 	h->max_ts = rec_get64(b + RF_MAX_TS);
 	return true;
@@ -190,7 +195,10 @@ static const char *fhdr__insane(const struct fhdr *h)
 		return "record count does not fit its size";
 	if (h->raw > REC_FRAME_RAW_MAX || h->raw % 8)
 		return "raw size out of range";
-	if (!h->comp || h->comp > ZSTD_compressBound(h->raw))
+	if (h->flags & ~REC_FRAME_F_LZ4)
+		return "unknown frame flags";
+	if (!h->comp || h->comp > (h->flags & REC_FRAME_F_LZ4 ? rec_lz4_bound(h->raw)
+							      : ZSTD_compressBound(h->raw)))
 		return "compressed size out of range";
 	if (h->min_ts > h->max_ts)
 		return "time range inverted";
@@ -522,6 +530,46 @@ static bool record_plainly_ok(const struct cp_hdr *rec, uint32_t avail)
 	return need <= CP_PAYLOAD_MAX && offsetof(struct cp_ev_sock, payload) + need <= rec->size;
 }
 
+/* Decompresses the lz4 frame in ld->cbuf (h->comp bytes) into raw: true
+ * when its checksum holds and it is one whole frame of exactly h->raw
+ * bytes, else false and x->why says what is wrong. */
+static bool lz4_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, struct fetch *x)
+{
+	LZ4F_decompressOptions_t o = {.stableDst = 1};
+	LZ4F_frameInfo_t fi;
+	size_t in = h->comp, out, r, used;
+
+	if ((uint32_t)crc32(0, ld->cbuf, h->comp) != h->comp_crc) {
+		snprintf(x->why, sizeof(x->why), "lz4 frame: checksum mismatch");
+		return false;
+	}
+	LZ4F_resetDecompressionContext(ld->lctx);
+	r = LZ4F_getFrameInfo(ld->lctx, &fi, ld->cbuf, &in);
+	if (LZ4F_isError(r)) {
+		snprintf(x->why, sizeof(x->why), "lz4: %s", LZ4F_getErrorName(r));
+		return false;
+	}
+	if (fi.contentSize != h->raw) {
+		snprintf(x->why, sizeof(x->why), "not one lz4 frame of %u bytes", h->raw);
+		return false;
+	}
+	used = in;
+	out = h->raw;
+	in = h->comp - used;
+	r = LZ4F_decompress(ld->lctx, raw, &out, ld->cbuf + used, &in, &o);
+	if (LZ4F_isError(r)) {
+		snprintf(x->why, sizeof(x->why), "lz4: %s", LZ4F_getErrorName(r));
+		return false;
+	}
+	/* r == 0: the frame ended (a content checksum, if any, checked) */
+	if (r || out != h->raw || used + in != h->comp) {
+		snprintf(x->why, sizeof(x->why), "lz4: %s",
+			 r ? "short content" : "bytes after the frame");
+		return false;
+	}
+	return true;
+}
+
 /* Reads frame h's compressed bytes, decompresses them into f and checks
  * its records, sorted by time when sort: the part of loading a frame the
  * helper thread can do, touching nothing of the reader's but the file. */
@@ -551,16 +599,21 @@ static void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, stru
 	if (x->err)
 		return;
 	x->zbad = true;
-	if (ZSTD_findFrameCompressedSize(ld->cbuf, h->comp) != h->comp ||
-	    ZSTD_getFrameContentSize(ld->cbuf, h->comp) != h->raw) {
-		snprintf(x->why, sizeof(x->why), "not one zstd frame of %u bytes", h->raw);
-		return;
-	}
-	dn = ZSTD_decompressDCtx(ld->dctx, f->raw, h->raw, ld->cbuf, h->comp);
-	if (ZSTD_isError(dn) || dn != h->raw) {
-		snprintf(x->why, sizeof(x->why), "zstd: %s",
-			 ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short content");
-		return;
+	if (h->flags & REC_FRAME_F_LZ4) {
+		if (!lz4_frame(ld, h, f->raw, x))
+			return;
+	} else {
+		if (ZSTD_findFrameCompressedSize(ld->cbuf, h->comp) != h->comp ||
+		    ZSTD_getFrameContentSize(ld->cbuf, h->comp) != h->raw) {
+			snprintf(x->why, sizeof(x->why), "not one zstd frame of %u bytes", h->raw);
+			return;
+		}
+		dn = ZSTD_decompressDCtx(ld->dctx, f->raw, h->raw, ld->cbuf, h->comp);
+		if (ZSTD_isError(dn) || dn != h->raw) {
+			snprintf(x->why, sizeof(x->why), "zstd: %s",
+				 ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short content");
+			return;
+		}
 	}
 	x->zbad = false;
 
@@ -635,9 +688,19 @@ static void *prefetch__run(void *arg)
 	return NULL;
 }
 
+/* 0, or -ENOMEM */
+static int loader__init(struct loader *ld)
+{
+	ld->dctx = ZSTD_createDCtx();
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&ld->lctx, LZ4F_VERSION)))
+		ld->lctx = NULL;
+	return ld->dctx && ld->lctx ? 0 : -ENOMEM;
+}
+
 static void loader__free(struct loader *ld)
 {
 	ZSTD_freeDCtx(ld->dctx);
+	LZ4F_freeDecompressionContext(ld->lctx);
 	free(ld->cbuf);
 	free(ld->tmp);
 	free(ld->runs);
@@ -675,8 +738,7 @@ static struct prefetch *prefetch__start(int fd)
 	if (!pf)
 		return NULL;
 	pf->fd = fd;
-	pf->ld.dctx = ZSTD_createDCtx();
-	if (!pf->ld.dctx || pthread_mutex_init(&pf->mu, NULL))
+	if (loader__init(&pf->ld) || pthread_mutex_init(&pf->mu, NULL))
 		goto release;
 	if (pthread_cond_init(&pf->cv, NULL))
 		goto destroy_mutex;
@@ -838,8 +900,7 @@ int recording_reader__open(struct recording_reader **rp, const char *path,
 	r->lookahead = order == RECORDING_TIME_ORDER ? WINDOW_FRAMES : 1;
 	r->ahead_min_ts = UINT64_MAX;
 	r->path = strdup(path);
-	r->ld.dctx = ZSTD_createDCtx();
-	if (!r->path || !r->ld.dctx) {
+	if (!r->path || loader__init(&r->ld)) {
 		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: out of memory", path);
 		err = -ENOMEM;
 		goto cleanup;

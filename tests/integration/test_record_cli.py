@@ -38,6 +38,7 @@ def usage_errors(tap, d, pid):
         ("-d soon", ["-p", pid, "-d", "soon"], "-d: 'soon'"),
         ("--payload-bytes 513", ["-p", pid, "--payload-bytes", "513"], "--payload-bytes"),
         ("--buffer-mb 3", ["-p", pid, "--buffer-mb", "3"], "--buffer-mb: '3'"),
+        ("--compress gzip", ["-p", pid, "--compress", "gzip"], "--compress: 'gzip'"),
         ("unknown option", ["-p", pid, "--frobnicate"], "frobnicate"),
     ]
     for name, args, words in cases:
@@ -188,6 +189,26 @@ def modes(tap, d):
            r.rc == 0 and mode == 0o600 and R.Dump(path).ok(), f"mode {oct(mode)}\n{r.describe()}")
 
 
+def codecs(tap, d):
+    """lz4 by default, zstd when asked: the header and dump say which, and
+    both files hold the same kinds of records."""
+    kinds = {}
+    for codec, args in (("lz4", []), ("zstd", ["--compress", "zstd"])):
+        path = os.path.join(d, f"codec-{codec}.rec")
+        r = R.run_record(["-o", path, *args, "--", R.workload("rec_sleep"), 5, 5])
+        dmp = R.Dump(path)
+        fmt = dmp.header.get("format_version") if dmp.header else None
+        comp = dmp.header.get("compression") if dmp.header else None
+        kinds[codec] = {x["type"] for x in dmp.records} if dmp.ok() else set()
+        tap.ok(f"cli --compress {codec}: exit 0, dump reads it whole, header says "
+               f"compression {codec}, format {2 if codec == 'lz4' else 1}",
+               r.rc == 0 and dmp.ok() and comp == codec and fmt == (2 if codec == "lz4" else 1),
+               f"{r.describe()}\ncompression {comp}, format {fmt}\n{dmp.problem()}")
+    tap.ok("cli --compress: both codecs' recordings hold the same record types, sleeps "
+           "included", kinds["lz4"] == kinds["zstd"] and "sched_switch" in kinds["lz4"],
+           f"{kinds}")
+
+
 def main():
     tap = Tap()
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
@@ -199,6 +220,7 @@ def main():
     runtime_errors(tap, d, idle.pid)
     disk_full(tap, d)
     modes(tap, d)
+    codecs(tap, d)
     several_pids(tap, d)
     stop_by_signal(tap, d)
     R.done(tap)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "recording.h"
 
@@ -216,13 +217,29 @@ static inline void rt_recs__jittered(struct rt_recs *rs, size_t n, uint64_t jitt
 	}
 }
 
+/* How rt_info's files are compressed: a test group sets it to run its tests
+ * on both codecs. */
+static uint32_t rt_codec = RECORDING_ZSTD;
+
+static inline int rt_codec_zstd(void **state)
+{
+	rt_codec = RECORDING_ZSTD;
+	return 0;
+}
+
+static inline int rt_codec_lz4(void **state)
+{
+	rt_codec = RECORDING_LZ4;
+	return 0;
+}
+
 static inline const struct recording_info *rt_info(void)
 {
 	static const struct recording_cpu cpus[2] = {
 	    {.cpu = 0, .model = "Test CPU @ 2.00GHz", .mhz = 2000, .capacity = 1024},
 	    {.cpu = 1, .model = "Test CPU @ 2.00GHz", .mhz = 2000, .capacity = 1024},
 	};
-	static const struct recording_info info = {
+	static struct recording_info info = {
 	    .agent_version = "0.1.0-test",
 	    .cmdline = "critpath record -p 1",
 	    .host = "testhost",
@@ -235,6 +252,7 @@ static inline const struct recording_info *rt_info(void)
 	    .ncpus = 2,
 	    .cpus = cpus,
 	};
+	info.codec = rt_codec;
 	return &info;
 }
 
@@ -283,6 +301,29 @@ static inline void rt_file__write(struct rt_file *f, const struct rt_recs *rs, s
 {
 	rt_file__path(f);
 	rt_file__write_to(f, rs, flush_every);
+}
+
+static inline uint32_t rt_u32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* Writes f->data back to f->path, the file header's CRC made good (after
+ * an edit of the header). */
+static inline void rt_file__rewrite_header(struct rt_file *f)
+{
+	size_t end = 16 + rt_u32(f->data + 12);
+	uint32_t crc = (uint32_t)crc32(0, f->data, (uInt)end);
+	FILE *fp;
+
+	memcpy(f->data + end, &crc, 4);
+	fp = fopen(f->path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(f->data, 1, f->len, fp), f->len);
+	fclose(fp);
 }
 
 static inline void rt_file__remove(struct rt_file *f)

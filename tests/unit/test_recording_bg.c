@@ -192,5 +192,11 @@ int main(void)
 	    cmocka_unit_test(test_background_write_error),
 	    cmocka_unit_test(test_background_bad_args),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest lz4_tests[] = {
+	    cmocka_unit_test(test_background_round_trip),
+	    cmocka_unit_test(test_background_small_queue),
+	};
+	int failed = cmocka_run_group_tests_name("zstd", tests, rt_codec_zstd, NULL);
+
+	return failed | cmocka_run_group_tests_name("lz4", lz4_tests, rt_codec_lz4, NULL);
 }

@@ -488,6 +488,18 @@ int main(void)
 		cmocka_unit_test(test_writer_out_of_space),
 		cmocka_unit_test(test_forged_records),
 	};
+	/* the same damage to files of either codec */
+	const struct CMUnitTest lz4_tests[] = {
+		cmocka_unit_test(test_truncate_every_offset),
+		cmocka_unit_test(test_cut_message),
+		cmocka_unit_test(test_random_flips),
+		cmocka_unit_test(test_random_splices),
+		cmocka_unit_test(test_repeated_frame),
+		cmocka_unit_test(test_skip_bad_frame),
+		cmocka_unit_test(test_writer_out_of_space),
+	};
 	/* clang-format on */
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests_name("zstd", tests, rt_codec_zstd, NULL);
+
+	return failed | cmocka_run_group_tests_name("lz4", lz4_tests, rt_codec_lz4, NULL);
 }

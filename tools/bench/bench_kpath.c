@@ -15,7 +15,8 @@
  *
  * Then the same stream written as a recording (user/recording.h) and read
  * back through kpath__analyze(), as `critpath report` does: events/s of the
- * whole path, reader (zstd, time-order merge) included.
+ * whole path, reader (decompression, time-order merge) included, for
+ * either codec (record --compress: lz4, the default, and zstd).
  *
  * Then the peak RSS at 1x and 4x again with a short-lived child process per
  * request (forked by the worker, exec'd, waking it and exiting): exited
@@ -379,11 +380,11 @@ static void measure(uint64_t n, bool with_engine, double *rate, long *rss_kb)
 }
 
 /* The stream as a recording file; returns the events written. */
-static uint64_t write_recording(const char *path, uint64_t n)
+static uint64_t write_recording(const char *path, uint64_t n, uint32_t codec)
 {
 	static const struct recording_cpu cpus[2] = {{0, "bench cpu", 0, 1024},
 						     {1, "bench cpu", 0, 1024}};
-	struct recording_info info = {.format_version = RECORDING_FORMAT_VERSION,
+	struct recording_info info = {.codec = codec,
 				      .agent_version = "bench",
 				      .cmdline = "bench_kpath",
 				      .host = "bench",
@@ -434,7 +435,7 @@ static uint64_t write_recording(const char *path, uint64_t n)
 	return tot.events;
 }
 
-static void measure_file(uint64_t n)
+static void measure_file(uint64_t n, uint32_t codec)
 {
 	char path[] = "/tmp/bench_kpath-XXXXXX";
 	int fd = mkstemp(path);
@@ -448,7 +449,7 @@ static void measure_file(uint64_t n)
 		exit(1);
 	}
 	close(fd);
-	ev = write_recording(path, n);
+	ev = write_recording(path, n, codec);
 	e = engine__new(&(struct engine_opts){0});
 	engine__set_quiet(e, true);
 	t0 = now_s();
@@ -459,9 +460,10 @@ static void measure_file(uint64_t n)
 	}
 	secs = now_s() - t0;
 	cpu = cpu_s() - c0;
-	printf("  recording file: %8llu requests %10llu events  %6.3f s  %6.2f M events/s "
+	printf("  recording file (%s): %8llu requests %10llu events  %6.3f s  %6.2f M events/s "
 	       "(reader + analysis + engine), %llu requests aggregated\n",
-	       (unsigned long long)n, (unsigned long long)ev, secs, (double)ev / secs / 1e6,
+	       codec == RECORDING_LZ4 ? "lz4" : "zstd", (unsigned long long)n,
+	       (unsigned long long)ev, secs, (double)ev / secs / 1e6,
 	       (unsigned long long)engine__result(e)->nrequests);
 	/* the budget is on one core: the CPU time of both threads counts */
 	printf("  CPU time: %6.3f s (the reader's helper thread decompressing ahead included) = "
@@ -503,6 +505,7 @@ int main(int argc, char **argv)
 	measure(4 * n, with_engine, &r4, &m4);
 	printf("  peak RSS 4x stream / 1x stream: %.2f\n", (double)m4 / (double)m1);
 	forking = false;
-	measure_file(n);
+	measure_file(n, RECORDING_LZ4);
+	measure_file(n, RECORDING_ZSTD);
 	return 0;
 }
