@@ -233,6 +233,12 @@ static inline int rt_codec_lz4(void **state)
 	return 0;
 }
 
+/* Runs the group of tests (an array) once on files of each codec; nonzero
+ * when a test failed. */
+#define rt_run_codecs(tests)                                                                       \
+	(cmocka_run_group_tests_name("zstd", tests, rt_codec_zstd, NULL) |                         \
+	 cmocka_run_group_tests_name("lz4", tests, rt_codec_lz4, NULL))
+
 static inline const struct recording_info *rt_info(void)
 {
 	static const struct recording_cpu cpus[2] = {

@@ -263,24 +263,18 @@ static void test_codec_and_version(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_codec_and_version),
+	/* what the writer and reader do the same whatever the codec */
+	const struct CMUnitTest codecs[] = {
 	    cmocka_unit_test(test_round_trip_every_type),
 	    cmocka_unit_test(test_many_frames_time_order),
 	    cmocka_unit_test(test_many_frames_nearly_in_order),
 	    cmocka_unit_test(test_beyond_window),
+	};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_codec_and_version),
 	    cmocka_unit_test(test_mode_0600),
 	    cmocka_unit_test(test_writer_rejects_bad_records),
 	    cmocka_unit_test(test_open_errors),
 	};
-	/* what the writer and reader do the same whatever the codec */
-	const struct CMUnitTest lz4_tests[] = {
-	    cmocka_unit_test(test_round_trip_every_type),
-	    cmocka_unit_test(test_many_frames_time_order),
-	    cmocka_unit_test(test_many_frames_nearly_in_order),
-	    cmocka_unit_test(test_beyond_window),
-	};
-	int failed = cmocka_run_group_tests_name("zstd", tests, rt_codec_zstd, NULL);
-
-	return failed | cmocka_run_group_tests_name("lz4", lz4_tests, rt_codec_lz4, NULL);
+	return rt_run_codecs(codecs) | cmocka_run_group_tests(tests, rt_codec_zstd, NULL);
 }

@@ -186,17 +186,13 @@ static void test_background_bad_args(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest codecs[] = {
 	    cmocka_unit_test(test_background_round_trip),
 	    cmocka_unit_test(test_background_small_queue),
+	};
+	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_background_write_error),
 	    cmocka_unit_test(test_background_bad_args),
 	};
-	const struct CMUnitTest lz4_tests[] = {
-	    cmocka_unit_test(test_background_round_trip),
-	    cmocka_unit_test(test_background_small_queue),
-	};
-	int failed = cmocka_run_group_tests_name("zstd", tests, rt_codec_zstd, NULL);
-
-	return failed | cmocka_run_group_tests_name("lz4", lz4_tests, rt_codec_lz4, NULL);
+	return rt_run_codecs(codecs) | cmocka_run_group_tests(tests, rt_codec_zstd, NULL);
 }

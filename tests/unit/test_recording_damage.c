@@ -478,6 +478,7 @@ static void test_forged_records(void **state)
 int main(void)
 {
 	/* clang-format off */
+	/* the same damage to files of either codec */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_truncate_every_offset),
 		cmocka_unit_test(test_cut_message),
@@ -486,20 +487,12 @@ int main(void)
 		cmocka_unit_test(test_repeated_frame),
 		cmocka_unit_test(test_skip_bad_frame),
 		cmocka_unit_test(test_writer_out_of_space),
+	};
+	/* frames forged with zstd's own API */
+	const struct CMUnitTest zstd_tests[] = {
 		cmocka_unit_test(test_forged_records),
 	};
-	/* the same damage to files of either codec */
-	const struct CMUnitTest lz4_tests[] = {
-		cmocka_unit_test(test_truncate_every_offset),
-		cmocka_unit_test(test_cut_message),
-		cmocka_unit_test(test_random_flips),
-		cmocka_unit_test(test_random_splices),
-		cmocka_unit_test(test_repeated_frame),
-		cmocka_unit_test(test_skip_bad_frame),
-		cmocka_unit_test(test_writer_out_of_space),
-	};
 	/* clang-format on */
-	int failed = cmocka_run_group_tests_name("zstd", tests, rt_codec_zstd, NULL);
-
-	return failed | cmocka_run_group_tests_name("lz4", lz4_tests, rt_codec_lz4, NULL);
+	return rt_run_codecs(tests) |
+	       cmocka_run_group_tests_name("zstd frames", zstd_tests, rt_codec_zstd, NULL);
 }
