@@ -31,8 +31,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 #include <lz4frame.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include "recfile.h"
@@ -570,6 +570,25 @@ static bool lz4_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, str
 	return true;
 }
 
+/* The same for a zstd frame (its content checksum is zstd's). */
+static bool zstd_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, struct fetch *x)
+{
+	size_t dn;
+
+	if (ZSTD_findFrameCompressedSize(ld->cbuf, h->comp) != h->comp ||
+	    ZSTD_getFrameContentSize(ld->cbuf, h->comp) != h->raw) {
+		snprintf(x->why, sizeof(x->why), "not one zstd frame of %u bytes", h->raw);
+		return false;
+	}
+	dn = ZSTD_decompressDCtx(ld->dctx, raw, h->raw, ld->cbuf, h->comp);
+	if (ZSTD_isError(dn) || dn != h->raw) {
+		snprintf(x->why, sizeof(x->why), "zstd: %s",
+			 ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short content");
+		return false;
+	}
+	return true;
+}
+
 /* Reads frame h's compressed bytes, decompresses them into f and checks
  * its records, sorted by time when sort: the part of loading a frame the
  * helper thread can do, touching nothing of the reader's but the file. */
@@ -577,7 +596,6 @@ static void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, stru
 			   bool sort, struct fetch *x)
 {
 	uint32_t off = 0, seen = 0;
-	size_t dn;
 
 	x->err = 0;
 	x->zbad = false;
@@ -599,22 +617,9 @@ static void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, stru
 	if (x->err)
 		return;
 	x->zbad = true;
-	if (h->flags & REC_FRAME_F_LZ4) {
-		if (!lz4_frame(ld, h, f->raw, x))
-			return;
-	} else {
-		if (ZSTD_findFrameCompressedSize(ld->cbuf, h->comp) != h->comp ||
-		    ZSTD_getFrameContentSize(ld->cbuf, h->comp) != h->raw) {
-			snprintf(x->why, sizeof(x->why), "not one zstd frame of %u bytes", h->raw);
-			return;
-		}
-		dn = ZSTD_decompressDCtx(ld->dctx, f->raw, h->raw, ld->cbuf, h->comp);
-		if (ZSTD_isError(dn) || dn != h->raw) {
-			snprintf(x->why, sizeof(x->why), "zstd: %s",
-				 ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short content");
-			return;
-		}
-	}
+	if (!(h->flags & REC_FRAME_F_LZ4 ? lz4_frame(ld, h, f->raw, x)
+					 : zstd_frame(ld, h, f->raw, x)))
+		return;
 	x->zbad = false;
 
 	/* Every record checked before anyone reads a field. One whose size
