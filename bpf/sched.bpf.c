@@ -267,7 +267,7 @@ struct cp_switch_batch {
 	struct cp_hdr batch;
 	struct cp_ev_sched_switch sw;
 	struct cp_ev_runq_culprit c[RQ_TOP + 1];
-	/* rq_culprits' working set: in the map value, not on the stack, where
+	/* cp_rq_culprits' working set: in the map value, not on the stack, where
 	 * the verifier would follow every combination of its flags (~1M
 	 * instructions to verify, near its limit; here it is unknown data) */
 	struct cp_culprit top[RQ_TOP];
@@ -296,15 +296,21 @@ static __always_inline void culprit_fill(struct cp_ev_runq_culprit *e, struct cp
 }
 
 /* The victim tid, waiting since wait->since, got the CPU at now: who held
- * its CPU meanwhile, into b->c; returns how many records. */
-static __always_inline __u32 rq_culprits(struct cp_switch_batch *b, struct cp_rq_wait *wait,
-					 __u32 tid, __u64 now)
+ * its CPU meanwhile, into b->c; returns how many records. A global function:
+ * verified once per program, not once per call site with each site's
+ * states (sched_switch has two). */
+__noinline int cp_rq_culprits(struct cp_switch_batch *b, struct cp_rq_wait *wait, __u32 tid,
+			      __u64 now)
 {
-	struct cp_culprit *top = b->top;
+	struct cp_culprit *top;
 	struct cp_cpu_rq *rq;
-	__u64 covered = 0, other = 0, total = now - wait->since;
+	__u64 covered = 0, other = 0, total;
 	__u32 zero = 0, n = 0;
 
+	if (!b || !wait) /* never, but the verifier takes a global's pointers as nullable */
+		return 0;
+	top = b->top;
+	total = now - wait->since;
 	__builtin_memset(b->top, 0, sizeof(b->top));
 	rq = bpf_map_lookup_percpu_elem(&cpu_rqs, &zero, wait->cpu);
 	if (!rq) {
@@ -423,7 +429,7 @@ static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u
 		 * most culprits would move ~400 bytes of ring for the one or
 		 * two a wait usually has */
 		struct cp_switch_batch *b = bpf_map_lookup_elem(&switch_scratch, &zero);
-		__u32 n;
+		__u64 n;
 
 		if (!b) {
 			count_drop();
@@ -436,7 +442,9 @@ static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u
 		switch_fill(btf, &b->sw, now, prev_pid, prev_tid, next_pid, next_tid, state,
 			    prev_state, comm_of);
 		b->sw.flags = flags;
-		n = rq_culprits(b, wait, next_tid, now);
+		/* a global's result is any int to the verifier: bounded
+		 * here, in 64 bits, where the record's size is computed */
+		n = (__u32)cp_rq_culprits(b, wait, next_tid, now);
 		if (n > RQ_TOP + 1)
 			n = RQ_TOP + 1;
 		if (!flags && n == 1 && b->c[0].culprit_tid == prev_tid &&
