@@ -1548,6 +1548,36 @@ static __always_inline bool uring_end_take(struct sock *sk, struct cp_inflight *
  * transfer outside a traced call (sendfile) is a plain read or write with
  * fd -1 and no payload. Failed calls (EAGAIN) are not recorded.
  */
+/* go_read_conn's work, in a process whose Go TLS is probed (g: the
+ * goroutine). A global function: its early returns would otherwise each
+ * carry on into the socket programs' inlined record-making, which the
+ * verifier then followed once for each (128K instructions of
+ * sock_recv_length's). */
+__noinline int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in)
+{
+	struct tls_key ck = {};
+	struct tls_sock gc = {};
+	struct go_key gk = {};
+	struct cp_tls_slot *s;
+
+	if (!in)
+		return 0;
+	gk.g = g;
+	gk.tgid = tgid;
+	s = bpf_map_lookup_elem(&go_reads, &gk);
+	if (!s || !s->active)
+		return 0;
+	s->fd = in->fd;
+	CONN_COPY(s, in);
+	s->nested = 1;
+	ck.ssl = s->ssl;
+	ck.tgid = tgid;
+	gc.fd = in->fd;
+	CONN_COPY(&gc, in);
+	bpf_map_update_elem(&go_conns, &ck, &gc, BPF_ANY);
+	return 0;
+}
+
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();

@@ -141,6 +141,9 @@ struct {
 	__type(value, struct tls_sock);
 } go_conns SEC(".maps") __weak;
 
+/* go_read_conn's work (sock.bpf.c) */
+int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in);
+
 /* A socket read (in: its connection) by a thread of tgid, whose user
  * registers are regs: when it is made inside a Go Read or handshake (its
  * goroutine, in Go's g register, is in go_reads), the Read's plaintext is
@@ -150,26 +153,8 @@ static __always_inline void go_read_conn(struct pt_regs *regs, __u32 tgid,
 					 const struct cp_inflight *in)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct tls_key ck = {};
-	struct tls_sock gc = {};
-	struct go_key gk = {};
-	struct cp_tls_slot *s;
-
-	if (!cfg_tls || !((go_tls_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1))
-		return;
-	gk.g = regs->r14;
-	gk.tgid = tgid;
-	s = bpf_map_lookup_elem(&go_reads, &gk);
-	if (!s || !s->active)
-		return;
-	s->fd = in->fd;
-	CONN_COPY(s, in);
-	s->nested = 1;
-	ck.ssl = s->ssl;
-	ck.tgid = tgid;
-	gc.fd = in->fd;
-	CONN_COPY(&gc, in);
-	bpf_map_update_elem(&go_conns, &ck, &gc, BPF_ANY);
+	if (cfg_tls && ((go_tls_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1))
+		cp_go_read_conn(regs->r14, tgid, in);
 #endif
 }
 
