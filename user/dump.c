@@ -40,7 +40,7 @@ static void text__header(FILE *out, const char *path, const struct recording_inf
 	if (gmtime_r(&ts.tv_sec, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	fprintf(out, "# %s: critpath recording, format %u, %s frames, agent %s\n", path,
-		info->format_version, info->codec == RECORDING_LZ4 ? "lz4" : "zstd",
+		info->format_version, recording_codec_name(info->codec),
 		info->agent_version ?: "?");
 	fprintf(out, "# host %s, kernel %s, boot id %s%s%s\n", info->host ?: "?",
 		info->kernel ?: "?", info->boot_id ?: "?", info->sku ? ", sku " : "",
@@ -63,7 +63,7 @@ static void json__header(FILE *out, const struct recording_info *info)
 	jline__begin(&j, out);
 	jline__str(&j, "type", "header");
 	jline__u64(&j, "format_version", info->format_version);
-	jline__str(&j, "compression", info->codec == RECORDING_LZ4 ? "lz4" : "zstd");
+	jline__str(&j, "compression", recording_codec_name(info->codec));
 	jline__str(&j, "agent_version", info->agent_version);
 	jline__str(&j, "cmdline", info->cmdline);
 	jline__str(&j, "host", info->host);

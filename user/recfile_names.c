@@ -172,6 +172,18 @@ const char *cp_futex_call_name(uint8_t call)
 	}
 }
 
+const char *recording_codec_name(uint32_t codec)
+{
+	switch (codec) {
+	case RECORDING_ZSTD:
+		return "zstd";
+	case RECORDING_LZ4:
+		return "lz4";
+	default:
+		return unknown("unknown", codec);
+	}
+}
+
 /* From include/uapi/linux/futex.h: the command is op & 127, flags above. */
 #define FUTEX_PRIVATE_FLAG 128
 #define FUTEX_CLOCK_REALTIME 256

@@ -79,8 +79,8 @@
 #include "recording.h"
 
 /* While it keeps up, the thread compresses one block (128 KiB: what zstd
- * compresses at once, ~0.2 ms; an lz4 block of its own) per call and calls sched_yield() between
- * blocks; behind, it compresses without yielding. Measured on rr_server at
+ * compresses at once, ~0.2 ms; an lz4 block of its own) per call and calls
+ * sched_yield() between blocks; behind, it compresses without yielding. Measured on rr_server at
  * saturation (traced p99 / untraced, medians of 4 rounds in one run): whole
  * frames at SCHED_IDLE 2.3x; block by block without a system call between
  * blocks 2.2x; with sched_yield() 1.3x (a 400 us nanosleep instead: 1.5x);
@@ -245,7 +245,9 @@ static int writer__header(struct recording_writer *w, const struct recording_inf
 	if (err)
 		goto cleanup;
 	memcpy(b.p, REC_MAGIC, REC_MAGIC_LEN);
-	rec_put32(b.p + 8, w->codec == RECORDING_LZ4 ? 2 : 1);
+	/* 1 unless the frames are lz4: RECORDING_FORMAT_VERSION's comment */
+	rec_put32(b.p + 8, w->codec == RECORDING_LZ4 ? RECORDING_FORMAT_VERSION
+						     : RECORDING_FORMAT_VERSION_MIN);
 	b.len = REC_FILE_PREFIX; /* body_len filled in below */
 	err = err ?: wbuf__u32(&b, CP_ABI_VERSION);
 	err = err ?: wbuf__u32(&b, w->codec == RECORDING_LZ4 ? REC_HDR_F_LZ4 : 0);
@@ -517,9 +519,9 @@ static int64_t compress_zstd(struct recording_writer *w, const struct batch *b)
 	return (int64_t)out.pos;
 }
 
-/* One lz4 frame (content size; the checksum is the frame header's), one block per BG_BLOCK
- * of input, linked (a block's matches reach into the one before); the
- * compressed size or -EIO. */
+/* One lz4 frame (content size; the checksum is in our frame header), one
+ * block per BG_BLOCK of input, linked (a block's matches reach into the one
+ * before); the compressed size or -EIO. */
 static int64_t compress_lz4(struct recording_writer *w, const struct batch *b)
 {
 	LZ4F_preferences_t p = lz4_prefs(b->len);

@@ -715,9 +715,9 @@ int cmd_record(int argc, char **argv)
 			sku = optarg;
 			break;
 		case 'C':
-			if (!strcmp(optarg, "lz4")) {
+			if (!strcmp(optarg, recording_codec_name(RECORDING_LZ4))) {
 				info.codec = RECORDING_LZ4;
-			} else if (!strcmp(optarg, "zstd")) {
+			} else if (!strcmp(optarg, recording_codec_name(RECORDING_ZSTD))) {
 				info.codec = RECORDING_ZSTD;
 			} else {
 				fprintf(stderr,
@@ -796,7 +796,6 @@ int cmd_record(int argc, char **argv)
 
 	/* Output first: a bad path fails before anything is loaded. */
 	start = rec_meta__now();
-	info.format_version = RECORDING_FORMAT_VERSION;
 	info.agent_version = CRITPATH_VERSION;
 	info.cmdline = host.cmdline;
 	info.host = host.host;

@@ -26,7 +26,7 @@
 
 /* How frames are compressed (record --compress). lz4 decompresses about
  * three times as fast as zstd level 1 and compresses half as fast again,
- * for files 1.7 times the size. */
+ * for files 1.6 to 2 times the size. */
 enum recording_codec {
 	RECORDING_ZSTD = 0,
 	RECORDING_LZ4 = 1,
@@ -143,6 +143,7 @@ const char *cp_prev_state_name(uint8_t state);	/* "preempted", "blocked", "dead"
  * futex_wait/futex_wake/futex_waitv(2): "FUTEX2_WAIT_PRIVATE", … */
 const char *cp_futex_op_name(uint8_t call, uint32_t op);
 const char *cp_futex_call_name(uint8_t call);	/* "futex", "futex_wait", … */
+const char *recording_codec_name(uint32_t codec); /* "zstd", "lz4" (record --compress) */
 
 /* A little-endian 32-bit field of a piece header. */
 static inline uint64_t cp_piece_le32(const uint8_t *p)

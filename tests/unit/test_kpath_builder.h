@@ -597,7 +597,6 @@ static inline void kb_write_recording(struct kb *b, const char *path, uint32_t f
 	    {1, "Test CPU B", 3000, 1024},
 	};
 	struct recording_info info = {
-	    .format_version = RECORDING_FORMAT_VERSION,
 	    .agent_version = "test",
 	    .cmdline = "test",
 	    .host = "host-1",

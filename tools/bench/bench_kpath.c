@@ -462,9 +462,8 @@ static void measure_file(uint64_t n, uint32_t codec)
 	cpu = cpu_s() - c0;
 	printf("  recording file (%s): %8llu requests %10llu events  %6.3f s  %6.2f M events/s "
 	       "(reader + analysis + engine), %llu requests aggregated\n",
-	       codec == RECORDING_LZ4 ? "lz4" : "zstd", (unsigned long long)n,
-	       (unsigned long long)ev, secs, (double)ev / secs / 1e6,
-	       (unsigned long long)engine__result(e)->nrequests);
+	       recording_codec_name(codec), (unsigned long long)n, (unsigned long long)ev, secs,
+	       (double)ev / secs / 1e6, (unsigned long long)engine__result(e)->nrequests);
 	/* the budget is on one core: the CPU time of both threads counts */
 	printf("  CPU time: %6.3f s (the reader's helper thread decompressing ahead included) = "
 	       "%.2f M events/s of CPU\n",

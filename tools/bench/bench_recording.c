@@ -182,7 +182,7 @@ static int run(uint64_t n, const char *path, uint32_t codec)
 	}
 	printf("recording (%s): %llu events, %.1f raw bytes/event, %.1f bytes/event on disk "
 	       "(compression %.1fx)\n",
-	       codec == RECORDING_LZ4 ? "lz4" : "zstd", (unsigned long long)n, (double)raw / n,
+	       recording_codec_name(codec), (unsigned long long)n, (double)raw / n,
 	       (double)st.st_size / n, (double)raw / st.st_size);
 	printf("write:              %6.2f M events/s  = %5.1fx the 1M/s budget\n", n / tw / 1e6,
 	       n / tw / 1e6);
