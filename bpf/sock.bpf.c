@@ -1539,15 +1539,6 @@ static __always_inline bool uring_end_take(struct sock *sk, struct cp_inflight *
 	return true;
 }
 
-/*
- * The default capture's socket records (blocked.h): sock_sendmsg and
- * sock_recvmsg report every socket's data as it moves, in the task that
- * moves it, so only socket I/O runs a program, not every syscall. The
- * call, fd and buffer come from the task's syscall registers, or for an
- * io_uring request's transfer from its submission (uring_take); another
- * transfer outside a traced call (sendfile) is a plain read or write with
- * fd -1 and no payload. Failed calls (EAGAIN) are not recorded.
- */
 /* go_read_conn's work, in a process whose Go TLS is probed (g: the
  * goroutine). A global function: its early returns would otherwise each
  * carry on into the socket programs' inlined record-making, which the
@@ -1578,6 +1569,15 @@ __noinline int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in
 	return 0;
 }
 
+/*
+ * The default capture's socket records (blocked.h): sock_sendmsg and
+ * sock_recvmsg report every socket's data as it moves, in the task that
+ * moves it, so only socket I/O runs a program, not every syscall. The
+ * call, fd and buffer come from the task's syscall registers, or for an
+ * io_uring request's transfer from its submission (uring_take); another
+ * transfer outside a traced call (sendfile) is a plain read or write with
+ * fd -1 and no payload. Failed calls (EAGAIN) are not recorded.
+ */
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();

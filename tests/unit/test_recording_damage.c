@@ -21,14 +21,6 @@
 #include "recording.h"
 #include "recording_testlib.h"
 
-static uint32_t rt_get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
 static void write_bytes(const char *path, const uint8_t *data, size_t len)
 {
 	FILE *fp;
@@ -122,7 +114,7 @@ static void test_truncate_every_offset(void **state)
 		n = read_check(cut.path, &recs, true, &why, &clean);
 		if (n < 0) {
 			/* Only a cut inside the file header makes it unreadable. */
-			assert_true(len < 16 + rt_get32(f.data + 12) + 4);
+			assert_true(len < 16 + rt_u32(f.data + 12) + 4);
 			assert_int_equal(prev, 0);
 			continue;
 		}
@@ -267,8 +259,8 @@ static void test_repeated_frame(void **state)
 	rt_recs__every_type(&recs, 2, 1);
 	rt_file__write(&f, &recs, 10);
 	rt_file__path(&bad);
-	size_t first = 16 + rt_get32(f.data + 12) + 4;
-	size_t flen = 48 + rt_get32(f.data + first + 8);
+	size_t first = 16 + rt_u32(f.data + 12) + 4;
+	size_t flen = 48 + rt_u32(f.data + first + 8);
 	uint8_t *copy = malloc(f.len + flen);
 	memcpy(copy, f.data, first + flen);
 	memcpy(copy + first + flen, f.data + first, f.len - first);
@@ -295,13 +287,13 @@ static void test_skip_bad_frame(void **state)
 	rt_file__write(&f, &recs, 10);
 	rt_file__path(&bad);
 	/* Damage the contents of the middle frame, not its header. */
-	size_t offs[64], nf = 0, off = 16 + rt_get32(f.data + 12) + 4;
+	size_t offs[64], nf = 0, off = 16 + rt_u32(f.data + 12) + 4;
 	while (off + 48 <= f.len && !memcmp(f.data + off, "CPFR", 4) && nf < 64) {
 		offs[nf++] = off;
-		off += 48 + rt_get32(f.data + off + 8);
+		off += 48 + rt_u32(f.data + off + 8);
 	}
 	assert_true(nf >= 4);
-	size_t mid = offs[nf / 2] + 48 + rt_get32(f.data + offs[nf / 2] + 8) / 2;
+	size_t mid = offs[nf / 2] + 48 + rt_u32(f.data + offs[nf / 2] + 8) / 2;
 	f.data[mid] ^= 0x55;
 	write_bytes(bad.path, f.data, f.len);
 	n = read_check(bad.path, &recs, false, &why, &clean);
@@ -438,7 +430,7 @@ static void test_forged_records(void **state)
 	rt_recs__every_type(&recs, 1, 1);
 	rt_file__write(&f, &recs, 0);
 	rt_file__path(&bad);
-	head_len = 16 + rt_get32(f.data + 12) + 4;
+	head_len = 16 + rt_u32(f.data + 12) + 4;
 
 	/* poll, a sock whose payload_len overruns it, poll: the sock alone goes. */
 	sock.payload_len = 200;
