@@ -1004,7 +1004,7 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 
 		st = bpf_map_lookup_elem(&sock_states, &key);
 	}
-	return sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir),
+	return sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir, in),
 			 dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0);
 out:
 	inflight_done(in);
@@ -1042,10 +1042,14 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	/* a peek's bytes are the next read's (and MSG_TRUNC may have said
 	 * more than its buffer holds): the payload is that read's */
 	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || in->peek ||
-		   (st->last_dir == dir && !st->last_short && !st->every)))
+		   (st->last_dir == dir && !st->last_short && !st->every &&
+		    !(tls && tls->turn_ssl == tls->ssl))))
 		st = NULL;
-	if (tls)
+	if (tls) {
 		tls->nested = 1;
+		if (st && tls->turn_ssl == tls->ssl)
+			tls->turn_ssl = 0;
+	}
 	if (tls && dir == SOCK_DIR_READ) {
 		if (st)
 			tls_read_note(tls, in, st);
@@ -1641,7 +1645,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	in.peek = dir == SOCK_DIR_READ && (flags & MSG_PEEK);
 	if (dir == SOCK_DIR_READ && code)
 		go_read_conn(regs, id >> 32, &in);
-	return sock_emit(&in, ret, st, tls_current((__u32)id, dir), unsent);
+	return sock_emit(&in, ret, st, tls_current((__u32)id, dir, &in), unsent);
 }
 
 SEC("tp_btf/sock_send_length")

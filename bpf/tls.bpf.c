@@ -58,6 +58,48 @@ struct {
 	__type(value, __u8);
 } tls_bio SEC(".maps");
 
+/*
+ * A connection's handshake, by its SSL *: the connection its last socket
+ * read gave (SSL_do_handshake, which SSL_accept and SSL_connect call). A
+ * library that reads ahead (nginx sets it) takes in the client's request
+ * with its last flight (TLS 1.3: Finished, then the request at once), and
+ * its first read then returns that request with no socket read inside:
+ * while fresh, the first read that returns data is recorded with this
+ * connection. A handshake is also where an SSL * begins a connection, and
+ * the allocator gives a freed one's address to the next (nginx: one
+ * address for a worker's every connection): what was known of an earlier
+ * connection on it goes (its HTTP/2 state, its direction, a socket read
+ * still waiting for its read's data).
+ */
+struct tls_hs {
+	struct tls_sock c;
+	__u8 fresh;
+	__u8 __pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tls_key);
+	__type(value, struct tls_hs);
+} tls_hs SEC(".maps");
+
+static __always_inline void tls_handshake_return(struct cp_tls_slot *s, const struct tls_key *k)
+{
+	struct tls_hs v = {};
+
+	if (!s->nested) /* no socket read inside (a write's turn, memory buffers) */
+		return;
+	v.c.fd = s->fd;
+	CONN_COPY(&v.c, s);
+	v.fresh = 1;
+	bpf_map_update_elem(&tls_hs, k, &v, BPF_ANY);
+	bpf_map_delete_elem(&tls_h2, k);
+	bpf_map_delete_elem(&tls_bio, k);
+	if (s->want_ssl == k->ssl)
+		s->want_ssl = 0;
+}
+
 static __always_inline bool tls_fd_style(__u32 tgid)
 {
 	return (tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1;
@@ -223,6 +265,7 @@ int tls_return(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct tls_h2_conn *h2;
 	struct cp_tls_slot *s;
+	struct tls_hs *hs;
 	bool sock, bio;
 	__u32 tgid;
 	struct tls_key k = {};
@@ -242,6 +285,10 @@ int tls_return(struct pt_regs *ctx)
 	if (s->nested && !tls_fd_style(tgid)) /* reads the socket inside */
 		__sync_fetch_and_or(&tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)],
 				    1ull << (tgid & 63));
+	if (s->call == CP_TLS_SSL_HANDSHAKE) {
+		tls_handshake_return(s, &k);
+		return 0;
+	}
 	if (tls_call_writes(s->call)) {
 		/* on memory buffers, for the socket write the thread makes
 		 * next: the first write after a read (the response's status
@@ -263,11 +310,28 @@ int tls_return(struct pt_regs *ctx)
 	sock = s->want_ssl && s->want_ssl == k.ssl;
 	h2 = bpf_map_lookup_elem(&tls_h2, &k);
 	bio = !sock && !tls_fd_style(tgid);
-	if (!sock && !bio && (!h2 || !h2->c.fd))
+	hs = bio ? NULL : bpf_map_lookup_elem(&tls_hs, &k);
+	if (hs && !hs->fresh)
+		hs = NULL;
+	if (!sock && !bio && !hs && (!h2 || !h2->c.fd))
 		return 0;
 	n = tls_moved(ctx, s);
 	if (n <= 0)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
+	if (hs) {
+		/* the first data since the handshake: what it read ahead,
+		 * unless a socket read inside this read brought it (and said
+		 * whether it is a request's first, as any other) */
+		hs->fresh = 0;
+		if (!sock && s->nested && (!h2 || !h2->c.fd))
+			return 0;
+		if (!sock && !s->nested) {
+			s->fd = hs->c.fd;
+			CONN_COPY(s, &hs->c);
+			s->turn_ssl = k.ssl;
+			sock = true;
+		}
+	}
 	if (sock)
 		s->want_ssl = 0;
 	if (bio && !tls_bio_turn(&k, SOCK_DIR_READ, n) && !h2)

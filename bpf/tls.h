@@ -37,6 +37,10 @@ struct cp_tls_slot {
 	 * the read on the same SSL * that returns data (a record may take
 	 * several calls of a non-blocking reader); 0: none wanted */
 	__u64 want_ssl;
+	/* a read on this SSL * returned what its handshake had read ahead,
+	 * with no socket read inside: the next socket write inside a write
+	 * on it is a change of direction all the same (its payload taken) */
+	__u64 turn_ssl;
 	__u8 call;   /* enum cp_tls_call */
 	__u8 active; /* inside the call */
 	__u8 h2;     /* want_ssl's connection speaks HTTP/2: the longer prefix */
@@ -76,15 +80,30 @@ static __always_inline bool tls_call_writes(__u8 call)
 
 /* The current thread's TLS call, when it is inside one that moves data in
  * direction dir (SOCK_DIR_*), else NULL: a read inside SSL_write (or a
- * write inside SSL_read: a key update, a renegotiation) is protocol's own. */
-static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir)
+ * write inside SSL_read: a key update, a renegotiation) is protocol's own.
+ * Inside a handshake (SSL_do_handshake) none is: its records keep their
+ * ciphertext, which the report reads the handshake from. A socket read
+ * there (in: the call) gives the SSL *'s connection, for the plaintext
+ * the library took in with the handshake's last flight (tls.bpf.c). */
+static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir,
+						       const struct cp_inflight *in)
 {
 	struct cp_tls_slot *s;
 
 	if (!cfg_tls || !((tls_busy_bits[(tid >> 6) & (TARGET_WORDS - 1)] >> (tid & 63)) & 1))
 		return NULL;
 	s = bpf_task_storage_get(&tls_slots, bpf_get_current_task_btf(), 0, 0);
-	if (!s || !s->active || tls_call_writes(s->call) != (dir == SOCK_DIR_WRITE))
+	if (!s || !s->active)
+		return NULL;
+	if (s->call == CP_TLS_SSL_HANDSHAKE) {
+		if (dir == SOCK_DIR_READ) {
+			s->fd = in->fd;
+			CONN_COPY(s, in);
+			s->nested = 1;
+		}
+		return NULL;
+	}
+	if (tls_call_writes(s->call) != (dir == SOCK_DIR_WRITE))
 		return NULL;
 	return s;
 }

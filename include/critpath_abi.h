@@ -409,6 +409,9 @@ enum cp_tls_call {
 	/* a Go connection's handshake begins: a probe's cookie (the
 	 * recorder's), never in a record */
 	CP_TLS_GO_HANDSHAKE = 6,
+	/* OpenSSL's SSL_do_handshake (SSL_accept and SSL_connect call it):
+	 * a probe's cookie, never in a record */
+	CP_TLS_SSL_HANDSHAKE = 7,
 };
 
 /* Whether a TLS call code is a write (its plaintext goes out). */

@@ -3,8 +3,9 @@
  * TLS plaintext capture (DESIGN.md section 3: uprobes on TLS library
  * functions; bpf/tls.h says what the programs do with them). A target
  * process that maps OpenSSL's libssl gets bpf/tls.bpf.c's tls_enter and
- * tls_return at the entry and return of SSL_read, SSL_read_ex, SSL_write
- * and SSL_write_ex, with enum cp_tls_call as the BPF cookie. One that maps
+ * tls_return at the entry and return of SSL_read, SSL_read_ex, SSL_write,
+ * SSL_write_ex and SSL_do_handshake, with enum cp_tls_call as the BPF
+ * cookie. One that maps
  * none but whose executable has OpenSSL linked in with those symbols
  * (Node.js: Debian's node exports them for addons) gets them in the
  * executable. Per process,
@@ -38,6 +39,9 @@ static const struct {
     {"SSL_read_ex", CP_TLS_SSL_READ_EX, false}, /* OpenSSL 1.1.1+ */
     {"SSL_write", CP_TLS_SSL_WRITE, true},
     {"SSL_write_ex", CP_TLS_SSL_WRITE_EX, false},
+    /* the connection a read-ahead handshake took a request in from, and
+     * where an SSL * begins a connection (bpf/tls.bpf.c's tls_hs) */
+    {"SSL_do_handshake", CP_TLS_SSL_HANDSHAKE, false},
 };
 
 #define TLS_NFNS (sizeof(tls_fns) / sizeof(tls_fns[0]))
@@ -267,7 +271,8 @@ int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uin
 		return hook_write(w, ts, 0, CP_HOOK_UNAVAILABLE, detail, records);
 	}
 	return hook_write(w, ts, 0, CP_HOOK_ATTACHED,
-			  "uprobe+uretprobe on OpenSSL's SSL_read/SSL_write(_ex) in each process "
+			  "uprobe+uretprobe on OpenSSL's SSL_read/SSL_write(_ex) and "
+			  "SSL_do_handshake in each process "
 			  "that maps libssl or has them in its executable, uprobes on Go's "
 			  "crypto/tls (a \"tls pid N\" hook each)",
 			  records);
