@@ -843,14 +843,25 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 /* A payload p[0..len) that begins HTTP/2 on a connection not known to
  * speak it: from now on its streams are its requests (kpath_h2.c). On TLS,
  * a write's payload is its plaintext, a read's comes in kp__conn_tls_read. */
-static int h2_check(struct kp_conn *c, const uint8_t *p, size_t len)
+static int h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 {
+	struct kp_conn *c = &kp->cn[ci];
 	bool from_start;
 
 	if (c->h2 || len < 9 || (p[0] && p[0] != 'P') || c->a.proto == IPPROTO_UDP)
 		return 0;
 	if (!kp__h2_detect(p, len, &from_start))
 		return 0;
+	if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
+		/* an exchange answered before it (TLS 1.3: the client's
+		 * Finished, answered by session tickets) is a request of its
+		 * own; the streams are from here on */
+		int err = kp__conn_finish_req(kp, ci);
+
+		if (err)
+			return err;
+		c = &kp->cn[ci];
+	}
 	return kp__h2_new(c, from_start, p[0] == 'P');
 }
 
@@ -895,9 +906,10 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 
 	conn_guess_role(kp, ci, true, e->flags);
 	c->seen_data = 1;
-	err = h2_check(c, e->payload, e->payload_len);
+	err = h2_check(kp, ci, e->payload, e->payload_len);
 	if (err)
 		return err;
+	c = &kp->cn[ci];
 	if (c->h2)
 		return kp__h2_transfer(kp, ci, e, thread, ts, enter, true);
 	if (c->role == KP_ROLE_CLIENT) {
@@ -1132,11 +1144,22 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		return 0;
 	c = &kp->cn[ci];
 	/* HTTP/2 over TLS: the plaintext is the connection's stream of frames */
-	err = h2_check(c, e->payload, e->payload_len);
+	err = h2_check(kp, ci, e->payload, e->payload_len);
 	if (err)
 		return err;
+	c = &kp->cn[ci];
 	if (c->h2)
 		return kp__h2_tls_read(kp, ci, e, thread, ts);
+	/* the client's last flight and its request came in one read (a
+	 * library that reads ahead: nginx), and the library answered the
+	 * flight (TLS 1.3's session tickets) before the server read the
+	 * request from its buffer: one request, begun by that read, named
+	 * now, its status and end the answer's still to come */
+	if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING && c->req.tls_fin &&
+	    c->req.tls_wait && c->req.reader == thread && !c->tls_bio) {
+		c->phase = KP_PH_READING;
+		c->req.status = 0;
+	}
 	/* the request that read began, not named yet; a client reads responses */
 	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
 	    (c->req.reader != thread && !c->tls_bio)) /* Go resumes a reader anywhere */
@@ -1208,11 +1231,13 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		const struct cp_ev_tls_read *r = (const void *)q->buf;
 
 		c->bio_wr_seen = 1;
-		err = h2_check(c, r->payload, r->payload_len);
-		if (!c->h2)
+		err = h2_check(kp, ci, r->payload, r->payload_len);
+		c = &kp->cn[ci];
+		if (!err && !c->h2)
 			bio_status = (uint16_t)proto__http_status(r->payload, r->payload_len);
 	} else {
-		err = h2_check(c, e->payload, e->payload_len);
+		err = h2_check(kp, ci, e->payload, e->payload_len);
+		c = &kp->cn[ci];
 	}
 	if (err)
 		return err;
