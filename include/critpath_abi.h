@@ -425,8 +425,12 @@ static inline int cp_tls_call_writes(__u8 call)
  * payloads: only when a socket read inside it (or inside an earlier read on
  * the same connection that returned no data yet) was the first after a
  * change of direction (a CP_EV_SOCK with CP_SOCK_F_TLS and no payload,
- * before this record, on the same thread). fd, family, ports and addresses
- * are that socket read's: the connection the plaintext came from. payload: the first
+ * before this record, on the same thread), or when it is the first read to
+ * return data since the connection's handshake (SSL_do_handshake) and has
+ * no socket read inside: the handshake's last socket read brought it
+ * (read-ahead, TLS 1.3's first request with the client's Finished).
+ * fd, family, ports and addresses are that socket read's: the connection
+ * the plaintext came from. payload: the first
  * bytes of the plaintext, hdr.size = CP_ALIGN(offsetof(payload) +
  * payload_len), or more with CP_SOCK_F_PIECES.
  * On HTTP/2, every read that returns plaintext, with the connection of the
