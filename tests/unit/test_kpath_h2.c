@@ -366,14 +366,12 @@ static void test_many_streams(void **state)
 	assert_int_equal(b->h2_unanswered, (sid - 1) / 2 - 1);
 }
 
-/* SSL_read returned n bytes of plaintext, p[0..n) */
-static void tls_rd(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, size_t n)
+/* SSL_read returned n bytes of plaintext, p[0..n), at `at` + 3 µs, with no
+ * socket read inside (what the library had read before) */
+static void tls_plain(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, size_t n)
 {
 	struct cp_ev_tls_read *e;
 
-	kb_dready(b, at, 0, 100, CL, seq + (uint32_t)n + 22);
-	kb_sock(b, at + 1000, at + 2000, 100, 100, CP_SOCK_READ, 5, CL, (int64_t)n + 22, seq, NULL);
-	kb_last_tls(b);
 	e = (void *)kb_new(b, CP_EV_TLS_READ,
 			   (uint16_t)CP_ALIGN(offsetof(struct cp_ev_tls_read, payload) + n),
 			   at + 3000, 0, 100, 100);
@@ -385,6 +383,16 @@ static void tls_rd(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, si
 	e->tcp_seq = seq;
 	e->payload_len = (uint16_t)n;
 	memcpy(e->payload, p, n);
+}
+
+/* SSL_read returned n bytes of plaintext, p[0..n), its ciphertext read
+ * inside it */
+static void tls_rd(struct kb *b, uint64_t at, uint32_t seq, const uint8_t *p, size_t n)
+{
+	kb_dready(b, at, 0, 100, CL, seq + (uint32_t)n + 22);
+	kb_sock(b, at + 1000, at + 2000, 100, 100, CP_SOCK_READ, 5, CL, (int64_t)n + 22, seq, NULL);
+	kb_last_tls(b);
+	tls_plain(b, at, seq, p, n);
 }
 
 /* The server runs (server_runs) on a TLS connection seen from its start:
@@ -437,6 +445,37 @@ static void test_tls(void **state)
 	assert_int_equal(kb_find_name(b, "GET /t2")->start, B);
 	assert_int_equal(kb_find_name(b, "GET /t3")->end, B + 3 * U);
 	assert_int_equal(b->h2_uncertain, 1);
+	assert_int_equal(b->h2_lost + b->h2_unnamed + b->h2_unanswered, 0);
+}
+
+/* The client's last TLS flight and its preface and first HEADERS come in
+ * one read, the library answers the flight (session tickets), then returns
+ * the plaintext it read ahead, with no socket read inside: the exchange is
+ * a request of its own, the streams after it. */
+static void test_tls_exchange_before_preface(void **state)
+{
+	static const uint8_t last[] = {0x14, 3, 3, 0, 1, 1, 0x17, 3, 3, 0, 0x45};
+	static const uint8_t ticket[] = {0x17, 3, 3, 0, 0xfa};
+	struct kb *b = *state;
+	uint8_t p[256];
+	size_t n = 0;
+
+	server_runs(b);
+	kb_md_socket(b, B - 20 * U, 100, 4, 8080, 0, true);
+	rd(b, B - 5 * U, 900, last, sizeof(last), 100 + 60);
+	wr(b, B - 4 * U, 5000, ticket, sizeof(ticket), 255);
+	opening(p, &n);
+	get(p, &n, 1, "/t1");
+	tls_plain(b, B, 1000, p, n);
+	n = 0;
+	answer(p, &n, 1, true);
+	wr(b, B + U, 7000, p, n, (int64_t)n + 22);
+	kb_last_tls(b);
+	assert_int_equal(kb_run(b), 0);
+	assert_int_equal(b->nreqs, 2);
+	assert_int_equal(b->reqs[0].start, B - 5 * U); /* the bytes arrived */
+	assert_int_equal(b->reqs[0].end, B - 4 * U);
+	assert_int_equal(kb_find_name(b, "GET /t1")->end, B + U);
 	assert_int_equal(b->h2_lost + b->h2_unnamed + b->h2_unanswered, 0);
 }
 
@@ -770,6 +809,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_downstream_call, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_streams, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tls_exchange_before_preface, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pieces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tls_pieces, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_push_promise, setup, teardown),

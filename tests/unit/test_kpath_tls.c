@@ -194,6 +194,50 @@ static void test_tls13_third_flight(void **state)
 	assert_string_equal(b.reqs[3].name, "GET /x");
 }
 
+/* A library that reads ahead (nginx): the client's last TLS 1.3 flight
+ * (change_cipher_spec, then Finished in an application data record) and
+ * its first request come in one socket read at B + 3 units; the library
+ * answers the Finished with session tickets at B + 4, then SSL_read
+ * returns the request from its buffer with no socket read inside (the
+ * recorder gives it the handshake's connection) and the response goes out
+ * at B + 6. One request from that read to the response, named by the
+ * plaintext; a second one on the same connection as usual. */
+static void test_tls13_request_read_ahead(void **state)
+{
+	static struct kb b;
+	static const char last[] = "\x14\x03\x03\x00\x01\x01\x17\x03\x03\x00\x45";
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "https");
+	captured(&b);
+	hello(&b, 1300, "\x16\x03\x03\x00\x7a");
+	arrive(&b, B + U, B + 3 * U, 1517, 181);
+	kb_sock_bytes(&b, B + U + 100, B + 3 * U + 1000, 100, 100, CP_SOCK_READ, 5, CL, 181, 1517,
+		      last, sizeof(last) - 1);
+	kb_sock(&b, B + 4 * U - 1000, B + 4 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 287, 8300,
+		"\x17\x03\x03\x01\x1a");
+	kb_sock(&b, B + 4 * U + 500, B + 4 * U + 1000, 100, 100, CP_SOCK_WRITE, 5, CL, 287, 8587,
+		"\x17\x03\x03\x01\x1a");
+	kb_tls_read(&b, B + 4 * U + 2000, B + 4 * U + 3000, 100, 100, 5, CL, 28, 1517,
+		    "GET /b HTTP/1.1\r\nHost: a\r\n\r\n");
+	kb_sock(&b, B + 6 * U - 1000, B + 6 * U, 100, 100, CP_SOCK_WRITE, 5, CL, 60, 8874,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	kb_last_tls(&b);
+	tls_request(&b, 6, 10, 12, 1698, "GET /a HTTP/1.1\r\nHost: a\r\n\r\n",
+		    "HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno\n");
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 3);
+	assert_string_equal(b.reqs[0].name, "TLS handshake");
+	assert_string_equal(b.reqs[1].name, "GET /b");
+	assert_string_equal(b.reqs[1].tag, "http.status=200");
+	assert_int_equal(b.reqs[1].start, B + 3 * U);
+	assert_int_equal(b.reqs[1].end, B + 6 * U);
+	assert_string_equal(b.reqs[2].name, "GET /a");
+	assert_string_equal(b.reqs[2].tag, "http.status=404");
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		kb_check_tiling(&b.reqs[i]);
+}
+
 /* Thread tid's SSL_read or SSL_write (call) on memory buffers returned at
  * `at`: its plaintext, recorded without a connection. */
 static void bio_tls(struct kb *b, uint64_t at, uint32_t tid, uint8_t call, const char *plain)
@@ -390,6 +434,7 @@ int main(void)
 	    cmocka_unit_test(test_tls_without_plaintext),
 	    cmocka_unit_test(test_tls_plaintext_elsewhere),
 	    cmocka_unit_test(test_tls13_third_flight),
+	    cmocka_unit_test(test_tls13_request_read_ahead),
 	    cmocka_unit_test(test_tls_memory_buffers),
 	    cmocka_unit_test(test_tls_go_library_connection),
 	    cmocka_unit_test(test_tls_downstream_call),
