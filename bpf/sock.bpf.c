@@ -1020,6 +1020,7 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 	st->last_dir = SOCK_DIR_READ;
 	st->last_short = 0;
 	tls->want_ssl = tls->ssl;
+	tls->want_ts = in->ts;
 	tls->h2 = st->every;
 	tls->fd = in->fd;
 	CONN_COPY(tls, in);

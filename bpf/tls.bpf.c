@@ -73,6 +73,7 @@ struct {
  */
 struct tls_hs {
 	struct tls_sock c;
+	__u64 ts; /* when the handshake's last call began */
 	__u8 fresh;
 	__u8 __pad[7];
 };
@@ -92,6 +93,7 @@ static __always_inline void tls_handshake_return(struct cp_tls_slot *s, const st
 		return;
 	v.c.fd = s->fd;
 	CONN_COPY(&v.c, s);
+	v.ts = s->enter_ts;
 	v.fresh = 1;
 	bpf_map_update_elem(&tls_hs, k, &v, BPF_ANY);
 	bpf_map_delete_elem(&tls_h2, k);
@@ -311,6 +313,13 @@ int tls_return(struct pt_regs *ctx)
 	h2 = bpf_map_lookup_elem(&tls_h2, &k);
 	bio = !sock && !tls_fd_style(tgid);
 	hs = bio ? NULL : bpf_map_lookup_elem(&tls_hs, &k);
+	if (sock && hs && hs->ts > s->want_ts) {
+		/* the socket read this thread left waiting was an earlier
+		 * connection's on this SSL *: one has begun on it since (its
+		 * handshake on another thread) */
+		sock = false;
+		s->want_ssl = 0;
+	}
 	if (hs && !hs->fresh)
 		hs = NULL;
 	if (!sock && !bio && !hs && (!h2 || !h2->c.fd))

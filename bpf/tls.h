@@ -37,6 +37,7 @@ struct cp_tls_slot {
 	 * the read on the same SSL * that returns data (a record may take
 	 * several calls of a non-blocking reader); 0: none wanted */
 	__u64 want_ssl;
+	__u64 want_ts; /* when that socket read began */
 	/* a read on this SSL * returned what its handshake had read ahead,
 	 * with no socket read inside: the next socket write inside a write
 	 * on it is a change of direction all the same (its payload taken) */
