@@ -124,6 +124,13 @@ $(BUILD)/workloads/kp_tls_server: tests/workloads/kp_tls_server.c $(wildcard tes
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags openssl 2>/dev/null) $< -o $@ $(LDFLAGS) \
 	    $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto) -lpthread -lm
 
+# where record puts OpenSSL's uprobes (user/record_tls_at.c: no libbpf), with
+# the disassembler and libelf it needs
+$(BUILD)/tests/test_tls_at: tests/unit/test_tls_at.c user/record_tls_at.c user/record_tls_at.h \
+		include/critpath_abi.h | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Itests/unit $< user/record_tls_at.c -o $@ $(LDFLAGS) \
+	    $(shell pkg-config --libs capstone 2>/dev/null || echo -lcapstone) -lelf -lcmocka
+
 # the io_uring workload: against the system's liburing
 $(BUILD)/workloads/kp_uring_server: tests/workloads/kp_uring_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -luring -lpthread -lm

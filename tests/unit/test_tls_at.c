@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Where record places OpenSSL's uprobes (user/record_tls_at.c), on machine
+ * code laid out as the OpenSSL builds it meets are: Debian 12's libssl.so.3
+ * (SSL_read and SSL_read_ex both calling ssl_read_internal, whose entry is
+ * a push), OpenSSL 3.2's SSL_write_ex going through SSL_write_ex2, builds
+ * with endbr64, and Node's (frame pointers: a push first). And on the real
+ * libssl.so.3 when the machine has it.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../include/critpath_abi.h"
+#include "../../user/record_tls_at.h"
+
+#define BASE 0x1000u
+#define SIZE 0x1000u
+
+struct code {
+	uint8_t b[SIZE];
+	uint32_t at; /* the next byte's address */
+};
+
+static int code_read(void *arg, uint64_t addr, uint8_t *buf, size_t n)
+{
+	struct code *c = arg;
+
+	if (addr < BASE || addr >= BASE + SIZE)
+		return -1;
+	if (n > BASE + SIZE - addr)
+		n = BASE + SIZE - addr;
+	memcpy(buf, c->b + (addr - BASE), n);
+	return (int)n;
+}
+
+static void org(struct code *c, uint32_t addr)
+{
+	c->at = addr;
+}
+
+static void emit(struct code *c, size_t n, ...)
+{
+	va_list ap;
+
+	va_start(ap, n);
+	for (size_t i = 0; i < n; i++)
+		c->b[c->at++ - BASE] = (uint8_t)va_arg(ap, int);
+	va_end(ap);
+}
+
+static void call(struct code *c, uint32_t target)
+{
+	int32_t rel = (int32_t)(target - (c->at + 5));
+
+	emit(c, 5, 0xe8, rel & 0xff, (rel >> 8) & 0xff, (rel >> 16) & 0xff, (rel >> 24) & 0xff);
+}
+
+#define SUB_RSP(c, n) emit(c, 4, 0x48, 0x83, 0xec, n)
+#define RET(c) emit(c, 1, 0xc3)
+#define ENDBR64(c) emit(c, 4, 0xf3, 0x0f, 0x1e, 0xfa)
+
+enum {
+	F_READ = 0x1000,
+	F_READ_EX = 0x1100,
+	T_READ = 0x1200,
+	F_WRITE = 0x1300,
+	F_WRITE_EX = 0x1400,
+	T_WRITE = 0x1500,
+	F_HS = 0x1600,
+	F_WRITE_EX2 = 0x1700,
+};
+
+/* SSL_read's shape in Debian's libssl.so.3: sub, a check of num (a jump
+ * past the call when negative), &readbytes into rcx, the call. */
+static void plain_fn(struct code *c, uint32_t at, uint32_t callee)
+{
+	org(c, at);
+	SUB_RSP(c, 0x18);
+	emit(c, 2, 0x85, 0xd2);	      /* test %edx,%edx */
+	emit(c, 2, 0x78, 0x0e);	      /* js (the error path) */
+	emit(c, 3, 0x48, 0x89, 0xe1); /* mov %rsp,%rcx */
+	emit(c, 3, 0x48, 0x63, 0xd2); /* movslq %edx,%rdx */
+	call(c, callee);
+	RET(c);
+}
+
+/* SSL_read_ex's: sub, the call with its arguments as they came */
+static void ex_fn(struct code *c, uint32_t at, uint32_t callee)
+{
+	org(c, at);
+	SUB_RSP(c, 0x08);
+	call(c, callee);
+	RET(c);
+}
+
+/* an internal function: push %r13 (41 55) first */
+static void callee_fn(struct code *c, uint32_t at)
+{
+	org(c, at);
+	emit(c, 2, 0x41, 0x55);
+	SUB_RSP(c, 0x38);
+	RET(c);
+}
+
+static struct tls_image debian_like(struct code *c)
+{
+	struct tls_image img = {.read = code_read, .arg = c};
+
+	memset(c->b, 0xcc, sizeof(c->b));
+	plain_fn(c, F_READ, T_READ);
+	ex_fn(c, F_READ_EX, T_READ);
+	callee_fn(c, T_READ);
+	plain_fn(c, F_WRITE, T_WRITE);
+	ex_fn(c, F_WRITE_EX, T_WRITE);
+	callee_fn(c, T_WRITE);
+	org(c, F_HS);
+	emit(c, 1, 0x53); /* push %rbx */
+	RET(c);
+	img.fn[TLS_FN_READ] = F_READ;
+	img.fn[TLS_FN_READ_EX] = F_READ_EX;
+	img.fn[TLS_FN_WRITE] = F_WRITE;
+	img.fn[TLS_FN_WRITE_EX] = F_WRITE_EX;
+	img.fn[TLS_FN_HANDSHAKE] = F_HS;
+	return img;
+}
+
+static void expect_point(const struct tls_point *p, uint64_t addr, uint8_t call, uint8_t how,
+			 const char *name)
+{
+	assert_int_equal(p->addr, addr);
+	assert_int_equal(p->call, call);
+	assert_int_equal(p->how, how);
+	assert_string_equal(tls_at__name(p), name);
+}
+
+static void test_emulated(void **state)
+{
+	static const uint8_t push_rbx[] = {0x53}, push_r13[] = {0x41, 0x55},
+			     call_rel[] = {0xe8, 0, 0, 0, 0}, nop[] = {0x90},
+			     sub_rsp[] = {0x48, 0x83, 0xec, 0x18}, endbr[] = {0xf3, 0x0f, 0x1e, 0xfa},
+			     ret[] = {0xc3}, mov_rsp[] = {0x48, 0x89, 0xe5};
+
+	(void)state;
+	assert_true(tls_at__emulated(push_rbx, sizeof(push_rbx)));
+	assert_true(tls_at__emulated(push_r13, sizeof(push_r13)));
+	assert_true(tls_at__emulated(call_rel, sizeof(call_rel)));
+	assert_true(tls_at__emulated(nop, sizeof(nop)));
+	assert_false(tls_at__emulated(sub_rsp, sizeof(sub_rsp)));
+	assert_false(tls_at__emulated(endbr, sizeof(endbr)));
+	assert_false(tls_at__emulated(ret, sizeof(ret)));
+	assert_false(tls_at__emulated(mov_rsp, sizeof(mov_rsp)));
+	assert_false(tls_at__emulated(push_r13, 1)); /* a REX prefix alone */
+	assert_false(tls_at__emulated(push_rbx, 0));
+}
+
+/* Debian 12: SSL_read and SSL_write begin with sub; each pair is probed once,
+ * at its callee (push first), with the _ex convention; the handshake at its
+ * entry (push first). */
+static void test_debian_callees(void **state)
+{
+	struct code c;
+	struct tls_image img = debian_like(&c);
+	struct tls_point p[TLS_AT_MAX];
+
+	(void)state;
+	assert_int_equal(tls_at__plan(&img, p), 3);
+	expect_point(&p[0], T_READ, CP_TLS_SSL_READ_ANY, TLS_AT_CALLEE, "SSL_read(_ex)");
+	expect_point(&p[1], T_WRITE, CP_TLS_SSL_WRITE_ANY, TLS_AT_CALLEE, "SSL_write(_ex)");
+	expect_point(&p[2], F_HS, CP_TLS_SSL_HANDSHAKE, TLS_AT_EMULATED, "SSL_do_handshake");
+}
+
+/* OpenSSL 3.2: SSL_write_ex calls SSL_write_ex2, not the callee SSL_write
+ * calls (which takes flags before the count's pointer): the writes stay
+ * at their entries, single-stepped; the reads still go to their callee. */
+static void test_write_ex2(void **state)
+{
+	struct code c;
+	struct tls_image img = debian_like(&c);
+	struct tls_point p[TLS_AT_MAX];
+
+	(void)state;
+	ex_fn(&c, F_WRITE_EX, F_WRITE_EX2);
+	ex_fn(&c, F_WRITE_EX2, T_WRITE);
+	assert_int_equal(tls_at__plan(&img, p), 4);
+	expect_point(&p[0], T_READ, CP_TLS_SSL_READ_ANY, TLS_AT_CALLEE, "SSL_read(_ex)");
+	expect_point(&p[1], F_WRITE, CP_TLS_SSL_WRITE, TLS_AT_ENTRY, "SSL_write");
+	expect_point(&p[2], F_WRITE_EX, CP_TLS_SSL_WRITE_EX, TLS_AT_ENTRY, "SSL_write_ex");
+	expect_point(&p[3], F_HS, CP_TLS_SSL_HANDSHAKE, TLS_AT_EMULATED, "SSL_do_handshake");
+}
+
+/* The callee is not believed to take SSL_read_ex's arguments when
+ * SSL_read_ex changes one before the call, nor used when its own entry is
+ * not emulated, nor known without SSL_read_ex. */
+static void test_callee_refused(void **state)
+{
+	struct code c;
+	struct tls_image img = debian_like(&c);
+	struct tls_point p[TLS_AT_MAX];
+
+	(void)state;
+	org(&c, F_READ_EX);
+	SUB_RSP(&c, 0x08);
+	emit(&c, 3, 0x48, 0x31, 0xc9); /* xor %rcx,%rcx */
+	call(&c, T_READ);
+	RET(&c);
+	org(&c, T_WRITE);
+	SUB_RSP(&c, 0x38);
+	assert_int_equal(tls_at__plan(&img, p), 5);
+	expect_point(&p[0], F_READ, CP_TLS_SSL_READ, TLS_AT_ENTRY, "SSL_read");
+	expect_point(&p[1], F_READ_EX, CP_TLS_SSL_READ_EX, TLS_AT_ENTRY, "SSL_read_ex");
+	expect_point(&p[2], F_WRITE, CP_TLS_SSL_WRITE, TLS_AT_ENTRY, "SSL_write");
+	expect_point(&p[3], F_WRITE_EX, CP_TLS_SSL_WRITE_EX, TLS_AT_ENTRY, "SSL_write_ex");
+
+	img = debian_like(&c);
+	img.fn[TLS_FN_READ_EX] = 0; /* OpenSSL 1.1.0: no _ex forms */
+	img.fn[TLS_FN_WRITE_EX] = 0;
+	img.fn[TLS_FN_HANDSHAKE] = 0;
+	assert_int_equal(tls_at__plan(&img, p), 2);
+	expect_point(&p[0], F_READ, CP_TLS_SSL_READ, TLS_AT_ENTRY, "SSL_read");
+	expect_point(&p[1], F_WRITE, CP_TLS_SSL_WRITE, TLS_AT_ENTRY, "SSL_write");
+}
+
+/* Node's OpenSSL (frame pointers): push first, each function at its own
+ * entry; with endbr64 first, just past it; endbr64 before a sub gains
+ * nothing and stays at the entry. */
+static void test_entries(void **state)
+{
+	struct code c;
+	struct tls_image img = debian_like(&c);
+	struct tls_point p[TLS_AT_MAX];
+
+	(void)state;
+	org(&c, F_READ);
+	emit(&c, 1, 0x55); /* push %rbp */
+	org(&c, F_READ_EX);
+	ENDBR64(&c);
+	emit(&c, 1, 0x55);
+	org(&c, F_WRITE);
+	ENDBR64(&c);
+	emit(&c, 1, 0x55);
+	org(&c, F_WRITE_EX);
+	ENDBR64(&c);
+	SUB_RSP(&c, 0x08);
+	assert_int_equal(tls_at__plan(&img, p), 5);
+	expect_point(&p[0], F_READ, CP_TLS_SSL_READ, TLS_AT_EMULATED, "SSL_read");
+	expect_point(&p[1], F_READ_EX + 4, CP_TLS_SSL_READ_EX, TLS_AT_EMULATED, "SSL_read_ex");
+	expect_point(&p[2], F_WRITE + 4, CP_TLS_SSL_WRITE, TLS_AT_EMULATED, "SSL_write");
+	expect_point(&p[3], F_WRITE_EX, CP_TLS_SSL_WRITE_EX, TLS_AT_ENTRY, "SSL_write_ex");
+	expect_point(&p[4], F_HS, CP_TLS_SSL_HANDSHAKE, TLS_AT_EMULATED, "SSL_do_handshake");
+}
+
+/* A callee behind endbr64 is probed past it. */
+static void test_callee_endbr(void **state)
+{
+	struct code c;
+	struct tls_image img = debian_like(&c);
+	struct tls_point p[TLS_AT_MAX];
+
+	(void)state;
+	org(&c, T_READ);
+	ENDBR64(&c);
+	emit(&c, 2, 0x41, 0x55);
+	assert_int_equal(tls_at__plan(&img, p), 3);
+	expect_point(&p[0], T_READ + 4, CP_TLS_SSL_READ_ANY, TLS_AT_CALLEE, "SSL_read(_ex)");
+}
+
+static void test_not_openssl(void **state)
+{
+	struct code c;
+	struct tls_image img = debian_like(&c);
+	struct tls_point p[TLS_AT_MAX];
+
+	(void)state;
+	img.fn[TLS_FN_WRITE] = 0;
+	assert_int_equal(tls_at__plan(&img, p), -ENOENT);
+	assert_int_equal(tls_at__plan_elf("/proc/self/status", p), -ENOENT);
+	assert_int_equal(tls_at__plan_elf("/nonexistent/libssl.so.3", p), -ENOENT);
+}
+
+/* The machine's own libssl, when it has Debian 12's: SSL_read and
+ * SSL_write at their callees (file offsets inside the library). */
+static void test_real_libssl(void **state)
+{
+	static const char *const paths[] = {"/usr/lib/x86_64-linux-gnu/libssl.so.3",
+					    "/lib/x86_64-linux-gnu/libssl.so.3"};
+	struct tls_point p[TLS_AT_MAX];
+	const char *lib = NULL;
+	int n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !lib; i++)
+		if (!access(paths[i], R_OK))
+			lib = paths[i];
+	if (!lib)
+		skip();
+	n = tls_at__plan_elf(lib, p);
+	assert_true(n >= 2);
+	for (int i = 0; i < n; i++)
+		assert_true(p[i].addr > 0);
+	print_message("%s: %d points, first %s (how %d) at 0x%llx\n", lib, n, tls_at__name(&p[0]),
+		      p[0].how, (unsigned long long)p[0].addr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_emulated),	  cmocka_unit_test(test_debian_callees),
+	    cmocka_unit_test(test_write_ex2),	  cmocka_unit_test(test_callee_refused),
+	    cmocka_unit_test(test_entries),	  cmocka_unit_test(test_callee_endbr),
+	    cmocka_unit_test(test_not_openssl),	  cmocka_unit_test(test_real_libssl),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
