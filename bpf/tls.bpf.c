@@ -247,14 +247,16 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 }
 
 /* The bytes the call returning now moved: SSL_read's or SSL_write's return
- * value; the _ex forms return 1 on success and store the count (a size_t)
+ * value; the _ex forms (and the function they share with the plain ones,
+ * CP_TLS_SSL_*_ANY) return 1 on success and store the count (a size_t)
  * through their last argument. 0 or less: none. */
 static __always_inline __s64 tls_moved(struct pt_regs *ctx, struct cp_tls_slot *s)
 {
 	__s64 n = (int)PT_REGS_RC(ctx);
 	__u64 got = 0;
 
-	if (s->call != CP_TLS_SSL_READ_EX && s->call != CP_TLS_SSL_WRITE_EX)
+	if (s->call != CP_TLS_SSL_READ_EX && s->call != CP_TLS_SSL_WRITE_EX &&
+	    s->call != CP_TLS_SSL_READ_ANY && s->call != CP_TLS_SSL_WRITE_ANY)
 		return n;
 	if (n != 1 || bpf_probe_read_user(&got, sizeof(got), (const void *)s->out))
 		return 0;

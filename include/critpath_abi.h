@@ -412,12 +412,19 @@ enum cp_tls_call {
 	/* OpenSSL's SSL_do_handshake (SSL_accept and SSL_connect call it):
 	 * a probe's cookie, never in a record */
 	CP_TLS_SSL_HANDSHAKE = 7,
+	/* SSL_read or SSL_read_ex (SSL_write or SSL_write_ex), probed at the
+	 * function both begin by calling (user/record_tls_at.c): the _ex
+	 * forms' arguments and return. (Readers older than these read a 9 as
+	 * a read.) */
+	CP_TLS_SSL_READ_ANY = 8,
+	CP_TLS_SSL_WRITE_ANY = 9,
 };
 
 /* Whether a TLS call code is a write (its plaintext goes out). */
 static inline int cp_tls_call_writes(__u8 call)
 {
-	return call == CP_TLS_SSL_WRITE || call == CP_TLS_SSL_WRITE_EX || call == CP_TLS_GO_WRITE;
+	return call == CP_TLS_SSL_WRITE || call == CP_TLS_SSL_WRITE_EX ||
+	       call == CP_TLS_SSL_WRITE_ANY || call == CP_TLS_GO_WRITE;
 }
 
 /* A TLS library's read returned plaintext (OpenSSL SSL_read / SSL_read_ex,

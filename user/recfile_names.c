@@ -75,6 +75,8 @@ const char *cp_tls_call_name(uint8_t call)
 	    [CP_TLS_SSL_WRITE_EX] = "SSL_write_ex",
 	    [CP_TLS_GO_READ] = "crypto/tls.(*Conn).Read",
 	    [CP_TLS_GO_WRITE] = "crypto/tls.(*Conn).Write",
+	    [CP_TLS_SSL_READ_ANY] = "SSL_read(_ex)",
+	    [CP_TLS_SSL_WRITE_ANY] = "SSL_write(_ex)",
 	};
 	return call < N_ELEMS(names) && names[call] ? names[call] : unknown("unknown", call);
 }
