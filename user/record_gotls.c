@@ -27,6 +27,7 @@
 #include <capstone/capstone.h>
 
 #include "record_int.h"
+#include "record_tls_at.h"
 
 #define GO_READ "crypto/tls.(*Conn).Read"
 #define GO_WRITE "crypto/tls.(*Conn).Write"
@@ -144,6 +145,53 @@ static int find_rets(int fd, const struct go_sym *s, struct go_tls_fns *f, const
 	return err;
 }
 
+/*
+ * Where an entry probe of the function s is emulated rather than
+ * single-stepped (record_tls_at.c: 0.6 us a hit against 11): Go's prologue
+ * compares the stack pointer, or r12 after a lea into it, with the
+ * goroutine's stack guard and branches to morestack when the stack must
+ * grow. The conditional branch is emulated, and nothing before it changes a
+ * register the programs read (the receiver and arguments in rax, rbx and
+ * rcx, g in r14; r12 and r13 are scratch registers of Go's ABI). A growing
+ * stack enters the function again from its start, past the probe again, as
+ * it did at the entry. The entry when the prologue is of another shape.
+ */
+static uint64_t entry_point(int fd, const struct go_sym *s)
+{
+	uint8_t buf[32];
+	const uint8_t *code = buf;
+	size_t left;
+	uint64_t addr = s->addr, at = s->off;
+	cs_insn *insn;
+	csh cs;
+
+	if (pread(fd, buf, sizeof(buf), (off_t)s->off) != (ssize_t)sizeof(buf) ||
+	    cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return s->off;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	insn = cs_malloc(cs);
+	left = sizeof(buf);
+	for (int i = 0; insn && i < 3 && cs_disasm_iter(cs, &code, &left, &addr, insn); i++) {
+		const cs_x86 *x = &insn->detail->x86;
+		uint64_t off = s->off + (insn->address - s->addr);
+
+		if (tls_at__emulated(insn->bytes, insn->size)) {
+			at = insn->id == X86_INS_JMP || insn->id == X86_INS_CALL ? s->off : off;
+			break;
+		}
+		if (insn->id == X86_INS_CMP)
+			continue;
+		if (insn->id == X86_INS_LEA && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		    (x->operands[0].reg == X86_REG_R12 || x->operands[0].reg == X86_REG_R13))
+			continue;
+		break;
+	}
+	if (insn)
+		cs_free(insn, 1);
+	cs_close(&cs);
+	return at;
+}
+
 /* The crypto/tls functions in the symbol table symtab: their addresses,
  * sizes and file offsets into syms. */
 static int find_syms(Elf *elf, Elf_Scn *symtab, struct go_sym *syms)
@@ -258,12 +306,16 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why)
 	}
 #endif
 	if (!err) {
-		f->read = syms[GO_SYM_READ].off;
-		f->write = syms[GO_SYM_WRITE].off;
+		f->read = entry_point(fd, &syms[GO_SYM_READ]);
+		f->write = entry_point(fd, &syms[GO_SYM_WRITE]);
 		/* optional: without them a *tls.Conn's memory reused by a new
 		 * connection keeps a closed one's state */
-		f->server_hs = syms[GO_SYM_SERVER_HS].found ? syms[GO_SYM_SERVER_HS].off : 0;
-		f->client_hs = syms[GO_SYM_CLIENT_HS].found ? syms[GO_SYM_CLIENT_HS].off : 0;
+		f->server_hs = syms[GO_SYM_SERVER_HS].found
+				   ? entry_point(fd, &syms[GO_SYM_SERVER_HS])
+				   : 0;
+		f->client_hs = syms[GO_SYM_CLIENT_HS].found
+				   ? entry_point(fd, &syms[GO_SYM_CLIENT_HS])
+				   : 0;
 		err = find_rets(fd, &syms[GO_SYM_READ], f, why);
 	}
 	elf_end(elf);

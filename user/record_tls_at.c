@@ -5,7 +5,7 @@
  *
  * A uprobe costs what the kernel does to step over the instruction its
  * breakpoint replaced. One it emulates (a push of a register, a relative
- * call or jump, a one-byte nop) costs about 0.6 us a hit on this project's
+ * call or jump, a conditional jump, a one-byte nop) costs about 0.6 us a hit on this project's
  * VMs, a uretprobe with it 0.8 us; any other is single-stepped out of line,
  * through a debug trap, and costs about 11 us (an entry probe on
  * `sub $8,%rsp` against one on `push %rbp`, 100,000 calls each; endbr64 and
@@ -60,6 +60,10 @@ bool tls_at__emulated(const uint8_t *c, size_t n)
 	if (c[0] >= 0x50 && c[0] <= 0x57) /* push %rax .. %rdi */
 		return true;
 	if (n >= 2 && c[0] == 0x41 && c[1] >= 0x50 && c[1] <= 0x57) /* push %r8 .. %r15 */
+		return true;
+	if (c[0] >= 0x70 && c[0] <= 0x7f) /* jcc rel8 */
+		return true;
+	if (n >= 2 && c[0] == 0x0f && c[1] >= 0x80 && c[1] <= 0x8f) /* jcc rel32 */
 		return true;
 	return c[0] == 0xe8 || c[0] == 0xe9 || c[0] == 0xeb || c[0] == 0x90;
 }

@@ -145,13 +145,16 @@ static void test_emulated(void **state)
 	static const uint8_t push_rbx[] = {0x53}, push_r13[] = {0x41, 0x55},
 			     call_rel[] = {0xe8, 0, 0, 0, 0}, nop[] = {0x90},
 			     sub_rsp[] = {0x48, 0x83, 0xec, 0x18}, endbr[] = {0xf3, 0x0f, 0x1e, 0xfa},
-			     ret[] = {0xc3}, mov_rsp[] = {0x48, 0x89, 0xe5};
+			     ret[] = {0xc3}, mov_rsp[] = {0x48, 0x89, 0xe5},
+			     jbe32[] = {0x0f, 0x86, 0, 0, 0, 0}, jbe8[] = {0x76, 0};
 
 	(void)state;
 	assert_true(tls_at__emulated(push_rbx, sizeof(push_rbx)));
 	assert_true(tls_at__emulated(push_r13, sizeof(push_r13)));
 	assert_true(tls_at__emulated(call_rel, sizeof(call_rel)));
 	assert_true(tls_at__emulated(nop, sizeof(nop)));
+	assert_true(tls_at__emulated(jbe32, sizeof(jbe32)));
+	assert_true(tls_at__emulated(jbe8, sizeof(jbe8)));
 	assert_false(tls_at__emulated(sub_rsp, sizeof(sub_rsp)));
 	assert_false(tls_at__emulated(endbr, sizeof(endbr)));
 	assert_false(tls_at__emulated(ret, sizeof(ret)));
