@@ -181,7 +181,8 @@ static uint64_t entry_point(int fd, const struct go_sym *s)
 		}
 		if (insn->id == X86_INS_CMP)
 			continue;
-		if (insn->id == X86_INS_LEA && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+		if (insn->id == X86_INS_LEA && x->op_count == 2 &&
+		    x->operands[0].type == X86_OP_REG &&
 		    (x->operands[0].reg == X86_REG_R12 || x->operands[0].reg == X86_REG_R13))
 			continue;
 		break;
@@ -310,12 +311,10 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why)
 		f->write = entry_point(fd, &syms[GO_SYM_WRITE]);
 		/* optional: without them a *tls.Conn's memory reused by a new
 		 * connection keeps a closed one's state */
-		f->server_hs = syms[GO_SYM_SERVER_HS].found
-				   ? entry_point(fd, &syms[GO_SYM_SERVER_HS])
-				   : 0;
-		f->client_hs = syms[GO_SYM_CLIENT_HS].found
-				   ? entry_point(fd, &syms[GO_SYM_CLIENT_HS])
-				   : 0;
+		f->server_hs =
+		    syms[GO_SYM_SERVER_HS].found ? entry_point(fd, &syms[GO_SYM_SERVER_HS]) : 0;
+		f->client_hs =
+		    syms[GO_SYM_CLIENT_HS].found ? entry_point(fd, &syms[GO_SYM_CLIENT_HS]) : 0;
 		err = find_rets(fd, &syms[GO_SYM_READ], f, why);
 	}
 	elf_end(elf);

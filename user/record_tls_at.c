@@ -48,8 +48,10 @@
 #define SCAN_INSNS 48
 
 static const char *const fn_names[TLS_FN_N] = {
-    [TLS_FN_READ] = "SSL_read",		[TLS_FN_READ_EX] = "SSL_read_ex",
-    [TLS_FN_WRITE] = "SSL_write",	[TLS_FN_WRITE_EX] = "SSL_write_ex",
+    [TLS_FN_READ] = "SSL_read",
+    [TLS_FN_READ_EX] = "SSL_read_ex",
+    [TLS_FN_WRITE] = "SSL_write",
+    [TLS_FN_WRITE_EX] = "SSL_write_ex",
     [TLS_FN_HANDSHAKE] = "SSL_do_handshake",
 };
 
@@ -92,24 +94,20 @@ static uint64_t cheap_entry(const struct tls_image *img, uint64_t addr)
 /* Whether insn writes one of the first four argument registers. */
 static bool writes_args(csh cs, const cs_insn *insn)
 {
+	static const uint16_t args[] = {
+	    X86_REG_RDI, X86_REG_EDI, X86_REG_DI,  X86_REG_DIL, X86_REG_RSI, X86_REG_ESI,
+	    X86_REG_SI,	 X86_REG_SIL, X86_REG_RDX, X86_REG_EDX, X86_REG_DX,  X86_REG_DL,
+	    X86_REG_DH,	 X86_REG_RCX, X86_REG_ECX, X86_REG_CX,	X86_REG_CL,  X86_REG_CH,
+	};
 	cs_regs rd, wr;
 	uint8_t nrd = 0, nwr = 0;
 
 	if (cs_regs_access(cs, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
 		return true; /* not known: as if it did */
-	for (int i = 0; i < nwr; i++) {
-		switch (wr[i]) {
-		case X86_REG_RDI: case X86_REG_EDI: case X86_REG_DI: case X86_REG_DIL:
-		case X86_REG_RSI: case X86_REG_ESI: case X86_REG_SI: case X86_REG_SIL:
-		case X86_REG_RDX: case X86_REG_EDX: case X86_REG_DX: case X86_REG_DL:
-		case X86_REG_DH:
-		case X86_REG_RCX: case X86_REG_ECX: case X86_REG_CX: case X86_REG_CL:
-		case X86_REG_CH:
-			return true;
-		default:
-			break;
-		}
-	}
+	for (int i = 0; i < nwr; i++)
+		for (size_t j = 0; j < sizeof(args) / sizeof(args[0]); j++)
+			if (wr[i] == args[j])
+				return true;
 	return false;
 }
 
@@ -127,16 +125,17 @@ static uint64_t first_call(csh cs, cs_insn *insn, const struct tls_image *img, u
 	size_t left = n > 0 ? (size_t)n : 0;
 	uint64_t at = addr;
 
-	for (int i = 0; i < SCAN_INSNS && left && cs_disasm_iter(cs, &code, &left, &at, insn); i++) {
+	for (int i = 0; i < SCAN_INSNS && left && cs_disasm_iter(cs, &code, &left, &at, insn);
+	     i++) {
 		const cs_x86 *x = &insn->detail->x86;
 
 		if (insn->id == X86_INS_CALL)
 			return insn->bytes[0] == 0xe8 && x->op_count == 1 &&
-					   x->operands[0].type == X86_OP_IMM
+				       x->operands[0].type == X86_OP_IMM
 				   ? (uint64_t)x->operands[0].imm
 				   : 0;
-		if (insn->id == X86_INS_JMP || insn->id == X86_INS_RET || insn->id == X86_INS_LJMP ||
-		    insn->id == X86_INS_RETF)
+		if (insn->id == X86_INS_JMP || insn->id == X86_INS_RET ||
+		    insn->id == X86_INS_LJMP || insn->id == X86_INS_RETF)
 			return 0;
 		if (args_kept && writes_args(cs, insn))
 			return 0;
@@ -153,8 +152,7 @@ static void point(struct tls_point *p, uint64_t addr, uint8_t call, uint8_t how,
 }
 
 /* A function alone: at its entry, or past endbr64 when that is emulated. */
-static void point_alone(const struct tls_image *img, struct tls_point *p, uint8_t fn,
-			uint8_t call)
+static void point_alone(const struct tls_image *img, struct tls_point *p, uint8_t fn, uint8_t call)
 {
 	uint64_t at = cheap_entry(img, img->fn[fn]);
 
@@ -232,8 +230,8 @@ static int64_t file_offset(Elf *elf, uint64_t addr, uint64_t *room)
 	for (size_t i = 0; i < n; i++) {
 		GElf_Phdr ph;
 
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
-		    addr < ph.p_vaddr || addr - ph.p_vaddr >= ph.p_filesz)
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || addr < ph.p_vaddr ||
+		    addr - ph.p_vaddr >= ph.p_filesz)
 			continue;
 		*room = ph.p_filesz - (addr - ph.p_vaddr);
 		return (int64_t)(addr - ph.p_vaddr + ph.p_offset);
@@ -302,7 +300,8 @@ int tls_at__plan_elf(const char *bin, struct tls_point *pts)
 	while ((scn = elf_nextscn(im.elf, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
 			find_fns(im.elf, scn, img.fn);
 	}
 	n = tls_at__plan(&img, pts);

@@ -30,9 +30,9 @@ struct tls_image {
 };
 
 enum tls_at_how {
-	TLS_AT_ENTRY,	  /* the function's first instruction, single-stepped */
-	TLS_AT_EMULATED,  /* its first instruction, or the one after endbr64: emulated */
-	TLS_AT_CALLEE,	  /* the function it and its _ex form both begin by calling */
+	TLS_AT_ENTRY,	 /* the function's first instruction, single-stepped */
+	TLS_AT_EMULATED, /* its first instruction, or the one after endbr64: emulated */
+	TLS_AT_CALLEE,	 /* the function it and its _ex form both begin by calling */
 };
 
 /* Where one uprobe and one uretprobe go: addr, with call (enum

@@ -144,9 +144,10 @@ static void test_emulated(void **state)
 {
 	static const uint8_t push_rbx[] = {0x53}, push_r13[] = {0x41, 0x55},
 			     call_rel[] = {0xe8, 0, 0, 0, 0}, nop[] = {0x90},
-			     sub_rsp[] = {0x48, 0x83, 0xec, 0x18}, endbr[] = {0xf3, 0x0f, 0x1e, 0xfa},
-			     ret[] = {0xc3}, mov_rsp[] = {0x48, 0x89, 0xe5},
-			     jbe32[] = {0x0f, 0x86, 0, 0, 0, 0}, jbe8[] = {0x76, 0};
+			     sub_rsp[] = {0x48, 0x83, 0xec, 0x18},
+			     endbr[] = {0xf3, 0x0f, 0x1e, 0xfa}, ret[] = {0xc3},
+			     mov_rsp[] = {0x48, 0x89, 0xe5}, jbe32[] = {0x0f, 0x86, 0, 0, 0, 0},
+			     jbe8[] = {0x76, 0};
 
 	(void)state;
 	assert_true(tls_at__emulated(push_rbx, sizeof(push_rbx)));
@@ -314,10 +315,10 @@ static void test_real_libssl(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_emulated),	  cmocka_unit_test(test_debian_callees),
-	    cmocka_unit_test(test_write_ex2),	  cmocka_unit_test(test_callee_refused),
-	    cmocka_unit_test(test_entries),	  cmocka_unit_test(test_callee_endbr),
-	    cmocka_unit_test(test_not_openssl),	  cmocka_unit_test(test_real_libssl),
+	    cmocka_unit_test(test_emulated),	cmocka_unit_test(test_debian_callees),
+	    cmocka_unit_test(test_write_ex2),	cmocka_unit_test(test_callee_refused),
+	    cmocka_unit_test(test_entries),	cmocka_unit_test(test_callee_endbr),
+	    cmocka_unit_test(test_not_openssl), cmocka_unit_test(test_real_libssl),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
