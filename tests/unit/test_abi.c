@@ -125,7 +125,9 @@ static void test_names(void **state)
 	assert_string_equal(cp_sock_call_name(200), "unknown(200)");
 	assert_string_equal(cp_rec_type_name(CP_EV_TLS_READ), "tls_read");
 	assert_string_equal(cp_tls_call_name(CP_TLS_SSL_READ_EX), "SSL_read_ex");
-	assert_string_equal(cp_tls_call_name(9), "unknown(9)");
+	assert_string_equal(cp_tls_call_name(CP_TLS_SSL_READ_ANY), "SSL_read(_ex)");
+	assert_string_equal(cp_tls_call_name(CP_TLS_SSL_WRITE_ANY), "SSL_write(_ex)");
+	assert_string_equal(cp_tls_call_name(10), "unknown(10)");
 	assert_string_equal(cp_poll_call_name(CP_POLL_EPOLL_PWAIT2), "epoll_pwait2");
 	assert_string_equal(cp_softirq_name(CP_SOFTIRQ_NET_RX), "NET_RX");
 	assert_string_equal(cp_waker_ctx_name(CP_CTX_SOFTIRQ, CP_SOFTIRQ_TIMER), "softirq:TIMER");
