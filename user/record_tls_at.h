@@ -16,7 +16,10 @@ enum tls_fn {
 	TLS_FN_READ_EX,
 	TLS_FN_WRITE,
 	TLS_FN_WRITE_EX,
-	TLS_FN_HANDSHAKE, /* SSL_do_handshake */
+	/* SSL_do_handshake: the connection a read-ahead handshake took a
+	 * request in from, and where an SSL * begins a connection
+	 * (bpf/tls.bpf.c's tls_hs) */
+	TLS_FN_HANDSHAKE,
 	TLS_FN_N,
 };
 
