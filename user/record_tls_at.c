@@ -168,24 +168,21 @@ int tls_at__plan(const struct tls_image *img, struct tls_point *pts)
 	    {TLS_FN_WRITE, TLS_FN_WRITE_EX, CP_TLS_SSL_WRITE, CP_TLS_SSL_WRITE_EX,
 	     CP_TLS_SSL_WRITE_ANY},
 	};
-	cs_insn *insn;
-	csh cs;
+	cs_insn *insn = NULL;
+	csh cs = 0;
 	int n = 0;
 
 	if (!img->fn[TLS_FN_READ] || !img->fn[TLS_FN_WRITE])
 		return -ENOENT;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
-		return -ENOTSUP;
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	insn = cs_malloc(cs);
-	if (!insn) {
-		cs_close(&cs);
-		return -ENOMEM;
+	/* without the disassembler, no callee is looked for: the entries */
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK) {
+		cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+		insn = cs_malloc(cs);
 	}
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
 		uint64_t f = img->fn[pairs[i].fn], fx = img->fn[pairs[i].ex], t = 0, at = 0;
 
-		if (!cheap_entry(img, f) && fx) {
+		if (insn && !cheap_entry(img, f) && fx) {
 			t = first_call(cs, insn, img, f, false);
 			if (t && t == first_call(cs, insn, img, fx, true))
 				at = cheap_entry(img, t);
@@ -200,8 +197,10 @@ int tls_at__plan(const struct tls_image *img, struct tls_point *pts)
 	}
 	if (img->fn[TLS_FN_HANDSHAKE])
 		point_alone(img, &pts[n++], TLS_FN_HANDSHAKE, CP_TLS_SSL_HANDSHAKE);
-	cs_free(insn, 1);
-	cs_close(&cs);
+	if (insn)
+		cs_free(insn, 1);
+	if (cs)
+		cs_close(&cs);
 	return n;
 }
 

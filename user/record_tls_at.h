@@ -56,8 +56,7 @@ struct tls_point {
 bool tls_at__emulated(const uint8_t *code, size_t n);
 
 /* The points for img's functions into pts (TLS_AT_MAX at most); their
- * number, -ENOENT when SSL_read or SSL_write is absent, -ENOTSUP when the
- * disassembler cannot be had, -ENOMEM. */
+ * number, or -ENOENT when SSL_read or SSL_write is absent. */
 int tls_at__plan(const struct tls_image *img, struct tls_point *pts);
 
 /* The same for the ELF file bin, with file offsets (what a uprobe is
