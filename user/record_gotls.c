@@ -176,7 +176,7 @@ static uint64_t entry_point(int fd, const struct go_sym *s)
 		uint64_t off = s->off + (insn->address - s->addr);
 
 		if (tls_at__emulated(insn->bytes, insn->size)) {
-			at = insn->id == X86_INS_JMP || insn->id == X86_INS_CALL ? s->off : off;
+			at = off;
 			break;
 		}
 		if (insn->id == X86_INS_CMP)

@@ -180,10 +180,11 @@ int tls_at__plan(const struct tls_image *img, struct tls_point *pts)
 		insn = cs_malloc(cs);
 	}
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
-		uint64_t f = img->fn[pairs[i].fn], fx = img->fn[pairs[i].ex], t = 0, at = 0;
+		uint64_t f = img->fn[pairs[i].fn], fx = img->fn[pairs[i].ex], at = 0;
 
 		if (insn && !cheap_entry(img, f) && fx) {
-			t = first_call(cs, insn, img, f, false);
+			uint64_t t = first_call(cs, insn, img, f, false);
+
 			if (t && t == first_call(cs, insn, img, fx, true))
 				at = cheap_entry(img, t);
 		}
