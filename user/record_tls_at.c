@@ -29,6 +29,13 @@
  *   - else at its entry, single-stepped, as before.
  * The decision changes what a probe costs, never what it sees: each point
  * is entered once for each call of the functions it stands for.
+ *
+ * The functions of record --probe (tls_at__fn_entry) read no register, only
+ * the time of entry and return, so their probes can go further in: past
+ * endbr64 and up to a few instructions that neither branch nor move the
+ * stack pointer, to the first emulated one (a leaf's first conditional
+ * jump, a wrapper's tail jump), when no code of the function jumps back
+ * into what was passed over.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,6 +219,141 @@ const char *tls_at__name(const struct tls_point *p)
 	return p->fn < TLS_FN_N ? fn_names[p->fn] : "?";
 }
 
+/* --- any function: record --probe ---------------------------------------- */
+
+/* How many instructions may be passed over before an emulated one, and the
+ * longest function searched for jumps back into them */
+#define PASS_INSNS 8
+#define BODY_BYTES (64u << 10)
+
+/* Whether insn writes the stack pointer (a push or pop included: the
+ * access lists take implicit operands). */
+static bool writes_sp(csh cs, const cs_insn *insn)
+{
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
+
+	if (cs_regs_access(cs, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return true; /* not known: as if it did */
+	for (int i = 0; i < nwr; i++)
+		if (wr[i] == X86_REG_RSP || wr[i] == X86_REG_ESP || wr[i] == X86_REG_SP ||
+		    wr[i] == X86_REG_SPL)
+			return true;
+	return false;
+}
+
+static bool is_flow(const cs_insn *insn)
+{
+	const cs_detail *d = insn->detail;
+
+	for (int i = 0; i < d->groups_count; i++)
+		if (d->groups[i] == CS_GRP_JUMP || d->groups[i] == CS_GRP_CALL ||
+		    d->groups[i] == CS_GRP_RET || d->groups[i] == CS_GRP_INT ||
+		    d->groups[i] == CS_GRP_IRET)
+			return true;
+	return false;
+}
+
+/* Whether code of the function [addr, addr + size) can land in (lo, hi]:
+ * a direct jump there, an indirect jump (a table could go anywhere), or
+ * code that does not decode, which is not known. */
+static bool lands_in(csh cs, cs_insn *insn, const struct tls_image *img, uint64_t addr,
+		     uint64_t size, uint64_t lo, uint64_t hi)
+{
+	uint8_t *buf;
+	const uint8_t *code;
+	size_t left;
+	uint64_t at = addr;
+	int n;
+
+	if (!size || size > BODY_BYTES || !(buf = malloc(size)))
+		return true;
+	n = img->read(img->arg, addr, buf, size);
+	code = buf;
+	left = n > 0 ? (size_t)n : 0;
+	if (left != size) {
+		free(buf);
+		return true;
+	}
+	while (left) {
+		const cs_x86 *x;
+
+		if (!cs_disasm_iter(cs, &code, &left, &at, insn)) {
+			free(buf);
+			return true;
+		}
+		x = &insn->detail->x86;
+		if (!is_flow(insn) || insn->id == X86_INS_RET || insn->id == X86_INS_RETF)
+			continue;
+		if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+			uint64_t to = (uint64_t)x->operands[0].imm;
+
+			if (to <= lo || to > hi)
+				continue;
+		} else if (insn->id == X86_INS_CALL || insn->id == X86_INS_INT3 ||
+			   insn->id == X86_INS_SYSCALL) {
+			continue; /* elsewhere, and back after itself */
+		}
+		free(buf);
+		return true;
+	}
+	free(buf);
+	return false;
+}
+
+uint64_t tls_at__fn_entry(const struct tls_image *img, uint64_t addr, uint64_t size,
+			  uint8_t *how)
+{
+	uint8_t buf[PASS_INSNS * 15], c[8];
+	const uint8_t *code = buf;
+	uint64_t at = addr, past;
+	cs_insn *insn = NULL;
+	csh cs = 0;
+	size_t left;
+	int n;
+
+	*how = TLS_AT_ENTRY;
+	past = cheap_entry(img, addr);
+	if (past) { /* the entry, or past endbr64: nothing jumps to a push */
+		*how = TLS_AT_EMULATED;
+		return past - addr;
+	}
+	n = img->read(img->arg, addr, buf, sizeof(buf));
+	left = n > 0 ? (size_t)n : 0;
+	if (is_endbr64(buf, left)) {
+		code += 4;
+		left -= 4;
+		at += 4;
+	}
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return 0;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	insn = cs_malloc(cs);
+	past = 0;
+	for (int i = 0; insn && i < PASS_INSNS && left; i++) {
+		size_t k = left < sizeof(c) ? left : sizeof(c);
+
+		memcpy(c, code, k);
+		if (tls_at__emulated(c, k)) {
+			past = at;
+			break;
+		}
+		/* passed over: straight on, the stack pointer where it was */
+		if (!cs_disasm_iter(cs, &code, &left, &at, insn) || is_flow(insn) ||
+		    insn->id == X86_INS_SYSCALL || writes_sp(cs, insn))
+			break;
+	}
+	if (past && lands_in(cs, insn, img, addr, size, addr, past))
+		past = 0;
+	if (insn)
+		cs_free(insn, 1);
+	cs_close(&cs);
+	if (!past)
+		return 0;
+	*how = TLS_AT_EMULATED;
+	return past - addr;
+}
+
 /* --- an ELF file as a tls_image ------------------------------------------ */
 
 struct elf_image {
@@ -320,4 +462,89 @@ out:
 		elf_end(im.elf);
 	close(im.fd);
 	return n;
+}
+
+/* The address and size of the function symbol in the symbol table scn,
+ * chosen as libbpf chooses the one it attaches to (a plan for another
+ * would put the breakpoint at the wrong place): named so, or so with a
+ * version after '@'; a global one before a weak one. 1: found, 0: none, -1:
+ * two global ones at different addresses (libbpf refuses those). */
+static int find_fn(Elf *elf, Elf_Scn *scn, const char *symbol, uint64_t *addr, uint64_t *size)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t len = strlen(symbol), n;
+	int found = 0, bind = -1;
+	GElf_Shdr sh;
+
+	if (!d || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return 0;
+	n = sh.sh_size / sh.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		const char *name;
+		GElf_Sym sym;
+		int b;
+
+		if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!name || strncmp(name, symbol, len) || (name[len] && name[len] != '@'))
+			continue;
+		b = GELF_ST_BIND(sym.st_info);
+		if (found && sym.st_value != *addr) {
+			if (bind != STB_WEAK && b != STB_WEAK)
+				return -1;
+			if (b == STB_WEAK)
+				continue;
+		}
+		if (found && sym.st_value == *addr)
+			continue;
+		*addr = sym.st_value;
+		*size = sym.st_size;
+		bind = b;
+		found = 1;
+	}
+	return found;
+}
+
+int tls_at__fn_entry_elf(const char *bin, const char *symbol, uint64_t *skip, uint8_t *how)
+{
+	struct elf_image im = {.fd = -1};
+	struct tls_image img = {.read = elf_read, .arg = &im};
+	uint64_t addr = 0, size = 0;
+	Elf_Scn *scn = NULL;
+	int found = 0, err = 0;
+
+	*skip = 0;
+	*how = TLS_AT_ENTRY;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	im.fd = open(bin, O_RDONLY | O_CLOEXEC);
+	if (im.fd < 0)
+		return -errno;
+	im.elf = elf_begin(im.fd, ELF_C_READ_MMAP, NULL);
+	if (!im.elf || elf_kind(im.elf) != ELF_K_ELF) {
+		err = -ENOENT;
+		goto out;
+	}
+	/* the dynamic symbols first, then the full table, as libbpf looks */
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		scn = NULL;
+		while (!found && (scn = elf_nextscn(im.elf, scn))) {
+			GElf_Shdr sh;
+
+			if (gelf_getshdr(scn, &sh) &&
+			    sh.sh_type == (pass ? SHT_SYMTAB : SHT_DYNSYM))
+				found = find_fn(im.elf, scn, symbol, &addr, &size);
+		}
+	}
+	if (found <= 0)
+		err = -ENOENT;
+	else
+		*skip = tls_at__fn_entry(&img, addr, size, how);
+out:
+	if (im.elf)
+		elf_end(im.elf);
+	close(im.fd);
+	return err;
 }

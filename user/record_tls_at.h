@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /*
- * Where OpenSSL's functions are probed (record_tls_at.c says why it
- * matters): a plan made from a library's code, without libbpf, so the unit
- * tests can run it on machine code of their own (tests/unit/test_tls_at.c).
+ * Where OpenSSL's functions are probed, and those of record --probe
+ * (record_tls_at.c says why it matters): a plan made from a library's
+ * code, without libbpf, so the unit tests can run it on machine code of
+ * their own (tests/unit/test_tls_at.c).
  */
 #ifndef CRITPATH_RECORD_TLS_AT_H
 #define CRITPATH_RECORD_TLS_AT_H
@@ -62,6 +63,24 @@ int tls_at__plan(const struct tls_image *img, struct tls_point *pts);
 /* The same for the ELF file bin, with file offsets (what a uprobe is
  * attached at) in pts[].addr; -ENOENT also when bin is no ELF file. */
 int tls_at__plan_elf(const char *bin, struct tls_point *pts);
+
+/* Where a uprobe and a uretprobe that read no register (record --probe:
+ * enter and exit only) see each call of the function at addr, size bytes
+ * long, for less: the offset from addr of an instruction the kernel
+ * emulates, reached from the entry along straight code that leaves the
+ * stack pointer alone (the return address on top, as a uretprobe needs),
+ * past a leading endbr64, and into which no code of the function jumps
+ * back; then *how is TLS_AT_EMULATED. 0 and TLS_AT_ENTRY: at the entry,
+ * single-stepped. (size 0: not known; then only the entry's own
+ * instruction, or the one after endbr64.) */
+uint64_t tls_at__fn_entry(const struct tls_image *img, uint64_t addr, uint64_t size,
+			  uint8_t *how);
+
+/* The same for the function named symbol in the ELF file bin, the one
+ * libbpf attaches to by that name (its dynamic symbols, else its full
+ * table; "write@@GLIBC_2.2.5" is write); -ENOENT when bin is no ELF file or
+ * has no such function, or two, with *skip 0 and *how TLS_AT_ENTRY. */
+int tls_at__fn_entry_elf(const char *bin, const char *symbol, uint64_t *skip, uint8_t *how);
 
 /* "SSL_read", "SSL_read(_ex)", …: what a point stands for */
 const char *tls_at__name(const struct tls_point *p);

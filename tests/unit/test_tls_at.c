@@ -312,6 +312,171 @@ static void test_real_libssl(void **state)
 		      p[0].how, (unsigned long long)p[0].addr);
 }
 
+/* --- record --probe: any function ---------------------------------------- */
+
+#define FN 0x1800u
+#define FN_SIZE(c) ((c)->at - FN)
+
+static uint64_t fn_entry(struct code *c, uint64_t size, uint8_t *how)
+{
+	struct tls_image img = {.read = code_read, .arg = c};
+
+	return tls_at__fn_entry(&img, FN, size, how);
+}
+
+static struct code *fn_code(struct code *c)
+{
+	memset(c->b, 0xcc, sizeof(c->b));
+	org(c, FN);
+	return c;
+}
+
+/* kp_server's probe_parse at -O2: a constant into xmm0, a tail call. The
+ * jmp is emulated and the return address still on top of the stack. */
+static void test_fn_tail_call(void **state)
+{
+	struct code c;
+	uint8_t how;
+
+	(void)state;
+	fn_code(&c);
+	emit(&c, 8, 0xf2, 0x0f, 0x10, 0x05, 0x60, 0x09, 0x00, 0x00); /* movsd 0x960(%rip),%xmm0 */
+	emit(&c, 5, 0xe9, 0x00, 0x01, 0x00, 0x00);		      /* jmp (elsewhere) */
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 8);
+	assert_int_equal(how, TLS_AT_EMULATED);
+	/* without the function's size, no jump back can be ruled out */
+	assert_int_equal(fn_entry(&c, 0, &how), 0);
+	assert_int_equal(how, TLS_AT_ENTRY);
+}
+
+/* A leaf: loads and a test before its first branch, probed at the branch;
+ * not when a loop of the function jumps back to it. */
+static void test_fn_leaf_and_loop(void **state)
+{
+	struct code c;
+	uint8_t how;
+	uint32_t je;
+
+	(void)state;
+	fn_code(&c);
+	ENDBR64(&c);
+	emit(&c, 2, 0x8b, 0x07); /* mov (%rdi),%eax */
+	emit(&c, 2, 0x85, 0xc0); /* test %eax,%eax */
+	je = c.at;
+	emit(&c, 2, 0x74, 0x03);       /* je +3 */
+	emit(&c, 3, 0x48, 0x01, 0xc7); /* add %rax,%rdi */
+	RET(&c);
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), je - FN);
+	assert_int_equal(how, TLS_AT_EMULATED);
+
+	org(&c, je + 5);
+	emit(&c, 2, 0xeb, (uint8_t)(je - (c.at + 2))); /* jmp back to the je */
+	RET(&c);
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
+	assert_int_equal(how, TLS_AT_ENTRY);
+	/* nor to an instruction passed over */
+	org(&c, je + 5);
+	emit(&c, 2, 0xeb, (uint8_t)(FN + 6 - (c.at + 2))); /* jmp to the test */
+	RET(&c);
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
+	/* a jump table could land anywhere */
+	org(&c, je + 5);
+	emit(&c, 2, 0xff, 0xe0); /* jmp *%rax */
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
+}
+
+/* What moves the stack pointer, makes a system call or branches is not
+ * passed over: the entry stays, single-stepped. */
+static void test_fn_not_passed(void **state)
+{
+	struct code c;
+	uint8_t how;
+
+	(void)state;
+	fn_code(&c);
+	SUB_RSP(&c, 0x08); /* probe_render's */
+	call(&c, 0x1f00);
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
+	assert_int_equal(how, TLS_AT_ENTRY);
+
+	fn_code(&c);
+	emit(&c, 5, 0xb8, 0x01, 0x00, 0x00, 0x00); /* mov $1,%eax */
+	emit(&c, 2, 0x0f, 0x05);		   /* syscall */
+	emit(&c, 2, 0x74, 0x00);		   /* je */
+	RET(&c);
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
+
+	fn_code(&c);
+	emit(&c, 3, 0x48, 0x89, 0xf8); /* mov %rdi,%rax */
+	emit(&c, 1, 0x5b);	       /* pop %rbx */
+	emit(&c, 1, 0x53);	       /* push %rbx */
+	RET(&c);
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
+
+	fn_code(&c);
+	emit(&c, 3, 0x48, 0x89, 0xf8); /* mov %rdi,%rax */
+	RET(&c);		       /* a ret is not emulated */
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
+	assert_int_equal(how, TLS_AT_ENTRY);
+}
+
+/* A push first, or endbr64 and a push: there, whatever follows. */
+static void test_fn_push(void **state)
+{
+	struct code c;
+	uint8_t how;
+
+	(void)state;
+	fn_code(&c);
+	emit(&c, 1, 0x55); /* push %rbp */
+	emit(&c, 2, 0xff, 0xe0);
+	assert_int_equal(fn_entry(&c, 0, &how), 0);
+	assert_int_equal(how, TLS_AT_EMULATED);
+	fn_code(&c);
+	ENDBR64(&c);
+	emit(&c, 2, 0x41, 0x54); /* push %r12 */
+	assert_int_equal(fn_entry(&c, 0, &how), 4);
+	assert_int_equal(how, TLS_AT_EMULATED);
+}
+
+/* The machine's libc: a function planned past its entry is planned at an
+ * emulated instruction, and one that is not there is at 0 (libbpf adds
+ * the offset to the function's). */
+static void test_real_libc(void **state)
+{
+	static const char *const paths[] = {"/lib/x86_64-linux-gnu/libc.so.6",
+					    "/usr/lib/x86_64-linux-gnu/libc.so.6"};
+	static const char *const fns[] = {"write", "read", "free", "malloc", "epoll_wait",
+					  "pthread_mutex_lock", "nanosleep"};
+	const char *lib = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !lib; i++)
+		if (!access(paths[i], R_OK))
+			lib = paths[i];
+	if (!lib)
+		skip();
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		uint64_t off;
+		uint8_t how;
+
+		assert_int_equal(tls_at__fn_entry_elf(lib, fns[i], &off, &how), 0);
+		assert_true(how == TLS_AT_EMULATED || off == 0);
+		print_message("%s: %s at +%llu (%s)\n", lib, fns[i], (unsigned long long)off,
+			      how == TLS_AT_EMULATED ? "emulated" : "stepped");
+	}
+	{
+		uint64_t off;
+		uint8_t how;
+
+		assert_int_equal(tls_at__fn_entry_elf(lib, "no_such_function_here", &off, &how),
+				 -ENOENT);
+		assert_int_equal(how, TLS_AT_ENTRY);
+		assert_int_equal(tls_at__fn_entry_elf("/nonexistent", "write", &off, &how),
+				 -ENOENT);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +484,9 @@ int main(void)
 	    cmocka_unit_test(test_write_ex2),	cmocka_unit_test(test_callee_refused),
 	    cmocka_unit_test(test_entries),	cmocka_unit_test(test_callee_endbr),
 	    cmocka_unit_test(test_not_openssl), cmocka_unit_test(test_real_libssl),
+	    cmocka_unit_test(test_fn_tail_call), cmocka_unit_test(test_fn_leaf_and_loop),
+	    cmocka_unit_test(test_fn_not_passed), cmocka_unit_test(test_fn_push),
+	    cmocka_unit_test(test_real_libc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
