@@ -62,7 +62,8 @@ LIB := $(BUILD)/libcritpath.a
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
-WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
+WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS)) \
+		 $(BUILD)/workloads/kp_server_cet
 TOOL_SRCS := $(wildcard tools/bench/*.c tools/demo/*.c)
 TOOL_BINS := $(patsubst tools/%.c,$(BUILD)/%,$(TOOL_SRCS))
 
@@ -118,6 +119,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB) $(PROTO_H) $(wildcard tests/unit/*.h) | 
 
 $(BUILD)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lpthread -lm
+
+# kp_server built as Ubuntu and Fedora build their packages (endbr64 first
+# in every function): where record --probe puts its uprobes there
+$(BUILD)/workloads/kp_server_cet: tests/workloads/kp_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+	$(CC) $(CFLAGS) -fcf-protection=full $< -o $@ $(LDFLAGS) -lpthread -lm
 
 # the HTTPS workload of record's TLS capture: against the system's libssl
 $(BUILD)/workloads/kp_tls_server: tests/workloads/kp_tls_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads

@@ -57,6 +57,31 @@ def check_nesting(tap, dump, tid, ids):
            f"first out of order: {bad}, left open: {stack}, {len(evs)} records")
 
 
+def first_insns(binary, sym, n=3):
+    """The mnemonics of sym's first n instructions in binary (objdump)."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary],
+                         capture_output=True, text=True).stdout
+    body = out.split(f"<{sym}>:\n", 1)[1].split("\n\n", 1)[0] if f"<{sym}>:\n" in out else ""
+    return [ln.split("\t")[1].split()[0] for ln in body.splitlines()[:n] if ln.count("\t") >= 1]
+
+
+def expect_stepped(details, binary):
+    """Each probe's hook detail says "(stepped)" where its code says so: a
+    tail jump after a load (gcc -O2's probe_parse and probe_format) is
+    probed at the jump, a sub from the stack pointer first (probe_render)
+    leaves the entry, single-stepped. Code of other shapes (another
+    compiler) is not judged."""
+    if not details or not all(d.startswith("uprobe+uretprobe") for d in details.values()):
+        return False
+    for sym, d in details.items():
+        code = [m for m in first_insns(binary, sym) if m != "endbr64"]
+        if code[:2] == ["movsd", "jmp"] and "(stepped)" in d:
+            return False
+        if code[:1] == ["sub"] and "(stepped)" not in d:
+            return False
+    return True
+
+
 def served(tap, name, argv_record):
     """Runs a recording whose stdout is the launched kp_server's."""
     p = subprocess.Popen(argv_record, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -122,6 +147,14 @@ def main():
     tap.ok("probe: the hook list says which probes were attached",
            sorted(hooks) == sorted(f"probe {p}" for p in PROBES), f"{hooks}")
     check_nesting(tap, dump, a1, ids)
+    # where the uprobes went (user/record_tls_at.c): probe_parse and
+    # probe_format begin with a load into xmm0 and a tail jump, probed at
+    # the jump (emulated); probe_render with sub $8,%rsp, single-stepped
+    details = {str(r.get("name"))[6:]: str(r.get("detail")) for r in dump.of("hook")
+               if str(r.get("name")).startswith("probe ")}
+    tap.ok("probe: the hook records say which probes are single-stepped (probe_render's "
+           "sub, not the others' tail jumps)", expect_stepped(details, SERVER),
+           f"{details}")
 
     # a library function, named with its binary: kp_server's replies go
     # through libc's write()
@@ -148,6 +181,24 @@ def main():
         tap.ok(f"probe: -- CMD: probe_parse recorded in the launched server ({len(calls)} "
                f"calls for 5 requests)", rc == 0 and d.ok() and len(calls) == 5,
                f"exit {rc}: {err[-800:]}")
+
+    # built with endbr64 first (-fcf-protection, Ubuntu's and Fedora's
+    # default): probe_parse is probed past it and its load, at the jump
+    cet = os.path.join(K.workdir("probe"), "cet.rec")
+    rc, err = served(tap, "probe cet", [CRITPATH, "record", "-o", cet, "--probe", "probe_parse",
+                                         "--probe", "probe_render", "--",
+                                         SERVER + "_cet", "--mode", "probe"])
+    if rc is not None:
+        d = R.Dump(cet)
+        calls = [r for r in d.of("uprobe") if r.get("phase") == "enter"]
+        details = {str(r.get("name"))[6:]: str(r.get("detail")) for r in d.of("hook")
+                   if str(r.get("name")).startswith("probe ")}
+        tap.ok(f"probe: a build with endbr64: each call seen once ({len(calls)} enters for 2 "
+               f"probes and 5 requests), probe_parse past endbr64, probe_render stepped",
+               rc == 0 and d.ok() and len(calls) == 10
+               and len(d.of("uprobe")) == 2 * len(calls)
+               and expect_stepped(details, SERVER + "_cet"),
+               f"exit {rc}: {details} {err[-800:]}")
 
     # errors: a function nowhere (exit 1, naming it and where it looked), a
     # malformed spec (usage: exit 2)
