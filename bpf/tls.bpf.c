@@ -357,7 +357,12 @@ int tls_return(struct pt_regs *ctx)
  * may park in its netpoller and resume on another thread, so a call is
  * keyed by its goroutine (the g register), not its thread, and the return
  * of Read is a uprobe on each of its RET instructions (a uretprobe would
- * replace a return address the runtime reads when it grows the stack).
+ * replace a return address the runtime reads when it grows the stack), or,
+ * when Read has one call of runtime.memmove, on that call (cookie
+ * CP_TLS_GO_AT_COPY): a call is emulated where a RET is single-stepped, 11
+ * us a hit. That call is bytes.Reader.Read's copy(b, ...) inlined, the
+ * plaintext Read returns: memmove(to, from, n) in rax, rbx and rcx, to
+ * being b's start; the bytes are read at from, not yet at to.
  * A handshake's start (serverHandshake, clientHandshake) forgets what was
  * known of its *tls.Conn, whose memory may be a closed connection's.
  * Go's calls are on memory buffers as far as the report is concerned: a
@@ -469,8 +474,15 @@ int go_tls_return(struct pt_regs *ctx)
 	s = bpf_map_lookup_elem(&go_reads, &gk);
 	if (!s || !s->active || s->call != CP_TLS_GO_READ)
 		return 0;
+	if (bpf_get_attach_cookie(ctx) & CP_TLS_GO_AT_COPY) {
+		if (GO_RECV(ctx) != s->buf)
+			return 0; /* not into b: not the copy of its plaintext */
+		n = (__s64)GO_LEN(ctx);
+		s->buf = GO_BUF(ctx);
+	} else {
+		n = (__s64)GO_RET(ctx);
+	}
 	s->active = 0;
-	n = (__s64)GO_RET(ctx);
 	if (n <= 0)
 		return 0;
 	k.ssl = s->ssl;

@@ -420,6 +420,11 @@ enum cp_tls_call {
 	CP_TLS_SSL_WRITE_ANY = 9,
 };
 
+/* Beside CP_TLS_GO_READ in the cookie of go_tls_return (the recorder's,
+ * never in a record): the probe is on Read's call of runtime.memmove that
+ * copies the plaintext into b, not on a RET (user/record_gotls.c). */
+#define CP_TLS_GO_AT_COPY 0x100
+
 /* Whether a TLS call code is a write (its plaintext goes out). */
 static inline int cp_tls_call_writes(__u8 call)
 {
@@ -449,7 +454,8 @@ static inline int cp_tls_call_writes(__u8 call)
  * bytes the plaintext written): the socket write the thread makes next
  * carries its ciphertext. On HTTP/2 there, every read and every write.
  * Go's crypto/tls is recorded the same way (call CP_TLS_GO_READ at the
- * read's return, on the thread that made the socket read; CP_TLS_GO_WRITE
+ * read's return, or where it copies the plaintext into its buffer just
+ * before, on the thread that made the socket read; CP_TLS_GO_WRITE
  * at the write's entry, before the socket writes it makes).
  * (ABI 4.) */
 struct cp_ev_tls_read {

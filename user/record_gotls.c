@@ -7,7 +7,11 @@
  * code. Go's runtime grows a
  * goroutine's stack by copying it and reads every return address on it, so
  * a uretprobe (which replaces one) would crash the process: Read's returns
- * are probed where they are instead, as Pixie and Beyla do.
+ * are probed where they are instead, as Pixie and Beyla do. A RET is
+ * single-stepped, though (11 us a hit here), so when Read calls
+ * runtime.memmove once, that call is probed instead (a call is emulated):
+ * it is bytes.Reader.Read's copy(b, ...), inlined, of the plaintext Read
+ * returns (bpf/tls.bpf.c checks that it copies into b).
  *
  * Only Go executables whose build info says go1.18 or later (inline in
  * .go.buildinfo), on x86-64: the programs read the register ABI's
@@ -40,8 +44,11 @@ struct go_sym {
 	bool found;
 };
 
-enum { GO_SYM_READ, GO_SYM_WRITE, GO_SYM_SERVER_HS, GO_SYM_CLIENT_HS, GO_NSYMS };
-static const char *const go_names[GO_NSYMS] = {GO_READ, GO_WRITE, GO_SERVER_HS, GO_CLIENT_HS};
+#define GO_MEMMOVE "runtime.memmove"
+
+enum { GO_SYM_READ, GO_SYM_WRITE, GO_SYM_SERVER_HS, GO_SYM_CLIENT_HS, GO_SYM_MEMMOVE, GO_NSYMS };
+static const char *const go_names[GO_NSYMS] = {GO_READ, GO_WRITE, GO_SERVER_HS, GO_CLIENT_HS,
+					       GO_MEMMOVE};
 
 /* The Go version of .go.buildinfo's data (Go 1.18 and later: flags bit 2,
  * the version a varint-prefixed string at offset 32) into out; -ENOTSUP
@@ -78,9 +85,12 @@ static bool version_new_enough(const char *v)
 	return major > 1 || (major == 1 && minor >= 18);
 }
 
-/* Read's RET instructions, decoded from its code, as file offsets. */
-static int find_rets(int fd, const struct go_sym *s, struct go_tls_fns *f, const char **why)
+/* Read's RET instructions, decoded from its code, as file offsets, and its
+ * call of runtime.memmove (at memmove, 0: not known) when it has one. */
+static int find_rets(int fd, const struct go_sym *s, uint64_t memmove, struct go_tls_fns *f,
+		     const char **why)
 {
+	int ncopies = 0;
 	const uint8_t *code;
 	uint64_t addr;
 	size_t left;
@@ -117,6 +127,15 @@ static int find_rets(int fd, const struct go_sym *s, struct go_tls_fns *f, const
 	addr = s->addr;
 	f->nrets = 0;
 	while (left && cs_disasm_iter(cs, &code, &left, &addr, insn)) {
+		int32_t rel;
+
+		memcpy(&rel, &insn->bytes[1], sizeof(rel));
+		if (insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8 &&
+		    memmove && insn->address + 5 + (uint64_t)(int64_t)rel == memmove) {
+			f->copy = s->off + (insn->address - s->addr);
+			ncopies++;
+			continue;
+		}
 		if (insn->id != X86_INS_RET)
 			continue;
 		if (f->nrets == GO_TLS_MAX_RETS) {
@@ -139,6 +158,8 @@ static int find_rets(int fd, const struct go_sym *s, struct go_tls_fns *f, const
 		*why = "crypto/tls.(*Conn).Read has no RET instruction";
 		err = -ENOTSUP;
 	}
+	if (ncopies != 1) /* which one b's plaintext takes is not known */
+		f->copy = 0;
 	cs_free(insn, 1);
 	cs_close(&cs);
 	free(buf);
@@ -213,7 +234,7 @@ static int find_syms(Elf *elf, Elf_Scn *symtab, struct go_sym *syms)
 		if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
 			continue;
 		name = elf_strptr(elf, ssh.sh_link, sym.st_name);
-		if (!name || strncmp(name, "crypto/tls.(*Conn).", 19))
+		if (!name || (strncmp(name, "crypto/tls.(*Conn).", 19) && strcmp(name, GO_MEMMOVE)))
 			continue;
 		for (int j = 0; j < GO_NSYMS; j++)
 			if (!strcmp(name, go_names[j]))
@@ -315,7 +336,8 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why)
 		    syms[GO_SYM_SERVER_HS].found ? entry_point(fd, &syms[GO_SYM_SERVER_HS]) : 0;
 		f->client_hs =
 		    syms[GO_SYM_CLIENT_HS].found ? entry_point(fd, &syms[GO_SYM_CLIENT_HS]) : 0;
-		err = find_rets(fd, &syms[GO_SYM_READ], f, why);
+		err = find_rets(fd, &syms[GO_SYM_READ],
+				syms[GO_SYM_MEMMOVE].found ? syms[GO_SYM_MEMMOVE].addr : 0, f, why);
 	}
 	elf_end(elf);
 	close(fd);

@@ -89,6 +89,9 @@ struct go_tls_fns {
 	uint64_t server_hs, client_hs; /* handshakes' entries, 0: absent */
 	uint64_t rets[GO_TLS_MAX_RETS];
 	int nrets;
+	/* Read's one call of runtime.memmove (its plaintext copied into b),
+	 * 0: none or several; probed instead of the RETs when there */
+	uint64_t copy;
 	char version[32]; /* its build info's, "go1.19.8" */
 };
 /* 0: found; -ENOENT: not a Go executable with crypto/tls in it; another

@@ -184,8 +184,9 @@ static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const ch
 }
 
 /* Go's crypto/tls in the executable bin (f: where), into p's links: the
- * entries of Read, Write and the handshakes, and each RET of Read. On failure, what this
- * call attached is detached again. */
+ * entries of Read, Write and the handshakes, and Read's copy of its
+ * plaintext or else each RET of Read. On failure, what this call attached
+ * is detached again. */
 static int attach_go(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const char *bin,
 		     const struct go_tls_fns *f)
 {
@@ -203,10 +204,13 @@ static int attach_go(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const cha
 
 	if (rec_bpf__tls_progs(b, true, &enter, &ret))
 		return -ENOENT;
-	for (int i = 0; i < n + f->nrets && !err; i++) {
+	/* Read's return: its copy of the plaintext, else each RET */
+	for (int i = 0; i < n + (f->copy ? 1 : f->nrets) && !err; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, o,
-			    .bpf_cookie = i < n ? entries[i].cookie : CP_TLS_GO_READ);
-		uint64_t off = i < n ? entries[i].off : f->rets[i - n];
+			    .bpf_cookie = i < n	   ? entries[i].cookie
+					  : f->copy ? CP_TLS_GO_READ | CP_TLS_GO_AT_COPY
+						    : CP_TLS_GO_READ);
+		uint64_t off = i < n ? entries[i].off : f->copy ? f->copy : f->rets[i - n];
 		struct bpf_link *l;
 
 		if (!off)
@@ -307,8 +311,9 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 			err = attach_go(p, b, pid, bin, &go);
 			if (!err)
 				err = rec_bpf__go_tls(b, pid);
-			snprintf(fns, sizeof(fns), "Go's crypto/tls.(*Conn).Read/Write (%s)",
-				 go.version);
+			/* the RETs single-stepped: ~11 us a Read */
+			snprintf(fns, sizeof(fns), "Go's crypto/tls.(*Conn).Read/Write (%s%s)",
+				 go.version, go.copy ? "" : ", Read's RETs stepped");
 		} else if (err == -ENOENT) {
 			/* most executables have neither: nothing to say */
 			t->nprocs--;
