@@ -343,3 +343,34 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why)
 	close(fd);
 	return err;
 }
+
+bool rec_gotls__is_go(const char *bin)
+{
+	Elf_Scn *scn = NULL;
+	bool go = false;
+	size_t shstrndx;
+	Elf *elf;
+	int fd;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return false;
+	fd = open(bin, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && !elf_getshdrstrndx(elf, &shstrndx)) {
+		while (!go && (scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh))
+				break;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			go = name && (!strcmp(name, ".go.buildinfo") || !strcmp(name, ".gopclntab"));
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return go;
+}

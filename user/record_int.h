@@ -97,6 +97,9 @@ struct go_tls_fns {
 /* 0: found; -ENOENT: not a Go executable with crypto/tls in it; another
  * error: one that has it, not probed, *why saying why when known. */
 int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why);
+/* Whether the ELF file bin was built by Go (a .go.buildinfo or .gopclntab
+ * section): a uretprobe on one of its functions would crash it. */
+bool rec_gotls__is_go(const char *bin);
 
 /* TLS plaintext capture (record_tls.c): OpenSSL's read and write functions
  * in each target process that maps libssl. */

@@ -41,6 +41,7 @@ struct probe_site {
 	/* where in the function (record_tls_at.h: tls_at__fn_entry), planned
 	 * on the first attach in the file at path */
 	bool planned;
+	bool go; /* in a Go executable: not probed (plan_site) */
 	uint8_t how; /* enum tls_at_how */
 	uint64_t skip;
 	char path[256];
@@ -126,6 +127,7 @@ static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 	snprintf(s->symbol, sizeof(s->symbol), "%s", symbol);
 	s->nprocs = 0;
 	s->planned = false;
+	s->go = false;
 	s->path[0] = 0;
 	return p->nsites++;
 }
@@ -177,6 +179,10 @@ static void plan_site(struct probe_site *s, pid_t pid)
 		mapped_path(pid, s->binary, s->path, sizeof(s->path));
 	if (s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how))
 		s->skip = 0;
+	/* Go's runtime reads every return address on a goroutine's stack
+	 * when it grows or scans it, and dies on a uretprobe's ("unexpected
+	 * return pc"): its executable's functions are not probed */
+	s->go = rec_gotls__is_go(s->path[0] ? s->path : s->binary);
 }
 
 /* Entry and return of site id in process pid; -ENOENT: no such function. */
@@ -188,6 +194,8 @@ static int attach_one(struct rec_probes *p, struct rec_bpf *b, int id, pid_t pid
 	if (rec_bpf__probe_progs(b, &progs[0], &progs[1]))
 		return -ENOENT;
 	plan_site(s, pid);
+	if (s->go)
+		return -EPERM;
 	for (int ret = 0; ret < 2; ret++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = s->symbol, .retprobe = ret,
 			    .bpf_cookie = (uint64_t)id);
@@ -214,6 +222,7 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 	for (int k = 0; k < p->nprobes; k++) {
 		const struct probe *pr = &p->probes[k];
 		char tried[512] = "";
+		const char *go = NULL; /* a Go executable it is in, not probed */
 		int found = 0, err = 0;
 
 		for (int i = 0; i < n; i++) {
@@ -231,6 +240,10 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				found++;
 				continue;
 			}
+			if (e == -EPERM) {
+				go = p->sites[id].binary;
+				continue;
+			}
 			if (e != -ENOENT && e != -ESRCH) {
 				fprintf(
 				    stderr,
@@ -244,6 +257,14 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried),
 					 "%s%s", *tried ? ", " : "", bin);
 		}
+		if (go)
+			fprintf(stderr,
+				"critpath record: --probe %s: %s is a Go executable: its "
+				"functions are not probed (Go's runtime reads the return "
+				"addresses a uretprobe replaces, and kills the process)%s\n",
+				pr->symbol, go, found ? "; probed in the other targets" : "");
+		if (!found && go)
+			return -EPERM;
 		if (!found) {
 			const char *bin = pr->binary[0] ? pr->binary : NULL;
 

@@ -8,7 +8,10 @@ recorded with the three probed, each request's path has 3 ms under
 [.., probe_render, probe_format]; the recording holds one enter and one exit
 per call, on the request thread, properly nested. Also: a probe given with
 its binary (a shared library), a launched command (`-- CMD`) probed before it
-execs, and the errors for a function that is nowhere and a malformed spec."""
+execs, where the uprobes go (an emulated instruction, or the entry stepped;
+a build with endbr64 too), and the errors for a function that is nowhere,
+a function of a Go executable (refused: a uretprobe would crash it) and a
+malformed spec."""
 import os
 import signal
 import statistics
@@ -215,6 +218,25 @@ def main():
            "the executable", r.rc == 1 and "no_such_function_here" in r.err
            and os.path.realpath(SERVER) in r.err and len(r.err.strip().splitlines()) == 1,
            f"exit {r.rc}: {r.err[-800:]}")
+    # a Go executable's functions: a uretprobe would crash it (its runtime
+    # reads the return addresses on a goroutine's stack), so none is put
+    gosrc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
+                         "kp_goserver.go")
+    goserver = K.go_build(tap, "probe_go", gosrc)
+    if goserver:
+        backend, bf = K.start_ready([os.path.join(WORKLOADS, "kp_backend")])
+        gs, gf = K.start_ready([goserver, str(bf["port"])])
+        r = R.run_record(["-p", gf["pid"], "-d", "2", "--probe", "main.handler",
+                          "-o", os.path.join(K.workdir("probe"), "go.rec")])
+        alive = gs.poll() is None
+        K.stop(gs)
+        K.stop(backend)
+        why = [ln for ln in r.err.splitlines() if "is a Go executable" in ln]
+        tap.ok("probe: a Go executable's function is refused (exit 1, a line saying why), "
+               "the Go process unharmed",
+               r.rc == 1 and len(why) == 1 and "main.handler" in why[0] and alive,
+               f"exit {r.rc}: {r.err[-800:]}, server alive: {alive}")
+
     r = R.run_record(["-p", "1", "-d", "1", "--probe", "kp_server:"])
     tap.ok("probe: a spec without a function is a usage error (exit 2)",
            r.rc == 2 and "--probe 'kp_server:'" in r.err, f"exit {r.rc}: {r.err[-500:]}")
