@@ -133,8 +133,9 @@ static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 }
 
 /* The file a library named without a directory (libc.so.6) is in process
- * pid: the one it mapped. Empty when none is: libbpf then looks for it where
- * the loader would. */
+ * pid: the one it mapped, seen through its root (a process in another mount
+ * namespace too). Empty when none is: libbpf then looks for it where the
+ * loader would. */
 static void mapped_path(pid_t pid, const char *name, char *out, size_t n)
 {
 	char maps[64], line[PATH_MAX + 128];
@@ -152,10 +153,10 @@ static void mapped_path(pid_t pid, const char *name, char *out, size_t n)
 			continue;
 		path[strcspn(path, "\n")] = 0;
 		base = strrchr(path, '/') + 1;
-		if (!strcmp(base, name) && strlen(path) < n) {
-			strcpy(out, path);
+		if (!strcmp(base, name) &&
+		    (size_t)snprintf(out, n, "/proc/%d/root%s", (int)pid, path) < n)
 			break;
-		}
+		out[0] = 0;
 	}
 	fclose(f);
 }
