@@ -4,8 +4,12 @@
  * the critical path (DESIGN.md sections 3 and 5). Each probe is one
  * function in one binary, with an id; bpf/uprobe.bpf.c's probe_enter and
  * probe_return are attached at its entry and return with the id as the BPF
- * cookie. Without a BINARY the function is looked up in each target's
- * executable, and the probe exists where it is found.
+ * cookie: a uprobe and a uretprobe, on an instruction the kernel emulates
+ * when one is near the entry (record_tls_at.h: tls_at__fn_entry; a
+ * single-stepped one costs ten times as much). Without a BINARY the
+ * function is looked up in each target's executable, and the probe exists
+ * where it is found. A Go executable's functions are refused: its runtime
+ * reads the return address a uretprobe replaces, and dies of it.
  *
  * Attached per target process, not host-wide: a probe on a shared library
  * (libc.so.6:malloc) then traps in the targets only, since the kernel puts
@@ -26,6 +30,7 @@
 #include "record_tls_at.h"
 
 #define MAX_PROBES 64
+#define HOW_UNKNOWN 0xff /* the function's code was not read: at its entry */
 #define MAX_LINKS 1024
 
 struct probe {
@@ -42,7 +47,7 @@ struct probe_site {
 	 * on the first attach in the file at path */
 	bool planned;
 	bool go; /* in a Go executable: not probed (plan_site) */
-	uint8_t how; /* enum tls_at_how */
+	uint8_t how; /* enum tls_at_how, or HOW_UNKNOWN (not planned) */
 	uint64_t skip;
 	char path[256];
 };
@@ -171,15 +176,17 @@ static void plan_site(struct probe_site *s, pid_t pid)
 	if (s->planned)
 		return;
 	s->planned = true;
-	s->how = TLS_AT_ENTRY;
+	s->how = HOW_UNKNOWN;
 	s->skip = 0;
 	_Static_assert(sizeof(s->path) == sizeof(s->binary), "a binary's path fits");
 	if (strchr(s->binary, '/'))
 		memcpy(s->path, s->binary, sizeof(s->path));
 	else
 		mapped_path(pid, s->binary, s->path, sizeof(s->path));
-	if (s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how))
+	if (s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how)) {
 		s->skip = 0;
+		s->how = HOW_UNKNOWN;
+	}
 	/* Go's runtime reads every return address on a goroutine's stack
 	 * when it grows or scans it, and dies on a uretprobe's ("unexpected
 	 * return pc"): its executable's functions are not probed */
