@@ -567,6 +567,20 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
 				     struct cp_tls_slot *tls, __u32 unsent);
 
+/* A payload that begins with a TLS record of application data (content
+ * type 23, version 3.x) is ciphertext: its 5-byte header is all the report
+ * reads of it (user/kpath_conn.c: tls_record_outside), and the rest, random
+ * bytes, would not compress (Go's crypto/tls and --no-tls recordings:
+ * about 200 bytes a request). Cut to the header, the padding zeroed. */
+static __always_inline __u64 tls_ciphertext_cut(__u8 *p, __u64 len)
+{
+	if (len > 5 && p[0] == 23 && p[1] == 3 && p[2] >= 1 && p[2] <= 4) {
+		*(__u64 *)p &= 0xffffffffffull;
+		return 5;
+	}
+	return len;
+}
+
 #define GATHER_IOVS 8
 
 /*
@@ -1085,6 +1099,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			goto out;
 		}
 		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL, tls, limit);
+		if (len && !tls)
+			len = tls_ciphertext_cut(e->payload, len);
 		if (len) {
 			st->last_dir = dir;
 			st->last_short = ret <= CP_SHORT_READ;
@@ -1116,6 +1132,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			goto out;
 		}
 		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX, tls, limit);
+		if (len && !tls && !walk)
+			len = tls_ciphertext_cut(e->payload, len);
 		if (len) {
 			st->last_dir = dir;
 			st->last_short = ret <= CP_SHORT_READ;

@@ -20,6 +20,7 @@ write to the socket write that carries it.
 Then the same server built with -ldflags=-s (no symbol table): the
 recording says why it has no plaintext, and records the rest.
 """
+import json
 import os
 import re
 import shutil
@@ -169,6 +170,13 @@ def main():
             # (emulated), not at its RETs (single-stepped, 11 us each)
             tap.ok("gotls: Read is probed at its copy of the plaintext, no RET stepped",
                    hooks and "stepped" not in hooks[0], f"{hooks}")
+            # the connections' ciphertext: a record header's 5 bytes each,
+            # not the random bytes after it (bpf/sock.bpf.c)
+            cipher = [json.loads(ln) for ln in r.stdout.splitlines()
+                      if '"sock"' in ln and r'"payload":"\u0017\u0003' in ln.replace(" ", "")]
+            long = [c for c in cipher if len(c.get("payload", "")) > 5]
+            tap.ok(f"gotls: the ciphertext's socket records keep its records' headers only "
+                   f"({len(cipher)} of them)", cipher and not long, f"{long[:3]}")
             calls = set(re.findall(r'"call":\s*"(crypto/tls[^"]*)"', r.stdout))
             tap.ok(f"gotls: dump names the calls recorded {sorted(calls)}",
                    calls == {"crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Write"}, "")
