@@ -596,7 +596,7 @@ static int attach_probes(struct recorder *r, struct rec_probes *probes, const ch
 		}
 		n++;
 	}
-	err = rec_probes__attach(probes, r->bpf, pids, exe, n);
+	err = rec_probes__attach(probes, r->bpf, pids, exe, n, r->quiet);
 out:
 	free(exes);
 	free(exe);

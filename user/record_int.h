@@ -72,9 +72,10 @@ int rec_probes__add(struct rec_probes **p, const char *spec);
 int rec_probes__which(const char *cmd, char *out, size_t n);
 /* Attaches every probe in each of the n processes: in the named binary, or
  * else in exes[i], process i's executable. A function found in none: one
- * message, -ENOENT. */
+ * message, -ENOENT; only in Go executables: one message, -EPERM. Unless
+ * quiet, a line for each probe whose entry is single-stepped. */
 int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pids,
-		       const char *const *exes, int n);
+		       const char *const *exes, int n, bool quiet);
 /* A CP_MD_PROBE and a CP_MD_HOOK per probe attached; adds them to *records. */
 int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, uint64_t ts,
 		      uint64_t *records);

@@ -202,6 +202,11 @@ def main():
                and len(d.of("uprobe")) == 2 * len(calls)
                and expect_stepped(details, SERVER + "_cet"),
                f"exit {rc}: {details} {err[-800:]}")
+        said = [ln for ln in err.splitlines() if "single-stepped" in ln]
+        tap.ok("probe: record says which probe is single-stepped (probe_render), once",
+               ("(stepped)" not in details.get("probe_render", "(stepped)")
+                or (len(said) == 1 and "--probe probe_render:" in said[0])),
+               f"{said} {details}")
 
     # errors: a function nowhere (exit 1, naming it and where it looked), a
     # malformed spec (usage: exit 2)
