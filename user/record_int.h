@@ -154,6 +154,11 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid, bool udp), void *ctx);
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);
 bool rec_meta__alive(pid_t pid);
+/* The first file pid maps whose name (after the last '/') is name, or
+ * begins with it (prefix), as a path in pid's own mount namespace: 0,
+ * -ENOENT when it maps none (or its path does not fit n), -ESRCH when it is
+ * gone. */
+int rec_meta__mapped(pid_t pid, const char *name, bool prefix, char *out, size_t n);
 /* A process and its parent, as /proc says. */
 struct rec_meta_pp {
 	pid_t pid, ppid;

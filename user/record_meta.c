@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
@@ -262,6 +263,34 @@ static void hdr_init(struct cp_hdr *h, uint16_t type, uint16_t size, pid_t pid, 
 	h->pid = pid;
 	h->tid = tid;
 	h->ts = ts;
+}
+
+int rec_meta__mapped(pid_t pid, const char *name, bool prefix, char *out, size_t n)
+{
+	char maps[64], line[PATH_MAX + 128];
+	size_t len = strlen(name);
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		char *path = strchr(line, '/'), *base;
+
+		if (!path)
+			continue;
+		path[strcspn(path, "\n")] = 0;
+		base = strrchr(path, '/') + 1;
+		if (strncmp(base, name, len) || (!prefix && base[len]) || strlen(path) >= n)
+			continue;
+		memcpy(out, path, strlen(path) + 1);
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
 }
 
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts)

@@ -137,35 +137,6 @@ static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 	return p->nsites++;
 }
 
-/* The file a library named without a directory (libc.so.6) is in process
- * pid: the one it mapped, seen through its root (a process in another mount
- * namespace too). Empty when none is: libbpf then looks for it where the
- * loader would. */
-static void mapped_path(pid_t pid, const char *name, char *out, size_t n)
-{
-	char maps[64], line[PATH_MAX + 128];
-	FILE *f;
-
-	out[0] = 0;
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
-	f = fopen(maps, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *path = strchr(line, '/'), *base;
-
-		if (!path)
-			continue;
-		path[strcspn(path, "\n")] = 0;
-		base = strrchr(path, '/') + 1;
-		if (!strcmp(base, name) &&
-		    (size_t)snprintf(out, n, "/proc/%d/root%s", (int)pid, path) < n)
-			break;
-		out[0] = 0;
-	}
-	fclose(f);
-}
-
 /* Where site s is attached: the file (its path as given, or the library
  * the process mapped), and the place in the function, planned once. A
  * place past the entry is only taken from the file attached to: a plan
@@ -173,24 +144,32 @@ static void mapped_path(pid_t pid, const char *name, char *out, size_t n)
  * instruction. */
 static void plan_site(struct probe_site *s, pid_t pid)
 {
+	char lib[PATH_MAX];
+
 	if (s->planned)
 		return;
 	s->planned = true;
 	s->how = HOW_UNKNOWN;
 	s->skip = 0;
+	s->path[0] = 0;
 	_Static_assert(sizeof(s->path) == sizeof(s->binary), "a binary's path fits");
 	if (strchr(s->binary, '/'))
 		memcpy(s->path, s->binary, sizeof(s->path));
-	else
-		mapped_path(pid, s->binary, s->path, sizeof(s->path));
-	if (s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how)) {
+	/* a library by name: the one the process mapped, seen through its
+	 * root (a process in another mount namespace too); none, or a path
+	 * too long: libbpf looks for it where the loader would */
+	else if (!rec_meta__mapped(pid, s->binary, false, lib, sizeof(lib)) &&
+		 (size_t)snprintf(s->path, sizeof(s->path), "/proc/%d/root%s", (int)pid, lib) >=
+		     sizeof(s->path))
+		s->path[0] = 0;
+	/* Go's runtime reads every return address on a goroutine's stack
+	 * when it grows or scans it, and dies on a uretprobe's ("unexpected
+	 * return pc"): its executable's functions are not probed, nor planned */
+	s->go = rec_gotls__is_go(s->path[0] ? s->path : s->binary);
+	if (!s->go && s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how)) {
 		s->skip = 0;
 		s->how = HOW_UNKNOWN;
 	}
-	/* Go's runtime reads every return address on a goroutine's stack
-	 * when it grows or scans it, and dies on a uretprobe's ("unexpected
-	 * return pc"): its executable's functions are not probed */
-	s->go = rec_gotls__is_go(s->path[0] ? s->path : s->binary);
 }
 
 /* Entry and return of site id in process pid; -ENOENT: no such function. */

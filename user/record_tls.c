@@ -68,35 +68,6 @@ int rec_tls__new(struct rec_tls **t, const char *off, bool quiet)
 	return 0;
 }
 
-/* The libssl pid maps, as a path in its own mount namespace: 0, -ENOENT
- * when it maps none, -ESRCH when it is gone. */
-static int libssl_of(pid_t pid, char *out, size_t n)
-{
-	char maps[64], line[PATH_MAX + 128];
-	int err = -ENOENT;
-	FILE *f;
-
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
-	if (!f)
-		return -ESRCH;
-	while (fgets(line, sizeof(line), f)) {
-		char *path = strchr(line, '/'), *base;
-
-		if (!path)
-			continue;
-		path[strcspn(path, "\n")] = 0;
-		base = strrchr(path, '/') + 1;
-		if (strncmp(base, "libssl.so", 9) || strlen(path) >= n)
-			continue;
-		snprintf(out, n, "%s", path);
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
 /* pid's executable, when it maps no libssl: the path to attach to (its
  * /proc link, which reaches the file in any mount namespace) into bin, and
  * its name as the process sees it into out. 1: known to have no OpenSSL
@@ -283,7 +254,7 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	for (int i = 0; i < t->nprocs; i++)
 		if (t->procs[i].pid == pid)
 			return 0; /* an exec keeps the process's uprobes (same library) */
-	if (!libssl_of(pid, lib, sizeof(lib))) {
+	if (!rec_meta__mapped(pid, "libssl.so", true, lib, sizeof(lib))) {
 		/* seen through pid's root: a process in another mount namespace too */
 		snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
 	} else if (!exe_of(t, pid, bin, sizeof(bin), lib, sizeof(lib), &exe)) {

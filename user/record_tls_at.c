@@ -396,6 +396,29 @@ static int elf_read(void *arg, uint64_t addr, uint8_t *buf, size_t n)
 	return got < 0 ? -1 : (int)got;
 }
 
+/* bin opened for reading as ELF: 0, -errno, -ENOENT when it is no ELF
+ * file, -ENOTSUP without libelf. elf_image_close releases it either way. */
+static int elf_image_open(struct elf_image *im, const char *bin)
+{
+	im->fd = -1;
+	im->elf = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	im->fd = open(bin, O_RDONLY | O_CLOEXEC);
+	if (im->fd < 0)
+		return -errno;
+	im->elf = elf_begin(im->fd, ELF_C_READ_MMAP, NULL);
+	return im->elf && elf_kind(im->elf) == ELF_K_ELF ? 0 : -ENOENT;
+}
+
+static void elf_image_close(struct elf_image *im)
+{
+	if (im->elf)
+		elf_end(im->elf);
+	if (im->fd >= 0)
+		close(im->fd);
+}
+
 /* The addresses of the functions defined in the symbol table scn. */
 static void find_fns(Elf *elf, Elf_Scn *scn, uint64_t *fn)
 {
@@ -424,21 +447,13 @@ static void find_fns(Elf *elf, Elf_Scn *scn, uint64_t *fn)
 
 int tls_at__plan_elf(const char *bin, struct tls_point *pts)
 {
-	struct elf_image im = {.fd = -1};
+	struct elf_image im;
 	struct tls_image img = {.read = elf_read, .arg = &im};
 	Elf_Scn *scn = NULL;
-	int n;
+	int n = elf_image_open(&im, bin);
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	im.fd = open(bin, O_RDONLY | O_CLOEXEC);
-	if (im.fd < 0)
-		return -errno;
-	im.elf = elf_begin(im.fd, ELF_C_READ_MMAP, NULL);
-	if (!im.elf || elf_kind(im.elf) != ELF_K_ELF) {
-		n = -ENOENT;
+	if (n)
 		goto out;
-	}
 	while ((scn = elf_nextscn(im.elf, scn))) {
 		GElf_Shdr sh;
 
@@ -458,9 +473,7 @@ int tls_at__plan_elf(const char *bin, struct tls_point *pts)
 		pts[i].addr = (uint64_t)off;
 	}
 out:
-	if (im.elf)
-		elf_end(im.elf);
-	close(im.fd);
+	elf_image_close(&im);
 	return n;
 }
 
@@ -509,24 +522,17 @@ static int find_fn(Elf *elf, Elf_Scn *scn, const char *symbol, uint64_t *addr, u
 
 int tls_at__fn_entry_elf(const char *bin, const char *symbol, uint64_t *skip, uint8_t *how)
 {
-	struct elf_image im = {.fd = -1};
+	struct elf_image im;
 	struct tls_image img = {.read = elf_read, .arg = &im};
 	uint64_t addr = 0, size = 0;
 	Elf_Scn *scn = NULL;
-	int found = 0, err = 0;
+	int found = 0, err;
 
 	*skip = 0;
 	*how = TLS_AT_ENTRY;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	im.fd = open(bin, O_RDONLY | O_CLOEXEC);
-	if (im.fd < 0)
-		return -errno;
-	im.elf = elf_begin(im.fd, ELF_C_READ_MMAP, NULL);
-	if (!im.elf || elf_kind(im.elf) != ELF_K_ELF) {
-		err = -ENOENT;
+	err = elf_image_open(&im, bin);
+	if (err)
 		goto out;
-	}
 	/* the dynamic symbols first, then the full table, as libbpf looks */
 	for (int pass = 0; pass < 2 && !found; pass++) {
 		scn = NULL;
@@ -543,8 +549,6 @@ int tls_at__fn_entry_elf(const char *bin, const char *symbol, uint64_t *skip, ui
 	else
 		*skip = tls_at__fn_entry(&img, addr, size, how);
 out:
-	if (im.elf)
-		elf_end(im.elf);
-	close(im.fd);
+	elf_image_close(&im);
 	return err;
 }
