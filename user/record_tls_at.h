@@ -52,8 +52,8 @@ struct tls_point {
 #define TLS_AT_MAX TLS_FN_N
 
 /* The kernel's uprobes step over this instruction by emulating it (a push
- * of a register, a relative call or jump, a conditional jump, a one-byte
- * nop), not by a single step out of line. */
+ * of a register, a relative call or jump, a conditional jump, a nop or
+ * nopl), not by a single step out of line. */
 bool tls_at__emulated(const uint8_t *code, size_t n);
 
 /* The points for img's functions into pts (TLS_AT_MAX at most); their

@@ -147,7 +147,9 @@ static void test_emulated(void **state)
 			     sub_rsp[] = {0x48, 0x83, 0xec, 0x18},
 			     endbr[] = {0xf3, 0x0f, 0x1e, 0xfa}, ret[] = {0xc3},
 			     mov_rsp[] = {0x48, 0x89, 0xe5}, jbe32[] = {0x0f, 0x86, 0, 0, 0, 0},
-			     jbe8[] = {0x76, 0};
+			     jbe8[] = {0x76, 0}, nopl5[] = {0x0f, 0x1f, 0x44, 0, 0},
+			     nopl8[] = {0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0},
+			     hint_nop[] = {0x0f, 0x1f, 0x4c, 0, 0}; /* modrm reg 1: not a nopl */
 
 	(void)state;
 	assert_true(tls_at__emulated(push_rbx, sizeof(push_rbx)));
@@ -156,6 +158,10 @@ static void test_emulated(void **state)
 	assert_true(tls_at__emulated(nop, sizeof(nop)));
 	assert_true(tls_at__emulated(jbe32, sizeof(jbe32)));
 	assert_true(tls_at__emulated(jbe8, sizeof(jbe8)));
+	assert_true(tls_at__emulated(nopl5, sizeof(nopl5)));
+	assert_true(tls_at__emulated(nopl8, sizeof(nopl8)));
+	assert_false(tls_at__emulated(hint_nop, sizeof(hint_nop)));
+	assert_false(tls_at__emulated(nopl5, 2));
 	assert_false(tls_at__emulated(sub_rsp, sizeof(sub_rsp)));
 	assert_false(tls_at__emulated(endbr, sizeof(endbr)));
 	assert_false(tls_at__emulated(ret, sizeof(ret)));
@@ -385,6 +391,31 @@ static void test_fn_leaf_and_loop(void **state)
 	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), 0);
 }
 
+/* The demo's price_cart at -O2: constants into registers, then the nopl
+ * that aligns its loop's head; probed at the nopl, which the loop's jump
+ * back does not reach. */
+static void test_fn_loop_padding(void **state)
+{
+	struct code c;
+	uint8_t how;
+	uint32_t nopl, head;
+
+	(void)state;
+	fn_code(&c);
+	emit(&c, 10, 0x48, 0xbe, 1, 2, 3, 4, 5, 6, 7, 8); /* movabs $..,%rsi */
+	emit(&c, 2, 0x89, 0xf9);			  /* mov %edi,%ecx */
+	emit(&c, 2, 0x31, 0xd2);			  /* xor %edx,%edx */
+	nopl = c.at;
+	emit(&c, 8, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0); /* nopl 0x0(%rax,%rax,1) */
+	head = c.at;
+	emit(&c, 3, 0x48, 0x01, 0xd1);		       /* add %rdx,%rcx */
+	emit(&c, 4, 0x48, 0x83, 0xc2, 0x01);	       /* add $1,%rdx */
+	emit(&c, 2, 0x75, (uint8_t)(head - (c.at + 2))); /* jne head */
+	RET(&c);
+	assert_int_equal(fn_entry(&c, FN_SIZE(&c), &how), nopl - FN);
+	assert_int_equal(how, TLS_AT_EMULATED);
+}
+
 /* What moves the stack pointer, makes a system call or branches is not
  * passed over: the entry stays, single-stepped. */
 static void test_fn_not_passed(void **state)
@@ -485,7 +516,8 @@ int main(void)
 	    cmocka_unit_test(test_entries),	cmocka_unit_test(test_callee_endbr),
 	    cmocka_unit_test(test_not_openssl), cmocka_unit_test(test_real_libssl),
 	    cmocka_unit_test(test_fn_tail_call), cmocka_unit_test(test_fn_leaf_and_loop),
-	    cmocka_unit_test(test_fn_not_passed), cmocka_unit_test(test_fn_push),
+	    cmocka_unit_test(test_fn_loop_padding), cmocka_unit_test(test_fn_not_passed),
+	    cmocka_unit_test(test_fn_push),
 	    cmocka_unit_test(test_real_libc),
 	};
 

@@ -9,6 +9,7 @@
  *   endbr_push  endbr64, then a push (-fcf-protection: Ubuntu, Fedora)
  *   tail_jump   endbr64, a load, a tail jump (a wrapper)
  *   leaf        endbr64, a load, a test, a branch (a small leaf)
+ *   loop_pad    a load, then the nopl that aligns a loop's head
  *   sub_first   sub $8,%rsp first (gcc -O2 before a call): stepped
  *   endbr_sub   endbr64, then the sub: stepped
  * Prints one line:  RESULT shape=S calls=N ns_per_call=X
@@ -34,6 +35,10 @@ __asm__(".text\n"
 	"leaf:\n\tendbr64\n\tmov (%rdi),%eax\n\ttest %eax,%eax\n\tjne 1f\n\tret\n"
 	"1:\tadd $1,%eax\n\tret\n"
 	".size leaf,.-leaf\n"
+	".globl loop_pad\n.type loop_pad,@function\n"
+	"loop_pad:\n\tmov (%rdi),%eax\n\t.byte 0x0f,0x1f,0x44,0x00,0x00\n"
+	"2:\tsub $1,%eax\n\tjnz 2b\n\tret\n"
+	".size loop_pad,.-loop_pad\n"
 	".globl sub_first\n.type sub_first,@function\n"
 	"sub_first:\n\tsub $8,%rsp\n\tmov (%rdi),%eax\n\tadd $8,%rsp\n\tret\n"
 	".size sub_first,.-sub_first\n"
@@ -42,14 +47,15 @@ __asm__(".text\n"
 	".size endbr_sub,.-endbr_sub\n");
 
 long push_first(const int *), endbr_push(const int *), tail_jump(const int *), leaf(const int *),
-    sub_first(const int *), endbr_sub(const int *);
+    loop_pad(const int *), sub_first(const int *), endbr_sub(const int *);
 
 static const struct {
 	const char *name;
 	long (*fn)(const int *);
 } shapes[] = {
     {"push_first", push_first}, {"endbr_push", endbr_push}, {"tail_jump", tail_jump},
-    {"leaf", leaf},		{"sub_first", sub_first},	{"endbr_sub", endbr_sub},
+    {"leaf", leaf},		{"loop_pad", loop_pad},		{"sub_first", sub_first},
+    {"endbr_sub", endbr_sub},
 };
 
 int main(int argc, char **argv)
@@ -64,7 +70,7 @@ int main(int argc, char **argv)
 			fn = shapes[i].fn;
 	if (!fn || n <= 0) {
 		fprintf(stderr, "usage: probe_calls SHAPE [N]  (SHAPE: push_first, endbr_push, "
-				"tail_jump, leaf, sub_first, endbr_sub)\n");
+				"tail_jump, leaf, loop_pad, sub_first, endbr_sub)\n");
 		return 2;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
