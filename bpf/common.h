@@ -249,6 +249,14 @@ static __always_inline void ev_submit(void *rec)
 	bpf_ringbuf_submit(rec, wakeup_flag());
 }
 
+/* Submits a record the recorder acts on at once, whatever the ring holds:
+ * a new process's fork or exec, whose /proc metadata and TLS uprobes it
+ * must get before a short-lived child is gone (record.c's on_life). */
+static __always_inline void ev_submit_now(void *rec)
+{
+	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+}
+
 /* Sends a variable-size record built in a scratch buffer (exact size). */
 static __always_inline void ev_output(void *rec, __u64 size)
 {
