@@ -194,17 +194,24 @@ def launched(tap, cert, key):
         check_named(tap, "tls -- CMD (SSL_read_ex/SSL_write_ex)", rep, port)
 
 
-# python3 loads libssl with dlopen when ssl is imported, a second after it
-# started; then forks KIDS children that live 30 ms each
+# python3 loads libssl with dlopen when ssl is imported, 0.3 s after it
+# started: the recorder looks at a process the tick after its exec, then 1 s
+# and 3 s after that, so the look 1 s in finds libssl and the one 3 s in
+# would too on a machine slow to start python. Then it forks KIDS children.
+# A fork is looked at as soon as the recorder reads it (the ring wakes it for
+# a fork), but the first uprobe attached after a quiet spell waits out an RCU
+# grace period in the kernel (uprobe registration takes dup_mmap_sem for
+# writing), 5-25 ms here and more on a loaded machine: the children live
+# 300 ms, so that this is not a race.
 LATE_SSL = """import os, sys, time
-time.sleep(1.0)
+time.sleep(0.3)
 import ssl
-time.sleep(1.5)
+time.sleep(3.0)
 kids = []
 for i in range(%d):
     pid = os.fork()
     if pid == 0:
-        time.sleep(0.03)
+        time.sleep(0.3)
         os._exit(0)
     kids.append(pid)
 for k in kids:
@@ -216,21 +223,27 @@ KIDS = 5
 
 def late_and_forked(tap):
     """A libssl loaded by dlopen after the recording began is found by the
-    tick's later looks; a fork of a TLS process is attached as soon as its
-    fork is drained, so 30 ms children are covered."""
+    tick's later looks; a fork of a TLS process is attached when its fork is
+    read, from its first requests (a pre-fork server's workers)."""
     path = os.path.join(K.workdir("tls"), "late.rec")
     r = R.run([CRITPATH, "record", "-q", "-o", path, "--", sys.executable, "-c",
                LATE_SSL % KIDS], timeout=60)
     kids = [int(x) for x in r.out.split()] if r.rc == 0 else []
     d = R.Dump(path)
     hooks = {h.get("name"): h.get("status") for h in d.of("hook")}
+    # a process looked at on its fork has its hook record stamped with the
+    # fork's time; one left to the tick, with the tick's
+    hook_ts = {h.get("name"): h.get("ts_ns") for h in d.of("hook")}
+    fork_ts = {x["child_pid"]: x["ts_ns"] for x in d.of("process_fork")}
     parent = [x["pid"] for x in d.of("process_exec") if x["pid"] not in kids]
-    tap.ok(f"tls late: the launched python, which imports ssl 1 s in, is attached "
+    tap.ok(f"tls late: the launched python, which imports ssl 0.3 s in, is attached "
            f"({parent})", r.rc == 0 and parent and hooks.get(f"tls pid {parent[0]}") ==
            "attached", f"{r.describe()}\nhooks {hooks}")
-    tap.ok(f"tls late: its {KIDS} children of 30 ms are attached from their fork",
-           len(kids) == KIDS and all(hooks.get(f"tls pid {k}") == "attached" for k in kids),
-           f"children {kids}\nhooks {hooks}")
+    tap.ok(f"tls late: its {KIDS} children are attached, each when its fork was read",
+           len(kids) == KIDS and all(hooks.get(f"tls pid {k}") == "attached" and
+                                     hook_ts.get(f"tls pid {k}") == fork_ts.get(k)
+                                     for k in kids),
+           f"children {kids}\nhooks {hooks}\nhook ts {hook_ts}\nfork ts {fork_ts}")
     tap.ok(f"tls late: the summary counts {KIDS + 1} processes",
            f"TLS plaintext captured in {KIDS + 1} processes" in r.err, r.err[-1500:])
 
