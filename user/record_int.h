@@ -111,8 +111,8 @@ int rec_tls__new(struct rec_tls **t, const char *off, bool quiet);
 int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uint64_t ts,
 			uint64_t *records);
 /* Attaches in pid when it maps libssl and is not attached yet, and writes a
- * CP_MD_HOOK saying so (or why not) to w; 0 also when it maps none or is
- * gone. Adds the records written to *records. */
+ * CP_MD_HOOK saying so (or why not) to w; 0 also when it maps none, -ESRCH
+ * when it is gone. Adds the records written to *records. */
 int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct recording_writer *w,
 		  uint64_t ts, uint64_t *records);
 /* The summary's line: in which processes TLS capture was on (none: no

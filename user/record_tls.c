@@ -93,6 +93,16 @@ static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *ou
 	return 0;
 }
 
+/* Whether pid has exited (a zombie too: its /proc/PID/exe goes at exit). */
+static bool gone(pid_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return stat(path, &st) != 0;
+}
+
 /* An executable without OpenSSL's functions: not looked into again. */
 static int plain_add(struct rec_tls *t, struct tls_exe id)
 {
@@ -257,10 +267,10 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	if (!rec_meta__mapped(pid, "libssl.so", true, lib, sizeof(lib))) {
 		/* seen through pid's root: a process in another mount namespace too */
 		snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
-	} else if (!exe_of(t, pid, bin, sizeof(bin), lib, sizeof(lib), &exe)) {
+	} else if (!(err = exe_of(t, pid, bin, sizeof(bin), lib, sizeof(lib), &exe))) {
 		in_exe = true;
 	} else {
-		return 0;
+		return err < 0 ? err : 0; /* gone (or a zombie), or a plain executable */
 	}
 	if (t->nprocs == t->capprocs) {
 		int cap = t->capprocs ? t->capprocs * 2 : 16;
@@ -275,6 +285,8 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	err = attach_lib(p, b, pid, bin, fns, sizeof(fns));
+	if (err && err != -ENOMEM && gone(pid))
+		err = -ESRCH; /* its /proc files went with it: not a missing symbol */
 	if (in_exe && err == -ENOENT) {
 		/* no OpenSSL in it: Go's crypto/tls, when it is Go */
 		err = rec_gotls__find(bin, &go, &why);
@@ -285,10 +297,12 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 			/* the RETs single-stepped: ~11 us a Read */
 			snprintf(fns, sizeof(fns), "Go's crypto/tls.(*Conn).Read/Write (%s%s)",
 				 go.version, go.copy ? "" : ", Read's RETs stepped");
-		} else if (err == -ENOENT) {
+		} else if (err == -ENOENT && !gone(pid)) {
 			/* most executables have neither: nothing to say */
 			t->nprocs--;
 			return plain_add(t, exe);
+		} else if (err == -ENOENT) {
+			err = -ESRCH; /* not read: its executable is not known plain */
 		}
 	}
 	p->on = !err;
