@@ -51,6 +51,12 @@ struct target {
 	 * again at tls_again, each time twice as long after */
 	uint64_t tls_again, tls_every;
 	uint32_t ppid;	/* who forked it (0: not seen): its exec record does not say */
+	bool tls_on; /* its TLS capture attached at its last look */
+	/* a fork of a process with TLS capture, gone before its own attach
+	 * (and not exec'd since): said once every record up to its exit has
+	 * been read (tls_gap_say), with its fork's and exit's times */
+	bool tls_gap;
+	uint64_t forked, exited;
 };
 
 struct recorder {
@@ -114,6 +120,8 @@ static struct target *target__find(struct recorder *r, pid_t pid)
 	return NULL;
 }
 
+static void tls_gap_say(struct recorder *r, struct target *t, uint64_t ts);
+
 static struct target *target__add(struct recorder *r, pid_t pid, bool top)
 {
 	struct target *t = target__find(r, pid);
@@ -132,6 +140,7 @@ static struct target *target__add(struct recorder *r, pid_t pid, bool top)
 			t = &r->targets[i];
 	if (!t)
 		return NULL;
+	tls_gap_say(r, t, rec_meta__now()); /* what the slot's last process left unsaid */
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->top = top;
@@ -205,8 +214,9 @@ static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct re
 
 /* Looks for libssl in t at ts (both CLOCK_MONOTONIC), and when to look
  * again: 1 s after a new process or an exec, twice as long after each look
- * since, up to TLS_AGAIN_MAX_NS (a library dlopen'd later). */
-static void tls_look(struct recorder *r, struct target *t, uint64_t ts)
+ * since, up to TLS_AGAIN_MAX_NS (a library dlopen'd later). -ESRCH: t is
+ * gone. */
+static int tls_look(struct recorder *r, struct target *t, uint64_t ts)
 {
 	int err;
 
@@ -218,6 +228,25 @@ static void tls_look(struct recorder *r, struct target *t, uint64_t ts)
 	t->need_tls = false;
 	err = rec_tls__scan(r->tls, r->bpf, t->pid, r->w, ts, &r->metadata);
 	if (err && err != -ESRCH)
+		write_error(r, err);
+	t->tls_on = rec_tls__on(r->tls, t->pid);
+	return err;
+}
+
+/* A fork of a TLS process that exited before its own uprobes were attached
+ * (tls_gap): a hook record saying so, at ts. Its exec clears tls_gap, and
+ * the records of a child are read in time order but can come after the
+ * tick has seen it gone, so this waits for the end of the recording, or
+ * for its target slot to be taken by another process. */
+static void tls_gap_say(struct recorder *r, struct target *t, uint64_t ts)
+{
+	int err;
+
+	if (!t->tls_gap || r->write_err)
+		return;
+	t->tls_gap = false;
+	err = rec_tls__missed(r->tls, r->w, t->pid, t->forked, t->exited, ts, &r->metadata);
+	if (err)
 		write_error(r, err);
 }
 
@@ -231,10 +260,16 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 		const struct cp_ev_process_fork *f = (const void *)h;
 
 		if (f->child_pid != f->parent_pid) {
+			struct target *parent;
+			bool parent_tls;
 			char comm[CP_COMM_LEN + 1] = "";
 			struct rec_meta_seen seen = {f->child_tid, f->parent_pid, comm, NULL};
 
 			memcpy(comm, f->child_comm, CP_COMM_LEN);
+			/* the parent's state as it was: it may have exited since
+			 * (and been forgotten by the tick), its slot taken next */
+			parent = target__find(r, f->parent_pid);
+			parent_tls = parent && parent->tls_on;
 			t = target__add(r, f->child_pid, false);
 			if (t) {
 				t->need_meta = false;
@@ -245,8 +280,11 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 			 * first requests (a pre-fork server's workers), not from
 			 * the next tick; an exec is left to the tick, whose
 			 * loader has mapped libssl by then */
-			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err)
-				tls_look(r, t, h->ts);
+			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err &&
+			    tls_look(r, t, h->ts) == -ESRCH && parent_tls) {
+				t->tls_gap = true;
+				t->forked = h->ts;
+			}
 		} else {
 			struct cp_md_thread m = {};
 
@@ -280,6 +318,7 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 		if (t) {
 			t->need_meta = false;
 			t->need_tls = true;
+			t->tls_gap = false; /* another program: its own libraries */
 			seen.ppid = t->ppid;
 		}
 		meta_now(r, h->pid, h->ts, &seen);
@@ -289,6 +328,8 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 		const struct cp_ev_process_exit *x = (const void *)h;
 
 		t = target__find(r, h->pid);
+		if (x->group_dead && t)
+			t->exited = h->ts; /* the tick may have seen it gone already */
 		if (x->group_dead && t && !t->dead) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
@@ -944,6 +985,8 @@ int cmd_record(int argc, char **argv)
 	if (!r->write_err)
 		drain(r, 0);
 	now = rec_meta__now();
+	for (int i = 0; i < r->ntargets; i++)
+		tls_gap_say(r, &r->targets[i], now);
 	if (!r->write_err)
 		check_drops(r, now);
 	if (!r->write_err) {

@@ -115,9 +115,18 @@ int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uin
  * when it is gone. Adds the records written to *records. */
 int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct recording_writer *w,
 		  uint64_t ts, uint64_t *records);
-/* The summary's line: in which processes TLS capture was on (none: no
- * line). */
+/* Whether pid's TLS capture is attached. */
+bool rec_tls__on(const struct rec_tls *t, pid_t pid);
+/* A fork of a process with TLS capture exited before its own uprobes were
+ * attached (forked, exited: when; exited 0, not known): the kernel attaches
+ * uprobes per process, and the first after a quiet spell waits for an RCU
+ * grace period. Writes a CP_MD_HOOK saying so at ts, and counts it for the
+ * summary. */
+int rec_tls__missed(struct rec_tls *t, struct recording_writer *w, pid_t pid, uint64_t forked,
+		    uint64_t exited, uint64_t ts, uint64_t *records);
 void rec_tls__forget(struct rec_tls *t, pid_t pid);
+/* The summary's lines: in which processes TLS capture was on (none: no
+ * line), and which forks of them it missed. */
 void rec_tls__summary(const struct rec_tls *t);
 void rec_tls__destroy(struct rec_tls *t);
 

@@ -53,6 +53,9 @@ struct rec_tls {
 	/* for the summary: how many were attached, the first of them */
 	int attached;
 	char list[256];
+	/* forks of attached processes gone before their own attach */
+	int missed;
+	char missed_list[128];
 	/* executables without SSL_read and SSL_write, not looked into again */
 	struct tls_exe *plain;
 	int nplain, capplain;
@@ -328,6 +331,35 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	return hook_write(w, ts, pid, CP_HOOK_ATTACHED, detail, records);
 }
 
+bool rec_tls__on(const struct rec_tls *t, pid_t pid)
+{
+	for (int i = 0; t && i < t->nprocs; i++)
+		if (t->procs[i].pid == pid)
+			return t->procs[i].on;
+	return false;
+}
+
+int rec_tls__missed(struct rec_tls *t, struct recording_writer *w, pid_t pid, uint64_t forked,
+		    uint64_t exited, uint64_t ts, uint64_t *records)
+{
+	char detail[sizeof(((struct cp_md_hook *)0)->detail)];
+
+	if (t->missed++ < 8)
+		snprintf(t->missed_list + strlen(t->missed_list),
+			 sizeof(t->missed_list) - strlen(t->missed_list), "%s%d",
+			 t->missed > 1 ? ", " : "", pid);
+	if (exited >= forked)
+		snprintf(detail, sizeof(detail),
+			 "no TLS plaintext: exited %.1f ms after its fork, before its uprobes were "
+			 "attached",
+			 (exited - forked) / 1e6);
+	else /* its exit record lost */
+		snprintf(
+		    detail, sizeof(detail),
+		    "no TLS plaintext: exited after its fork, before its uprobes were attached");
+	return hook_write(w, ts, pid, CP_HOOK_UNAVAILABLE, detail, records);
+}
+
 /*
  * A process that exited: its uprobes come off (each holds a perf event, so
  * a forking TLS server would otherwise run the recorder out of file
@@ -350,6 +382,12 @@ void rec_tls__summary(const struct rec_tls *t)
 		fprintf(stderr, "critpath record: TLS plaintext captured in %d process%s (%s%s)\n",
 			t->attached, t->attached == 1 ? "" : "es", t->list,
 			t->attached > 16 ? ", …" : "");
+	if (t && t->missed)
+		fprintf(stderr,
+			"critpath record: %d fork%s of them exited before %s uprobes were "
+			"attached (%s%s): TLS calls made there are not in the recording\n",
+			t->missed, t->missed == 1 ? "" : "s", t->missed == 1 ? "its" : "their",
+			t->missed_list, t->missed > 8 ? ", …" : "");
 }
 
 void rec_tls__destroy(struct rec_tls *t)
