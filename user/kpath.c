@@ -243,6 +243,14 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "trace; the recorder inferred them, each at the earliest it can have "
 			     "been (see dump: inferred)",
 			     (unsigned long long)kp.inferred_switches);
+	if (kp.tls_uncaptured)
+		engine__warn(e,
+			     "TLS plaintext was not captured in %llu process%s (%s%s): their TLS "
+			     "connections are framed on ciphertext, their requests unnamed",
+			     (unsigned long long)kp.tls_uncaptured,
+			     kp.tls_uncaptured == 1 ? "" : "es", kp.tls_uncaptured_why,
+			     kp.tls_uncaptured > 1 ? "; dump's tls pid hooks say why for the others"
+						: "");
 	if (kp.loss_unpromised)
 		engine__warn(e,
 			     "%s%s: loss windows in a recording whose trailer counts no lost events: "

@@ -379,12 +379,26 @@ static int md_process(struct kp *kp, uint32_t host, const struct cp_md_process *
 	return 0;
 }
 
-/* A process's TLS capture attached (record_tls.c's "tls pid N" hook). */
+/* A process's TLS capture attached, or not (record_tls.c's "tls pid N"
+ * hook: then a warning says how many, and why for the first). */
 static int md_hook(struct kp *kp, uint32_t host, const struct cp_md_hook *m, uint64_t ts)
 {
 	uint32_t p;
 
-	if (m->status != CP_HOOK_ATTACHED || strncmp(m->name, "tls pid ", 8) || !m->h.pid)
+	if (strncmp(m->name, "tls pid ", 8) || !m->h.pid)
+		return 0;
+	if (m->status == CP_HOOK_UNAVAILABLE && !kp->tls_uncaptured++) {
+		const char *why = m->detail;
+		size_t n = strnlen(why, sizeof(m->detail));
+
+		if (n > 18 && !strncmp(why, "no TLS plaintext: ", 18)) {
+			why += 18;
+			n -= 18;
+		}
+		snprintf(kp->tls_uncaptured_why, sizeof(kp->tls_uncaptured_why), "pid %u: %.*s",
+			 m->h.pid, (int)n, why);
+	}
+	if (m->status != CP_HOOK_ATTACHED)
 		return 0;
 	p = kp__proc(kp, host, (int32_t)m->h.pid);
 	if (p == KP_NONE)

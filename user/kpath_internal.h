@@ -527,6 +527,10 @@ struct kp {
 	/* switches of target threads the kernel did not report, inferred by
 	 * the recorder (CP_SW_INFERRED) */
 	uint64_t inferred_switches;
+	/* processes whose TLS capture the recorder could not attach (a "tls
+	 * pid N" hook unavailable), and the first one's reason */
+	uint64_t tls_uncaptured;
+	char tls_uncaptured_why[200];
 	/* requests whose last write left bytes unsent: how many, how many of
 	 * them by Nagle's algorithm, and the first services those were of */
 	uint64_t unsent_reqs, nagle_reqs;

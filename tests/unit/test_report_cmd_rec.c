@@ -308,12 +308,68 @@ static void test_cut_recording(void **state)
 	free(s);
 }
 
+/* A "tls pid N" hook record: that process's TLS capture on, or not and
+ * why (record_tls.c). */
+static void tls_hook(struct kb *b, uint64_t ts, uint32_t pid, uint8_t status, const char *detail)
+{
+	struct cp_md_hook *h = (void *)kb_new(b, CP_MD_HOOK, sizeof(*h), ts, 0, pid, pid);
+
+	h->status = status;
+	snprintf(h->name, sizeof(h->name), "tls pid %u", pid);
+	snprintf(h->detail, sizeof(h->detail), "%s", detail);
+}
+
+/* Processes whose TLS capture the recorder could not attach (forks of a
+ * TLS server gone before their uprobes were): report warns, with the
+ * first one's reason; the one attached is not counted. */
+static void test_tls_uncaptured(void **state)
+{
+	static struct kb b;
+	char *argv[] = {"report", path("tls.rec"),  "--format", "json",
+			"-o",	  path("tls.json"), NULL};
+	char *s, err[128];
+	yajl_val v, w;
+	int found = 0;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	tls_hook(&b, B - 100 * U, 100, CP_HOOK_ATTACHED, "uprobes on SSL_read(_ex) in libssl.so.3");
+	tls_hook(
+	    &b, B + 300 * U, 300, CP_HOOK_UNAVAILABLE,
+	    "no TLS plaintext: exited 0.4 ms after its fork, before its uprobes were attached");
+	tls_hook(
+	    &b, B + 300 * U, 301, CP_HOOK_UNAVAILABLE,
+	    "no TLS plaintext: exited 0.6 ms after its fork, before its uprobes were attached");
+	kb_write_recording(&b, path("tls.rec"), 0, b.n);
+	assert_int_equal(run(cmd_report, argv), 0);
+	s = slurp("tls.json", NULL);
+	v = yajl_tree_parse(s, err, sizeof(err));
+	assert_non_null(v);
+	w = jget(v, "warnings");
+	assert_true(YAJL_IS_ARRAY(w));
+	for (size_t i = 0; i < w->u.array.len; i++) {
+		const char *text = YAJL_GET_STRING(w->u.array.values[i]);
+
+		found +=
+		    text &&
+		    !strcmp(text,
+			    "TLS plaintext was not captured in 2 processes (pid 300: exited "
+			    "0.4 ms after its fork, before its uprobes were attached; dump's tls "
+			    "pid hooks say why for the others): their TLS connections are framed "
+			    "on ciphertext, their requests unnamed");
+	}
+	assert_int_equal(found, 1);
+	yajl_tree_free(v);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_text),	  cmocka_unit_test(test_json),
-	    cmocka_unit_test(test_other_formats), cmocka_unit_test(test_diff),
-	    cmocka_unit_test(test_time_filters),  cmocka_unit_test(test_cut_recording),
+	    cmocka_unit_test(test_text),	   cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_other_formats),  cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_time_filters),   cmocka_unit_test(test_cut_recording),
+	    cmocka_unit_test(test_tls_uncaptured),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
