@@ -15,6 +15,7 @@ unnamed fallback, and --payload-bytes bounds the plaintext (0: none). A
 libssl loaded by dlopen after the recording began, and short-lived forks of
 a TLS process, are attached too."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -211,7 +212,7 @@ kids = []
 for i in range(%d):
     pid = os.fork()
     if pid == 0:
-        time.sleep(0.3)
+        time.sleep(%s)
         os._exit(0)
     kids.append(pid)
 for k in kids:
@@ -227,7 +228,7 @@ def late_and_forked(tap):
     read, from its first requests (a pre-fork server's workers)."""
     path = os.path.join(K.workdir("tls"), "late.rec")
     r = R.run([CRITPATH, "record", "-q", "-o", path, "--", sys.executable, "-c",
-               LATE_SSL % KIDS], timeout=60)
+               LATE_SSL % (KIDS, 0.3)], timeout=60)
     kids = [int(x) for x in r.out.split()] if r.rc == 0 else []
     d = R.Dump(path)
     hooks = {h.get("name"): h.get("status") for h in d.of("hook")}
@@ -246,6 +247,42 @@ def late_and_forked(tap):
            f"children {kids}\nhooks {hooks}\nhook ts {hook_ts}\nfork ts {fork_ts}")
     tap.ok(f"tls late: the summary counts {KIDS + 1} processes",
            f"TLS plaintext captured in {KIDS + 1} processes" in r.err, r.err[-1500:])
+
+
+
+def fast_forks(tap):
+    """Children that exit at once, before the recorder can attach in them:
+    each is either attached when its fork was read or said to be missed,
+    in its hook record, the summary and report's warnings; none is
+    silent."""
+    path = os.path.join(K.workdir("tls"), "fast.rec")
+    r = R.run([CRITPATH, "record", "-q", "-o", path, "--", sys.executable, "-c",
+               LATE_SSL % (KIDS, 0)], timeout=60)
+    kids = [int(x) for x in r.out.split()] if r.rc == 0 else []
+    d = R.Dump(path)
+    hooks = {h.get("name"): h for h in d.of("hook")}
+    fork_ts = {x["child_pid"]: x["ts_ns"] for x in d.of("process_fork")}
+    attached = [k for k in kids if hooks.get(f"tls pid {k}", {}).get("status") == "attached"
+                and hooks[f"tls pid {k}"].get("ts_ns") == fork_ts.get(k)]
+    missed = [k for k in kids if hooks.get(f"tls pid {k}", {}).get("status") == "unavailable"
+              and re.fullmatch(r"no TLS plaintext: exited [0-9.]+ ms after its fork, before "
+                               r"its uprobes were attached",
+                               hooks[f"tls pid {k}"].get("detail", ""))]
+    tap.ok(f"tls fast forks: each of {KIDS} children that exit at once is attached from its "
+           f"fork or said to be missed ({len(attached)} attached, {len(missed)} missed)",
+           len(kids) == KIDS and len(attached) + len(missed) == KIDS,
+           f"{r.describe()}\nchildren {kids}\nhooks {hooks}")
+    said = re.search(r"(\d+) forks? of them exited before (its|their) uprobes were attached",
+                     r.err)
+    tap.ok(f"tls fast forks: the summary counts {len(missed)} missed and "
+           f"{1 + len(attached)} captured",
+           (int(said.group(1)) if said else 0) == len(missed) and
+           f"TLS plaintext captured in {1 + len(attached)} process" in r.err, r.err[-1500:])
+    rep, err = K.report_json(path)
+    warned = [w for w in (rep or {}).get("warnings") or []
+              if w.startswith(f"TLS plaintext was not captured in {len(missed)} process")]
+    tap.ok("tls fast forks: report warns of the missed ones", rep is not None and
+           (bool(warned) == bool(missed)), f"{err}\nwarnings {(rep or {}).get('warnings')}")
 
 
 def main():
@@ -311,6 +348,7 @@ def main():
 
     launched(tap, cert, key)
     late_and_forked(tap)
+    fast_forks(tap)
     K.done(tap)
 
 
