@@ -42,6 +42,11 @@ const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
 #define TARGET_WORDS (1 << 16)
 __u64 target_bits[TARGET_WORDS] __weak;
 
+/* Targets whose forks the recorder acts on at once (ev_submit_now): those
+ * with TLS capture, whose children need their own uprobes before their
+ * first requests. Set and cleared by the recorder, as target_bits. */
+__u64 fork_wake_bits[TARGET_WORDS] __weak;
+
 /*
  * The event stream: one ring buffer per CPU, so a record is reserved and
  * committed without the spinlock and the cache lines every CPU would share
@@ -250,8 +255,10 @@ static __always_inline void ev_submit(void *rec)
 }
 
 /* Submits a record the recorder acts on at once, whatever the ring holds:
- * a new process's fork or exec, whose /proc metadata and TLS uprobes it
- * must get before a short-lived child is gone (record.c's on_life). */
+ * a fork of a process with TLS capture, whose child needs its uprobes
+ * before its first requests (record.c's on_life). Not every fork or exec:
+ * woken for each, the recorder reads /proc while the child runs, and a
+ * shell loop of fork and exec ran 12% slower. */
 static __always_inline void ev_submit_now(void *rec)
 {
 	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);

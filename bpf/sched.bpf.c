@@ -708,10 +708,10 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	e->child_pid = cpid;
 	e->child_tid = BPF_CORE_READ(child, pid);
 	bpf_core_read(e->child_comm, CP_COMM_LEN, &child->comm);
-	if (cpid != ppid)
+	if (cpid != ppid && ((fork_wake_bits[(ppid >> 6) & (TARGET_WORDS - 1)] >> (ppid & 63)) & 1))
 		ev_submit_now(e);
 	else
-		ev_submit(e); /* a thread: its name can wait */
+		ev_submit(e);
 	return 0;
 }
 
@@ -757,7 +757,7 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct 
 		n = CP_FILENAME_MAX;
 	e->filename_len = n - 1;
 	e->h.size = CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + n);
-	ev_submit_now(e);
+	ev_submit(e);
 	return 0;
 }
 

@@ -492,6 +492,19 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
 			   __ATOMIC_SEQ_CST);
 	__atomic_fetch_and((uint64_t *)&b->skel->bss->go_tls_bits[pid >> 6], ~bit,
 			   __ATOMIC_SEQ_CST);
+	__atomic_fetch_and((uint64_t *)&b->skel->bss->fork_wake_bits[pid >> 6], ~bit,
+			   __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+int rec_bpf__fork_wakes(struct rec_bpf *b, pid_t pid)
+{
+	uint64_t bit, *w = target_word(b, pid, &bit);
+
+	if (!w)
+		return -EINVAL;
+	__atomic_fetch_or((uint64_t *)&b->skel->bss->fork_wake_bits[pid >> 6], bit,
+			  __ATOMIC_SEQ_CST);
 	return 0;
 }
 

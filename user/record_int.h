@@ -37,6 +37,9 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid);
 /* pid's Go crypto/tls Read and Write are probed: its socket reads tell the
  * Read they are made in their connection (bpf/tls.h go_read_conn). */
 int rec_bpf__go_tls(struct rec_bpf *b, pid_t pid);
+/* pid's forks wake the recorder at once (bpf/common.h fork_wake_bits): it
+ * has TLS capture, which its children need from their first requests. */
+int rec_bpf__fork_wakes(struct rec_bpf *b, pid_t pid);
 void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid, bool udp);
 int rec_bpf__attach(struct rec_bpf *b);
 /* One CP_MD_HOOK per hook. */

@@ -309,6 +309,8 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 		}
 	}
 	p->on = !err;
+	if (p->on)
+		rec_bpf__fork_wakes(b, pid);
 	if (p->on && t->attached++ < 16)
 		snprintf(t->list + strlen(t->list), sizeof(t->list) - strlen(t->list), "%s%d",
 			 t->attached > 1 ? ", " : "", pid);
