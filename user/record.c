@@ -688,6 +688,7 @@ int cmd_record(int argc, char **argv)
 				  .tls = true};
 	struct recorder *r = calloc(1, sizeof(*r));
 	struct rec_probes *probes = NULL;
+	struct rec_unlinker *unlink = NULL;
 	struct rec_meta_host host = {};
 	struct recording_info info = {.codec = RECORDING_LZ4};
 	struct recording_totals totals = {};
@@ -864,7 +865,9 @@ int cmd_record(int argc, char **argv)
 	err = rec_bpf__open_load(&r->bpf, &bo);
 	if (err)
 		goto cleanup;
-	err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet);
+	err = rec_unlinker__new(&unlink);
+	if (!err)
+		err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet, unlink);
 	if (err) {
 		fprintf(stderr, "critpath record: out of memory\n");
 		goto cleanup;
@@ -1036,8 +1039,9 @@ cleanup:
 		kill(r->child, SIGTERM);
 		waitpid(r->child, NULL, 0);
 	}
-	rec_probes__destroy(probes);
+	rec_probes__destroy(probes, unlink);
 	rec_tls__destroy(r->tls);
+	rec_unlinker__destroy(unlink); /* waits for the last of them, ~0.1 s each */
 	rec_bpf__destroy(r->bpf);
 	if (r->w)
 		recording_writer__close(r->w, NULL);

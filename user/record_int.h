@@ -15,7 +15,9 @@
 #include "recording.h"
 
 struct rec_bpf;
+struct bpf_link;
 struct bpf_program;
+struct rec_unlinker;
 
 struct rec_bpf_opts {
 	uint32_t payload_bytes;
@@ -82,7 +84,8 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 /* A CP_MD_PROBE and a CP_MD_HOOK per probe attached; adds them to *records. */
 int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, uint64_t ts,
 		      uint64_t *records);
-void rec_probes__destroy(struct rec_probes *p);
+/* Its uprobe links go to u to be destroyed. */
+void rec_probes__destroy(struct rec_probes *p, struct rec_unlinker *u);
 
 /* Go's crypto/tls in an executable (record_gotls.c): file offsets of
  * crypto/tls.(*Conn).Read's, Write's and the handshakes' entries and of
@@ -105,11 +108,19 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why);
  * section): a uretprobe on one of its functions would crash it. */
 bool rec_gotls__is_go(const char *bin);
 
+/* Uprobe links destroyed off the recorder's loop (record_unlink.c): each
+ * waits ~100 ms in the kernel for a grace period. put queues one (NULL u,
+ * or no thread: destroyed at once); destroy waits for all of them. */
+int rec_unlinker__new(struct rec_unlinker **u);
+void rec_unlinker__put(struct rec_unlinker *u, struct bpf_link *link);
+void rec_unlinker__destroy(struct rec_unlinker *u);
+
 /* TLS plaintext capture (record_tls.c): OpenSSL's read and write functions
  * in each target process that maps libssl. */
 struct rec_tls;
-/* off: why TLS capture is off (rec_bpf__tls_off), NULL when it is on. */
-int rec_tls__new(struct rec_tls **t, const char *off, bool quiet);
+/* off: why TLS capture is off (rec_bpf__tls_off), NULL when it is on; u:
+ * where its uprobe links go to be destroyed. */
+int rec_tls__new(struct rec_tls **t, const char *off, bool quiet, struct rec_unlinker *u);
 /* The recording's "tls" CP_MD_HOOK: on, or off and why. */
 int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uint64_t ts,
 			uint64_t *records);

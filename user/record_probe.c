@@ -318,11 +318,11 @@ int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, ui
 	return 0;
 }
 
-void rec_probes__destroy(struct rec_probes *p)
+void rec_probes__destroy(struct rec_probes *p, struct rec_unlinker *u)
 {
 	if (!p)
 		return;
 	for (int i = 0; i < p->nlinks; i++)
-		bpf_link__destroy(p->links[i]);
+		rec_unlinker__put(u, p->links[i]);
 	free(p);
 }

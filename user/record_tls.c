@@ -47,6 +47,7 @@ struct tls_exe {
 
 struct rec_tls {
 	bool quiet;
+	struct rec_unlinker *unlink; /* where uprobe links go to be destroyed */
 	const char *off;	/* why capture is off (static), NULL: on */
 	struct tls_proc *procs; /* live processes that map libssl */
 	int nprocs, capprocs;
@@ -61,11 +62,12 @@ struct rec_tls {
 	int nplain, capplain;
 };
 
-int rec_tls__new(struct rec_tls **t, const char *off, bool quiet)
+int rec_tls__new(struct rec_tls **t, const char *off, bool quiet, struct rec_unlinker *u)
 {
 	*t = calloc(1, sizeof(**t));
 	if (!*t)
 		return -ENOMEM;
+	(*t)->unlink = u;
 	(*t)->off = off;
 	(*t)->quiet = quiet;
 	return 0;
@@ -122,17 +124,18 @@ static int plain_add(struct rec_tls *t, struct tls_exe id)
 	return 0;
 }
 
-static void proc_detach(struct tls_proc *p)
+/* p's uprobes, destroyed off the recorder's loop (record_unlink.c) */
+static void proc_detach(struct rec_unlinker *u, struct tls_proc *p)
 {
 	while (p->nlinks)
-		bpf_link__destroy(p->links[--p->nlinks]);
+		rec_unlinker__put(u, p->links[--p->nlinks]);
 }
 
 /* Entry and return of each OpenSSL function in the ELF file bin, where
  * record_tls_at.c says, into p's links; what was attached into fns. On
  * failure, what this call attached is detached again. */
-static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const char *bin, char *fns,
-		      size_t n)
+static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
+		      const char *bin, char *fns, size_t n)
 {
 	struct tls_point pts[TLS_AT_MAX];
 	struct bpf_program *progs[2];
@@ -163,7 +166,7 @@ static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const ch
 	if (stepped)
 		snprintf(fns + strlen(fns), n - strlen(fns), ", %d stepped", stepped);
 	if (err)
-		proc_detach(p);
+		proc_detach(u, p);
 	return err;
 }
 
@@ -171,8 +174,8 @@ static int attach_lib(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const ch
  * entries of Read, Write and the handshakes, and Read's copy of its
  * plaintext or else each RET of Read. On failure, what this call attached
  * is detached again. */
-static int attach_go(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const char *bin,
-		     const struct go_tls_fns *f)
+static int attach_go(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
+		     const char *bin, const struct go_tls_fns *f)
 {
 	const struct {
 		uint64_t off;
@@ -206,7 +209,7 @@ static int attach_go(struct tls_proc *p, struct rec_bpf *b, pid_t pid, const cha
 			p->links[p->nlinks++] = l;
 	}
 	if (err)
-		proc_detach(p);
+		proc_detach(u, p);
 	return err;
 }
 
@@ -287,14 +290,14 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	p = &t->procs[t->nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
-	err = attach_lib(p, b, pid, bin, fns, sizeof(fns));
+	err = attach_lib(t->unlink, p, b, pid, bin, fns, sizeof(fns));
 	if (err && err != -ENOMEM && gone(pid))
 		err = -ESRCH; /* its /proc files went with it: not a missing symbol */
 	if (in_exe && err == -ENOENT) {
 		/* no OpenSSL in it: Go's crypto/tls, when it is Go */
 		err = rec_gotls__find(bin, &go, &why);
 		if (!err) {
-			err = attach_go(p, b, pid, bin, &go);
+			err = attach_go(t->unlink, p, b, pid, bin, &go);
 			if (!err)
 				err = rec_bpf__go_tls(b, pid);
 			/* the RETs single-stepped: ~11 us a Read */
@@ -372,7 +375,7 @@ void rec_tls__forget(struct rec_tls *t, pid_t pid)
 	for (int i = 0; t && i < t->nprocs; i++) {
 		if (t->procs[i].pid != pid)
 			continue;
-		proc_detach(&t->procs[i]);
+		proc_detach(t->unlink, &t->procs[i]);
 		t->procs[i] = t->procs[--t->nprocs];
 		return;
 	}
@@ -397,7 +400,7 @@ void rec_tls__destroy(struct rec_tls *t)
 	if (!t)
 		return;
 	for (int i = 0; i < t->nprocs; i++)
-		proc_detach(&t->procs[i]);
+		proc_detach(t->unlink, &t->procs[i]);
 	free(t->procs);
 	free(t->plain);
 	free(t);
