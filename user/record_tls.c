@@ -98,16 +98,6 @@ static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *ou
 	return 0;
 }
 
-/* Whether pid has exited (a zombie too: its /proc/PID/exe goes at exit). */
-static bool gone(pid_t pid)
-{
-	char path[32];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	return stat(path, &st) != 0;
-}
-
 /* An executable without OpenSSL's functions: not looked into again. */
 static int plain_add(struct rec_tls *t, struct tls_exe id)
 {
@@ -291,7 +281,7 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	err = attach_lib(t->unlink, p, b, pid, bin, fns, sizeof(fns));
-	if (err && err != -ENOMEM && gone(pid))
+	if (err && err != -ENOMEM && !rec_meta__alive(pid))
 		err = -ESRCH; /* its /proc files went with it: not a missing symbol */
 	if (in_exe && err == -ENOENT) {
 		/* no OpenSSL in it: Go's crypto/tls, when it is Go */
@@ -303,7 +293,7 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 			/* the RETs single-stepped: ~11 us a Read */
 			snprintf(fns, sizeof(fns), "Go's crypto/tls.(*Conn).Read/Write (%s%s)",
 				 go.version, go.copy ? "" : ", Read's RETs stepped");
-		} else if (err == -ENOENT && !gone(pid)) {
+		} else if (err == -ENOENT && rec_meta__alive(pid)) {
 			/* most executables have neither: nothing to say */
 			t->nprocs--;
 			return plain_add(t, exe);
