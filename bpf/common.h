@@ -189,9 +189,15 @@ int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uio
 #define SOCK_DIR_READ 1
 #define SOCK_DIR_WRITE 2
 
+/* id's bit in one of the per-pid bitsets (target_bits and its kin). */
+static __always_inline bool pid_bit(const __u64 *words, __u32 id)
+{
+	return (words[(id >> 6) & (TARGET_WORDS - 1)] >> (id & 63)) & 1;
+}
+
 static __always_inline bool tgid_is_target(__u32 tgid)
 {
-	return (target_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1;
+	return pid_bit(target_bits, tgid);
 }
 
 static __always_inline void target_add(__u32 tgid)

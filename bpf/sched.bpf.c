@@ -708,7 +708,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	e->child_pid = cpid;
 	e->child_tid = BPF_CORE_READ(child, pid);
 	bpf_core_read(e->child_comm, CP_COMM_LEN, &child->comm);
-	if (cpid != ppid && ((fork_wake_bits[(ppid >> 6) & (TARGET_WORDS - 1)] >> (ppid & 63)) & 1))
+	if (cpid != ppid && pid_bit(fork_wake_bits, ppid))
 		ev_submit_now(e);
 	else
 		ev_submit(e);

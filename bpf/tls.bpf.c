@@ -104,7 +104,7 @@ static __always_inline void tls_handshake_return(struct cp_tls_slot *s, const st
 
 static __always_inline bool tls_fd_style(__u32 tgid)
 {
-	return (tls_fd_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1;
+	return pid_bit(tls_fd_bits, tgid);
 }
 
 /* SSL * ssl's call moved n bytes in direction dir: whether it is the

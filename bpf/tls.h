@@ -91,7 +91,7 @@ static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir,
 {
 	struct cp_tls_slot *s;
 
-	if (!cfg_tls || !((tls_busy_bits[(tid >> 6) & (TARGET_WORDS - 1)] >> (tid & 63)) & 1))
+	if (!cfg_tls || !pid_bit(tls_busy_bits, tid))
 		return NULL;
 	s = bpf_task_storage_get(&tls_slots, bpf_get_current_task_btf(), 0, 0);
 	if (!s || !s->active)
@@ -173,7 +173,7 @@ static __always_inline void go_read_conn(struct pt_regs *regs, __u32 tgid,
 					 const struct cp_inflight *in)
 {
 #if defined(__TARGET_ARCH_x86)
-	if (cfg_tls && ((go_tls_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1))
+	if (cfg_tls && pid_bit(go_tls_bits, tgid))
 		cp_go_read_conn(regs->r14, tgid, in);
 #endif
 }

@@ -497,25 +497,25 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
 	return 0;
 }
 
+/* Sets pid's bit in words, one of the per-pid bitsets beside target_bits. */
+static int bit_set(struct rec_bpf *b, void *words, pid_t pid)
+{
+	uint64_t bit;
+
+	if (!target_word(b, pid, &bit))
+		return -EINVAL;
+	__atomic_fetch_or((uint64_t *)words + (pid >> 6), bit, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 int rec_bpf__fork_wakes(struct rec_bpf *b, pid_t pid)
 {
-	uint64_t bit, *w = target_word(b, pid, &bit);
-
-	if (!w)
-		return -EINVAL;
-	__atomic_fetch_or((uint64_t *)&b->skel->bss->fork_wake_bits[pid >> 6], bit,
-			  __ATOMIC_SEQ_CST);
-	return 0;
+	return bit_set(b, b->skel->bss ? b->skel->bss->fork_wake_bits : NULL, pid);
 }
 
 int rec_bpf__go_tls(struct rec_bpf *b, pid_t pid)
 {
-	uint64_t bit, *w = target_word(b, pid, &bit);
-
-	if (!w)
-		return -EINVAL;
-	__atomic_fetch_or((uint64_t *)&b->skel->bss->go_tls_bits[pid >> 6], bit, __ATOMIC_SEQ_CST);
-	return 0;
+	return bit_set(b, b->skel->bss ? b->skel->bss->go_tls_bits : NULL, pid);
 }
 
 /*
