@@ -388,12 +388,13 @@ static int md_hook(struct kp *kp, uint32_t host, const struct cp_md_hook *m, uin
 	if (strncmp(m->name, "tls pid ", 8) || !m->h.pid)
 		return 0;
 	if (m->status == CP_HOOK_UNAVAILABLE && !kp->tls_uncaptured++) {
+		static const char said[] = "no TLS plaintext: "; /* record_tls.c's */
 		const char *why = m->detail;
 		size_t n = strnlen(why, sizeof(m->detail));
 
-		if (n > 18 && !strncmp(why, "no TLS plaintext: ", 18)) {
-			why += 18;
-			n -= 18;
+		if (n > sizeof(said) - 1 && !strncmp(why, said, sizeof(said) - 1)) {
+			why += sizeof(said) - 1;
+			n -= sizeof(said) - 1;
 		}
 		snprintf(kp->tls_uncaptured_why, sizeof(kp->tls_uncaptured_why), "pid %u: %.*s",
 			 m->h.pid, (int)n, why);

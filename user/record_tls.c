@@ -98,6 +98,14 @@ static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *ou
 	return 0;
 }
 
+/* The summary's lists: the count-th pid, appended ("a, b, c") while the
+ * list shows the first max. */
+static void list_pid(char *list, size_t n, int count, int max, pid_t pid)
+{
+	if (count <= max)
+		snprintf(list + strlen(list), n - strlen(list), "%s%d", count > 1 ? ", " : "", pid);
+}
+
 /* An executable without OpenSSL's functions: not looked into again. */
 static int plain_add(struct rec_tls *t, struct tls_exe id)
 {
@@ -304,9 +312,8 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	p->on = !err;
 	if (p->on)
 		rec_bpf__fork_wakes(b, pid);
-	if (p->on && t->attached++ < 16)
-		snprintf(t->list + strlen(t->list), sizeof(t->list) - strlen(t->list), "%s%d",
-			 t->attached > 1 ? ", " : "", pid);
+	if (p->on)
+		list_pid(t->list, sizeof(t->list), ++t->attached, 16, pid);
 	if (err == -ENOMEM || err == -ESRCH)
 		return err; /* gone: nothing to say */
 	if (err) {
@@ -339,10 +346,7 @@ int rec_tls__missed(struct rec_tls *t, struct recording_writer *w, pid_t pid, ui
 {
 	char detail[sizeof(((struct cp_md_hook *)0)->detail)];
 
-	if (t->missed++ < 8)
-		snprintf(t->missed_list + strlen(t->missed_list),
-			 sizeof(t->missed_list) - strlen(t->missed_list), "%s%d",
-			 t->missed > 1 ? ", " : "", pid);
+	list_pid(t->missed_list, sizeof(t->missed_list), ++t->missed, 8, pid);
 	if (exited >= forked)
 		snprintf(detail, sizeof(detail),
 			 "no TLS plaintext: exited %.1f ms after its fork, before its uprobes were "
