@@ -1509,7 +1509,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 				works_for = ci;
 			else
 				works_for = c->ctx_owner1 ? c->ctx_owner1 - 1 : KP_NONE;
-			return err ?: kp__tl_call(kp, thread, ts, KP_NONE, works_for);
+			return err ?: kp__tl_call_read(kp, thread, ts, works_for, ci);
 		}
 		if (e->bytes == 0 && !udp && c->h2)
 			return kp__h2_close(kp, ci); /* EOF: no stream comes after it */

@@ -135,6 +135,9 @@ struct kp_ctx {
 	/* an HTTP/2 connection's streams it worked for, the ones whose frames
 	 * the write that ended the stretch carried; 0, 0: any of conn's */
 	uint32_t sid_lo, sid_hi;
+	/* the connection whose read began it (a downstream reply, the
+	 * request's own bytes), or KP_NONE: the walk's dependency there */
+	uint32_t via;
 };
 
 /* The frame of cpu time a thread spent on other connections' requests */
@@ -680,6 +683,8 @@ int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
  * worked for `before` (KP_NONE: as it was) since its call before, and
  * works for `after` (KP_NONE: nobody's) from end on. */
 int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after);
+/* the same for a read of conn `via` that makes it work for `after` */
+int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t end, uint32_t after, uint32_t via);
 /* the same for a write on an HTTP/2 connection: `before` only for its
  * streams sid_lo..sid_hi */
 int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,

@@ -27,6 +27,8 @@
 #define KP_WALK_MAX_JUMPS 64u /* jumps in a row without time moving back */
 #define KP_OWN_MAX_DEPTH 256u
 #define KP_WALK_ENTERED 8u
+#define KP_WALK_RET 16u
+#define KP_DEP_SCAN 8 /* contexts looked at for a request's next dependency */
 
 struct walk {
 	struct kp *kp;
@@ -59,6 +61,21 @@ struct walk {
 		const char *call;
 	} calls[KP_WALK_ENTERED];
 	uint32_t ncalls;
+	/* Interference entered from a waiting thread (a lock holder, a
+	 * thread serving another request): its time is on the path only back
+	 * to when the waiter began to wait (floor), then the path goes on in
+	 * the waiter (SCENARIOS.md cases 4, 8). Innermost last. */
+	struct {
+		uint32_t thread;
+		uint64_t floor;
+	} ret[KP_WALK_RET];
+	uint32_t nret;
+	/* A thread busy with other requests while this one's dependency (the
+	 * data of cut_conn, arrived at cut_ts) waited for it: its time back to
+	 * cut_ts is `(other requests)`, then the path follows the dependency
+	 * (SCENARIOS.md case 9). cut_thread KP_NONE: none. */
+	uint32_t cut_thread, cut_conn;
+	uint64_t cut_ts;
 };
 
 /* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
@@ -337,6 +354,12 @@ static bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
 	return a->depth == b->depth && !memcmp(a->stack, b->stack, a->depth * sizeof(a->stack[0]));
 }
 
+/* Two string ids name the same string (or both none) */
+static inline bool same_str(const struct kp *kp, int32_t x, int32_t y)
+{
+	return x == y || (x >= 0 && y >= 0 && kp->strs[x] == kp->strs[y]);
+}
+
 static inline __attribute__((always_inline)) int seg_addq(struct kp *kp, uint64_t a, uint64_t b,
 							  uint8_t cat, uint32_t thread, int16_t cpu,
 							  bool interf, int32_t peer, int32_t frame3,
@@ -353,7 +376,8 @@ static inline __attribute__((always_inline)) int seg_addq(struct kp *kp, uint64_
 		/* the last one added is the next in time: extend it when alike */
 		s = &kp->ws[kp->nws - 1];
 		if (s->start == b && s->cat == cat && s->thread == thread && s->cpu == cpu &&
-		    s->interference == interf && s->peer == peer && s->frame3 == frame3 &&
+		    s->interference == interf && same_str(kp, s->peer, peer) &&
+		    same_str(kp, s->frame3, frame3) &&
 		    s->queued == queued && !s->ncul && cat != CP_CAT_RUNQUEUE &&
 		    cat != CP_CAT_LOCK &&
 		    (s->pev == pev ||
@@ -660,7 +684,7 @@ static inline uint64_t cul_share(uint64_t ns, uint64_t part, uint64_t whole)
 }
 
 static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
-			uint64_t t, bool interf)
+			uint64_t t, bool interf, bool queued)
 {
 	struct kp *kp = w->kp;
 	struct kp_thread *th = &kp->th[thread];
@@ -676,8 +700,8 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	 * the request's hand-offs (a waker finishing its slice) or its peers. */
 	if (iv->ncul && (thread == w->serving || outside_culprits(w, th, iv)))
 		interf = true;
-	err =
-	    seg_add(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf, -1, proc_frame(w, thread));
+	err = seg_addq(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf || queued, -1,
+		       proc_frame(w, thread), queued);
 
 	if (err || t <= a)
 		return err;
@@ -698,6 +722,284 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	return 0;
 }
 
+/* The context of th at t (the last begun before t: an index into th->ctx,
+ * or -1), from where the last question about th left off when it can. */
+static int64_t ctx_at(struct kp_thread *th, uint64_t t)
+{
+	int64_t k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
+
+	if (k > 0 && th->ctx[k].ts >= t && th->ctx[k - 1].ts < t)
+		k--;
+	if (!(k >= 0 && th->ctx[k].ts < t &&
+	      (k + 1 >= (int64_t)th->nctx || th->ctx[k + 1].ts >= t)))
+		k = kp__tl_ctx_before(th, t);
+	if (k >= 0)
+		th->ctx_hint = (uint32_t)k;
+	return k;
+}
+
+/* The context k works for another request (a server connection that is
+ * not the walk's, nor one it came into) */
+static bool ctx_other(const struct walk *w, const struct kp_thread *th, int64_t k)
+{
+	return k >= 0 && th->ctx[k].conn != KP_NONE && !ctx_ours(w, &th->ctx[k]);
+}
+
+/* When the bytes a read of conn v took in arrived, the read ending at end:
+ * the last sk_data_ready on v before it, else the traced peer's write. */
+static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta)
+{
+	const struct kp_conn *c = &kp->cn[v];
+	const struct kp_write *src;
+
+	for (uint32_t i = c->ndr; i > 0; i--) {
+		if (c->dr[i - 1].ts <= end) {
+			*ta = c->dr[i - 1].ts;
+			return true;
+		}
+	}
+	src = net_source(kp, v, end);
+	if (!src)
+		return false;
+	*ta = src->exit < end ? src->exit : end;
+	return true;
+}
+
+/*
+ * The request's next dependency on th after t: the first context after t
+ * that works for the request and was begun by a read of another
+ * connection than the request's own (a downstream reply, the request that
+ * a downstream serves). Its connection and when its bytes arrived.
+ */
+static bool dep_find(const struct walk *w, const struct kp_thread *th, uint64_t t, uint32_t *via,
+		     uint64_t *ta)
+{
+	int64_t k = kp__tl_ctx_before(th, t);
+
+	for (int64_t j = k + 1; j < (int64_t)th->nctx && j <= k + KP_DEP_SCAN; j++) {
+		const struct kp_ctx *x = &th->ctx[j];
+
+		if (x->conn == KP_NONE || !ctx_ours(w, x))
+			continue;
+		if (x->via == KP_NONE || x->via == w->conn)
+			return false;
+		*via = x->via;
+		return arrival(w->kp, x->via, x->ts, ta);
+	}
+	return false;
+}
+
+/* The time [from, t] went to data arriving on conn v (a block it ended, or
+ * the request's dependency): into the traced peer's write that carried it,
+ * or a `network` blind spot naming the peer. *thread, *t: where the walk
+ * goes on; false: no traced peer's write is known. */
+static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uint32_t *thread,
+			  uint64_t *t, int *err)
+{
+	struct kp *kp = w->kp;
+	const struct kp_write *src = net_source(kp, v, *t);
+	uint64_t t2;
+	uint32_t pc;
+
+	if (!src)
+		return false;
+	t2 = src->exit < *t ? src->exit : *t;
+	pc = kp__conn_peer(kp, v);
+	/* into a downstream service's reply: what its threads do for that
+	 * call is ours */
+	if (pc != KP_NONE && kp->cn[pc].role == KP_ROLE_SERVER)
+		enter_conn(w, pc);
+	if (t2 < lo)
+		t2 = lo;
+	enter_call(w, src->thread, v);
+	*err = seg_add(kp, t2, *t, CP_CAT_NETWORK, KP_NONE, -1, !own, conn_peer_str(kp, v),
+		       proc_frame(w, src->thread));
+	*t = t2;
+	*thread = src->thread;
+	return true;
+}
+
+/* A `network` blind spot [a, t] on conn v, named by the peer's address (and
+ * the call made to it: "%.40s %.20s") */
+static int net_blind(struct walk *w, uint32_t v, uint64_t a, uint64_t t, bool own)
+{
+	struct kp *kp = w->kp;
+	int32_t ps = conn_peer_str(kp, v), fs = -1;
+
+	if (ps >= 0 && kp->cn[v].role == KP_ROLE_CLIENT && kp->cn[v].last_name[0])
+		fs = str_ref(kp, join_interned(kp, kp__str(kp, ps), 40, kp->cn[v].last_name, 20));
+	else if (ps >= 0)
+		fs = str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
+	return seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps, fs);
+}
+
+/* The request's dependency, cut_conn's bytes arrived at *t: into the peer
+ * that sent them, or a blind spot back to the last write on the
+ * connection (the call they answer), where the path goes on. */
+static int dep_follow(struct walk *w, uint64_t lo, uint32_t *thread, uint64_t *t)
+{
+	struct kp *kp = w->kp;
+	uint32_t v = w->cut_conn;
+	const struct kp_conn *c = &kp->cn[v];
+	uint64_t from = lo;
+	int err = 0;
+
+	w->cut_thread = KP_NONE;
+	if (net_into_peer(w, v, lo, true, thread, t, &err))
+		return err;
+	for (uint32_t i = c->nwr; i > 0; i--) {
+		if (c->wr[i - 1].exit <= *t) {
+			if (c->wr[i - 1].exit > lo) {
+				from = c->wr[i - 1].exit;
+				*thread = c->wr[i - 1].thread;
+			}
+			break;
+		}
+	}
+	err = net_blind(w, v, from, *t, true);
+	*t = from;
+	return err;
+}
+
+/* [a, t] of interval iv of a thread working for other requests than the
+ * walk's: interference, under KP_QUEUED_FRAME, whatever its state */
+static int queued_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
+		      uint64_t t)
+{
+	int32_t f3 = proc_frame(w, thread);
+
+	switch (iv->state) {
+	case KP_ST_RUNNING:
+		return cpu_seg(w, thread, iv->cpu, a, t, true, f3, true);
+	case KP_ST_RUNNABLE:
+		return runqueue_seg(w, thread, iv, a, t, true, true);
+	case KP_ST_BLOCKED:
+		return seg_addq(w->kp, a, t, block_category(iv), thread, -1, true, -1, f3, true);
+	default:
+		return seg_addq(w->kp, a, t, CP_CAT_UNEXPLAINED, thread, -1, true, -1, f3, true);
+	}
+}
+
+/* Whether waker's time at t is interference for the walk's request: not
+ * owned (DESIGN.md section 5), or working for another request by its calls */
+static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
+{
+	struct kp_thread *th = &w->kp->th[waker];
+	int64_t idx = kp__tl_find(th, t);
+
+	if (idx < 0 || !owned(w, waker, idx))
+		return true;
+	return th->nctx && ctx_other(w, th, ctx_at(th, t));
+}
+
+/* One interval of the walk's thread, [a, t] of iv, in the request's own
+ * time: its category, or a jump (*thread, *t changed, *jumped). */
+static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uint64_t a,
+		   uint64_t *t, uint64_t lo, bool own, bool *lock_chain, uint32_t *jumps,
+		   bool *jumped)
+{
+	struct kp *kp = w->kp;
+	struct kp_thread *th = &kp->th[*thread];
+	int err = 0;
+
+	switch (iv->state) {
+	case KP_ST_RUNNING:
+	case KP_ST_RUNNABLE:
+		/* DESIGN: interference reached through a futex wait is `lock`,
+		 * its thread (the holder) the culprit. While the holder waits
+		 * for a CPU it stays `runqueue`, with the tasks that held the
+		 * CPU: that names who starved it. */
+		if (!own && *lock_chain && iv->state == KP_ST_RUNNING) {
+			err = seg_add(kp, a, *t, CP_CAT_LOCK, *thread, iv->cpu, true, -1,
+				      proc_frame(w, *thread));
+			if (!err && *t > a)
+				err = cul_add(kp, th->pid, th->tid, kp__thread_comm(kp, *thread),
+					      *t - a);
+		} else if (iv->state == KP_ST_RUNNABLE) {
+			err = runqueue_seg(w, *thread, iv, a, *t, !own, false);
+		} else {
+			err = ctx_cpu_seg(w, *thread, iv->cpu, a, *t, proc_frame(w, *thread), own);
+		}
+		return err;
+	case KP_ST_BLOCKED:
+		break;
+	default:
+		return seg_add(kp, a, *t, CP_CAT_UNEXPLAINED, *thread, -1, !own, -1,
+			       proc_frame(w, *thread));
+	}
+	if (iv->end > *t || *jumps >= KP_WALK_MAX_JUMPS)
+		return seg_add(kp, a, *t, block_category(iv), *thread, -1, !own, -1,
+			       proc_frame(w, *thread));
+	if ((iv->wake == KP_WK_TASK || iv->wake == KP_WK_NEW) && iv->waker != KP_NONE) {
+		/* a lock holder is reached through a futex wait */
+		if (iv->reason == KP_BR_FUTEX)
+			*lock_chain = true;
+		/* the waker's time before this wait began is not the request's
+		 * unless the waker worked for it */
+		if (iv->start > lo && w->nret < KP_WALK_RET &&
+		    (!own || waker_interferes(w, iv->waker, *t))) {
+			w->ret[w->nret].thread = *thread;
+			w->ret[w->nret].floor = iv->start;
+			w->nret++;
+		}
+		*thread = iv->waker;
+		*jumped = true;
+		return 0;
+	}
+	if (iv->wake == KP_WK_NET && iv->conn != w->conn &&
+	    net_into_peer(w, iv->conn, lo, own, thread, t, &err)) {
+		*lock_chain = false;
+		*jumped = true;
+		return err;
+	}
+	if (iv->wake == KP_WK_NET && iv->conn != KP_NONE &&
+	    (iv->conn == w->conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
+		/* bytes of this (or another) request on their way in: name the
+		 * client, no downstream frame */
+		return seg_add(kp, a, *t, CP_CAT_NETWORK, KP_NONE, -1, !own,
+			       str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)), -1);
+	}
+	/* data from an untraced peer: a network blind spot too (a Unix-domain
+	 * peer wakes the reader from its own task, not from NET_RX; in poll,
+	 * the connection is the one read next: kp__tl_poll_source) */
+	if (iv->wake == KP_WK_NET || (iv->reason == KP_BR_SOCK && iv->wake == KP_WK_NONE) ||
+	    ((iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL) && iv->wake == KP_WK_TASK &&
+	     iv->waker == KP_NONE && iv->conn != KP_NONE))
+		return net_blind(w, iv->conn, a, *t, own);
+	return seg_add(kp, a, *t, block_category(iv), *thread, -1, !own, -1,
+		       proc_frame(w, *thread));
+}
+
+/*
+ * The request's own time on a thread that works for other requests at t
+ * (by its calls), or waits in poll for what turns out to be another
+ * connection's data: where the request's next dependency is known and
+ * arrived before t, the thread's time back to its arrival is interference
+ * and the path then follows it (w->cut_*). Returns whether it set one.
+ */
+static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t,
+		    uint64_t lo, bool other)
+{
+	struct kp_thread *th = &w->kp->th[thread];
+	uint64_t ta;
+	uint32_t v;
+
+	if (!other && !(iv->state == KP_ST_BLOCKED && iv->reason == KP_BR_POLL && iv->end <= t))
+		return false;
+	if (!dep_find(w, th, t, &v, &ta))
+		return false;
+	if (!other && v == iv->conn)
+		return false; /* the poll wait ended with the dependency itself */
+	if (ta > t)
+		ta = t;
+	if (ta <= lo)
+		return false;
+	w->cut_thread = thread;
+	w->cut_conn = v;
+	w->cut_ts = ta;
+	return true;
+}
+
 int kp__walk(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
@@ -708,7 +1010,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			 .proc = c->proc,
 			 .start = c->req.start,
 			 .memo_thread = KP_NONE,
-			 .f3_proc = KP_NONE};
+			 .f3_proc = KP_NONE,
+			 .cut_thread = KP_NONE};
 	uint64_t t = c->req.end, S = c->req.start;
 	uint32_t thread = c->req.writer, jumps = 0, steps = 0;
 	bool lock_chain = false;
@@ -721,139 +1024,79 @@ int kp__walk(struct kp *kp, uint32_t conn)
 		kp->own_gen = 1; /* never 0, the stamp of a slot never used */
 	}
 	while (t > S && !err) {
-		struct kp_thread *th = &kp->th[thread];
-		int64_t idx = kp__tl_find(th, t);
-		const struct kp_iv *iv;
-		bool own, jumped = false;
-		uint64_t a;
+		uint64_t lo = w.nret ? w.ret[w.nret - 1].floor : S;
+		struct kp_thread *th;
+		bool jumped = false;
+		int64_t idx;
 
-		if (idx < 0 || ++steps > KP_WALK_MAX_STEPS) {
-			err = seg_add(kp, S, t, CP_CAT_UNEXPLAINED, thread, -1, false, -1, -1);
-			break;
+		if (t <= lo) {
+			/* the interference reached the moment its waiter began
+			 * to wait: the path goes on in the waiter */
+			thread = w.ret[--w.nret].thread;
+			lock_chain = false;
+			continue;
 		}
-		for (; idx >= 0 && t > S && !err; idx--) {
-			iv = &th->iv[idx];
-			a = iv->start > S ? iv->start : S;
-			own = owned(&w, thread, idx);
-			if (own)
-				lock_chain = false;
-			switch (iv->state) {
-			case KP_ST_RUNNING:
-			case KP_ST_RUNNABLE:
-				/* DESIGN: interference reached through a futex wait is
-				 * `lock`, its thread (the holder) the culprit. While the
-				 * holder waits for a CPU it stays `runqueue`, with the
-				 * tasks that held the CPU: that names who starved it. */
-				if (!own && lock_chain && iv->state == KP_ST_RUNNING) {
-					err = seg_add(kp, a, t, CP_CAT_LOCK, thread, iv->cpu, true,
-						      -1, proc_frame(&w, thread));
-					if (!err && t > a)
-						err = cul_add(kp, th->pid, th->tid,
-							      kp__thread_comm(kp, thread), t - a);
-				} else if (iv->state == KP_ST_RUNNABLE) {
-					err = runqueue_seg(&w, thread, iv, a, t, !own);
+		th = &kp->th[thread];
+		idx = kp__tl_find(th, t);
+		if (idx < 0 || ++steps > KP_WALK_MAX_STEPS) {
+			err = seg_add(kp, lo, t, CP_CAT_UNEXPLAINED, thread, -1, w.nret > 0, -1, -1);
+			t = lo;
+			if (steps > KP_WALK_MAX_STEPS)
+				break;
+			continue;
+		}
+		while (idx >= 0 && t > lo && !err) {
+			const struct kp_iv *iv = &th->iv[idx];
+			uint64_t a = iv->start > lo ? iv->start : lo;
+			bool own = false;
+
+			if (w.cut_thread == thread && t <= w.cut_ts) {
+				err = dep_follow(&w, lo, &thread, &t);
+				jumped = true;
+				break;
+			}
+			if (w.cut_thread == thread) {
+				if (a < w.cut_ts)
+					a = w.cut_ts;
+				err = queued_seg(&w, thread, iv, a, t);
+			} else {
+				own = !w.nret && owned(&w, thread, idx);
+				if (own)
+					lock_chain = false;
+				if (own && th->nctx) {
+					/* one stretch of the thread's calls at a time */
+					int64_t k = ctx_at(th, t);
+					bool other = ctx_other(&w, th, k);
+
+					if (k >= 0 && th->ctx[k].ts > a)
+						a = th->ctx[k].ts;
+					if (w.cut_thread == KP_NONE && dep_cut(&w, thread, iv, t, lo, other))
+						continue;
+					if (other)
+						err = queued_seg(&w, thread, iv, a, t);
+					else
+						err = walk_iv(&w, &thread, iv, a, &t, lo, own, &lock_chain,
+							      &jumps, &jumped);
 				} else {
-					err = ctx_cpu_seg(&w, thread, iv->cpu, a, t,
-							  proc_frame(&w, thread), own);
+					err = walk_iv(&w, &thread, iv, a, &t, lo, own, &lock_chain,
+						      &jumps, &jumped);
 				}
-				break;
-			case KP_ST_BLOCKED:
-				if (iv->end > t || jumps >= KP_WALK_MAX_JUMPS) {
-					err = seg_add(kp, a, t, block_category(iv), thread, -1,
-						      !own, -1, proc_frame(&w, thread));
-					break;
-				}
-				if ((iv->wake == KP_WK_TASK || iv->wake == KP_WK_NEW) &&
-				    iv->waker != KP_NONE) {
-					/* a lock holder is reached through a futex wait */
-					if (iv->reason == KP_BR_FUTEX)
-						lock_chain = true;
-					thread = iv->waker;
-					jumped = true;
-					break;
-				}
-				if (iv->wake == KP_WK_NET && iv->conn != conn) {
-					const struct kp_write *src = net_source(kp, iv->conn, t);
-
-					if (src) {
-						uint64_t t2 = src->exit < t ? src->exit : t;
-						uint32_t pc = kp__conn_peer(kp, iv->conn);
-
-						/* into a downstream service's reply: what
-						 * its threads do for that call is ours */
-						if (pc != KP_NONE &&
-						    kp->cn[pc].role == KP_ROLE_SERVER)
-							enter_conn(&w, pc);
-
-						if (t2 < S)
-							t2 = S;
-						enter_call(&w, src->thread, iv->conn);
-						err = seg_add(kp, t2, t, CP_CAT_NETWORK, KP_NONE,
-							      -1, !own, conn_peer_str(kp, iv->conn),
-							      proc_frame(&w, src->thread));
-						t = t2;
-						thread = src->thread;
-						lock_chain = false;
-						jumped = true;
-						break;
-					}
-				}
-				if (iv->wake == KP_WK_NET && iv->conn != KP_NONE &&
-				    (iv->conn == conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
-					/* bytes of this (or another) request on their way in:
-					 * name the client, no downstream frame */
-					err = seg_add(
-					    kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
-					    str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)),
-					    -1);
-					break;
-				}
-				/* data from an untraced peer: a network blind spot too
-				 * (a Unix-domain peer wakes the reader from its own
-				 * task, not from NET_RX; in poll, the connection is the
-				 * one read next: kp__tl_poll_source) */
-				if (iv->wake == KP_WK_NET ||
-				    (iv->reason == KP_BR_SOCK && iv->wake == KP_WK_NONE) ||
-				    ((iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL) &&
-				     iv->wake == KP_WK_TASK && iv->waker == KP_NONE &&
-				     iv->conn != KP_NONE)) {
-					int32_t ps = conn_peer_str(kp, iv->conn), fs = -1;
-
-					/* the address (a frame: interned), and the call
-					 * made to it: "%.40s %.20s" */
-					if (ps >= 0 && kp->cn[iv->conn].role == KP_ROLE_CLIENT &&
-					    kp->cn[iv->conn].last_name[0])
-						fs = str_ref(
-						    kp,
-						    join_interned(kp, kp__str(kp, ps), 40,
-								  kp->cn[iv->conn].last_name, 20));
-					else if (ps >= 0)
-						fs = str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
-					err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own,
-						      ps, fs);
-					break;
-				}
-				err = seg_add(kp, a, t, block_category(iv), thread, -1, !own, -1,
-					      proc_frame(&w, thread));
-				break;
-			default:
-				err = seg_add(kp, a, t, CP_CAT_UNEXPLAINED, thread, -1, !own, -1,
-					      proc_frame(&w, thread));
-				break;
 			}
 			if (jumped)
 				break;
 			t = a;
 			jumps = 0;
+			if (t <= iv->start)
+				idx--;
 		}
 		if (jumped) {
 			jumps++;
 			continue;
 		}
-		if (t > S && !err) {
+		if (t > lo && !err) {
 			/* ran off the start of what we know of this thread */
-			err = seg_add(kp, S, t, CP_CAT_UNEXPLAINED, thread, -1, false, -1, -1);
-			break;
+			err = seg_add(kp, lo, t, CP_CAT_UNEXPLAINED, thread, -1, w.nret > 0, -1, -1);
+			t = lo;
 		}
 	}
 	if (err)

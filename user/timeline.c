@@ -536,7 +536,8 @@ static bool ctx_same(const struct kp_ctx *c, uint32_t conn, uint32_t lo, uint32_
 	return c->conn == conn && c->sid_lo == lo && c->sid_hi == hi;
 }
 
-static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo, uint32_t hi)
+static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo, uint32_t hi,
+		   uint32_t via)
 {
 	struct kp_ctx *c;
 
@@ -544,6 +545,10 @@ static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo,
 		/* from the same instant (or, in a damaged stream, earlier): the
 		 * later word replaces the earlier */
 		c = &t->ctx[t->nctx - 1];
+		/* a response write's stretch begun by the read it follows
+		 * keeps that read's connection */
+		if (via != KP_NONE || c->conn != conn)
+			c->via = via;
 		c->conn = conn;
 		c->sid_lo = lo;
 		c->sid_hi = hi;
@@ -560,20 +565,21 @@ static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo,
 	c->conn = conn;
 	c->sid_lo = lo;
 	c->sid_hi = hi;
+	c->via = via;
 	return 0;
 }
 
 static int tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t lo,
-		   uint32_t hi, uint32_t after)
+		   uint32_t hi, uint32_t after, uint32_t via)
 {
 	struct kp_thread *t = &kp->th[thread];
 	int err = 0;
 
 	if (before != KP_NONE)
 		err = ctx_set(t, t->last_call && t->last_call <= end ? t->last_call : end, before,
-			      lo, hi);
+			      lo, hi, KP_NONE);
 	if (!err)
-		err = ctx_set(t, end, after, 0, 0);
+		err = ctx_set(t, end, after, 0, 0, via);
 	if (end > t->last_call)
 		t->last_call = end;
 	return err;
@@ -581,13 +587,18 @@ static int tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before
 
 int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after)
 {
-	return tl_call(kp, thread, end, before, 0, 0, after);
+	return tl_call(kp, thread, end, before, 0, 0, after, KP_NONE);
+}
+
+int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t end, uint32_t after, uint32_t via)
+{
+	return tl_call(kp, thread, end, KP_NONE, 0, 0, after, via);
 }
 
 int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,
 			uint32_t sid_lo, uint32_t sid_hi)
 {
-	return tl_call(kp, thread, end, before, sid_lo, sid_hi, KP_NONE);
+	return tl_call(kp, thread, end, before, sid_lo, sid_hi, KP_NONE, KP_NONE);
 }
 
 int64_t kp__tl_ctx_before(const struct kp_thread *t, uint64_t ts)

@@ -80,17 +80,20 @@ static void test_lock_recording(void **state)
 	assert_string_equal(q->host, "host-1");
 	assert_int_equal(q->start_ns, B);
 	assert_int_equal(q->end_ns, B + 13 * U);
-	assert_int_equal(q->nsegs, 2);
-	assert_int_equal(q->segs[0].category, CP_CAT_LOCK);
-	assert_int_equal(q->segs[0].tid, 101);
-	assert_string_equal(q->segs[0].cpu_model, "Test CPU B");
-	assert_string_equal(q->segs[0].sku, "sku-x");
-	assert_int_equal(q->segs[1].category, CP_CAT_CPU);
-	assert_string_equal(q->segs[1].cpu_model, "Test CPU A");
+	/* SCENARIOS.md case 4: R 0→1, the holder 1→11 (R's wait), R 11→13 */
+	assert_int_equal(q->nsegs, 3);
+	assert_int_equal(q->segs[0].category, CP_CAT_CPU);
+	assert_int_equal(q->segs[0].tid, 100);
+	assert_int_equal(q->segs[1].category, CP_CAT_LOCK);
+	assert_int_equal(q->segs[1].tid, 101);
+	assert_string_equal(q->segs[1].cpu_model, "Test CPU B");
+	assert_string_equal(q->segs[1].sku, "sku-x");
+	assert_int_equal(q->segs[2].category, CP_CAT_CPU);
+	assert_string_equal(q->segs[2].cpu_model, "Test CPU A");
 	assert_true(r->ncontention >= 1);
 	assert_int_equal(r->contention[0].tid, 101);
 	assert_int_equal(r->contention[0].category, CP_CAT_LOCK);
-	assert_int_equal(r->contention[0].ns, 11 * U);
+	assert_int_equal(r->contention[0].ns, 10 * U);
 	engine__free(e);
 	unlink(path);
 }
@@ -114,8 +117,8 @@ static void test_split_recordings(void **state)
 	kb_write_recording(&b, p2, b.n / 2, b.n);
 	r = analyze(e, paths, 2);
 	assert_int_equal(r->nrequests, 1);
-	assert_int_equal(r->requests[0]->nsegs, 2);
-	assert_int_equal(r->requests[0]->segs[0].category, CP_CAT_LOCK);
+	assert_int_equal(r->requests[0]->nsegs, 3);
+	assert_int_equal(r->requests[0]->segs[1].category, CP_CAT_LOCK);
 	engine__free(e);
 	unlink(p1);
 	unlink(p2);

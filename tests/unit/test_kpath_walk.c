@@ -839,12 +839,14 @@ static void lock_holder_from_b(struct kb *b)
 }
 
 /* 4. Lock holder: R runs 0→1, blocks on a futex 1→11 held by H (running
- * 0→11, not woken by R), R runs 11→13. Path: H 0→11 lock, then R 11→13. */
+ * 0→11, not woken by R), R runs 11→13. Path: R 0→1, H 1→11 lock (exactly
+ * R's wait: H's 0→1 did not delay R), R 11→13. */
 static void test_lock_holder(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-	    {0, 11, CP_CAT_LOCK, 101, true},
+	    {0, 1, CP_CAT_CPU, 100, false},
+	    {1, 11, CP_CAT_LOCK, 101, true},
 	    {11, 13, CP_CAT_CPU, 100, false},
 	};
 	const struct kb_req *q;
@@ -859,22 +861,22 @@ static void test_lock_holder(void **state)
 	assert_int_equal(kb_run(&b), 0);
 	assert_int_equal(b.nreqs, 1);
 	q = &b.reqs[0];
-	check_path(q, w, 2);
-	assert_int_equal(q->segs[0].ncul, 1);
-	assert_int_equal(q->segs[0].cul_tid[0], 101);
-	assert_int_equal(q->segs[0].cul_ns[0], 11 * U);
+	check_path(q, w, 3);
+	assert_int_equal(q->segs[1].ncul, 1);
+	assert_int_equal(q->segs[1].cul_tid[0], 101);
+	assert_int_equal(q->segs[1].cul_ns[0], 10 * U);
 }
 
 /* 4b. The same holder woken from its sleep by a timer (hardirq) on the CPU
  * where the request's bytes had arrived just before: that wakeup is the
- * timer's, not the packet's, so the holder's 1→11 is still `lock` (not own
- * work reached through the request's data) and 0→1 is its sleep. */
+ * timer's, not the packet's, so the holder's 2→11 is still `lock` (not own
+ * work reached through the request's data); R ran 0→2. */
 static void test_lock_holder_timer_after_rx(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-	    {0, 1, CP_CAT_SLEEP, 101, true},
-	    {1, 11, CP_CAT_LOCK, 101, true},
+	    {0, 2, CP_CAT_CPU, 100, false},
+	    {2, 11, CP_CAT_LOCK, 101, true},
 	    {11, 13, CP_CAT_CPU, 100, false},
 	};
 	const struct kb_req *q;
@@ -898,7 +900,7 @@ static void test_lock_holder_timer_after_rx(void **state)
 	check_path(q, w, 3);
 	assert_int_equal(q->segs[1].ncul, 1);
 	assert_int_equal(q->segs[1].cul_tid[0], 101);
-	assert_int_equal(q->segs[1].cul_ns[0], 10 * U);
+	assert_int_equal(q->segs[1].cul_ns[0], 9 * U);
 }
 
 /* 4c. Scenario 4 where the kernel did not report R's switch-in after the
@@ -913,7 +915,8 @@ static void test_lock_holder_inferred_switch_in(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-	    {0, 11, CP_CAT_LOCK, 101, true},
+	    {0, 1, CP_CAT_CPU, 100, false},
+	    {1, 11, CP_CAT_LOCK, 101, true},
 	    {11, 12, CP_CAT_RUNQUEUE, 100, true},
 	    {12, 13, CP_CAT_CPU, 100, false},
 	};
@@ -933,10 +936,10 @@ static void test_lock_holder_inferred_switch_in(void **state)
 	assert_int_equal(b.inferred, 1);
 	assert_int_equal(b.nreqs, 1);
 	q = &b.reqs[0];
-	check_path(q, w, 3);
-	assert_int_equal(q->segs[1].ncul, 1);
-	assert_int_equal(q->segs[1].cul_tid[0], 75);
-	assert_int_equal(q->segs[1].cul_ns[0], 1 * U);
+	check_path(q, w, 4);
+	assert_int_equal(q->segs[2].ncul, 1);
+	assert_int_equal(q->segs[2].cul_tid[0], 75);
+	assert_int_equal(q->segs[2].cul_ns[0], 1 * U);
 }
 
 /* The same with the inferred switch-in at R's wakeup itself (the hidden task
@@ -948,7 +951,8 @@ static void test_lock_holder_inferred_switch_at_wakeup(void **state)
 {
 	static struct kb b;
 	const struct want w[] = {
-	    {0, 11, CP_CAT_LOCK, 101, true},
+	    {0, 1, CP_CAT_CPU, 100, false},
+	    {1, 11, CP_CAT_LOCK, 101, true},
 	    {11, 13, CP_CAT_CPU, 100, false},
 	};
 	struct cp_ev_sched_switch *in;
@@ -964,8 +968,107 @@ static void test_lock_holder_inferred_switch_at_wakeup(void **state)
 	assert_int_equal(kb_run(&b), 0);
 	assert_int_equal(b.inferred, 1);
 	assert_int_equal(b.nreqs, 1);
-	check_path(&b.reqs[0], w, 2);
-	assert_int_equal(b.reqs[0].segs[0].cul_tid[0], 101);
+	check_path(&b.reqs[0], w, 3);
+	assert_int_equal(b.reqs[0].segs[1].cul_tid[0], 101);
+}
+
+/* 8. Interpreter lock after a sleep: R's thread T runs 0→1 and sleeps 1→20
+ * (a timer), runs 20→21, then waits for the GIL (a futex) 21→24 held by U,
+ * which serves another request (it read c2 before B) and was woken at 1 by
+ * T's own release of the lock. Path: T 0→1, T sleep 1→20, T 20→21, lock
+ * 21→24 (U, interference), T 24→25: U's history before 21 is not R's. */
+static void test_gil_after_sleep(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
+	const char *other = "GET /other HTTP/1.1\r\n\r\n";
+	const struct want w[] = {
+	    {0, 1, CP_CAT_CPU, 100, false},	 {1, 20, CP_CAT_SLEEP, 100, false},
+	    {20, 21, CP_CAT_CPU, 100, false}, {21, 24, CP_CAT_LOCK, 101, true},
+	    {24, 25, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q = NULL;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "python3");
+	/* U reads its own request, then waits for the GIL */
+	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B - 6 * U, 1, 100, c2, 3000 + (uint32_t)strlen(other));
+	kb_wake(&b, B - 6 * U, 1, 100, 101, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B - 6 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "U");
+	kb_sock(&b, B - 60 * U - 1, B - 5 * U, 100, 101, CP_SOCK_READ, 6, c2,
+		(int64_t)strlen(other), 3000, other);
+	kb_switch(&b, B - 4 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_futex(&b, B - 4 * U - 100, B + 1 * U + 500, 100, 101, 0x3000);
+	serve_from_b(&b, 100, 100, 0, "GET /sleep HTTP/1.1\r\n\r\n");
+	/* T releases the GIL as it goes to sleep: U runs 1→30 */
+	kb_wake(&b, B + 1 * U, 0, 100, 101, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 1 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "U");
+	kb_wake(&b, B + 20 * U, 0, 100, 100, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 20 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "T");
+	kb_switch(&b, B + 21 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 24 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 24 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "T");
+	kb_futex(&b, B + 21 * U - 100, B + 24 * U + 500, 100, 100, 0x3000);
+	respond_at(&b, B + 25 * U, 100, 100);
+	kb_switch(&b, B + 30 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		if (!strcmp(b.reqs[i].name, "GET /sleep"))
+			q = &b.reqs[i];
+	assert_non_null(q);
+	check_path(q, w, 5);
+	assert_int_equal(q->segs[3].ncul, 1);
+	assert_int_equal(q->segs[3].cul_tid[0], 101);
+	assert_int_equal(q->segs[3].cul_ns[0], 3 * U);
+}
+
+/* 9. Event loop: L serves c1 (R) and c2. R's bytes arrive at 0; L runs R's
+ * handler 0→1 and calls 10.0.0.7:5432 (untraced) for R on d1, then waits in
+ * epoll; c2's data wakes it at 5 and it runs c2's work 5→8; d1's reply for
+ * R arrived at 6. L reads it at 8 and answers R at 9. Path: L 0→1, network
+ * 1→6 (the downstream, not c2's client), L (other requests) 6→8, L 8→9. */
+static void test_event_loop_dependency(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
+	const struct kb_tuple d1 = {"10.0.0.1", 41000, "10.0.0.7", 5432};
+	const char *other = "GET /other HTTP/1.1\r\n\r\n";
+	const struct want w[] = {
+	    {0, 1, CP_CAT_CPU, 100, false},
+	    {1, 6, CP_CAT_NETWORK, -1, false},
+	    {6, 8, CP_CAT_CPU, 100, true},
+	    {8, 9, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q = NULL;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "loop");
+	serve_from_b(&b, 100, 100, 0, "GET /db HTTP/1.1\r\n\r\n");
+	kb_sock(&b, B + 1 * U - 1000, B + 1 * U, 100, 100, CP_SOCK_WRITE, 8, d1, 10, 1, "q1\r\n");
+	kb_switch(&b, B + 1 * U + 200, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 5 * U, 0, 100, c2, 3000 + (uint32_t)strlen(other));
+	kb_wake(&b, B + 5 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 5 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "loop");
+	kb_epoll(&b, B + 1 * U + 100, B + 5 * U + 100, 100, 100, 1);
+	kb_sock(&b, B + 5 * U + 200, B + 5 * U + 300, 100, 100, CP_SOCK_READ, 6, c2,
+		(int64_t)strlen(other), 3000, other);
+	kb_dready(&b, B + 6 * U, 1, 100, d1, 100);
+	kb_sock(&b, B + 8 * U - 100, B + 8 * U, 100, 100, CP_SOCK_WRITE, 6, c2, 40, 7000,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	kb_sock(&b, B + 8 * U + 100, B + 8 * U + 200, 100, 100, CP_SOCK_READ, 8, d1, 20, 50,
+		"R\r\n");
+	respond_at(&b, B + 9 * U, 100, 100);
+	kb_switch(&b, B + 10 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		if (!strcmp(b.reqs[i].name, "GET /db"))
+			q = &b.reqs[i];
+	assert_non_null(q);
+	check_path(q, w, 4);
+	assert_string_equal(q->segs[1].peer, "10.0.0.7:5432");
+	assert_string_equal(q->segs[2].frame3, KP_QUEUED_FRAME);
 }
 
 /* 5. Hand-off: R runs 0→2, wakes W at 2 and blocks; W runs 2→8 and wakes R;
@@ -1604,6 +1707,8 @@ int main(void)
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_cpt_figure_2c),
 	    cmocka_unit_test(test_lock_holder),
+	    cmocka_unit_test(test_gil_after_sleep),
+	    cmocka_unit_test(test_event_loop_dependency),
 	    cmocka_unit_test(test_lock_holder_timer_after_rx),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_in),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),

@@ -155,9 +155,10 @@ static void test_json(void **state)
 	assert_string_equal(YAJL_GET_STRING(jget(reqs->u.array.values[0], "service")), "srv:80");
 	assert_string_equal(YAJL_GET_STRING(jget(reqs->u.array.values[0], "host")), "host-1");
 	assert_true(YAJL_IS_FALSE(jget(reqs->u.array.values[0], "partial")));
+	/* SCENARIOS.md case 4: R's cpu, the holder for R's wait, R's cpu */
 	seg = jget(reqs->u.array.values[0], "critical_path");
-	assert_int_equal(seg->u.array.len, 2);
-	seg = seg->u.array.values[0];
+	assert_int_equal(seg->u.array.len, 3);
+	seg = seg->u.array.values[1];
 	assert_string_equal(YAJL_GET_STRING(jget(seg, "category")), "lock");
 	assert_true(YAJL_IS_TRUE(jget(seg, "interference")));
 	assert_int_equal(YAJL_GET_INTEGER(jget(seg, "pid")), 100);
@@ -169,11 +170,11 @@ static void test_json(void **state)
 	cul = jget(seg, "culprits");
 	assert_int_equal(cul->u.array.len, 1);
 	assert_int_equal(YAJL_GET_INTEGER(jget(cul->u.array.values[0], "tid")), 101);
-	assert_int_equal(YAJL_GET_INTEGER(jget(cul->u.array.values[0], "ns")), 11 * U);
+	assert_int_equal(YAJL_GET_INTEGER(jget(cul->u.array.values[0], "ns")), 10 * U);
 	cont = jget(v, "contention");
 	assert_true(cont->u.array.len >= 1);
 	assert_string_equal(YAJL_GET_STRING(jget(cont->u.array.values[0], "category")), "lock");
-	assert_int_equal(YAJL_GET_INTEGER(jget(cont->u.array.values[0], "ns")), 22 * U);
+	assert_int_equal(YAJL_GET_INTEGER(jget(cont->u.array.values[0], "ns")), 20 * U);
 	assert_int_equal(YAJL_GET_INTEGER(jget(cont->u.array.values[0], "requests")), 2);
 	yajl_tree_free(v);
 	free(s);
@@ -190,8 +191,8 @@ static void test_other_formats(void **state)
 
 	assert_int_equal(run(cmd_report, folded), 0);
 	s = slurp("stdout", NULL);
-	assert_non_null(strstr(s, "srv:80;GET /cart;lock 22000000\n"));
-	assert_non_null(strstr(s, "srv:80;GET /cart;cpu 4000000\n"));
+	assert_non_null(strstr(s, "srv:80;GET /cart;lock 20000000\n"));
+	assert_non_null(strstr(s, "srv:80;GET /cart;cpu 6000000\n"));
 	free(s);
 	assert_int_equal(run(cmd_report, pprof), 0);
 	s = slurp("a.pb.gz", &len);
@@ -226,7 +227,7 @@ static void test_diff(void **state)
 	/* the holder holds 10 ms longer: the lock step, +10 ms per request */
 	assert_int_equal(run(cmd_diff, slower), 0);
 	s = slurp("stdout", NULL);
-	assert_non_null(strstr(s, "11.000     21.000     +10.000"));
+	assert_non_null(strstr(s, "10.000     20.000     +10.000"));
 	assert_non_null(strstr(s, "srv:80 ; GET /cart ; lock"));
 	free(s);
 	assert_int_equal(run(cmd_report, save), 0);
