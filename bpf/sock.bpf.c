@@ -82,6 +82,20 @@ static __always_inline struct sock *file_sock(struct file *file)
 	return sock->sk;
 }
 
+/* A socket's inode number (as ss and /proc/PID/fd show it), 0 when it has
+ * no file any more (its owner closed it) or sk is NULL. */
+static __always_inline __u64 sk_ino(struct sock *sk)
+{
+	struct socket *so;
+
+	if (!sk)
+		return 0;
+	so = kernel_cast(sk, struct sock)->sk_socket;
+	if (!so)
+		return 0;
+	return kernel_cast(so, struct socket_alloc)->vfs_inode.i_ino;
+}
+
 /* sk from a number (the inflight entry): a pointer fd_sock()-like code can
  * load through. */
 static __always_inline struct sock *sk_ptr(__u64 sk)
@@ -1055,10 +1069,11 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	bool walk;
 
 	/* a peek's bytes are the next read's (and MSG_TRUNC may have said
-	 * more than its buffer holds): the payload is that read's */
+	 * more than its buffer holds): the payload is that read's. Every
+	 * datagram is a message of its own, whatever came before it. */
 	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || in->peek ||
 		   (st->last_dir == dir && !st->last_short && !st->every &&
-		    !(tls && tls->turn_ssl == tls->ssl))))
+		    in->sock_type != SOCK_DGRAM && !(tls && tls->turn_ssl == tls->ssl))))
 		st = NULL;
 	if (tls) {
 		tls->nested = 1;
@@ -1171,7 +1186,14 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			e->flags |= CP_SOCK_F_CUT;
 	}
 	if (in->family == AF_UNIX && in->sk) {
-		struct unix_address *ua = kernel_cast(in->sk, struct unix_sock)->addr;
+		struct unix_sock *u = kernel_cast(in->sk, struct unix_sock);
+		struct unix_address *ua = u->addr;
+		__u64 ino = sk_ino(&u->sk), peer = sk_ino(u->peer);
+
+		/* the kernel sockets of both ends name the connection (a
+		 * descriptor is reused for another socket) and pair them */
+		__builtin_memcpy(e->laddr, &ino, sizeof(ino));
+		__builtin_memcpy(e->raddr, &peer, sizeof(peer));
 
 		/* not an autobind's name ("\0" and 5 hex digits: a client's
 		 * with SO_PASSCRED, D-Bus's for one) */

@@ -18,7 +18,7 @@
 #include <linux/types.h>
 #endif
 
-#define CP_ABI_VERSION 4
+#define CP_ABI_VERSION 5
 
 #define CP_COMM_LEN 16
 #define CP_ADDR_LEN 16		/* IPv4 in the first 4 bytes, or IPv6 */
@@ -274,6 +274,9 @@ struct cp_ev_sock {
  * payload for the next call in the same direction too. */
 #define CP_SHORT_READ 16
 
+/* An AF_UNIX socket's laddr holds its inode number (8 bytes, host order)
+ * and raddr its peer's (0: none or closed): the two ends of a connection
+ * name each other. (ABI 5; 0 before.) */
 #define CP_SOCK_F_TLS 0x01
 /* A Unix-domain socket with an address of its own: the accepted end of a
  * listening socket has its listener's, a connecting client none, or an

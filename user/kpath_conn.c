@@ -389,29 +389,75 @@ static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *
 	return ci;
 }
 
+static uint64_t unix_ino(const uint8_t *a)
+{
+	uint64_t v;
+
+	memcpy(&v, a, sizeof(v));
+	return v;
+}
+
 /*
- * A Unix-domain stream socket has no 4-tuple (and the peer is not
- * recorded): it is known by its descriptor. Accept and connect begin a
- * connection of its own, with a serial number for an address; other calls
- * find the one on the fd, or begin one when it was open before.
+ * A Unix-domain socket has no 4-tuple. Recorders since ABI 5 give its
+ * inode (and its peer's): the key, as the kernel socket is the
+ * connection, whatever descriptor names it. Before, it is known by its
+ * descriptor: accept and connect begin a connection of its own, with a
+ * serial number for an address; other calls find the one on the fd (not
+ * an Internet connection the fd named before), or begin one.
  */
 static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
 {
-	uint64_t fk = fd_key(host, e->h.pid, e->fd);
+	uint64_t fk = fd_key(host, e->h.pid, e->fd), ino = unix_ino(e->laddr);
 	uint32_t i = kp_map__get(&kp->fdmap, fk);
 	bool begins =
 	    e->call == CP_SOCK_ACCEPT || e->call == CP_SOCK_ACCEPT4 || e->call == CP_SOCK_CONNECT;
 	struct kp_addr a;
 
-	if (e->fd < 0 || (i != KP_NONE && !begins) || (i == KP_NONE && e->call == CP_SOCK_CLOSE))
-		return i;
+	if (i != KP_NONE && (kp->cn[i].a.family != AF_UNIX || kp->cn[i].host != host))
+		i = KP_NONE;
 	memset(&a, 0, sizeof(a));
 	a.family = AF_UNIX;
+	if (ino) {
+		if (i == KP_NONE || unix_ino(kp->cn[i].a.laddr) != ino) {
+			memcpy(a.laddr, &ino, sizeof(ino));
+			i = kp__conn(kp, host, &a);
+			if (i != KP_NONE && e->fd >= 0 && !kp_map__put(&kp->fdmap, fk, i))
+				kp->cn[i].fdkey = fk;
+		}
+		if (i != KP_NONE && !kp->cn[i].unix_peer)
+			kp->cn[i].unix_peer = unix_ino(e->raddr);
+		return i;
+	}
+	if (e->fd < 0 || (i != KP_NONE && !begins) || (i == KP_NONE && e->call == CP_SOCK_CLOSE))
+		return i;
 	kp->unix_serial++;
 	memcpy(a.laddr, &kp->unix_serial, sizeof(kp->unix_serial));
+	a.laddr[CP_ADDR_LEN - 1] = 1; /* never an inode's key */
 	i = kp__conn(kp, host, &a);
 	if (i != KP_NONE && !kp_map__put(&kp->fdmap, fk, i))
 		kp->cn[i].fdkey = fk;
+	return i;
+}
+
+/* The traced peer of a Unix-domain connection: the socket its peer inode
+ * names, on its host */
+static uint32_t unix_peer(struct kp *kp, uint32_t conn)
+{
+	struct kp_conn *c = &kp->cn[conn];
+	uint32_t other = KP_NONE, i;
+	struct kp_addr r;
+	uint64_t key = 0;
+
+	if (!c->unix_peer)
+		return KP_NONE;
+	memset(&r, 0, sizeof(r));
+	r.family = AF_UNIX;
+	memcpy(r.laddr, &c->unix_peer, sizeof(c->unix_peer));
+	i = conn_find(kp, c->host, &r, &key, &other);
+	if (i == KP_NONE || i == conn || kp->cn[i].proc == KP_NONE)
+		return KP_NONE;
+	c->peer = i;
+	kp->cn[i].peer = conn;
 	return i;
 }
 
@@ -460,6 +506,8 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 
 	if (c->peer != KP_NONE)
 		return c->peer;
+	if (c->a.family == AF_UNIX)
+		return unix_peer(kp, conn);
 	memset(&r, 0, sizeof(r));
 	r.family = c->a.family;
 	r.lport = c->a.rport;

@@ -337,6 +337,7 @@ struct kp_conn {
 	struct kp_bio_wr bw;
 	uint8_t peer_eof;  /* a read of it returned 0: the peer closed */
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
+	uint64_t unix_peer; /* AF_UNIX: the peer socket's inode (its key), 0: not known */
 	/* a client connection: the server connection whose request its
 	 * last write was made for (struct kp_ctx), index + 1, 0 = none */
 	uint32_t ctx_owner1;

@@ -934,6 +934,17 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		/* a lock holder is reached through a futex wait */
 		if (iv->reason == KP_BR_FUTEX)
 			*lock_chain = true;
+		/* a read woken by its traced peer's write (a Unix-domain
+		 * socket's writer wakes the reader itself): into the call */
+		if (iv->reason == KP_BR_SOCK && iv->conn != KP_NONE) {
+			uint32_t pc = kp__conn_peer(kp, iv->conn);
+
+			if (pc != KP_NONE && kp->cn[pc].role == KP_ROLE_SERVER &&
+			    kp->cn[pc].proc == kp->th[iv->waker].proc) {
+				enter_conn(w, pc);
+				enter_call(w, iv->waker, iv->conn);
+			}
+		}
 		/* the waker's time before this wait began is not the request's
 		 * unless the waker worked for it */
 		if (iv->start > lo && w->nret < KP_WALK_RET &&

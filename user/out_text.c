@@ -252,7 +252,8 @@ static void put_skus(FILE *f, const struct engine_result *r, uint32_t top)
 			n < r->nsku_steps ? " (the top ones shown)" : "");
 }
 
-static void put_segment(FILE *f, const struct cp_request *q, const struct cp_segment *g)
+static void put_segment(FILE *f, const struct cp_request *q, const struct cp_segment *g,
+			uint32_t folded)
 {
 	char off[32];
 
@@ -285,7 +286,66 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 		fprintf(f, "%s%s/%d %.3f ms", i ? ", " : " culprits: ", c->comm ? c->comm : "?",
 			c->tid >= 0 ? c->tid : c->pid, ms(c->ns));
 	}
+	if (folded > 1)
+		fprintf(f, " (%u segments)", folded);
 	fputc('\n', f);
+}
+
+/* Consecutive segments of one thread and category, in the same frames:
+ * one line in the text (a loop busy with others' requests makes
+ * thousands; the JSON keeps them all) */
+static bool same_line(const struct cp_segment *a, const struct cp_segment *b)
+{
+	if (a->tid != b->tid || a->pid != b->pid || a->category != b->category ||
+	    a->interference != b->interference || a->nframes != b->nframes || a->span_id ||
+	    b->span_id || a->end_ns != b->start_ns || !a->peer != !b->peer ||
+	    (a->peer && strcmp(a->peer, b->peer)))
+		return false;
+	for (uint32_t i = 0; i < a->nframes; i++)
+		if (a->frames[i] != b->frames[i] &&
+		    (!a->frames[i] || !b->frames[i] || strcmp(a->frames[i], b->frames[i])))
+			return false;
+	return true;
+}
+
+#define TEXT_FOLD_CULPRITS 8
+
+/* segs[k..*next) folded into one line, their culprits summed (the first
+ * TEXT_FOLD_CULPRITS tasks named) */
+static void put_run(FILE *f, const struct cp_request *q, uint32_t k, uint32_t *next)
+{
+	struct cp_culprit cul[TEXT_FOLD_CULPRITS];
+	struct cp_segment g = q->segs[k];
+	uint32_t j = k + 1, ncul = 0;
+
+	while (j < q->nsegs && same_line(&q->segs[j - 1], &q->segs[j]))
+		j++;
+	*next = j;
+	if (j == k + 1) {
+		put_segment(f, q, &g, 1);
+		return;
+	}
+	for (uint32_t i = k; i < j; i++) {
+		for (uint32_t c = 0; c < q->segs[i].nculprits; c++) {
+			const struct cp_culprit *x = &q->segs[i].culprits[c];
+			uint32_t m;
+
+			for (m = 0; m < ncul && (cul[m].tid != x->tid || cul[m].pid != x->pid); m++)
+				;
+			if (m < ncul)
+				cul[m].ns += x->ns;
+			else if (ncul < TEXT_FOLD_CULPRITS)
+				cul[ncul++] = *x;
+		}
+	}
+	g.end_ns = q->segs[j - 1].end_ns;
+	g.culprits = cul;
+	g.nculprits = ncul;
+	g.cpu = q->segs[k].cpu;
+	for (uint32_t i = k + 1; i < j && g.cpu >= 0; i++)
+		if (q->segs[i].cpu != g.cpu)
+			g.cpu = -1; /* it moved between CPUs */
+	put_segment(f, q, &g, j - k);
 }
 
 static int slowest_first(const void *pa, const void *pb)
@@ -325,8 +385,8 @@ static int put_requests(FILE *f, const struct engine_result *r, uint32_t want)
 		fprintf(f, ", latency %.3f ms%s, %u segments\n", ms(q->end_ns - q->start_ns),
 			q->partial ? " (partial: overlaps lost events or clipped input)" : "",
 			q->nsegs);
-		for (uint32_t k = 0; k < q->nsegs; k++)
-			put_segment(f, q, &q->segs[k]);
+		for (uint32_t k = 0, next; k < q->nsegs; k = next)
+			put_run(f, q, k, &next);
 	}
 	free(v);
 	return 0;

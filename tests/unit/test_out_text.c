@@ -39,6 +39,44 @@ static void test_kernel(void **state)
 	engine__free(e);
 }
 
+/* An event loop's request: many consecutive segments of one thread and
+ * category, as a loop busy with other clients leaves them, print as one
+ * line with their culprits summed; the request still says its segments. */
+static void test_fold(void **state)
+{
+	static const char *const fr[] = {"nginx:80", "GET /x", "(other requests)"};
+	static const struct cp_culprit c1[] = {{7, 7, "hog", 1000}};
+	static const struct cp_culprit c2[] = {{7, 7, "hog", 2000}, {8, 8, "ksoftirqd", 500}};
+	struct cp_segment g[6];
+	struct cp_request q = {.id = "1:2:3", .service = "nginx:80", .name = "GET /x",
+			       .start_ns = 1000000, .segs = g, .nsegs = 6};
+	struct engine *e = engine__new(&(struct engine_opts){.keep_slowest = 1});
+	struct out_opts o = {.top = 20, .requests = 1};
+	size_t len;
+	char *s;
+
+	for (int i = 0; i < 6; i++) {
+		g[i] = (struct cp_segment){.start_ns = 1000000 + i * 100000ull,
+					   .end_ns = 1000000 + (i + 1) * 100000ull,
+					   .category = i < 4 ? CP_CAT_RUNQUEUE : CP_CAT_CPU,
+					   .frames = fr, .nframes = i < 4 ? 3 : 2,
+					   .interference = i < 4, .pid = 5, .tid = 6, .cpu = 1,
+					   .comm = "nginx"};
+	}
+	g[1].culprits = c1, g[1].nculprits = 1;
+	g[3].culprits = c2, g[3].nculprits = 2;
+	q.end_ns = g[5].end_ns;
+	assert_int_equal(engine__add_request(e, &q), 1);
+	s = render(e, &o, &len);
+	assert_non_null(strstr(s, "6 segments\n"));
+	assert_non_null(strstr(s, "+0.000     0.400  runqueue    nginx/6 cpu1 in (other requests) "
+				  "interference culprits: hog/7 0.003 ms, ksoftirqd/8 0.001 ms "
+				  "(4 segments)\n"));
+	assert_non_null(strstr(s, "+0.400     0.200  cpu         nginx/6 cpu1 (2 segments)\n"));
+	free(s);
+	engine__free(e);
+}
+
 static void test_spans(void **state)
 {
 	struct engine *e = fx_engine(true, NULL);
@@ -71,6 +109,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kernel),
 	    cmocka_unit_test(test_spans),
+	    cmocka_unit_test(test_fold),
 	    cmocka_unit_test(test_empty),
 	};
 
