@@ -8,8 +8,9 @@ pkgs=(
 	libyajl-dev libsimdjson-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
 	libssl-dev openssl liburing-dev libcapstone-dev
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
-	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light nghttp2-server nghttp2-client
+	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light gunicorn nghttp2-server nghttp2-client
 	golang-google-grpc-dev libbpf-tools iproute2 procps time linux-perf
+	php-fpm php-cgi unbound
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,6 +26,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # Debian starts these on install; tests start their own instances.
-for s in memcached redis-server postgresql mariadb nginx; do
+fpm=$(cd /etc/init.d 2>/dev/null && ls -d php*-fpm 2>/dev/null || true)
+for s in memcached redis-server postgresql mariadb nginx unbound $fpm; do
 	systemctl stop "$s" 2>/dev/null || service "$s" stop 2>/dev/null || true
 done

@@ -777,6 +777,7 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 		return err;
 	}
 	e->nrequests++;
+	e->ndownstream += req->downstream;
 	e->total_latency += lat;
 	if (lat > e->max_latency)
 		e->max_latency = lat;

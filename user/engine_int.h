@@ -261,6 +261,7 @@ struct engine {
 	uint32_t capgkeys, capghash;
 
 	uint64_t nrequests, nfiltered, total_latency, max_latency;
+	uint64_t ndownstream; /* of nrequests, served to traced callers */
 	struct barr lat_counts, lat_max;
 
 	struct cp_request **kept; /* keep_all: in arrival order; slowest: a min-heap */

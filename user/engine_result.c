@@ -166,6 +166,7 @@ const struct engine_result *engine__result(struct engine *e)
 	engine__free_result(e);
 	memset(r, 0, sizeof(*r));
 	r->nrequests = e->nrequests;
+	r->ndownstream = e->ndownstream;
 	r->nfiltered = e->nfiltered;
 	r->total_latency_ns = e->total_latency;
 	r->max_latency_ns = e->max_latency;

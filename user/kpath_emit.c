@@ -543,6 +543,12 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	r->nsegs = n;
 	r->realtime_offset_ns = kp->realtime_offset_ns;
 	r->interned = kp->intern != NULL;
+	{
+		uint32_t peer = kp__conn_peer(kp, ci);
+
+		c = &kp->cn[ci];
+		r->downstream = peer != KP_NONE && kp->cn[peer].role == KP_ROLE_CLIENT;
+	}
 	if (c->req.status) {
 		char *t = pc.p;
 

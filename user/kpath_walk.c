@@ -458,6 +458,16 @@ static void enter_call(struct walk *w, uint32_t thread, uint32_t conn)
 		return;
 	}
 	w->call = c->last_name;
+	/* the call is the request the traced server side serves (or served
+	 * last): the client side names a call when its reply is done */
+	if (c->peer != KP_NONE && w->kp->cn[c->peer].role == KP_ROLE_SERVER) {
+		const struct kp_conn *s = &w->kp->cn[c->peer];
+
+		if (s->phase == KP_PH_WRITING && s->req.name[0])
+			w->call = s->req.name;
+		else if (s->last_name[0])
+			w->call = s->last_name;
+	}
 	if (i == w->ncalls && w->ncalls < KP_WALK_ENTERED)
 		w->ncalls++;
 	if (i < w->ncalls) {

@@ -102,6 +102,9 @@ struct cp_request {
 	 * them as they are instead of interning each again (the kernel walk's
 	 * requests) */
 	bool interned;
+	/* additive: served to a traced caller (the other end of its connection
+	 * was recorded too), so its time is in that caller's path as well */
+	bool downstream;
 };
 
 #endif /* CRITPATH_MODEL_H */

@@ -575,6 +575,10 @@ static void rq_request(struct out_json_stream *s, const struct cp_request *q)
 	o = rq_time_at(s, o, q->end_ns);
 	o = rq_lit(o, ",\"latency_ns\":");
 	o = rq_u64_at(o, q->end_ns - q->start_ns);
+	if (q->downstream) {
+		o = rq_at(s, o, sizeof(",\"downstream\":true") + RQ_SEG_FIXED);
+		o = rq_lit(o, ",\"downstream\":true");
+	}
 	if (q->partial)
 		o = rq_lit(o, ",\"partial\":true,\"critical_path\":[");
 	else

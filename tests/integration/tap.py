@@ -26,6 +26,16 @@ class Tap:
                 print(f"# {line}", flush=True)
         return bool(cond)
 
+    def gap(self, name, cond, detail="", issue=21):
+        """A check of a goal not met yet on every run: ok when met, else a
+        skip that says so (with what was seen), never a silent pass."""
+        if cond:
+            return self.ok(name, cond)
+        self.skip(name, f"not met yet (issue {issue})")
+        for line in str(detail).splitlines()[:12] or [""]:
+            print(f"# {line}", flush=True)
+        return False
+
     def skip(self, name, reason):
         self.n += 1
         print(f"ok {self.n} - {name} # SKIP {reason}", flush=True)
