@@ -250,6 +250,18 @@ static void addr_fields(struct jline *j, uint16_t family, const uint8_t *laddr, 
 	if (!family)
 		return;
 	jline__str(j, "family", family_name(family));
+	if (family == AF_UNIX) {
+		uint64_t ino, peer;
+
+		/* the sockets' inodes (ABI 5): the connection, both ends */
+		memcpy(&ino, laddr, sizeof(ino));
+		memcpy(&peer, raddr, sizeof(peer));
+		if (ino)
+			jline__u64(j, "ino", ino);
+		if (peer)
+			jline__u64(j, "peer_ino", peer);
+		return;
+	}
 	if (family != AF_INET && family != AF_INET6)
 		return;
 	inet_ntop(family, laddr, a, sizeof(a));

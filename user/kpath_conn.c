@@ -1271,6 +1271,12 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	w->thread = thread;
 	w->seq = e->tcp_seq;
 	w->bytes = e->bytes;
+	w->name = NULL;
+	if (c->role == KP_ROLE_SERVER && c->phase != KP_PH_IDLE && c->req.name[0] && !c->h2) {
+		if (!c->iname || strcmp(c->iname, c->req.name))
+			c->iname = kp__intern(kp, c->req.name);
+		w->name = c->iname;
+	}
 	if (bio) {
 		/* the plaintext of the thread's TLS writes before it (Node.js;
 		 * an HTTP/2 client's preface shows what the connection speaks);
@@ -1553,6 +1559,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			/* request bytes in: the thread works on this request;
 			 * a downstream reply: on the request it was asked for */
 			c = &kp->cn[ci];
+			if (c->role == KP_ROLE_SERVER && c->a.family == AF_UNIX && c->proc != KP_NONE)
+				kp->pr[c->proc].serves_unix = true;
 			if (c->role == KP_ROLE_SERVER)
 				works_for = ci;
 			else

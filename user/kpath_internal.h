@@ -210,6 +210,7 @@ struct kp_proc {
 	int32_t pid;
 	char comm[CP_COMM_LEN];
 	bool comm_from_md; /* CP_MD_PROCESS named it: keep that name */
+	bool serves_unix;  /* it read requests on a Unix-domain socket: "comm:unix" */
 	/* since when its TLS library calls are captured (its "tls pid N" hook
 	 * record), 0 = not */
 	uint64_t tls_since;
@@ -222,7 +223,7 @@ struct kp_proc {
 	char svc[KP_NAME_LEN];
 	const char *isvc; /* svc interned */
 	char svc_comm[CP_COMM_LEN];
-	uint16_t svc_port;
+	int32_t svc_port;
 	bool svc_ok;
 	/* the last "service call" frame named (proc_frame, interned), and the
 	 * service and call it was made from */
@@ -253,6 +254,9 @@ struct kp_write {
 	uint32_t thread;
 	uint32_t seq;
 	int64_t bytes;
+	/* a server side's: the request it answers (interned), or NULL; the
+	 * walk names a downstream call by it, as the connection moves on */
+	const char *name;
 };
 
 struct kp_dready {

@@ -130,7 +130,8 @@ const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
 {
 	struct kp_proc *p = &kp->pr[proc];
 	const char *comm = p->comm;
-	uint16_t port = p->nlisten ? p->listen[0] : 0;
+	/* one name for a tier, as its own requests have it */
+	int32_t port = p->nlisten ? p->listen[0] : p->serves_unix ? KP_PORT_UNIX : 0;
 
 	if (!comm[0]) {
 		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
@@ -142,7 +143,7 @@ const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
 	if (p->svc_ok && p->svc_port == port &&
 	    (comm[0] ? !memcmp(p->svc_comm, comm, CP_COMM_LEN) : !p->svc_comm[0]))
 		return p->isvc;
-	kp__proc_service(kp, proc, 0, p->svc, sizeof(p->svc));
+	kp__proc_service(kp, proc, port == KP_PORT_UNIX ? KP_PORT_UNIX : 0, p->svc, sizeof(p->svc));
 	p->isvc = kp__intern(kp, p->svc);
 	memset(p->svc_comm, 0, sizeof(p->svc_comm));
 	if (comm[0])
@@ -445,7 +446,8 @@ static void enter_conn(struct walk *w, uint32_t conn)
  * walk had made (conn a client end: that call, remembered), or back
  * through a request the process made (the call it was serving, if the walk
  * came into it so). */
-static void enter_call(struct walk *w, uint32_t thread, uint32_t conn)
+static void enter_call(struct walk *w, uint32_t thread, uint32_t conn,
+		       const struct kp_write *src)
 {
 	const struct kp_conn *c = &w->kp->cn[conn];
 	uint32_t proc = w->kp->th[thread].proc;
@@ -458,9 +460,12 @@ static void enter_call(struct walk *w, uint32_t thread, uint32_t conn)
 		return;
 	}
 	w->call = c->last_name;
-	/* the call is the request the traced server side serves (or served
-	 * last): the client side names a call when its reply is done */
-	if (c->peer != KP_NONE && w->kp->cn[c->peer].role == KP_ROLE_SERVER) {
+	/* the call is the request the traced server side answered with the
+	 * write the walk came through (the connection has moved on since),
+	 * else the one it serves */
+	if (src && src->name) {
+		w->call = src->name;
+	} else if (c->peer != KP_NONE && w->kp->cn[c->peer].role == KP_ROLE_SERVER) {
 		const struct kp_conn *s = &w->kp->cn[c->peer];
 
 		if (s->phase == KP_PH_WRITING && s->req.name[0])
@@ -821,7 +826,7 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 		enter_conn(w, pc);
 	if (t2 < lo)
 		t2 = lo;
-	enter_call(w, src->thread, v);
+	enter_call(w, src->thread, v, src);
 	*err = seg_add(kp, t2, *t, CP_CAT_NETWORK, KP_NONE, -1, !own, conn_peer_str(kp, v),
 		       proc_frame(w, src->thread));
 	*t = t2;
@@ -902,6 +907,69 @@ static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 	return th->nctx && ctx_other(w, th, ctx_at(th, t));
 }
 
+/* The waker of a socket or poll wait serves a call the walk's request made
+ * (the server end of a connection of the waiting thread's process, whose
+ * calls were made for the request): into that call. The waker's recent
+ * contexts say which connection it served (a close follows its last). */
+static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t)
+{
+	struct kp *kp = w->kp;
+	struct kp_thread *wt = &kp->th[iv->waker];
+	int64_t k = wt->nctx ? ctx_at(wt, t) : -1;
+
+	if (iv->reason == KP_BR_SOCK && iv->conn != KP_NONE) {
+		uint32_t pc = kp__conn_peer(kp, iv->conn);
+
+		if (pc != KP_NONE && kp->cn[pc].role == KP_ROLE_SERVER &&
+		    kp->cn[pc].proc == wt->proc) {
+			enter_conn(w, pc);
+			enter_call(w, iv->waker, iv->conn, NULL);
+			return;
+		}
+	}
+	for (int64_t j = k; j >= 0 && j > k - 4; j--) {
+		uint32_t pc = wt->ctx[j].conn, v;
+
+		if (pc == KP_NONE)
+			continue;
+		if (kp->cn[pc].role != KP_ROLE_SERVER)
+			return;
+		v = kp__conn_peer(kp, pc);
+		if (v != KP_NONE && kp->cn[v].role == KP_ROLE_CLIENT &&
+		    kp->cn[v].proc == kp->th[thread].proc && kp->cn[v].ctx_owner1 == w->conn + 1) {
+			enter_conn(w, pc);
+			enter_call(w, iv->waker, v, NULL);
+		}
+		return;
+	}
+}
+
+/* A futex wait that timed out and was waited again on the same word at
+ * once, until another thread woke it: a lock taken in timed waits (an
+ * interpreter's GIL asks its holder to drop it after each 5 ms timeout).
+ * The thread that woke the last wait, or KP_NONE: a timed sleep. */
+#define KP_RETRY_NS 1000000ull
+
+static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv *iv)
+{
+	const struct kp_iv *end = th->iv + th->niv;
+
+	for (const struct kp_iv *x = iv + 1; x < end && x <= iv + 4; x++) {
+		if (x->start > iv->end + KP_RETRY_NS)
+			break;
+		if (x->state != KP_ST_BLOCKED)
+			continue;
+		if (x->reason != KP_BR_FUTEX || x->uaddr != iv->uaddr)
+			break;
+		if (x->wake == KP_WK_TASK)
+			return x->waker;
+		if (x->wake != KP_WK_TIMER)
+			break;
+		iv = x;
+	}
+	return KP_NONE;
+}
+
 /* One interval of the walk's thread, [a, t] of iv, in the request's own
  * time: its category, or a jump (*thread, *t changed, *jumped). */
 static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uint64_t a,
@@ -944,17 +1012,10 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		/* a lock holder is reached through a futex wait */
 		if (iv->reason == KP_BR_FUTEX)
 			*lock_chain = true;
-		/* a read woken by its traced peer's write (a Unix-domain
-		 * socket's writer wakes the reader itself): into the call */
-		if (iv->reason == KP_BR_SOCK && iv->conn != KP_NONE) {
-			uint32_t pc = kp__conn_peer(kp, iv->conn);
-
-			if (pc != KP_NONE && kp->cn[pc].role == KP_ROLE_SERVER &&
-			    kp->cn[pc].proc == kp->th[iv->waker].proc) {
-				enter_conn(w, pc);
-				enter_call(w, iv->waker, iv->conn);
-			}
-		}
+		/* a wait woken by a traced peer's write or close (a
+		 * Unix-domain socket's writer wakes the reader itself) */
+		if (iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL)
+			enter_waker_call(w, *thread, iv, *t);
 		/* the waker's time before this wait began is not the request's
 		 * unless the waker worked for it */
 		if (iv->start > lo && w->nret < KP_WALK_RET &&
@@ -987,6 +1048,18 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 	    ((iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL) && iv->wake == KP_WK_TASK &&
 	     iv->waker == KP_NONE && iv->conn != KP_NONE))
 		return net_blind(w, iv->conn, a, *t, own);
+	if (iv->reason == KP_BR_FUTEX && iv->wake == KP_WK_TIMER && iv->uaddr) {
+		uint32_t h = timed_lock_holder(th, iv);
+
+		if (h != KP_NONE && h != *thread) {
+			err = seg_add(kp, a, *t, CP_CAT_LOCK, *thread, -1, true, -1,
+				      proc_frame(w, *thread));
+			if (!err && *t > a)
+				err = cul_add(kp, kp->th[h].pid, kp->th[h].tid,
+					      kp__thread_comm(kp, h), *t - a);
+			return err;
+		}
+	}
 	return seg_add(kp, a, *t, block_category(iv), *thread, -1, !own, -1,
 		       proc_frame(w, *thread));
 }
@@ -1081,16 +1154,24 @@ int kp__walk(struct kp *kp, uint32_t conn)
 					a = w.cut_ts;
 				err = queued_seg(&w, thread, iv, a, t);
 			} else {
-				own = !w.nret && owned(&w, thread, idx);
+				bool other = false, mine = false;
+
+				if (!w.nret && th->nctx) {
+					/* one stretch of the thread's calls at a time:
+					 * working for the request (its own connection or a
+					 * call the walk came through) is owning the time,
+					 * whatever woke the thread (a downstream's GIL) */
+					int64_t k = ctx_at(th, t);
+
+					other = ctx_other(&w, th, k);
+					mine = k >= 0 && th->ctx[k].conn != KP_NONE && !other;
+					if (k >= 0 && th->ctx[k].ts > a)
+						a = th->ctx[k].ts;
+				}
+				own = !w.nret && (mine || owned(&w, thread, idx));
 				if (own)
 					lock_chain = false;
 				if (own && th->nctx) {
-					/* one stretch of the thread's calls at a time */
-					int64_t k = ctx_at(th, t);
-					bool other = ctx_other(&w, th, k);
-
-					if (k >= 0 && th->ctx[k].ts > a)
-						a = th->ctx[k].ts;
 					if (w.cut_thread == KP_NONE && dep_cut(&w, thread, iv, t, lo, other))
 						continue;
 					if (other)

@@ -345,6 +345,14 @@ static inline void kb_last_bound(struct kb *b)
 	b->recs[b->n - 1].u.sk.flags |= CP_SOCK_F_BOUND;
 }
 
+/* The Unix-domain socket call built last: its socket's inode and its
+ * peer's (0: none yet), as recorders since ABI 5 give them */
+static inline void kb_last_ino(struct kb *b, uint64_t ino, uint64_t peer)
+{
+	memcpy(b->recs[b->n - 1].u.sk.laddr, &ino, sizeof(ino));
+	memcpy(b->recs[b->n - 1].u.sk.raddr, &peer, sizeof(peer));
+}
+
 /* The socket call built last ran inside a TLS library's read or write. */
 static inline void kb_last_tls(struct kb *b)
 {

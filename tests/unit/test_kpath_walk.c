@@ -1071,6 +1071,120 @@ static void test_event_loop_dependency(void **state)
 	assert_string_equal(q->segs[2].frame3, KP_QUEUED_FRAME);
 }
 
+/* A FastCGI-like back end over a Unix socket (no accept or connect
+ * recorded, as by default): srv (100) answers R on CL at 0 and calls the
+ * back end on fd 5 at 1, the fd R's own connection had before another
+ * client's (shut down, never closed in the recording); the back end (200)
+ * was waiting for a connection and is woken by srv, reads the call, works
+ * 1→8 and answers, waking srv's epoll wait. The sockets' inodes pair the
+ * two ends: the path goes into the back end's work for the call, as its
+ * own, framed with its service "php:unix"; no request of the old TCP
+ * connection is made of the back-end traffic on fd 5. */
+static void test_unix_backend_by_inode(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple old = {"10.0.0.1", 80, "10.0.0.9", 4000};
+	const struct want w[] = {
+	    {0, 1, CP_CAT_CPU, 100, false},
+	    {1, 8, CP_CAT_CPU, 200, false},
+	    {8, 9, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q = NULL;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_proc(&b, 200, "php");
+	/* another client's connection on fd 5, answered and shut down */
+	kb_sock(&b, B - 40 * U, B - 40 * U + 100, 100, 100, CP_SOCK_READ, 5, old, 18, 500,
+		"GET /o HTTP/1.1\r\n\r\n");
+	kb_sock(&b, B - 39 * U, B - 39 * U + 100, 100, 100, CP_SOCK_WRITE, 5, old, 40, 600,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	kb_sock(&b, B - 38 * U, B - 38 * U + 100, 100, 100, CP_SOCK_SHUTDOWN, 5, old, 0, 0, NULL);
+	kb_switch(&b, B - 50 * U, 1, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	serve_from_b(&b, 100, 100, 0, "GET /x.php HTTP/1.1\r\n\r\n");
+	kb_sock_unix(&b, B + 1 * U - 500, B + 1 * U, 100, 100, CP_SOCK_WRITE, 5, 200,
+		     "\x01\x01\x00\x01\x00\x08\x00\x00");
+	kb_last_ino(&b, 1001, 0);
+	kb_wake(&b, B + 1 * U, 0, 200, 200, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 1 * U + 100, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_epoll(&b, B + 1 * U + 50, B + 8 * U + 100, 100, 100, 1);
+	kb_switch(&b, B + 1 * U, 1, 0, 0, CP_PREV_PREEMPTED, 200, 200, "php");
+	kb_sock_unix(&b, B + 1 * U + 200, B + 1 * U + 300, 200, 200, CP_SOCK_READ, 4, 200,
+		     "\x01\x01\x00\x01\x00\x08\x00\x00");
+	kb_last_ino(&b, 2002, 1001);
+	kb_last_bound(&b);
+	kb_sock_unix(&b, B + 8 * U - 100, B + 8 * U, 200, 200, CP_SOCK_WRITE, 4, 64,
+		     "\x01\x06\x00\x01\x00\x40\x00\x00");
+	kb_last_ino(&b, 2002, 1001);
+	kb_last_bound(&b);
+	kb_wake(&b, B + 8 * U, 1, 100, 100, 200, 200, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 8 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_switch(&b, B + 8 * U + 50, 1, 200, 200, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_sock_unix(&b, B + 8 * U + 200, B + 8 * U + 300, 100, 100, CP_SOCK_READ, 5, 64,
+		     "\x01\x06\x00\x01\x00\x40\x00\x00");
+	kb_last_ino(&b, 1001, 2002);
+	respond_at(&b, B + 9 * U, 100, 100);
+	kb_switch(&b, B + 10 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	for (uint32_t i = 0; i < b.nreqs; i++) {
+		/* srv's requests are its two clients', named */
+		if (!strcmp(b.reqs[i].service, "srv:80"))
+			assert_true(!strcmp(b.reqs[i].name, "GET /o") ||
+				    !strcmp(b.reqs[i].name, "GET /x.php"));
+		if (!strcmp(b.reqs[i].name, "GET /x.php"))
+			q = &b.reqs[i];
+	}
+	assert_non_null(q);
+	check_path(q, w, 3);
+	assert_non_null(strstr(q->segs[1].frame3, "php:unix"));
+	assert_null(strstr(q->segs[1].stack, KP_QUEUED_FRAME));
+}
+
+/* A lock taken in timed waits (CPython's GIL: a waiter times out after 5
+ * ms, asks the holder to drop it and waits again): R's thread T waits 1→6,
+ * times out, runs 6→6.1 and waits again 6.1→8 until U (serving another
+ * request) wakes it; T runs 8→9. The timed-out wait is `lock` too, with U
+ * the culprit, not a sleep of R's. */
+static void test_timed_lock_wait(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
+	const char *other = "GET /other HTTP/1.1\r\n\r\n";
+	const struct kb_req *q = NULL;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "python3");
+	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B - 6 * U, 1, 100, c2, 3000 + (uint32_t)strlen(other));
+	kb_wake(&b, B - 6 * U, 1, 100, 101, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B - 6 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "U");
+	kb_sock(&b, B - 60 * U - 1, B - 5 * U, 100, 101, CP_SOCK_READ, 6, c2,
+		(int64_t)strlen(other), 3000, other);
+	serve_from_b(&b, 100, 100, 0, "GET /fast HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 6 * U, 0, 100, 100, 0, 0, CP_CTX_HARDIRQ, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 6 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "T");
+	kb_futex(&b, B + 1 * U - 100, B + 6 * U + 50, 100, 100, 0x4000);
+	kb_switch(&b, B + 6 * U + 100000, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 8 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 8 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "T");
+	kb_futex(&b, B + 6 * U + 90000, B + 8 * U + 50, 100, 100, 0x4000);
+	respond_at(&b, B + 9 * U, 100, 100);
+	kb_switch(&b, B + 10 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		if (!strcmp(b.reqs[i].name, "GET /fast"))
+			q = &b.reqs[i];
+	assert_non_null(q);
+	check_tiling(q);
+	assert_int_equal(path_ns(q, CP_CAT_SLEEP), 0);
+	assert_int_equal(q->segs[1].cat, CP_CAT_LOCK);
+	assert_int_equal(q->segs[1].start, B + 1 * U);
+	assert_int_equal(q->segs[1].end, B + 6 * U);
+	assert_true(q->segs[1].interference);
+	assert_int_equal(q->segs[1].cul_tid[0], 101);
+}
+
 /* 5. Hand-off: R runs 0→2, wakes W at 2 and blocks; W runs 2→8 and wakes R;
  * R runs 8→9. W's time is own work. */
 static void test_handoff(void **state)
@@ -1709,6 +1823,8 @@ int main(void)
 	    cmocka_unit_test(test_lock_holder),
 	    cmocka_unit_test(test_gil_after_sleep),
 	    cmocka_unit_test(test_event_loop_dependency),
+	    cmocka_unit_test(test_unix_backend_by_inode),
+	    cmocka_unit_test(test_timed_lock_wait),
 	    cmocka_unit_test(test_lock_holder_timer_after_rx),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_in),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),
