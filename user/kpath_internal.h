@@ -140,6 +140,11 @@ struct kp_ctx {
 	uint32_t via;
 };
 
+/* A run-queue wait's culprit for the tasks the recorder does not name one
+ * by one (past the four that held the CPU longest, or before the CPU's
+ * last 16 time slices); fits CP_COMM_LEN */
+#define KP_OTHER_TASKS "[other tasks]"
+
 /* The frame of cpu time a thread spent on other connections' requests */
 #define KP_QUEUED_FRAME "(other requests)"
 

@@ -445,6 +445,10 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	c->tid = (int32_t)e->culprit_tid;
 	memcpy(c->comm, e->culprit_comm, CP_COMM_LEN);
 	c->comm[CP_COMM_LEN - 1] = '\0';
+	/* the recorder's sum of the tasks past its top four and of the part
+	 * of the wait older than the CPU's last slices it keeps: named so */
+	if (!e->culprit_pid && !strncmp(e->culprit_comm, "[other]", CP_COMM_LEN))
+		memcpy(c->comm, KP_OTHER_TASKS, sizeof(KP_OTHER_TASKS));
 	c->icomm = NULL;
 	if (!iv->ncul || iv->cul_first + iv->ncul != t->cul_base + t->ncul)
 		iv->cul_first = (uint32_t)(t->cul_base + t->ncul), iv->ncul = 0;
