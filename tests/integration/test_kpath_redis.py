@@ -67,10 +67,11 @@ def main():
     # interference under "(other requests)", on redis-server's thread
     queued = [g for q in reqs for g in q["critical_path"] if "(other requests)" in g["frames"]]
     nq = sum(1 for q in reqs if any("(other requests)" in g["frames"] for g in q["critical_path"]))
-    bad = [g for g in queued if g["category"] != "cpu" or not g["interference"]
-           or g.get("pid") != server.pid]
+    # (its cpu, and whatever else it did meanwhile: every category)
+    bad = [g for g in queued if not g["interference"] or g.get("pid") != server.pid]
     tap.ok(f"redis: {nq} of {len(reqs)} requests waited while the loop served other clients "
-           f"(at least 10%), as interfering cpu of redis-server", nq >= len(reqs) // 10 and not bad,
+           f"(at least 10%), as interference on redis-server's thread",
+           nq >= len(reqs) // 10 and not bad,
            "\n".join(str(g) for g in bad[:5]) + "\n" + (K.describe(reqs[0]) if reqs else ""))
     slow = [q for q in reqs if q["latency_ns"] > 50 * K.MS]
     tap.ok("redis: request latencies are plausible (none over 50 ms)", not slow,
