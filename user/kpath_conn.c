@@ -772,6 +772,7 @@ static void conn_reset(struct kp_conn *c)
 	c->phase = KP_PH_IDLE;
 	c->prev_end = 0;
 	c->peer = KP_NONE;
+	c->peer_missed = 0;
 	c->ctx_owner1 = 0;
 	c->req.reader = c->req.writer = KP_NONE;
 	c->role_guessed = 0; /* its accept or connect says */

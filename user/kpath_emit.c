@@ -543,10 +543,11 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	r->nsegs = n;
 	r->realtime_offset_ns = kp->realtime_offset_ns;
 	r->interned = kp->intern != NULL;
-	{
+	if (!c->peer_missed) {
 		uint32_t peer = kp__conn_peer(kp, ci);
 
 		c = &kp->cn[ci];
+		c->peer_missed = peer == KP_NONE;
 		r->downstream = peer != KP_NONE && kp->cn[peer].role == KP_ROLE_CLIENT;
 	}
 	if (c->req.status) {

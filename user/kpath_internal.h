@@ -345,6 +345,9 @@ struct kp_conn {
 	uint64_t tls_key;
 	struct kp_bio_wr bw;
 	uint8_t peer_eof;  /* a read of it returned 0: the peer closed */
+	/* a request's end found no traced peer (kp__emit_request: it was there
+	 * by then if its client is traced, as the client wrote first) */
+	uint8_t peer_missed;
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	uint64_t unix_peer; /* AF_UNIX: the peer socket's inode (its key), 0: not known */
 	/* a client connection: the server connection whose request its

@@ -786,10 +786,10 @@ static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta)
  * connection than the request's own (a downstream reply, the request that
  * a downstream serves). Its connection and when its bytes arrived.
  */
-static bool dep_find(const struct walk *w, const struct kp_thread *th, uint64_t t, uint32_t *via,
+static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uint32_t *via,
 		     uint64_t *ta)
 {
-	int64_t k = kp__tl_ctx_before(th, t);
+	int64_t k = ctx_at(th, t);
 
 	for (int64_t j = k + 1; j < (int64_t)th->nctx && j <= k + KP_DEP_SCAN; j++) {
 		const struct kp_ctx *x = &th->ctx[j];
@@ -1064,6 +1064,15 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		       proc_frame(w, *thread));
 }
 
+/* A poll wait that ended at or before t with a wakeup the walk would
+ * follow elsewhere than into the request's own data: its dependency may be
+ * another connection's (dep_cut) */
+static inline bool dep_poll(const struct walk *w, const struct kp_iv *iv, uint64_t t)
+{
+	return iv->state == KP_ST_BLOCKED && iv->reason == KP_BR_POLL && iv->end <= t &&
+	       (iv->wake == KP_WK_TASK || (iv->wake == KP_WK_NET && iv->conn != w->conn));
+}
+
 /*
  * The request's own time on a thread that works for other requests at t
  * (by its calls), or waits in poll for what turns out to be another
@@ -1078,8 +1087,6 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 	uint64_t ta;
 	uint32_t v;
 
-	if (!other && !(iv->state == KP_ST_BLOCKED && iv->reason == KP_BR_POLL && iv->end <= t))
-		return false;
 	if (!dep_find(w, th, t, &v, &ta))
 		return false;
 	if (!other && v == iv->conn)
@@ -1171,18 +1178,14 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				own = !w.nret && (mine || owned(&w, thread, idx));
 				if (own)
 					lock_chain = false;
-				if (own && th->nctx) {
-					if (w.cut_thread == KP_NONE && dep_cut(&w, thread, iv, t, lo, other))
-						continue;
-					if (other)
-						err = queued_seg(&w, thread, iv, a, t);
-					else
-						err = walk_iv(&w, &thread, iv, a, &t, lo, own, &lock_chain,
-							      &jumps, &jumped);
-				} else {
-					err = walk_iv(&w, &thread, iv, a, &t, lo, own, &lock_chain,
-						      &jumps, &jumped);
-				}
+				if (own && (other || dep_poll(&w, iv, t)) && w.cut_thread == KP_NONE &&
+				    dep_cut(&w, thread, iv, t, lo, other))
+					continue;
+				if (own && other)
+					err = queued_seg(&w, thread, iv, a, t);
+				else
+					err = walk_iv(&w, &thread, iv, a, &t, lo, own, &lock_chain, &jumps,
+						      &jumped);
 			}
 			if (jumped)
 				break;
