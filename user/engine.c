@@ -668,6 +668,30 @@ static int engine__keep(struct engine *e, const struct cp_request *req)
 
 /* --- adding a request ---------------------------------------------------- */
 
+/* The interned frame stacks of req's segments into e->seg_frames, for a
+ * copy of it, without adding its time anywhere */
+static int engine__frames(struct engine *e, const struct cp_request *req)
+{
+	const char **kf;
+	int err;
+
+	if (engine__grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
+			 sizeof(*e->seg_frames)))
+		return -ENOMEM;
+	err = engine__stacks_ahead(e, req);
+	if (err)
+		return err;
+	kf = e->gkeys;
+	for (uint32_t i = 0; i < req->nsegs; kf += req->segs[i++].nframes) {
+		int64_t id = engine__stack(e, &req->segs[i], kf, e->ghash[i]);
+
+		if (id < 0)
+			return (int)id;
+		e->seg_frames[i] = e->stacks[id].frames;
+	}
+	return 0;
+}
+
 static int engine__aggregate(struct engine *e, const struct cp_request *req, uint64_t lat)
 {
 	uint32_t lb = bucket__of(lat);
@@ -768,6 +792,22 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 	lat = req->end_ns - req->start_ns;
 	e->gen++;
 	e->interned = req->interned;
+	/* A request served to a traced caller is in that caller's path: the
+	 * profile counts it once, there (CPT's average critical path is per
+	 * entry request), unless the report asks for its service. */
+	if (req->downstream && !e->opts.filter.service) {
+		err = engine__frames(e, req);
+		err = err ?: engine__keep(e, req);
+		if (err) {
+			engine__warn(e, "request %s: out of memory while keeping it",
+				     req->id ? req->id : "?");
+			return err;
+		}
+		e->ndownstream++;
+		if (e->opts.on_request)
+			e->opts.on_request(e->opts.on_request_ctx, req);
+		return 1;
+	}
 	err = engine__aggregate(e, req, lat);
 	if (!err)
 		err = engine__keep(e, req);
@@ -777,7 +817,6 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 		return err;
 	}
 	e->nrequests++;
-	e->ndownstream += req->downstream;
 	e->total_latency += lat;
 	if (lat > e->max_latency)
 		e->max_latency = lat;

@@ -153,7 +153,9 @@ struct engine_sku {
 
 struct engine_result {
 	uint64_t nrequests;		/* aggregated (after filters) */
-	uint64_t ndownstream;		/* of them, served to traced callers */
+	/* served to traced callers, not aggregated: in their callers' paths
+	 * (counted unless a service filter picks their tier) */
+	uint64_t ndownstream;
 	uint64_t total_latency_ns;
 	uint64_t latency_pct_ns[ENGINE_NPCT];	/* end-to-end latency at P50/P95/P99 */
 	uint64_t pct_nrequests[ENGINE_NPCT];	/* requests at or below each */

@@ -161,7 +161,7 @@ static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], b
 const struct engine_result *engine__result(struct engine *e)
 {
 	struct engine_result *r = &e->res;
-	uint32_t pb[ENGINE_NPCT], nw;
+	uint32_t pb[ENGINE_NPCT], nw, np = 0;
 
 	engine__free_result(e);
 	memset(r, 0, sizeof(*r));
@@ -188,11 +188,16 @@ const struct engine_result *engine__result(struct engine *e)
 		engine__free_result(e);
 		return r;
 	}
+	/* stacks only requests served to traced callers had are not the
+	 * profile's (engine__frames) */
 	for (uint32_t i = 0, *pool = e->res_hist; i < e->nstacks; i++) {
-		stack__fill(&e->stacks[i], pb, e->nrequests > 0, &e->res_profile[i]);
-		stack__hist(&e->stacks[i], &pool, &e->res_profile[i]);
+		if (!e->stacks[i].requests)
+			continue;
+		stack__fill(&e->stacks[i], pb, e->nrequests > 0, &e->res_profile[np]);
+		stack__hist(&e->stacks[i], &pool, &e->res_profile[np]);
+		np++;
 	}
-	qsort(e->res_profile, e->nstacks, sizeof(*e->res_profile), profile_cmp);
+	qsort(e->res_profile, np, sizeof(*e->res_profile), profile_cmp);
 	for (uint32_t i = 0; i < e->nculprits; i++) {
 		const struct culprit *c = &e->culprits[i];
 
@@ -215,7 +220,7 @@ const struct engine_result *engine__result(struct engine *e)
 		e->res_warnings[nw++] = e->dropped_note;
 
 	r->profile = e->res_profile;
-	r->nprofile = e->nstacks;
+	r->nprofile = np;
 	r->contention = e->res_contention;
 	r->ncontention = e->nculprits;
 	r->spans = e->res_spans;

@@ -146,6 +146,8 @@ static void gen_summary(yajl_gen g, const struct engine_result *r)
 	gen_key(g, "summary");
 	yajl_gen_map_open(g);
 	gen_ku64(g, "nrequests", r->nrequests);
+	if (r->ndownstream) /* served to traced callers, not in the aggregates */
+		gen_ku64(g, "downstream_requests", r->ndownstream);
 	gen_ku64(g, "filtered_out", r->nfiltered);
 	gen_ku64(g, "total_latency_ns", r->total_latency_ns);
 	gen_ku64(g, "mean_latency_ns", per_request(r->total_latency_ns, r->nrequests));

@@ -35,11 +35,10 @@ static void put_header(FILE *f, const struct engine_result *r, const struct out_
 	if (o && o->title)
 		fprintf(f, "%s\n", o->title);
 	fprintf(f, "%llu requests", (unsigned long long)r->nrequests);
-	/* a tier behind a traced one: its requests are also in their
-	 * callers' paths, so they are not more work served */
+	/* a tier behind a traced one: its requests are in their callers'
+	 * paths, and counted there */
 	if (r->ndownstream)
-		fprintf(f, " (%llu entry, %llu served to traced callers)",
-			(unsigned long long)(r->nrequests - r->ndownstream),
+		fprintf(f, " (and %llu served to traced callers, in their paths)",
 			(unsigned long long)r->ndownstream);
 	if (r->nfiltered)
 		fprintf(f, " (%llu more left out by filters)", (unsigned long long)r->nfiltered);

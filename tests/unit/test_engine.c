@@ -75,6 +75,45 @@ static void test_profile(void **state)
 	engine__free(e);
 }
 
+/* A request served to a traced caller (kvstore's, under a front end's call)
+ * is in the caller's path: kept and counted apart, not in the profile, the
+ * latency or the contention again; a --service filter on its tier counts
+ * it as that report's own. */
+static void test_downstream(void **state)
+{
+	static const char *const fr[] = {"kvstore:7000", "get"};
+	const struct cp_segment seg = {.start_ns = MS, .end_ns = 3 * MS, .category = CP_CAT_CPU,
+				       .frames = fr, .nframes = 2, .pid = 7, .tid = 7, .cpu = -1};
+	struct cp_request q = {.id = "7:1:0", .service = "kvstore:7000", .name = "get",
+			       .start_ns = MS, .end_ns = 3 * MS, .segs = &seg, .nsegs = 1,
+			       .downstream = true};
+	struct engine_opts eo = {.keep_all_requests = true};
+	struct engine *e = fx_engine(false, &eo);
+	const struct engine_result *r;
+
+	assert_int_equal(engine__add_request(e, &q), 1);
+	r = engine__result(e);
+	assert_int_equal(r->nrequests, 4);
+	assert_int_equal(r->ndownstream, 1);
+	assert_int_equal(r->total_latency_ns, 29 * MS);
+	assert_int_equal(r->nprofile, 5);
+	for (uint32_t i = 0; i < r->nprofile; i++)
+		assert_string_not_equal(r->profile[i].frames[0], "kvstore:7000");
+	/* kept with its path all the same */
+	assert_int_equal(r->nkept, 5);
+	engine__free(e);
+
+	eo.filter.service = "kvstore:7000";
+	e = engine__new(&eo);
+	assert_int_equal(engine__add_request(e, &q), 1);
+	r = engine__result(e);
+	assert_int_equal(r->nrequests, 1);
+	assert_int_equal(r->ndownstream, 0);
+	assert_int_equal(r->nprofile, 1);
+	assert_int_equal(r->profile[0].total_ns, 2 * MS);
+	engine__free(e);
+}
+
 static void test_percentile_views(void **state)
 {
 	struct engine *e = engine__new(&(struct engine_opts){0});
@@ -377,6 +416,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_buckets),	     cmocka_unit_test(test_profile),
+	    cmocka_unit_test(test_downstream),
 	    cmocka_unit_test(test_percentile_views), cmocka_unit_test(test_distribution_error),
 	    cmocka_unit_test(test_filters),	     cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_keep_slowest),     cmocka_unit_test(test_keep_all_spans),
