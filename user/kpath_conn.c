@@ -1582,6 +1582,15 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		int err;
 
 		if (c->role == KP_ROLE_SERVER) {
+			struct kp_thread *th = &kp->th[thread];
+			uint32_t rc = th->read_conn;
+
+			/* a call made from nobody's context (a loop writes it
+			 * when the socket becomes writable) whose reply this
+			 * response follows: made for this request */
+			if (th->read_ts && th->read_ts == th->last_call && rc != ci && rc < kp->ncn &&
+			    kp->cn[rc].role == KP_ROLE_CLIENT && !kp->cn[rc].ctx_owner1)
+				kp->cn[rc].ctx_owner1 = ci + 1;
 			/* on HTTP/2, by the streams it carries (kp__h2_transfer) */
 			err = c->h2 ? 0 : kp__tl_call(kp, thread, ts, ci, KP_NONE);
 		} else {

@@ -76,6 +76,7 @@ struct walk {
 	 * (SCENARIOS.md case 9). cut_thread KP_NONE: none. */
 	uint32_t cut_thread, cut_conn;
 	uint64_t cut_ts;
+	const struct kp_write *cut_src; /* the traced peer's write that carried it, or NULL */
 };
 
 /* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
@@ -762,21 +763,21 @@ static bool ctx_other(const struct walk *w, const struct kp_thread *th, int64_t 
 
 /* When the bytes a read of conn v took in arrived, the read ending at end:
  * the last sk_data_ready on v before it, else the traced peer's write. */
-static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta)
+static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta,
+		    const struct kp_write **src)
 {
 	const struct kp_conn *c = &kp->cn[v];
-	const struct kp_write *src;
 
+	*src = net_source(kp, v, end);
 	for (uint32_t i = c->ndr; i > 0; i--) {
 		if (c->dr[i - 1].ts <= end) {
 			*ta = c->dr[i - 1].ts;
 			return true;
 		}
 	}
-	src = net_source(kp, v, end);
-	if (!src)
+	if (!*src)
 		return false;
-	*ta = src->exit < end ? src->exit : end;
+	*ta = (*src)->exit < end ? (*src)->exit : end;
 	return true;
 }
 
@@ -787,7 +788,7 @@ static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta)
  * a downstream serves). Its connection and when its bytes arrived.
  */
 static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uint32_t *via,
-		     uint64_t *ta)
+		     uint64_t *ta, const struct kp_write **src)
 {
 	int64_t k = ctx_at(th, t);
 
@@ -799,7 +800,7 @@ static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uin
 		if (x->via == KP_NONE || x->via == w->conn)
 			return false;
 		*via = x->via;
-		return arrival(w->kp, x->via, x->ts, ta);
+		return arrival(w->kp, x->via, x->ts, ta, src);
 	}
 	return false;
 }
@@ -809,15 +810,18 @@ static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uin
  * or a `network` blind spot naming the peer. *thread, *t: where the walk
  * goes on; false: no traced peer's write is known. */
 static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uint32_t *thread,
-			  uint64_t *t, int *err)
+			  uint64_t *t, int *err, const struct kp_write *src)
 {
 	struct kp *kp = w->kp;
-	const struct kp_write *src = net_source(kp, v, *t);
 	uint64_t t2;
 	uint32_t pc;
 
 	if (!src)
+		src = net_source(kp, v, *t);
+	if (!src)
 		return false;
+	/* the peer may write after t (its reply came while the thread ran):
+	 * its thread is on the path from t back */
 	t2 = src->exit < *t ? src->exit : *t;
 	pc = kp__conn_peer(kp, v);
 	/* into a downstream service's reply: what its threads do for that
@@ -860,7 +864,7 @@ static int dep_follow(struct walk *w, uint64_t lo, uint32_t *thread, uint64_t *t
 	int err = 0;
 
 	w->cut_thread = KP_NONE;
-	if (net_into_peer(w, v, lo, true, thread, t, &err))
+	if (net_into_peer(w, v, lo, true, thread, t, &err, w->cut_src))
 		return err;
 	for (uint32_t i = c->nwr; i > 0; i--) {
 		if (c->wr[i - 1].exit <= *t) {
@@ -1029,7 +1033,7 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		return 0;
 	}
 	if (iv->wake == KP_WK_NET && iv->conn != w->conn &&
-	    net_into_peer(w, iv->conn, lo, own, thread, t, &err)) {
+	    net_into_peer(w, iv->conn, lo, own, thread, t, &err, NULL)) {
 		*lock_chain = false;
 		*jumped = true;
 		return err;
@@ -1084,10 +1088,11 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 		    uint64_t lo, bool other)
 {
 	struct kp_thread *th = &w->kp->th[thread];
+	const struct kp_write *src = NULL;
 	uint64_t ta;
 	uint32_t v;
 
-	if (!dep_find(w, th, t, &v, &ta))
+	if (!dep_find(w, th, t, &v, &ta, &src))
 		return false;
 	if (!other && v == iv->conn)
 		return false; /* the poll wait ended with the dependency itself */
@@ -1098,6 +1103,7 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 	w->cut_thread = thread;
 	w->cut_conn = v;
 	w->cut_ts = ta;
+	w->cut_src = src;
 	return true;
 }
 

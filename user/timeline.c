@@ -545,7 +545,15 @@ static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo,
 {
 	struct kp_ctx *c;
 
-	if (t->nctx && t->ctx[t->nctx - 1].ts >= ts) {
+	if (t->nctx && t->ctx[t->nctx - 1].ts == ts && t->ctx[t->nctx - 1].via != KP_NONE &&
+	    t->ctx[t->nctx - 1].via != t->ctx[t->nctx - 1].conn &&
+	    t->ctx[t->nctx - 1].conn != conn && via == KP_NONE) {
+		/* a downstream reply read for one request, then at once a
+		 * response for another: the read stays, as the first's
+		 * dependency (a loop reads a reply, answers another client
+		 * first), for a nanosecond */
+		ts++;
+	} else if (t->nctx && t->ctx[t->nctx - 1].ts >= ts) {
 		/* from the same instant (or, in a damaged stream, earlier): the
 		 * later word replaces the earlier */
 		c = &t->ctx[t->nctx - 1];
@@ -579,9 +587,20 @@ static int tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before
 	struct kp_thread *t = &kp->th[thread];
 	int err = 0;
 
-	if (before != KP_NONE)
+	if (before != KP_NONE) {
+		/* the stretch of a response begun by a read of another
+		 * connection (a downstream reply read in a context that was
+		 * nobody's): that read is its dependency */
+		const struct kp_ctx *l = t->nctx ? &t->ctx[t->nctx - 1] : NULL;
+		uint32_t bvia = t->read_ts && t->read_ts == t->last_call && t->read_conn != before &&
+					!(l && l->ts == t->last_call && l->conn != KP_NONE &&
+					  l->conn != before)
+				    ? t->read_conn
+				    : KP_NONE;
+
 		err = ctx_set(t, t->last_call && t->last_call <= end ? t->last_call : end, before,
-			      lo, hi, KP_NONE);
+			      lo, hi, bvia);
+	}
 	if (!err)
 		err = ctx_set(t, end, after, 0, 0, via);
 	if (end > t->last_call)
