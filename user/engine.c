@@ -295,7 +295,7 @@ static uint64_t stack_hash(uint64_t frames_h, enum cp_category cat)
  * segment whose frames array is one of the last RECENT_FRAMES seen
  * (producers share it between segments alike) takes its keys as they are. */
 #define RECENT_FRAMES 4
-static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
+static inline __attribute__((always_inline)) int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 {
 	uint32_t n = req->nsegs, total = 0, mask;
 	const struct cp_segment *g = req->segs;
@@ -364,7 +364,7 @@ static int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
 
 /* The stack id of segment g, its frames interned in kf with hash h
  * (engine__stacks_ahead), creating it on first sight; -ENOMEM. */
-static int64_t engine__stack(struct engine *e, const struct cp_segment *g, const char *const *kf,
+static inline __attribute__((always_inline)) int64_t engine__stack(struct engine *e, const struct cp_segment *g, const char *const *kf,
 			     uint64_t h)
 {
 	uint32_t c = cache_slot(g);

@@ -1566,7 +1566,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 				works_for = ci;
 			else
 				works_for = c->ctx_owner1 ? c->ctx_owner1 - 1 : KP_NONE;
-			return err ?: kp__tl_call_read(kp, thread, ts, works_for, ci);
+			return err ?: kp__tl_call_read(kp, thread, enter, ts, works_for, ci);
 		}
 		if (e->bytes == 0 && !udp && c->h2)
 			return kp__h2_close(kp, ci); /* EOF: no stream comes after it */

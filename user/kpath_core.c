@@ -522,11 +522,17 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 			return 0;
 		err = on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
 				       KP_BR_POLL, 0);
-		if (!err && e->phase == CP_PHASE_EXIT) {
-			/* out of a wait, an event loop takes up what comes */
+		if (!err) {
+			/* in a wait, and out of it, an event loop takes up what
+			 * comes: nobody's request (the one it worked for last
+			 * does not own its wait, nor its wakeup) */
 			uint32_t ti = kp__thread(kp, host, (int32_t)rec->pid, (int32_t)rec->tid);
 
-			err = ti == KP_NONE ? -ENOMEM : kp__tl_call(kp, ti, ts, KP_NONE, KP_NONE);
+			if (ti == KP_NONE)
+				return -ENOMEM;
+			err = kp__tl_idle(kp, ti, e->enter_ts + (uint64_t)src->delta);
+			if (!err && e->phase == CP_PHASE_EXIT)
+				err = kp__tl_call(kp, ti, ts, KP_NONE, KP_NONE);
 		}
 		return err;
 	}

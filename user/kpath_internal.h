@@ -696,8 +696,12 @@ int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
  * worked for `before` (KP_NONE: as it was) since its call before, and
  * works for `after` (KP_NONE: nobody's) from end on. */
 int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after);
+/* A wait in poll began at enter: from then on the thread works for
+ * nobody's request (it waits for what comes) */
+int kp__tl_idle(struct kp *kp, uint32_t thread, uint64_t enter);
 /* the same for a read of conn `via` that makes it work for `after` */
-int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t end, uint32_t after, uint32_t via);
+int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t end, uint32_t after,
+		     uint32_t via);
 /* the same for a write on an HTTP/2 connection: `before` only for its
  * streams sid_lo..sid_hi */
 int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,

@@ -1178,7 +1178,14 @@ int kp__walk(struct kp *kp, uint32_t conn)
 
 					other = ctx_other(&w, th, k);
 					mine = k >= 0 && th->ctx[k].conn != KP_NONE && !other;
-					if (k >= 0 && th->ctx[k].ts > a)
+					/* and the stretches before it alike, at once */
+					while (k >= 0 && th->ctx[k].ts > a && !other &&
+					       iv->state == KP_ST_RUNNING && k > 0 &&
+					       !ctx_other(&w, th, k - 1) &&
+					       (th->ctx[k - 1].conn != KP_NONE) == mine)
+						k--;
+					/* (a wait is one: its end says whose it was) */
+					if (k >= 0 && th->ctx[k].ts > a && iv->state != KP_ST_BLOCKED)
 						a = th->ctx[k].ts;
 				}
 				own = !w.nret && (mine || owned(&w, thread, idx));

@@ -613,9 +613,38 @@ int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, u
 	return tl_call(kp, thread, end, before, 0, 0, after, KP_NONE);
 }
 
-int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t end, uint32_t after, uint32_t via)
+int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t end, uint32_t after,
+		     uint32_t via)
 {
+	struct kp_thread *t = &kp->th[thread];
+
+	/* a read of a request's bytes that blocked: the thread waited for
+	 * them, for it, since the read began (not for the request it served
+	 * before) */
+	if (after == via && after != KP_NONE && enter < end && enter > t->last_call &&
+	    (!t->nctx || t->ctx[t->nctx - 1].ts < enter)) {
+		for (uint32_t k = t->niv; k > 0 && k + 4 > t->niv; k--) {
+			const struct kp_iv *iv = &t->iv[k - 1];
+
+			if (iv->end != KP_OPEN && iv->end <= enter)
+				break;
+			if (iv->state == KP_ST_BLOCKED && iv->end > enter) {
+				end = enter;
+				break;
+			}
+		}
+	}
 	return tl_call(kp, thread, end, KP_NONE, 0, 0, after, via);
+}
+
+int kp__tl_idle(struct kp *kp, uint32_t thread, uint64_t enter)
+{
+	struct kp_thread *t = &kp->th[thread];
+
+	/* not before what its calls said since (a damaged stream) */
+	if (!t->nctx || t->ctx[t->nctx - 1].ts >= enter)
+		return 0;
+	return ctx_set(t, enter, KP_NONE, 0, 0, KP_NONE);
 }
 
 int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,
