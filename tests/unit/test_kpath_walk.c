@@ -1185,6 +1185,52 @@ static void test_timed_lock_wait(void **state)
 	assert_int_equal(q->segs[1].cul_tid[0], 101);
 }
 
+/* A reader that hands requests off to a worker and blocks in its next
+ * read: R1 read on c2 before B, handed off; the reader then waits in a read
+ * of CL, whose bytes (R) wake it at 0; it waits for a CPU 0→1, runs 1→3,
+ * its read returns at 3, it hands R to the worker 3→8 who answers. The
+ * wakeup, the wait for a CPU and the read are R's own, not R1's (the last
+ * request the reader worked on). */
+static void test_reader_waits_for_next(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
+	const struct want w[] = {
+	    {0, 1, CP_CAT_RUNQUEUE, 100, true},
+	    {1, 3, CP_CAT_CPU, 100, false},
+	    {3, 8, CP_CAT_CPU, 101, false},
+	};
+	const struct kb_req *q = NULL;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 30 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_sock(&b, B - 41 * U, B - 40 * U, 100, 100, CP_SOCK_READ, 6, c2, 19, 3000,
+		"GET /r1 HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B - 39 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B, 0, 100, CL, 1019);
+	kb_wake(&b, B, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 1 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_culprit(&b, B + 1 * U, 0, 100, 100, 300, 300, "hog", U, B);
+	kb_sock(&b, B - 39 * U - 100, B + 3 * U, 100, 100, CP_SOCK_READ, 5, CL, 19, 1000,
+		"GET /r HTTP/1.1\r\n\r\n");
+	kb_wake(&b, B + 3 * U, 0, 100, 101, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 3 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "worker");
+	kb_switch(&b, B + 3 * U + 100, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_futex(&b, B - 30 * U - 100, B + 3 * U + 100, 100, 101, 0x3000);
+	kb_sock(&b, B + 8 * U - 1000, B + 8 * U, 100, 101, CP_SOCK_WRITE, 5, CL, 40, 9000,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	kb_switch(&b, B + 8 * U + 100, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		if (!strcmp(b.reqs[i].name, "GET /r"))
+			q = &b.reqs[i];
+	assert_non_null(q);
+	check_path(q, w, 3);
+	for (uint32_t i = 0; i < q->nsegs; i++)
+		assert_null(strstr(q->segs[i].stack, KP_QUEUED_FRAME));
+}
+
 /* 5. Hand-off: R runs 0→2, wakes W at 2 and blocks; W runs 2→8 and wakes R;
  * R runs 8→9. W's time is own work. */
 static void test_handoff(void **state)
@@ -1825,6 +1871,7 @@ int main(void)
 	    cmocka_unit_test(test_event_loop_dependency),
 	    cmocka_unit_test(test_unix_backend_by_inode),
 	    cmocka_unit_test(test_timed_lock_wait),
+	    cmocka_unit_test(test_reader_waits_for_next),
 	    cmocka_unit_test(test_lock_holder_timer_after_rx),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_in),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),
