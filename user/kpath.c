@@ -230,6 +230,11 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 			     "known (they arrived before the socket was seen, or an older recorder "
 			     "did not record senders): no request or call was framed on them",
 			     (unsigned long long)kp.udp_unknown);
+	if (kp.dq_dropped)
+		engine__warn(e,
+			     "%llu DNS queries were not framed: more than %u of one client's "
+			     "queries waited for their answers at once on its flow",
+			     (unsigned long long)kp.dq_dropped, KP_DQ_MAX);
 	if (kp.loss_after_early)
 		engine__warn(e,
 			     "%llu requests went out before their wait for late loss windows was "

@@ -773,6 +773,7 @@ static void conn_reset(struct kp_conn *c)
 	c->prev_end = 0;
 	c->peer = KP_NONE;
 	c->peer_missed = 0;
+	c->ndq = 0;
 	c->ctx_owner1 = 0;
 	c->req.reader = c->req.writer = KP_NONE;
 	c->role_guessed = 0; /* its accept or connect says */
@@ -944,6 +945,59 @@ static bool tls13_flight(struct kp *kp, const struct kp_conn *c, const struct cp
 	       !strcmp(c->last_name, "TLS handshake");
 }
 
+/* The datagram query being read waits for its answer in the flow's queue;
+ * the oldest is dropped (counted) when KP_DQ_MAX wait. */
+static int dq_push(struct kp *kp, struct kp_conn *c)
+{
+	if (!c->dq && !(c->dq = calloc(KP_DQ_MAX, sizeof(*c->dq))))
+		return -ENOMEM;
+	if (c->ndq == KP_DQ_MAX) {
+		memmove(&c->dq[0], &c->dq[1], (KP_DQ_MAX - 1) * sizeof(*c->dq));
+		c->ndq--;
+		kp->dq_dropped++;
+	}
+	c->dq[c->ndq++] = c->req;
+	return 0;
+}
+
+/* A datagram answer on a flow with queries waiting: the query its id names
+ * becomes the request answered (the one it takes the place of waits, or is
+ * finished when already answered). */
+static int dq_answer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	uint16_t x;
+	uint8_t k;
+	int err;
+
+	if (!c->ndq || e->payload_len < 2)
+		return 0;
+	x = (uint16_t)(e->payload[0] << 8 | e->payload[1]);
+	if (c->phase != KP_PH_IDLE && c->req.xid_ok && c->req.xid == x)
+		return 0;
+	for (k = 0; k < c->ndq && !(c->dq[k].xid_ok && c->dq[k].xid == x); k++)
+		;
+	if (k == c->ndq)
+		return 0;
+	if (c->phase == KP_PH_WRITING) {
+		err = kp__conn_finish_req(kp, ci);
+		if (err)
+			return err;
+		c = &kp->cn[ci];
+	} else if (c->phase == KP_PH_READING) {
+		struct kp_req waiting = c->req;
+
+		c->req = c->dq[k];
+		c->dq[k] = waiting;
+		return 0;
+	}
+	c->req = c->dq[k];
+	memmove(&c->dq[k], &c->dq[k + 1], (size_t)(c->ndq - k - 1) * sizeof(*c->dq));
+	c->ndq--;
+	c->phase = KP_PH_READING;
+	return 0;
+}
+
 static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
 		     uint64_t ts, uint64_t enter)
 {
@@ -965,6 +1019,14 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c->phase = KP_PH_READING;
 		return 0;
 	}
+	if (c->phase == KP_PH_READING && c->a.proto == IPPROTO_UDP && c->req.xid_ok) {
+		/* another datagram before the answer: another query; this
+		 * one waits for its answer */
+		err = dq_push(kp, c);
+		if (err)
+			return err;
+		c->phase = KP_PH_IDLE;
+	}
 	if (c->phase == KP_PH_READING && !c->req.tls_fin) {
 		if (c->req.nhead && e->payload_len)
 			name_after_head(c, e);
@@ -980,6 +1042,9 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c = &kp->cn[ci];
 	}
 	lower = tls_fin ? c->req.first_read_exit : c->prev_end; /* prev_end: as finished */
+	/* after the arrival of the query that waits for its answer */
+	if (c->ndq && c->dq[c->ndq - 1].start >= lower)
+		lower = c->dq[c->ndq - 1].start + 1;
 	memset(&c->req, 0, sizeof(c->req));
 	c->req.reader = thread;
 	c->req.writer = KP_NONE;
@@ -991,6 +1056,10 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.tls_wait = ((e->flags & CP_SOCK_F_TLS) && !e->payload_len) ||
 			  tls_record_outside(kp, c, e, ts, false) || tls_fin;
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
+	if (pr == KP_PROTO_DNS && c->a.proto == IPPROTO_UDP && e->payload_len >= 2) {
+		c->req.xid = (uint16_t)(e->payload[0] << 8 | e->payload[1]);
+		c->req.xid_ok = true;
+	}
 	/* the whole change_cipher_spec record and the next record's header
 	 * in one read: the client's last flight read at once (a library
 	 * that reads record by record, OpenSSL's own, reads on inside its
@@ -1313,6 +1382,12 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		}
 		return 0;
 	}
+	if (c->ndq) {
+		err = dq_answer(kp, ci, e);
+		if (err)
+			return err;
+		c = &kp->cn[ci];
+	}
 	if (c->phase == KP_PH_IDLE)
 		return 0; /* nothing asked for it (server push, or its request came before us) */
 	if (c->phase == KP_PH_READING && c->req.tls_wait && !bio &&
@@ -1456,6 +1531,7 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
 		free(c->bw.buf);
+		free(c->dq);
 		kp__h2_free(c);
 		memset(c, 0, sizeof(*c));
 		c->proc = c->last_proc = c->peer = KP_NONE;

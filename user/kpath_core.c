@@ -211,6 +211,7 @@ void kp__free(struct kp *kp)
 		kp__win_free((void **)&c->dr, &c->droff, sizeof(*c->dr));
 		free(c->runs);
 		free(c->bw.buf);
+		free(c->dq);
 		kp__h2_free(c);
 	}
 	kp__pend_free(kp);

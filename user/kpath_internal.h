@@ -320,7 +320,14 @@ struct kp_req {
 	 * nothing: its bytes, named with the next read's (conn_read) */
 	uint8_t nhead;
 	uint8_t head[CP_SHORT_READ];
+	/* a DNS message's id (xid_ok): the answer that is this query's */
+	uint16_t xid;
+	bool xid_ok;
 };
+
+/* Datagram queries of one flow waiting for their answers while a later
+ * one is read (a resolver's A and AAAA from one port) */
+#define KP_DQ_MAX 8
 
 struct kp_conn {
 	uint32_t host;
@@ -372,6 +379,8 @@ struct kp_conn {
 	uint64_t closed_at; /* closed by its process (0 = open); recycled once behind the window */
 	uint64_t fdkey;	    /* the fdmap key that last named it, 0 for none */
 	struct kp_h2 *h2;   /* HTTP/2: its streams are its requests (kpath_h2.c) */
+	struct kp_req *dq;  /* a datagram flow's queries not answered, oldest first */
+	uint8_t ndq;
 };
 
 struct kp_source {
@@ -506,6 +515,7 @@ struct kp {
 	 * address than the call went to) */
 	struct kp_map uportmap;
 	uint64_t udp_unknown; /* datagram reads whose sender was not known */
+	uint64_t dq_dropped;  /* datagram queries past KP_DQ_MAX waiting on a flow */
 	struct kp_loss *loss;
 	uint32_t nloss, caploss;
 	struct kp_lastdr *lastdr;     /* [host * KP_MAX_CPUS + cpu] */

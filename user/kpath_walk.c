@@ -29,6 +29,7 @@
 #define KP_WALK_ENTERED 8u
 #define KP_WALK_RET 16u
 #define KP_DEP_SCAN 8 /* contexts looked at for a request's next dependency */
+#define KP_RECENT_NS 2000000ull /* a waker's work this recent says whose it is */
 
 struct walk {
 	struct kp *kp;
@@ -906,9 +907,18 @@ static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 	struct kp_thread *th = &w->kp->th[waker];
 	int64_t idx = kp__tl_find(th, t);
 
+	int64_t k;
+
 	if (idx < 0 || !owned(w, waker, idx))
 		return true;
-	return th->nctx && ctx_other(w, th, ctx_at(th, t));
+	if (!th->nctx)
+		return false;
+	/* working for another request, or just done with one and on to
+	 * nobody's (a thread that answered another client releases its GIL) */
+	k = ctx_at(th, t);
+	if (k >= 0 && th->ctx[k].conn == KP_NONE && k > 0 && t - th->ctx[k].ts < KP_RECENT_NS)
+		k--;
+	return ctx_other(w, th, k);
 }
 
 /* The waker of a socket or poll wait serves a call the walk's request made

@@ -227,13 +227,13 @@ def main():
     be, bport = {bf["pid"]}, bf["port"]
     sleeps = by["GET /sleep"]
     bad = [q for q in sleeps if own_call_sleep_ns(q, be, bport) < 18 * MS]
-    tap.gap(f"proxy: {len(sleeps) - len(bad)} of {len(sleeps)} nginx /sleep requests have the "
+    tap.ok(f"proxy: {len(sleeps) - len(bad)} of {len(sleeps)} nginx /sleep requests have the "
            "back end's 20 ms sleep (>= 18 ms) on their path as their own work, in the back "
            f"end's 'GET /sleep' (framed '...:{bport} GET /sleep'), expected >= 95%",
            sleeps and len(bad) <= len(sleeps) * 0.05,
            examples(bad) + ("\n" + K.describe(bad[0], 40) if bad else ""))
     wrong = [q for q in reqs if wrong_calls(q, be, bport)]
-    tap.gap(f"proxy: {len(reqs) - len(wrong)} of {len(reqs)} nginx requests have as their own "
+    tap.ok(f"proxy: {len(reqs) - len(wrong)} of {len(reqs)} nginx requests have as their own "
            "work only the back end's request of their name (no own back-end step framed with "
            "another request), expected >= 95%", reqs and len(wrong) <= len(reqs) * 0.05,
            examples(wrong))

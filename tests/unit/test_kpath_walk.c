@@ -389,6 +389,47 @@ static void test_udp_round_trip(void **state)
  * socket: the second request begins when its own datagram arrived, after
  * the first one's answer, not at the first one's datagram (a flow's
  * datagrams have no sequence to tell them apart by). */
+/* Two queries of one client outstanding at once on its flow (a resolver's
+ * A and AAAA from one port): read one after the other, answered in the
+ * other order. Each answer is its own query's, by the DNS id: two
+ * requests, each from its read to its answer. */
+static void test_udp_outstanding_queries(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple sr = {"0.0.0.0", 53, "0.0.0.0", 0};
+	const struct kb_tuple ss = {"0.0.0.0", 53, "10.0.0.2", 40000};
+	const struct kb_tuple sa = {"10.0.0.2", 53, "10.0.0.2", 40000};
+	const struct kb_req *a, *c;
+	uint8_t q1[64], q2[64];
+	size_t n1 = dns_q(q1, "one"), n2 = dns_q(q2, "two");
+
+	q2[1] = 0x35; /* another id */
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 40 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready_udp(&b, B, 1, 0, sa);
+	kb_dready_udp(&b, B + 1 * U, 1, 0, sa);
+	kb_wake(&b, B, 1, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B, 1, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_udp(&b, B - 5 * U, B + 1000, 100, 100, CP_SOCK_RECVFROM, 3, sr, q1, n1);
+	kb_udp(&b, B + 2 * U, B + 2 * U + 1000, 100, 100, CP_SOCK_RECVFROM, 3, sr, q2, n2);
+	kb_udp(&b, B + 5 * U, B + 5 * U, 100, 100, CP_SOCK_SENDTO, 3, ss, q2, n2);
+	kb_udp(&b, B + 7 * U, B + 7 * U, 100, 100, CP_SOCK_SENDTO, 3, ss, q1, n1);
+	kb_switch(&b, B + 8 * U, 1, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 2);
+	a = kb_find_name(&b, "A one.com");
+	c = kb_find_name(&b, "A two.com");
+	assert_non_null(a);
+	assert_non_null(c);
+	assert_int_equal(a->start, B);
+	assert_int_equal(a->end, B + 7 * U);
+	assert_int_equal(c->start, B + 1 * U);
+	assert_int_equal(c->end, B + 5 * U);
+	check_tiling(a);
+	check_tiling(c);
+}
+
 static void test_udp_two_queries(void **state)
 {
 	static struct kb b;
@@ -1856,6 +1897,7 @@ int main(void)
 	    cmocka_unit_test(test_network_round_trip_v4_mapped),
 	    cmocka_unit_test(test_udp_round_trip),
 	    cmocka_unit_test(test_udp_two_queries),
+	    cmocka_unit_test(test_udp_outstanding_queries),
 	    cmocka_unit_test(test_udp_peek),
 	    cmocka_unit_test(test_udp_sender_from_read),
 	    cmocka_unit_test(test_udp_same_port_two_hosts),
