@@ -1272,6 +1272,53 @@ static void test_reader_waits_for_next(void **state)
 		assert_null(strstr(q->segs[i].stack, KP_QUEUED_FRAME));
 }
 
+/* A GIL handed back by a thread just done with another request: R's T
+ * releases the lock at 2 (waking U, which then answers its own client c2
+ * at 4.5) and waits for it; U releases it at 5. U's context at 5 is
+ * nobody's (its response was written), but what it did was another
+ * request's: the wait is `lock` 2→5 behind U, not U's time as R's own. */
+static void test_gil_back_from_other_request(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
+	const char *other = "GET /other HTTP/1.1\r\n\r\n";
+	const struct want w[] = {
+	    {0, 2, CP_CAT_CPU, 100, false},
+	    {2, 5, CP_CAT_LOCK, 101, true},
+	    {5, 6, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q = NULL;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "python3");
+	kb_switch(&b, B - 60 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B - 6 * U, 1, 100, c2, 3000 + (uint32_t)strlen(other));
+	kb_wake(&b, B - 6 * U, 1, 100, 101, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B - 6 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "U");
+	kb_sock(&b, B - 60 * U - 1, B - 5 * U, 100, 101, CP_SOCK_READ, 6, c2,
+		(int64_t)strlen(other), 3000, other);
+	kb_switch(&b, B - 4 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_futex(&b, B - 4 * U - 100, B + 2 * U + 500, 100, 101, 0x3000);
+	serve_from_b(&b, 100, 100, 0, "GET /fast HTTP/1.1\r\n\r\n");
+	kb_wake(&b, B + 2 * U, 0, 100, 101, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 2 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "U");
+	kb_sock(&b, B + 4 * U + 500000 - 1000, B + 4 * U + 500000, 100, 101, CP_SOCK_WRITE, 6, c2,
+		40, 7000, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	kb_wake(&b, B + 5 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 5 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "T");
+	kb_futex(&b, B + 2 * U - 100, B + 5 * U + 500, 100, 100, 0x3000);
+	kb_switch(&b, B + 5 * U + 100, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	respond_at(&b, B + 6 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		if (!strcmp(b.reqs[i].name, "GET /fast"))
+			q = &b.reqs[i];
+	assert_non_null(q);
+	check_path(q, w, 3);
+	assert_int_equal(q->segs[1].cul_tid[0], 101);
+}
+
 /* 5. Hand-off: R runs 0→2, wakes W at 2 and blocks; W runs 2→8 and wakes R;
  * R runs 8→9. W's time is own work. */
 static void test_handoff(void **state)
@@ -1914,6 +1961,7 @@ int main(void)
 	    cmocka_unit_test(test_unix_backend_by_inode),
 	    cmocka_unit_test(test_timed_lock_wait),
 	    cmocka_unit_test(test_reader_waits_for_next),
+	    cmocka_unit_test(test_gil_back_from_other_request),
 	    cmocka_unit_test(test_lock_holder_timer_after_rx),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_in),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),
