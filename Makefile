@@ -30,7 +30,8 @@ BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz \
 SAN ?=
 TSAN ?=
 comma := ,
-SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer) \
+SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recover=all \
+		-fno-omit-frame-pointer) \
 	    $(if $(TSAN),-fsanitize=thread)
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \

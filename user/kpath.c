@@ -80,8 +80,10 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 		in->path = paths[i];
 		rc = recording_reader__open(&in->r, paths[i], RECORDING_TIME_ORDER);
 		if (rc) {
-			fprintf(stderr, "critpath report: %s: cannot read the recording: %s\n",
-				paths[i], strerror(-rc));
+			/* the reader's line names the file and what is wrong, as
+			 * dump prints it ("cut short in the header: 100 of 255
+			 * bytes present") */
+			fprintf(stderr, "critpath report: %s\n", recording_reader__open_error());
 			err = rc;
 			in->r = NULL;
 			continue;
@@ -290,6 +292,16 @@ int kpath__analyze(const char *const *paths, int npaths, struct engine *e,
 		engine__warn(e, "%llu of %llu requests overlap a loss window and are partial",
 			     (unsigned long long)kp.requests_partial,
 			     (unsigned long long)kp.requests_out);
+	if (!kp.records && opened) {
+		/* a header and nothing after it: the recorder stopped while
+		 * it started (killed, or its ring never delivered) */
+		fprintf(stderr,
+			"critpath report: %s%s: no events: the recording ends after its header "
+			"(the recorder stopped before any event was written)\n",
+			paths[0], npaths > 1 ? " and the others" : "");
+		err = -ENODATA;
+		goto cleanup;
+	}
 	if (!kp.requests_out)
 		engine__warn(e,
 			     "%s%s: no requests found (no server connection carried a request "

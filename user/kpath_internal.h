@@ -622,9 +622,12 @@ static inline uint64_t kp__key_at(const char *a, size_t elem, uint32_t i)
 static inline __attribute__((always_inline)) uint32_t
 kp__lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off, uint64_t ts)
 {
-	const char *a = (const char *)arr + off;
+	const char *a;
 	uint32_t lo = 0, hi = n, step = 1;
 
+	if (!n) /* arr may be NULL: no arithmetic on it */
+		return 0;
+	a = (const char *)arr + off;
 	while (hi > step && kp__key_at(a, elem, hi - step) >= ts) {
 		hi -= step;
 		step *= 2;

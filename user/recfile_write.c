@@ -334,6 +334,48 @@ static int writer__frame(struct recording_writer *w, const struct batch *b, int6
 	return 0;
 }
 
+/*
+ * An output file for a tool that runs as root in directories others may
+ * write: never through a symbolic link (O_NOFOLLOW), never into a file
+ * another user owns or that has other names (a hard link to someone's
+ * file), truncated only after those checks, and 0600 (open() keeps the
+ * mode of an existing file). Devices and pipes (-o /dev/null) are written
+ * as they are. Returns the fd or -errno: -ELOOP for a link, -EEXIST for a
+ * file not the writer's (output__why says it in words).
+ */
+int output__open(const char *path, struct stat *st)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600), err;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (S_ISREG(st->st_mode) && (st->st_uid != geteuid() || st->st_nlink > 1)) {
+		close(fd);
+		return -EEXIST;
+	}
+	if (S_ISREG(st->st_mode) && (ftruncate(fd, 0) < 0 || fchmod(fd, 0600) < 0)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+const char *output__why(int err)
+{
+	if (err == -ELOOP)
+		return "it is a symbolic link (not followed)";
+	if (err == -EEXIST)
+		return "an existing file another user owns, or with other hard links (not "
+		       "overwritten)";
+	return strerror(-err);
+}
+
 int recording_writer__open(struct recording_writer **wp, const char *path,
 			   const struct recording_info *info)
 {
@@ -379,15 +421,9 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 		err = -EINVAL;
 		goto cleanup;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	w->fd = output__open(path, &st);
 	if (w->fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	/* open() keeps the mode of an existing file: force it, on regular
-	 * files only (-o /dev/null must not make /dev/null root-only). */
-	if (fstat(w->fd, &st) < 0 || (S_ISREG(st.st_mode) && fchmod(w->fd, 0600) < 0)) {
-		err = -errno;
+		err = w->fd;
 		goto cleanup;
 	}
 	err = writer__header(w, info);

@@ -851,7 +851,7 @@ int cmd_record(int argc, char **argv)
 	info.cpus = host.cpus;
 	err = recording_writer__open(&r->w, r->out, &info);
 	if (err) {
-		fprintf(stderr, "critpath record: cannot create %s: %s\n", r->out, strerror(-err));
+		fprintf(stderr, "critpath record: cannot create %s: %s\n", r->out, output__why(err));
 		goto cleanup;
 	}
 	/* compression off the loop that drains the ring buffer */
@@ -913,9 +913,11 @@ int cmd_record(int argc, char **argv)
 	if (probes && attach_probes(r, probes, r->child > 0 ? argv[optind] : NULL))
 		goto cleanup;
 
+	/* a closed terminal (SIGHUP) ends it like Ctrl-C: flushed, whole */
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 
 	start = rec_meta__now();
 	r->last_check = attached;

@@ -70,6 +70,13 @@ struct recording_writer;
 
 /* Creates path with mode 0600 (O_EXCL not used: an existing file is
  * truncated, its mode forced to 0600). */
+struct stat;
+/* An output file, safely as root: no symbolic link followed, no file of
+ * another user's (or with other hard links) overwritten, 0600. The fd, or
+ * -errno; output__why(err) says why in words. */
+int output__open(const char *path, struct stat *st);
+const char *output__why(int err);
+
 int recording_writer__open(struct recording_writer **w, const char *path,
 			   const struct recording_info *info);
 /* Appends one record (rec->size bytes, a multiple of 8). Compresses and

@@ -344,15 +344,26 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 	return 0;
 }
 
+/* -o: request names and paths (TLS plaintext among them) are as private
+ * as the recording they come from: 0600, no link followed */
 static FILE *open_output(const char *cmd, const char *out)
 {
+	struct stat st;
 	FILE *f;
+	int fd;
 
 	if (!out)
 		return stdout;
-	f = fopen(out, "w");
-	if (!f)
+	fd = output__open(out, &st);
+	if (fd < 0) {
+		fprintf(stderr, "critpath %s: cannot write %s: %s\n", cmd, out, output__why(fd));
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
 		fprintf(stderr, "critpath %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+		close(fd);
+	}
 	return f;
 }
 

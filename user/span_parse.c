@@ -429,7 +429,8 @@ static int end_otlp_request(struct span_parser *p)
 	if (p->err)
 		return p->err;
 	/* by trace, then input order (the first of duplicate ids wins) */
-	qsort(sp, n, sizeof(*sp), trace_cmp);
+	if (n) /* sp is NULL for a document without spans */
+		qsort(sp, n, sizeof(*sp), trace_cmp);
 	while (i < n && !err) {
 		uint32_t j = i + 1;
 

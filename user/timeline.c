@@ -793,9 +793,12 @@ int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 static uint32_t drop_before_last(const void *arr, uint32_t n, size_t elem, size_t off,
 				 uint64_t before)
 {
-	const char *a = (const char *)arr + off;
+	const char *a;
 	uint32_t drop = 0;
 
+	if (n < 2) /* arr may be NULL: no arithmetic on it */
+		return 0;
+	a = (const char *)arr + off;
 	while (drop + 1 < n && kp__key_at(a, elem, drop + 1) < before)
 		drop++;
 	return drop;

@@ -63,7 +63,26 @@ def main():
             ex = d.of("process_exit", pid=w.pid, group_dead=True)
             tap.ok("exit killed: the recording holds the target's exit with SIGKILL's code",
                    len(ex) == 1 and ex[0].get("exit_code") == signal.SIGKILL, f"exits {ex}")
+    hangup(tap)
     R.done(tap)
+
+
+def hangup(tap):
+    """A closed terminal sends the recorder SIGHUP: it ends as with Ctrl-C,
+    exit 0, the file whole (trailer and all)."""
+    path = os.path.join(R.workdir("exit-hup"), "hup.rec")
+    w = R.Workload([R.workload("rec_sleep"), 1000, 10])
+    rec = R.record_running(tap, "exit hup", w, path, duration=60)
+    if rec is None:
+        return
+    time.sleep(0.5)
+    rec.signal(signal.SIGHUP)
+    rc, text = rec.finish(timeout=30)
+    w.proc.send_signal(signal.SIGKILL)
+    w.finish(timeout=20)
+    tap.ok("exit hup: SIGHUP ends the recording like SIGINT, exit 0", rc == 0,
+           f"{rec.cmdline()}\nexit {rc}\n{text}")
+    R.check_complete(tap, "exit hup", rc, text, path, rec.cmdline())
 
 
 if __name__ == "__main__":

@@ -146,6 +146,12 @@ static void test_json(void **state)
 	yajl_val v, reqs, seg, cul, cont;
 
 	assert_int_equal(run(cmd_report, argv), 0);
+	{
+		struct stat st; /* paths from TLS plaintext: as private as the recording */
+
+		assert_int_equal(stat(path("a.json"), &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0600);
+	}
 	s = slurp("a.json", NULL);
 	v = yajl_tree_parse(s, err, sizeof(err));
 	assert_non_null(v);
@@ -309,6 +315,37 @@ static void test_cut_recording(void **state)
 	free(s);
 }
 
+/* A recording with its header and no event (the recorder stopped while it
+ * started), and one cut inside its header: nothing analysed, exit 1, and a
+ * line that says which and where, as dump says it. */
+static void test_empty_and_cut_header(void **state)
+{
+	static struct kb b;
+	char *empty[] = {"report", path("empty.rec"), NULL};
+	char *cut[] = {"report", path("cuthdr.rec"), NULL};
+	char buf[100];
+	char *s;
+	int in, out;
+
+	memset(&b, 0, sizeof(b));
+	kb_write_recording(&b, path("empty.rec"), 0, 0);
+	assert_int_equal(run(cmd_report, empty), 1);
+	s = slurp("stderr", NULL);
+	assert_non_null(strstr(s, "empty.rec: no events: the recording ends after its header"));
+	free(s);
+	in = open(path("a.rec"), O_RDONLY);
+	out = open(path("cuthdr.rec"), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	assert_int_equal(read(in, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	assert_int_equal(write(out, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(in);
+	close(out);
+	assert_int_equal(run(cmd_report, cut), 1);
+	s = slurp("stderr", NULL);
+	assert_non_null(strstr(s, "cuthdr.rec: cut short in the header: 100 of "));
+	assert_null(strstr(s, "No data available"));
+	free(s);
+}
+
 /* A "tls pid N" hook record: that process's TLS capture on, or not and
  * why (record_tls.c). */
 static void tls_hook(struct kb *b, uint64_t ts, uint32_t pid, uint8_t status, const char *detail)
@@ -370,6 +407,7 @@ int main(void)
 	    cmocka_unit_test(test_text),	   cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_other_formats),  cmocka_unit_test(test_diff),
 	    cmocka_unit_test(test_time_filters),   cmocka_unit_test(test_cut_recording),
+	    cmocka_unit_test(test_empty_and_cut_header),
 	    cmocka_unit_test(test_tls_uncaptured),
 	};
 
