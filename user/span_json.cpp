@@ -216,30 +216,29 @@ int field(reader &r, ondemand::value &v, span_json_field f)
 }
 
 /* Jaeger {"key": k, "type": t, "value": v}; OTLP {"key": k, "value":
- * {"stringValue": v}} (any scalar "…Value"). Fields looked up by name:
- * simdjson compares them in place, cheaper than reading every key. */
+ * {"stringValue": v}} (any scalar "…Value"). Every field is walked to the
+ * object's end: a field looked up by name left what follows it unread, and
+ * junk there ("v" -1e999}) passed unseen. */
 int tag(reader &r, ondemand::object &o, bool otlp, span_json_tags where)
 {
-	ondemand::value kv, vv;
 	string_view k, val;
-	bool has_k, has_v = false, is_string;
-	error_code e;
+	bool has_k = false, has_v = false, is_string;
 
-	if ((e = o.find_field_unordered("key").get(kv)))
-		return e == NO_SUCH_FIELD ? 0 : (r.err = e, 1);
-	CALL(text_of(r, kv, k, has_k, is_string));
-	if ((e = o.find_field_unordered("value").get(vv)))
-		return e == NO_SUCH_FIELD ? 0 : (r.err = e, 1);
-	if (!otlp)
-		CALL(text_of(r, vv, val, has_v, is_string));
-	else
-		CALL(as_object(r, vv, [&](ondemand::object &any) {
+	CALL(each_field(r, o, [&](string_view f, ondemand::value &v) {
+		if (f == "key")
+			return text_of(r, v, k, has_k, is_string);
+		if (f != "value")
+			return 0;
+		if (!otlp)
+			return text_of(r, v, val, has_v, is_string);
+		return as_object(r, v, [&](ondemand::object &any) {
 			return each_field(r, any, [&](string_view ik, ondemand::value &iv) {
 				if (ik.size() > 5 && ik.substr(ik.size() - 5) == "Value")
 					return text_of(r, iv, val, has_v, is_string);
 				return 0;
 			});
-		}));
+		});
+	}));
 	if (!has_k || !has_v)
 		return 0;
 	return span_json__tag(r.ctx, where, k.data(), k.size(), val.data(), val.size());

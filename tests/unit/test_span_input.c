@@ -266,6 +266,29 @@ static void test_truncated_buffer(void **state)
 	assert_non_null(strstr(c.warns, "malformed JSON"));
 }
 
+/* Junk after a tag's value, where the tag's fields were looked up by name
+ * and what followed them was not read: reported like junk anywhere else,
+ * with its line and byte, and the trace skipped. */
+static void test_junk_after_tag_value(void **state)
+{
+	static const char *const junk[] = {"-1e999", "garbage", ", "};
+
+	for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
+		char j[512];
+		struct capture c;
+
+		snprintf(j, sizeof(j),
+			 "{\"data\":[{\"traceID\":\"t1\",\"spans\":[{\"traceID\":\"t1\","
+			 "\"spanID\":\"a\",\"operationName\":\"op\",\"startTime\":1,\"duration\":10,"
+			 "\"processID\":\"p1\",\"tags\":[{\"key\":\"k\",\"type\":\"string\","
+			 "\"value\":\"v\" %s}]}],\"processes\":{\"p1\":{\"serviceName\":\"s\"}}}]}",
+			 junk[i]);
+		buf(&c, j);
+		if (!strstr(c.warns, "malformed JSON at line 1, byte"))
+			fail_msg("junk '%s': warnings: %s", junk[i], c.warns);
+	}
+}
+
 static void test_not_a_trace_file(void **state)
 {
 	struct capture c;
@@ -391,6 +414,7 @@ int main(void)
 	    cmocka_unit_test(test_nothing_usable),
 	    cmocka_unit_test(test_warning_cap),
 	    cmocka_unit_test(test_malformed_file),
+	    cmocka_unit_test(test_junk_after_tag_value),
 	    cmocka_unit_test(test_truncated_buffer),
 	    cmocka_unit_test(test_not_a_trace_file),
 	    cmocka_unit_test(test_jaeger_many_traces),
