@@ -128,6 +128,7 @@ struct recording_writer {
 	uint64_t max_ts; /* of every record appended */
 	uint32_t frames;
 	uint64_t events, metadata, lost, records;
+	uint64_t records_written; /* of records, in frames the file has */
 	struct bg *bg; /* NULL: frames are compressed in append/flush */
 };
 
@@ -331,6 +332,7 @@ static int writer__frame(struct recording_writer *w, const struct batch *b, int6
 	if (err)
 		return err;
 	w->frames++;
+	w->records_written += b->count;
 	return 0;
 }
 
@@ -782,6 +784,12 @@ int recording_writer__append(struct recording_writer *w, const struct cp_hdr *re
 
 int recording_writer__close(struct recording_writer *w, const struct recording_totals *totals)
 {
+	return recording_writer__close_counted(w, totals, NULL);
+}
+
+int recording_writer__close_counted(struct recording_writer *w,
+				    const struct recording_totals *totals, uint64_t *unwritten)
+{
 	uint8_t t[REC_TRAILER_SIZE] = {};
 	int err;
 
@@ -790,6 +798,8 @@ int recording_writer__close(struct recording_writer *w, const struct recording_t
 	/* No trailer after a failed flush: the file must read as cut short. */
 	err = recording_writer__flush(w);
 	err = bg__finish(w) ?: err;
+	if (unwritten) /* the compression thread is done: its count is final */
+		*unwritten = w->records - w->records_written;
 	if (err)
 		goto cleanup;
 	rec_put32(t + RT_MAGIC, REC_TRAILER_MAGIC);

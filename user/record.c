@@ -66,6 +66,9 @@ struct recorder {
 	struct target targets[MAX_TARGETS];
 	int ntargets;
 	uint64_t events, metadata, lost;
+	/* records read after a write failed, and records the writer had that
+	 * never reached the file: lost too */
+	uint64_t unwritten;
 	uint64_t inferred; /* switch-ins the kernel did not report (CP_SW_INFERRED) */
 	uint64_t *drops_seen;
 	int ncpus;
@@ -382,6 +385,10 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
 	struct recorder *r = ctx;
 
+	if (r->write_err) { /* the ring drained at the end, counted */
+		r->unwritten++;
+		return 0;
+	}
 	if (append(r, h))
 		return -1; /* stops the poll: the loop sees write_err */
 	r->events++;
@@ -656,7 +663,13 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 		"(%.1f bytes/event), %llu lost events, file %s\n",
 		secs, (unsigned long long)r->events, (unsigned long long)md,
 		(unsigned long long)bytes, total ? (double)bytes / total : 0.0,
-		(unsigned long long)r->lost, r->out);
+		(unsigned long long)(r->lost + r->unwritten), r->out);
+	if (r->unwritten)
+		fprintf(stderr,
+			"critpath record: %llu records were not written to %s after its write "
+			"failed (counted among the lost events); the file ends at its last whole "
+			"frame\n",
+			(unsigned long long)r->unwritten, r->out);
 	if (r->inferred)
 		fprintf(stderr,
 			"critpath record: %llu switches into target threads were missing from the "
@@ -986,9 +999,9 @@ int cmd_record(int argc, char **argv)
 		if (deadline && now >= deadline)
 			break;
 	}
-	/* what is still in the ring buffer, then the drops and blocked calls */
-	if (!r->write_err)
-		drain(r, 0);
+	/* what is still in the ring buffer (counted as lost after a write
+	 * error), then the drops and blocked calls */
+	drain(r, 0);
 	now = rec_meta__now();
 	for (int i = 0; i < r->ntargets; i++)
 		tls_gap_say(r, &r->targets[i], now);
@@ -1011,7 +1024,12 @@ int cmd_record(int argc, char **argv)
 	totals.end_ns = now;
 	totals.lost = r->lost;
 	bytes = recording_writer__bytes(r->w);
-	err = recording_writer__close(r->w, &totals);
+	{
+		uint64_t unwritten = 0;
+
+		err = recording_writer__close_counted(r->w, &totals, &unwritten);
+		r->unwritten += unwritten;
+	}
 	r->w = NULL;
 	if (err)
 		write_error(r, err);

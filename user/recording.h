@@ -97,6 +97,10 @@ int recording_writer__background(struct recording_writer *w, unsigned frames);
  * CP_MD_LOSS records written) come from totals. After a failed flush no
  * trailer is written, so the file reads as cut short. */
 int recording_writer__close(struct recording_writer *w, const struct recording_totals *totals);
+/* The same, and how many records it was given never reached the file (a
+ * write that failed: disk full) */
+int recording_writer__close_counted(struct recording_writer *w,
+				    const struct recording_totals *totals, uint64_t *unwritten);
 /* Bytes written so far (for the recorder's summary). */
 uint64_t recording_writer__bytes(const struct recording_writer *w);
 

@@ -7,6 +7,7 @@ all recorded; recordings are created 0600 whatever the umask or an existing
 file's mode; SIGINT and SIGTERM stop a recording cleanly (exit 0, trailer
 written) and leave a -p target running."""
 import os
+import re
 import signal
 import sys
 import time
@@ -105,6 +106,9 @@ def disk_full(tap, d):
     tap.ok("cli disk full: exit 1, one line saying the disk is full and the file is readable "
            "up to the last frame", r.rc == 1 and len(errs) == 1 and "ENOSPC" in errs[0],
            r.describe())
+    lost = [int(m.group(1)) for m in re.finditer(r"(\d+) lost events", r.err)]
+    tap.ok(f"cli disk full: what was not written counts as lost ({lost}), in a line saying so",
+           lost and lost[-1] > 0 and "records were not written" in r.err, r.describe())
     dump = R.Dump(os.path.join(d, "full-copy.rec"))
     # how many frames fit before the disk filled depends on timing: maybe none
     tap.ok(f"cli disk full: dump reads what was written ({len(dump.records)} records) and "
