@@ -30,9 +30,10 @@ BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz \
 SAN ?=
 TSAN ?=
 comma := ,
+FUZZ ?=
 SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recover=all \
 		-fno-omit-frame-pointer) \
-	    $(if $(TSAN),-fsanitize=thread)
+	    $(if $(TSAN),-fsanitize=thread) $(if $(FUZZ),-fsanitize=fuzzer-no-link)
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	  -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
@@ -65,11 +66,13 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_BINS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS)) \
 		 $(BUILD)/workloads/kp_server_cet
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 TOOL_SRCS := $(wildcard tools/bench/*.c tools/demo/*.c)
 TOOL_BINS := $(patsubst tools/%.c,$(BUILD)/%,$(TOOL_SRCS))
 
 .PHONY: all critpath tests tools deps test test-unit test-asan test-integration demo bench \
-	vmlinux clean format
+	vmlinux clean format fuzzers fuzz
 .DELETE_ON_ERROR:
 # The generated protobuf-c files are prerequisites of pattern rules only, so
 # make would delete them as intermediates after a build; a later build then
@@ -142,13 +145,20 @@ $(BUILD)/tests/test_tls_at: tests/unit/test_tls_at.c user/record_tls_at.c user/r
 $(BUILD)/workloads/kp_uring_server: tests/workloads/kp_uring_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -luring -lpthread -lm
 
+# libFuzzer harnesses: built with clang (make fuzz sets CC, SAN and FUZZ)
+# (linked as C++: simdjson's checks need UBSan's C++ runtime)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB) $(PROTO_H) | $(BUILD)/fuzz
+	$(CC) $(CFLAGS) -c $< -o $@.o
+	$(CXX) -fsanitize=fuzzer $(LDFLAGS) $@.o -o $@ $(LIB) $(LIB_LIBS)
+
 $(BUILD)/bench/%: tools/bench/%.c $(LIB) $(PROTO_H) | $(BUILD)/bench
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS)
 
 $(BUILD)/demo/%: tools/demo/%.c $(wildcard tools/demo/*.h) | $(BUILD)/demo
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lpthread -lm
 
-$(BUILD)/bpf $(BUILD)/user $(BUILD)/gen $(BUILD)/tests $(BUILD)/workloads $(BUILD)/bench $(BUILD)/demo:
+$(BUILD)/bpf $(BUILD)/user $(BUILD)/gen $(BUILD)/tests $(BUILD)/workloads $(BUILD)/bench $(BUILD)/demo \
+$(BUILD)/fuzz:
 	mkdir -p $@
 
 # --- entry points --------------------------------------------------------------
@@ -160,10 +170,21 @@ deps:
 # ThreadSanitizer, and (as root) integration tests with the real BPF programs.
 # Ends with "N passed, N failed".
 TSAN_TESTS := test_recording test_recording_damage test_kpath_file
+FUZZ_MAKE := $(MAKE) --no-print-directory BUILD=build/fuzz CC=clang CXX=clang++ SAN=1 FUZZ=1
 test: all
 	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 tests
 	$(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 $(TSAN_TESTS:%=build/tsan/tests/%)
-	tests/run.sh build build/asan build/tsan
+	$(FUZZ_MAKE) fuzzers
+	tests/run.sh build build/asan build/tsan build/fuzz
+
+fuzzers: $(FUZZ_BINS)
+
+# Each harness for FUZZ_SECONDS (default 300) from seeds the project's own
+# tools make; make test runs them for 20 s each
+FUZZ_SECONDS ?= 300
+fuzz: all
+	$(FUZZ_MAKE) fuzzers
+	tools/fuzz.sh build/fuzz $(FUZZ_SECONDS) build
 
 test-unit: tests
 	tests/run.sh --unit-only $(BUILD)

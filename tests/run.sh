@@ -6,8 +6,9 @@
 # exits non-zero with no "not ok" line, counts as one failure under its own
 # name. Ends with the line "N passed, N failed".
 #
-#   tests/run.sh BUILD [ASAN_BUILD [TSAN_BUILD]]
-#                                        unit (+ASan, +TSan unit) + integration (root)
+#   tests/run.sh BUILD [ASAN_BUILD [TSAN_BUILD [FUZZ_BUILD]]]
+#                                        unit (+ASan, +TSan unit, +fuzzers for
+#                                        FUZZ_SECONDS each, default 20) + integration (root)
 #   tests/run.sh --unit-only BUILD
 #   TESTS=pattern tests/run.sh …         only programs whose name matches
 set -u
@@ -16,6 +17,7 @@ if [ "${1:-}" = "--unit-only" ]; then unit_only=1; shift; fi
 build=${1:-build}
 asan=${2:-}
 tsan=${3:-}
+fuzz=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 pass=0 fail=0 skip=0
@@ -63,6 +65,9 @@ if [ -n "$tsan" ]; then
 		[ -x "$t" ] || continue
 		TSAN_OPTIONS=halt_on_error=1:exitcode=66 run_one "tsan/$(basename "$t")" 600 "$t"
 	done
+fi
+if [ -n "$fuzz" ] && [ -d "$fuzz/fuzz" ]; then
+	run_one "fuzz" 900 tools/fuzz.sh "$fuzz" "${FUZZ_SECONDS:-20}" "$build"
 fi
 if [ "$unit_only" -eq 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
