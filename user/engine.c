@@ -668,17 +668,24 @@ static int engine__keep(struct engine *e, const struct cp_request *req)
 
 /* --- adding a request ---------------------------------------------------- */
 
+/* Room for req's segments' stacks in e->seg_frames, and their keys and
+ * hashes worked out (e->gkeys, e->ghash) */
+static inline __attribute__((always_inline)) int engine__stacks_begin(struct engine *e,
+								       const struct cp_request *req)
+{
+	if (engine__grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
+			 sizeof(*e->seg_frames)))
+		return -ENOMEM;
+	return engine__stacks_ahead(e, req);
+}
+
 /* The interned frame stacks of req's segments into e->seg_frames, for a
  * copy of it, without adding its time anywhere */
 static int engine__frames(struct engine *e, const struct cp_request *req)
 {
 	const char **kf;
-	int err;
+	int err = engine__stacks_begin(e, req);
 
-	if (engine__grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
-			 sizeof(*e->seg_frames)))
-		return -ENOMEM;
-	err = engine__stacks_ahead(e, req);
 	if (err)
 		return err;
 	kf = e->gkeys;
@@ -699,10 +706,7 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 	int err;
 
 	e->ntouched = 0;
-	if (engine__grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
-			 sizeof(*e->seg_frames)))
-		return -ENOMEM;
-	err = engine__stacks_ahead(e, req);
+	err = engine__stacks_begin(e, req);
 	if (err)
 		return err;
 	kf = e->gkeys;

@@ -518,6 +518,23 @@ static bool ctx_theirs(const struct walk *w, const struct kp_thread *th, int64_t
 	return !(k >= 0 && ctx_mine(w, &th->ctx[k]));
 }
 
+/* The context of th at t (the last begun before t: an index into th->ctx,
+ * or -1), from where the last question about th left off (a walk asks about
+ * one stretch after the other, back in time), or a search. */
+static int64_t ctx_at(struct kp_thread *th, uint64_t t)
+{
+	int64_t k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
+
+	if (k > 0 && th->ctx[k].ts >= t && th->ctx[k - 1].ts < t)
+		k--;
+	if (!(k >= 0 && th->ctx[k].ts < t &&
+	      (k + 1 >= (int64_t)th->nctx || th->ctx[k + 1].ts >= t)))
+		k = kp__tl_ctx_before(th, t);
+	if (k >= 0)
+		th->ctx_hint = (uint32_t)k;
+	return k;
+}
+
 /*
  * A request's cpu time on a thread, [a, t], owned or not by DESIGN's rule
  * (wakeups followed back). Where the thread worked for another connection's
@@ -539,14 +556,7 @@ static int ctx_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a,
 
 	if (!th->nctx)
 		return cpu_seg(w, thread, cpu, a, t, !own, frame3, false);
-	/* where the last question about this thread left off (a walk asks
-	 * about one stretch after the other, back in time), or a search */
-	k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
-	if (k > 0 && th->ctx[k].ts >= t && th->ctx[k - 1].ts < t)
-		k--;
-	if (!(k >= 0 && th->ctx[k].ts < t &&
-	      (k + 1 >= (int64_t)th->nctx || th->ctx[k + 1].ts >= t)))
-		k = kp__tl_ctx_before(th, t);
+	k = ctx_at(th, t);
 	while (t > a && !err) {
 		uint64_t lo = k >= 0 && th->ctx[k].ts > a ? th->ctx[k].ts : a;
 		bool other = ctx_theirs(w, th, k, own);
@@ -739,22 +749,6 @@ static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv,
 	return 0;
 }
 
-/* The context of th at t (the last begun before t: an index into th->ctx,
- * or -1), from where the last question about th left off when it can. */
-static int64_t ctx_at(struct kp_thread *th, uint64_t t)
-{
-	int64_t k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
-
-	if (k > 0 && th->ctx[k].ts >= t && th->ctx[k - 1].ts < t)
-		k--;
-	if (!(k >= 0 && th->ctx[k].ts < t &&
-	      (k + 1 >= (int64_t)th->nctx || th->ctx[k + 1].ts >= t)))
-		k = kp__tl_ctx_before(th, t);
-	if (k >= 0)
-		th->ctx_hint = (uint32_t)k;
-	return k;
-}
-
 /* The context k works for another request (a server connection that is
  * not the walk's, nor one it came into) */
 static bool ctx_other(const struct walk *w, const struct kp_thread *th, int64_t k)
@@ -905,9 +899,7 @@ static int queued_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, u
 static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 {
 	struct kp_thread *th = &w->kp->th[waker];
-	int64_t idx = kp__tl_find(th, t);
-
-	int64_t k;
+	int64_t idx = kp__tl_find(th, t), k;
 
 	if (idx < 0 || !owned(w, waker, idx))
 		return true;
@@ -929,7 +921,7 @@ static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv
 {
 	struct kp *kp = w->kp;
 	struct kp_thread *wt = &kp->th[iv->waker];
-	int64_t k = wt->nctx ? ctx_at(wt, t) : -1;
+	int64_t k;
 
 	if (iv->reason == KP_BR_SOCK && iv->conn != KP_NONE) {
 		uint32_t pc = kp__conn_peer(kp, iv->conn);
@@ -941,6 +933,7 @@ static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv
 			return;
 		}
 	}
+	k = wt->nctx ? ctx_at(wt, t) : -1;
 	for (int64_t j = k; j >= 0 && j > k - 4; j--) {
 		uint32_t pc = wt->ctx[j].conn, v;
 
@@ -956,6 +949,19 @@ static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv
 		}
 		return;
 	}
+}
+
+/* [a, t] a wait for a lock on thread, holder its culprit for all of it */
+static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
+		    uint32_t holder)
+{
+	struct kp *kp = w->kp;
+	const struct kp_thread *h = &kp->th[holder];
+	int err = seg_add(kp, a, t, CP_CAT_LOCK, thread, cpu, true, -1, proc_frame(w, thread));
+
+	if (!err && t > a)
+		err = cul_add(kp, h->pid, h->tid, kp__thread_comm(kp, holder), t - a);
+	return err;
 }
 
 /* A futex wait that timed out and was waited again on the same word at
@@ -1002,11 +1008,7 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		 * for a CPU it stays `runqueue`, with the tasks that held the
 		 * CPU: that names who starved it. */
 		if (!own && *lock_chain && iv->state == KP_ST_RUNNING) {
-			err = seg_add(kp, a, *t, CP_CAT_LOCK, *thread, iv->cpu, true, -1,
-				      proc_frame(w, *thread));
-			if (!err && *t > a)
-				err = cul_add(kp, th->pid, th->tid, kp__thread_comm(kp, *thread),
-					      *t - a);
+			err = lock_seg(w, *thread, iv->cpu, a, *t, *thread);
 		} else if (iv->state == KP_ST_RUNNABLE) {
 			err = runqueue_seg(w, *thread, iv, a, *t, !own, false);
 		} else {
@@ -1065,14 +1067,8 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 	if (iv->reason == KP_BR_FUTEX && iv->wake == KP_WK_TIMER && iv->uaddr) {
 		uint32_t h = timed_lock_holder(th, iv);
 
-		if (h != KP_NONE && h != *thread) {
-			err = seg_add(kp, a, *t, CP_CAT_LOCK, *thread, -1, true, -1,
-				      proc_frame(w, *thread));
-			if (!err && *t > a)
-				err = cul_add(kp, kp->th[h].pid, kp->th[h].tid,
-					      kp__thread_comm(kp, h), *t - a);
-			return err;
-		}
+		if (h != KP_NONE && h != *thread)
+			return lock_seg(w, *thread, -1, a, *t, h);
 	}
 	return seg_add(kp, a, *t, block_category(iv), *thread, -1, !own, -1,
 		       proc_frame(w, *thread));
@@ -1189,8 +1185,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 					other = ctx_other(&w, th, k);
 					mine = k >= 0 && th->ctx[k].conn != KP_NONE && !other;
 					/* and the stretches before it alike, at once */
-					while (k >= 0 && th->ctx[k].ts > a && !other &&
-					       iv->state == KP_ST_RUNNING && k > 0 &&
+					while (k > 0 && th->ctx[k].ts > a && !other &&
+					       iv->state == KP_ST_RUNNING &&
 					       !ctx_other(&w, th, k - 1) &&
 					       (th->ctx[k - 1].conn != KP_NONE) == mine)
 						k--;
