@@ -76,6 +76,12 @@ static const char *const key_names[] = {
     [HP_K_CONTENT_TYPE] = "content-type",
 };
 
+/* Fields whose values the recorder keeps besides those (hpack__redact):
+ * framing, status and trace context; no credential, cookie or body. */
+static const char *const kept_names[] = {
+    ":scheme", ":protocol", "content-length", "grpc-status", "traceparent", "tracestate",
+};
+
 struct static_entry {
 	const char *name, *val;
 	uint8_t key;
@@ -88,8 +94,8 @@ static const struct static_entry static_table[HP_STATIC_N + 1] = {
     [3] = {":method", "POST", HP_K_METHOD},
     [4] = {":path", "/", HP_K_PATH},
     [5] = {":path", "/index.html", HP_K_PATH},
-    [6] = {":scheme", "http"},
-    [7] = {":scheme", "https"},
+    [6] = {":scheme", "http", HP_K_KEPT},
+    [7] = {":scheme", "https", HP_K_KEPT},
     [8] = {":status", "200", HP_K_STATUS},
     [9] = {":status", "204", HP_K_STATUS},
     [10] = {":status", "206", HP_K_STATUS},
@@ -110,7 +116,7 @@ static const struct static_entry static_table[HP_STATIC_N + 1] = {
     [25] = {"content-disposition"},
     [26] = {"content-encoding"},
     [27] = {"content-language"},
-    [28] = {"content-length"},
+    [28] = {"content-length", NULL, HP_K_KEPT},
     [29] = {"content-location"},
     [30] = {"content-range"},
     [31] = {"content-type", NULL, HP_K_CONTENT_TYPE},
@@ -146,20 +152,28 @@ static const struct static_entry static_table[HP_STATIC_N + 1] = {
     [61] = {"www-authenticate"},
 };
 
-int hpack__huffman(const uint8_t *p, size_t len, char *out, size_t outlen)
+/* The first code of each length, and how many there are (EOS the last). */
+static void huff_tables(uint32_t first[HUFF_MAX_BITS + 1], uint32_t count[HUFF_MAX_BITS + 1])
 {
-	uint32_t first[HUFF_MAX_BITS + 1], count[HUFF_MAX_BITS + 1];
-	uint32_t code = 0, nbits = 0, c = 0;
-	size_t n = 0;
+	uint32_t c = 0;
 
-	/* the decoded length must fit the int returned: 5 bits per symbol at best */
-	if (len > INT_MAX / 2)
-		return -EINVAL;
 	for (int l = 1; l <= HUFF_MAX_BITS; l++) {
 		first[l] = c;
 		count[l] = huff_len[l].n + (l == HUFF_MAX_BITS); /* EOS */
 		c = (c + count[l]) << 1;
 	}
+}
+
+int hpack__huffman(const uint8_t *p, size_t len, char *out, size_t outlen)
+{
+	uint32_t first[HUFF_MAX_BITS + 1], count[HUFF_MAX_BITS + 1];
+	uint32_t code = 0, nbits = 0;
+	size_t n = 0;
+
+	/* the decoded length must fit the int returned: 5 bits per symbol at best */
+	if (len > INT_MAX / 2)
+		return -EINVAL;
+	huff_tables(first, count);
 	for (size_t i = 0; i < len; i++) {
 		for (int bit = 7; bit >= 0; bit--) {
 			code = code << 1 | ((p[i] >> bit) & 1);
@@ -190,6 +204,24 @@ int hpack__huffman(const uint8_t *p, size_t len, char *out, size_t outlen)
 	if (outlen)
 		out[n < outlen ? n : outlen - 1] = '\0';
 	return (int)n;
+}
+
+/* A Huffman string the recorder redacted (hpack__redact): four 0xff
+ * first, which no valid one has (they hold EOS). */
+static bool marked(const uint8_t *p, size_t n)
+{
+	return n >= 7 && (p[0] & p[1] & p[2] & p[3]) == 0xff;
+}
+
+/* Its decoded length, from its last three bytes; -EINVAL if they are not
+ * a length (a split value's whose end was not written). */
+static int marked_len(const uint8_t *p, size_t n)
+{
+	const uint8_t *e = p + n - 3;
+
+	if ((e[0] | e[1] | e[2]) & 0x80)
+		return -EINVAL;
+	return (int)(((uint32_t)e[0] << 7 | e[1]) + e[2]);
 }
 
 /* RFC 7541 5.1: an integer with an N-bit prefix; more than 32 bits is malformed */
@@ -224,9 +256,10 @@ static int get_int(const uint8_t *p, size_t len, size_t *pos, unsigned int prefi
 	return 0;
 }
 
-/* RFC 7541 5.2: a string, raw or Huffman, into buf (truncated); *full its whole length */
+/* RFC 7541 5.2: a string, raw or Huffman, into buf (truncated); *full its whole length.
+ * value: a field's value, which the recorder may have redacted (marked). */
 static int get_str(const uint8_t *p, size_t len, size_t *pos, char *buf, size_t buflen,
-		   uint32_t *full)
+		   uint32_t *full, bool value)
 {
 	bool huff;
 	uint32_t slen;
@@ -240,7 +273,16 @@ static int get_str(const uint8_t *p, size_t len, size_t *pos, char *buf, size_t 
 		return err;
 	if (slen > len - *pos)
 		return HP_SHORT;
-	if (huff) {
+	if (huff && value && marked(p + *pos, slen)) {
+		/* a value the recorder redacted (hpack__redact) */
+		int n = marked_len(p + *pos, slen);
+
+		if (n < 0)
+			return n;
+		*full = (uint32_t)n;
+		if (buflen)
+			buf[0] = '\0';
+	} else if (huff) {
 		int n = hpack__huffman(p + *pos, slen, buf, buflen);
 
 		if (n < 0)
@@ -418,6 +460,9 @@ static uint8_t key_of(const char *name, uint32_t name_len)
 	for (uint8_t k = HP_K_METHOD; k <= HP_K_CONTENT_TYPE; k++)
 		if (name_len == strlen(key_names[k]) && !memcmp(name, key_names[k], name_len))
 			return k;
+	for (size_t i = 0; i < sizeof(kept_names) / sizeof(kept_names[0]); i++)
+		if (name_len == strlen(kept_names[i]) && !memcmp(name, kept_names[i], name_len))
+			return HP_K_KEPT;
 	return HP_K_OTHER;
 }
 
@@ -438,13 +483,13 @@ static int literal(struct hpack *t, const uint8_t *p, size_t len, size_t *pos, u
 		if (err)
 			return err;
 	} else {
-		err = get_str(p, len, pos, name, sizeof(name), &fl.name_len);
+		err = get_str(p, len, pos, name, sizeof(name), &fl.name_len, false);
 		if (err)
 			return err;
 		fl.known = true;
 		fl.key = key_of(name, fl.name_len);
 	}
-	err = get_str(p, len, pos, val, sizeof(val), &val_len);
+	err = get_str(p, len, pos, val, sizeof(val), &val_len, true);
 	if (err)
 		return err;
 	/* the whole representation was captured: only now does it change anything */
@@ -534,4 +579,369 @@ void hpack__free(struct hpack *t)
 void hpack__forget(struct hpack *t)
 {
 	table_reset(t);
+}
+
+/*
+ * The recorder's side (hpack__redact): a block's representations followed
+ * byte by byte, since a block comes in pieces (frames, transfers), with the
+ * table kept as the report's decoder keeps it.
+ */
+enum {
+	R_REP,	/* a representation's first byte */
+	R_INT,	/* the rest of its integer */
+	R_SLEN, /* a string's first byte */
+	R_SINT, /* the rest of its length */
+	R_NAME, /* a literal name's bytes */
+	R_VAL,	/* a value's bytes */
+	R_SKIP, /* not parsed to the block's end: redacted */
+};
+
+static uint32_t hf_first[HUFF_MAX_BITS + 1], hf_count[HUFF_MAX_BITS + 1];
+
+int hpack__huffman_fill(uint8_t *p, uint32_t n, uint32_t m)
+{
+	/* the code lengths there are, and the symbol standing for each */
+	static const uint8_t lens[] = {5,  6,  7,  8,  10, 11, 12, 13, 14, 15, 19,
+				       20, 21, 22, 23, 24, 25, 26, 27, 28, 30};
+	uint64_t bits = (uint64_t)n * 8, lo = bits > 7 ? bits - 7 : 0, extra, acc = 0;
+	uint32_t nacc = 0, at = 0;
+
+	if ((uint64_t)m * 5 > bits || (uint64_t)m * 30 < lo) {
+		memset(p, 0xff, n);
+		return -EINVAL;
+	}
+	huff_tables(hf_first, hf_count);
+	/* 5 bits a symbol, and the rest to reach lo handed out from the first
+	 * symbol on: one whose length overshoots what was wanted (there is no
+	 * 9, 16-18 or 29) is the last to grow, so the end stays within 7 bits
+	 * of padding */
+	extra = lo > (uint64_t)m * 5 ? lo - (uint64_t)m * 5 : 0;
+	for (uint32_t i = 0; i < m; i++) {
+		uint64_t want = 5 + (extra < 25 ? extra : 25);
+		uint32_t l = 30;
+
+		for (size_t k = 0; k < sizeof(lens); k++)
+			if (lens[k] >= want) {
+				l = lens[k];
+				break;
+			}
+		extra -= extra < l - 5 ? extra : l - 5;
+		acc = acc << l | (hf_first[l] + (l == 13)); /* 13 bits: '$', not NUL */
+		nacc += l;
+		while (nacc >= 8) {
+			p[at++] = (uint8_t)(acc >> (nacc - 8));
+			nacc -= 8;
+		}
+		acc &= (1ull << nacc) - 1;
+	}
+	if (nacc)
+		p[at++] = (uint8_t)(acc << (8 - nacc) | ((1u << (8 - nacc)) - 1));
+	return at == n ? 0 : -EINVAL;
+}
+
+void hpack__redact_init(struct hp_redact *r, bool from_start)
+{
+	memset(r, 0, sizeof(*r));
+	hpack__init(&r->t, from_start);
+	huff_tables(hf_first, hf_count);
+}
+
+void hpack__redact_free(struct hp_redact *r)
+{
+	hpack__free(&r->t);
+}
+
+void hpack__redact_forget(struct hp_redact *r)
+{
+	table_reset(&r->t);
+	r->st = R_REP;
+}
+
+/* What is left of the block is not parsed: its insertions are not known. */
+static void redact_skip(struct hp_redact *r)
+{
+	table_reset(&r->t);
+	r->st = R_SKIP;
+}
+
+void hpack__redact_gap(struct hp_redact *r)
+{
+	redact_skip(r);
+}
+
+void hpack__redact_end(struct hp_redact *r)
+{
+	if (r->st != R_REP)
+		table_reset(&r->t); /* cut short, or not parsed */
+	r->st = R_REP;
+}
+
+static void huff_bits(struct hp_redact *r, uint8_t b)
+{
+	for (int bit = 7; bit >= 0; bit--) {
+		r->code = r->code << 1 | ((b >> bit) & 1);
+		r->code_bits++;
+		if (r->code - hf_first[r->code_bits] < hf_count[r->code_bits]) {
+			if (r->code_bits == HUFF_MAX_BITS &&
+			    r->code - hf_first[HUFF_MAX_BITS] == huff_len[HUFF_MAX_BITS].n)
+				r->bad = true; /* EOS */
+			r->syms++;
+			r->code = 0;
+			r->code_bits = 0;
+		} else if (r->code_bits == HUFF_MAX_BITS) {
+			r->bad = true;
+			r->code = 0;
+			r->code_bits = 0;
+		}
+	}
+}
+
+/* The string's decoded length, or -1 when its Huffman is not valid. */
+static int64_t str_len(const struct hp_redact *r)
+{
+	if (!r->huff)
+		return r->slen;
+	if (r->bad || r->code_bits > 7 || r->code != (1u << r->code_bits) - 1)
+		return -1;
+	return r->syms;
+}
+
+static void str_begin(struct hp_redact *r, uint8_t st)
+{
+	r->st = st;
+	r->sat = 0;
+	r->syms = 0;
+	r->code = 0;
+	r->code_bits = 0;
+	r->bad = false;
+	r->whole = false;
+}
+
+/* The name is known (literal, or from a table): its value follows. */
+static void name_done(struct hp_redact *r)
+{
+	r->keep = r->known && r->key != HP_K_OTHER;
+	r->redacted += !r->keep;
+	r->st = R_SLEN;
+}
+
+static void literal_name(struct hp_redact *r)
+{
+	char name[64];
+	int64_t n = str_len(r);
+
+	if (n < 0) {
+		redact_skip(r);
+		return;
+	}
+	r->known = true;
+	r->name_len = (uint32_t)n;
+	r->key = HP_K_OTHER;
+	if (r->slen <= sizeof(r->name)) {
+		if (!r->huff)
+			r->key = key_of((const char *)r->name, r->slen);
+		else if (hpack__huffman(r->name, r->slen, name, sizeof(name)) == n)
+			r->key = key_of(name, r->name_len);
+	}
+	name_done(r);
+}
+
+static void value_done(struct hp_redact *r)
+{
+	int64_t n = r->whole ? r->syms : r->bad ? -1 : str_len(r);
+
+	if (n < 0) {
+		redact_skip(r);
+		return;
+	}
+	if (r->insert) {
+		if (r->known)
+			table_insert(&r->t, r->key, r->name_len, (uint32_t)n, "");
+		else
+			table_reset(&r->t);
+	}
+	r->st = R_REP;
+}
+
+/* The bytes of the string from p on (n of them): the name collected, a
+ * value passed, or redacted. Returns how many were taken. */
+static size_t str_bytes(struct hp_redact *r, uint8_t *p, size_t n)
+{
+	uint32_t k = r->slen - r->sat;
+	uint32_t from = r->sat;
+
+	if (k > n)
+		k = (uint32_t)n;
+	if (r->st == R_NAME) {
+		for (uint32_t i = 0; i < k; i++) {
+			if (r->sat + i < sizeof(r->name))
+				r->name[r->sat + i] = p[i];
+			if (r->huff)
+				huff_bits(r, p[i]);
+		}
+		r->sat += k;
+		if (r->sat == r->slen)
+			literal_name(r);
+		return k;
+	}
+	if (r->huff && !r->sat && k == r->slen) {
+		/* all here: its length as the report's decoder reads it (one
+		 * marked already stays so), and a redacted one as many filler
+		 * symbols */
+		bool mk = marked(p, k);
+		int m = mk ? marked_len(p, k) : hpack__huffman(p, k, NULL, 0);
+
+		r->whole = m >= 0;
+		r->bad = m < 0;
+		r->syms = m < 0 ? 0 : (uint32_t)m;
+		if (!r->keep && m >= 0 && mk) {
+			uint32_t a = (uint32_t)m < (1u << 14) - 1 ? (uint32_t)m : (1u << 14) - 1;
+
+			memset(p, 0xff, k - 3);
+			p[k - 3] = (uint8_t)(a >> 7);
+			p[k - 2] = (uint8_t)(a & 0x7f);
+			p[k - 1] = (uint8_t)(m - a);
+		} else if (!r->keep && (m < 0 || hpack__huffman_fill(p, k, (uint32_t)m))) {
+			memset(p, 0xff, k);
+			r->whole = false;
+			r->bad = true;
+		}
+	} else if (r->huff) {
+		for (uint32_t i = 0; i < k; i++) {
+			uint32_t pos = from + i;
+
+			huff_bits(r, p[i]);
+			if (r->keep)
+				continue;
+			p[i] = 0xff;
+			/* the decoded length in the last three bytes, each
+			 * written as it passes: the symbols through the third
+			 * last (14 bits), then how many more the rest held */
+			if (r->slen < 7 || pos < r->slen - 3)
+				continue;
+			if (pos == r->slen - 3)
+				r->mark = r->syms < (1u << 14) ? r->syms : UINT32_MAX;
+			if (r->mark == UINT32_MAX)
+				continue;
+			if (pos == r->slen - 3)
+				p[i] = (uint8_t)(r->mark >> 7);
+			else if (pos == r->slen - 2)
+				p[i] = (uint8_t)(r->mark & 0x7f);
+			else if (str_len(r) >= 0)
+				p[i] = (uint8_t)(r->syms - r->mark);
+		}
+	} else if (!r->keep) {
+		memset(p, '*', k);
+	}
+	r->sat += k;
+	if (r->sat == r->slen)
+		value_done(r);
+	return k;
+}
+
+/* A representation's integer, or a string's length: its first byte (true
+ * when that is all of it), then the ones after it (true at its last). */
+static bool int_first(struct hp_redact *r, uint8_t b)
+{
+	uint32_t mask = (1u << r->prefix) - 1;
+
+	r->ival = b & mask;
+	r->shift = 0;
+	return r->ival < mask;
+}
+
+static int int_more(struct hp_redact *r, uint8_t b)
+{
+	uint64_t v = r->ival + ((uint64_t)(b & 0x7f) << r->shift);
+
+	if (r->shift > 28 || v > UINT32_MAX)
+		return -EINVAL;
+	r->ival = (uint32_t)v;
+	r->shift += 7;
+	return !(b & 0x80);
+}
+
+/* The representation's integer: an index, or a table size. */
+static void rep_int(struct hp_redact *r)
+{
+	struct field fl;
+
+	if (r->prefix == 5) { /* 6.3 dynamic table size update */
+		if (r->ival > HP_MAX_TABLE) {
+			redact_skip(r);
+			return;
+		}
+		set_size(&r->t, r->ival);
+		r->st = R_REP;
+		return;
+	}
+	if (r->prefix == 7 || r->ival) {
+		if (lookup(&r->t, r->ival, &fl)) {
+			redact_skip(r);
+			return;
+		}
+		if (r->prefix == 7) { /* 6.1 indexed: no bytes of its own */
+			r->st = R_REP;
+			return;
+		}
+		r->known = fl.known;
+		r->key = fl.key;
+		r->name_len = fl.name_len;
+		r->name_next = false;
+		name_done(r);
+		return;
+	}
+	r->name_next = true; /* a literal name */
+	r->st = R_SLEN;
+}
+
+void hpack__redact(struct hp_redact *r, uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	int done;
+
+	while (i < n) {
+		switch (r->st) {
+		case R_SKIP:
+			memset(p + i, 0xff, n - i);
+			return;
+		case R_REP:
+			r->prefix = p[i] & 0x80 ? 7 : p[i] & 0x40 ? 6 : p[i] & 0x20 ? 5 : 4;
+			r->insert = r->prefix == 6;
+			r->st = R_INT;
+			if (int_first(r, p[i++]))
+				rep_int(r);
+			break;
+		case R_INT:
+			done = int_more(r, p[i++]);
+			if (done < 0)
+				redact_skip(r);
+			else if (done)
+				rep_int(r);
+			break;
+		case R_SLEN:
+		case R_SINT:
+			if (r->st == R_SLEN) {
+				r->huff = p[i] & 0x80;
+				r->prefix = 7;
+				done = int_first(r, p[i++]);
+				r->st = R_SINT;
+			} else {
+				done = int_more(r, p[i++]);
+			}
+			if (done < 0) {
+				redact_skip(r);
+			} else if (done) {
+				r->slen = r->ival;
+				str_begin(r, r->name_next ? R_NAME : R_VAL);
+				r->name_next = false;
+				if (!r->slen)
+					str_bytes(r, p + i, 0);
+			}
+			break;
+		default:
+			i += str_bytes(r, p + i, n - i);
+			break;
+		}
+	}
 }

@@ -21,7 +21,10 @@ enum hp_key {
 	HP_K_PATH,
 	HP_K_STATUS,
 	HP_K_AUTHORITY,
-	HP_K_CONTENT_TYPE
+	HP_K_CONTENT_TYPE,
+	/* a field whose value the recorder keeps (hpack__redact) that
+	 * naming does not use: :scheme, content-length, grpc-status, ... */
+	HP_K_KEPT
 };
 
 struct hp_entry {
@@ -61,5 +64,59 @@ int hpack__decode(struct hpack *t, const uint8_t *p, size_t len, bool cut, struc
  * outlen - 1; returns the full decoded length (even if truncated), or -EINVAL (EOS in the data,
  * padding longer than 7 bits or not all ones). */
 int hpack__huffman(const uint8_t *p, size_t len, char *out, size_t outlen);
+
+/*
+ * One direction's header blocks rewritten in place as they pass, so that a
+ * recording keeps the values of only the fields that name and frame a
+ * request (HP_K_* other than HP_K_OTHER: the pseudo-headers, content-type,
+ * content-length, grpc-status, traceparent, tracestate). Every other value
+ * keeps its encoded length and its decoded length (the dynamic table's
+ * accounting, so that the report's decoder stays in step) but not its
+ * bytes: a raw one becomes '*'s, a Huffman one a Huffman string of as many
+ * filler symbols; one cut between two calls (its decoded length not known
+ * at its start) becomes 0xff bytes, which no valid Huffman string begins
+ * with, ending in three of 7 bits: the symbols through the third last byte
+ * (high 7 bits, low 7 bits), then how many the last two completed.
+ * Literal names are kept. What cannot be parsed (bytes not seen, a
+ * malformed block, a name from a table entry not known) is redacted:
+ * 0xff to the block's end, values of unknown names as above.
+ */
+struct hp_redact {
+	struct hpack t;
+	uint8_t st;	    /* where in a representation (proto_hpack.c) */
+	uint8_t prefix;	    /* bits of the integer's prefix */
+	uint8_t shift;	    /* of its next byte */
+	uint8_t code_bits;  /* Huffman: bits of the code being read */
+	bool insert;	    /* the field goes into the dynamic table */
+	bool name_next;	    /* the string to come is a literal name */
+	bool huff;	    /* the string is Huffman-coded */
+	bool known, keep;   /* the field's name is known; its value is kept */
+	bool whole, bad;    /* the value is rewritten whole; its Huffman is invalid */
+	uint8_t key;	    /* enum hp_key of the name */
+	uint32_t ival;	    /* the integer read */
+	uint32_t slen, sat; /* the string's length, and bytes of it passed */
+	uint32_t name_len;  /* the name's decoded length */
+	uint32_t syms;	    /* Huffman symbols decoded so far */
+	uint32_t code;
+	uint32_t mark;	    /* symbols through a split value's third last byte */
+	uint8_t name[32];   /* a literal name's first bytes, as encoded */
+	uint64_t redacted;  /* values redacted */
+};
+
+void hpack__redact_init(struct hp_redact *r, bool from_start);
+void hpack__redact_free(struct hp_redact *r);
+/* The next n bytes of the block, rewritten. */
+void hpack__redact(struct hp_redact *r, uint8_t *p, size_t n);
+/* The block's bytes from here to its end were not seen. */
+void hpack__redact_gap(struct hp_redact *r);
+/* The block ended (END_HEADERS). */
+void hpack__redact_end(struct hp_redact *r);
+/* Bytes of the direction were not seen (or a new connection may have
+ * begun): the table is known only from here on. */
+void hpack__redact_forget(struct hp_redact *r);
+/* The n bytes at p a Huffman string of m symbols of the same length code,
+ * padded as RFC 7541 5.2 says; 0, or -EINVAL when no such string exists
+ * (all 0xff then). */
+int hpack__huffman_fill(uint8_t *p, uint32_t n, uint32_t m);
 
 #endif /* CRITPATH_PROTO_HPACK_H */
