@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "proto_redact.h"
 #include "record_int.h"
 
 #define TICK_MS 100
@@ -79,12 +80,17 @@ struct recorder {
 	int child_status; /* its wait status once reaped */
 	bool child_exec;  /* it reached exec */
 	struct rec_tls *tls;
-	/* fork, exec and exit records of a drain pass, followed in time order
-	 * after it (life_follow): the rings are per CPU and drained one after
-	 * the other, so a child's exec on one CPU can come before its fork on
-	 * another */
-	char *life;
-	size_t nlife, caplife;
+	struct redact *redact; /* what records must not keep (proto_redact.h) */
+	/* Records of a drain pass taken in time order after it: the rings are
+	 * per CPU and drained one after the other, so a child's exec on one
+	 * CPU can come before its fork on another, and an HTTP/2 connection's
+	 * transfer before the one it follows. fork, exec and exit records
+	 * (on_life), and those of HTTP/2 connections, which the redaction
+	 * follows frame by frame (redact_follow). */
+	struct held {
+		char *buf;
+		size_t n, cap;
+	} life, h2;
 };
 
 static void usage(FILE *f)
@@ -99,8 +105,11 @@ static void usage(FILE *f)
 	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
 	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs "
 	    "(default 64)\n"
-	    "  --payload-bytes N   payload prefix kept for protocol detection, 0-%d (default %d;\n"
-	    "                      %d on HTTP/2 connections, whose frames report follows)\n"
+	    "  --payload-bytes N   payload prefix kept to name requests, 0-%d (default %d; %d\n"
+	    "                      on HTTP/2, whose frame headers and naming header fields\n"
+	    "                      are kept past it). Never kept: HTTP header values other\n"
+	    "                      than naming and framing ones (Authorization, Cookie:\n"
+	    "                      their length only), HTTP/2 DATA past the first N bytes\n"
 	    "  --sku LABEL         label this machine's CPU model in the recording\n"
 	    "  --compress C        lz4 (default) or zstd: zstd's files are about 0.6 times\n"
 	    "                      the size, for more CPU here and in report\n"
@@ -343,7 +352,7 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 	}
 }
 
-static int life_cmp(const void *a, const void *b)
+static int held_cmp(const void *a, const void *b)
 {
 	const struct cp_hdr *x = *(const struct cp_hdr *const *)a;
 	const struct cp_hdr *y = *(const struct cp_hdr *const *)b;
@@ -353,34 +362,80 @@ static int life_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y; /* as drained */
 }
 
-/* The lifecycle records of the pass just drained, in time order. */
-static void life_follow(struct recorder *r)
+/* A copy of record h (len bytes) kept until the end of the pass. */
+static int hold(struct held *q, const struct cp_hdr *h, size_t len)
+{
+	size_t size = CP_ALIGN(len);
+
+	if (q->n + size > q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 4096;
+		char *p;
+
+		while (cap < q->n + size)
+			cap *= 2;
+		p = realloc(q->buf, cap);
+		if (!p)
+			return -ENOMEM;
+		q->buf = p;
+		q->cap = cap;
+	}
+	memcpy(q->buf + q->n, h, len);
+	memset(q->buf + q->n + len, 0, size - len);
+	((struct cp_hdr *)(q->buf + q->n))->size = (uint16_t)size;
+	q->n += size;
+	return 0;
+}
+
+/* The records held in the pass just drained, to fn in time order. */
+static void held_follow(struct recorder *r, struct held *q,
+			void (*fn)(struct recorder *r, const struct cp_hdr *h))
 {
 	const struct cp_hdr **order;
 	size_t n = 0;
 
-	if (!r->nlife)
+	if (!q->n)
 		return;
-	for (size_t off = 0; off < r->nlife; off += ((const struct cp_hdr *)(r->life + off))->size)
+	for (size_t off = 0; off < q->n; off += ((const struct cp_hdr *)(q->buf + off))->size)
 		n++;
 	order = malloc(n * sizeof(*order));
 	if (!order) {
 		write_error(r, -ENOMEM);
-		r->nlife = 0;
+		r->unwritten += n;
+		q->n = 0;
 		return;
 	}
 	n = 0;
-	for (size_t off = 0; off < r->nlife; off += ((const struct cp_hdr *)(r->life + off))->size)
-		order[n++] = (const struct cp_hdr *)(r->life + off);
-	qsort(order, n, sizeof(*order), life_cmp);
+	for (size_t off = 0; off < q->n; off += ((const struct cp_hdr *)(q->buf + off))->size)
+		order[n++] = (const struct cp_hdr *)(q->buf + off);
+	qsort(order, n, sizeof(*order), held_cmp);
 	for (size_t i = 0; i < n; i++)
-		on_life(r, order[i], order[i]->size);
+		fn(r, order[i]);
 	free(order);
-	r->nlife = 0;
+	q->n = 0;
+}
+
+static void on_life_rec(struct recorder *r, const struct cp_hdr *h)
+{
+	on_life(r, h, h->size);
+}
+
+/* An HTTP/2 connection's record, redacted and written. */
+static void on_h2_rec(struct recorder *r, const struct cp_hdr *h)
+{
+	if (r->write_err) {
+		r->unwritten++;
+		return;
+	}
+	h = redact__record(r->redact, h);
+	if (!h)
+		write_error(r, -ENOMEM);
+	else if (!append(r, h))
+		r->events++;
 }
 
 /* Ring buffer callback: store the record; lifecycle records are followed
- * after the pass (life_follow). */
+ * after the pass (held_follow), and HTTP/2 records are redacted and stored
+ * after it. */
 static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
 	struct recorder *r = ctx;
@@ -388,6 +443,18 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 	if (r->write_err) { /* the ring drained at the end, counted */
 		r->unwritten++;
 		return 0;
+	}
+	if (redact__stateful(r->redact, h)) {
+		if (hold(&r->h2, h, len)) {
+			write_error(r, -ENOMEM);
+			return -1;
+		}
+		return 0;
+	}
+	h = redact__record(r->redact, h);
+	if (!h) {
+		write_error(r, -ENOMEM);
+		return -1;
 	}
 	if (append(r, h))
 		return -1; /* stops the poll: the loop sees write_err */
@@ -398,29 +465,12 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		break;
 	case CP_EV_PROCESS_FORK:
 	case CP_EV_PROCESS_EXEC:
-	case CP_EV_PROCESS_EXIT: {
-		size_t size = CP_ALIGN(len);
-
-		if (r->nlife + size > r->caplife) {
-			size_t cap = r->caplife ? r->caplife * 2 : 4096;
-			char *p;
-
-			while (cap < r->nlife + size)
-				cap *= 2;
-			p = realloc(r->life, cap);
-			if (!p) {
-				write_error(r, -ENOMEM);
-				return -1;
-			}
-			r->life = p;
-			r->caplife = cap;
+	case CP_EV_PROCESS_EXIT:
+		if (hold(&r->life, h, len)) {
+			write_error(r, -ENOMEM);
+			return -1;
 		}
-		memcpy(r->life + r->nlife, h, len);
-		memset(r->life + r->nlife + len, 0, size - len);
-		((struct cp_hdr *)(r->life + r->nlife))->size = (uint16_t)size;
-		r->nlife += size;
 		break;
-	}
 	}
 	return 0;
 }
@@ -430,7 +480,8 @@ static int drain(struct recorder *r, int timeout_ms)
 {
 	int err = rec_bpf__poll(r->bpf, timeout_ms);
 
-	life_follow(r);
+	held_follow(r, &r->h2, on_h2_rec);
+	held_follow(r, &r->life, on_life_rec);
 	return err;
 }
 
@@ -675,6 +726,17 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 			"critpath record: %llu switches into target threads were missing from the "
 			"kernel's trace and were inferred (dump shows them as inferred)\n",
 			(unsigned long long)r->inferred);
+	if (r->redact) {
+		struct redact_stats rs;
+
+		redact__stats(r->redact, &rs);
+		if (rs.values + rs.h1_values + rs.data)
+			fprintf(stderr,
+				"critpath record: not kept: %llu HTTP/1.x and %llu HTTP/2 header "
+				"values, %llu bytes of HTTP/2 DATA (--payload-bytes says what is)\n",
+				(unsigned long long)rs.h1_values, (unsigned long long)rs.values,
+				(unsigned long long)rs.data);
+	}
 }
 
 int cmd_record(int argc, char **argv)
@@ -862,6 +924,12 @@ int cmd_record(int argc, char **argv)
 	info.payload_bytes = bo.payload_bytes;
 	info.ncpus = host.ncpus;
 	info.cpus = host.cpus;
+	r->redact = redact__new(bo.payload_bytes);
+	if (!r->redact) {
+		err = -ENOMEM;
+		fprintf(stderr, "critpath record: out of memory\n");
+		goto cleanup;
+	}
 	err = recording_writer__open(&r->w, r->out, &info);
 	if (err) {
 		fprintf(stderr, "critpath record: cannot create %s: %s\n", r->out, output__why(err));
@@ -1067,7 +1135,9 @@ cleanup:
 		recording_writer__close(r->w, NULL);
 	rec_meta__host_free(&host);
 	free(r->drops_seen);
-	free(r->life);
+	free(r->life.buf);
+	free(r->h2.buf);
+	redact__free(r->redact);
 	free(r);
 	return ret;
 }
