@@ -309,7 +309,7 @@ struct field {
 
 static struct hp_entry *entry_at(struct hpack *t, uint32_t i)
 {
-	return &t->ent[(t->head + i) % t->cap];
+	return &t->ent[(t->head + i) & (t->cap - 1)]; /* cap: a power of 2 */
 }
 
 /* index: 1..61 static, 62.. dynamic (62 newest); -EINVAL for 0 or an index a full table lacks */
@@ -319,11 +319,16 @@ static int lookup(struct hpack *t, uint32_t index, struct field *fl)
 	if (index == 0)
 		return -EINVAL;
 	if (index <= HP_STATIC_N) {
+		/* the names' lengths, measured once (the same values if two
+		 * threads race to it) */
+		static uint8_t name_len[HP_STATIC_N + 1];
 		const struct static_entry *s = &static_table[index];
 
+		if (!name_len[index])
+			name_len[index] = (uint8_t)strlen(s->name);
 		fl->known = true;
 		fl->key = s->key;
-		fl->name_len = (uint32_t)strlen(s->name);
+		fl->name_len = name_len[index];
 		fl->val = s->val ? s->val : "";
 		return 0;
 	}
@@ -390,7 +395,7 @@ static void table_insert(struct hpack *t, uint8_t key, uint32_t name_len, uint32
 		table_reset(t);
 		return;
 	}
-	t->head = (t->head + t->cap - 1) % t->cap;
+	t->head = (t->head + t->cap - 1) & (t->cap - 1);
 	t->n++;
 	t->size += (uint32_t)size;
 	e = entry_at(t, 0);

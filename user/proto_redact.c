@@ -120,12 +120,15 @@ void redact__stats(const struct redact *rd, struct redact_stats *s)
 
 static uint64_t key_hash(const struct rd_key *k)
 {
-	const uint8_t *p = (const uint8_t *)k;
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t w[sizeof(*k) / 8], h = 0x9e3779b97f4a7c15ull;
 
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h ^ h >> 29;
+	_Static_assert(sizeof(*k) % 8 == 0, "whole words");
+	memcpy(w, k, sizeof(w));
+	for (size_t i = 0; i < sizeof(w) / 8; i++) {
+		h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
 }
 
 static struct rd_conn *conn_find(struct redact *rd, const struct rd_key *k)
@@ -473,13 +476,20 @@ static void walk(struct redact *rd, struct rd_dir *dr, struct xfer *x)
 			continue;
 		}
 		while (dr->nhdr < H2_HDR && off < x->bytes) {
-			if (!known(x, off, &q)) {
+			uint64_t k = known(x, off, &q);
+
+			if (!k) {
 				dir_lost(dr);
 				blind(rd, x, off);
 				return;
 			}
-			dr->hdr[dr->nhdr++] = *q;
-			off++;
+			if (k > (uint64_t)(H2_HDR - dr->nhdr))
+				k = H2_HDR - dr->nhdr;
+			if (k > x->bytes - off)
+				k = x->bytes - off;
+			memcpy(dr->hdr + dr->nhdr, q, k);
+			dr->nhdr += (uint8_t)k;
+			off += k;
 		}
 		if (dr->nhdr < H2_HDR)
 			break;
@@ -683,7 +693,8 @@ bool redact__stateful(struct redact *rd, const struct cp_hdr *h)
 	       looks_h2((const uint8_t *)h + r.at, r.plen);
 }
 
-const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h)
+/* The record's HTTP/2 bytes, rewritten in out (h itself, or rd->buf). */
+static const struct cp_hdr *redact(struct redact *rd, const struct cp_hdr *h, uint8_t *out)
 {
 	struct xfer x = {};
 	struct rd_conn *c;
@@ -712,9 +723,10 @@ const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h)
 		if (!(r.flags & CP_SOCK_F_PIECES) && !looks_h2((const uint8_t *)h + r.at, r.plen)) {
 			if (!h1_start((const uint8_t *)h + r.at, r.plen))
 				return h;
-			memcpy(rd->buf, h, h->size);
-			rd->st.h1_values += h1_redact(rd->buf + r.at, r.plen);
-			return (const struct cp_hdr *)rd->buf;
+			if (out != (const uint8_t *)h)
+				memcpy(out, h, h->size);
+			rd->st.h1_values += h1_redact(out + r.at, r.plen);
+			return (const struct cp_hdr *)out;
 		}
 		c = conn_add(rd, &r.k, h->ts);
 		if (!c)
@@ -728,8 +740,9 @@ const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h)
 		hpack__redact_init(&dr->hp, false);
 		rd->st.conns++;
 	}
-	memcpy(rd->buf, h, h->size);
-	x.p = rd->buf + r.at;
+	if (out != (const uint8_t *)h)
+		memcpy(out, h, h->size);
+	x.p = out + r.at;
 	x.plen = r.plen;
 	x.pieces = x.p + r.plen;
 	if (r.flags & CP_SOCK_F_PIECES)
@@ -738,7 +751,7 @@ const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h)
 	if (r.peek) {
 		/* read again by the next read: not passed twice */
 		blind(rd, &x, 0);
-		return (const struct cp_hdr *)rd->buf;
+		return (const struct cp_hdr *)out;
 	}
 	if (r.has_seq) {
 		/* not where the last transfer ended: bytes between were not
@@ -750,5 +763,15 @@ const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h)
 			dr->next_seq = 1;
 	}
 	walk(rd, dr, &x);
-	return (const struct cp_hdr *)rd->buf;
+	return (const struct cp_hdr *)out;
+}
+
+const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h)
+{
+	return redact(rd, h, rd->buf);
+}
+
+int redact__in_place(struct redact *rd, struct cp_hdr *h)
+{
+	return redact(rd, h, (uint8_t *)h) ? 0 : -ENOMEM;
 }

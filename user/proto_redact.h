@@ -36,6 +36,8 @@ bool redact__stateful(struct redact *rd, const struct cp_hdr *h);
 /* The record h as it is to be written: h itself, or a rewritten copy that
  * lasts until the next call. NULL only when out of memory. */
 const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h);
+/* The same, rewriting h itself (a copy of the record the caller owns). */
+int redact__in_place(struct redact *rd, struct cp_hdr *h);
 void redact__stats(const struct redact *rd, struct redact_stats *s);
 
 #endif /* CRITPATH_PROTO_REDACT_H */

@@ -426,8 +426,8 @@ static void on_h2_rec(struct recorder *r, const struct cp_hdr *h)
 		r->unwritten++;
 		return;
 	}
-	h = redact__record(r->redact, h);
-	if (!h)
+	/* the held copy is the recorder's own: rewritten where it is */
+	if (redact__in_place(r->redact, (struct cp_hdr *)h))
 		write_error(r, -ENOMEM);
 	else if (!append(r, h))
 		r->events++;
