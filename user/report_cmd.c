@@ -60,12 +60,17 @@ static ssize_t read_head(const char *path, char *buf, size_t len)
 int report__analyze(char *const *paths, int npaths, struct engine *e, const struct analyze_opts *o,
 		    const char **why)
 {
-	struct span_opts so = {.overlap_tolerance = o->overlap_tolerance};
+	struct span_opts so = {.overlap_tolerance = o->overlap_tolerance,
+			       .exclude_ops = o->exclude_ops,
+			       .nexclude_ops = o->nexclude_ops,
+			       .window_bytes = o->window_bytes,
+			       .window_ns = (long long)o->window_ns};
 	struct kpath_opts ko = {.quiet = o->quiet};
 	bool progress = !o->quiet && isatty(STDERR_FILENO), shown = false;
 	const char **recs = NULL;
 	char **files = NULL;
-	int nfiles = 0, nrecs = 0, analysed = 0, unusable = 0, err, traces;
+	int nfiles = 0, nrecs = 0, analysed = 0, unusable = 0, nspanfiles = 0, err, traces;
+	struct span_input *spans = NULL;
 	double t0 = now_s(), last = 0;
 
 	*why = NULL;
@@ -100,13 +105,14 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 				     files[i]);
 			continue;
 		}
-		/* a trace file whose every trace was unusable (warned) is read
-		 * but not analysed: nothing of it reaches the report */
-		traces = span__analyze_file(files[i], e, &so);
-		if (traces > 0)
-			analysed++;
-		else if (!traces)
-			unusable++;
+		/* the spans of a trace may be in several files: its requests
+		 * come when it is complete (span__input_end at the latest) */
+		if (!spans && !(spans = span__input_new(e, &so))) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		if (span__input_file(spans, files[i]) >= 0)
+			nspanfiles++;
 		/* after the first second, at most five updates a second */
 		if (progress && now_s() - t0 > 1.0 && now_s() - last > 0.2) {
 			fprintf(stderr, "\rcritpath: %d/%d files", i + 1, nfiles);
@@ -116,6 +122,19 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 	}
 	if (shown)
 		fputc('\n', stderr);
+	if (spans) {
+		/* a file whose every trace was unusable (warned) is read but
+		 * not analysed: nothing of it reaches the report */
+		traces = span__input_end(spans);
+		if (traces < 0) {
+			err = traces;
+			goto cleanup;
+		}
+		if (traces > 0)
+			analysed += nspanfiles;
+		else
+			unusable += nspanfiles;
+	}
 	if (nrecs) {
 		/* kpath prints its own progress; several recordings go in together */
 		if (!kpath__analyze(recs, nrecs, e, &ko))
@@ -128,6 +147,7 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 				   : "none of the inputs could be read as a recording or a trace "
 				     "file";
 cleanup:
+	span__input_free(spans);
 	free(recs);
 	input_list__free(files);
 	return err ? err : analysed;
@@ -159,6 +179,9 @@ enum {
 	OPT_REQUESTS,
 	OPT_TOP,
 	OPT_MIN_CHANGE,
+	OPT_EXCLUDE_OP,
+	OPT_WINDOW,
+	OPT_WINDOW_BYTES,
 };
 
 static void report_usage(FILE *f)
@@ -181,6 +204,12 @@ static void report_usage(FILE *f)
 		"                            for recordings)\n"
 		"      --host H              only requests served on host H\n"
 		"      --tag K=V             only traces with a span tagged K=V\n"
+		"      --exclude-op SVC[:OP] spans of service SVC (and operation OP) left out of\n"
+		"                            the walk with their subtrees, as CRISP's exclusions\n"
+		"                            (repeat for more)\n"
+		"      --trace-window DUR    OTLP: a trace is complete once no span of it came for\n"
+		"                            this long of its spans' time (default 5m), or for\n"
+		"      --trace-window-bytes N  this many bytes of input (default 64M)\n"
 		"  -q, --quiet               no warnings or progress on stderr\n");
 }
 
@@ -194,6 +223,27 @@ static int parse_u32(const char *s, uint32_t *v)
 	if (errno || end == s || *end || *s == '-' || n > UINT32_MAX)
 		return -EINVAL;
 	*v = (uint32_t)n;
+	return 0;
+}
+
+/* A positive byte count, with K, M or G (powers of 1024). */
+static int parse_size(const char *s, uint64_t *v)
+{
+	unsigned long long n;
+	unsigned shift = 0;
+	char *end;
+
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M')
+		shift = 20, end++;
+	else if (*end == 'G')
+		shift = 30, end++;
+	if (errno || end == s || *end || !n || *s == '-' || n > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*v = (uint64_t)n << shift;
 	return 0;
 }
 
@@ -211,6 +261,8 @@ struct report_args {
 	bool quiet, requests_set;
 	uint64_t min_change_ns; /* diff only */
 	bool diff;
+	struct analyze_opts ao; /* what the inputs' analysis takes */
+	const char *exclude[64];
 };
 
 /* Options common to report and diff; returns 0, or the exit status. */
@@ -233,6 +285,9 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 	    {"host", required_argument, NULL, OPT_HOST},
 	    {"tag", required_argument, NULL, OPT_TAG},
 	    {"min-change", required_argument, NULL, OPT_MIN_CHANGE},
+	    {"exclude-op", required_argument, NULL, OPT_EXCLUDE_OP},
+	    {"trace-window", required_argument, NULL, OPT_WINDOW},
+	    {"trace-window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
 	    {NULL, 0, NULL, 0},
 	};
 	struct engine_filter *fl = &a->eo.filter;
@@ -311,6 +366,23 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 			if (parse_duration(optarg, &fl->max_latency_ns))
 				return bad_value(cmd, "--max-latency", optarg,
 						 "a duration like 5ms, 200us, 1.5s");
+			break;
+		case OPT_EXCLUDE_OP:
+			if (!optarg[0] || optarg[0] == ':' || a->ao.nexclude_ops >= 64)
+				return bad_value(cmd, "--exclude-op", optarg,
+						 "SERVICE or SERVICE:OPERATION (at most 64 of them)");
+			a->exclude[a->ao.nexclude_ops++] = optarg;
+			a->ao.exclude_ops = a->exclude;
+			break;
+		case OPT_WINDOW:
+			if (parse_duration(optarg, &a->ao.window_ns) || !a->ao.window_ns)
+				return bad_value(cmd, "--trace-window", optarg,
+						 "a positive duration like 30s, 5m");
+			break;
+		case OPT_WINDOW_BYTES:
+			if (parse_size(optarg, &a->ao.window_bytes))
+				return bad_value(cmd, "--trace-window-bytes", optarg,
+						 "a positive size like 64M, 1G, 500000");
 			break;
 		case OPT_MIN_CHANGE:
 			if (parse_duration(optarg, &a->min_change_ns))
@@ -425,6 +497,7 @@ int cmd_report(int argc, char **argv)
 		goto cleanup;
 	}
 	engine__set_quiet(e, a.quiet);
+	ao = a.ao;
 	ao.overlap_tolerance = a.eo.overlap_tolerance;
 	ao.quiet = a.quiet;
 	n = report__analyze(argv + optind, argc - optind, e, &ao, &why);
@@ -499,7 +572,7 @@ static int read_file(const char *path, char **buf, size_t *len)
 /* One side of a diff: a saved report, or inputs analysed as report does. */
 static int diff_load(const char *path, const struct report_args *a, struct diff_side *s)
 {
-	struct analyze_opts ao = {a->eo.overlap_tolerance, a->quiet};
+	struct analyze_opts ao = a->ao;
 	struct engine_opts eo = a->eo;
 	char head[SNIFF_BYTES], err[512] = "";
 	struct stat st;
@@ -507,6 +580,8 @@ static int diff_load(const char *path, const struct report_args *a, struct diff_
 	const char *why = NULL;
 	int rc, n;
 
+	ao.overlap_tolerance = a->eo.overlap_tolerance;
+	ao.quiet = a->quiet;
 	if (!stat(path, &st) && S_ISREG(st.st_mode)) {
 		ssize_t hn = read_head(path, head, sizeof(head));
 

@@ -37,6 +37,9 @@ void input_list__free(char **files);
 struct analyze_opts {
 	double overlap_tolerance;
 	bool quiet; /* no progress */
+	const char *const *exclude_ops; /* --exclude-op SERVICE[:OPERATION] */
+	unsigned nexclude_ops;
+	uint64_t window_bytes, window_ns; /* --trace-window-bytes, --trace-window (0: default) */
 };
 
 /* Recordings (recording__sniff) go together to kpath__analyze, other files

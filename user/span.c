@@ -31,3 +31,25 @@ int span__analyze_buffer(const char *name, const char *buf, size_t len, struct e
 
 	return span_input__analyze_buffer(name, buf, len, &sink, o);
 }
+
+struct span_input *span__input_new(struct engine *e, const struct span_opts *o)
+{
+	struct span_sink sink = {to_engine, warn_engine, e};
+
+	return span_input__new(&sink, o);
+}
+
+int span__input_file(struct span_input *in, const char *path)
+{
+	return span_input__file(in, path);
+}
+
+int span__input_end(struct span_input *in)
+{
+	return span_input__end(in);
+}
+
+void span__input_free(struct span_input *in)
+{
+	span_input__free(in);
+}

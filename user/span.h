@@ -16,7 +16,26 @@
 
 struct span_opts {
 	double overlap_tolerance;	/* fraction of the parent's duration; default 0.01, 0 = strict */
+	/* CRISP's exclusions: spans of SERVICE (and OPERATION, when given)
+	 * are dropped from the walk with their subtrees */
+	const char *const *exclude_ops; /* "SERVICE[:OPERATION]" */
+	unsigned nexclude_ops;
+	/* OTLP: a trace is analysed once no span of it came for this many
+	 * bytes of input, or for this long of its spans' time (0: defaults) */
+	unsigned long long window_bytes;
+	long long window_ns;
 };
+
+/* Several files in one input: a trace's spans may be spread over them
+ * (OTLP's JSON Lines as collectors write and rotate them). Each file
+ * gives the spans read from it (>= 0) or -errno (not readable, not a trace
+ * file: warned); span__input_end analyses the traces still waiting and
+ * gives the requests handed to the engine in all. */
+struct span_input;
+struct span_input *span__input_new(struct engine *e, const struct span_opts *o);
+int span__input_file(struct span_input *in, const char *path);
+int span__input_end(struct span_input *in);
+void span__input_free(struct span_input *in);
 
 /* One file (a directory is the caller's job). Warnings (malformed JSON, bad
  * spans, …) go to engine__warn naming file, trace and span. Returns the

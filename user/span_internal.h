@@ -95,8 +95,11 @@ struct span_file {
 	const char *name;
 	const struct span_sink *sink;
 	double overlap_tolerance;
+	const char *const *exclude; /* --exclude-op SERVICE[:OPERATION] */
+	uint32_t nexclude;
 	uint32_t nwarnings; /* warnings of this file so far (capped, see span__warnf) */
-	uint32_t ntraces;   /* handed to the sink */
+	uint64_t ntraces;   /* requests handed to the sink */
+	uint64_t nread;	    /* spans read */
 	uint64_t nspans;    /* spans seen, for benchmarks */
 	void *tree;	    /* struct span_tree scratch, reused across traces */
 };
@@ -123,10 +126,22 @@ enum span_unit {
 struct span_parser;
 struct span_parser *span_parser__new(struct span_file *f);
 void span_parser__free(struct span_parser *p);
-/* A top-level object begins / ends; OTLP analyses its spans at the end
- * (0, or < 0 when the sink asked to stop or memory ran out). */
+/* A top-level object begins / ends. OTLP: at its end its spans join the
+ * traces they belong to, which wait for more (a trace's spans come over
+ * many export requests, lines and files); off: the input's offset there
+ * (all files so far). A trace is analysed once no span of it came for
+ * the window (bytes of input, or time of its spans' ends) or at
+ * span_parser__flush. 0, or < 0 when the sink asked to stop or memory
+ * ran out. */
 void span_parser__begin_request(struct span_parser *p);
-int span_parser__end_request(struct span_parser *p);
+int span_parser__end_request(struct span_parser *p, uint64_t off);
+/* Every trace still waiting, analysed (the input ended). */
+int span_parser__flush(struct span_parser *p);
+/* The file now being read (warnings about a trace name the file where
+ * its first span was). */
+void span_parser__set_file(struct span_parser *p, struct span_file *f);
+/* The window (0: keep the default: 64 MiB, 5 minutes). */
+void span_parser__window(struct span_parser *p, uint64_t bytes, int64_t ns);
 /* One unit, buf readable up to len + SPAN_JSON_PADDING. 0; 1 = malformed
  * (*msg, *at: see span_json__parse); 2 = not valid UTF-8, nothing read;
  * < 0 = the sink asked to stop or memory ran out. */
@@ -152,8 +167,21 @@ bool span_blocks__scan(const char *buf, size_t *i, size_t hi, struct span_block_
 bool span_blocks__scan_portable(const char *buf, size_t *i, size_t hi, struct span_block_state *st,
 				size_t *end);
 
-/* Both entry points of span.h, on a sink instead of an engine. Return the
- * number of traces handed to the sink, or -errno (warned). */
+/* Span input over several files: one set of traces waiting for more
+ * spans, whatever file they come from. */
+struct span_input;
+struct span_input *span_input__new(const struct span_sink *sink, const struct span_opts *o);
+/* One file or buffer: the spans read from it (>= 0), or -errno when it
+ * could not be read or is not a trace file (warned). */
+int span_input__file(struct span_input *in, const char *path);
+int span_input__buffer(struct span_input *in, const char *name, const char *buf, size_t len);
+/* The traces still waiting, analysed; the requests handed to the sink in
+ * all (>= 0), or < 0 when the sink asked to stop or memory ran out. */
+int span_input__end(struct span_input *in);
+void span_input__free(struct span_input *in);
+
+/* One input alone (new, file, end, free). Return the number of requests
+ * handed to the sink, or -errno (warned). */
 int span_input__analyze_buffer(const char *name, const char *buf, size_t len,
 			       const struct span_sink *sink, const struct span_opts *o);
 int span_input__analyze_file(const char *path, const struct span_sink *sink,

@@ -8,12 +8,17 @@
  * its last byte is read. Then the arena is reset.
  *
  * Memory bound: Jaeger, the largest trace (one element of "data"). OTLP has
- * no per-trace container: spans of one trace may be spread over several
- * resourceSpans (one per service), so spans are grouped by traceId per
- * top-level object (one ExportTraceServiceRequest, i.e. one exporter batch
- * or one line of a JSON-lines file): memory is bounded by the largest such
- * request, not by the file. A trace whose spans are split over several
- * requests is analysed once per request (its pieces get orphan warnings).
+ * no per-trace container: a trace's spans come in many export requests
+ * (one per exporter batch, a line each in the collector's JSON Lines
+ * files), from several processes, over several files, and its root may
+ * never come at all. The spans of a request stay in a batch (its arena,
+ * spans and tags), each trace remembers its runs of spans in batches, and
+ * a trace is analysed once no span of it came for the window (bytes of
+ * input, or time of its spans' ends: --trace-window) or at the end of the
+ * input; a batch is freed when its last trace is. Memory: the window's
+ * traces. A trace that gets spans after it was analysed is warned and
+ * analysed again as its next part ("TRACE (part 2)"), never merged
+ * silently.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +38,37 @@ struct proc {
 	uint32_t ptag_first, nptags;
 };
 
+/* An OTLP request's spans, kept while a trace of it waits. */
+struct batch {
+	struct span_arena arena;
+	struct span_vec spans; /* struct span_in */
+	struct span_vec tags;  /* const char * */
+	uint32_t refs;	       /* traces with spans here */
+	struct batch *next;    /* in the free list */
+};
+
+/* A run of a trace's spans in a batch. */
+struct run {
+	struct batch *b;
+	uint32_t first, n;
+};
+
+/* A trace waiting for more spans. */
+struct pending {
+	char *id;	    /* NULL: spans without a trace id */
+	const char *file;   /* where its first span was */
+	struct span_vec runs; /* struct run */
+	uint64_t last_off;  /* input offset of its last spans */
+	int64_t last_ts;    /* its spans' latest end */
+	uint32_t nspans, part;
+	uint32_t prev, next; /* by last_off, oldest first */
+	uint32_t hnext;	     /* in its hash chain */
+	bool used;
+};
+
+#define NONE UINT32_MAX
+#define EARLY_MAX (1u << 20) /* traces analysed by the window remembered */
+
 struct span_parser {
 	struct span_file *f;
 	struct span_json *json;
@@ -44,6 +80,20 @@ struct span_parser {
 	struct span_vec tags;  /* const char * */
 	struct span_vec procs; /* struct proc: Jaeger processes / OTLP resources */
 	struct span_vec perm;  /* Jaeger: process id hash table */
+	/* OTLP's waiting traces */
+	uint64_t window_bytes;
+	int64_t window_ns, max_ts;
+	struct span_vec pend;	 /* struct pending */
+	struct span_vec buckets; /* uint32_t: hash chains by trace id */
+	uint32_t npend, free_pend, lru_head, lru_tail;
+	struct batch *free_batches;
+	struct span_vec gather;	 /* struct span_in: a trace's spans, together */
+	struct span_vec gtags;	 /* const char *: their tags */
+	/* traces analysed by the window: a ring of id hashes and their parts,
+	 * with an open-addressing index into it */
+	uint64_t *early;
+	uint32_t *early_part, *early_ix;
+	uint32_t nearly;
 	const char *trace_id;
 	/* the span being read */
 	int64_t dur;
@@ -144,6 +194,7 @@ int span_json__span_begin(void *ctx)
 	if (!s)
 		return p->err = -ENOMEM;
 	*s = (struct span_in){.tag_first = p->tags.n, .seq = p->spans.n - 1};
+	p->f->nread++;
 	s->resource = p->procs.n ? p->procs.n - 1 : 0;
 	p->has_dur = false;
 	p->dur = 0;
@@ -399,14 +450,384 @@ static bool same_trace(const struct span_in *a, const struct span_in *b)
 	return !strcmp(a->trace_id, b->trace_id);
 }
 
-/* OTLP: a top-level request is complete; group its spans by trace. */
-static int end_otlp_request(struct span_parser *p)
+/* ---- OTLP: traces over many requests ------------------------------------- */
+
+static uint64_t id_hash(const char *s)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ULL, w;
+	size_t len = s ? strlen(s) : 0;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	w = 0;
+	if (len)
+		memcpy(&w, s, len);
+	h = (h ^ w ^ len) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
+}
+
+static struct pending *pend_at(struct span_parser *p, uint32_t i)
+{
+	return &((struct pending *)p->pend.v)[i];
+}
+
+static bool same_id(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
+static uint32_t *bucket_of(struct span_parser *p, const char *id)
+{
+	return &((uint32_t *)p->buckets.v)[id_hash(id) & (p->buckets.n - 1)];
+}
+
+static uint32_t pend_find(struct span_parser *p, const char *id)
+{
+	if (!p->buckets.n)
+		return NONE;
+	for (uint32_t i = *bucket_of(p, id); i != NONE; i = pend_at(p, i)->hnext)
+		if (same_id(pend_at(p, i)->id, id))
+			return i;
+	return NONE;
+}
+
+static void lru_unlink(struct span_parser *p, uint32_t i)
+{
+	struct pending *t = pend_at(p, i);
+
+	if (t->prev != NONE)
+		pend_at(p, t->prev)->next = t->next;
+	else
+		p->lru_head = t->next;
+	if (t->next != NONE)
+		pend_at(p, t->next)->prev = t->prev;
+	else
+		p->lru_tail = t->prev;
+	t->prev = t->next = NONE;
+}
+
+static void lru_push(struct span_parser *p, uint32_t i)
+{
+	struct pending *t = pend_at(p, i);
+
+	t->prev = p->lru_tail;
+	t->next = NONE;
+	if (p->lru_tail != NONE)
+		pend_at(p, p->lru_tail)->next = i;
+	else
+		p->lru_head = i;
+	p->lru_tail = i;
+}
+
+/* The hash chains, doubled when they get long. */
+static int buckets_grow(struct span_parser *p)
+{
+	uint32_t n = p->buckets.n ? p->buckets.n * 2 : 256;
+
+	if (span_vec__reserve(&p->buckets, sizeof(uint32_t), n))
+		return -ENOMEM;
+	p->buckets.n = n;
+	memset(p->buckets.v, 0xff, n * sizeof(uint32_t));
+	for (uint32_t i = 0; i < p->pend.n; i++) {
+		struct pending *t = pend_at(p, i);
+		uint32_t *b;
+
+		if (!t->used)
+			continue;
+		b = bucket_of(p, t->id);
+		t->hnext = *b;
+		*b = i;
+	}
+	return 0;
+}
+
+static uint32_t pend_new(struct span_parser *p, const char *id, uint32_t part)
+{
+	struct pending *t;
+	uint32_t i, *b;
+
+	if (p->npend + 1 > p->buckets.n && buckets_grow(p))
+		return NONE;
+	if (p->free_pend != NONE) {
+		i = p->free_pend;
+		p->free_pend = pend_at(p, i)->hnext;
+	} else {
+		if (!span_vec__push(&p->pend, sizeof(struct pending)))
+			return NONE;
+		i = p->pend.n - 1;
+		memset(pend_at(p, i), 0, sizeof(struct pending));
+	}
+	t = pend_at(p, i);
+	t->id = id ? strdup(id) : NULL;
+	if (id && !t->id)
+		return NONE;
+	t->used = true;
+	t->file = p->f->name;
+	t->part = part;
+	t->nspans = 0;
+	t->runs.n = 0;
+	t->last_ts = INT64_MIN;
+	b = bucket_of(p, id);
+	t->hnext = *b;
+	*b = i;
+	t->prev = t->next = NONE;
+	lru_push(p, i);
+	p->npend++;
+	return i;
+}
+
+static void batch_put(struct span_parser *p, struct batch *b)
+{
+	if (--b->refs)
+		return;
+	span_arena__reset(&b->arena);
+	b->spans.n = 0;
+	b->tags.n = 0;
+	b->next = p->free_batches;
+	p->free_batches = b;
+}
+
+/* Which part of a trace analysed by the window comes next (0: none). */
+static uint32_t *early_part(struct span_parser *p, uint64_t h)
+{
+	if (!p->early)
+		return NULL;
+	for (uint32_t k = (uint32_t)h & (2 * EARLY_MAX - 1); p->early_ix[k] != NONE;
+	     k = (k + 1) & (2 * EARLY_MAX - 1))
+		if (p->early[p->early_ix[k]] == h)
+			return &p->early_part[p->early_ix[k]];
+	return NULL;
+}
+
+/* Remembers a trace analysed by the window; the oldest goes when full (a
+ * trace whose spans come back after a million others is a new one). */
+static void early_add(struct span_parser *p, uint64_t h, uint32_t part)
+{
+	uint32_t slot = p->nearly % EARLY_MAX, mask = 2 * EARLY_MAX - 1, *pp;
+
+	if (!p->early) {
+		p->early = malloc(EARLY_MAX * sizeof(*p->early));
+		p->early_part = malloc(EARLY_MAX * sizeof(*p->early_part));
+		p->early_ix = malloc(2 * EARLY_MAX * sizeof(*p->early_ix));
+		if (!p->early || !p->early_part || !p->early_ix)
+			return; /* not remembered: later spans are a new trace */
+		memset(p->early_ix, 0xff, 2 * EARLY_MAX * sizeof(*p->early_ix));
+	}
+	if ((pp = early_part(p, h))) {
+		*pp = part;
+		return;
+	}
+	if (p->nearly >= EARLY_MAX) { /* the oldest out: re-insert what follows its slot */
+		uint64_t old = p->early[slot];
+		uint32_t k = (uint32_t)old & mask;
+
+		while (p->early_ix[k] != slot)
+			k = (k + 1) & mask;
+		p->early_ix[k] = NONE;
+		for (uint32_t j = (k + 1) & mask; p->early_ix[j] != NONE; j = (j + 1) & mask) {
+			uint32_t e = p->early_ix[j], home = (uint32_t)p->early[e] & mask;
+
+			if ((j > k && (home <= k || home > j)) || (j < k && home <= k && home > j)) {
+				p->early_ix[k] = e;
+				p->early_ix[j] = NONE;
+				k = j;
+			}
+		}
+	}
+	p->early[slot] = h;
+	p->early_part[slot] = part;
+	{
+		uint32_t k = (uint32_t)h & mask;
+
+		while (p->early_ix[k] != NONE)
+			k = (k + 1) & mask;
+		p->early_ix[k] = slot;
+	}
+	p->nearly++;
+}
+
+/* Analyses waiting trace i and frees it. early: by the window, not at the
+ * end of the input. */
+static int pend_analyze(struct span_parser *p, uint32_t i, bool early)
+{
+	struct pending *t = pend_at(p, i);
+	const struct run *runs = t->runs.v;
+	struct span_in *out;
+	const char **tags;
+	const char *name = p->f->name, *id = t->id;
+	char idbuf[512];
+	uint32_t *b, n = 0;
+	int err = 0;
+
+	if (span_vec__reserve(&p->gather, sizeof(struct span_in), t->nspans))
+		return -ENOMEM;
+	out = p->gather.v;
+	p->gtags.n = 0;
+	for (uint32_t r = 0; r < t->runs.n; r++) {
+		const struct batch *bt = runs[r].b;
+		const struct span_in *in = (const struct span_in *)bt->spans.v + runs[r].first;
+		const char *const *bt_tags = bt->tags.v;
+		uint32_t last_pfirst = NONE, last_pnew = 0;
+
+		for (uint32_t k = 0; k < runs[r].n; k++) {
+			struct span_in *sp = &out[n++];
+
+			*sp = in[k];
+			/* its tags, then its resource's (shared: once a run) */
+			if (span_vec__reserve(&p->gtags, sizeof(char *), p->gtags.n + sp->ntags + sp->nptags))
+				return -ENOMEM;
+			tags = p->gtags.v;
+			memcpy(tags + p->gtags.n, bt_tags + sp->tag_first, sp->ntags * sizeof(char *));
+			sp->tag_first = p->gtags.n;
+			p->gtags.n += sp->ntags;
+			if (sp->nptags && sp->ptag_first != last_pfirst) {
+				last_pfirst = sp->ptag_first;
+				last_pnew = p->gtags.n;
+				memcpy(tags + p->gtags.n, bt_tags + sp->ptag_first,
+				       sp->nptags * sizeof(char *));
+				p->gtags.n += sp->nptags;
+			}
+			sp->ptag_first = last_pnew;
+		}
+	}
+	if (t->part > 1 && id) {
+		snprintf(idbuf, sizeof(idbuf), "%s (part %u)", id, t->part);
+		id = idbuf;
+	}
+	p->f->name = t->file;
+	err = span_tree__analyze(p->f, id, out, n, p->gtags.v);
+	p->f->name = name;
+	if (early)
+		early_add(p, id_hash(t->id), t->part + 1);
+	for (uint32_t r = 0; r < t->runs.n; r++)
+		batch_put(p, runs[r].b);
+	/* out of its chain and the LRU list, onto the free list */
+	for (b = bucket_of(p, t->id); *b != i; b = &pend_at(p, *b)->hnext)
+		;
+	*b = t->hnext;
+	lru_unlink(p, i);
+	free(t->id);
+	t->id = NULL;
+	t->used = false;
+	t->hnext = p->free_pend;
+	p->free_pend = i;
+	p->npend--;
+	return err < 0 ? err : 0;
+}
+
+/* The traces no span of which came for the window. */
+static int expire(struct span_parser *p, uint64_t off)
+{
+	while (p->lru_head != NONE) {
+		struct pending *t = pend_at(p, p->lru_head);
+		int err;
+
+		if (t->last_off + p->window_bytes >= off &&
+		    (t->last_ts == INT64_MIN || t->last_ts + p->window_ns >= p->max_ts))
+			break;
+		err = pend_analyze(p, p->lru_head, true);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int span_parser__flush(struct span_parser *p)
+{
+	while (p->lru_head != NONE) {
+		int err = pend_analyze(p, p->lru_head, false);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The request's spans (sorted by trace) become a batch; each trace's run of
+ * them joins its waiting trace. */
+static int add_runs(struct span_parser *p, uint64_t off)
+{
+	struct batch *b = p->free_batches;
+	struct span_in *sp;
+	uint32_t n = p->spans.n, i = 0;
+
+	if (b) {
+		p->free_batches = b->next;
+	} else if (!(b = calloc(1, sizeof(*b)))) {
+		return -ENOMEM;
+	}
+	/* the parser's arena and vectors become the batch's, and the batch's
+	 * (empty, reused) the parser's */
+	{
+		struct span_arena a = b->arena;
+		struct span_vec v = b->spans, g = b->tags;
+
+		b->arena = p->arena;
+		b->spans = p->spans;
+		b->tags = p->tags;
+		p->arena = a;
+		p->spans = v;
+		p->tags = g;
+	}
+	b->refs = 1; /* until every run is placed */
+	sp = b->spans.v;
+	while (i < n) {
+		uint32_t j = i + 1, ti, *part;
+		struct pending *t;
+		struct run *r;
+
+		while (j < n && same_trace(&sp[i], &sp[j]))
+			j++;
+		ti = pend_find(p, sp[i].trace_id);
+		if (ti == NONE) {
+			part = p->nearly ? early_part(p, id_hash(sp[i].trace_id)) : NULL;
+			if (part && *part)
+				span__warnf(p->f,
+					    "trace %s: %u more spans came after it was analysed (no "
+					    "span of it for the window: --trace-window): analysed "
+					    "again as part %u",
+					    sp[i].trace_id ? sp[i].trace_id : "(no trace id)", j - i,
+					    *part);
+			ti = pend_new(p, sp[i].trace_id, part && *part ? *part : 1);
+			if (ti == NONE) {
+				batch_put(p, b);
+				return -ENOMEM;
+			}
+		} else {
+			lru_unlink(p, ti);
+			lru_push(p, ti);
+		}
+		t = pend_at(p, ti);
+		r = span_vec__push(&t->runs, sizeof(*r));
+		if (!r) {
+			batch_put(p, b);
+			return -ENOMEM;
+		}
+		*r = (struct run){b, i, j - i};
+		b->refs++;
+		t->nspans += j - i;
+		t->last_off = off;
+		for (uint32_t k = i; k < j; k++)
+			if (sp[k].has_end && !sp[k].bad_number && sp[k].end_ns > t->last_ts)
+				t->last_ts = sp[k].end_ns;
+		if (t->last_ts > p->max_ts)
+			p->max_ts = t->last_ts;
+		i = j;
+	}
+	batch_put(p, b);
+	return expire(p, off);
+}
+
+/* OTLP: a top-level request is complete: its spans join their traces. */
+static int end_otlp_request(struct span_parser *p, uint64_t off)
 {
 	struct span_in *sp = p->spans.v;
 	struct proc *res = p->procs.v;
-	uint32_t n = p->spans.n, i = 0;
+	uint32_t n = p->spans.n;
 	char host[32];
-	int err = 0;
 
 	for (uint32_t k = 0; k < n; k++) {
 		struct span_in *s = &sp[k];
@@ -431,18 +852,13 @@ static int end_otlp_request(struct span_parser *p)
 	/* by trace, then input order (the first of duplicate ids wins) */
 	if (n) /* sp is NULL for a document without spans */
 		qsort(sp, n, sizeof(*sp), trace_cmp);
-	while (i < n && !err) {
-		uint32_t j = i + 1;
-
-		while (j < n && same_trace(&sp[i], &sp[j]))
-			j++;
-		err = span_tree__analyze(p->f, sp[i].trace_id, &sp[i], j - i, p->tags.v);
-		if (err > 0)
-			err = 0;
-		i = j;
+	if (!n) {
+		reset_trace(p);
+		return 0;
 	}
-	reset_trace(p);
-	return err < 0 ? err : 0;
+	p->procs.n = 0;
+	p->trace_id = NULL;
+	return add_runs(p, off);
 }
 
 int span_json__trace_end(void *ctx)
@@ -461,6 +877,10 @@ struct span_parser *span_parser__new(struct span_file *f)
 	if (!p)
 		return NULL;
 	p->f = f;
+	p->free_pend = p->lru_head = p->lru_tail = NONE;
+	p->window_bytes = 64ull << 20;
+	p->window_ns = 300ll * 1000000000;
+	p->max_ts = INT64_MIN;
 	p->json = span_json__new();
 	if (!p->json) {
 		free(p);
@@ -473,6 +893,31 @@ void span_parser__free(struct span_parser *p)
 {
 	if (!p)
 		return;
+	for (uint32_t i = 0; i < p->pend.n; i++) {
+		struct pending *t = pend_at(p, i);
+
+		if (t->used) /* a run stopped by an error: its batches go below */
+			for (uint32_t r = 0; r < t->runs.n; r++)
+				batch_put(p, ((struct run *)t->runs.v)[r].b);
+		free(t->id);
+		free(t->runs.v);
+	}
+	while (p->free_batches) {
+		struct batch *b = p->free_batches;
+
+		p->free_batches = b->next;
+		span_arena__free(&b->arena);
+		free(b->spans.v);
+		free(b->tags.v);
+		free(b);
+	}
+	free(p->pend.v);
+	free(p->buckets.v);
+	free(p->gather.v);
+	free(p->gtags.v);
+	free(p->early);
+	free(p->early_part);
+	free(p->early_ix);
 	span_json__free(p->json);
 	span_arena__free(&p->arena);
 	free(p->spans.v);
@@ -488,13 +933,26 @@ void span_parser__begin_request(struct span_parser *p)
 	p->request_bad = false;
 }
 
-int span_parser__end_request(struct span_parser *p)
+int span_parser__end_request(struct span_parser *p, uint64_t off)
 {
 	if (p->request_bad) { /* warned when its unit was read */
 		reset_trace(p);
 		return 0;
 	}
-	return end_otlp_request(p);
+	return end_otlp_request(p, off);
+}
+
+void span_parser__set_file(struct span_parser *p, struct span_file *f)
+{
+	p->f = f;
+}
+
+void span_parser__window(struct span_parser *p, uint64_t bytes, int64_t ns)
+{
+	if (bytes)
+		p->window_bytes = bytes;
+	if (ns)
+		p->window_ns = ns;
 }
 
 int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,

@@ -40,7 +40,7 @@
 #define SCAN_MAX_FIRST (1u << 20) /* the first buffer, grown when a unit needs it */
 #define NO_KEEP SIZE_MAX
 
-enum { MODE_UNKNOWN = 0, MODE_JAEGER, MODE_OTLP };
+enum { MODE_UNKNOWN = 0, MODE_JAEGER, MODE_OTLP, MODE_ZIPKIN };
 
 struct scan {
 	struct span_file *f;
@@ -52,6 +52,7 @@ struct scan {
 	size_t cap, pos, hi;	 /* buf[0, hi) holds input; pos: the next byte to read */
 	size_t keep;		 /* bytes from here on stay: the unit being cut */
 	unsigned long long base; /* input offset of buf[0] */
+	unsigned long long off0; /* bytes of the inputs read before this one */
 	/* Line numbers are only for warnings: newlines are counted when one
 	 * needs them, from where the last count stopped, reading dropped bytes
 	 * again from the file; or, when the input cannot be read again (a
@@ -197,21 +198,52 @@ static unsigned long long line_at(struct scan *s, size_t at)
 	return s->nl_count + 1;
 }
 
+#define NOT_TRACES                                                                                 \
+	"not a trace file: tried Jaeger JSON (a \"data\" array at the top level), OTLP JSON "     \
+	"(\"resourceSpans\", one export request per line too) and Zipkin v2 JSON (an array of "  \
+	"spans with \"traceId\")"
+
+/* What the top level held, for a file that is none of the formats. */
+static void describe_top(struct scan *s, char *out, size_t cap)
+{
+	size_t i = 0;
+
+	while (i < s->hi && strchr(" \t\r\n", s->buf[i]))
+		i++;
+	if (i >= s->hi) {
+		snprintf(out, cap, "nothing but white space");
+		return;
+	}
+	if (s->buf[i] == '{')
+		snprintf(out, cap, "an object beginning %.40s", s->buf + i);
+	else if (s->buf[i] == '[')
+		snprintf(out, cap, "an array beginning %.40s", s->buf + i);
+	else
+		snprintf(out, cap, "not JSON (%.20s)", s->buf + i);
+	for (char *c = out; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+}
+
 /* The outer levels are damaged, or the input ended inside a value: the file
  * ends here. at is an index in buf. */
 static int fail_at(struct scan *s, size_t at, const char *what)
 {
 	const char *tid = span_parser__trace_id(s->p);
 
-	if (s->mode == MODE_UNKNOWN)
-		span__warnf(s->f, "not a Jaeger or OTLP JSON file (%s at byte %llu)", what,
-			    s->base + (unsigned long long)at);
-	else
+	if (s->mode == MODE_UNKNOWN) {
+		char top[96];
+
+		describe_top(s, top, sizeof(top));
+		span__warnf(s->f, "%s; the top level was %s (%s at byte %llu)", NOT_TRACES, top,
+			    what, s->base + (unsigned long long)at);
+	} else {
 		span__warnf(s->f,
-			    "malformed JSON at line %llu, byte %llu: %s; %u traces before it "
-			    "analysed, the one in progress (trace %s, %u spans read) skipped",
-			    line_at(s, at), s->base + (unsigned long long)at, what, s->f->ntraces,
+			    "malformed JSON at line %llu, byte %llu: %s; the spans before it "
+			    "read, the trace in progress (trace %s, %u spans read) skipped",
+			    line_at(s, at), s->base + (unsigned long long)at, what,
 			    tid ? tid : "id not yet read", span_parser__nspans(s->p));
+	}
 	s->err = -EINVAL;
 	return -EINVAL;
 }
@@ -420,6 +452,8 @@ static int unit(struct scan *s, enum span_unit kind)
 	size_t end, start, at = 0;
 	int r;
 
+	uint64_t nread = s->f->nread;
+
 	s->keep = s->pos;
 	r = scan_container(s, &end,
 			   kind == SPAN_UNIT_JAEGER ? "end of input inside a trace"
@@ -442,6 +476,7 @@ static int unit(struct scan *s, enum span_unit kind)
 	}
 	if (r == 1 || r == 2) {
 		warn_bad_unit(s, kind, start, msg ? msg : "not UTF-8", at);
+		s->f->nread = nread; /* its spans are dropped */
 		r = 0;
 	}
 	if (r < 0)
@@ -545,7 +580,8 @@ static int top_object(struct scan *s)
 			break;
 	}
 end:
-	if (s->mode == MODE_OTLP && (r = span_parser__end_request(s->p)) < 0)
+	if (s->mode == MODE_OTLP &&
+	    (r = span_parser__end_request(s->p, s->off0 + s->base + s->pos)) < 0)
 		return s->err = r;
 	return 0;
 }
@@ -572,24 +608,74 @@ static int read_all(struct scan *s)
 	}
 }
 
-static int run(const char *name, int fd, const char *buf, size_t len, const struct span_sink *sink,
-	       const struct span_opts *o)
+struct span_input {
+	struct span_file f;
+	struct span_sink sink;
+	struct span_parser *p;
+	uint64_t off; /* bytes of the inputs before the one being read */
+	int err;      /* the sink asked to stop, or memory ran out */
+};
+
+struct span_input *span_input__new(const struct span_sink *sink, const struct span_opts *o)
 {
-	struct span_file f = {
-	    .name = name,
-	    .sink = sink,
+	struct span_input *in = calloc(1, sizeof(*in));
+
+	if (!in)
+		return NULL;
+	in->sink = *sink;
+	in->f = (struct span_file){
+	    .name = "(input)",
+	    .sink = &in->sink,
 	    .overlap_tolerance = o ? o->overlap_tolerance : 0.01,
+	    .exclude = o ? o->exclude_ops : NULL,
+	    .nexclude = o ? o->nexclude_ops : 0,
 	};
-	struct scan s = {.f = &f, .fd = fd, .src = buf, .src_len = len, .keep = NO_KEEP};
+	/* a negative or NaN tolerance would make the walk skip children that end
+	 * exactly at the cursor: the strict rule is 0 */
+	if (!(in->f.overlap_tolerance >= 0))
+		in->f.overlap_tolerance = 0;
+	in->p = span_parser__new(&in->f);
+	if (!in->p) {
+		free(in);
+		return NULL;
+	}
+	if (o)
+		span_parser__window(in->p, o->window_bytes, o->window_ns);
+	return in;
+}
+
+void span_input__free(struct span_input *in)
+{
+	if (!in)
+		return;
+	span_parser__free(in->p);
+	if (in->f.tree)
+		span_tree__free(&in->f);
+	free(in);
+}
+
+int span_input__end(struct span_input *in)
+{
+	int err = in->err ? in->err : span_parser__flush(in->p);
+
+	if (err < 0 && !in->f.ntraces)
+		return err;
+	return (int)(in->f.ntraces > INT32_MAX ? INT32_MAX : in->f.ntraces);
+}
+
+static int run(struct span_input *in, const char *name, int fd, const char *buf, size_t len)
+{
+	struct span_file *f = &in->f;
+	struct scan s = {.f = f, .p = in->p, .fd = fd, .src = buf, .src_len = len, .keep = NO_KEEP};
 	size_t first = SCAN_MAX_FIRST;
 	struct stat st;
 	bool is_file = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode);
+	uint64_t read0 = f->nread;
 	int err;
 
-	/* a negative or NaN tolerance would make the walk skip children that end
-	 * exactly at the cursor: the strict rule is 0 */
-	if (!(f.overlap_tolerance >= 0))
-		f.overlap_tolerance = 0;
+	f->name = name;
+	f->nwarnings = 0;
+	span_parser__set_file(in->p, f);
 	if (fd < 0 && len < first)
 		first = len;
 	else if (is_file && (size_t)st.st_size < first)
@@ -598,51 +684,93 @@ static int run(const char *name, int fd, const char *buf, size_t len, const stru
 	s.count_as_dropped = fd >= 0 && !is_file;
 	if (first < 2 * SCAN_MIN_READ)
 		first = 2 * SCAN_MIN_READ;
-	s.p = span_parser__new(&f);
-	if (!s.p || grow(&s, first)) {
-		span__warnf(&f, "out of memory");
+	s.off0 = in->off;
+	if (grow(&s, first)) {
+		span__warnf(f, "out of memory");
 		err = -ENOMEM;
 		goto out;
 	}
+	/* a UTF-8 byte order mark (Windows tools, .NET's exporters) */
+	while (s.hi < 3 && fill(&s) > 0)
+		;
+	if (s.hi >= 3 && !memcmp(s.buf, "\xef\xbb\xbf", 3))
+		s.pos = 3;
 	err = read_all(&s);
 	if (!err && s.mode == MODE_UNKNOWN) {
-		span__warnf(&f, "not a Jaeger or OTLP JSON file (no \"data\" or "
-				"\"resourceSpans\" at the top level)");
+		char top[96];
+
+		describe_top(&s, top, sizeof(top));
+		span__warnf(f, "%s; the top level was %s", NOT_TRACES, top);
 		err = -EINVAL;
 	}
-	if (!err && s.nbad && !f.ntraces)
+	if (!err && s.nbad && f->nread == read0)
 		err = -EINVAL; /* warned: every trace was malformed */
+	if (!err && f->nread == read0 && !f->nwarnings)
+		span__warnf(f, "no traces in it (%s)",
+			    s.mode == MODE_JAEGER ? "its \"data\" is empty"
+			    : s.mode == MODE_ZIPKIN ? "an empty list of spans"
+						   : "no spans in its resourceSpans");
+	if (s.err < 0 && s.err != -EINVAL && s.err != -EIO)
+		in->err = s.err;
 out:
-	span__warn_summary(&f);
-	span_parser__free(s.p);
+	in->off += s.base + s.hi;
+	span__warn_summary(f);
 	free(s.buf);
-	if (f.tree)
-		span_tree__free(&f);
-	/* a damaged file still counts for the traces read before the damage */
-	if (f.ntraces)
-		return (int)f.ntraces;
+	if (f->nread > read0)
+		return (int)(f->nread - read0 > INT32_MAX ? INT32_MAX : f->nread - read0);
 	return err;
+}
+
+int span_input__buffer(struct span_input *in, const char *name, const char *buf, size_t len)
+{
+	return run(in, name, -1, buf ? buf : "", buf ? len : 0);
+}
+
+int span_input__file(struct span_input *in, const char *path)
+{
+	int fd, err;
+
+	in->f.name = path;
+	in->f.nwarnings = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		span__warnf(&in->f, "cannot open: %s", strerror(errno));
+		return err;
+	}
+	err = run(in, path, fd, NULL, 0);
+	close(fd);
+	return err;
+}
+
+/* One input alone: its requests, or why none. */
+static int alone(const char *name, const char *buf, size_t len, const struct span_sink *sink,
+		 const struct span_opts *o)
+{
+	struct span_input *in = span_input__new(sink, o);
+	int r, n;
+
+	if (!in) {
+		if (sink->warn)
+			sink->warn(sink->ctx, "out of memory");
+		return -ENOMEM;
+	}
+	r = buf ? span_input__buffer(in, name, buf, len) : span_input__file(in, name);
+	n = span_input__end(in);
+	span_input__free(in);
+	if (n > 0 || r >= 0)
+		return n;
+	return r;
 }
 
 int span_input__analyze_buffer(const char *name, const char *buf, size_t len,
 			       const struct span_sink *sink, const struct span_opts *o)
 {
-	return run(name, -1, buf ? buf : "", buf ? len : 0, sink, o);
+	return alone(name, buf ? buf : "", buf ? len : 0, sink, o);
 }
 
 int span_input__analyze_file(const char *path, const struct span_sink *sink,
 			     const struct span_opts *o)
 {
-	struct span_file f = {.name = path, .sink = sink};
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		span__warnf(&f, "cannot open: %s", strerror(errno));
-		return err;
-	}
-	err = run(path, fd, NULL, 0, sink, o);
-	close(fd);
-	return err;
+	return alone(path, NULL, 0, sink, o);
 }

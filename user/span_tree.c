@@ -178,7 +178,15 @@ void span__warn_summary(struct span_file *f)
 
 /* ---- per-trace scratch, reused across traces ------------------------------ */
 
-enum { ST_BAD = 1, ST_ROOT = 2, ST_ORPHAN = 4, ST_DONE = 8, ST_VISIT = 16, ST_KEPT = 32 };
+enum {
+	ST_BAD = 1,
+	ST_ROOT = 2,
+	ST_ORPHAN = 4,
+	ST_DONE = 8,
+	ST_VISIT = 16,
+	ST_KEPT = 32,
+	ST_CYCLE = 64, /* an orphan because its parent cycle was cut there */
+};
 
 struct span_tree {
 	struct span_arena out;	      /* frames, labels: valid until the next trace */
@@ -200,6 +208,8 @@ struct span_tree {
 	struct span_vec tagset;	      /* const char *: hash set */
 	struct span_vec tagseen;      /* uint8_t per tag index: looked at already */
 	struct span_vec tags;	      /* const char *: the request's, NULL-terminated */
+	struct span_vec ext;	      /* struct span_in: the trace with placeholders */
+	struct span_vec roots;	      /* uint32_t */
 };
 
 /* Ids and tags are hashed for every span: eight bytes a step (a byte-wise
@@ -358,7 +368,7 @@ static int break_cycles(struct span_file *f, struct span_tree *t, const char *tr
 					    "span re-attached under the root",
 					    tid_of(trace_id), sp[j].id, sp[parent[j]].id);
 				parent[j] = NONE;
-				st[j] |= ST_ORPHAN;
+				st[j] |= ST_ORPHAN | ST_CYCLE;
 				break;
 			}
 			st[j] |= ST_VISIT;
@@ -374,8 +384,29 @@ static int break_cycles(struct span_file *f, struct span_tree *t, const char *tr
 
 /* Children lists (all references) in CSR form, then the top-down pass that
  * corrects skew and fills the walk's nodes. Returns the number of kept spans. */
+/* What one request's pass found, for its trace's warnings. */
+struct tree_counts {
+	bool partial;
+	uint32_t skewed;   /* server spans moved or capped into their client */
+	uint32_t excluded; /* spans dropped by --exclude-op, with their subtrees */
+};
+
+/* s matches one of --exclude-op's SERVICE:OPERATION. */
+static bool excluded(const struct span_file *f, const struct span_in *s)
+{
+	for (uint32_t i = 0; i < f->nexclude; i++) {
+		const char *x = f->exclude[i], *colon = strchr(x, ':');
+		size_t ls = colon ? (size_t)(colon - x) : strlen(x);
+
+		if (strlen(s->service) == ls && !memcmp(s->service, x, ls) &&
+		    (!colon || !strcmp(colon + 1, s->operation)))
+			return true;
+	}
+	return false;
+}
+
 static int correct_skew(struct span_file *f, struct span_tree *t, const char *trace_id,
-			struct span_in *sp, uint32_t n, uint32_t root, bool *partial)
+			struct span_in *sp, uint32_t n, uint32_t root, struct tree_counts *tc)
 {
 	uint32_t *parent = t->parent.v, *first, *kids, *order, *bk, nk = 0, head = 0, tail = 0;
 	uint8_t *st = t->state.v;
@@ -430,6 +461,10 @@ static int correct_skew(struct span_file *f, struct span_tree *t, const char *tr
 			int64_t s = cs->start_ns + shift[p], e = cs->end_ns + shift[p];
 
 			shift[c] = shift[p];
+			if (f->nexclude && excluded(f, cs)) {
+				tc->excluded++;
+				continue; /* not walked, nor its subtree */
+			}
 			if (cs->follows) {
 				/* async: neither clipped nor blocking */
 			} else if (cs->kind == SPAN_KIND_SERVER && sp[p].kind == SPAN_KIND_CLIENT &&
@@ -437,9 +472,11 @@ static int correct_skew(struct span_file *f, struct span_tree *t, const char *tr
 				int64_t d = e - s, pd = pn->end - pn->start, ns = s;
 
 				if (d >= pd) {
+					tc->skewed += d > pd || s != pn->start;
 					ns = pn->start;
 					d = pd;
 				} else if (s < pn->start || e > pn->end) {
+					tc->skewed++;
 					ns = pn->start + (pd - d) / 2;
 				}
 				shift[c] += ns - s;
@@ -454,7 +491,7 @@ static int correct_skew(struct span_file *f, struct span_tree *t, const char *tr
 					    "its parent %s, dropped with its subtree",
 					    tid_of(trace_id), cs->id, (long long)s, (long long)e,
 					    sp[p].id);
-					*partial = true;
+					tc->partial = true;
 					continue;
 				}
 				if (s < pn->start)
@@ -591,7 +628,8 @@ void span_tree__free(struct span_file *f)
 	struct span_vec *vecs[] = {
 	    &t->slots,	  &t->parent,	    &t->state,	   &t->order,  &t->shift, &t->nodes,
 	    &t->children, &t->all_children, &t->all_first, &t->stack,  &t->secs,  &t->segs,
-	    &t->stats,	  &t->frames,	    &t->nframes,   &t->tagset, &t->tags,  &t->tagseen};
+	    &t->stats,	  &t->frames,	    &t->nframes,   &t->tagset, &t->tags,  &t->tagseen,
+	    &t->ext,	  &t->roots};
 
 	if (!t)
 		return;
@@ -602,13 +640,83 @@ void span_tree__free(struct span_file *f)
 	f->tree = NULL;
 }
 
-int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in *sp, uint32_t n,
-		       const char *const *tags)
+static const char MISSING_SERVICE[] = "(missing)";
+static const char MISSING_OP[] = "(missing span)";
+
+/*
+ * Spans whose parent never appears become children of one placeholder per
+ * missing parent id, spanning them: the trace with the placeholders after
+ * its spans, in t->ext. Returns how many were added.
+ */
+static int add_placeholders(struct span_tree *t, struct span_in *sp, uint32_t n, uint32_t *norph)
 {
-	struct span_tree *t = tree_of(f);
-	uint32_t *parent, root = NONE, nsecs = 0;
-	uint8_t *st;
-	bool partial = false;
+	const uint8_t *st = t->state.v;
+	uint32_t nslots = 16, mask, *slots, m = 0;
+	struct span_in *ext;
+
+	*norph = 0;
+	for (uint32_t i = 0; i < n; i++)
+		*norph += (st[i] & (ST_ORPHAN | ST_CYCLE | ST_BAD)) == ST_ORPHAN;
+	if (!*norph)
+		return 0;
+	while (nslots < 2 * *norph)
+		nslots *= 2;
+	mask = nslots - 1;
+	RESERVE(ext, struct span_in, n + *norph);
+	RESERVE(roots, uint32_t, nslots); /* the placeholders' id table, for now */
+	ext = t->ext.v;
+	slots = t->roots.v;
+	memcpy(ext, sp, n * sizeof(*ext));
+	memset(slots, 0xff, nslots * sizeof(*slots));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct span_in *c = &sp[i];
+		struct span_in *ph;
+		uint32_t h;
+
+		if ((st[i] & (ST_ORPHAN | ST_CYCLE | ST_BAD)) != ST_ORPHAN)
+			continue;
+		for (h = hash_str(c->parent_id) & mask; slots[h] != NONE; h = (h + 1) & mask)
+			if (!strcmp(ext[slots[h]].id, c->parent_id))
+				break;
+		if (slots[h] == NONE) {
+			const char *grand = NULL;
+
+			/* a span that is there but was dropped (bad times) keeps
+			 * its place in the tree: its placeholder has its parent */
+			for (uint32_t j = 0; j < n && !grand; j++)
+				if ((st[j] & ST_BAD) && sp[j].id && !strcmp(sp[j].id, c->parent_id) &&
+				    sp[j].parent_id && strcmp(sp[j].parent_id, c->parent_id))
+					grand = sp[j].parent_id;
+			slots[h] = n + m++;
+			ext[slots[h]] = (struct span_in){
+			    .id = c->parent_id,
+			    .parent_id = grand,
+			    .trace_id = c->trace_id,
+			    .service = MISSING_SERVICE,
+			    .operation = MISSING_OP,
+			    .host = c->host,
+			    .seq = n + m - 1,
+			    .start_ns = c->start_ns,
+			    .end_ns = c->end_ns,
+			    .has_start = true,
+			    .has_end = true,
+			};
+		}
+		ph = &ext[slots[h]];
+		if (c->start_ns < ph->start_ns)
+			ph->start_ns = c->start_ns;
+		if (c->end_ns > ph->end_ns)
+			ph->end_ns = c->end_ns;
+	}
+	return (int)m;
+}
+
+/* One root's request: skew, the walk, frames, tags, to the sink. */
+static int analyze_root(struct span_file *f, struct span_tree *t, const char *trace_id,
+			const char *req_id, struct span_in *sp, uint32_t n, uint32_t root,
+			const char *const *tags, struct tree_counts *tc)
+{
+	uint32_t nsecs = 0;
 	struct sw_tree wt;
 	struct cp_request req = {0};
 	struct cp_segment *segs;
@@ -616,60 +724,8 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 	struct sw_section *secs;
 	int err, nkept;
 
-	if (!t)
-		return -ENOMEM;
-	f->nspans += n;
-	span_arena__reset(&t->out);
-	if (!n) {
-		span__warnf(f, "trace %s: no spans, trace skipped", tid_of(trace_id));
-		return 0;
-	}
-	err = resolve_parents(f, t, trace_id, sp, n);
-	if (!err)
-		err = break_cycles(f, t, trace_id, sp, n);
-	if (err)
-		return err;
-	parent = t->parent.v;
-	st = t->state.v;
-
-	/* the root: the best parentless span, else the best orphan */
-	for (int pass = 0; pass < 2 && root == NONE; pass++)
-		for (uint32_t i = 0; i < n; i++)
-			if ((st[i] & (pass ? ST_ORPHAN : ST_ROOT)) && !(st[i] & ST_BAD)) {
-				if (root == NONE || better_root(&sp[i], &sp[root]))
-					root = i;
-			}
-	if (root == NONE) {
-		span__warnf(f, "trace %s: no usable span, trace skipped", tid_of(trace_id));
-		return 0;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (i == root || (st[i] & ST_BAD) || !(st[i] & (ST_ROOT | ST_ORPHAN)))
-			continue;
-		partial = true;
-		if (st[i] & ST_ROOT)
-			span__warnf(f,
-				    "trace %s: span %s: a second root (trace has several), "
-				    "re-attached under root %s",
-				    tid_of(trace_id), sp[i].id, sp[root].id);
-		else if (sp[i].parent_id) /* cycles were warned where cut */
-			span__warnf(f,
-				    "trace %s: span %s: parent %s is not in the trace (orphan), "
-				    "re-attached under root %s",
-				    tid_of(trace_id), sp[i].id, sp[i].parent_id, sp[root].id);
-		parent[i] = root;
-	}
-	if (st[root] & ST_ORPHAN) {
-		span__warnf(f, "trace %s: span %s: parent %s is not in the trace, used as the root",
-			    tid_of(trace_id), sp[root].id,
-			    sp[root].parent_id ? sp[root].parent_id : "?");
-		partial = true;
-	}
-	parent[root] = NONE;
-	for (uint32_t i = 0; i < n && !partial; i++)
-		partial = st[i] & ST_BAD;
-
-	nkept = correct_skew(f, t, trace_id, sp, n, root, &partial);
+	((uint32_t *)t->parent.v)[root] = NONE;
+	nkept = correct_skew(f, t, trace_id, sp, n, root, tc);
 	if (nkept < 0)
 		return nkept;
 
@@ -724,13 +780,13 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 		    .exclusive_ns = (uint64_t)nd->excl, /* 0 where the walk never went */
 		};
 	}
-	req.id = trace_id ? trace_id : "(no trace id)";
+	req.id = req_id;
 	req.service = sp[root].service;
 	req.name = sp[root].operation;
 	req.host = sp[root].hostname;
 	req.start_ns = (uint64_t)sp[root].start_ns;
 	req.end_ns = (uint64_t)sp[root].end_ns;
-	req.partial = partial;
+	req.partial = tc->partial || tc->excluded;
 	req.segs = segs;
 	req.nsegs = nsecs;
 	req.spans = stats;
@@ -741,4 +797,124 @@ int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in
 		return err;
 	f->ntraces++;
 	return 1;
+}
+
+static int root_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct span_in *sp = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return better_root(&sp[x], &sp[y]) ? -1 : better_root(&sp[y], &sp[x]) ? 1 : 0;
+}
+
+/*
+ * The roots of a trace: its parentless spans and the placeholders of
+ * missing parents (the .NET exporter, for one, never exports a root
+ * whose children it did) each get a request, as Jaeger UI shows each
+ * root; the best first, named by the trace id, the others "TRACE#SPAN".
+ * A span whose parent cycle was cut goes under the first root.
+ */
+int span_tree__analyze(struct span_file *f, const char *trace_id, struct span_in *sp, uint32_t n,
+		       const char *const *tags)
+{
+	struct span_tree *t = tree_of(f);
+	uint32_t *parent, *roots, nroots = 0, norph = 0, nbad = 0, nph = 0;
+	struct tree_counts total = {0};
+	uint8_t *st;
+	int err, made = 0;
+
+	if (!t)
+		return -ENOMEM;
+	f->nspans += n;
+	span_arena__reset(&t->out);
+	if (!n) {
+		span__warnf(f, "trace %s: no spans, trace skipped", tid_of(trace_id));
+		return 0;
+	}
+	err = resolve_parents(f, t, trace_id, sp, n);
+	if (!err)
+		err = break_cycles(f, t, trace_id, sp, n);
+	if (err)
+		return err;
+	err = add_placeholders(t, sp, n, &norph);
+	if (err < 0)
+		return err;
+	if (err > 0) {
+		nph = (uint32_t)err;
+		sp = t->ext.v;
+		n += nph;
+		err = resolve_parents(f, t, trace_id, sp, n);
+		if (!err)
+			err = break_cycles(f, t, trace_id, sp, n);
+		if (err)
+			return err;
+	}
+	parent = t->parent.v;
+	st = t->state.v;
+	RESERVE(roots, uint32_t, n);
+	roots = t->roots.v;
+	for (uint32_t i = 0; i < n; i++) {
+		/* bad spans dropped, cycles cut: every request of the trace
+		 * was repaired */
+		nbad += !!(st[i] & (ST_BAD | ST_CYCLE));
+		/* (an orphan still: a placeholder whose parent is missing too) */
+		if ((st[i] & (ST_ROOT | ST_BAD)) == ST_ROOT ||
+		    (st[i] & (ST_ORPHAN | ST_CYCLE | ST_BAD)) == ST_ORPHAN)
+			roots[nroots++] = i;
+	}
+	if (!nroots) { /* every span on a cycle: its cut becomes the root */
+		for (uint32_t i = 0; i < n && !nroots; i++)
+			if ((st[i] & (ST_CYCLE | ST_BAD)) == ST_CYCLE)
+				roots[nroots++] = i;
+	}
+	if (!nroots) {
+		span__warnf(f, "trace %s: no usable span, trace skipped", tid_of(trace_id));
+		return 0;
+	}
+	qsort_r(roots, nroots, sizeof(*roots), root_cmp, sp);
+	for (uint32_t i = 0; i < n; i++)
+		if ((st[i] & (ST_CYCLE | ST_BAD)) == ST_CYCLE && i != roots[0])
+			parent[i] = roots[0]; /* warned where the cycle was cut */
+	if (nph)
+		span__warnf(f,
+			    "trace %s: %u spans whose parent is not in the trace, under %u "
+			    "placeholder spans \"%s %s\" (their own time is a blind spot)%s",
+			    tid_of(trace_id), norph, nph, MISSING_SERVICE, MISSING_OP,
+			    nroots > 1 ? "; its roots each analysed as a request" : "");
+	else if (nroots > 1)
+		span__warnf(f, "trace %s: %u roots, each analysed as a request", tid_of(trace_id),
+			    nroots);
+	for (uint32_t r = 0; r < nroots; r++) {
+		struct tree_counts tc = {.partial = nbad || sp[roots[r]].operation == MISSING_OP};
+		const char *id = tid_of(trace_id);
+
+		if (f->nexclude && excluded(f, &sp[roots[r]])) {
+			total.excluded++;
+			continue;
+		}
+		if (r) {
+			size_t lt = strlen(id), ls = strlen(sp[roots[r]].id);
+			char *rid = span_arena__alloc(&t->out, lt + ls + 2);
+
+			if (!rid)
+				return -ENOMEM;
+			memcpy(rid, id, lt);
+			rid[lt] = '#';
+			memcpy(rid + lt + 1, sp[roots[r]].id, ls + 1);
+			id = rid;
+		}
+		err = analyze_root(f, t, trace_id, id, sp, n, roots[r], tags, &tc);
+		if (err < 0)
+			return err;
+		made += err;
+		total.skewed += tc.skewed;
+		total.excluded += tc.excluded;
+	}
+	if (total.skewed)
+		span__warnf(f,
+			    "trace %s: %u server spans lay outside their client span (clock skew "
+			    "between hosts): moved inside it, their durations kept (capped at the "
+			    "client's)",
+			    tid_of(trace_id), total.skewed);
+	return made ? 1 : 0;
 }

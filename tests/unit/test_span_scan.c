@@ -162,6 +162,101 @@ static void test_otlp_lines_with_a_damaged_request(void **state)
 	want_warning(&c, "the export request it is in (");
 }
 
+/* One OTLP export request on a line: one span of service svc. */
+static int oline(char *b, size_t cap, const char *svc, const char *tid, const char *id,
+		 const char *parent, long start, long end)
+{
+	return snprintf(b, cap,
+			"{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
+			"\"service.name\",\"value\":{\"stringValue\":\"%s\"}}]},\"scopeSpans\":"
+			"[{\"spans\":[{\"traceId\":\"%s\",\"spanId\":\"%s\",%s%s%s\"name\":"
+			"\"op%s\",\"startTimeUnixNano\":\"%ld\",\"endTimeUnixNano\":\"%ld\"}]}]}]}\n",
+			svc, tid, id, parent ? "\"parentSpanId\":\"" : "", parent ? parent : "",
+			parent ? "\"," : "", id, 1700000000000000000L + start,
+			1700000000000000000L + end);
+}
+
+/* What .NET's exporter writes: a byte order mark, one export request per
+ * line, a trace's spans over several of them (other traces between), its
+ * root never exported: one request for the trace, under a placeholder for
+ * the root, one warning. */
+static void test_otlp_trace_over_lines(void **state)
+{
+	char j[4096];
+	size_t o = 0;
+	struct capture c;
+
+	o += snprintf(j, sizeof(j), "\xef\xbb\xbf");
+	o += oline(j + o, sizeof(j) - o, "front", "T", "b", "r", 1000, 5000);
+	o += oline(j + o, sizeof(j) - o, "other", "U", "x", NULL, 0, 100);
+	o += oline(j + o, sizeof(j) - o, "back", "T", "c", "r", 6000, 9000);
+	o += oline(j + o, sizeof(j) - o, "back", "T", "d", "c", 7000, 8000);
+	assert_int_equal(buf(&c, j), 2);
+	assert_string_equal(c.ids[0], "U"); /* in the order they complete */
+	assert_string_equal(c.ids[1], "T");
+	assert_int_equal(c.nspans[1], 4); /* b, c, d and the placeholder for r */
+	assert_int_equal(c.nwarn, 1);
+	want_warning(&c, "in.json: trace T: 2 spans whose parent is not in the trace, under 1 "
+			 "placeholder spans");
+}
+
+/* Several files are one input: a trace's child in one, its root in the
+ * next, is one request without a warning. */
+static void test_otlp_trace_over_files(void **state)
+{
+	char a[1024], b[1024];
+	struct capture c;
+	struct span_input *in = span_input__new(sink_of(&c), NULL);
+
+	oline(a, sizeof(a), "back", "T", "c", "r", 2000, 3000);
+	oline(b, sizeof(b), "front", "T", "r", NULL, 1000, 5000);
+	assert_int_equal(span_input__buffer(in, "1.json", a, strlen(a)), 1);
+	assert_int_equal(span_input__buffer(in, "2.json", b, strlen(b)), 1);
+	assert_int_equal(c.nreq, 0); /* waiting for more */
+	assert_int_equal(span_input__end(in), 1);
+	span_input__free(in);
+	assert_int_equal(c.nspans[0], 2);
+	assert_int_equal(c.nwarn, 0);
+}
+
+/* A trace no span of which came for the window is analysed; spans of it
+ * after that are warned and analysed as its next part. */
+static void test_otlp_window(void **state)
+{
+	char j[8192];
+	size_t o = 0;
+	struct capture c;
+	struct span_opts so = {.overlap_tolerance = 0.01, .window_bytes = 1000};
+
+	o += oline(j + o, sizeof(j) - o, "s", "T", "a", NULL, 0, 5000);
+	for (int i = 0; i < 6; i++) { /* 6 lines of about 280 bytes: past the window */
+		char tid[8];
+
+		snprintf(tid, sizeof(tid), "F%d", i);
+		o += oline(j + o, sizeof(j) - o, "s", tid, "x", NULL, 0, 10);
+	}
+	o += oline(j + o, sizeof(j) - o, "s", "T", "b", "a", 1000, 2000);
+	assert_int_equal(span_input__analyze_buffer("in.json", j, o, sink_of(&c), &so), 8);
+	assert_string_equal(c.ids[0], "T");
+	assert_int_equal(c.nspans[0], 1);
+	assert_string_equal(c.ids[7], "T (part 2)");
+	want_warning(&c, "in.json: trace T: 1 more spans came after it was analysed (no span of it "
+			 "for the window: --trace-window): analysed again as part 2");
+	/* the part: b under a placeholder for a */
+	assert_int_equal(c.nspans[7], 2);
+}
+
+/* An empty trace file says so. */
+static void test_no_traces(void **state)
+{
+	struct capture c;
+
+	assert_int_equal(buf(&c, "{\"data\":[]}"), 0);
+	want_warning(&c, "in.json: no traces in it (its \"data\" is empty)");
+	assert_int_equal(buf(&c, "{\"resourceSpans\":[]}\n{\"resourceSpans\":[]}"), 0);
+	want_warning(&c, "in.json: no traces in it (no spans in its resourceSpans)");
+}
+
 /* n traces of k spans each, the one at index bad damaged; returns the text. */
 static char *many(int n, int k, int bad, size_t *len)
 {
@@ -262,6 +357,10 @@ int main(void)
 	    cmocka_unit_test(test_escapes_and_other_keys),
 	    cmocka_unit_test(test_bad_number),
 	    cmocka_unit_test(test_otlp_lines_with_a_damaged_request),
+	    cmocka_unit_test(test_otlp_trace_over_lines),
+	    cmocka_unit_test(test_otlp_trace_over_files),
+	    cmocka_unit_test(test_otlp_window),
+	    cmocka_unit_test(test_no_traces),
 	    cmocka_unit_test(test_large_trace_and_far_line),
 	    cmocka_unit_test(test_pipe),
 	};

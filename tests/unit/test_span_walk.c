@@ -285,10 +285,20 @@ static void test_remote_server_capped(void **state)
 	const struct tspan v[] = {
 	    {"R", NULL, 0, 200}, {"C", "R", 50, 150, "client"}, {"S", "C", 40, 190, "server p2"}};
 
+	struct capture c;
+	char *json;
+
 	run_case(t, N(t), DEF, "R[0,50] C[50,70] S[70,80] T[80,90] S[90,130] C[130,150] R[150,200]",
 		 NULL);
 	run_case(u, N(u), DEF, "R[0,50] C[50,150] R[150,200]", NULL);
 	run_case(v, N(v), DEF, "R[0,50] S[50,150] R[150,200]", NULL);
+	/* never silently: one warning for the trace counts them */
+	json = jaeger(t, N(t));
+	assert_int_equal(analyze(&c, json, DEF), 1);
+	free(json);
+	assert_int_equal(c.nwarn, 1);
+	assert_non_null(strstr(c.warns, "1 server spans lay outside their client span (clock skew "
+					"between hosts): moved inside it"));
 }
 
 static void test_frames_and_service(void **state)
