@@ -80,6 +80,7 @@ struct span_in {
 	bool follows;		     /* FOLLOWS_FROM the parent: does not block it */
 	bool has_start, has_end;     /* end known (Jaeger: duration) */
 	bool bad_number;	     /* a time that did not parse */
+	bool shared;		     /* Zipkin: the server side of its client's id */
 };
 
 /* Where finished traces and warnings go. */
@@ -122,6 +123,7 @@ void span_tree__free(struct span_file *f);
 enum span_unit {
 	SPAN_UNIT_JAEGER, /* one trace object: an element of "data" */
 	SPAN_UNIT_OTLP,	  /* the "resourceSpans" (Tempo: "batches") array of a request */
+	SPAN_UNIT_ZIPKIN, /* a Zipkin v2 list of spans (a request of its own) */
 };
 struct span_parser;
 struct span_parser *span_parser__new(struct span_file *f);

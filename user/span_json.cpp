@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
  * span_json.h on simdjson's On-Demand API: the only C++ in critpath, the
- * layout of Jaeger and OTLP JSON and nothing else. Each value handed on is
+ * layout of Jaeger, OTLP and Zipkin v2 JSON and nothing else. Each value handed on is
  * checked first (strings unescaped, numbers against JSON's grammar, atoms
  * spelled out); a value under a key not listed here is skipped by simdjson,
  * which checks only its brackets. A container where a scalar is expected, or
@@ -395,6 +395,73 @@ int otlp_span(reader &r, ondemand::object &o)
 	return span_json__span_end(r.ctx);
 }
 
+/* Zipkin v2: {"traceId", "id", "parentId", "name", "kind", "timestamp" and
+ * "duration" in µs, "localEndpoint": {"serviceName", "ipv4"/"ipv6"},
+ * "tags": {k: v}, "shared"} */
+int zipkin_span(reader &r, ondemand::object &o)
+{
+	CALL(span_json__span_begin(r.ctx));
+	CALL(each_field(r, o, [&](string_view k, ondemand::value &v) {
+		switch (k.size()) {
+		case 2:
+			if (k == "id")
+				return field(r, v, SPAN_JSON_SPAN_ID);
+			break;
+		case 4:
+			if (k == "name")
+				return field(r, v, SPAN_JSON_OPERATION);
+			if (k == "kind")
+				return field(r, v, SPAN_JSON_KIND);
+			if (k == "tags")
+				return as_object(r, v, [&](ondemand::object &t) {
+					return each_field(r, t, [&](string_view tk, ondemand::value &tv) {
+						string_view val;
+						bool have, is_string;
+
+						CALL(text_of(r, tv, val, have, is_string));
+						return have ? span_json__tag(r.ctx, SPAN_JSON_SPAN_TAG,
+									     tk.data(), tk.size(),
+									     val.data(), val.size())
+							    : 0;
+					});
+				});
+			break;
+		case 6:
+			if (k == "shared")
+				return field(r, v, SPAN_JSON_SHARED);
+			break;
+		case 7:
+			if (k == "traceId")
+				return field(r, v, SPAN_JSON_TRACE_ID);
+			break;
+		case 8:
+			if (k == "parentId")
+				return field(r, v, SPAN_JSON_PARENT_ID);
+			if (k == "duration")
+				return field(r, v, SPAN_JSON_DURATION);
+			break;
+		case 9:
+			if (k == "timestamp")
+				return field(r, v, SPAN_JSON_START);
+			break;
+		case 13:
+			if (k == "localEndpoint")
+				return as_object(r, v, [&](ondemand::object &ep) {
+					return each_field(r, ep, [&](string_view ek, ondemand::value &ev) {
+						if (ek == "serviceName")
+							return field(r, ev, SPAN_JSON_SERVICE);
+						if (ek == "ipv4" || ek == "ipv6")
+							return field(r, ev, SPAN_JSON_HOST);
+						return 0;
+					});
+				});
+			break;
+		}
+		return 0;
+	}));
+	return span_json__span_end(r.ctx);
+}
+
 /* One element of resourceSpans: {"resource": {"attributes": […]},
  * "scopeSpans" (older: "instrumentationLibrarySpans"): [{"spans": […]}]} */
 int otlp_resource(reader &r, ondemand::object &o)
@@ -451,6 +518,10 @@ int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *
 			if (unit == SPAN_JSON_JAEGER_TRACE)
 				ret = as_object(r, root, [&](ondemand::object &o) {
 					return jaeger_trace(r, o);
+				});
+			else if (unit == SPAN_JSON_ZIPKIN_SPANS)
+				ret = each_object(r, root, [&](ondemand::object &o) {
+					return zipkin_span(r, o);
 				});
 			else
 				ret = each_object(r, root, [&](ondemand::object &o) {

@@ -3,8 +3,8 @@
  * The JSON side of span input: simdjson's On-Demand API (Debian's
  * libsimdjson-dev; README says why) behind a C interface. The one C++ file,
  * span_json.cpp, knows where things are in Jaeger and OTLP JSON and walks one
- * unit (span_scan.c cuts the input into units: a Jaeger trace object, or the
- * "resourceSpans" array of one OTLP request) straight to the values that
+ * unit (span_scan.c cuts the input into units: a Jaeger trace object, the
+ * "resourceSpans" array of one OTLP request, or a Zipkin v2 list of spans) straight to the values that
  * matter, handing each to span_parse.c, which knows what they mean. Values
  * under other keys are skipped by simdjson without being looked at.
  *
@@ -34,9 +34,13 @@ enum span_json_field {
 	SPAN_JSON_OPERATION,  /* "operationName" / "name" */
 	SPAN_JSON_PROCESS_ID, /* Jaeger "processID" */
 	SPAN_JSON_KIND,	      /* OTLP "kind" */
-	SPAN_JSON_START,      /* Jaeger "startTime" (µs), OTLP "startTimeUnixNano" */
+	SPAN_JSON_START,      /* Jaeger "startTime" (µs), OTLP "startTimeUnixNano",
+			       * Zipkin "timestamp" (µs) */
 	SPAN_JSON_END,	      /* OTLP "endTimeUnixNano" */
-	SPAN_JSON_DURATION,   /* Jaeger "duration" (µs) */
+	SPAN_JSON_DURATION,   /* Jaeger "duration" (µs), Zipkin "duration" (µs) */
+	SPAN_JSON_SERVICE,    /* Zipkin "localEndpoint": {"serviceName"} */
+	SPAN_JSON_HOST,	      /* Zipkin "localEndpoint": {"ipv4"} or {"ipv6"} */
+	SPAN_JSON_SHARED,     /* Zipkin "shared": true */
 };
 
 enum span_json_tags {
@@ -75,6 +79,7 @@ void span_json__free(struct span_json *j);
 enum span_json_unit {
 	SPAN_JSON_JAEGER_TRACE,	  /* an element of Jaeger's "data" */
 	SPAN_JSON_OTLP_RESOURCES, /* OTLP's "resourceSpans" (Tempo: "batches") */
+	SPAN_JSON_ZIPKIN_SPANS,	  /* Zipkin v2: a list of spans */
 };
 
 /* Walks the unit in buf[0, len), which must be readable up to

@@ -72,7 +72,8 @@ struct pending {
 struct span_parser {
 	struct span_file *f;
 	struct span_json *json;
-	bool otlp;	  /* the unit being read */
+	bool otlp;	  /* the unit being read: OTLP, or Zipkin (otlp too: spans name their traces) */
+	bool zipkin;
 	bool request_bad; /* OTLP: a unit of this request was malformed */
 	int err;
 	struct span_arena arena;
@@ -163,13 +164,14 @@ static const char *pdup(struct span_parser *p, const char *s, size_t len)
 static int kind_of(const char *s, size_t len)
 {
 	/* Jaeger's span.kind tag values, OTLP's enum names */
-	if (KEYIS("server") || KEYIS("SPAN_KIND_SERVER"))
+	/* and Zipkin's */
+	if (KEYIS("server") || KEYIS("SPAN_KIND_SERVER") || KEYIS("SERVER"))
 		return SPAN_KIND_SERVER;
-	if (KEYIS("client") || KEYIS("SPAN_KIND_CLIENT"))
+	if (KEYIS("client") || KEYIS("SPAN_KIND_CLIENT") || KEYIS("CLIENT"))
 		return SPAN_KIND_CLIENT;
-	if (KEYIS("producer") || KEYIS("SPAN_KIND_PRODUCER"))
+	if (KEYIS("producer") || KEYIS("SPAN_KIND_PRODUCER") || KEYIS("PRODUCER"))
 		return SPAN_KIND_PRODUCER;
-	if (KEYIS("consumer") || KEYIS("SPAN_KIND_CONSUMER"))
+	if (KEYIS("consumer") || KEYIS("SPAN_KIND_CONSUMER") || KEYIS("CONSUMER"))
 		return SPAN_KIND_CONSUMER;
 	if (KEYIS("internal") || KEYIS("SPAN_KIND_INTERNAL"))
 		return SPAN_KIND_INTERNAL;
@@ -234,8 +236,17 @@ int span_json__field(void *ctx, enum span_json_field f, const char *s, size_t le
 		else if (len == 1 && s[0] >= '0' && s[0] <= '5')
 			sp->kind = s[0] - '0'; /* OTLP's enum numbers match ours */
 		break;
+	case SPAN_JSON_SERVICE:
+		sp->service = pdup(p, s, len);
+		break;
+	case SPAN_JSON_HOST:
+		sp->hostname = pdup(p, s, len);
+		break;
+	case SPAN_JSON_SHARED:
+		sp->shared = len == 4 && !memcmp(s, "true", 4);
+		break;
 	case SPAN_JSON_START:
-		if (parse_num(s, len, p->otlp ? 1 : 1000, &sp->start_ns))
+		if (parse_num(s, len, p->otlp && !p->zipkin ? 1 : 1000, &sp->start_ns))
 			sp->bad_number = true;
 		sp->has_start = true;
 		break;
@@ -283,6 +294,23 @@ int span_json__span_end(void *ctx)
 		s->has_end = true;
 	}
 	s->ntags = p->tags.n - s->tag_first;
+	if (p->zipkin) {
+		/* its clock: its address, else its service's */
+		s->host = s->hostname ? s->hostname : s->service;
+		if (s->shared && s->kind == SPAN_KIND_SERVER && s->id) {
+			/* B3's shared span: the server side has its client's id
+			 * (and parent); it is the client's child */
+			size_t n = strlen(s->id);
+			char *id = span_arena__alloc(&p->arena, n + 8);
+
+			if (!id)
+				return p->err = -ENOMEM;
+			memcpy(id, s->id, n);
+			memcpy(id + n, ":server", 8);
+			s->parent_id = s->id;
+			s->id = id;
+		}
+	}
 	return 0;
 }
 
@@ -960,11 +988,15 @@ int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *bu
 {
 	int r;
 
-	p->otlp = kind == SPAN_UNIT_OTLP;
+	p->otlp = kind == SPAN_UNIT_OTLP || kind == SPAN_UNIT_ZIPKIN;
+	p->zipkin = kind == SPAN_UNIT_ZIPKIN;
 	p->err = 0;
 	if (!p->otlp)
 		reset_trace(p);
-	r = span_json__parse(p->json, p->otlp ? SPAN_JSON_OTLP_RESOURCES : SPAN_JSON_JAEGER_TRACE,
+	r = span_json__parse(p->json,
+			     p->zipkin ? SPAN_JSON_ZIPKIN_SPANS
+			     : p->otlp ? SPAN_JSON_OTLP_RESOURCES
+					 : SPAN_JSON_JAEGER_TRACE,
 			     buf, len, p, msg, at);
 	if ((r == 1 || r < 0) && p->otlp)
 		p->request_bad = true;

@@ -528,6 +528,75 @@ static int trace_array(struct scan *s)
 	}
 }
 
+/* Zipkin: a list of spans (a request of its own, its spans grouped by
+ * trace with the other requests'). */
+static int zipkin_list(struct scan *s)
+{
+	int r;
+
+	span_parser__begin_request(s->p);
+	r = unit(s, SPAN_UNIT_ZIPKIN);
+	if (!r && (r = span_parser__end_request(s->p, s->off0 + s->base + s->pos)) < 0)
+		s->err = r;
+	return r;
+}
+
+/* A top-level array: Jaeger's traces ({"traceID", "spans"}), Zipkin v2's
+ * spans ({"traceId", "id"}: /api/v2/trace/ID), or Zipkin's list of such
+ * lists (/api/v2/traces). The first element's keys tell; a Zipkin list is
+ * read whole. */
+static int top_array(struct scan *s)
+{
+	size_t start = s->pos, end;
+	int c, r;
+
+	s->keep = start;
+	s->pos++;
+	c = peek(s);
+	if (c == '[' && s->mode != MODE_JAEGER) { /* lists of spans */
+		s->keep = NO_KEEP;
+		s->mode = MODE_ZIPKIN;
+		for (;;) {
+			if (c == '[') {
+				r = zipkin_list(s);
+			} else {
+				if (c >= 0)
+					span__warnf(s->f,
+						    "line %llu: an element that is not a list of "
+						    "spans, skipped",
+						    line_at(s, s->pos));
+				r = skip_value(s, c);
+			}
+			if (r || (r = next_in(s, &c, ']')) <= 0)
+				return r;
+		}
+	}
+	if (c == '{' && s->mode != MODE_JAEGER) {
+		size_t at = s->pos;
+		bool zipkin;
+
+		r = scan_container(s, &end, "end of input inside a value");
+		if (r) {
+			s->keep = NO_KEEP;
+			return r;
+		}
+		at -= start - s->keep; /* the buffer may have moved: offsets from keep */
+		start = s->keep;
+		zipkin = memmem(s->buf + at, end - at, "\"traceId\"", 9) &&
+			 !memmem(s->buf + at, end - at, "\"spans\"", 7);
+		s->pos = start;
+		if (zipkin) {
+			s->mode = MODE_ZIPKIN;
+			s->keep = NO_KEEP;
+			return zipkin_list(s);
+		}
+	}
+	s->keep = NO_KEEP;
+	s->pos = start;
+	s->mode = MODE_JAEGER; /* a bare array of Jaeger traces */
+	return trace_array(s);
+}
+
 enum { KEY_OTHER, KEY_DATA, KEY_RESOURCE_SPANS };
 
 static int key_kind(const char *k, size_t n)
@@ -598,8 +667,7 @@ static int read_all(struct scan *s)
 		if (c == '{') {
 			r = top_object(s);
 		} else if (c == '[' && s->mode != MODE_OTLP) {
-			s->mode = MODE_JAEGER; /* a bare array of Jaeger traces */
-			r = trace_array(s);
+			r = top_array(s);
 		} else {
 			r = skip_value(s, c); /* any other value: allowed, not ours */
 		}

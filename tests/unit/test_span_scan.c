@@ -246,6 +246,36 @@ static void test_otlp_window(void **state)
 	assert_int_equal(c.nspans[7], 2);
 }
 
+/* Zipkin v2 (a list of spans, or the API's list of lists): spans of many
+ * traces in any order, services from localEndpoint, times in µs, tags an
+ * object, and B3's shared span (the server side of its client's id). */
+static void test_zipkin(void **state)
+{
+	struct capture c;
+#define ZSPAN(tid, id, parent, kind, shared, svc, ts, dur)                                         \
+	"{\"traceId\":\"" tid "\",\"id\":\"" id "\"," parent "\"kind\":\"" kind "\"," shared           \
+	"\"name\":\"op\",\"timestamp\":" ts ",\"duration\":" dur ",\"localEndpoint\":"               \
+	"{\"serviceName\":\"" svc "\"},\"tags\":{\"http.path\":\"/x\",\"n\":3}}"
+	const char *one = "[" ZSPAN("t1", "b", "\"parentId\":\"a\",", "CLIENT", "", "front",
+				    "1700000000000100", "500") ","
+			  ZSPAN("t2", "z", "", "SERVER", "", "other", "1700000000000000", "50") ","
+			  ZSPAN("t1", "b", "\"parentId\":\"a\",", "SERVER", "\"shared\":true,", "back",
+				"1700000000000200", "300") ","
+			  ZSPAN("t1", "a", "", "SERVER", "", "front", "1700000000000000", "1000") "]";
+	const char *lists = "[[" ZSPAN("t1", "a", "", "SERVER", "", "front", "1700000000000000",
+				       "1000") "],[" ZSPAN("t2", "z", "", "SERVER", "", "other",
+							  "1700000000000000", "50") "]]";
+
+	assert_int_equal(buf(&c, one), 2);
+	assert_int_equal(c.nwarn, 0);
+	assert_string_equal(c.ids[0], "t1");
+	assert_int_equal(c.nspans[0], 3); /* a, b, and b's server side under it */
+	assert_non_null(strstr(c.tags, "http.path=/x"));
+	assert_string_equal(c.ids[1], "t2");
+	assert_int_equal(buf(&c, lists), 2);
+	assert_int_equal(c.nwarn, 0);
+}
+
 /* An empty trace file says so. */
 static void test_no_traces(void **state)
 {
@@ -361,6 +391,7 @@ int main(void)
 	    cmocka_unit_test(test_otlp_trace_over_files),
 	    cmocka_unit_test(test_otlp_window),
 	    cmocka_unit_test(test_no_traces),
+	    cmocka_unit_test(test_zipkin),
 	    cmocka_unit_test(test_large_trace_and_far_line),
 	    cmocka_unit_test(test_pipe),
 	};
