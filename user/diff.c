@@ -53,8 +53,9 @@ void diff_side__free(struct diff_side *s)
 }
 
 static int step__set(struct diff_step *d, const char *const *frames, uint32_t n,
-		     const char *category, uint64_t per_req)
+		     const char *category, uint64_t per_req, double sd)
 {
+	d->sd_ns = sd;
 	d->frames = calloc(n ? n : 1, sizeof(char *));
 	d->category = strdup(category);
 	if (!d->frames || !d->category)
@@ -87,8 +88,9 @@ int diff_side__from_result(struct diff_side *s, const char *label, const struct 
 
 		s->nsteps = i + 1;
 		err = step__set(&s->steps[i], p->frames, p->nframes, cp_category_name(p->category),
-				per_request(p->total_ns, r->nrequests));
+				per_request(p->total_ns, r->nrequests), p->sd_ns);
 	}
+	s->has_sd = true;
 	if (err)
 		diff_side__free(s);
 	return err;
@@ -117,9 +119,9 @@ static int step__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *er
 	yajl_val fr = yajl_tree_get(e, fp, yajl_t_array);
 	yajl_val cat = yajl_tree_get(e, cp, yajl_t_string);
 	const char **frames = NULL;
-	uint64_t per_req;
+	uint64_t per_req, sd;
 	uint32_t n;
-	bool ok = true;
+	bool ok = true, has_sd = true;
 	int rc;
 
 	if (!YAJL_IS_OBJECT(e) || !fr || !cat) {
@@ -149,7 +151,8 @@ static int step__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *er
 			return -EINVAL;
 		}
 	}
-	rc = step__set(d, frames, n, YAJL_GET_STRING(cat), per_req);
+	sd = tree_u64(e, "sd_ns", &has_sd);
+	rc = step__set(d, frames, n, YAJL_GET_STRING(cat), per_req, has_sd ? (double)sd : -1);
 	free(frames);
 	return rc;
 }
@@ -197,10 +200,12 @@ int diff_side__from_json(struct diff_side *s, const char *label, const char *buf
 		s->nrequests = tree_u64(sum, "nrequests", &ok);
 		s->mean_latency_ns = tree_u64(sum, "mean_latency_ns", &ok);
 	}
+	s->has_sd = true;
 	for (size_t i = 0; i < prof->u.array.len && !rc; i++) {
 		s->nsteps = (uint32_t)i + 1;
 		rc = step__from_json(&s->steps[i], prof->u.array.values[i], (uint32_t)i, err,
 				     errlen);
+		s->has_sd &= s->steps[i].sd_ns >= 0;
 	}
 cleanup:
 	if (rc)
@@ -231,6 +236,9 @@ static int step_ptr_cmp(const void *pa, const void *pb)
 struct change {
 	const struct diff_step *step; /* names the step (from A or B) */
 	uint64_t a, b;
+	double va, vb; /* variances of the step's time per request */
+	bool has_ci, significant;
+	double lo, hi; /* the 95% interval of b - a, ns */
 };
 
 static uint64_t change_abs(const struct change *c)
@@ -238,14 +246,87 @@ static uint64_t change_abs(const struct change *c)
 	return c->a > c->b ? c->a - c->b : c->b - c->a;
 }
 
+/* Significant changes first, then the largest. */
 static int change_cmp(const void *pa, const void *pb)
 {
 	const struct change *a = pa, *b = pb;
 	uint64_t da = change_abs(a), db = change_abs(b);
 
+	if (a->significant != b->significant)
+		return a->significant ? -1 : 1;
 	if (da != db)
 		return da > db ? -1 : 1;
 	return step_cmp(a->step, b->step);
+}
+
+/* The standard normal's quantile (Acklam's rational approximation,
+ * relative error below 1.2e-9). */
+static double norm_q(double p)
+{
+	static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+				   -2.759285104469687e+02, 1.383577518672690e+02,
+				   -3.066479806614716e+01, 2.506628277459239e+00};
+	static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+				   -1.556989798598866e+02, 6.680131188771972e+01,
+				   -1.328068155288572e+01};
+	static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+				   -2.400758277161838e+00, -2.549732539343734e+00,
+				   4.374664141464968e+00,  2.938163982698783e+00};
+	static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+				   2.445134137142996e+00, 3.754408661907416e+00};
+	double q, r;
+
+	if (p < 0.02425) {
+		q = sqrt(-2 * log(p));
+		return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+		       ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+	}
+	if (p > 1 - 0.02425)
+		return -norm_q(1 - p);
+	q = p - 0.5;
+	r = q * q;
+	return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+	       (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+/* Student's t quantile at p for df degrees of freedom: the Cornish-Fisher
+ * expansion around the normal's (within 1% from 3 degrees of freedom up;
+ * fewer are taken as 3, a wider interval). */
+static double t_q(double p, double df)
+{
+	double z = norm_q(p), z2 = z * z;
+
+	if (df < 3)
+		df = 3;
+	return z + z * (z2 + 1) / (4 * df) + z * ((5 * z2 + 16) * z2 + 3) / (96 * df * df) +
+	       z * (((3 * z2 + 19) * z2 + 17) * z2 - 15) / (384 * df * df * df);
+}
+
+/*
+ * Welch's interval for the change of a step's mean time per request: the
+ * requests of A and of B are two samples (the step's time in each request,
+ * 0 where it is not on the path), of unequal variances. The intervals of
+ * all k steps compared hold together at 95% (Bonferroni: each at
+ * 1 - 0.05/k), so that two samples of the same system flag no step in 19
+ * diffs of 20, however many steps they have. Significant when the
+ * interval leaves out 0.
+ */
+static void change_ci(struct change *c, uint64_t na, uint64_t nb, uint32_t k)
+{
+	double sa, sb, se, df, t;
+
+	if (na < 2 || nb < 2)
+		return;
+	sa = c->va / (double)na;
+	sb = c->vb / (double)nb;
+	se = sqrt(sa + sb);
+	df = sa * sa / (double)(na - 1) + sb * sb / (double)(nb - 1);
+	df = df > 0 ? (sa + sb) * (sa + sb) / df : 1e9;
+	t = t_q(1 - 0.025 / (k ? k : 1), df);
+	c->has_ci = true;
+	c->lo = (double)c->b - (double)c->a - t * se;
+	c->hi = (double)c->b - (double)c->a + t * se;
+	c->significant = c->lo > 0 || c->hi < 0;
 }
 
 static const struct diff_step **sorted(const struct diff_side *s)
@@ -267,7 +348,7 @@ static int changes__build(const struct diff_side *a, const struct diff_side *b, 
 {
 	const struct diff_step **va = sorted(a), **vb = sorted(b);
 	struct change *c = calloc(a->nsteps + b->nsteps + 1, sizeof(*c));
-	uint32_t i = 0, j = 0, n = 0;
+	uint32_t i = 0, j = 0, n = 0, nk = 0;
 
 	if (!va || !vb || !c) {
 		free(va);
@@ -277,18 +358,25 @@ static int changes__build(const struct diff_side *a, const struct diff_side *b, 
 	}
 	while (i < a->nsteps || j < b->nsteps) {
 		int cmp = i >= a->nsteps ? 1 : j >= b->nsteps ? -1 : step_cmp(va[i], vb[j]);
-		struct change ch = {cmp <= 0 ? va[i] : vb[j], 0, 0};
+		struct change ch = {.step = cmp <= 0 ? va[i] : vb[j]};
 
-		while (i < a->nsteps && !step_cmp(va[i], ch.step))
-			ch.a += va[i++]->per_request_ns;
-		while (j < b->nsteps && !step_cmp(vb[j], ch.step))
-			ch.b += vb[j++]->per_request_ns;
+		for (; i < a->nsteps && !step_cmp(va[i], ch.step); i++) {
+			ch.a += va[i]->per_request_ns;
+			ch.va += va[i]->sd_ns * va[i]->sd_ns;
+		}
+		for (; j < b->nsteps && !step_cmp(vb[j], ch.step); j++) {
+			ch.b += vb[j]->per_request_ns;
+			ch.vb += vb[j]->sd_ns * vb[j]->sd_ns;
+		}
 		if (ch.a != ch.b && change_abs(&ch) >= min_change)
 			c[n++] = ch;
+		nk++;
 	}
+	for (uint32_t k = 0; k < n && a->has_sd && b->has_sd; k++)
+		change_ci(&c[k], a->nrequests, b->nrequests, nk);
 	free(va);
 	free(vb);
-	qsort(c, n, sizeof(*c), change_cmp);
+	qsort(c, n, sizeof(*c), change_cmp); /* significant first */
 	*out = c;
 	*nout = n;
 	return 0;
@@ -312,14 +400,21 @@ static void write_text(FILE *f, const struct diff_side *a, const struct diff_sid
 		fprintf(f, "no differences\n");
 		return;
 	}
-	fprintf(f, "\nSteps whose critical-path time per request changed most (top %u of %u)\n",
+	fprintf(f,
+		"\nSteps whose critical-path time per request changed most (top %u of %u); * = "
+		"significant\n(its interval leaves out 0: Welch's, the steps' together at 95%%), "
+		"first\n",
 		n < top ? n : top, n);
-	fprintf(f, "%10s %10s %11s %8s  %s\n", "A ms/req", "B ms/req", "change ms", "ratio",
-		"step");
+	fprintf(f, "%10s %10s %11s %23s %8s  %s\n", "A ms/req", "B ms/req", "change ms",
+		"interval ms", "ratio", "step");
 	for (uint32_t i = 0; i < n && i < top; i++) {
 		double d = ((double)c[i].b - (double)c[i].a) / 1e6;
+		char ci[32] = "-";
 
-		fprintf(f, "%10.3f %10.3f %+11.3f ", c[i].a / 1e6, c[i].b / 1e6, d);
+		if (c[i].has_ci)
+			snprintf(ci, sizeof(ci), "[%+.3f, %+.3f]%s", c[i].lo / 1e6, c[i].hi / 1e6,
+				 c[i].significant ? " *" : "  ");
+		fprintf(f, "%10.3f %10.3f %+11.3f %23s ", c[i].a / 1e6, c[i].b / 1e6, d, ci);
 		if (c[i].a && c[i].b)
 			fprintf(f, "%7.2fx  ", (double)c[i].b / (double)c[i].a);
 		else
@@ -327,6 +422,8 @@ static void write_text(FILE *f, const struct diff_side *a, const struct diff_sid
 		put_step(f, c[i].step);
 		fputc('\n', f);
 	}
+	if (!a->has_sd || !b->has_sd)
+		fprintf(f, "(no intervals: a saved report from before critpath wrote \"sd_ns\")\n");
 }
 
 static void gk(yajl_gen g, const char *k)
@@ -395,6 +492,14 @@ static void write_json(FILE *f, const struct diff_side *a, const struct diff_sid
 		if (c[i].a) {
 			gk(g, "ratio");
 			yajl_gen_double(g, (double)c[i].b / (double)c[i].a);
+		}
+		if (c[i].has_ci) {
+			gk(g, "ci_low_ns");
+			yajl_gen_integer(g, (long long)llround(c[i].lo));
+			gk(g, "ci_high_ns");
+			yajl_gen_integer(g, (long long)llround(c[i].hi));
+			gk(g, "significant");
+			yajl_gen_bool(g, c[i].significant);
 		}
 		yajl_gen_map_close(g);
 	}

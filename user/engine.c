@@ -47,6 +47,11 @@ static int index__reserve(struct index *ix, uint32_t n, uint64_t (*hash_of)(cons
 	return index__reserve_more(ix, n, 0, hash_of, ctx);
 }
 
+void engine__set_time_base(struct engine *e, uint64_t ns)
+{
+	e->time_base = ns;
+}
+
 struct engine *engine__new(const struct engine_opts *opts)
 {
 	struct engine *e = calloc(1, sizeof(*e));
@@ -146,7 +151,7 @@ static bool str_is(const char *want, const char *have)
 	return !want || (have && !strcmp(want, have));
 }
 
-static bool engine__wants(const struct engine *e, const struct cp_request *req)
+static bool engine__wants(struct engine *e, const struct cp_request *req)
 {
 	const struct engine_filter *f = &e->opts.filter;
 	uint64_t lat = req->end_ns - req->start_ns;
@@ -157,12 +162,19 @@ static bool engine__wants(const struct engine *e, const struct cp_request *req)
 	if ((f->min_latency_ns && lat < f->min_latency_ns) ||
 	    (f->max_latency_ns && lat > f->max_latency_ns))
 		return false;
-	if (f->from_ns || f->to_ns) {
+	if (f->from_ns || f->to_ns || f->from_rel || f->to_rel) {
 		uint64_t rt = req->start_ns + (uint64_t)req->realtime_offset_ns;
 		uint64_t from = f->from_realtime ? rt : req->start_ns;
 		uint64_t to = f->to_realtime ? rt : req->start_ns;
 
-		if ((f->from_ns && from < f->from_ns) || (f->to_ns && to > f->to_ns))
+		if (!e->time_base && (f->from_rel || f->to_rel))
+			e->time_base = req->start_ns ? req->start_ns : 1;
+		if (f->from_rel)
+			from = req->start_ns >= e->time_base ? req->start_ns - e->time_base : 0;
+		if (f->to_rel)
+			to = req->start_ns >= e->time_base ? req->start_ns - e->time_base : 0;
+		if (((f->from_ns || f->from_rel) && from < f->from_ns) ||
+		    ((f->to_ns || f->to_rel) && to > f->to_ns))
 			return false;
 	}
 	if (f->tag) {
@@ -758,6 +770,7 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 		struct stack *s = &e->stacks[e->touched[i]];
 
 		s->total_ns += s->cur_ns;
+		s->sumsq += (double)s->cur_ns * (double)s->cur_ns;
 		s->requests++;
 		if (s->cur_ns > s->max_ns)
 			s->max_ns = s->cur_ns;

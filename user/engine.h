@@ -32,6 +32,9 @@ struct engine_filter {
 	 * seconds), compared with start_ns + realtime_offset_ns; otherwise
 	 * times on the input's own clock (since boot for recordings) */
 	bool from_realtime, to_realtime;
+	/* from_ns / to_ns are offsets from the start of the input ("+2.5s"):
+	 * engine__set_time_base's, else the first request's start */
+	bool from_rel, to_rel;
 	const char *host;
 	const char *tag;		/* "key=value" on any span of the trace */
 };
@@ -50,6 +53,8 @@ struct engine_opts {
 
 struct engine;
 
+/* Where --from/--to "+DUR" count from: the first recording's start. */
+void engine__set_time_base(struct engine *e, uint64_t ns);
 struct engine *engine__new(const struct engine_opts *opts);
 void engine__free(struct engine *e);
 /* Filters, then aggregates; copies what it keeps. 1 = taken, 0 = filtered out. */
@@ -77,6 +82,9 @@ struct engine_profile_entry {
 	const uint32_t *hist;
 	uint32_t nhist;
 	uint32_t hist_log2;
+	/* the standard deviation of its time per request, over all requests
+	 * (0 in those without it): its mean's confidence in diff */
+	double sd_ns;
 };
 
 struct engine_contention {

@@ -107,6 +107,7 @@ struct stack {
 	uint32_t requests;
 	uint64_t gen, cur_ns; /* the request being added */
 	uint64_t min_ns, max_ns;
+	double sumsq;	    /* of the step's ns per request: its variance (diff) */
 	struct barr dist;   /* counts by bucket of the step's ns per request */
 	struct barr by_lat; /* ns by bucket of the request's latency */
 	uint32_t sku_first; /* its first struct sku_step, index + 1 (0: none) */
@@ -211,6 +212,7 @@ static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t mor
 #define MEMO_BITS 10
 
 struct engine {
+	uint64_t time_base; /* --from/--to "+DUR": 0 until known */
 	struct engine_opts opts;
 	struct intern *in;
 	bool quiet;

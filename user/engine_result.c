@@ -6,6 +6,7 @@
  * spans, kept requests and warnings. Computed once, at the end.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,13 +138,19 @@ static void stack__hist(const struct stack *s, uint32_t **pool, struct engine_pr
 }
 
 static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], bool any,
-			struct engine_profile_entry *p)
+			uint64_t nreq, struct engine_profile_entry *p)
 {
 	p->frames = s->frames;
 	p->nframes = s->nframes;
 	p->category = s->category;
 	p->total_ns = s->total_ns;
 	p->requests = s->requests;
+	if (nreq > 1) {
+		double mean = (double)s->total_ns / (double)nreq;
+		double var = (s->sumsq - (double)nreq * mean * mean) / (double)(nreq - 1);
+
+		p->sd_ns = var > 0 ? sqrt(var) : 0;
+	}
 	for (int k = 0; k < ENGINE_NPCT; k++) {
 		uint64_t t = 0;
 
@@ -193,7 +200,7 @@ const struct engine_result *engine__result(struct engine *e)
 	for (uint32_t i = 0, *pool = e->res_hist; i < e->nstacks; i++) {
 		if (!e->stacks[i].requests)
 			continue;
-		stack__fill(&e->stacks[i], pb, e->nrequests > 0, &e->res_profile[np]);
+		stack__fill(&e->stacks[i], pb, e->nrequests > 0, e->nrequests, &e->res_profile[np]);
 		stack__hist(&e->stacks[i], &pool, &e->res_profile[np]);
 		np++;
 	}

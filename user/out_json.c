@@ -6,7 +6,8 @@
  * apply are omitted; times are integers in ns.
  * Additive fields beyond the contract: "summary" (request count, latency
  * mean and percentiles), per profile entry the step's distribution
- * ("q50_ns", "q90_ns", "q99_ns", "max_ns", and a "histogram" of
+ * ("q50_ns", "q90_ns", "q99_ns", "max_ns", "sd_ns" (the standard deviation
+ * of the step's time per request, over all requests), and a "histogram" of
  * power-of-two buckets [lo_ns, hi_ns) with their request counts, empty
  * buckets left out) and its "percentiles" views
  * (CRISP: the same totals over the requests at or below P50/P95/P99),
@@ -183,6 +184,8 @@ static void gen_profile(yajl_gen g, const struct engine_result *r)
 		gen_ku64(g, "q90_ns", p->q90_ns);
 		gen_ku64(g, "q99_ns", p->q99_ns);
 		gen_ku64(g, "max_ns", p->max_ns);
+		/* over all requests (0 where the step is not): diff's confidence */
+		gen_ku64(g, "sd_ns", (uint64_t)(p->sd_ns + 0.5));
 		gen_key(g, "histogram");
 		yajl_gen_array_open(g);
 		for (uint32_t k = 0; k < p->nhist; k++) {

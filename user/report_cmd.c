@@ -57,6 +57,17 @@ static ssize_t read_head(const char *path, char *buf, size_t len)
 	return got;
 }
 
+/* --from/--to +DUR count from the first recording's start. */
+static void time_base_of(const char *path, struct engine *e)
+{
+	struct recording_reader *r;
+
+	if (recording_reader__open(&r, path, RECORDING_FILE_ORDER))
+		return;
+	engine__set_time_base(e, recording_reader__info(r)->start_ns);
+	recording_reader__close(r);
+}
+
 int report__analyze(char *const *paths, int npaths, struct engine *e, const struct analyze_opts *o,
 		    const char **why)
 {
@@ -95,6 +106,8 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 			continue;
 		}
 		if (recording__sniff(head, (size_t)n)) {
+			if (!nrecs)
+				time_base_of(files[i], e);
 			recs[nrecs++] = files[i];
 			continue;
 		}
@@ -200,8 +213,9 @@ static void report_usage(FILE *f)
 		"      --min-latency DUR     only requests at least this slow (5ms, 200us, 1.5s)\n"
 		"      --max-latency DUR     only requests at most this slow\n"
 		"      --from T, --to T      only requests starting in [T, T]: RFC 3339, Unix\n"
-		"                            seconds, or a DUR on the input's clock (since boot\n"
-		"                            for recordings)\n"
+		"                            seconds, a DUR on the input's clock (since boot\n"
+		"                            for recordings), or +DUR from the input's start\n"
+		"                            (the first recording's, else the first request's)\n"
 		"      --host H              only requests served on host H\n"
 		"      --tag K=V             only traces with a span tagged K=V\n"
 		"      --exclude-op SVC[:OP] spans of service SVC (and operation OP) left out of\n"
@@ -390,14 +404,20 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 						 "a duration like 100us, 1ms");
 			break;
 		case OPT_FROM:
-			if (parse_time_kind(optarg, &fl->from_ns, &fl->from_realtime))
+			if (optarg[0] == '+' ? parse_duration(optarg + 1, &fl->from_ns)
+					     : parse_time_kind(optarg, &fl->from_ns, &fl->from_realtime))
 				return bad_value(cmd, "--from", optarg,
-						 "RFC 3339 time, Unix seconds or a duration");
+						 "RFC 3339 time, Unix seconds, a duration, or +DUR "
+						 "from the input's start");
+			fl->from_rel = optarg[0] == '+';
 			break;
 		case OPT_TO:
-			if (parse_time_kind(optarg, &fl->to_ns, &fl->to_realtime))
+			if (optarg[0] == '+' ? parse_duration(optarg + 1, &fl->to_ns)
+					     : parse_time_kind(optarg, &fl->to_ns, &fl->to_realtime))
 				return bad_value(cmd, "--to", optarg,
-						 "RFC 3339 time, Unix seconds or a duration");
+						 "RFC 3339 time, Unix seconds, a duration, or +DUR "
+						 "from the input's start");
+			fl->to_rel = optarg[0] == '+';
 			break;
 		default:
 			fprintf(stderr, "critpath %s: '%s --help' lists the options\n", cmd, cmd);
@@ -408,7 +428,8 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 		fprintf(stderr, "critpath %s: --min-latency is above --max-latency\n", cmd);
 		return 2;
 	}
-	if (fl->from_ns && fl->to_ns && fl->from_realtime == fl->to_realtime &&
+	if ((fl->from_ns || fl->from_rel) && (fl->to_ns || fl->to_rel) &&
+	    fl->from_realtime == fl->to_realtime && fl->from_rel == fl->to_rel &&
 	    fl->from_ns > fl->to_ns) {
 		fprintf(stderr, "critpath %s: --from is after --to\n", cmd);
 		return 2;

@@ -56,6 +56,7 @@ struct diff_step {
 	uint32_t nframes;
 	char *category;
 	uint64_t per_request_ns;
+	double sd_ns; /* of its time per request, over all requests */
 };
 
 struct diff_side {
@@ -64,6 +65,7 @@ struct diff_side {
 	uint64_t mean_latency_ns;
 	struct diff_step *steps;
 	uint32_t nsteps;
+	bool has_sd; /* every step has sd_ns (a saved report before it has none) */
 };
 
 /* True when head (the first bytes of a file) is a saved `report --format

@@ -10,7 +10,8 @@
 #include "engine_fixture.h"
 #include "report_cmd.h"
 
-static char *run_diff(const struct diff_side *a, const struct diff_side *b, bool json, int *n)
+__attribute__((noinline)) static char *run_diff(const struct diff_side *a, const struct diff_side *b,
+						bool json, int *n)
 {
 	struct diff_opts o = {.json = json, .top = 20};
 	char *buf = NULL;
@@ -73,15 +74,16 @@ static void test_slowdown_first(void **state)
 	assert_int_equal(diff_side__from_result(&b, "B", engine__result(e2)), 0);
 	out = run_diff(&a, &b, false, &n);
 	assert_int_equal(n, 1);
-	assert_non_null(strstr(out,
-			       "2.000      5.000      +3.000    2.50x  frontend:8080 ; GET /cart "
-			       "; kvstore:7000 get ; cpu\n"));
+	if (!strstr(out, "2.000      5.000      +3.000      [+3.000, +3.000] *    2.50x  "
+			 "frontend:8080 ; GET /cart ; kvstore:7000 get ; cpu\n"))
+		fail_msg("%s", out);
 	free(out);
 	out = run_diff(&a, &b, true, &n);
 	assert_non_null(strstr(out, "\"changes\":[{\"frames\":[\"frontend:8080\",\"GET /cart\","
 				    "\"kvstore:7000 get\"],\"category\":\"cpu\","
 				    "\"a_per_request_ns\":2000000,\"b_per_request_ns\":5000000,"
-				    "\"change_ns\":3000000,\"ratio\":2.5}]"));
+				    "\"change_ns\":3000000,\"ratio\":2.5,\"ci_low_ns\":3000000,"
+				    "\"ci_high_ns\":3000000,\"significant\":true}]"));
 	free(out);
 	/* and in the other direction, negative */
 	out = run_diff(&b, &a, false, &n);
@@ -128,12 +130,85 @@ static void test_saved_report(void **state)
 	engine__free(e);
 }
 
+/* A side of n requests, each through 20 steps "svc ; wK" of about mean_ms
+ * (uniform within +-50%), step slow's times factor times longer. */
+static struct engine *noisy(int n, double mean_ms, unsigned seed, int slow, double factor)
+{
+	static const char *names[20] = {"w0",  "w1",  "w2",  "w3",  "w4",  "w5",  "w6",
+					"w7",  "w8",  "w9",  "w10", "w11", "w12", "w13",
+					"w14", "w15", "w16", "w17", "w18", "w19"};
+	static const char *frames[20][2];
+	struct engine *e = engine__new(NULL);
+
+	srand(seed);
+	for (int k = 0; k < 20; k++) {
+		frames[k][0] = "svc";
+		frames[k][1] = names[k];
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t t0 = 1000 * MS + (uint64_t)i * 1000 * MS, t = t0;
+		struct cp_segment g[20];
+		char id[16];
+		struct cp_request q = {.id = id, .service = "svc", .name = "GET", .segs = g, .nsegs = 20};
+
+		for (int k = 0; k < 20; k++) {
+			double f = k == slow ? factor : 1;
+			uint64_t w = (uint64_t)(f * mean_ms * MS * (0.5 + (double)rand() / RAND_MAX));
+
+			g[k] = (struct cp_segment){.start_ns = t, .end_ns = t + w,
+						   .category = CP_CAT_CPU, .frames = frames[k],
+						   .nframes = 2, .pid = 1, .tid = 1};
+			t += w;
+		}
+		snprintf(id, sizeof(id), "r%d", i);
+		q.start_ns = t0;
+		q.end_ns = t;
+		engine__add_request(e, &q);
+	}
+	return e;
+}
+
+/* Two samples of one system: no step of 20 is significant (their
+ * intervals hold together); one step made 30% slower is, alone. */
+static void test_confidence(void **state)
+{
+	struct engine *a1 = noisy(200, 1, 1, -1, 1), *a2 = noisy(200, 1, 2, -1, 1),
+		      *b = noisy(200, 1, 3, 7, 1.3);
+	struct diff_side sa, sa2, sb;
+	char *out;
+	int n;
+
+	assert_int_equal(diff_side__from_result(&sa, "A", engine__result(a1)), 0);
+	assert_int_equal(diff_side__from_result(&sa2, "A'", engine__result(a2)), 0);
+	assert_int_equal(diff_side__from_result(&sb, "B", engine__result(b)), 0);
+	out = run_diff(&sa, &sa2, true, &n);
+	if (strstr(out, "\"significant\":true"))
+		fail_msg("A/A: %s", out);
+	free(out);
+	out = run_diff(&sa, &sb, false, &n);
+	{
+		/* the slow step first, the only one marked */
+		char *w7 = strstr(out, "x  svc ; w7 ; cpu\n");
+
+		if (!strstr(out, "] *    1.") || !w7 || strstr(w7, " *"))
+			fail_msg("%s", out);
+	}
+	free(out);
+	diff_side__free(&sa);
+	diff_side__free(&sa2);
+	diff_side__free(&sb);
+	engine__free(a1);
+	engine__free(a2);
+	engine__free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_identical),
 	    cmocka_unit_test(test_slowdown_first),
 	    cmocka_unit_test(test_saved_report),
+	    cmocka_unit_test(test_confidence),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
