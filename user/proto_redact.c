@@ -63,6 +63,7 @@ struct rd_conn {
 	uint64_t last; /* the last record's time */
 	bool used;
 	bool tls; /* its plaintext seen (addresses' key): its other records are ciphertext */
+	struct rd_key addr; /* a tls_id key's socket, last named */
 	struct rd_dir d[2]; /* read, write */
 };
 
@@ -518,7 +519,7 @@ static const char *const h1_kept[] = {
     "upgrade",	  "te",		    "traceparent",  "tracestate",	 "grpc-status",
 };
 
-static bool h1_start(const uint8_t *p, uint32_t n)
+static bool h1_line(const uint8_t *p, uint32_t n, bool whole)
 {
 	uint32_t i = 0;
 
@@ -531,8 +532,14 @@ static bool h1_start(const uint8_t *p, uint32_t n)
 	/* the request line ends in its version, when the prefix shows it */
 	for (; i + 1 < n && p[i] != '\n'; i++)
 		;
-	return i + 1 >= n || (i >= 9 && !memcmp(p + i - 9, "HTTP/1.", 7)) ||
+	return (!whole && i + 1 >= n) || (i >= 9 && !memcmp(p + i - 9, "HTTP/1.", 7)) ||
 	       (i >= 8 && !memcmp(p + i - 8, "HTTP/1.", 7));
+}
+
+/* An HTTP/1 message begins at p (its first line may be cut by the prefix). */
+static bool h1_start(const uint8_t *p, uint32_t n)
+{
+	return h1_line(p, n, false);
 }
 
 static bool h1_keep(const uint8_t *name, uint32_t n)
@@ -613,6 +620,7 @@ static bool sock_write(uint8_t call)
 /* A record's bytes as a transfer of one direction of a connection. */
 struct xrec {
 	struct rd_key k;
+	struct rd_key addr; /* a TLS read's socket (family 0: none named) */
 	bool read;
 	bool plain;	/* TLS plaintext */
 	bool peek;	/* its bytes come again in the next read */
@@ -663,11 +671,16 @@ static bool classify(const struct cp_hdr *h, struct xrec *r)
 			return false;
 		r->read = !(e->call == CP_TLS_SSL_WRITE || e->call == CP_TLS_SSL_WRITE_EX ||
 			    e->call == CP_TLS_GO_WRITE);
-		r->k.tls_id = cp_tls_id(e);
-		if (r->k.tls_id)
+		/* by the library's connection (tls_id): a read answered from
+		 * its buffer may name no socket. Its addresses, when named,
+		 * tell a new connection under a reused tls_id (freed and
+		 * allocated again: an HTTP/1.1 connection after an HTTP/2 one) */
+		if (e->family)
+			key_addrs(&r->addr, e->family, e->lport, e->rport, e->laddr, e->raddr);
+		if ((r->k.tls_id = cp_tls_id(e)))
 			r->k.pid = h->pid;
 		else if (e->family)
-			key_addrs(&r->k, e->family, e->lport, e->rport, e->laddr, e->raddr);
+			r->k = r->addr;
 		else
 			return false; /* not followed: an older recorder's */
 		r->at = offsetof(struct cp_ev_tls_read, payload);
@@ -683,14 +696,15 @@ static bool classify(const struct cp_hdr *h, struct xrec *r)
 	return r->at + r->plen <= h->size;
 }
 
-bool redact__stateful(struct redact *rd, const struct cp_hdr *h)
+bool redact__looks_at(struct redact *rd, const struct cp_hdr *h)
 {
 	struct xrec r;
 
-	if (!classify(h, &r))
-		return false;
-	return conn_find(rd, &r.k) || (r.flags & CP_SOCK_F_PIECES) ||
-	       looks_h2((const uint8_t *)h + r.at, r.plen);
+	(void)rd;
+	if (h->type == CP_EV_SOCK && h->size >= offsetof(struct cp_ev_sock, payload) &&
+	    ((const struct cp_ev_sock *)h)->call == CP_SOCK_CLOSE)
+		return true;
+	return classify(h, &r);
 }
 
 /* The record's HTTP/2 bytes, rewritten in out (h itself, or rd->buf). */
@@ -719,6 +733,18 @@ static const struct cp_hdr *redact(struct redact *rd, const struct cp_hdr *h, ui
 	c = conn_find(rd, &r.k);
 	if (c && c->tls && !r.plain)
 		return h; /* ciphertext of a connection whose plaintext is followed */
+	if (c && r.k.tls_id && r.addr.family && c->addr.family &&
+	    memcmp(&c->addr, &r.addr, sizeof(r.addr))) {
+		conn_del(rd, c); /* a new connection with the tls_id of a closed one */
+		c = NULL;
+	}
+	if (c && h1_line((const uint8_t *)h + r.at, r.plen, true) && c->d[!r.read].used &&
+	    (!c->d[!r.read].sync || (!c->d[!r.read].nhdr && !c->d[!r.read].len))) {
+		/* HTTP/1 where a frame would begin: another connection under a
+		 * reused key (a library's connection freed and allocated again) */
+		conn_del(rd, c);
+		c = NULL;
+	}
 	if (!c) {
 		if (!(r.flags & CP_SOCK_F_PIECES) && !looks_h2((const uint8_t *)h + r.at, r.plen)) {
 			if (!h1_start((const uint8_t *)h + r.at, r.plen))
@@ -733,6 +759,8 @@ static const struct cp_hdr *redact(struct redact *rd, const struct cp_hdr *h, ui
 			return NULL;
 	}
 	c->tls |= r.plain && !r.k.tls_id;
+	if (r.addr.family)
+		c->addr = r.addr;
 	c->last = h->ts;
 	dr = &c->d[!r.read];
 	if (!dr->used) {

@@ -29,10 +29,11 @@ struct redact_stats {
 /* keep: DATA bytes kept at the start of a transfer (--payload-bytes). */
 struct redact *redact__new(uint32_t keep);
 void redact__free(struct redact *rd);
-/* Whether h is a record of an HTTP/2 connection's bytes (or one that
- * makes it one): those must come to redact__record in time order, each
- * direction's transfers one after the other. */
-bool redact__stateful(struct redact *rd, const struct cp_hdr *h);
+/* Whether h is a record redact__record looks at (a stream's bytes, a
+ * close): those must come to it in time order, each direction's
+ * transfers one after the other, since a connection is followed from the
+ * one that shows it is HTTP/2 on. */
+bool redact__looks_at(struct redact *rd, const struct cp_hdr *h);
 /* The record h as it is to be written: h itself, or a rewritten copy that
  * lasts until the next call. NULL only when out of memory. */
 const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h);

@@ -83,14 +83,14 @@ struct recorder {
 	struct redact *redact; /* what records must not keep (proto_redact.h) */
 	/* Records of a drain pass taken in time order after it: the rings are
 	 * per CPU and drained one after the other, so a child's exec on one
-	 * CPU can come before its fork on another, and an HTTP/2 connection's
-	 * transfer before the one it follows. fork, exec and exit records
-	 * (on_life), and those of HTTP/2 connections, which the redaction
-	 * follows frame by frame (redact_follow). */
+	 * CPU can come before its fork on another, and a connection's transfer
+	 * before the one it follows. fork, exec and exit records (on_life),
+	 * and the sockets' transfers and closes, which the redaction follows
+	 * (an HTTP/2 connection frame by frame: proto_redact.h). */
 	struct held {
 		char *buf;
 		size_t n, cap;
-	} life, h2;
+	} life, socks;
 };
 
 static void usage(FILE *f)
@@ -386,12 +386,14 @@ static int hold(struct held *q, const struct cp_hdr *h, size_t len)
 	return 0;
 }
 
-/* The records held in the pass just drained, to fn in time order. */
+/* The records held that are older than before (all of them: UINT64_MAX), to
+ * fn in time order; the others stay for the next pass. */
 static void held_follow(struct recorder *r, struct held *q,
-			void (*fn)(struct recorder *r, const struct cp_hdr *h))
+			void (*fn)(struct recorder *r, const struct cp_hdr *h), uint64_t before)
 {
 	const struct cp_hdr **order;
-	size_t n = 0;
+	size_t n = 0, k = 0, kept = 0;
+
 
 	if (!q->n)
 		return;
@@ -408,10 +410,20 @@ static void held_follow(struct recorder *r, struct held *q,
 	for (size_t off = 0; off < q->n; off += ((const struct cp_hdr *)(q->buf + off))->size)
 		order[n++] = (const struct cp_hdr *)(q->buf + off);
 	qsort(order, n, sizeof(*order), held_cmp);
-	for (size_t i = 0; i < n; i++)
-		fn(r, order[i]);
+	for (; k < n && order[k]->ts < before; k++)
+		fn(r, order[k]);
 	free(order);
-	q->n = 0;
+	/* the rest to the front, in the order they came (each moves down) */
+	for (size_t off = 0, size; off < q->n; off += size) {
+		const struct cp_hdr *h = (const struct cp_hdr *)(q->buf + off);
+
+		size = h->size;
+		if (h->ts < before)
+			continue;
+		memmove(q->buf + kept, h, size);
+		kept += size;
+	}
+	q->n = kept;
 }
 
 static void on_life_rec(struct recorder *r, const struct cp_hdr *h)
@@ -419,8 +431,8 @@ static void on_life_rec(struct recorder *r, const struct cp_hdr *h)
 	on_life(r, h, h->size);
 }
 
-/* An HTTP/2 connection's record, redacted and written. */
-static void on_h2_rec(struct recorder *r, const struct cp_hdr *h)
+/* A socket's transfer or close, redacted and written. */
+static void on_sock_rec(struct recorder *r, const struct cp_hdr *h)
 {
 	if (r->write_err) {
 		r->unwritten++;
@@ -444,17 +456,12 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		r->unwritten++;
 		return 0;
 	}
-	if (redact__stateful(r->redact, h)) {
-		if (hold(&r->h2, h, len)) {
+	if (redact__looks_at(r->redact, h)) {
+		if (hold(&r->socks, h, len)) {
 			write_error(r, -ENOMEM);
 			return -1;
 		}
 		return 0;
-	}
-	h = redact__record(r->redact, h);
-	if (!h) {
-		write_error(r, -ENOMEM);
-		return -1;
 	}
 	if (append(r, h))
 		return -1; /* stops the poll: the loop sees write_err */
@@ -476,12 +483,21 @@ static int on_event(void *ctx, const struct cp_hdr *h, size_t len)
 }
 
 /* One drain of the rings, its lifecycle records followed in time order. */
-static int drain(struct recorder *r, int timeout_ms)
+/* A record is in the ring it was written to HOLD_NS after its time stamp
+ * at the latest (the BPF program's last steps after it took the time). */
+#define HOLD_NS (2 * 1000000ull)
+
+/* One drain of the rings. Its lifecycle records are followed in time order;
+ * HTTP/2 records are redacted in time order up to where every ring has
+ * given all its records (what began before this drain did), the rest in
+ * the next (final: all of them). */
+static int drain(struct recorder *r, int timeout_ms, bool final)
 {
+	uint64_t t0 = rec_meta__now();
 	int err = rec_bpf__poll(r->bpf, timeout_ms);
 
-	held_follow(r, &r->h2, on_h2_rec);
-	held_follow(r, &r->life, on_life_rec);
+	held_follow(r, &r->socks, on_sock_rec, final ? UINT64_MAX : t0 - HOLD_NS);
+	held_follow(r, &r->life, on_life_rec, UINT64_MAX);
 	return err;
 }
 
@@ -1032,7 +1048,7 @@ int cmd_record(int argc, char **argv)
 			r->ntargets == 1 ? "" : "es", r->out, dur > 0 ? "" : " (Ctrl-C to stop)");
 
 	while (!stop_signal && !r->write_err) {
-		err = drain(r, POLL_MS);
+		err = drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR && !r->write_err) {
 			fprintf(stderr, "critpath record: reading the ring buffer: %s\n",
 				strerror(-err));
@@ -1069,7 +1085,7 @@ int cmd_record(int argc, char **argv)
 	}
 	/* what is still in the ring buffer (counted as lost after a write
 	 * error), then the drops and blocked calls */
-	drain(r, 0);
+	drain(r, 0, true);
 	now = rec_meta__now();
 	for (int i = 0; i < r->ntargets; i++)
 		tls_gap_say(r, &r->targets[i], now);
@@ -1136,7 +1152,7 @@ cleanup:
 	rec_meta__host_free(&host);
 	free(r->drops_seen);
 	free(r->life.buf);
-	free(r->h2.buf);
+	free(r->socks.buf);
 	redact__free(r->redact);
 	free(r);
 	return ret;
