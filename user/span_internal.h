@@ -33,6 +33,7 @@ struct span_arena_chunk;
 struct span_arena {
 	struct span_arena_chunk *head;
 	char *cur, *end;
+	size_t chunk; /* the first chunk's bytes, then doubling (0: 256 KiB each) */
 };
 
 void *span_arena__alloc(struct span_arena *a, size_t n);

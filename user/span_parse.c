@@ -68,6 +68,7 @@ struct pending {
 
 #define NONE UINT32_MAX
 #define EARLY_MAX (1u << 20) /* traces analysed by the window remembered */
+#define BATCH_CHUNK 512u
 
 struct span_parser {
 	struct span_file *f;
@@ -612,8 +613,10 @@ static void batch_put(struct span_parser *p, struct batch *b)
 	if (--b->refs)
 		return;
 	span_arena__reset(&b->arena);
-	b->spans.n = 0;
-	b->tags.n = 0;
+	free(b->spans.v);
+	free(b->tags.v);
+	memset(&b->spans, 0, sizeof(b->spans));
+	memset(&b->tags, 0, sizeof(b->tags));
 	b->next = p->free_batches;
 	p->free_batches = b;
 }
@@ -787,19 +790,31 @@ static int add_runs(struct span_parser *p, uint64_t off)
 	} else if (!(b = calloc(1, sizeof(*b)))) {
 		return -ENOMEM;
 	}
-	/* the parser's arena and vectors become the batch's, and the batch's
-	 * (empty, reused) the parser's */
+	/* many batches wait at once (a trace over many requests, a request a
+	 * span or two): their arenas begin at 512 bytes and double */
+	b->arena.chunk = BATCH_CHUNK;
+	/* the parser's arena becomes the batch's, and the batch's (empty,
+	 * reused) the parser's; the spans and tags are copied at their size
+	 * (the parser's arrays stay, grown to the largest request) */
 	{
 		struct span_arena a = b->arena;
-		struct span_vec v = b->spans, g = b->tags;
 
 		b->arena = p->arena;
-		b->spans = p->spans;
-		b->tags = p->tags;
 		p->arena = a;
-		p->spans = v;
-		p->tags = g;
 	}
+	b->spans.v = malloc((size_t)(n ? n : 1) * sizeof(struct span_in));
+	b->tags.v = malloc((size_t)(p->tags.n ? p->tags.n : 1) * sizeof(char *));
+	if (!b->spans.v || !b->tags.v) {
+		b->refs = 1;
+		batch_put(p, b);
+		return -ENOMEM;
+	}
+	memcpy(b->spans.v, p->spans.v, (size_t)n * sizeof(struct span_in));
+	memcpy(b->tags.v, p->tags.v, (size_t)p->tags.n * sizeof(char *));
+	b->spans.n = b->spans.cap = n;
+	b->tags.n = b->tags.cap = p->tags.n;
+	p->spans.n = 0;
+	p->tags.n = 0;
 	b->refs = 1; /* until every run is placed */
 	sp = b->spans.v;
 	while (i < n) {
@@ -905,6 +920,7 @@ struct span_parser *span_parser__new(struct span_file *f)
 	if (!p)
 		return NULL;
 	p->f = f;
+	p->arena.chunk = BATCH_CHUNK;
 	p->free_pend = p->lru_head = p->lru_tail = NONE;
 	p->window_bytes = 64ull << 20;
 	p->window_ns = 300ll * 1000000000;
@@ -935,8 +951,6 @@ void span_parser__free(struct span_parser *p)
 
 		p->free_batches = b->next;
 		span_arena__free(&b->arena);
-		free(b->spans.v);
-		free(b->tags.v);
 		free(b);
 	}
 	free(p->pend.v);

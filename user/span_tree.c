@@ -66,7 +66,12 @@ void *span_arena__alloc(struct span_arena *a, size_t n)
 {
 	n = (n + 7) & ~(size_t)7;
 	if ((size_t)(a->end - a->cur) < n) {
-		size_t size = 256 * 1024;
+		/* a small first chunk when asked for, each next one twice the
+		 * last, up to 256 KiB */
+		size_t size = !a->chunk		    ? 256 * 1024
+			      : !a->head		    ? a->chunk
+			      : a->head->size < 128 * 1024 ? a->head->size * 2
+							    : 256 * 1024;
 		struct span_arena_chunk *c;
 
 		if (n > size / 4)

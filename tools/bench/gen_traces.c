@@ -3,7 +3,8 @@
  * Synthetic distributed traces for the span-level benchmark and tests.
  *
  *   gen_traces [--traces N] [--fanout F] [--depth D] [--skew-us S]
- *              [--format jaeger|otlp] [--seed X] [-o FILE]
+ *              [--random-spans LO-HI] [--skewed-pct P] [--outside-pct P]
+ *              [--format jaeger|otlp|otlp-split] [--seed X] [-o FILE]
  *
  * Every trace is a full tree: each span above depth D has F children, so a
  * trace has (F^D - 1) / (F - 1) spans. Children are placed inside their
@@ -13,7 +14,13 @@
  * each process of a trace gets a random clock offset in [-S, S] µs, so
  * clipping, dropping and capping of remote server spans all happen.
  * Jaeger: one {"data":[…]} document with every trace. OTLP: JSON lines, one
- * export request per trace, one resourceSpans per process.
+ * export request per trace, one resourceSpans per process; otlp-split: one
+ * export request per process, half of a trace's written after the next
+ * trace's first half (a trace over several lines, others between).
+ * Other shapes: --random-spans LO-HI makes random trees of LO to HI spans
+ * (a random parent each, children inside it); --skewed-pct gives only that
+ * share of processes a clock offset; --outside-pct moves that share of
+ * spans past their parent's end.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -53,7 +60,8 @@ static long long rnd_range(long long lo, long long hi)
 static void usage(void)
 {
 	fprintf(stderr, "usage: gen_traces [--traces N] [--fanout F] [--depth D] [--skew-us S] "
-			"[--format jaeger|otlp] [--seed X] [-o FILE]\n");
+			"[--random-spans LO-HI] [--skewed-pct P] [--outside-pct P]\n"
+			"       [--format jaeger|otlp|otlp-split] [--seed X] [-o FILE]\n");
 }
 
 /* Builds one trace's spans, parents first. Returns the count. */
@@ -95,6 +103,29 @@ static int build(struct gspan *sp, int fanout, int depth, long long t0, int *npr
 	return n;
 }
 
+/* A random tree of n spans: each span's parent one of those before it
+ * (the later ones likelier, so trees get deep), inside it. */
+static int build_random(struct gspan *sp, int n, long long t0, int *nproc)
+{
+	int procs = 1;
+
+	sp[0] = (struct gspan){rnd() | 1, -1, 0, 0, t0, t0 + rnd_range(5000, 50000), 200};
+	for (int i = 1; i < n; i++) {
+		int p = (int)rnd_range(i / 2, i - 1);
+		long long ps = sp[p].start, dur = sp[p].end - ps;
+		long long s = ps + rnd_range(0, dur / 2), e = s + rnd_range(dur / 8, dur / 2);
+
+		if (e > sp[p].end)
+			e = sp[p].end;
+		sp[i] = (struct gspan){rnd() | 1, p, sp[p].depth + 1, sp[p].proc, s, e,
+				       rnd() % 50 ? 200 : 500};
+		if (sp[i].depth % 2)
+			sp[i].proc = procs++;
+	}
+	*nproc = procs;
+	return n;
+}
+
 static void span_tags(FILE *f, const struct gspan *s, bool otlp)
 {
 	const char *kind = s->depth == 0 || s->depth % 2 ? "server" : "client";
@@ -123,13 +154,20 @@ int main(int argc, char **argv)
 	    {"skew-us", required_argument, NULL, 's'},
 	    {"format", required_argument, NULL, 'F'},
 	    {"seed", required_argument, NULL, 'S'},
+	    {"random-spans", required_argument, NULL, 'R'},
+	    {"skewed-pct", required_argument, NULL, 'K'},
+	    {"outside-pct", required_argument, NULL, 'O'},
 	    {"output", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	long traces = 1000, fanout = 4, depth = 4, skew = 0;
+	long traces = 1000, fanout = 4, depth = 4, skew = 0, rlo = 0, rhi = 0, skewed = 100,
+	     outside = 0;
 	unsigned long long seed = 1;
-	bool otlp = false;
+	bool otlp = false, split = false;
+	char *held = NULL, *cur = NULL; /* otlp-split: the last trace's second half */
+	size_t heldlen = 0, curlen = 0;
+	FILE *real = NULL;
 	const char *out = NULL;
 	struct gspan *sp = NULL;
 	long long *offset = NULL;
@@ -154,9 +192,24 @@ int main(int argc, char **argv)
 		case 'S':
 			seed = strtoull(optarg, NULL, 0);
 			break;
+		case 'R':
+			if (sscanf(optarg, "%ld-%ld", &rlo, &rhi) != 2 || rlo < 1 || rhi < rlo ||
+			    rhi > 10000000) {
+				fprintf(stderr, "gen_traces: --random-spans: '%s' is not LO-HI\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'K':
+			skewed = atol(optarg);
+			break;
+		case 'O':
+			outside = atol(optarg);
+			break;
 		case 'F':
-			if (!strcmp(optarg, "otlp")) {
+			if (!strcmp(optarg, "otlp") || !strcmp(optarg, "otlp-split")) {
 				otlp = true;
+				split = optarg[4] == '-';
 			} else if (strcmp(optarg, "jaeger")) {
 				fprintf(stderr,
 					"gen_traces: --format: '%s' is not jaeger or otlp\n",
@@ -177,7 +230,7 @@ int main(int argc, char **argv)
 			"gen_traces: --traces, --fanout, --depth must be >= 1, --skew-us >= 0\n");
 		return 2;
 	}
-	for (long d = 1; d < depth; d++) {
+	for (long d = 1; d < depth && !rhi; d++) {
 		level *= fanout;
 		max_spans += level;
 		if (max_spans > 10000000) {
@@ -186,6 +239,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (rhi)
+		max_spans = rhi;
 	rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
 	sp = malloc(sizeof(*sp) * max_spans);
 	offset = malloc(sizeof(*offset) * max_spans);
@@ -207,10 +262,26 @@ int main(int argc, char **argv)
 	for (long t = 0; t < traces; t++) {
 		long long t0 = 1700000000000000LL + t * 1000;
 		uint64_t tid_hi = rnd(), tid_lo = rnd();
-		int nproc, n = build(sp, (int)fanout, (int)depth, t0, &nproc);
+		int nproc, n = rhi ? build_random(sp, (int)rnd_range(rlo, rhi), t0, &nproc)
+				   : build(sp, (int)fanout, (int)depth, t0, &nproc);
 
 		for (int p = 0; p < nproc; p++)
-			offset[p] = p ? rnd_range(-skew, skew) : 0;
+			offset[p] = p && rnd_range(0, 99) < skewed ? rnd_range(-skew, skew) : 0;
+		for (int i = 1; i < n && outside; i++)
+			if (rnd_range(0, 99) < outside) {
+				long long d = sp[i].end - sp[i].start;
+
+				sp[i].start = sp[sp[i].parent].end + 10;
+				sp[i].end = sp[i].start + d;
+			}
+		if (split) { /* this trace's lines into cur, then half out */
+			real = f;
+			f = open_memstream(&cur, &curlen);
+			if (!f) {
+				err = 1;
+				goto cleanup;
+			}
+		}
 		if (!otlp) {
 			fprintf(f, "%s\n{\"traceID\":\"%016llx%016llx\",\"spans\":[", t ? "," : "",
 				(unsigned long long)tid_hi, (unsigned long long)tid_lo);
@@ -249,6 +320,8 @@ int main(int argc, char **argv)
 			for (int p = 0; p < nproc; p++) {
 				bool first = true;
 
+				if (split && p)
+					fputs("]}\n{\"resourceSpans\":[", f);
 				fprintf(
 				    f,
 				    "%s{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
@@ -256,7 +329,7 @@ int main(int argc, char **argv)
 				    "name\","
 				    "\"value\":{\"stringValue\":\"host-%d\"}}]},\"scopeSpans\":[{"
 				    "\"scope\":{\"name\":\"gen\"},\"spans\":[",
-				    p ? "," : "", p % 7, p);
+				    p && !split ? "," : "", p % 7, p);
 				for (int i = 0; i < n; i++) {
 					const struct gspan *s = &sp[i];
 
@@ -286,7 +359,37 @@ int main(int argc, char **argv)
 			}
 			fputs("]}\n", f);
 		}
+		if (split) {
+			/* one request per process: its lines, the first half now,
+			 * the last trace's second half, this one's kept for later */
+			size_t half = 0, lines = 0;
+
+			fclose(f);
+			f = real;
+			for (size_t k = 0; k < curlen; k++)
+				lines += cur[k] == '\n';
+			for (size_t k = 0, seen = 0; k < curlen; k++)
+				if (cur[k] == '\n' && ++seen == (lines + 1) / 2) {
+					half = k + 1;
+					break;
+				}
+			fwrite(cur, 1, half, f);
+			if (held)
+				fwrite(held, 1, heldlen, f);
+			free(held);
+			held = malloc(curlen - half + 1);
+			if (!held) {
+				err = 1;
+				goto cleanup;
+			}
+			memcpy(held, cur + half, curlen - half);
+			heldlen = curlen - half;
+			free(cur);
+			cur = NULL;
+		}
 	}
+	if (held)
+		fwrite(held, 1, heldlen, f);
 	if (!otlp)
 		fputs("\n]}\n", f);
 	if (fflush(f) || ferror(f)) {
@@ -294,6 +397,8 @@ int main(int argc, char **argv)
 		err = 1;
 	}
 cleanup:
+	free(held);
+	free(cur);
 	if (f && f != stdout)
 		fclose(f);
 	free(sp);
