@@ -170,6 +170,8 @@ int hpack__huffman(const uint8_t *p, size_t len, char *out, size_t outlen)
 	uint32_t code = 0, nbits = 0;
 	size_t n = 0;
 
+	if (outlen)
+		out[0] = '\0'; /* terminated whatever comes */
 	/* the decoded length must fit the int returned: 5 bits per symbol at best */
 	if (len > INT_MAX / 2)
 		return -EINVAL;

@@ -711,7 +711,9 @@ static int pend_analyze(struct span_parser *p, uint32_t i, bool early)
 			if (span_vec__reserve(&p->gtags, sizeof(char *), p->gtags.n + sp->ntags + sp->nptags))
 				return -ENOMEM;
 			tags = p->gtags.v;
-			memcpy(tags + p->gtags.n, bt_tags + sp->tag_first, sp->ntags * sizeof(char *));
+			if (sp->ntags)
+				memcpy(tags + p->gtags.n, bt_tags + sp->tag_first,
+				       sp->ntags * sizeof(char *));
 			sp->tag_first = p->gtags.n;
 			p->gtags.n += sp->ntags;
 			if (sp->nptags && sp->ptag_first != last_pfirst) {
@@ -810,7 +812,8 @@ static int add_runs(struct span_parser *p, uint64_t off)
 		return -ENOMEM;
 	}
 	memcpy(b->spans.v, p->spans.v, (size_t)n * sizeof(struct span_in));
-	memcpy(b->tags.v, p->tags.v, (size_t)p->tags.n * sizeof(char *));
+	if (p->tags.n)
+		memcpy(b->tags.v, p->tags.v, (size_t)p->tags.n * sizeof(char *));
 	b->spans.n = b->spans.cap = n;
 	b->tags.n = b->tags.cap = p->tags.n;
 	p->spans.n = 0;
