@@ -35,7 +35,9 @@ void engine__free_result(struct engine *e)
 static int frames_cmp(const char *const *a, uint32_t na, const char *const *b, uint32_t nb)
 {
 	for (uint32_t i = 0; i < na && i < nb; i++) {
-		int c = strcmp(a[i], b[i]);
+		/* frames are interned: the same string is the same pointer
+		 * (paths share their upper levels) */
+		int c = a[i] == b[i] ? 0 : strcmp(a[i], b[i]);
 
 		if (c)
 			return c;
