@@ -112,42 +112,13 @@ static uint32_t be31(const uint8_t *p)
 	       0x7fffffffu;
 }
 
-/* A frame header as a peer sends one: a known type on the stream kind it
- * belongs to, at most the default largest frame. */
-static bool hdr_plausible(const uint8_t *h)
-{
-	uint32_t len = be24(h), sid = be31(h + 5);
-
-	if (len > 16384 || (h[5] & 0x80))
-		return false;
-	switch (h[3]) {
-	case H2_DATA:
-	case H2_HEADERS:
-	case 2: /* PRIORITY */
-	case H2_RST_STREAM:
-	case H2_PUSH_PROMISE:
-	case H2_CONTINUATION:
-		return sid != 0;
-	case H2_SETTINGS:
-		return sid == 0 && len % 6 == 0;
-	case 6: /* PING */
-		return sid == 0 && len == 8;
-	case 7: /* GOAWAY */
-		return sid == 0 && len >= 8;
-	case 8: /* WINDOW_UPDATE */
-		return len == 4;
-	default:
-		return false;
-	}
-}
-
 int kp__h2_detect(const uint8_t *p, size_t len, bool *from_start)
 {
 	if (len >= H2_PREFACE_LEN && !memcmp(p, H2_PREFACE, H2_PREFACE_LEN)) {
 		*from_start = true;
 		return 1;
 	}
-	if (len < H2_HDR || p[0] || !hdr_plausible(p))
+	if (len < H2_HDR || p[0] || !cp_h2_frame_plausible(p))
 		return 0;
 	/* the server's preface: SETTINGS, not an ACK */
 	if (p[3] == H2_SETTINGS && !p[4]) {
@@ -505,28 +476,10 @@ static void dir_lost(struct kp_h2 *h, int d)
 }
 
 /* The transfer's bytes seen at offset off: *p, and how many follow it
- * (0: not seen). The prefix, then the pieces; off only grows from one call
- * to the next, so the pieces passed are not looked at again. */
+ * (0: not seen); the pieces passed are not looked at again. */
 static uint64_t known(struct h2_xfer *x, uint64_t off, const uint8_t **p)
 {
-	uint32_t pc = x->pc, len;
-	const uint8_t *b;
-	uint64_t at;
-
-	if (off < x->plen) {
-		*p = x->payload + off;
-		return x->plen - off;
-	}
-	while (cp_sock_piece_next(x->pieces, x->npieces, &pc, &at, &b, &len)) {
-		if (off < at)
-			return 0;
-		if (off < at + len) {
-			*p = b + (off - at);
-			return at + len - off;
-		}
-		x->pc = pc;
-	}
-	return 0;
+	return cp_sock_bytes_at(x->payload, x->plen, x->pieces, x->npieces, &x->pc, off, p);
 }
 
 /* Passes the transfer's bytes frame by frame. */
@@ -550,7 +503,7 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 	}
 	if (dr->lost) {
 		/* frames found again when a transfer begins with one */
-		if (seen < H2_HDR || !hdr_plausible(p))
+		if (seen < H2_HDR || !cp_h2_frame_plausible(p))
 			return 0;
 		dr->lost = false;
 		dr->left = 0;

@@ -237,36 +237,6 @@ static bool looks_h2(const uint8_t *p, uint32_t len)
 	return p[3] == F_HEADERS && !(p[4] & ~0x2d) && (sid & 1) && !(sid >> 31);
 }
 
-/* A frame header a peer sends at a transfer's start (kpath_h2.c's). */
-static bool hdr_plausible(const uint8_t *h)
-{
-	uint32_t len = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
-	uint32_t sid = ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 8 | h[8]) &
-		       0x7fffffffu;
-
-	if (len > 16384 || (h[5] & 0x80))
-		return false;
-	switch (h[3]) {
-	case 0:
-	case 1:
-	case 2:
-	case 3:
-	case 5:
-	case 9:
-		return sid != 0;
-	case 4:
-		return sid == 0 && len % 6 == 0;
-	case 6:
-		return sid == 0 && len == 8;
-	case 7:
-		return sid == 0 && len >= 8;
-	case 8:
-		return len == 4;
-	default:
-		return false;
-	}
-}
-
 /* One transfer's bytes as the record holds them: the prefix, then pieces. */
 struct xfer {
 	uint8_t *p;	  /* the prefix */
@@ -277,28 +247,11 @@ struct xfer {
 	uint64_t bytes;	  /* the transfer's length */
 };
 
-/* Bytes of the transfer seen at offset off: *q, and how many follow it
- * (0: not seen). off only grows from one call to the next. */
+/* The transfer's bytes seen at off (writable: the record is a copy). */
 static uint64_t known(struct xfer *x, uint64_t off, uint8_t **q)
 {
-	uint32_t pc = x->pc, len;
-	const uint8_t *b;
-	uint64_t at;
-
-	if (off < x->plen) {
-		*q = x->p + off;
-		return x->plen - off;
-	}
-	while (cp_sock_piece_next(x->pieces, x->npieces, &pc, &at, &b, &len)) {
-		if (off < at)
-			return 0;
-		if (off < at + len) {
-			*q = (uint8_t *)b + (off - at);
-			return at + len - off;
-		}
-		x->pc = pc;
-	}
-	return 0;
+	return cp_sock_bytes_at(x->p, x->plen, x->pieces, x->npieces, &x->pc, off,
+				(const uint8_t **)q);
 }
 
 /* Every byte seen from off on: not known what they are. */
@@ -429,13 +382,13 @@ static void walk(struct redact *rd, struct rd_dir *dr, struct xfer *x)
 		dr->len = dr->pos = 0;
 		dr->hb_open = false;
 	} else if ((!dr->sync || (!dr->nhdr && !dr->len)) && x->plen >= H2_HDR &&
-		   hdr_plausible(x->p) && x->p[3] == F_SETTINGS && !x->p[4]) {
+		   cp_h2_frame_plausible(x->p) && x->p[3] == F_SETTINGS && !x->p[4]) {
 		/* a SETTINGS frame to begin with: perhaps another connection
 		 * under the same key, whose table is not this one */
 		hpack__redact_forget(&dr->hp);
 	}
 	if (!dr->sync) {
-		if (x->plen < H2_HDR || !hdr_plausible(x->p)) {
+		if (x->plen < H2_HDR || !cp_h2_frame_plausible(x->p)) {
 			blind(rd, x, 0);
 			return;
 		}

@@ -184,6 +184,67 @@ static inline bool cp_sock_piece_next(const uint8_t *p, uint32_t n, uint32_t *pc
 	return true;
 }
 
+/* The transfer's bytes seen at offset off, in its prefix (payload[0, plen))
+ * or its pieces: *at them, and how many follow (0: not seen). off only
+ * grows from one call to the next: *pc, the first piece not yet passed,
+ * moves on (0 at the transfer's start). */
+static inline uint64_t cp_sock_bytes_at(const uint8_t *payload, uint32_t plen, const uint8_t *pieces,
+					uint32_t npieces, uint32_t *pc, uint64_t off,
+					const uint8_t **at)
+{
+	uint32_t c = *pc, len;
+	const uint8_t *b;
+	uint64_t o;
+
+	if (off < plen) {
+		*at = payload + off;
+		return plen - off;
+	}
+	while (cp_sock_piece_next(pieces, npieces, &c, &o, &b, &len)) {
+		if (off < o)
+			return 0;
+		if (off < o + len) {
+			*at = b + (off - o);
+			return o + len - off;
+		}
+		*pc = c;
+	}
+	return 0;
+}
+
+/* An HTTP/2 frame header as a peer sends one (9 bytes at h): a known type
+ * on the stream kind it belongs to, at most the default largest frame.
+ * Where a transfer begins with one, a direction's frames are found again
+ * (the report's kpath_h2.c, the recorder's proto_redact.c). */
+static inline bool cp_h2_frame_plausible(const uint8_t *h)
+{
+	uint32_t len = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
+	uint32_t sid = ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 8 | h[8]) &
+		       0x7fffffffu;
+
+	if (len > 16384 || (h[5] & 0x80))
+		return false;
+	switch (h[3]) {
+	case 0: /* DATA */
+	case 1: /* HEADERS */
+	case 2: /* PRIORITY */
+	case 3: /* RST_STREAM */
+	case 5: /* PUSH_PROMISE */
+	case 9: /* CONTINUATION */
+		return sid != 0;
+	case 4: /* SETTINGS */
+		return sid == 0 && len % 6 == 0;
+	case 6: /* PING */
+		return sid == 0 && len == 8;
+	case 7: /* GOAWAY */
+		return sid == 0 && len >= 8;
+	case 8: /* WINDOW_UPDATE */
+		return len == 4;
+	default:
+		return false;
+	}
+}
+
 /* The transfer's length as the piece of no bytes after the pieces gives it
  * (a TLS write's plaintext), 0 when there is none. */
 static inline uint64_t cp_sock_pieces_end(const uint8_t *p, uint32_t n)

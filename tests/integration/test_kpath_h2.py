@@ -449,6 +449,17 @@ def grpc_case(tap, tls=False):
            str(h2_warnings(rep)))
 
 
+def nghttpd_argv(tap, tag, d, docs, port, tls):
+    """nghttpd serving docs on port, over TLS with a certificate made in d
+    (None, reported, when none could be made), or in the clear."""
+    if not tls:
+        return ["nghttpd", "--no-tls", "-d", docs, str(port)]
+    kc = K.tls_cert(d)
+    if not tap.ok(f"{tag}: a certificate", kc is not None):
+        return None
+    return ["nghttpd", "-d", docs, str(port)] + list(kc)
+
+
 def nghttpd_post_case(tap, tls):
     """POST bodies of 2 KB, 8 streams at once: a read holds a stream's HEADERS,
     its DATA and the next streams' HEADERS past the 512-byte prefix, a write
@@ -462,14 +473,9 @@ def nghttpd_post_case(tap, tls):
     with open(body, "w") as f:
         f.write("b" * 2048)
     port = K.free_port()
-    argv = ["nghttpd", "-d", nghttpd_docs(d, 6000), str(port)]
-    if tls:
-        kc = K.tls_cert(d)
-        if not tap.ok(f"{tag}: a certificate", kc is not None):
-            return
-        argv += list(kc)
-    else:
-        argv.insert(1, "--no-tls")
+    argv = nghttpd_argv(tap, tag, d, nghttpd_docs(d, 6000), port, tls)
+    if argv is None:
+        return
     got = h2load_served(tap, tag, argv, port,
                         f"{'https' if tls else 'http'}://127.0.0.1:{port}", 8, body, 1000, 6)
     if got is None:
@@ -555,14 +561,9 @@ def secrets_case(tap, tls):
     with open(os.path.join(docs, "big.txt"), "w") as f:
         f.write("x" * 200 + marker + "y" * 100 + "\n")
     port = K.free_port()
-    argv = ["nghttpd", "-d", docs, str(port)]
-    if tls:
-        kc = K.tls_cert(d)
-        if not tap.ok(f"{tag}: a certificate", kc is not None):
-            return
-        argv += list(kc)
-    else:
-        argv.insert(1, "--no-tls")
+    argv = nghttpd_argv(tap, tag, d, docs, port, tls)
+    if argv is None:
+        return
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     server = K.spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     K.wait_port(port, server)
