@@ -149,6 +149,8 @@ static void conn_del(struct redact *rd, struct rd_conn *c)
 {
 	uint32_t mask = rd->cap - 1, i = (uint32_t)(c - rd->c), j = i;
 
+	for (int d = 0; d < 2; d++) /* its count outlives it */
+		rd->st.values += c->d[d].used ? c->d[d].hp.redacted : 0;
 	conn_free(c);
 	rd->n--;
 	for (;;) {

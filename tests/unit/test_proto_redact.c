@@ -279,6 +279,11 @@ static void test_record(void **state)
 	assert_ptr_equal(redact__record(rd, &e->h), e);
 	free(e);
 
+	/* the connection closes: what was redacted on it still counts */
+	e = sock_rec((const uint8_t *)"", 0, false, 40000);
+	e->call = CP_SOCK_CLOSE;
+	assert_ptr_equal(redact__record(rd, &e->h), e);
+	free(e);
 	redact__stats(rd, &st);
 	assert_int_equal(st.conns, 1);
 	assert_int_equal(st.values, 3);
