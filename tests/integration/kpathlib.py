@@ -212,6 +212,37 @@ def report_json(path, extra=()):
     return rep, ""
 
 
+def recording_digest(path, rep=None):
+    """What a failed check needs to be explained after the run's files are
+    gone: the recorder's summary, the records by type and by process, and
+    every warning of the report."""
+    out = []
+    try:
+        with open(path + ".stderr") as f:
+            out.append("recorder: " + " | ".join(f.read().strip().splitlines()[-4:]))
+    except OSError:
+        pass
+    types, pids = {}, {}
+    try:
+        r = subprocess.run([CRITPATH, "dump", "--json", path], capture_output=True, text=True,
+                           timeout=120)
+        for line in r.stdout.splitlines():
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            t = d.get("type", "?")
+            types[t] = types.get(t, 0) + 1
+            if t not in ("hook", "header", "trailer", "process", "thread"):
+                pids[d.get("pid")] = pids.get(d.get("pid"), 0) + 1
+        out.append(f"records by type {types}; by pid {pids}")
+    except (subprocess.SubprocessError, OSError) as e:
+        out.append(f"dump: {e}")
+    if rep is not None:
+        out.append(f"report warnings {rep.get('warnings')}")
+    return "\n".join(out)
+
+
 def service_requests(rep, port):
     """The requests a service listening on `port` served ("comm:port")."""
     return [q for q in rep.get("requests", [])

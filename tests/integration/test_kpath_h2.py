@@ -396,7 +396,8 @@ def nghttpd_push_case(tap):
            f"GET /index.html with :status 200, no pushed stream one, no HTTP/2 warning",
            sum(pushed) == n and names == {"GET /index.html": n} and not h2_warnings(rep)
            and len(K.service_requests(tagged or {}, port)) == n,
-           f"{names}; pushed {pushed}; warnings {h2_warnings(rep)}; {err}; recording {path}")
+           f"{names}; pushed {pushed}; {err}; recording {path}\n"
+           f"{K.recording_digest(path, rep) if names != {'GET /index.html': n} else ''}")
 
 
 GRPC_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
