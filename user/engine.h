@@ -44,6 +44,10 @@ struct engine_opts {
 	bool keep_all_requests;		/* json: every request with its path */
 	uint32_t keep_slowest;		/* keep the N slowest requests (0 = none) */
 	double overlap_tolerance;	/* span level: fraction of parent, default 0.01 */
+	/* additive: > 0: the result orders only the first N profile entries,
+	 * spans and contention rows (text shows no more); the rest follow
+	 * unordered. 0: all ordered */
+	uint32_t sorted_top;
 	/* additive: called with every request the filters let through, right
 	 * after it is aggregated (the producer's request, valid during the call
 	 * only). Lets --format json stream requests instead of keeping them. */

@@ -92,6 +92,54 @@ static int start_cmp(const void *pa, const void *pb)
 	return strcmp(a->id ? a->id : "", b->id ? b->id : "");
 }
 
+static void swap_elems(char *a, char *b, size_t size, char *t)
+{
+	memcpy(t, a, size);
+	memcpy(a, b, size);
+	memcpy(b, t, size);
+}
+
+/* Sifts base[i] down a heap whose root is the element that sorts last. */
+static void sift_down(char *base, size_t n, size_t size, size_t i, char *tmp,
+		      int (*cmp)(const void *, const void *))
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < n && cmp(base + l * size, base + m * size) > 0)
+			m = l;
+		if (l + 1 < n && cmp(base + (l + 1) * size, base + m * size) > 0)
+			m = l + 1;
+		if (m == i)
+			return;
+		swap_elems(base + i * size, base + m * size, size, tmp);
+		i = m;
+	}
+}
+
+/* qsort, or, with 0 < k < n: the k first elements in order, then the rest in
+ * no order. A heap of the best k seen: most of the n compare once with its
+ * root. For a total order the first k are qsort's first k. */
+static void sort_first(void *base, size_t n, size_t size, size_t k,
+		       int (*cmp)(const void *, const void *))
+{
+	char *b = base, *tmp = k && k < n / 4 ? malloc(size) : NULL;
+
+	if (!tmp) {
+		qsort(base, n, size, cmp);
+		return;
+	}
+	for (size_t i = k / 2; i-- > 0;)
+		sift_down(b, k, size, i, tmp, cmp);
+	for (size_t i = k; i < n; i++)
+		if (cmp(b + i * size, b) < 0) {
+			swap_elems(b + i * size, b, size, tmp);
+			sift_down(b, k, size, 0, tmp, cmp);
+		}
+	free(tmp);
+	qsort(base, k, size, cmp);
+}
+
 static void engine__percentiles(struct engine *e, uint32_t pb[ENGINE_NPCT])
 {
 	struct engine_result *r = &e->res;
@@ -206,17 +254,18 @@ const struct engine_result *engine__result(struct engine *e)
 		stack__hist(&e->stacks[i], &pool, &e->res_profile[np]);
 		np++;
 	}
-	qsort(e->res_profile, np, sizeof(*e->res_profile), profile_cmp);
+	sort_first(e->res_profile, np, sizeof(*e->res_profile), e->opts.sorted_top, profile_cmp);
 	for (uint32_t i = 0; i < e->nculprits; i++) {
 		const struct culprit *c = &e->culprits[i];
 
 		e->res_contention[i] = (struct engine_contention){c->pid,      c->tid, c->comm,
 								  c->category, c->ns,  c->requests};
 	}
-	qsort(e->res_contention, e->nculprits, sizeof(*e->res_contention), contention_cmp);
+	sort_first(e->res_contention, e->nculprits, sizeof(*e->res_contention), e->opts.sorted_top,
+		   contention_cmp);
 	for (uint32_t i = 0; i < e->nspans; i++)
 		e->res_spans[i] = e->spans[i].pub;
-	qsort(e->res_spans, e->nspans, sizeof(*e->res_spans), span_cmp);
+	sort_first(e->res_spans, e->nspans, sizeof(*e->res_spans), e->opts.sorted_top, span_cmp);
 	if (e->nkept) {
 		memcpy(e->res_requests, e->kept, e->nkept * sizeof(*e->kept));
 		qsort(e->res_requests, e->nkept, sizeof(*e->res_requests), start_cmp);

@@ -494,6 +494,7 @@ int cmd_report(int argc, char **argv)
 	/* what the format shows decides what the engine keeps; json streams
 	 * every request out as it comes, so memory does not grow with them */
 	a.eo.keep_slowest = a.fmt == FMT_JSON ? 0 : a.oo.requests;
+	a.eo.sorted_top = a.fmt == FMT_TEXT ? a.oo.top : 0;
 	if (a.fmt == FMT_HTML && !a.requests_set)
 		a.eo.keep_slowest = a.oo.requests = 50;
 	if (a.fmt == FMT_PERFETTO && !a.requests_set)
@@ -628,6 +629,7 @@ static int diff_load(const char *path, const struct report_args *a, struct diff_
 	}
 	eo.keep_all_requests = false;
 	eo.keep_slowest = 0;
+	eo.sorted_top = 0;
 	e = engine__new(&eo);
 	if (!e) {
 		fprintf(stderr, "critpath diff: out of memory\n");

@@ -17,9 +17,14 @@ static void warn_engine(void *ctx, const char *msg)
 	engine__warn(ctx, "%s", msg);
 }
 
+static const char *intern_engine(void *ctx, const char *s)
+{
+	return engine__intern(ctx, s);
+}
+
 int span__analyze_file(const char *path, struct engine *e, const struct span_opts *o)
 {
-	struct span_sink sink = {to_engine, warn_engine, e};
+	struct span_sink sink = {to_engine, warn_engine, e, intern_engine};
 
 	return span_input__analyze_file(path, &sink, o);
 }
@@ -27,14 +32,14 @@ int span__analyze_file(const char *path, struct engine *e, const struct span_opt
 int span__analyze_buffer(const char *name, const char *buf, size_t len, struct engine *e,
 			 const struct span_opts *o)
 {
-	struct span_sink sink = {to_engine, warn_engine, e};
+	struct span_sink sink = {to_engine, warn_engine, e, intern_engine};
 
 	return span_input__analyze_buffer(name, buf, len, &sink, o);
 }
 
 struct span_input *span__input_new(struct engine *e, const struct span_opts *o)
 {
-	struct span_sink sink = {to_engine, warn_engine, e};
+	struct span_sink sink = {to_engine, warn_engine, e, intern_engine};
 
 	return span_input__new(&sink, o);
 }

@@ -90,6 +90,9 @@ struct span_sink {
 	int (*request)(void *ctx, const struct cp_request *r);
 	void (*warn)(void *ctx, const char *msg);
 	void *ctx;
+	/* optional: the sink's lasting copy of s (NULL: no memory). With it the
+	 * requests' names and frames are the sink's (cp_request.interned). */
+	const char *(*intern)(void *ctx, const char *s);
 };
 
 /* Per-file state shared by parser and tree builder. */

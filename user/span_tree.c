@@ -215,6 +215,7 @@ struct span_tree {
 	struct span_vec tags;	      /* const char *: the request's, NULL-terminated */
 	struct span_vec ext;	      /* struct span_in: the trace with placeholders */
 	struct span_vec roots;	      /* uint32_t */
+	struct span_vec label;	      /* char: a frame's label before it is interned */
 };
 
 /* Ids and tags are hashed for every span: eight bytes a step (a byte-wise
@@ -517,9 +518,31 @@ static int correct_skew(struct span_file *f, struct span_tree *t, const char *tr
 	return (int)tail;
 }
 
-/* Frames for every kept span, parents first (top-down order). */
-static int build_frames(struct span_tree *t, struct span_in *sp, uint32_t n, uint32_t nkept)
+/* "service operation": the sink's copy when it interns (into lbuf), else
+ * the trace's */
+static const char *frame_label(const struct span_file *f, struct span_tree *t,
+			       const struct span_in *s)
 {
+	size_t ls = strlen(s->service), lo = strlen(s->operation);
+	char *label;
+
+	if (span_vec__reserve(&t->label, 1, ls + lo + 2))
+		return NULL;
+	label = f->sink->intern ? t->label.v : span_arena__alloc(&t->out, ls + lo + 2);
+	if (!label)
+		return NULL;
+	memcpy(label, s->service, ls);
+	label[ls] = ' ';
+	memcpy(label + ls + 1, s->operation, lo + 1);
+	return f->sink->intern ? f->sink->intern(f->sink->ctx, label) : label;
+}
+
+/* Frames for every kept span, parents first (top-down order). */
+static int build_frames(const struct span_file *f, struct span_tree *t, struct span_in *sp,
+			uint32_t n, uint32_t nkept)
+{
+	const char *more = f->sink->intern ? f->sink->intern(f->sink->ctx, "…") : "…";
+
 	const uint32_t *order = t->order.v, *parent = t->parent.v;
 	const char ***frames;
 	uint32_t *nfr;
@@ -530,16 +553,12 @@ static int build_frames(struct span_tree *t, struct span_in *sp, uint32_t n, uin
 	nfr = t->nframes.v;
 	for (uint32_t k = 0; k < nkept; k++) {
 		uint32_t i = order[k], p = k ? parent[i] : NONE, pn = p == NONE ? 0 : nfr[p];
-		size_t ls = strlen(sp[i].service), lo = strlen(sp[i].operation);
-		char *label = span_arena__alloc(&t->out, ls + lo + 2);
+		const char *label = frame_label(f, t, &sp[i]);
 		const char **fr;
 		uint32_t m;
 
-		if (!label)
+		if (!label || !more)
 			return -ENOMEM;
-		memcpy(label, sp[i].service, ls);
-		label[ls] = ' ';
-		memcpy(label + ls + 1, sp[i].operation, lo + 1);
 		m = pn < SPAN_MAX_FRAMES ? pn + 1 : SPAN_MAX_FRAMES;
 		fr = span_arena__alloc(&t->out, m * sizeof(*fr));
 		if (!fr)
@@ -550,7 +569,7 @@ static int build_frames(struct span_tree *t, struct span_in *sp, uint32_t n, uin
 			memcpy(fr, frames[p], pn * sizeof(*fr));
 		} else {
 			memcpy(fr, frames[p], (SPAN_MAX_FRAMES - 2) * sizeof(*fr));
-			fr[SPAN_MAX_FRAMES - 2] = "…";
+			fr[SPAN_MAX_FRAMES - 2] = more;
 		}
 		fr[m - 1] = label;
 		frames[i] = fr;
@@ -634,7 +653,7 @@ void span_tree__free(struct span_file *f)
 	    &t->slots,	  &t->parent,	    &t->state,	   &t->order,  &t->shift, &t->nodes,
 	    &t->children, &t->all_children, &t->all_first, &t->stack,  &t->secs,  &t->segs,
 	    &t->stats,	  &t->frames,	    &t->nframes,   &t->tagset, &t->tags,  &t->tagseen,
-	    &t->ext,	  &t->roots};
+	    &t->ext,	  &t->roots,	    &t->label};
 
 	if (!t)
 		return;
@@ -742,7 +761,7 @@ static int analyze_root(struct span_file *f, struct span_tree *t, const char *tr
 	err = span_walk__run(&wt, f->overlap_tolerance, t->stack.v, t->secs.v, &nsecs);
 	if (err)
 		return err;
-	err = build_frames(t, sp, n, nkept);
+	err = build_frames(f, t, sp, n, nkept);
 	if (!err)
 		err = collect_tags(t, sp, nkept, tags);
 	if (err)
@@ -789,6 +808,13 @@ static int analyze_root(struct span_file *f, struct span_tree *t, const char *tr
 	req.service = sp[root].service;
 	req.name = sp[root].operation;
 	req.host = sp[root].hostname;
+	if (f->sink->intern) {
+		req.interned = true;
+		if (!(req.service = f->sink->intern(f->sink->ctx, req.service)) ||
+		    !(req.name = f->sink->intern(f->sink->ctx, req.name)) ||
+		    (req.host && !(req.host = f->sink->intern(f->sink->ctx, req.host))))
+			return -ENOMEM;
+	}
 	req.start_ns = (uint64_t)sp[root].start_ns;
 	req.end_ns = (uint64_t)sp[root].end_ns;
 	req.partial = tc->partial || tc->excluded;

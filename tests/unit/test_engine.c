@@ -346,6 +346,45 @@ static void test_keep_all_spans(void **state)
 	engine__free(e);
 }
 
+/* sorted_top: the first N rows are those a full sort puts first, in its
+ * order (span paths here, 200 of them with tied times, and profile rows) */
+static void test_sorted_top(void **state)
+{
+	struct engine *full = engine__new(&(struct engine_opts){0});
+	struct engine *top = engine__new(&(struct engine_opts){.sorted_top = 5});
+	const struct engine_result *a, *b;
+	char names[200][16];
+
+	for (int i = 0; i < 200; i++) {
+		const char *fr[2] = {"svc root", names[i]};
+		struct cp_span_stat st = {.span_id = "s", .service = "svc", .operation = names[i],
+					  .frames = fr, .nframes = 2,
+					  .inclusive_ns = (uint64_t)(i % 7) * MS,
+					  .exclusive_ns = (uint64_t)(i % 5) * MS};
+		struct cp_segment g = {.start_ns = 0, .end_ns = (uint64_t)(i % 11 + 1) * MS,
+				       .category = CP_CAT_SPAN, .frames = fr, .nframes = 2};
+		struct cp_request q = {.id = "t", .service = "svc", .name = "root",
+				       .start_ns = 0, .end_ns = g.end_ns, .segs = &g, .nsegs = 1,
+				       .spans = &st, .nspans = 1};
+
+		snprintf(names[i], sizeof(names[i]), "svc op%03d", (i * 37) % 200);
+		assert_int_equal(engine__add_request(full, &q), 1);
+		assert_int_equal(engine__add_request(top, &q), 1);
+	}
+	a = engine__result(full);
+	b = engine__result(top);
+	assert_int_equal(a->nspans, 200);
+	assert_int_equal(b->nspans, 200);
+	assert_int_equal(a->nprofile, b->nprofile);
+	for (int i = 0; i < 5; i++) {
+		assert_string_equal(a->spans[i].frames[1], b->spans[i].frames[1]);
+		assert_int_equal(a->spans[i].exclusive_ns, b->spans[i].exclusive_ns);
+		assert_string_equal(a->profile[i].frames[1], b->profile[i].frames[1]);
+	}
+	engine__free(full);
+	engine__free(top);
+}
+
 static void test_bad_request(void **state)
 {
 	struct engine *e = engine__new(NULL);
@@ -420,7 +459,7 @@ int main(void)
 	    cmocka_unit_test(test_percentile_views), cmocka_unit_test(test_distribution_error),
 	    cmocka_unit_test(test_filters),	     cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_keep_slowest),     cmocka_unit_test(test_keep_all_spans),
-	    cmocka_unit_test(test_bad_request),	     cmocka_unit_test(test_interned),
+	    cmocka_unit_test(test_sorted_top),       cmocka_unit_test(test_bad_request),	     cmocka_unit_test(test_interned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
