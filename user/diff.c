@@ -19,6 +19,9 @@
 
 #include "report_cmd.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 bool diff__is_saved_profile(const char *head, size_t len)
 {
 	size_t i = 0;
@@ -46,6 +49,7 @@ void diff_side__free(struct diff_side *s)
 			free(s->steps[i].frames[k]);
 		free(s->steps[i].frames);
 		free(s->steps[i].category);
+		free(s->steps[i].samples);
 	}
 	free(s->steps);
 	free(s->label);
@@ -56,6 +60,7 @@ static int step__set(struct diff_step *d, const char *const *frames, uint32_t n,
 		     const char *category, uint64_t per_req, double sd)
 {
 	d->sd_ns = sd;
+	d->nsamples = UINT32_MAX; /* none */
 	d->frames = calloc(n ? n : 1, sizeof(char *));
 	d->category = strdup(category);
 	if (!d->frames || !d->category)
@@ -89,6 +94,17 @@ int diff_side__from_result(struct diff_side *s, const char *label, const struct 
 		s->nsteps = i + 1;
 		err = step__set(&s->steps[i], p->frames, p->nframes, cp_category_name(p->category),
 				per_request(p->total_ns, r->nrequests), p->sd_ns);
+		if (!err && p->samples_ns) {
+			struct diff_step *d = &s->steps[i];
+
+			d->samples = malloc((p->requests + 1) * sizeof(*d->samples));
+			if (!d->samples)
+				err = -ENOMEM;
+			else
+				memcpy(d->samples, p->samples_ns, p->requests * sizeof(*d->samples));
+			d->nsamples = p->requests;
+		}
+		s->has_samples = (!i || s->has_samples) && s->steps[i].samples;
 	}
 	s->has_sd = true;
 	if (err)
@@ -110,6 +126,40 @@ static uint64_t tree_u64(yajl_val v, const char *key, bool *ok)
 	if (YAJL_IS_DOUBLE(n) && YAJL_GET_DOUBLE(n) >= 0)
 		return (uint64_t)llround(YAJL_GET_DOUBLE(n));
 	*ok = false;
+	return 0;
+}
+
+/* "samples_ns" (a report of fewer than ENGINE_FEW requests): kept, or
+ * none when absent */
+static int samples__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *err,
+			      size_t errlen)
+{
+	const char *sp[] = {"samples_ns", NULL};
+	yajl_val a = yajl_tree_get(e, sp, yajl_t_any);
+	size_t n;
+
+	if (!a)
+		return 0;
+	if (!YAJL_IS_ARRAY(a) || a->u.array.len >= ENGINE_FEW) {
+		snprintf(err, errlen, "profile[%u]: \"samples_ns\" is not an array of fewer than %d "
+			 "numbers", i, ENGINE_FEW);
+		return -EINVAL;
+	}
+	n = a->u.array.len;
+	d->samples = malloc((n + 1) * sizeof(*d->samples));
+	if (!d->samples)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		yajl_val v = a->u.array.values[k];
+
+		if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0) {
+			snprintf(err, errlen,
+				 "profile[%u]: samples_ns[%zu] is not a non-negative integer", i, k);
+			return -EINVAL;
+		}
+		d->samples[k] = (uint64_t)YAJL_GET_INTEGER(v);
+	}
+	d->nsamples = (uint32_t)n;
 	return 0;
 }
 
@@ -154,6 +204,8 @@ static int step__from_json(struct diff_step *d, yajl_val e, uint32_t i, char *er
 	sd = tree_u64(e, "sd_ns", &has_sd);
 	rc = step__set(d, frames, n, YAJL_GET_STRING(cat), per_req, has_sd ? (double)sd : -1);
 	free(frames);
+	if (!rc)
+		rc = samples__from_json(d, e, i, err, errlen);
 	return rc;
 }
 
@@ -206,6 +258,7 @@ int diff_side__from_json(struct diff_side *s, const char *label, const char *buf
 		rc = step__from_json(&s->steps[i], prof->u.array.values[i], (uint32_t)i, err,
 				     errlen);
 		s->has_sd &= s->steps[i].sd_ns >= 0;
+		s->has_samples = (!i || s->has_samples) && s->steps[i].samples;
 	}
 cleanup:
 	if (rc)
@@ -237,7 +290,9 @@ struct change {
 	const struct diff_step *step; /* names the step (from A or B) */
 	uint64_t a, b;
 	double va, vb; /* variances of the step's time per request */
-	bool has_ci, significant;
+	const struct diff_step *sa, *sb; /* its samples on each side (NULL: none) */
+	bool dup;			 /* more than one entry on a side */
+	bool has_ci, significant, boot;
 	double lo, hi; /* the 95% interval of b - a, ns */
 };
 
@@ -329,6 +384,63 @@ static void change_ci(struct change *c, uint64_t na, uint64_t nb, uint32_t k)
 	c->significant = c->lo > 0 || c->hi < 0;
 }
 
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The mean of n draws, with replacement, from the m values of v and n - m
+ * zeros (the requests without the step). */
+static double resampled_mean(const struct diff_step *v, uint64_t n, uint64_t *rs)
+{
+	uint32_t m = v ? v->nsamples : 0;
+	double sum = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t j = splitmix(rs) % n;
+
+		if (j < m)
+			sum += (double)v->samples[j];
+	}
+	return sum / (double)n;
+}
+
+static int dbl_cmp(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * With fewer than ENGINE_FEW requests a side, the mean of a skewed step is
+ * far from normal and Welch's interval too narrow: the percentile bootstrap
+ * of the change instead, from each side's own requests, at the same level
+ * as change_ci. Enough resamples for about 20 beyond each end; the seed is
+ * fixed, so a diff prints the same interval twice.
+ */
+static void change_boot(struct change *c, uint64_t na, uint64_t nb, uint32_t k)
+{
+	double tail = 0.025 / (k ? k : 1), *d;
+	uint32_t r = (uint32_t)fmin(50000, fmax(2000, ceil(20 / tail)));
+	uint64_t rs = 0x243f6a8885a308d3ull ^ (c->a * 0x100000001b3ull) ^ c->b;
+
+	if (na < 2 || nb < 2 || !(d = malloc(r * sizeof(*d))))
+		return;
+	for (uint32_t i = 0; i < r; i++)
+		d[i] = resampled_mean(c->sb, nb, &rs) - resampled_mean(c->sa, na, &rs);
+	qsort(d, r, sizeof(*d), dbl_cmp);
+	c->has_ci = c->boot = true;
+	c->lo = d[(size_t)floor(tail * (r - 1))];
+	c->hi = d[(size_t)ceil((1 - tail) * (r - 1))];
+	c->significant = c->lo > 0 || c->hi < 0;
+	free(d);
+}
+
 static const struct diff_step **sorted(const struct diff_side *s)
 {
 	const struct diff_step **v = malloc((s->nsteps + 1) * sizeof(*v));
@@ -363,17 +475,25 @@ static int changes__build(const struct diff_side *a, const struct diff_side *b, 
 		for (; i < a->nsteps && !step_cmp(va[i], ch.step); i++) {
 			ch.a += va[i]->per_request_ns;
 			ch.va += va[i]->sd_ns * va[i]->sd_ns;
+			ch.dup |= ch.sa != NULL;
+			ch.sa = va[i];
 		}
 		for (; j < b->nsteps && !step_cmp(vb[j], ch.step); j++) {
 			ch.b += vb[j]->per_request_ns;
 			ch.vb += vb[j]->sd_ns * vb[j]->sd_ns;
+			ch.dup |= ch.sb != NULL;
+			ch.sb = vb[j];
 		}
 		if (ch.a != ch.b && change_abs(&ch) >= min_change)
 			c[n++] = ch;
 		nk++;
 	}
-	for (uint32_t k = 0; k < n && a->has_sd && b->has_sd; k++)
-		change_ci(&c[k], a->nrequests, b->nrequests, nk);
+	for (uint32_t k = 0; k < n; k++) {
+		if (a->has_samples && b->has_samples && !c[k].dup)
+			change_boot(&c[k], a->nrequests, b->nrequests, nk);
+		else if (a->has_sd && b->has_sd)
+			change_ci(&c[k], a->nrequests, b->nrequests, nk);
+	}
 	free(va);
 	free(vb);
 	qsort(c, n, sizeof(*c), change_cmp); /* significant first */
@@ -402,9 +522,12 @@ static void write_text(FILE *f, const struct diff_side *a, const struct diff_sid
 	}
 	fprintf(f,
 		"\nSteps whose critical-path time per request changed most (top %u of %u); * = "
-		"significant\n(its interval leaves out 0: Welch's, the steps' together at 95%%), "
+		"significant\n(its interval leaves out 0: %s, the steps' together at 95%%), "
 		"first\n",
-		n < top ? n : top, n);
+		n < top ? n : top, n,
+		a->has_samples && b->has_samples
+		    ? "a bootstrap's, fewer than " STR(ENGINE_FEW) " requests a side"
+		    : "Welch's");
 	fprintf(f, "%10s %10s %11s %23s %8s  %s\n", "A ms/req", "B ms/req", "change ms",
 		"interval ms", "ratio", "step");
 	for (uint32_t i = 0; i < n && i < top; i++) {
@@ -500,6 +623,8 @@ static void write_json(FILE *f, const struct diff_side *a, const struct diff_sid
 			yajl_gen_integer(g, (long long)llround(c[i].hi));
 			gk(g, "significant");
 			yajl_gen_bool(g, c[i].significant);
+			gk(g, "interval");
+			gs(g, c[i].boot ? "bootstrap" : "welch");
 		}
 		yajl_gen_map_close(g);
 	}

@@ -76,6 +76,7 @@ void engine__free(struct engine *e)
 	engine__sku_free(e);
 	for (uint32_t i = 0; i < e->nstacks; i++) {
 		free((void *)e->stacks[i].frames);
+		free(e->stacks[i].few);
 		barr__free(&e->stacks[i].dist);
 		barr__free(&e->stacks[i].by_lat);
 	}
@@ -771,6 +772,11 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 
 		s->total_ns += s->cur_ns;
 		s->sumsq += (double)s->cur_ns * (double)s->cur_ns;
+		if (e->nrequests < ENGINE_FEW) {
+			if (!s->few && !(s->few = malloc(ENGINE_FEW * sizeof(*s->few))))
+				return -ENOMEM;
+			s->few[s->requests] = s->cur_ns;
+		}
 		s->requests++;
 		if (s->cur_ns > s->max_ns)
 			s->max_ns = s->cur_ns;

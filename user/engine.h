@@ -21,6 +21,9 @@
 #include "model.h"
 
 #define ENGINE_NPCT 3	/* P50, P95, P99 */
+/* Below this many requests the profile keeps each step's time per request
+ * (engine_profile_entry.samples_ns): diff bootstraps its interval there */
+#define ENGINE_FEW 30
 extern const double engine_pct[ENGINE_NPCT];	/* 0.50, 0.95, 0.99 */
 
 struct engine_filter {
@@ -89,6 +92,9 @@ struct engine_profile_entry {
 	/* the standard deviation of its time per request, over all requests
 	 * (0 in those without it): its mean's confidence in diff */
 	double sd_ns;
+	/* additive: with fewer than ENGINE_FEW requests in all, its time in
+	 * each request that had it (requests values): diff's bootstrap */
+	const uint64_t *samples_ns;
 };
 
 struct engine_contention {

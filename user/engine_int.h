@@ -111,6 +111,7 @@ struct stack {
 	struct barr dist;   /* counts by bucket of the step's ns per request */
 	struct barr by_lat; /* ns by bucket of the request's latency */
 	uint32_t sku_first; /* its first struct sku_step, index + 1 (0: none) */
+	uint64_t *few;	    /* its time in each request, while fewer than ENGINE_FEW */
 };
 
 /* A request's time in one place (a step on a SKU), over the requests that

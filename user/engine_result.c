@@ -195,6 +195,7 @@ static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], b
 	p->category = s->category;
 	p->total_ns = s->total_ns;
 	p->requests = s->requests;
+	p->samples_ns = nreq < ENGINE_FEW ? s->few : NULL;
 	if (nreq > 1) {
 		double mean = (double)s->total_ns / (double)nreq;
 		double var = (s->sumsq - (double)nreq * mean * mean) / (double)(nreq - 1);

@@ -186,6 +186,13 @@ static void gen_profile(yajl_gen g, const struct engine_result *r)
 		gen_ku64(g, "max_ns", p->max_ns);
 		/* over all requests (0 where the step is not): diff's confidence */
 		gen_ku64(g, "sd_ns", (uint64_t)(p->sd_ns + 0.5));
+		if (r->nrequests < ENGINE_FEW) { /* diff's bootstrap */
+			gen_key(g, "samples_ns");
+			yajl_gen_array_open(g);
+			for (uint32_t k = 0; k < p->requests && p->samples_ns; k++)
+				yajl_gen_integer(g, (long long)p->samples_ns[k]);
+			yajl_gen_array_close(g);
+		}
 		gen_key(g, "histogram");
 		yajl_gen_array_open(g);
 		for (uint32_t k = 0; k < p->nhist; k++) {

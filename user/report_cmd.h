@@ -57,6 +57,9 @@ struct diff_step {
 	char *category;
 	uint64_t per_request_ns;
 	double sd_ns; /* of its time per request, over all requests */
+	/* with fewer than ENGINE_FEW requests: its time in each that had it */
+	uint64_t *samples;
+	uint32_t nsamples;
 };
 
 struct diff_side {
@@ -66,6 +69,7 @@ struct diff_side {
 	struct diff_step *steps;
 	uint32_t nsteps;
 	bool has_sd; /* every step has sd_ns (a saved report before it has none) */
+	bool has_samples; /* every step has its samples (fewer than ENGINE_FEW requests) */
 };
 
 /* True when head (the first bytes of a file) is a saved `report --format

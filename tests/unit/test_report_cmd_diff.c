@@ -83,7 +83,8 @@ static void test_slowdown_first(void **state)
 				    "\"kvstore:7000 get\"],\"category\":\"cpu\","
 				    "\"a_per_request_ns\":2000000,\"b_per_request_ns\":5000000,"
 				    "\"change_ns\":3000000,\"ratio\":2.5,\"ci_low_ns\":3000000,"
-				    "\"ci_high_ns\":3000000,\"significant\":true}]"));
+				    "\"ci_high_ns\":3000000,\"significant\":true,"
+				    "\"interval\":\"bootstrap\"}]"));
 	free(out);
 	/* and in the other direction, negative */
 	out = run_diff(&b, &a, false, &n);
@@ -202,6 +203,62 @@ static void test_confidence(void **state)
 	engine__free(b);
 }
 
+/* Fewer than ENGINE_FEW requests a side: bootstrap intervals, the same
+ * from a saved report (its "samples_ns") as from the live analysis; an A/A
+ * pair flags nothing, a step made 3x slower is flagged alone. */
+static void test_bootstrap(void **state)
+{
+	struct engine *a1 = noisy(20, 1, 1, -1, 1), *a2 = noisy(20, 1, 2, -1, 1),
+		      *b = noisy(20, 1, 3, 7, 3);
+	struct diff_side sa, sa2, sb, saved;
+	char *out, *live, *buf = NULL, err[256];
+	size_t len;
+	FILE *f;
+	int n;
+
+	assert_int_equal(diff_side__from_result(&sa, "A", engine__result(a1)), 0);
+	assert_int_equal(diff_side__from_result(&sa2, "A'", engine__result(a2)), 0);
+	assert_int_equal(diff_side__from_result(&sb, "B", engine__result(b)), 0);
+	assert_true(sa.has_samples && sb.has_samples);
+	out = run_diff(&sa, &sa2, true, &n);
+	if (strstr(out, "\"significant\":true") || !strstr(out, "\"interval\":\"bootstrap\""))
+		fail_msg("A/A: %s", out);
+	free(out);
+	live = run_diff(&sa, &sb, false, &n);
+	{
+		char *w7 = strstr(live, "x  svc ; w7 ; cpu\n");
+
+		if (!strstr(live, "a bootstrap's, fewer than 30 requests a side") ||
+		    !strstr(live, "] *    3.") || !w7 || strstr(w7, " *"))
+			fail_msg("%s", live);
+	}
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(out_json(f, engine__result(a1), NULL), 0);
+	fclose(f);
+	assert_int_equal(diff_side__from_json(&saved, "A", buf, len, err, sizeof(err)), 0);
+	assert_true(saved.has_samples);
+	out = run_diff(&saved, &sb, false, &n);
+	assert_string_equal(out, live);
+	free(out);
+	free(live);
+	free(buf);
+	diff_side__free(&saved);
+	assert_int_equal(diff_side__from_json(&saved, "bad",
+					      "{\"profile\":[{\"frames\":[],\"category\":\"cpu\","
+					      "\"per_request_ns\":1,\"samples_ns\":[1,-2]}]}",
+					      83, err, sizeof(err)),
+			 -EINVAL);
+	if (!strstr(err, "samples_ns[1] is not a non-negative integer"))
+		fail_msg("%s", err);
+	diff_side__free(&sa);
+	diff_side__free(&sa2);
+	diff_side__free(&sb);
+	engine__free(a1);
+	engine__free(a2);
+	engine__free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +266,7 @@ int main(void)
 	    cmocka_unit_test(test_slowdown_first),
 	    cmocka_unit_test(test_saved_report),
 	    cmocka_unit_test(test_confidence),
+	    cmocka_unit_test(test_bootstrap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
