@@ -3,15 +3,17 @@
 # Everything builds into $(BUILD) (default build/). Files are picked up by
 # location, so adding a source file needs no change here:
 #   bpf/*.bpf.c        → one linked BPF object and one skeleton (critpath.skel.h)
-#   user/record*.c     → the recorder: the only code that sees libbpf
-#   user/main.c        → the CLI entry point
-#   user/*.c (others)  → libcritpath.a: reader, engine, reports (no libbpf)
-#   user/*.cpp         → libcritpath.a too: thin C++ shims with a C interface
-#                        (span_json.cpp: simdjson), so everything links libstdc++
-#   user/*.proto       → protobuf-c code generated into $(BUILD)/gen
+#   user/record/       → the recorder: the only code that sees libbpf
+#   user/cmd/cmd/main.c    → the CLI entry point
+#   user/MODULE/*.c    → libcritpath.a, a folder a module (recording, kpath,
+#                        span, engine, out, cmd, proto, util): no libbpf
+#   user/*/*.cpp       → libcritpath.a too: thin C++ shims with a C interface
+#                        (span/json.cpp: simdjson), so everything links libstdc++
+#   user/*/*.proto     → protobuf-c code generated into $(BUILD)/gen
 #   tests/unit/test_*.c      → one cmocka binary each, linked with libcritpath.a
 #   tests/workloads/*.c      → one program each (driven by integration tests)
 #   tools/bench/*.c, tools/demo/*.c → one program each
+# Header dependencies are tracked by the compiler (-MMD -MP, $(BUILD)/**/*.d).
 
 BUILD ?= build
 CC ?= gcc
@@ -35,27 +37,29 @@ SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recove
 		-fno-omit-frame-pointer) \
 	    $(if $(TSAN),-fsanitize=thread) $(if $(FUZZ),-fsanitize=fuzzer-no-link)
 CFLAGS ?= -O2 -g
+MODULES := record recording kpath span engine out cmd proto util
+MOD_INC := -Iinclude -Iuser $(addprefix -Iuser/,$(MODULES))
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-	  -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
+	  -D_GNU_SOURCE $(MOD_INC) -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 CXXFLAGS ?= -O2 -g
-CXXFLAGS += -std=gnu++17 -Wall -Wextra -Wno-unused-parameter -Iinclude -Iuser \
-	    $(shell pkg-config --cflags simdjson 2>/dev/null) $(SANFLAGS)
+CXXFLAGS += -std=gnu++17 -Wall -Wextra -Wno-unused-parameter $(MOD_INC) \
+	    $(shell pkg-config --cflags simdjson 2>/dev/null) $(SANFLAGS) -MMD -MP
 
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude -Ibpf -Wall \
-	      -Wno-unused-function
+	      -Wno-unused-function -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(BPF_SRCS))
 SKEL := $(BUILD)/critpath.skel.h
 
-PROTOS := $(wildcard user/*.proto)
-PROTO_C := $(patsubst user/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
+PROTOS := $(wildcard user/*/*.proto)
+PROTO_C := $(patsubst %.proto,$(BUILD)/gen/%.pb-c.c,$(notdir $(PROTOS)))
 PROTO_H := $(PROTO_C:.c=.h)
 
-REC_SRCS := $(wildcard user/record*.c)
-LIB_SRCS := $(filter-out user/main.c $(REC_SRCS),$(wildcard user/*.c))
-LIB_CXX_SRCS := $(wildcard user/*.cpp)
+REC_SRCS := $(wildcard user/record/*.c)
+LIB_SRCS := $(filter-out user/cmd/cmd/main.c,$(wildcard $(patsubst %,user/%/*.c,$(filter-out record,$(MODULES)))))
+LIB_CXX_SRCS := $(wildcard user/*/*.cpp)
 LIB_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(LIB_SRCS)) $(PROTO_C:.c=.o) \
 	    $(patsubst user/%.cpp,$(BUILD)/user/%.o,$(LIB_CXX_SRCS))
 REC_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(REC_SRCS))
@@ -86,7 +90,7 @@ tests: $(UNIT_BINS) $(WORKLOAD_BINS)
 tools: $(TOOL_BINS)
 
 # --- BPF: compile each family, link into one object, one skeleton ----------
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/critpath_abi.h | $(BUILD)/bpf
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c | $(BUILD)/bpf
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/critpath.bpf.o: $(BPF_OBJS)
@@ -96,53 +100,56 @@ $(SKEL): $(BUILD)/critpath.bpf.o
 	$(BPFTOOL) gen skeleton $< name critpath_bpf > $@
 
 # --- user space --------------------------------------------------------------
-$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: user/%.proto | $(BUILD)/gen
-	protoc-c --proto_path=user --c_out=$(BUILD)/gen $<
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: user/out/%.proto | $(BUILD)/gen
+	protoc-c --proto_path=user/out --c_out=$(BUILD)/gen $<
 
 $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
 
-$(REC_OBJS): $(BUILD)/user/%.o: user/%.c $(SKEL) $(wildcard user/*.h include/*.h) | $(BUILD)/user
+# the generated headers exist before the first compile reads them; after
+# it, the .d files know who includes what
+$(REC_OBJS): $(SKEL)
+$(LIB_OBJS) $(BUILD)/user/cmd/main.o: $(PROTO_H)
+
+$(BUILD)/user/%.o: user/%.c
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h include/*.h) $(PROTO_H) | $(BUILD)/user
-	$(CC) $(CFLAGS) -c $< -o $@
-
-$(BUILD)/user/%.o: user/%.cpp $(wildcard user/*.h) | $(BUILD)/user
+$(BUILD)/user/%.o: user/%.cpp
+	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
-$(BUILD)/critpath: $(BUILD)/user/main.o $(REC_OBJS) $(LIB)
+$(BUILD)/critpath: $(BUILD)/user/cmd/main.o $(REC_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(BPF_LIBS)
 
 # --- tests and tools ---------------------------------------------------------
-$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(PROTO_H) $(wildcard tests/unit/*.h) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/unit/%.c $(LIB) $(PROTO_H) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Itests/unit $< -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS) -lcmocka
 
-$(BUILD)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+$(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lpthread -lm
 
 # kp_server built as Ubuntu and Fedora build their packages (endbr64 first
 # in every function): where record --probe puts its uprobes there
-$(BUILD)/workloads/kp_server_cet: tests/workloads/kp_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+$(BUILD)/workloads/kp_server_cet: tests/workloads/kp_server.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) -fcf-protection=full $< -o $@ $(LDFLAGS) -lpthread -lm
 
 # the HTTPS workload of record's TLS capture: against the system's libssl
-$(BUILD)/workloads/kp_tls_server: tests/workloads/kp_tls_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+$(BUILD)/workloads/kp_tls_server: tests/workloads/kp_tls_server.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags openssl 2>/dev/null) $< -o $@ $(LDFLAGS) \
 	    $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto) -lpthread -lm
 
-# where record puts OpenSSL's uprobes (user/record_tls_at.c: no libbpf), with
+# where record puts OpenSSL's uprobes (user/record/tls_at.c: no libbpf), with
 # the disassembler and libelf it needs
-$(BUILD)/tests/test_tls_at: tests/unit/test_tls_at.c user/record_tls_at.c user/record_tls_at.h \
-		include/critpath_abi.h | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Itests/unit $< user/record_tls_at.c -o $@ $(LDFLAGS) \
+$(BUILD)/tests/test_tls_at: tests/unit/test_tls_at.c user/record/tls_at.c | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Itests/unit $< user/record/tls_at.c -o $@ $(LDFLAGS) \
 	    $(shell pkg-config --libs capstone 2>/dev/null || echo -lcapstone) -lelf -lcmocka
 
 # the io_uring workload: against the system's liburing
-$(BUILD)/workloads/kp_uring_server: tests/workloads/kp_uring_server.c $(wildcard tests/workloads/*.h) | $(BUILD)/workloads
+$(BUILD)/workloads/kp_uring_server: tests/workloads/kp_uring_server.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -luring -lpthread -lm
 
 # libFuzzer harnesses: built with clang (make fuzz sets CC, SAN and FUZZ)
@@ -199,8 +206,12 @@ vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
 
 format:
-	clang-format -i $(filter-out vmlinux/%,$(wildcard bpf/*.c bpf/*.h include/*.h user/*.c user/*.cpp user/*.h \
+	clang-format -i $(filter-out vmlinux/%,$(wildcard bpf/*.c bpf/*.h include/*.h user/*.h user/*/*.c \
+		user/*/*.cpp user/*/*.h \
 		tests/unit/*.c tests/workloads/*.c tools/*/*.c))
 
 clean:
 	rm -rf build
+
+# what each object was built from, as the compiler saw it
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

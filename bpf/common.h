@@ -35,7 +35,7 @@ const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
  * Thread groups being recorded: one bit per tgid (tgids are below
  * PID_MAX_LIMIT, 1 << 22 on 64-bit), tested by every hook first thing — a
  * load from global data where a hash lookup cost ~30 ns per call. Set by the
- * recorder (user/record_hooks.c, atomically through the mmapped .bss) and
+ * recorder (user/record/hooks.c, atomically through the mmapped .bss) and
  * by sched_process_fork for children; cleared by the recorder only after a
  * group's exit is recorded, so its final context switch is still seen.
  */
@@ -262,7 +262,7 @@ static __always_inline void ev_submit(void *rec)
 
 /* Submits a record the recorder acts on at once, whatever the ring holds:
  * a fork of a process with TLS capture, whose child needs its uprobes
- * before its first requests (record.c's on_life). Not every fork or exec:
+ * before its first requests (record/record.c's on_life). Not every fork or exec:
  * woken for each, the recorder reads /proc while the child runs, and a
  * shell loop of fork and exec ran 12% slower. */
 static __always_inline void ev_submit_now(void *rec)

@@ -583,7 +583,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 
 /* A payload that begins with a TLS record of application data (content
  * type 23, version 3.x) is ciphertext: its 5-byte header is all the report
- * reads of it (user/kpath_conn.c: tls_record_outside), and the rest, random
+ * reads of it (user/kpath/conn.c: tls_record_outside), and the rest, random
  * bytes, would not compress (Go's crypto/tls and --no-tls recordings:
  * about 200 bytes a request). Cut to the header, the padding zeroed. */
 static __always_inline __u64 tls_ciphertext_cut(__u8 *p, __u64 len)

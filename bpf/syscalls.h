@@ -18,7 +18,7 @@ enum inflight_kind {
 	INFLIGHT_POLL = 3,
 };
 
-/* Keep in sync with user/record_hooks.c (it reads leftovers at stop). */
+/* Keep in sync with user/record/hooks.c (it reads leftovers at stop). */
 #define URING_REQ 1
 #define URING_BUF 2
 
@@ -91,7 +91,7 @@ static __always_inline void inflight_done(struct cp_inflight *in)
  * The traced syscalls, by number: cfg_sys_calls[nr] = kind << 8 | call
  * (enum inflight_kind, and enum cp_futex_call / cp_sock_call / cp_poll_call),
  * 0 for the others. Set by the recorder from the host's syscall numbers
- * (user/record_hooks.c); syscalls.bpf.c reads it.
+ * (user/record/hooks.c); syscalls.bpf.c reads it.
  */
 #define CP_SYS_TABLE 1024
 

@@ -3,7 +3,7 @@
  * OpenSSL's SSL_read, SSL_read_ex, SSL_write and SSL_write_ex in target
  * processes (tls.h says why): one uprobe at the entry and one uretprobe at
  * the return of each, attached by the recorder per process
- * (user/record_tls.c) with enum cp_tls_call as the BPF cookie. The entry
+ * (user/record/tls.c) with enum cp_tls_call as the BPF cookie. The entry
  * keeps the call's buffer in the thread's slot for the socket hooks; the
  * return of a read records the plaintext when a socket read inside it
  * asked for it (the same economy as socket payloads: the first read after
@@ -352,7 +352,7 @@ int tls_return(struct pt_regs *ctx)
 }
 
 /*
- * Go's crypto/tls (record_gotls.c attaches these in a Go executable):
+ * Go's crypto/tls (record/gotls.c attaches these in a Go executable):
  * (*Conn).Read and (*Conn).Write run on the goroutine, which the runtime
  * may park in its netpoller and resume on another thread, so a call is
  * keyed by its goroutine (the g register), not its thread, and the return

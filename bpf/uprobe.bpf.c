@@ -2,7 +2,7 @@
 /*
  * User-named functions (record --probe): one uprobe at the entry and one
  * uretprobe at the return of each, attached by the recorder with the
- * probe's id as the BPF cookie (user/record_probe.c), so one pair of
+ * probe's id as the BPF cookie (user/record/probe.c), so one pair of
  * programs serves every probe and the record needs no lookup to say which
  * function it was. The analysis nests the calls into frames of the path
  * (DESIGN.md section 5, subcomponents).

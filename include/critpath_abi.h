@@ -416,7 +416,7 @@ enum cp_tls_call {
 	 * a probe's cookie, never in a record */
 	CP_TLS_SSL_HANDSHAKE = 7,
 	/* SSL_read or SSL_read_ex (SSL_write or SSL_write_ex), probed at the
-	 * function both begin by calling (user/record_tls_at.c): the _ex
+	 * function both begin by calling (user/record/tls_at.c): the _ex
 	 * forms' arguments and return. (Readers older than these read a 9 as
 	 * a read.) */
 	CP_TLS_SSL_READ_ANY = 8,
@@ -425,7 +425,7 @@ enum cp_tls_call {
 
 /* Beside CP_TLS_GO_READ in the cookie of go_tls_return (the recorder's,
  * never in a record): the probe is on Read's call of runtime.memmove that
- * copies the plaintext into b, not on a RET (user/record_gotls.c). */
+ * copies the plaintext into b, not on a RET (user/record/gotls.c). */
 #define CP_TLS_GO_AT_COPY 0x100
 
 /* Whether a TLS call code is a write (its plaintext goes out). */

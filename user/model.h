@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /*
  * The report model: what a critical-path producer hands to the engine. Two
- * producers exist: the span-level walk (Jaeger / OTLP input, user/span_*.c)
- * and the kernel-level walk (recordings, user/kpath_*.c). The engine
+ * producers exist: the span-level walk (Jaeger / OTLP input, user/span/)
+ * and the kernel-level walk (recordings, user/kpath/). The engine
  * (aggregation, percentiles, contention, output formats) consumes only this.
  * DESIGN.md sections 5 and 6 define the semantics; the JSON contract in
  * section 6 is these structs printed.

@@ -408,7 +408,7 @@ GRPC_PATH = "/usr/share/gocode"  # Debian's Go libraries: golang-google-grpc-dev
 def grpc_case(tap, tls=False):
     """grpc-go, server and client: HPACK's dynamic table names the calls.
     Over TLS the server's crypto/tls is Go's own, in its executable
-    (record_gotls.c): its plaintext is recorded all the same."""
+    (record/gotls.c): its plaintext is recorded all the same."""
     tag = "grpc tls" if tls else "grpc"
     d = K.workdir("h2grpc_tls" if tls else "h2grpc")
     exe = os.path.join(d, "kp_grpc")

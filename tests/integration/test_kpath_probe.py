@@ -150,7 +150,7 @@ def main():
     tap.ok("probe: the hook list says which probes were attached",
            sorted(hooks) == sorted(f"probe {p}" for p in PROBES), f"{hooks}")
     check_nesting(tap, dump, a1, ids)
-    # where the uprobes went (user/record_tls_at.c): probe_parse and
+    # where the uprobes went (user/record/tls_at.c): probe_parse and
     # probe_format begin with a load into xmm0 and a tail jump, probed at
     # the jump (emulated); probe_render with sub $8,%rsp, single-stepped
     details = {str(r.get("name"))[6:]: str(r.get("detail")) for r in dump.of("hook")

@@ -111,7 +111,7 @@ def check_dump(tap, what, path, pid):
     # Debian's libssl begins SSL_read and SSL_write with `sub $0x18,%rsp`,
     # which a uprobe single-steps (~11 us a hit on these VMs, against 0.6
     # for an emulated push): they are probed at the functions they call
-    # (user/record_tls_at.c), and no probe of the library is single-stepped
+    # (user/record/tls_at.c), and no probe of the library is single-stepped
     detail = hooks[0].get("detail", "") if hooks else ""
     tap.ok(f"{what}: no TLS probe is single-stepped ({detail!r})",
            "SSL_read" in detail and "stepped" not in detail)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-"""critpath record's command line (user/record.c): usage errors exit 2;
+"""critpath record's command line (user/record/record.c): usage errors exit 2;
 runtime errors (no such PID, an output that cannot be created or written,
 no privilege) exit 1 with one line saying what is wrong; several -p PIDs are
 all recorded; recordings are created 0600 whatever the umask or an existing

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* CPU time by SKU (engine_sku.c) on hand-built requests: the comparison with
+/* CPU time by SKU (engine/sku.c) on hand-built requests: the comparison with
  * the baseline, its verdicts, the split when a second SKU appears (also in
  * the middle of a request), and the text and JSON sections. */
 #include <stdarg.h>

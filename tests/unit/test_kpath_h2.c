@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * HTTP/2 requests (user/kpath_h2.c): a stream is a request, from the read
+ * HTTP/2 requests (user/kpath/h2.c): a stream is a request, from the read
  * that brought its HEADERS to the write that carried its END_STREAM, while
  * other streams run on the same connection; frames followed across
  * transfers by their lengths, through what the payload prefix does not

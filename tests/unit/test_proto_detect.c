@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * Request names from payload prefixes (user/proto_detect.c): HTTP/1.x
+ * Request names from payload prefixes (user/proto/detect.c): HTTP/1.x
  * method and path (query dropped, numbers folded), memcached text and Redis
  * RESP commands, prefixes cut anywhere, and bytes that are none of these;
- * pipelined requests split by each protocol's framing (user/proto_frame.c).
+ * pipelined requests split by each protocol's framing (user/proto/frame.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -287,7 +287,7 @@ static void test_unknown(void **state)
 	assert_int_equal(name_of("hello world\r\n", n), KP_PROTO_NONE);
 }
 
-/* --- pipelining (user/proto_frame.c) ----------------------------------- */
+/* --- pipelining (user/proto/frame.c) ----------------------------------- */
 
 /* Splits payload (the prefix of a read of total bytes; 0 = all of it) and
  * writes the names found, joined by ',', into names. */

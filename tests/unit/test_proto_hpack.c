@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * HPACK header blocks (user/proto_hpack.c): RFC 7541 Appendix C's examples,
+ * HPACK header blocks (user/proto/hpack.c): RFC 7541 Appendix C's examples,
  * the Huffman code of every byte, entry sizes and evictions, and what a
  * table that missed part of the stream may and may not claim to know:
  * blocks cut at every offset, connections seen from mid-stream, and random

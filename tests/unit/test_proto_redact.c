@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * What the recorder does not keep of HTTP/2 (user/proto_redact.c and
+ * What the recorder does not keep of HTTP/2 (user/proto/redact.c and
  * hpack__redact): header values other than the naming ones are gone, in
  * whole blocks and in blocks cut anywhere; the report's decoder still
  * reads the same names and keeps the same dynamic table from what is left;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* report's argument values and input discovery (report_cmd_util.c). */
+/* report's argument values and input discovery (cmd/report_util.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

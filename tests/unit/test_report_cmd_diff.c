@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* diff's core (diff.c): identical profiles give no differences, a
+/* diff's core (cmd/diff.c): identical profiles give no differences, a
  * constructed slowdown comes first, a saved JSON report reads back equal to
  * the live result it was written from. */
 #include <stdarg.h>

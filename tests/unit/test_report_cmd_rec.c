@@ -347,7 +347,7 @@ static void test_empty_and_cut_header(void **state)
 }
 
 /* A "tls pid N" hook record: that process's TLS capture on, or not and
- * why (record_tls.c). */
+ * why (record/tls.c). */
 static void tls_hook(struct kb *b, uint64_t ts, uint32_t pid, uint8_t status, const char *detail)
 {
 	struct cp_md_hook *h = (void *)kb_new(b, CP_MD_HOOK, sizeof(*h), ts, 0, pid, pid);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * The block scan (span_blocks.c) against a byte-by-byte reference: where
+ * The block scan (span/blocks.c) against a byte-by-byte reference: where
  * an object or array ends, with strings holding brackets, quotes and runs
  * of backslashes placed across the 64-byte block edges, fed in pieces the
- * way span_scan.c feeds it. Both the AVX2 (when the CPU has it) and the
+ * way span/scan.c feeds it. Both the AVX2 (when the CPU has it) and the
  * portable variant.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * The span input's reader (span_scan.c, span_json.cpp): a malformed trace
+ * The span input's reader (span/scan.c, span/json.cpp): a malformed trace
  * is warned and the ones after it are still read; bytes that are not UTF-8;
  * escapes; Jaeger's other top-level keys; OTLP JSON lines with a damaged
  * request; a trace larger than the first buffer; line numbers far into a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * Where record places OpenSSL's uprobes (user/record_tls_at.c), on machine
+ * Where record places OpenSSL's uprobes (user/record/tls_at.c), on machine
  * code laid out as the OpenSSL builds it meets are: Debian 12's libssl.so.3
  * (SSL_read and SSL_read_ex both calling ssl_read_internal, whose entry is
  * a push), OpenSSL 3.2's SSL_write_ex going through SSL_write_ex2, builds
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "../../include/critpath_abi.h"
-#include "../../user/record_tls_at.h"
+#include "critpath_abi.h"
+#include "record_tls_at.h"
 
 #define BASE 0x1000u
 #define SIZE 0x1000u

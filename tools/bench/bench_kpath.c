@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * bench_kpath: the kernel-path analysis core (user/kpath_*.c) on a synthetic
+ * bench_kpath: the kernel-path analysis core (user/kpath/) on a synthetic
  * record stream shaped like a thread-pool HTTP server: per request a data
  * arrival, the reader's wakeup, a read with payload, a hand-off to a worker
  * through a futex, a lock wait on a background holder every 8th request,

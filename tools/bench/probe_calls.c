@@ -4,7 +4,7 @@
  * times and prints the time a call took. The functions are written in
  * assembly, so their first instructions are the shapes compilers make
  * whatever compiler builds this, and record --probe places its uprobes by
- * them (user/record_tls_at.c):
+ * them (user/record/tls_at.c):
  *   push_first  push %rbp first (a build with frame pointers)
  *   endbr_push  endbr64, then a push (-fcf-protection: Ubuntu, Fedora)
  *   tail_jump   endbr64, a load, a tail jump (a wrapper)

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * Shared by `critpath report` and `critpath diff` (user/cmd/report*.c,
+ * user/cmd/diff.c): argument parsing, input discovery, input analysis, and the
+ * comparison of two profiles.
+ */
+#ifndef CRITPATH_REPORT_CMD_H
+#define CRITPATH_REPORT_CMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine.h"
+
+/* "5ms", "200us", "1.5s", "100ns", "2m", "1h" → ns. 0 or -EINVAL. */
+int parse_duration(const char *s, uint64_t *ns);
+/* --from/--to: RFC 3339 ("2024-05-01T12:00:00.5Z", "+02:00" offsets,
+ * "YYYY-MM-DD HH:MM:SS" taken as UTC), Unix epoch seconds ("1714564800.25"),
+ * or a duration ("120s": that many ns on the requests' own clock, which for
+ * recordings is CLOCK_MONOTONIC, i.e. time since boot). 0 or -EINVAL. */
+int parse_time(const char *s, uint64_t *ns);
+/* The same; *realtime says whether it was a wall-clock time (RFC 3339 or
+ * Unix seconds) rather than a duration on the input's clock. */
+int parse_time_kind(const char *s, uint64_t *ns, bool *realtime);
+
+/* The input files named by paths: regular files as given, directories
+ * walked recursively in name order (non-regular entries skipped, symlinked
+ * directories not followed). Problems are warned through e (if not NULL)
+ * or stderr. *files is a NULL-terminated strdup'd list; free with
+ * input_list__free. 0 or -errno (only for out of memory). */
+int input_list__collect(char *const *paths, int npaths, struct engine *e, char ***files,
+			int *nfiles);
+void input_list__free(char **files);
+
+struct analyze_opts {
+	double overlap_tolerance;
+	bool quiet; /* no progress */
+	const char *const *exclude_ops; /* --exclude-op SERVICE[:OPERATION] */
+	unsigned nexclude_ops;
+	uint64_t window_bytes, window_ns; /* --trace-window-bytes, --trace-window (0: default) */
+};
+
+/* Recordings (recording__sniff) go together to kpath__analyze, other files
+ * to span__analyze_file. Returns how many inputs were analysed (>= 0), or
+ * -errno when the input list could not be built; *why says why nothing was
+ * analysed when it returns 0. */
+int report__analyze(char *const *paths, int npaths, struct engine *e, const struct analyze_opts *o,
+		    const char **why);
+
+/* --- diff --------------------------------------------------------------- */
+
+struct diff_step {
+	char **frames;
+	uint32_t nframes;
+	char *category;
+	uint64_t per_request_ns;
+	double sd_ns; /* of its time per request, over all requests */
+	/* with fewer than ENGINE_FEW requests: its time in each that had it */
+	uint64_t *samples;
+	uint32_t nsamples;
+};
+
+struct diff_side {
+	char *label;
+	uint64_t nrequests;
+	uint64_t mean_latency_ns;
+	struct diff_step *steps;
+	uint32_t nsteps;
+	bool has_sd; /* every step has sd_ns (a saved report before it has none) */
+	bool has_samples; /* every step has its samples (fewer than ENGINE_FEW requests) */
+};
+
+/* True when head (the first bytes of a file) is a saved `report --format
+ * json` document: an object whose first key is "critpath_report". */
+bool diff__is_saved_profile(const char *head, size_t len);
+int diff_side__from_result(struct diff_side *s, const char *label, const struct engine_result *r);
+/* Reads a saved report's "summary" and "profile"; on error err names what
+ * was wrong. */
+int diff_side__from_json(struct diff_side *s, const char *label, const char *buf, size_t len,
+			 char *err, size_t errlen);
+void diff_side__free(struct diff_side *s);
+
+struct diff_opts {
+	bool json;
+	uint32_t top;		/* rows, default 20 */
+	uint64_t min_change_ns; /* smaller changes are not differences */
+};
+
+/* Writes the steps whose per-request time changed most; returns the number
+ * of differences (0: "no differences" was written) or -errno. */
+int diff__write(FILE *f, const struct diff_side *a, const struct diff_side *b,
+		const struct diff_opts *o);
+
+#endif /* CRITPATH_REPORT_CMD_H */

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * The engine: takes critical paths (struct cp_request, model.h) from any
+ * producer, aggregates them (average critical path, percentile views,
+ * per-step distributions, contention), and hands a finished result to the
+ * output writers (user/out/). DESIGN.md section 6.
+ *
+ * Memory: the engine keeps aggregates whose size depends on the number of
+ * distinct frame stacks, not on the number of requests; it keeps whole
+ * requests only as far as engine_opts asks (all of them with
+ * keep_all_requests, the slowest N for --requests N / html / perfetto);
+ * report --format json streams every request through on_request instead.
+ */
+#ifndef CRITPATH_ENGINE_H
+#define CRITPATH_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+#define ENGINE_NPCT 3	/* P50, P95, P99 */
+/* Below this many requests the profile keeps each step's time per request
+ * (engine_profile_entry.samples_ns): diff bootstraps its interval there */
+#define ENGINE_FEW 30
+extern const double engine_pct[ENGINE_NPCT];	/* 0.50, 0.95, 0.99 */
+
+struct engine_filter {
+	const char *service;		/* root service / request service, NULL = any */
+	const char *name;		/* root operation / request name */
+	uint64_t min_latency_ns, max_latency_ns;	/* 0 = unbounded */
+	uint64_t from_ns, to_ns;	/* request start within, 0 = unbounded */
+	/* additive: from_ns / to_ns are Unix-epoch times (RFC 3339, Unix
+	 * seconds), compared with start_ns + realtime_offset_ns; otherwise
+	 * times on the input's own clock (since boot for recordings) */
+	bool from_realtime, to_realtime;
+	/* from_ns / to_ns are offsets from the start of the input ("+2.5s"):
+	 * engine__set_time_base's, else the first request's start */
+	bool from_rel, to_rel;
+	const char *host;
+	const char *tag;		/* "key=value" on any span of the trace */
+};
+
+struct engine_opts {
+	struct engine_filter filter;
+	bool keep_all_requests;		/* json: every request with its path */
+	uint32_t keep_slowest;		/* keep the N slowest requests (0 = none) */
+	double overlap_tolerance;	/* span level: fraction of parent, default 0.01 */
+	/* additive: > 0: the result orders only the first N profile entries,
+	 * spans and contention rows (text shows no more); the rest follow
+	 * unordered. 0: all ordered */
+	uint32_t sorted_top;
+	/* additive: called with every request the filters let through, right
+	 * after it is aggregated (the producer's request, valid during the call
+	 * only). Lets --format json stream requests instead of keeping them. */
+	void (*on_request)(void *ctx, const struct cp_request *req);
+	void *on_request_ctx;
+};
+
+struct engine;
+
+/* Where --from/--to "+DUR" count from: the first recording's start. */
+void engine__set_time_base(struct engine *e, uint64_t ns);
+struct engine *engine__new(const struct engine_opts *opts);
+void engine__free(struct engine *e);
+/* Filters, then aggregates; copies what it keeps. 1 = taken, 0 = filtered out. */
+int engine__add_request(struct engine *e, const struct cp_request *req);
+/* additive: the engine's copy of s (equal contents, one pointer), valid
+ * until engine__free; NULL for NULL or on ENOMEM. For cp_request.interned. */
+const char *engine__intern(struct engine *e, const char *s);
+/* A warning for the report ("traces/a.json: trace 4bf9…: span 00f0…: negative
+ * duration, span dropped"). Also printed to stderr unless quiet. */
+void engine__warn(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void engine__set_quiet(struct engine *e, bool quiet);
+
+struct engine_profile_entry {
+	const char *const *frames;	/* the stack, without the category */
+	uint32_t nframes;
+	enum cp_category category;
+	uint64_t total_ns;		/* over all requests */
+	uint32_t requests;		/* requests whose path has this stack */
+	uint64_t pct_total_ns[ENGINE_NPCT];	/* over the requests at or below P50/P95/P99 */
+	/* the step's own latency distribution (its time per request) */
+	uint64_t q50_ns, q90_ns, q99_ns, max_ns;
+	/* additive: the same as a histogram with power-of-two buckets: hist[k]
+	 * counts requests whose time in this step was in [2^(hist_log2 + k),
+	 * 2^(hist_log2 + k + 1)) ns (the bucket of 2^0 also holds 0) */
+	const uint32_t *hist;
+	uint32_t nhist;
+	uint32_t hist_log2;
+	/* the standard deviation of its time per request, over all requests
+	 * (0 in those without it): its mean's confidence in diff */
+	double sd_ns;
+	/* additive: with fewer than ENGINE_FEW requests in all, its time in
+	 * each request that had it (requests values): diff's bootstrap */
+	const uint64_t *samples_ns;
+};
+
+struct engine_contention {
+	int32_t pid, tid;
+	const char *comm;
+	enum cp_category category;	/* CP_CAT_LOCK or CP_CAT_RUNQUEUE */
+	uint64_t ns;
+	uint32_t requests;
+};
+
+/* Span level: per call path (root service/operation down to the span), over
+ * all requests that have span stats. */
+struct engine_span_entry {
+	const char *const *frames;	/* call path: "svc op", … */
+	uint32_t nframes;
+	const char *service;
+	const char *operation;
+	uint64_t count;			/* spans with this call path */
+	uint32_t requests;		/* requests having at least one */
+	uint64_t inclusive_ns;		/* sum of durations */
+	uint64_t exclusive_ns;		/* sum of time on the critical path */
+};
+
+/*
+ * CPU time by SKU (DESIGN.md section 5, "CPU and SKU"): a cpu segment's SKU
+ * is its recording's --sku label, or else its CPU's model name. Per cpu
+ * step, and over all cpu steps of a request, the time a request spent there
+ * on each SKU; a SKU is compared with the baseline (the SKU most requests
+ * ran on) by the ratio of the means and its 95% confidence interval. A step
+ * is SKU-sensitive when that interval lies wholly beyond ENGINE_SKU_MARGIN
+ * either way: slower or faster by more than 10%, at 95% confidence.
+ */
+#define ENGINE_SKU_MIN_REQUESTS 10	/* on each side, or no verdict */
+#define ENGINE_SKU_MARGIN 1.10
+
+enum engine_sku_verdict {
+	ENGINE_SKU_BASELINE = 0,
+	ENGINE_SKU_FEW,		/* fewer than ENGINE_SKU_MIN_REQUESTS here or in the baseline */
+	ENGINE_SKU_SAME,	/* the interval lies within [1 / margin, margin] */
+	ENGINE_SKU_UNCLEAR,	/* neither: more requests would tell */
+	ENGINE_SKU_SLOWER,	/* SKU-sensitive */
+	ENGINE_SKU_FASTER,	/* SKU-sensitive */
+};
+
+/* "baseline", "too few requests", "same", "unclear", "slower", "faster" */
+const char *engine_sku_verdict_name(enum engine_sku_verdict v);
+
+struct engine_sku_stat {
+	const char *sku;
+	uint32_t requests;		/* requests with time there on this SKU */
+	uint64_t total_ns;
+	uint64_t mean_ns, stddev_ns, q50_ns;	/* of a request's time there */
+	double ratio, ci_low, ci_high;	/* mean / the baseline's mean, 95% CI */
+	enum engine_sku_verdict verdict;
+};
+
+struct engine_sku_step {
+	/* a cpu step's stack (without the category), or for a request kind's
+	 * whole cpu time (whole): its service and name */
+	const char *const *frames;
+	uint32_t nframes;
+	bool whole;			/* all cpu steps of requests of this kind */
+	uint64_t total_ns;		/* on all SKUs */
+	const struct engine_sku_stat *by_sku;	/* the baseline first, then by requests */
+	uint32_t nby_sku;
+	bool sensitive;			/* some SKU is slower or faster */
+};
+
+struct engine_sku {
+	const char *sku;
+	uint64_t requests;		/* requests with cpu time on it */
+	uint64_t cpu_ns;		/* their critical-path cpu time on it */
+};
+
+struct engine_result {
+	uint64_t nrequests;		/* aggregated (after filters) */
+	/* served to traced callers, not aggregated: in their callers' paths
+	 * (counted unless a service filter picks their tier) */
+	uint64_t ndownstream;
+	uint64_t total_latency_ns;
+	uint64_t latency_pct_ns[ENGINE_NPCT];	/* end-to-end latency at P50/P95/P99 */
+	uint64_t pct_nrequests[ENGINE_NPCT];	/* requests at or below each */
+	uint64_t max_latency_ns;
+	const struct engine_profile_entry *profile;	/* sorted by total_ns, descending */
+	uint32_t nprofile;
+	const struct engine_contention *contention;	/* sorted by ns, descending */
+	uint32_t ncontention;
+	const struct cp_request *const *requests;	/* kept requests, by start time */
+	uint32_t nkept;
+	const char *const *warnings;
+	uint32_t nwarnings;
+	/* additive: span call paths, sorted by exclusive_ns, descending */
+	const struct engine_span_entry *spans;
+	uint32_t nspans;
+	uint64_t nfiltered;		/* requests the filters left out */
+	/* additive: CPU time by SKU. skus: the SKUs seen, the baseline (most
+	 * requests) first; sku_steps: the cpu steps, and the request kinds'
+	 * whole cpu time, that ran on two SKUs or more, by total_ns
+	 * descending. Outputs show them when nskus >= 2. */
+	const struct engine_sku *skus;
+	uint32_t nskus;
+	const struct engine_sku_step *sku_steps;
+	uint32_t nsku_steps;
+};
+
+/* Finishes aggregation; valid until engine__free. */
+const struct engine_result *engine__result(struct engine *e);
+
+struct out_opts {
+	uint32_t top;		/* rows in text tables (default 20) */
+	uint32_t requests;	/* --requests N: show the N slowest with full paths */
+	const char *title;
+};
+
+/* Output writers, one file each (user/out/<fmt>.c). 0 or -errno. */
+int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o);
+/* additive: out_json in two halves, so requests can be written as they
+ * arrive (engine_opts.on_request = out_json__request) and memory does not
+ * grow with them. out_json__end writes the rest (summary, profile, …; any
+ * kept requests are not written again) and frees s. */
+struct out_json_stream;
+struct out_json_stream *out_json__begin(FILE *f);
+void out_json__request(void *s, const struct cp_request *req);
+int out_json__end(struct out_json_stream *s, const struct engine_result *r);
+int out_folded(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_pprof(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_html(FILE *f, const struct engine_result *r, const struct out_opts *o);
+int out_perfetto(FILE *f, const struct engine_result *r, const struct out_opts *o);
+
+#endif /* CRITPATH_ENGINE_H */

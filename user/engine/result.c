@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * The engine's result (engine__result): what engine/engine.c aggregated, sorted
+ * and turned into the tables of struct engine_result -- profile entries
+ * with their quantiles, histograms and percentile views, contention,
+ * spans, kept requests and warnings. Computed once, at the end.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "engine_int.h"
+
+void engine__free_result(struct engine *e)
+{
+	free(e->res_profile);
+	free(e->res_contention);
+	free(e->res_spans);
+	free(e->res_warnings);
+	free(e->res_requests);
+	free(e->res_hist);
+	free(e->dropped_note);
+	engine__sku_free_result(e);
+	e->res_hist = NULL;
+	e->res_profile = NULL;
+	e->res_contention = NULL;
+	e->res_spans = NULL;
+	e->res_warnings = NULL;
+	e->res_requests = NULL;
+	e->dropped_note = NULL;
+}
+
+static int frames_cmp(const char *const *a, uint32_t na, const char *const *b, uint32_t nb)
+{
+	for (uint32_t i = 0; i < na && i < nb; i++) {
+		/* frames are interned: the same string is the same pointer
+		 * (paths share their upper levels) */
+		int c = a[i] == b[i] ? 0 : strcmp(a[i], b[i]);
+
+		if (c)
+			return c;
+	}
+	return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+static int profile_cmp(const void *pa, const void *pb)
+{
+	const struct engine_profile_entry *a = pa, *b = pb;
+
+	if (a->total_ns != b->total_ns)
+		return a->total_ns > b->total_ns ? -1 : 1;
+	if (a->category != b->category)
+		return a->category < b->category ? -1 : 1;
+	return frames_cmp(a->frames, a->nframes, b->frames, b->nframes);
+}
+
+static int contention_cmp(const void *pa, const void *pb)
+{
+	const struct engine_contention *a = pa, *b = pb;
+
+	if (a->ns != b->ns)
+		return a->ns > b->ns ? -1 : 1;
+	if (a->category != b->category)
+		return a->category < b->category ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return strcmp(a->comm ? a->comm : "", b->comm ? b->comm : "");
+}
+
+static int span_cmp(const void *pa, const void *pb)
+{
+	const struct engine_span_entry *a = pa, *b = pb;
+
+	if (a->exclusive_ns != b->exclusive_ns)
+		return a->exclusive_ns > b->exclusive_ns ? -1 : 1;
+	if (a->inclusive_ns != b->inclusive_ns)
+		return a->inclusive_ns > b->inclusive_ns ? -1 : 1;
+	return frames_cmp(a->frames, a->nframes, b->frames, b->nframes);
+}
+
+static int start_cmp(const void *pa, const void *pb)
+{
+	const struct cp_request *a = *(const struct cp_request *const *)pa;
+	const struct cp_request *b = *(const struct cp_request *const *)pb;
+
+	if (a->start_ns != b->start_ns)
+		return a->start_ns < b->start_ns ? -1 : 1;
+	return strcmp(a->id ? a->id : "", b->id ? b->id : "");
+}
+
+static void swap_elems(char *a, char *b, size_t size, char *t)
+{
+	memcpy(t, a, size);
+	memcpy(a, b, size);
+	memcpy(b, t, size);
+}
+
+/* Sifts base[i] down a heap whose root is the element that sorts last. */
+static void sift_down(char *base, size_t n, size_t size, size_t i, char *tmp,
+		      int (*cmp)(const void *, const void *))
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < n && cmp(base + l * size, base + m * size) > 0)
+			m = l;
+		if (l + 1 < n && cmp(base + (l + 1) * size, base + m * size) > 0)
+			m = l + 1;
+		if (m == i)
+			return;
+		swap_elems(base + i * size, base + m * size, size, tmp);
+		i = m;
+	}
+}
+
+/* qsort, or, with 0 < k < n: the k first elements in order, then the rest in
+ * no order. A heap of the best k seen: most of the n compare once with its
+ * root. For a total order the first k are qsort's first k. */
+static void sort_first(void *base, size_t n, size_t size, size_t k,
+		       int (*cmp)(const void *, const void *))
+{
+	char *b = base, *tmp = k && k < n / 4 ? malloc(size) : NULL;
+
+	if (!tmp) {
+		qsort(base, n, size, cmp);
+		return;
+	}
+	for (size_t i = k / 2; i-- > 0;)
+		sift_down(b, k, size, i, tmp, cmp);
+	for (size_t i = k; i < n; i++)
+		if (cmp(b + i * size, b) < 0) {
+			swap_elems(b + i * size, b, size, tmp);
+			sift_down(b, k, size, 0, tmp, cmp);
+		}
+	free(tmp);
+	qsort(base, k, size, cmp);
+}
+
+static void engine__percentiles(struct engine *e, uint32_t pb[ENGINE_NPCT])
+{
+	struct engine_result *r = &e->res;
+
+	for (int p = 0; p < ENGINE_NPCT; p++) {
+		uint64_t cum = 0;
+
+		pb[p] = barr__quantile_bucket(&e->lat_counts, e->nrequests, engine_pct[p]);
+		for (uint32_t b = e->lat_counts.lo; e->nrequests && b <= pb[p]; b++)
+			cum += barr__get(&e->lat_counts, b);
+		r->pct_nrequests[p] = cum;
+		r->latency_pct_ns[p] = e->nrequests ? barr__get(&e->lat_max, pb[p]) : 0;
+	}
+}
+
+/* log2 of the values in fine bucket b (fine buckets never straddle a power
+ * of two); 0 and 1 share the first */
+static uint32_t bucket_log2(uint32_t b)
+{
+	uint64_t lo = bucket__lo(b);
+
+	return lo < 2 ? 0 : 63 - __builtin_clzll(lo);
+}
+
+/* The step's fine histogram folded into power-of-two buckets, in *pool. */
+static void stack__hist(const struct stack *s, uint32_t **pool, struct engine_profile_entry *p)
+{
+	uint32_t first = UINT32_MAX, last = 0;
+
+	for (uint32_t i = 0; i < s->dist.n; i++) {
+		if (!s->dist.v[i])
+			continue;
+		if (first == UINT32_MAX)
+			first = bucket_log2(s->dist.lo + i);
+		last = bucket_log2(s->dist.lo + i);
+	}
+	if (first == UINT32_MAX)
+		return;
+	p->hist = *pool;
+	p->nhist = last - first + 1;
+	p->hist_log2 = first;
+	for (uint32_t i = 0; i < s->dist.n; i++)
+		if (s->dist.v[i])
+			(*pool)[bucket_log2(s->dist.lo + i) - first] += (uint32_t)s->dist.v[i];
+	*pool += p->nhist;
+}
+
+static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], bool any,
+			uint64_t nreq, struct engine_profile_entry *p)
+{
+	p->frames = s->frames;
+	p->nframes = s->nframes;
+	p->category = s->category;
+	p->total_ns = s->total_ns;
+	p->requests = s->requests;
+	p->samples_ns = nreq < ENGINE_FEW ? s->few : NULL;
+	if (nreq > 1) {
+		double mean = (double)s->total_ns / (double)nreq;
+		double var = (s->sumsq - (double)nreq * mean * mean) / (double)(nreq - 1);
+
+		p->sd_ns = var > 0 ? sqrt(var) : 0;
+	}
+	for (int k = 0; k < ENGINE_NPCT; k++) {
+		uint64_t t = 0;
+
+		for (uint32_t b = s->by_lat.lo; any && b < s->by_lat.lo + s->by_lat.n && b <= pb[k];
+		     b++)
+			t += s->by_lat.v[b - s->by_lat.lo];
+		p->pct_total_ns[k] = t;
+	}
+	p->q50_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.50);
+	p->q90_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.90);
+	p->q99_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.99);
+	p->max_ns = s->max_ns;
+}
+
+const struct engine_result *engine__result(struct engine *e)
+{
+	struct engine_result *r = &e->res;
+	uint32_t pb[ENGINE_NPCT], nw, np = 0;
+
+	engine__free_result(e);
+	memset(r, 0, sizeof(*r));
+	r->nrequests = e->nrequests;
+	r->ndownstream = e->ndownstream;
+	r->nfiltered = e->nfiltered;
+	r->total_latency_ns = e->total_latency;
+	r->max_latency_ns = e->max_latency;
+	engine__percentiles(e, pb);
+
+	e->res_profile = calloc(e->nstacks + 1, sizeof(*e->res_profile));
+	e->res_contention = calloc(e->nculprits + 1, sizeof(*e->res_contention));
+	e->res_spans = calloc(e->nspans + 1, sizeof(*e->res_spans));
+	e->res_requests = calloc(e->nkept + 1, sizeof(*e->res_requests));
+	e->res_warnings = calloc(e->nwarnings + 2, sizeof(*e->res_warnings));
+	if (!e->res_profile || !e->res_contention || !e->res_spans || !e->res_requests ||
+	    !e->res_warnings) {
+		engine__free_result(e);
+		return r; /* the totals at least */
+	}
+	/* 64 power-of-two buckets cover any uint64 */
+	e->res_hist = calloc((size_t)e->nstacks * 64 + 1, sizeof(*e->res_hist));
+	if (!e->res_hist) {
+		engine__free_result(e);
+		return r;
+	}
+	/* stacks only requests served to traced callers had are not the
+	 * profile's (engine__frames) */
+	for (uint32_t i = 0, *pool = e->res_hist; i < e->nstacks; i++) {
+		if (!e->stacks[i].requests)
+			continue;
+		stack__fill(&e->stacks[i], pb, e->nrequests > 0, e->nrequests, &e->res_profile[np]);
+		stack__hist(&e->stacks[i], &pool, &e->res_profile[np]);
+		np++;
+	}
+	sort_first(e->res_profile, np, sizeof(*e->res_profile), e->opts.sorted_top, profile_cmp);
+	for (uint32_t i = 0; i < e->nculprits; i++) {
+		const struct culprit *c = &e->culprits[i];
+
+		e->res_contention[i] = (struct engine_contention){c->pid,      c->tid, c->comm,
+								  c->category, c->ns,  c->requests};
+	}
+	sort_first(e->res_contention, e->nculprits, sizeof(*e->res_contention), e->opts.sorted_top,
+		   contention_cmp);
+	for (uint32_t i = 0; i < e->nspans; i++)
+		e->res_spans[i] = e->spans[i].pub;
+	sort_first(e->res_spans, e->nspans, sizeof(*e->res_spans), e->opts.sorted_top, span_cmp);
+	if (e->nkept) {
+		memcpy(e->res_requests, e->kept, e->nkept * sizeof(*e->kept));
+		qsort(e->res_requests, e->nkept, sizeof(*e->res_requests), start_cmp);
+	}
+	nw = e->nwarnings;
+	if (nw)
+		memcpy(e->res_warnings, e->warnings, nw * sizeof(char *));
+	if (e->warnings_dropped && asprintf(&e->dropped_note, "%llu more warnings not kept",
+					    (unsigned long long)e->warnings_dropped) >= 0)
+		e->res_warnings[nw++] = e->dropped_note;
+
+	r->profile = e->res_profile;
+	r->nprofile = np;
+	r->contention = e->res_contention;
+	r->ncontention = e->nculprits;
+	r->spans = e->res_spans;
+	r->nspans = e->nspans;
+	r->requests = e->res_requests;
+	r->nkept = e->nkept;
+	r->warnings = e->res_warnings;
+	r->nwarnings = nw;
+	(void)engine__sku_result(e); /* on ENOMEM, no comparison by SKU */
+	return r;
+}

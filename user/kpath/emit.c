@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Requests out of the kernel path: the walk's segments become a struct
+ * cp_request, which waits KP_LOSS_LAG_NS of stream time before it goes to
+ * the emit callback, so a loss window the recorder writes after the fact
+ * (it notices drops ~100 ms late, and the record sits at that time in the
+ * stream) still marks the requests it overlaps partial (DESIGN.md sections
+ * 6 and 8: nothing lost without saying so).
+ *
+ * Pipelined requests (several in one read, kpath/conn.c) share one walk:
+ * they go out one by one, each with its own name and id, all with the
+ * read-then-write exchange's start, end and critical path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "kpath_internal.h"
+
+/* The recording of host that was running at ts: of the ones begun by
+ * then, the last to begin. Recordings of one boot under two --sku labels
+ * (one after the other) give each request its own label and CPU models. */
+static const struct kp_source *host_source(const struct kp *kp, uint32_t host, uint64_t ts)
+{
+	const struct kp_source *any = NULL, *begun = NULL;
+
+	for (uint32_t i = 0; i < kp->nsrc; i++) {
+		const struct kp_source *s = &kp->src[i];
+
+		if (s->host != host)
+			continue;
+		if (!any)
+			any = s;
+		if (s->first_ts && s->first_ts <= ts && (!begun || s->first_ts > begun->first_ts))
+			begun = s;
+	}
+	return begun ? begun : any;
+}
+
+/* kp->loss stays sorted by end; windows of one host tile its time, so a
+ * new one almost always goes last. */
+int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end)
+{
+	uint32_t i;
+
+	if (end < start)
+		end = start;
+	if (kp__grow((void **)&kp->loss, &kp->caploss, kp->nloss + 1, sizeof(*kp->loss)))
+		return -ENOMEM;
+	for (i = kp->nloss; i > 0 && kp->loss[i - 1].end > end; i--)
+		;
+	memmove(&kp->loss[i + 1], &kp->loss[i], (kp->nloss - i) * sizeof(*kp->loss));
+	kp->loss[i].host = host;
+	kp->loss[i].start = start;
+	kp->loss[i].end = end;
+	kp->nloss++;
+	if (end - start > kp->loss_maxlen)
+		kp->loss_maxlen = end - start;
+	if (kp->pend_early)
+		kp->loss_after_early = true;
+	if (kp->no_loss_wait) {
+		kp->no_loss_wait = false;
+		kp->loss_unpromised = kp->requests_out > 0;
+	}
+	return 0;
+}
+
+static bool overlaps_loss(const struct kp *kp, uint32_t host, uint64_t a, uint64_t b)
+{
+	uint32_t lo = 0, hi = kp->nloss;
+
+	/* the first window ending at or after a */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (kp->loss[mid].end < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo; i < kp->nloss; i++) {
+		const struct kp_loss *l = &kp->loss[i];
+
+		/* sorted by end: past b + the longest window, none can start <= b */
+		if (l->end > b && l->end - b > kp->loss_maxlen)
+			break;
+		if (l->host == host && l->start <= b)
+			return true;
+	}
+	return false;
+}
+
+/* "pid:conn:n" without printf: it is written for every request. Two
+ * digits at a time, from the end, once the count of digits is known. */
+static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
+			    "31323334353637383940414243444546474849505152535455565758596061"
+			    "62636465666768697071727374757677787980818283848586878889909192"
+			    "93949596979899";
+
+static void put_u(char **o, uint64_t v)
+{
+	static const uint64_t p10[20] = {1ull,
+					 10ull,
+					 100ull,
+					 1000ull,
+					 10000ull,
+					 100000ull,
+					 1000000ull,
+					 10000000ull,
+					 100000000ull,
+					 1000000000ull,
+					 10000000000ull,
+					 100000000000ull,
+					 1000000000000ull,
+					 10000000000000ull,
+					 100000000000000ull,
+					 1000000000000000ull,
+					 10000000000000000ull,
+					 100000000000000000ull,
+					 1000000000000000000ull,
+					 10000000000000000000ull};
+	/* the digits from the bit length (1233 / 4096 ~ log10(2)), corrected once */
+	uint32_t t = ((64 - (uint32_t)__builtin_clzll(v | 1)) * 1233) >> 12;
+	uint32_t n = t + (v >= p10[t]) + !v;
+	char *p;
+
+	p = *o + n;
+	*o = p;
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, d2 + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, d2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+}
+
+static void req_id(char *buf, int32_t pid, uint32_t conn, uint32_t n)
+{
+	char *o = buf;
+
+	if (pid < 0) {
+		*o++ = '-';
+		put_u(&o, (uint64_t) - (int64_t)pid);
+	} else {
+		put_u(&o, (uint64_t)pid);
+	}
+	*o++ = ':';
+	put_u(&o, conn);
+	*o++ = ':';
+	put_u(&o, n);
+	*o = '\0';
+}
+
+/*
+ * Waiting requests live in chunks taken in FIFO order: a request is built in
+ * place at the tail of the last chunk (no copy, no malloc per request), and
+ * a chunk whose requests have all gone out is used again. Memory follows
+ * the requests waiting, as before.
+ */
+#define KP_CHUNK_BYTES (1u << 20)
+
+struct kp_chunk {
+	struct kp_chunk *next; /* spare list */
+	size_t size, used;
+	uint32_t live; /* requests in it still waiting */
+	uint32_t __pad;
+	uint64_t data[]; /* 8-aligned */
+};
+
+static size_t al8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Room for up to bound bytes at the tail, or NULL. */
+static char *chunk_reserve(struct kp *kp, size_t bound)
+{
+	struct kp_chunk *c = kp->chunk_tail;
+
+	if (c && !c->live)
+		c->used = 0;
+	if (c && c->size - c->used >= bound)
+		return (char *)c->data + c->used;
+	if (c && !c->live) { /* too small for this one: let it go */
+		free(c);
+		c = kp->chunk_tail = NULL;
+	}
+	if (kp->chunk_spare && kp->chunk_spare->size >= bound) {
+		c = kp->chunk_spare;
+		kp->chunk_spare = c->next;
+	} else {
+		size_t size = bound > KP_CHUNK_BYTES ? bound : KP_CHUNK_BYTES;
+
+		c = malloc(sizeof(*c) + size);
+		if (!c)
+			return NULL;
+		c->size = size;
+	}
+	c->next = NULL;
+	c->used = 0;
+	c->live = 0;
+	kp->chunk_tail = c;
+	return (char *)c->data;
+}
+
+/* The request built at the tail took n bytes. */
+static struct kp_chunk *chunk_commit(struct kp *kp, size_t n)
+{
+	struct kp_chunk *c = kp->chunk_tail;
+
+	c->used += al8(n);
+	c->live++;
+	return c;
+}
+
+static void chunk_release(struct kp *kp, struct kp_chunk *c)
+{
+	if (--c->live || c == kp->chunk_tail)
+		return;
+	/* one spare is enough to turn over the FIFO */
+	if (!kp->chunk_spare && c->size == KP_CHUNK_BYTES) {
+		c->next = NULL;
+		kp->chunk_spare = c;
+		return;
+	}
+	free(c);
+}
+
+static void pend_free(struct kp *kp, struct kp_pend *p)
+{
+	chunk_release(kp, p->chunk);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Sends one waiting request (all of a pipelined read's) to the callback. */
+static int pend_send(struct kp *kp, struct kp_pend *p)
+{
+	struct cp_request *r = p->req;
+	const char *tags0 = NULL;
+	const char *const *tags = r->tags;
+	uint32_t nreq = p->nreq, runs = p->runs ? p->nruns : 1;
+	char id[64];
+	int err = 0;
+
+	r->partial = overlaps_loss(kp, p->host, r->start_ns, r->end_ns);
+	r->id = id;
+	for (uint32_t k = 0; k < runs && !err; k++) {
+		const char *name = p->runs ? kp__intern(kp, p->runs[k].name) : r->name;
+		uint32_t n = p->runs ? p->runs[k].count : 1;
+
+		if (!name) {
+			err = -ENOMEM;
+			break;
+		}
+		/* every segment's second frame is the request's name (already,
+		 * when the read carried one request) */
+		for (uint32_t i = 0; p->runs && i < r->nsegs; i++)
+			if (r->segs[i].nframes > 1)
+				((const char **)r->segs[i].frames)[1] = name;
+		r->name = name;
+		for (uint32_t j = 0; j < n && !err; j++) {
+			req_id(id, p->pid, p->conn, nreq++);
+			kp->requests_out++;
+			kp->requests_partial += r->partial;
+			err = kp->emit ? kp->emit(kp->emit_arg, r) : 0;
+			/* the response's status is the first request's */
+			r->tags = &tags0;
+		}
+	}
+	r->tags = tags;
+	return err;
+}
+
+/* Sends the requests whose wait is over (all of them with all), oldest
+ * first; early ones too while more than KP_PEND_MAX_BYTES wait. */
+int kp__pend_flush(struct kp *kp, bool all)
+{
+	int err = 0;
+
+	while (kp->pend_head < kp->npend) {
+		struct kp_pend *p = &kp->pend[kp->pend_head];
+		bool due = p->req->end_ns + KP_LOSS_LAG_NS <= kp->now;
+
+		if (!all && !due && kp->pend_bytes <= KP_PEND_MAX_BYTES)
+			break;
+		if (!all && !due)
+			kp->pend_early++;
+		if (!err)
+			err = pend_send(kp, p);
+		kp->pend_bytes -= p->bytes;
+		pend_free(kp, p);
+		kp->pend_head++;
+	}
+	if (kp->pend_head == kp->npend) {
+		kp->pend_head = kp->npend = 0;
+	} else if (kp->pend_head >= 1024 && kp->pend_head * 2 >= kp->npend) {
+		memmove(kp->pend, kp->pend + kp->pend_head,
+			(kp->npend - kp->pend_head) * sizeof(*kp->pend));
+		kp->npend -= kp->pend_head;
+		kp->pend_head = 0;
+	}
+	if (err && !kp->err)
+		kp->err = err;
+	return err;
+}
+
+void kp__pend_free(struct kp *kp)
+{
+	for (uint32_t i = kp->pend_head; i < kp->npend; i++)
+		pend_free(kp, &kp->pend[i]);
+	free(kp->pend);
+	free(kp->chunk_tail);
+	free(kp->chunk_spare);
+	kp->chunk_tail = kp->chunk_spare = NULL;
+	kp->pend = NULL;
+	kp->pend_head = kp->npend = kp->cappend = 0;
+	kp->pend_bytes = 0;
+}
+
+/*
+ * The strings that repeat across requests (services, names, frames, comms)
+ * are interned (kp->intern) and not copied. A peer's address lives in its
+ * connection, which may be recycled while the request waits: it is copied
+ * into the request's block, once for the segments that repeat it (a small
+ * cache keyed by pointer remembers the copies). Strings of the sources
+ * (host, CPU models, SKU) live as long as kp and are not copied.
+ */
+#define PC_SLOTS 16
+
+struct pcache {
+	const char *src[PC_SLOTS];
+	char *dst[PC_SLOTS];
+	char *p; /* where the next copy goes */
+};
+
+static const char *pc_copy(struct pcache *c, const char *s)
+{
+	uintptr_t x = (uintptr_t)s;
+	uint32_t j = (uint32_t)((x >> 3) ^ (x >> 9)) & (PC_SLOTS - 1);
+	size_t n;
+
+	if (!s)
+		return NULL;
+	if (c->src[j] == s)
+		return c->dst[j];
+	n = strlen(s) + 1;
+	memcpy(c->p, s, n);
+	c->src[j] = s;
+	c->dst[j] = c->p;
+	c->p += n;
+	return c->dst[j];
+}
+
+/* Bytes a request's block needs at most: a status tag, and a peer's
+ * address (shorter than KP_NAME_LEN) per segment. */
+static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t nfr)
+{
+	size_t strs = 32 + (size_t)kp->nws * KP_NAME_LEN;
+
+	return al8(sizeof(struct cp_request)) + al8(kp->nws * sizeof(struct cp_segment)) +
+	       al8(nfr * sizeof(char *)) + al8(kp->nculs * sizeof(struct cp_culprit)) +
+	       al8(2 * sizeof(char *)) + al8(c->req.nruns * sizeof(struct kp_name_run)) + strs;
+}
+
+/* Frames per segment: service, name, the downstream (if any), the probed calls. */
+static uint32_t count_frames(const struct kp *kp)
+{
+	uint32_t nfr = 0;
+
+	for (uint32_t i = 0; i < kp->nws; i++) {
+		const struct kp_wseg *w = &kp->ws[i];
+
+		nfr += 3 + w->queued;
+		if (w->pev >= 0 && w->thread != KP_NONE) {
+			const struct kp_thread *t = &kp->th[w->thread];
+
+			nfr += t->pev[w->pev - (int64_t)t->pev_base].depth;
+		}
+	}
+	return nfr;
+}
+
+/* Segment i of the walk (kp->ws) into s, its frames at fr (svc and name
+ * first), its peer copied through pc. Returns the number of frames taken
+ * at fr: none when they are those of a recent segment (recent: the last
+ * few with frames of their own), whose array s then shares, so the engine
+ * sees one stack by one pointer. */
+#define KP_RECENT_FRAMES 4
+static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_t i,
+			     struct cp_segment *s, const struct cp_segment *const *recent,
+			     uint32_t nrecent, const char **fr, const char *svc, const char *name,
+			     struct cp_culprit *culs, struct pcache *pc)
+{
+	const struct kp_wseg *w = &kp->ws[i];
+	uint32_t taken;
+
+	/* every field set once, no memset: for a struct this small the
+	 * rep stos it compiles to costs more than the stores themselves */
+	s->start_ns = w->start;
+	s->end_ns = w->end;
+	s->category = (enum cp_category)w->cat;
+	s->interference = w->interference;
+	s->comm = s->cpu_model = s->sku = NULL;
+	s->culprits = NULL;
+	s->span_id = s->service = s->operation = NULL;
+	fr[0] = svc;
+	fr[1] = name;
+	s->nframes = 2;
+	if (w->frame3 >= 0)
+		fr[s->nframes++] = kp__str(kp, w->frame3);
+	if (w->queued) {
+		if (!kp->queued_frame)
+			kp->queued_frame = kp__intern(kp, KP_QUEUED_FRAME);
+		if (kp->queued_frame)
+			fr[s->nframes++] = kp->queued_frame;
+	}
+	if (w->pev >= 0 && w->thread != KP_NONE) {
+		const struct kp_thread *t = &kp->th[w->thread];
+		const struct kp_probe_ev *pe = &t->pev[w->pev - (int64_t)t->pev_base];
+
+		for (uint32_t k = 0; k < pe->depth; k++)
+			fr[s->nframes++] = kp->probes[pe->stack[k]].iname;
+	}
+	s->frames = fr;
+	taken = s->nframes;
+	for (uint32_t r = 0; r < nrecent && taken; r++) {
+		const struct cp_segment *p = recent[r];
+		uint32_t k = 0;
+
+		if (p->nframes != s->nframes)
+			continue;
+		while (k < s->nframes && p->frames[k] == fr[k]) /* a few: no memcmp */
+			k++;
+		if (k == s->nframes) {
+			s->frames = p->frames;
+			taken = 0;
+		}
+	}
+	s->pid = s->tid = s->cpu = -1;
+	if (w->thread != KP_NONE) {
+		const struct kp_thread *t = &kp->th[w->thread];
+
+		s->pid = t->pid;
+		s->tid = t->tid;
+		s->comm = kp__thread_comm(kp, w->thread);
+	}
+	if (w->cpu >= 0) {
+		s->cpu = w->cpu;
+		if (src && src->cpu_model && (uint32_t)w->cpu < src->ncpus)
+			s->cpu_model = src->cpu_model[w->cpu];
+		s->sku = src ? src->sku : NULL;
+	}
+	s->peer = w->peer >= 0 ? pc_copy(pc, kp__str(kp, w->peer)) : NULL;
+	if (w->ncul) {
+		memcpy(culs, &kp->culs[w->cul_first], w->ncul * sizeof(*culs));
+		s->culprits = culs;
+	}
+	s->nculprits = w->ncul;
+	return taken;
+}
+
+/* The walk's segments (kp->ws) as a struct cp_request built in place in the
+ * FIFO, with the conn's pipelined names, to wait there for loss windows. */
+int kp__emit_request(struct kp *kp, uint32_t ci)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	const struct kp_source *src = host_source(kp, c->host, c->req.start);
+	uint32_t n = kp->nws, nfr = count_frames(kp), fi = 0, cj = 0;
+	struct pcache pc = {0};
+	const struct cp_segment *recent[KP_RECENT_FRAMES];
+	uint32_t nrecent = 0, next = 0;
+	struct cp_request *r;
+	struct cp_segment *segs;
+	struct cp_culprit *culs;
+	const char **frames, **tags, *svc, *name;
+	struct kp_pend *p;
+	char *base, *o;
+
+	if (kp__grow((void **)&kp->pend, &kp->cappend, kp->npend + 1, sizeof(*kp->pend)))
+		return -ENOMEM;
+	if (!c->service[0]) {
+		kp__proc_service(kp, c->proc, c->a.family == AF_UNIX ? KP_PORT_UNIX : c->a.lport,
+				 c->service, KP_NAME_LEN);
+		c->iservice = NULL;
+	}
+	if (!c->iservice)
+		c->iservice = kp__intern(kp, c->service);
+	svc = c->iservice;
+	/* a connection's requests mostly repeat their name */
+	if (!c->iname || strcmp(c->iname, c->req.name))
+		c->iname = kp__intern(kp, c->req.name);
+	name = c->iname;
+	if (!svc || !name)
+		return -ENOMEM;
+	base = chunk_reserve(kp, req_bound(kp, c, nfr));
+	if (!base)
+		return -ENOMEM;
+	o = base;
+	r = (struct cp_request *)o;
+	o += al8(sizeof(*r));
+	segs = (struct cp_segment *)o;
+	o += al8(n * sizeof(*segs));
+	frames = (const char **)o;
+	o += al8(nfr * sizeof(*frames));
+	culs = (struct cp_culprit *)o;
+	o += al8(kp->nculs * sizeof(*culs));
+	tags = (const char **)o;
+	o += al8(2 * sizeof(*tags));
+	p = &kp->pend[kp->npend];
+	memset(p, 0, sizeof(*p));
+	if (c->req.nruns) {
+		p->runs = (struct kp_name_run *)o;
+		p->nruns = c->req.nruns;
+		memcpy(p->runs, c->runs, c->req.nruns * sizeof(*p->runs));
+		o += al8(c->req.nruns * sizeof(*p->runs));
+	}
+	pc.p = o;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t taken = fill_segment(kp, src, i, &segs[i], recent, nrecent, &frames[fi],
+					      svc, name, &culs[cj], &pc);
+
+		if (taken) { /* a frames array not seen lately */
+			recent[nrecent < KP_RECENT_FRAMES ? nrecent++ : next++ % KP_RECENT_FRAMES] =
+			    &segs[i];
+			fi += taken;
+		}
+		cj += kp->ws[i].ncul;
+	}
+	memset(r, 0, sizeof(*r));
+	r->service = svc;
+	r->name = name;
+	r->host = src ? src->host_name : NULL;
+	r->start_ns = c->req.start;
+	r->end_ns = c->req.end;
+	r->segs = segs;
+	r->nsegs = n;
+	r->realtime_offset_ns = kp->realtime_offset_ns;
+	r->interned = kp->intern != NULL;
+	if (!c->peer_missed) {
+		uint32_t peer = kp__conn_peer(kp, ci);
+
+		c = &kp->cn[ci];
+		c->peer_missed = peer == KP_NONE;
+		r->downstream = peer != KP_NONE && kp->cn[peer].role == KP_ROLE_CLIENT;
+	}
+	if (c->req.status) {
+		char *t = pc.p;
+
+		/* "http.status=%d" */
+		memcpy(pc.p, "http.status=", 12);
+		pc.p += 12;
+		if (c->req.status < 0)
+			*pc.p++ = '-';
+		put_u(&pc.p, c->req.status < 0 ? -(uint64_t)c->req.status : (uint64_t)c->req.status);
+		*pc.p++ = '\0';
+		tags[0] = t;
+		tags[1] = NULL;
+		r->tags = tags;
+	}
+	p->req = r;
+	p->bytes = (uint64_t)(pc.p - base);
+	p->chunk = chunk_commit(kp, p->bytes);
+	p->host = c->host;
+	p->pid = c->proc != KP_NONE ? kp->pr[c->proc].pid : -1;
+	p->conn = ci;
+	p->nreq = c->nreq;
+	kp->pend_bytes += p->bytes;
+	kp->npend++;
+	if (kp->no_loss_wait) /* no loss window can come: no wait */
+		return kp__pend_flush(kp, true);
+	return 0;
+}

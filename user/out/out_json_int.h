@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * --format json internals shared by out/json.c (the report around the
+ * requests, with yajl_gen) and out/json_req.c (the requests, written
+ * directly: nearly all of the bytes).
+ */
+#ifndef CRITPATH_OUT_JSON_INT_H
+#define CRITPATH_OUT_JSON_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <yajl/yajl_gen.h>
+
+/* yajl hands over every token on its own: a buffer of our own saves a
+ * locked fwrite per token (which was half the time of a large report). */
+#define OUT_BUF 65536
+
+/* JSON of strings kept by pointer (rq_str_kept), up to this long, of
+ * strings up to RQ_RAW_MAX long; room rq_str_kept leaves after one */
+#define RQ_KEPT_SLOTS 256
+#define RQ_KEPT_MAX 128
+#define RQ_RAW_MAX 96
+#define RQ_TAIL 64
+/* rq_frag: slots, the words of a key, the bytes of a fragment at most */
+#define RQ_FRAG_SLOTS 512
+#define RQ_FRAG_KEY 5
+#define RQ_FRAG_MAX 192
+
+struct out_json_stream {
+	yajl_gen g;
+	FILE *f;
+	size_t n;
+	char last;     /* the last byte written before buf[0] */
+	bool interned; /* the request being written has cp_request.interned */
+	/* rq_time_at: the digits above the last eight of the time written last */
+	uint64_t time_hi;
+	uint32_t time_hi_len;
+	char time_hi_dig[8];
+	/* and the last such time, written whole */
+	uint64_t time_last;
+	uint32_t time_last_len;
+	char time_last_dig[16];
+	struct {
+		const char *p;
+		uint32_t len, rawlen;
+		bool stable;
+		char json[RQ_KEPT_MAX];
+		char raw[RQ_RAW_MAX];
+	} kept[RQ_KEPT_SLOTS];
+	/* fragments of a segment that repeat (rq_frag): its category and
+	 * frames, a thread's pid, tid and comm */
+	struct rq_frag {
+		uint64_t key[RQ_FRAG_KEY];
+		uint32_t len; /* 0: empty */
+		char json[RQ_FRAG_MAX];
+	} frag[RQ_FRAG_SLOTS];
+	uint64_t flushes; /* writes of buf so far: rq_frag keeps bytes no write split */
+	char buf[OUT_BUF];
+};
+
+/* Writes out what the buffer holds. */
+void out_json__flush(struct out_json_stream *s);
+/* The length of the UTF-8 sequence at s (at most left bytes), 0 when it is
+ * not one: such bytes become U+FFFD. */
+size_t out_json__utf8_seq(const unsigned char *s, size_t left);
+
+#endif /* CRITPATH_OUT_JSON_INT_H */

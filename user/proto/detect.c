@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Request names from the first bytes a server read (DESIGN.md section 5):
+ * HTTP/1.x "METHOD /path" (query dropped, numeric path segments folded to
+ * "{n}" so /item/17 and /item/18 aggregate as one step), memcached text and
+ * Redis RESP by command, PostgreSQL and MySQL by SQL verb, DNS queries by
+ * type and name. The recorder
+ * keeps only a payload prefix, so these parsers look at one line, never at
+ * a whole message.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto.h"
+
+static const char *const http_methods[] = {"GET",     "POST",  "PUT",	"DELETE", "HEAD",
+					   "OPTIONS", "PATCH", "TRACE", "CONNECT"};
+
+static const char *const mc_commands[] = {
+    "get",
+    "gets",
+    "gat",
+    "gats",
+    "set",
+    "add",
+    "replace",
+    "append",
+    "prepend",
+    "cas",
+    "delete",
+    "incr",
+    "decr",
+    "touch",
+    "stats",
+    "flush_all",
+    "version",
+    "verbosity",
+    "quit",
+    "mg",
+    "ms",
+    "md",
+    "ma",
+    "mn",
+    "me",
+    "lru_crawler",
+    "slabs",
+    "watch",
+    "cache_memlimit",
+    "shutdown",
+};
+
+/* snprintf(name, namelen, "%.*s", n, s) for s without NUL bytes in its
+ * first n: every request is named, and snprintf was most of the cost */
+static size_t put_trunc(char *name, size_t namelen, const char *s, size_t n)
+{
+	size_t k = n < namelen ? n : namelen - 1;
+
+	memcpy(name, s, k);
+	name[k] = '\0';
+	return n;
+}
+
+static size_t line_len(const uint8_t *p, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && p[i] != '\r' && p[i] != '\n')
+		i++;
+	return i;
+}
+
+static bool is_digits(const char *s, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+static enum kp_proto http_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	size_t ll, m = 0, i, o;
+	const char *line = (const char *)p;
+
+	if (p[0] < 'C' || p[0] > 'T') /* no method begins so: most requests of other protocols */
+		return KP_PROTO_NONE;
+	for (size_t k = 0; k < sizeof(http_methods) / sizeof(http_methods[0]); k++) {
+		size_t n = strlen(http_methods[k]);
+
+		/* the line is longer than "METHOD ": its next byte ends no line */
+		if (len > n + 1 && line[0] == http_methods[k][0] &&
+		    !memcmp(line, http_methods[k], n) && line[n] == ' ' && line[n + 1] != '\r' &&
+		    line[n + 1] != '\n') {
+			m = n;
+			break;
+		}
+	}
+	if (!m || line[m + 1] == ' ')
+		return KP_PROTO_NONE;
+	ll = line_len(p, len);
+	/* "METHOD SP target SP HTTP/1.x" — the version may lie past the prefix */
+	o = put_trunc(name, namelen, line, m + 1); /* line[m] is the space */
+	i = m + 1;
+	while (i < ll && line[i] != ' ' && line[i] != '?' && line[i] != '#' && o + 4 < namelen) {
+		size_t seg = i;
+
+		if (line[i] == '/') {
+			name[o++] = '/';
+			i++;
+			continue;
+		}
+		while (seg < ll && line[seg] != '/' && line[seg] != ' ' && line[seg] != '?' &&
+		       line[seg] != '#')
+			seg++;
+		if (is_digits(line + i, seg - i)) {
+			o += put_trunc(name + o, namelen - o, "{n}", 3);
+		} else {
+			for (; i < seg && o + 1 < namelen; i++)
+				name[o++] = isprint((unsigned char)line[i]) ? line[i] : '?';
+		}
+		i = seg;
+	}
+	if (o >= namelen)
+		o = namelen - 1;
+	name[o] = '\0';
+	return KP_PROTO_HTTP;
+}
+
+static enum kp_proto resp_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	/* *<n>\r\n$<len>\r\n<command>\r\n */
+	size_t i = 1, o = 0;
+
+	while (i < len && isdigit(p[i]))
+		i++;
+	if (i == 1 || i + 2 > len || p[i] != '\r' || p[i + 1] != '\n')
+		return KP_PROTO_NONE;
+	i += 2;
+	if (i >= len || p[i] != '$')
+		return KP_PROTO_RESP;
+	while (i < len && p[i] != '\n')
+		i++;
+	i++;
+	while (i < len && p[i] != '\r' && o + 1 < namelen) {
+		if (!isgraph(p[i]))
+			break;
+		name[o++] = (char)toupper(p[i]);
+		i++;
+	}
+	name[o] = '\0';
+	return KP_PROTO_RESP;
+}
+
+static enum kp_proto mc_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	size_t n = 0;
+
+	while (n < len && n < 32 && (islower(p[n]) || p[n] == '_'))
+		n++;
+	if (!n || (n < len && p[n] != ' ' && p[n] != '\r' && p[n] != '\n'))
+		return KP_PROTO_NONE;
+	for (size_t k = 0; k < sizeof(mc_commands) / sizeof(mc_commands[0]); k++) {
+		if (mc_commands[k][0] == p[0] && strlen(mc_commands[k]) == n &&
+		    !memcmp(p, mc_commands[k], n)) {
+			put_trunc(name, namelen, mc_commands[k], n);
+			return KP_PROTO_MEMCACHED;
+		}
+	}
+	return KP_PROTO_NONE;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The first word of SQL text, upper case ("update pgbench_accounts ..." ->
+ * "UPDATE"), past blanks and parentheses; 0 when it has none. */
+static size_t sql_verb(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len && (isspace(p[i]) || p[i] == '('))
+		i++;
+	while (i < len && isalpha(p[i]) && o + 1 < namelen && o < 24)
+		name[o++] = (char)toupper(p[i++]);
+	if (o && i < len && (isalnum(p[i]) || p[i] == '_')) /* longer than a verb */
+		o = 0;
+	name[o] = '\0';
+	return o;
+}
+
+/*
+ * PostgreSQL's frontend protocol (version 3): a message is a type byte and
+ * a big-endian length that counts itself; the startup and SSL requests
+ * have no type byte. A simple query ('Q') is named by its SQL verb, an
+ * extended-protocol exchange by its Parse ('P': the verb of the statement
+ * it prepares) or its Bind ('B': "EXECUTE" and the prepared statement's
+ * name). The length and a NUL-free verb keep other binary protocols out.
+ */
+static enum kp_proto pg_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	uint32_t l;
+	size_t i;
+
+	if (len < 5)
+		return KP_PROTO_NONE;
+	l = be32(p);
+	if (len >= 8 && p[0] == 0 && l >= 8 && l < 10000 &&
+	    (be32(p + 4) == 196608 || be32(p + 4) == 80877103)) {
+		put_trunc(name, namelen, be32(p + 4) == 196608 ? "startup" : "SSL request",
+			  be32(p + 4) == 196608 ? 7 : 11);
+		return KP_PROTO_PG;
+	}
+	l = be32(p + 1);
+	if (l < 4 || l > (1u << 30))
+		return KP_PROTO_NONE;
+	switch (p[0]) {
+	case 'Q': /* query text */
+		if (!sql_verb(p + 5, len - 5, name, namelen))
+			return KP_PROTO_NONE;
+		return KP_PROTO_PG;
+	case 'P': /* statement name \0 query text \0 ... */
+		for (i = 5; i < len && p[i]; i++)
+			;
+		if (i >= len || !sql_verb(p + i + 1, len - i - 1, name, namelen))
+			return KP_PROTO_NONE;
+		return KP_PROTO_PG;
+	case 'B': { /* portal \0 statement name \0 ... */
+		size_t o;
+
+		for (i = 5; i < len && p[i]; i++)
+			;
+		if (i >= len)
+			return KP_PROTO_NONE;
+		o = put_trunc(name, namelen, "EXECUTE", 7);
+		if (++i < len && p[i] && o + 2 < namelen) {
+			name[o++] = ' ';
+			for (; i < len && isgraph(p[i]) && o + 1 < namelen; i++)
+				name[o++] = (char)p[i];
+			name[o] = '\0';
+		}
+		return KP_PROTO_PG;
+	}
+	case 'X':
+		if (l != 4)
+			return KP_PROTO_NONE;
+		put_trunc(name, namelen, "terminate", 9);
+		return KP_PROTO_PG;
+	default:
+		return KP_PROTO_NONE;
+	}
+}
+
+/*
+ * MySQL's and MariaDB's client protocol: a packet is a 3-byte little-endian
+ * length, a sequence number (0 for a command's first packet) and the
+ * payload, whose first byte is the command. A query (COM_QUERY) is named by
+ * its SQL verb like PostgreSQL's; the other commands by what they do.
+ */
+static enum kp_proto mysql_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	static const struct {
+		uint8_t cmd;
+		const char *name;
+	} cmds[] = {{0x01, "QUIT"},
+		    {0x02, "USE"},
+		    {0x0e, "PING"},
+		    {0x11, "CHANGE USER"},
+		    {0x16, "PREPARE"},
+		    {0x17, "EXECUTE"},
+		    {0x18, "SEND LONG DATA"},
+		    {0x19, "CLOSE STATEMENT"},
+		    {0x1a, "RESET STATEMENT"},
+		    {0x1f, "RESET CONNECTION"}};
+	uint32_t l;
+
+	if (len < 5 || p[3] != 0)
+		return KP_PROTO_NONE;
+	l = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+	if (!l || l > 0xffffff - 1)
+		return KP_PROTO_NONE;
+	if (p[4] == 0x03) /* COM_QUERY: the SQL */
+		return sql_verb(p + 5, len - 5, name, namelen) ? KP_PROTO_MYSQL : KP_PROTO_NONE;
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+		if (cmds[k].cmd == p[4]) {
+			/* the fixed-size ones are exactly their size */
+			if ((p[4] == 0x01 || p[4] == 0x0e || p[4] == 0x1f) && l != 1)
+				return KP_PROTO_NONE;
+			put_trunc(name, namelen, cmds[k].name, strlen(cmds[k].name));
+			return KP_PROTO_MYSQL;
+		}
+	}
+	return KP_PROTO_NONE;
+}
+
+/*
+ * A TLS record header (RFC 8446 section 5.1: content type, legacy version
+ * 3.x, length) of a handshake or change_cipher_spec record: the exchanges
+ * that open a TLS connection, before any request. Application data records
+ * are left unnamed: a request is in them, but only its plaintext (record
+ * --no-tls not given) can say which.
+ */
+static enum kp_proto tls_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	if (len < 5 || (p[0] != 22 && p[0] != 20) || p[1] != 3 || p[2] > 4)
+		return KP_PROTO_NONE;
+	put_trunc(name, namelen, "TLS handshake", 13);
+	return KP_PROTO_TLS;
+}
+
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/*
+ * A DNS query (RFC 1035 section 4.1) as a UDP datagram carries it: a
+ * header with QR 0, opcode QUERY and one question (an EDNS record at most
+ * besides), then the question's name and type: "A example.com". Labels of
+ * digits fold to "{n}" (reverse lookups, "4.3.2.1.in-addr.arpa", would
+ * otherwise be a step each).
+ */
+static enum kp_proto dns_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	static const struct {
+		uint16_t type;
+		const char *name;
+	} types[] = {{1, "A"},	 {2, "NS"},	 {5, "CNAME"}, {6, "SOA"},    {12, "PTR"},
+		     {15, "MX"}, {16, "TXT"},	 {28, "AAAA"}, {33, "SRV"},   {35, "NAPTR"},
+		     {43, "DS"}, {48, "DNSKEY"}, {64, "SVCB"}, {65, "HTTPS"}, {255, "ANY"}};
+	char qn[256], tn[16];
+	const char *type = NULL;
+	size_t i = 12, o = 0;
+	uint16_t t;
+
+	if (len < 17 || (p[2] & 0xf8) || be16(p + 4) != 1 || be16(p + 6) || be16(p + 8) ||
+	    be16(p + 10) > 1)
+		return KP_PROTO_NONE;
+	for (;;) {
+		size_t l;
+
+		if (i >= len)
+			return KP_PROTO_NONE;
+		l = p[i++];
+		if (!l)
+			break;
+		if (l > 63 || i + l > len || o + l + 2 > sizeof(qn))
+			return KP_PROTO_NONE;
+		if (o)
+			qn[o++] = '.';
+		if (is_digits((const char *)p + i, l)) {
+			memcpy(qn + o, "{n}", 3);
+			o += 3;
+		} else {
+			for (size_t k = 0; k < l; k++) {
+				uint8_t ch = p[i + k];
+
+				if (!isalnum(ch) && ch != '-' && ch != '_' && ch != '*')
+					return KP_PROTO_NONE;
+				qn[o++] = (char)ch;
+			}
+		}
+		i += l;
+	}
+	/* the type, and class IN (mDNS sets the top bit: unicast response) */
+	if (i + 4 > len || (be16(p + i + 2) & 0x7fff) != 1)
+		return KP_PROTO_NONE;
+	t = be16(p + i);
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++)
+		if (types[k].type == t)
+			type = types[k].name;
+	if (!type) {
+		snprintf(tn, sizeof(tn), "TYPE%u", t);
+		type = tn;
+	}
+	snprintf(name, namelen, "%s %.*s", type, (int)(o ? o : 1), o ? qn : ".");
+	return KP_PROTO_DNS;
+}
+
+/* Tried in this order after RESP's arrays: the first that knows the bytes
+ * names them. */
+static enum kp_proto (*const parsers[])(const uint8_t *, size_t, char *, size_t) = {
+    http_name, mc_name, tls_name, dns_name, pg_name, mysql_name,
+};
+
+enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	enum kp_proto pr;
+
+	if (!namelen)
+		return KP_PROTO_NONE;
+	name[0] = '\0';
+	if (!p || !len)
+		return KP_PROTO_NONE;
+	if (p[0] == '*') {
+		pr = resp_name(p, len, name, namelen);
+		if (pr != KP_PROTO_NONE)
+			return pr;
+	}
+	for (size_t k = 0; k < sizeof(parsers) / sizeof(parsers[0]); k++) {
+		pr = parsers[k](p, len, name, namelen);
+		if (pr != KP_PROTO_NONE)
+			return pr;
+	}
+	/* Redis inline commands ("PING\r\n") are a bare upper-case word */
+	{
+		size_t n = 0;
+
+		while (n < len && n < 16 && isupper(p[n]))
+			n++;
+		if (n >= 3 && n < len && (p[n] == '\r' || p[n] == ' ' || p[n] == '\n')) {
+			put_trunc(name, namelen, (const char *)p, n);
+			return KP_PROTO_RESP;
+		}
+	}
+	name[0] = '\0';
+	return KP_PROTO_NONE;
+}
+
+int proto__http_status(const uint8_t *p, size_t len)
+{
+	int st = 0;
+
+	if (len < 12 || memcmp(p, "HTTP/1.", 7) || p[8] != ' ')
+		return 0;
+	for (int i = 9; i < 12; i++) {
+		if (!isdigit(p[i]))
+			return 0;
+		st = st * 10 + (p[i] - '0');
+	}
+	return st;
+}

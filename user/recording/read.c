@@ -1,0 +1,1083 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * The recording reader (layout: the top of recording/write.c). A fuzzing
+ * target: every length read from the file is checked before it is used,
+ * every record is checked against its type's size before anyone reads a
+ * field, and damage costs as little data as it can. A bad frame whose header
+ * is intact is skipped (its size says where the next one starts); a bad frame
+ * header makes the reader scan forward for the next header with a good CRC.
+ * A file cut short is read up to its last whole frame.
+ *
+ * Time order: records are sorted inside each frame (the ring buffer delivers
+ * them almost in order, so this is mostly a check), then frames are merged.
+ * A frame header carries the smallest ts in the frame, and the reader looks
+ * WINDOW_FRAMES frame headers ahead (48 bytes each, read without the
+ * contents), so a record is delivered once none of those frames can hold an
+ * older one. At most WINDOW_FRAMES frames (WINDOW_BYTES raw) are held
+ * decompressed; a record later than that window goes out late, and is
+ * counted (reorder_forced). Memory is bounded by the window, not the file.
+ *
+ * In time order a helper thread reads, decompresses, checks and sorts the
+ * next frame in the file while the caller works on the ones loaded (struct
+ * prefetch): decompression is a fifth of a report's time. What it finds is
+ * noted here, at the frame's load, in the same order and words, so a file
+ * reads the same with or without it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <lz4frame.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "recfile.h"
+#include "recfile_format.h"
+#include "recording.h"
+
+#define WINDOW_FRAMES 64
+#define WINDOW_BYTES (64u << 20)
+#define RESYNC_CHUNK 65536
+#define MSG_LEN 320
+
+struct rkey {
+	uint64_t ts;
+	uint32_t off;
+	uint32_t __pad;
+};
+
+struct rframe {
+	uint8_t *raw;
+	size_t raw_cap;
+	struct rkey *keys;
+	size_t keys_cap;
+	uint32_t n, pos;
+	uint32_t raw_size;
+};
+
+struct fhdr {
+	uint64_t off; /* where the frame header starts */
+	uint32_t seq, comp, raw, count, flags, comp_crc;
+	uint64_t min_ts, max_ts;
+};
+
+/* What loading a frame needs of its own: the compressed bytes, zstd's and
+ * lz4's contexts, the sort's scratch (one for the reader, one for its
+ * helper). */
+struct loader {
+	uint8_t *cbuf;
+	size_t ccap;
+	ZSTD_DCtx *dctx;
+	LZ4F_dctx *lctx;
+	struct rkey *tmp; /* merge sort scratch */
+	size_t tmp_cap;
+	uint32_t *runs; /* and its runs */
+	size_t runs_cap;
+};
+
+/* What reading, decompressing and checking a frame came to (frame__prepare),
+ * for reader__load to note and count in order. */
+struct fetch {
+	ssize_t n;	  /* compressed bytes read (< h.comp: cut short), or -errno */
+	int err;	  /* -ENOMEM: nothing else is known */
+	bool zbad;	  /* not a good zstd or lz4 frame: why, and all its records skipped */
+	char why[160];	  /* else, where its records stopped making sense */
+	char badwhy[160]; /* the first of nbad records skipped alone */
+	uint32_t nbad, k; /* k records kept (f->keys, sorted in time order) */
+};
+
+/*
+ * The helper thread: the reader asks for one frame (h, prepared into f)
+ * and takes the answer at its load, or drops it when the frame it loads is
+ * another (reading stopped, say). Its own loader.
+ */
+struct prefetch {
+	int fd; /* the reader's */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool asked, done, quit;
+	struct fhdr h;
+	struct rframe *f;
+	struct fetch res;
+	struct loader ld;
+};
+
+struct recording_reader {
+	int fd;
+	char *path;
+	enum recording_order order;
+	struct recording_info info;
+	char *strings;
+	struct recording_cpu *cpus;
+	struct loader ld;
+
+	uint64_t off;	   /* next byte to read */
+	uint32_t next_seq; /* the sequence number expected next */
+	bool resynced;	   /* the last header was found by scanning */
+	/* Frame headers read ahead of the loaded frames, a ring. */
+	struct fhdr ahead[WINDOW_FRAMES];
+	int ahead_first, nahead, lookahead;
+	uint64_t ahead_min_ts; /* smallest min_ts in ahead[] */
+	bool reading_done;
+	int status; /* what next() returns once everything is out */
+
+	struct rframe *loaded[WINDOW_FRAMES];
+	int nloaded;
+	size_t loaded_bytes;
+	/* frames in use at once: the loaded, the one loading, the helper's */
+	struct rframe *spare[WINDOW_FRAMES + 3];
+	int nspare;
+	struct prefetch *pf; /* NULL: not started (or not startable) */
+	bool pf_failed;
+	/* the frame next() took the last record from, while it is the only
+	 * one that can hold the next (its next ts below fast_limit, the
+	 * smallest of the other loaded frames', and not past ahead_min_ts):
+	 * next() then takes from it without looking at the others */
+	struct rframe *fast;
+	uint64_t fast_limit;
+
+	bool has_totals;
+	struct recording_totals totals;
+
+	int nproblems;
+	char first[MSG_LEN], last[MSG_LEN];
+	uint32_t frames_skipped;
+	uint64_t records_skipped;
+	uint64_t bytes_skipped;
+	uint64_t reorder_forced;
+	char *stopped;
+};
+
+bool recording__sniff(const void *head, size_t len)
+{
+	return head && len >= REC_MAGIC_LEN && !memcmp(head, REC_MAGIC, REC_MAGIC_LEN);
+}
+
+__attribute__((format(printf, 2, 3))) static void reader__problem(struct recording_reader *r,
+								  const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->nproblems ? r->last : r->first, MSG_LEN, fmt, ap);
+	va_end(ap);
+	r->nproblems++;
+}
+
+/* --- frames ------------------------------------------------------------- */
+
+static bool fhdr__parse(const uint8_t *b, uint64_t off, struct fhdr *h)
+{
+	if (rec_get32(b + RF_MAGIC) != REC_FRAME_MAGIC ||
+	    crc32(0, b, RF_CRC) != rec_get32(b + RF_CRC))
+		return false;
+	h->off = off;
+	h->seq = rec_get32(b + RF_SEQ);
+	h->comp = rec_get32(b + RF_COMP);
+	h->raw = rec_get32(b + RF_RAW);
+	h->count = rec_get32(b + RF_COUNT);
+	h->flags = rec_get32(b + RF_FLAGS);
+	h->comp_crc = rec_get32(b + RF_COMP_CRC);
+	h->min_ts = rec_get64(b + RF_MIN_TS);
+	h->max_ts = rec_get64(b + RF_MAX_TS);
+	return true;
+}
+
+/* Sizes a good CRC can still not excuse (a writer bug, or a forged file). */
+static const char *fhdr__insane(const struct fhdr *h)
+{
+	if (!h->count || h->raw < h->count * (uint64_t)sizeof(struct cp_hdr))
+		return "record count does not fit its size";
+	if (h->raw > REC_FRAME_RAW_MAX || h->raw % 8)
+		return "raw size out of range";
+	if (h->flags & ~REC_FRAME_F_LZ4)
+		return "unknown frame flags";
+	if (!h->comp || h->comp > (h->flags & REC_FRAME_F_LZ4 ? rec_lz4_bound(h->raw)
+							      : ZSTD_compressBound(h->raw)))
+		return "compressed size out of range";
+	if (h->min_ts > h->max_ts)
+		return "time range inverted";
+	return NULL;
+}
+
+static bool trailer__parse(const uint8_t *b, struct recording_totals *t, uint64_t *records)
+{
+	if (rec_get32(b + RT_MAGIC) != REC_TRAILER_MAGIC ||
+	    crc32(0, b, RT_CRC) != rec_get32(b + RT_CRC))
+		return false;
+	t->frames = rec_get32(b + RT_FRAMES);
+	t->end_ns = rec_get64(b + RT_END_NS);
+	t->events = rec_get64(b + RT_EVENTS);
+	t->metadata = rec_get64(b + RT_METADATA);
+	t->lost = rec_get64(b + RT_LOST);
+	if (records)
+		*records = rec_get64(b + RT_RECORDS);
+	return true;
+}
+
+/* Scans forward from r->off + 1 for a frame header or trailer with a good CRC.
+ * Returns true with r->off there, false when none is left. */
+static bool reader__resync(struct recording_reader *r)
+{
+	uint8_t *buf = malloc(RESYNC_CHUNK + REC_TRAILER_SIZE);
+	uint64_t pos = r->off + 1;
+	bool found = false;
+
+	if (!buf)
+		return false;
+	for (;;) {
+		ssize_t n = recfile__read_at(r->fd, buf, RESYNC_CHUNK + REC_TRAILER_SIZE, pos);
+		if (n < 4)
+			break;
+		for (ssize_t i = 0; i + 4 <= n && i < RESYNC_CHUNK; i++) {
+			uint32_t m;
+			uint8_t cand[REC_TRAILER_SIZE];
+			struct fhdr h;
+			ssize_t got;
+
+			if (buf[i] != 'C' || buf[i + 1] != 'P')
+				continue;
+			m = rec_get32(buf + i);
+			if (m != REC_FRAME_MAGIC && m != REC_TRAILER_MAGIC)
+				continue;
+			got = recfile__read_at(r->fd, cand, sizeof(cand), pos + i);
+			if (m == REC_FRAME_MAGIC && got >= REC_FRAME_HDR_SIZE &&
+			    fhdr__parse(cand, pos + i, &h) && !fhdr__insane(&h))
+				found = true;
+			if (m == REC_TRAILER_MAGIC && got == REC_TRAILER_SIZE &&
+			    trailer__parse(cand, &(struct recording_totals){}, NULL))
+				found = true;
+			if (found) {
+				r->bytes_skipped += pos + i - r->off;
+				r->off = pos + i;
+				goto out;
+			}
+		}
+		if (n < RESYNC_CHUNK + REC_TRAILER_SIZE)
+			break;
+		pos += RESYNC_CHUNK;
+	}
+out:
+	free(buf);
+	return found;
+}
+
+static void ahead__update_min(struct recording_reader *r)
+{
+	r->ahead_min_ts = UINT64_MAX;
+	for (int i = 0; i < r->nahead; i++) {
+		const struct fhdr *h = &r->ahead[(r->ahead_first + i) % WINDOW_FRAMES];
+		if (h->min_ts < r->ahead_min_ts)
+			r->ahead_min_ts = h->min_ts;
+	}
+}
+
+/* A good frame header at r->off: queued (true), or skipped when its frame
+ * came before (a file spliced or appended to itself). */
+static bool reader__accept(struct recording_reader *r, const struct fhdr *h)
+{
+	bool resynced = r->resynced;
+
+	r->resynced = false;
+	r->off = h->off + REC_FRAME_HDR_SIZE + h->comp;
+	if (h->seq < r->next_seq) {
+		reader__problem(r,
+				"frame at byte %llu repeats sequence number %u (expected %u); "
+				"skipped it",
+				(unsigned long long)h->off, h->seq, r->next_seq);
+		return false;
+	}
+	if (h->seq > r->next_seq && !resynced)
+		reader__problem(r, "frames %u to %u missing before byte %llu", r->next_seq,
+				h->seq - 1, (unsigned long long)h->off);
+	r->next_seq = h->seq + 1;
+	r->ahead[(r->ahead_first + r->nahead++) % WINDOW_FRAMES] = *h;
+	if (h->min_ts < r->ahead_min_ts)
+		r->ahead_min_ts = h->min_ts;
+	return true;
+}
+
+/* Reads what comes at r->off: a frame header (appended to ahead[], r->off
+ * moves past its contents, read later) or the trailer, or notes why there
+ * is neither. */
+static void reader__peek(struct recording_reader *r)
+{
+	uint8_t b[REC_TRAILER_SIZE];
+	const char *insane = NULL;
+	struct fhdr h;
+	struct stat st;
+	ssize_t n;
+
+	while (!r->reading_done) {
+		n = recfile__read_at(r->fd, b, sizeof(b), r->off);
+		if (n < 0) {
+			reader__problem(r, "read error at byte %llu: %s",
+					(unsigned long long)r->off, strerror((int)-n));
+			r->status = (int)n;
+			r->reading_done = true;
+			return;
+		}
+		/* Past the end: the last frame's contents are cut short, which
+		 * loading it will report. */
+		if (n == 0 && r->nahead && fstat(r->fd, &st) == 0 &&
+		    (uint64_t)st.st_size < r->off) {
+			r->reading_done = true;
+			return;
+		}
+		if (n == 0) {
+			reader__problem(r,
+					"cut short after %u frames at byte %llu: no trailer "
+					"(the recorder did not finish)",
+					r->next_seq, (unsigned long long)r->off);
+			r->reading_done = true;
+			return;
+		}
+		uint32_t magic = n >= 4 ? rec_get32(b) : 0;
+		if (magic == REC_TRAILER_MAGIC) {
+			uint64_t records;
+
+			if (n < REC_TRAILER_SIZE) {
+				reader__problem(r,
+						"cut short in the trailer at byte %llu: %zd of %d "
+						"bytes present",
+						(unsigned long long)r->off, n, REC_TRAILER_SIZE);
+				r->reading_done = true;
+				return;
+			}
+			if (trailer__parse(b, &r->totals, &records)) {
+				r->has_totals = true;
+				r->reading_done = true;
+				if (r->totals.frames != r->next_seq)
+					reader__problem(r,
+							"the trailer counts %u frames, the file "
+							"holds %u",
+							r->totals.frames, r->next_seq);
+				n = recfile__read_at(r->fd, b, 1, r->off + REC_TRAILER_SIZE);
+				if (n > 0)
+					reader__problem(
+					    r,
+					    "unexpected data after the trailer at "
+					    "byte %llu",
+					    (unsigned long long)(r->off + REC_TRAILER_SIZE));
+				return;
+			}
+			insane = "trailer checksum mismatch";
+		} else if (magic == REC_FRAME_MAGIC) {
+			if (n < REC_FRAME_HDR_SIZE) {
+				reader__problem(r,
+						"cut short in frame %u at byte %llu: %zd of %d "
+						"header bytes present",
+						r->next_seq, (unsigned long long)r->off, n,
+						REC_FRAME_HDR_SIZE);
+				r->reading_done = true;
+				return;
+			}
+			if (fhdr__parse(b, r->off, &h)) {
+				insane = fhdr__insane(&h);
+				if (!insane) {
+					if (reader__accept(r, &h))
+						return;
+					continue;
+				}
+			} else {
+				insane = "header checksum mismatch";
+			}
+		} else if (n < 4) {
+			reader__problem(r,
+					"cut short after %u frames at byte %llu: %zd stray bytes, "
+					"no trailer",
+					r->next_seq, (unsigned long long)r->off, n);
+			r->reading_done = true;
+			return;
+		} else {
+			insane = "no frame header there";
+		}
+
+		uint64_t bad = r->off;
+		if (reader__resync(r)) {
+			reader__problem(r,
+					"frame %u at byte %llu: %s; skipped %llu bytes to the "
+					"next good frame header",
+					r->next_seq, (unsigned long long)bad, insane,
+					(unsigned long long)(r->off - bad));
+			r->resynced = true;
+			continue;
+		}
+		reader__problem(r, "frame %u at byte %llu: %s; no good frame after it", r->next_seq,
+				(unsigned long long)bad, insane);
+		r->status = -EBADMSG;
+		r->reading_done = true;
+	}
+}
+
+static int frame__reserve(struct rframe *f, size_t raw, size_t count)
+{
+	if (f->raw_cap < raw) {
+		free(f->raw);
+		f->raw = malloc(raw);
+		f->raw_cap = f->raw ? raw : 0;
+		if (!f->raw)
+			return -ENOMEM;
+	}
+	if (f->keys_cap < count) {
+		free(f->keys);
+		f->keys = malloc(count * sizeof(*f->keys));
+		f->keys_cap = f->keys ? count : 0;
+		if (!f->keys)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Stable: equal ts keep file order (off grows with it). A natural merge:
+ * the ring buffer hands each CPU's records over in order, in batches, so a
+ * frame is a few ascending runs, and merging those costs n log(runs) where
+ * merging from single records cost n log n (2% of a report). */
+static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
+{
+	struct rkey *a = k, *b;
+	uint32_t nr = 0, *run;
+
+	if (r->runs_cap < (size_t)n + 1) {
+		free(r->runs);
+		r->runs = malloc(((size_t)n + 1) * sizeof(*r->runs));
+		r->runs_cap = r->runs ? (size_t)n + 1 : 0;
+		if (!r->runs)
+			return -ENOMEM;
+	}
+	run = r->runs; /* run[i]: where run i starts; run[nr] = n */
+	run[nr++] = 0;
+	for (uint32_t i = 1; i < n; i++)
+		if (k[i].ts < k[i - 1].ts)
+			run[nr++] = i;
+	if (nr == 1)
+		return 0;
+	run[nr] = n;
+	if (r->tmp_cap < n) {
+		free(r->tmp);
+		r->tmp = malloc(n * sizeof(*r->tmp));
+		r->tmp_cap = r->tmp ? n : 0;
+		if (!r->tmp)
+			return -ENOMEM;
+	}
+	b = r->tmp;
+	while (nr > 1) {
+		uint32_t m = 0;
+
+		/* runs 2q and 2q + 1 into one (an odd last one is copied) */
+		for (uint32_t q = 0; q < nr; q += 2) {
+			uint32_t lo = run[q], mid = run[q + 1], hi = q + 1 < nr ? run[q + 2] : mid;
+			uint32_t i = lo, j = mid, o = lo;
+
+			while (i < mid && j < hi)
+				b[o++] = a[j].ts < a[i].ts ? a[j++] : a[i++];
+			while (i < mid)
+				b[o++] = a[i++];
+			while (j < hi)
+				b[o++] = a[j++];
+			run[m++] = lo;
+		}
+		run[m] = n;
+		nr = m;
+		struct rkey *t = a;
+		a = b;
+		b = t;
+	}
+	if (a != k)
+		memcpy(k, a, n * sizeof(*k));
+	return 0;
+}
+
+/*
+ * The record types that need no check past their size, with that size (0
+ * for the others): most of a recording's records. Checking them by this
+ * table saves recfile__check_walk's and recfile__check_type's calls and
+ * switch per record (~2% of report); any record it does not pass gets the
+ * full checks, which say why.
+ */
+static const uint16_t fixed_size[CP_EV_TLS_READ + 1] = {
+	[CP_EV_SCHED_SWITCH] = sizeof(struct cp_ev_sched_switch),
+	[CP_EV_SCHED_WAKING] = sizeof(struct cp_ev_sched_waking),
+	[CP_EV_WAKEUP_NEW] = sizeof(struct cp_ev_wakeup_new),
+	[CP_EV_PROCESS_FORK] = sizeof(struct cp_ev_process_fork),
+	[CP_EV_PROCESS_EXIT] = sizeof(struct cp_ev_process_exit),
+	[CP_EV_FUTEX] = sizeof(struct cp_ev_futex),
+	[CP_EV_SK_DATA_READY] = sizeof(struct cp_ev_sk_data_ready),
+	[CP_EV_POLL] = sizeof(struct cp_ev_poll),
+	[CP_EV_BLOCK] = sizeof(struct cp_ev_block),
+	[CP_EV_RUNQ_CULPRIT] = sizeof(struct cp_ev_runq_culprit),
+	[CP_EV_UPROBE] = sizeof(struct cp_ev_uprobe),
+};
+
+static bool record_plainly_ok(const struct cp_hdr *rec, uint32_t avail)
+{
+	uint32_t need;
+
+	if (avail < sizeof(*rec) || rec->size % 8 || rec->size > avail)
+		return false;
+	if (rec->type < sizeof(fixed_size) / sizeof(fixed_size[0]) && fixed_size[rec->type])
+		return rec->size >= fixed_size[rec->type];
+	if (rec->type != CP_EV_SOCK) /* the other common one */
+		return false;
+	if (rec->size < offsetof(struct cp_ev_sock, payload))
+		return false;
+	need = ((const struct cp_ev_sock *)rec)->payload_len;
+	return need <= CP_PAYLOAD_MAX && offsetof(struct cp_ev_sock, payload) + need <= rec->size;
+}
+
+/* Decompresses the lz4 frame in ld->cbuf (h->comp bytes) into raw: true
+ * when its checksum holds and it is one whole frame of exactly h->raw
+ * bytes, else false and x->why says what is wrong. */
+static bool lz4_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, struct fetch *x)
+{
+	LZ4F_decompressOptions_t o = {.stableDst = 1};
+	LZ4F_frameInfo_t fi;
+	size_t in = h->comp, out, r, used;
+
+	if ((uint32_t)crc32(0, ld->cbuf, h->comp) != h->comp_crc) {
+		snprintf(x->why, sizeof(x->why), "lz4 frame: checksum mismatch");
+		return false;
+	}
+	LZ4F_resetDecompressionContext(ld->lctx);
+	r = LZ4F_getFrameInfo(ld->lctx, &fi, ld->cbuf, &in);
+	if (LZ4F_isError(r)) {
+		snprintf(x->why, sizeof(x->why), "lz4: %s", LZ4F_getErrorName(r));
+		return false;
+	}
+	if (fi.contentSize != h->raw) {
+		snprintf(x->why, sizeof(x->why), "not one lz4 frame of %u bytes", h->raw);
+		return false;
+	}
+	used = in;
+	out = h->raw;
+	in = h->comp - used;
+	r = LZ4F_decompress(ld->lctx, raw, &out, ld->cbuf + used, &in, &o);
+	if (LZ4F_isError(r)) {
+		snprintf(x->why, sizeof(x->why), "lz4: %s", LZ4F_getErrorName(r));
+		return false;
+	}
+	/* r == 0: the frame ended (a content checksum, if any, checked) */
+	if (r || out != h->raw || used + in != h->comp) {
+		snprintf(x->why, sizeof(x->why), "lz4: %s",
+			 r ? "short content" : "bytes after the frame");
+		return false;
+	}
+	return true;
+}
+
+/* The same for a zstd frame (its content checksum is zstd's). */
+static bool zstd_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, struct fetch *x)
+{
+	size_t dn;
+
+	if (ZSTD_findFrameCompressedSize(ld->cbuf, h->comp) != h->comp ||
+	    ZSTD_getFrameContentSize(ld->cbuf, h->comp) != h->raw) {
+		snprintf(x->why, sizeof(x->why), "not one zstd frame of %u bytes", h->raw);
+		return false;
+	}
+	dn = ZSTD_decompressDCtx(ld->dctx, raw, h->raw, ld->cbuf, h->comp);
+	if (ZSTD_isError(dn) || dn != h->raw) {
+		snprintf(x->why, sizeof(x->why), "zstd: %s",
+			 ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short content");
+		return false;
+	}
+	return true;
+}
+
+/* Reads frame h's compressed bytes, decompresses them into f and checks
+ * its records, sorted by time when sort: the part of loading a frame the
+ * helper thread can do, touching nothing of the reader's but the file. */
+static void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rframe *f,
+			   bool sort, struct fetch *x)
+{
+	uint32_t off = 0, seen = 0;
+
+	x->err = 0;
+	x->zbad = false;
+	x->why[0] = x->badwhy[0] = 0;
+	x->nbad = x->k = 0;
+	if (ld->ccap < h->comp) {
+		free(ld->cbuf);
+		ld->cbuf = malloc(h->comp);
+		ld->ccap = ld->cbuf ? h->comp : 0;
+		if (!ld->cbuf) {
+			x->err = -ENOMEM;
+			return;
+		}
+	}
+	x->n = recfile__read_at(fd, ld->cbuf, h->comp, h->off + REC_FRAME_HDR_SIZE);
+	if (x->n < (ssize_t)h->comp)
+		return;
+	x->err = frame__reserve(f, h->raw, h->count);
+	if (x->err)
+		return;
+	x->zbad = true;
+	if (!(h->flags & REC_FRAME_F_LZ4 ? lz4_frame(ld, h, f->raw, x)
+					 : zstd_frame(ld, h, f->raw, x)))
+		return;
+	x->zbad = false;
+
+	/* Every record checked before anyone reads a field. One whose size
+	 * cannot be stepped over ends the frame there (the records before it
+	 * are kept); one that is only wrong for its type is skipped alone. */
+	while (off < h->raw && seen < h->count) {
+		struct cp_hdr *rec = (struct cp_hdr *)(f->raw + off);
+		const char *bad;
+
+		if (record_plainly_ok(rec, h->raw - off) && rec->ts >= h->min_ts &&
+		    rec->ts <= h->max_ts) {
+			f->keys[x->k].ts = rec->ts;
+			f->keys[x->k].off = off;
+			x->k++;
+			seen++;
+			off += rec->size;
+			continue;
+		}
+		bad = recfile__check_walk(rec, h->raw - off);
+		if (bad) {
+			snprintf(x->why, sizeof(x->why), "record %u at offset %u: %s", seen, off,
+				 bad);
+			break;
+		}
+		bad = recfile__check_type(rec, true);
+		if (!bad && (rec->ts < h->min_ts || rec->ts > h->max_ts))
+			bad = "timestamp outside the frame's range";
+		if (bad) {
+			if (!x->nbad++)
+				snprintf(x->badwhy, sizeof(x->badwhy),
+					 "record %u (%s) at offset %u: %s", seen,
+					 cp_rec_type_name(rec->type), off, bad);
+		} else {
+			f->keys[x->k].ts = rec->ts;
+			f->keys[x->k].off = off;
+			x->k++;
+		}
+		seen++;
+		off += rec->size;
+	}
+	if (!x->why[0] && (seen != h->count || off != h->raw))
+		snprintf(x->why, sizeof(x->why), "%u records in %u bytes, the header says %u in %u",
+			 seen, off, h->count, h->raw);
+	if (sort && x->k)
+		x->err = reader__sort(ld, f->keys, x->k);
+}
+
+static void *prefetch__run(void *arg)
+{
+	struct prefetch *pf = arg;
+
+	pthread_mutex_lock(&pf->mu);
+	for (;;) {
+		struct fetch x;
+		struct fhdr h;
+
+		while (!pf->asked && !pf->quit)
+			pthread_cond_wait(&pf->cv, &pf->mu);
+		if (pf->quit)
+			break;
+		h = pf->h;
+		pthread_mutex_unlock(&pf->mu);
+		frame__prepare(pf->fd, &h, &pf->ld, pf->f, true, &x);
+		pthread_mutex_lock(&pf->mu);
+		pf->res = x;
+		pf->asked = false;
+		pf->done = true;
+		pthread_cond_broadcast(&pf->cv);
+	}
+	pthread_mutex_unlock(&pf->mu);
+	return NULL;
+}
+
+/* 0, or -ENOMEM */
+static int loader__init(struct loader *ld)
+{
+	ld->dctx = ZSTD_createDCtx();
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&ld->lctx, LZ4F_VERSION)))
+		ld->lctx = NULL;
+	return ld->dctx && ld->lctx ? 0 : -ENOMEM;
+}
+
+static void loader__free(struct loader *ld)
+{
+	ZSTD_freeDCtx(ld->dctx);
+	LZ4F_freeDecompressionContext(ld->lctx);
+	free(ld->cbuf);
+	free(ld->tmp);
+	free(ld->runs);
+}
+
+static void prefetch__free(struct prefetch *pf)
+{
+	loader__free(&pf->ld);
+	free(pf);
+}
+
+/* The helper's frame once it is done with it (NULL: none asked for), with
+ * its header and what fetching it came to. */
+static struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct fetch *x)
+{
+	struct rframe *f;
+
+	pthread_mutex_lock(&pf->mu);
+	while (pf->asked)
+		pthread_cond_wait(&pf->cv, &pf->mu);
+	f = pf->done ? pf->f : NULL;
+	*h = pf->h;
+	*x = pf->res;
+	pf->done = false;
+	pf->f = NULL;
+	pthread_mutex_unlock(&pf->mu);
+	return f;
+}
+
+/* The helper, started; NULL when it cannot be (no thread, no memory). */
+static struct prefetch *prefetch__start(int fd)
+{
+	struct prefetch *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return NULL;
+	pf->fd = fd;
+	if (loader__init(&pf->ld) || pthread_mutex_init(&pf->mu, NULL))
+		goto release;
+	if (pthread_cond_init(&pf->cv, NULL))
+		goto destroy_mutex;
+	if (!pthread_create(&pf->th, NULL, prefetch__run, pf))
+		return pf;
+	pthread_cond_destroy(&pf->cv);
+destroy_mutex:
+	pthread_mutex_destroy(&pf->mu);
+release:
+	prefetch__free(pf);
+	return NULL;
+}
+
+/* Stops the helper; returns the frame it holds, if any. */
+static struct rframe *prefetch__stop(struct prefetch *pf)
+{
+	struct rframe *f;
+
+	pthread_mutex_lock(&pf->mu);
+	pf->quit = true;
+	pthread_cond_broadcast(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+	pthread_join(pf->th, NULL);
+	f = pf->f;
+	pthread_cond_destroy(&pf->cv);
+	pthread_mutex_destroy(&pf->mu);
+	prefetch__free(pf);
+	return f;
+}
+
+/* Asks the helper for frame h, starting it the first time. Without it
+ * (no thread, no memory) frames load as before, all here. */
+static void prefetch__ask(struct recording_reader *r, const struct fhdr *h)
+{
+	struct prefetch *pf;
+	struct rframe *f;
+
+	if (!r->pf && !r->pf_failed) {
+		r->pf = prefetch__start(r->fd);
+		r->pf_failed = !r->pf;
+	}
+	pf = r->pf;
+	if (!pf)
+		return;
+	f = r->nspare ? r->spare[--r->nspare] : calloc(1, sizeof(*f));
+	if (!f)
+		return;
+	pthread_mutex_lock(&pf->mu);
+	pf->h = *h;
+	pf->f = f;
+	pf->asked = true;
+	pf->done = false;
+	pthread_cond_signal(&pf->cv);
+	pthread_mutex_unlock(&pf->mu);
+}
+
+/* Loads the first frame ahead, prepared by the helper or here. Returns 0
+ * (frame loaded, or skipped with a problem noted) or -errno on a failure
+ * that stops reading. */
+static int reader__load(struct recording_reader *r)
+{
+	struct fhdr h = r->ahead[r->ahead_first], ph;
+	uint64_t total = REC_FRAME_HDR_SIZE + (uint64_t)h.comp;
+	struct rframe *f = NULL;
+	struct fetch x;
+
+	r->ahead_first = (r->ahead_first + 1) % WINDOW_FRAMES;
+	r->nahead--;
+	ahead__update_min(r);
+	if (r->pf) {
+		f = prefetch__take(r->pf, &ph, &x);
+		if (f && (ph.off != h.off || ph.seq != h.seq)) { /* asked before reading stopped */
+			r->spare[r->nspare++] = f;
+			f = NULL;
+		}
+	}
+	if (!f) {
+		f = r->nspare ? r->spare[--r->nspare] : calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		frame__prepare(r->fd, &h, &r->ld, f, r->order == RECORDING_TIME_ORDER, &x);
+	}
+	/* the next frame in the file, while this one is read */
+	if (r->nahead && r->order == RECORDING_TIME_ORDER && !x.err)
+		prefetch__ask(r, &r->ahead[r->ahead_first]);
+	if (x.err) {
+		free(f->raw);
+		free(f->keys);
+		free(f);
+		return x.err;
+	}
+	if (x.n < 0) {
+		reader__problem(r, "read error in frame %u at byte %llu: %s", h.seq,
+				(unsigned long long)h.off, strerror((int)-x.n));
+		r->spare[r->nspare++] = f;
+		return (int)x.n;
+	}
+	if (x.n < h.comp) {
+		reader__problem(r,
+				"cut short in frame %u at byte %llu: %llu of %llu bytes "
+				"present",
+				h.seq, (unsigned long long)h.off,
+				(unsigned long long)(REC_FRAME_HDR_SIZE + x.n),
+				(unsigned long long)total);
+		/* Nothing can follow a frame cut short. */
+		r->reading_done = true;
+		r->nahead = 0;
+		r->spare[r->nspare++] = f;
+		return 0;
+	}
+	if (x.zbad) {
+		reader__problem(r, "frame %u at byte %llu: %s; skipped its %u records", h.seq,
+				(unsigned long long)h.off, x.why, h.count);
+		r->frames_skipped++;
+		r->records_skipped += h.count;
+		r->spare[r->nspare++] = f;
+		return 0;
+	}
+	if (x.nbad)
+		reader__problem(r, "frame %u at byte %llu: %s; skipped %u such records", h.seq,
+				(unsigned long long)h.off, x.badwhy, x.nbad);
+	if (x.why[0])
+		reader__problem(r,
+				"frame %u at byte %llu: %s; kept the %u records before it, "
+				"dropped the rest",
+				h.seq, (unsigned long long)h.off, x.why, x.k);
+	if (h.count > x.k)
+		r->records_skipped += h.count - x.k;
+	if (!x.k) {
+		r->frames_skipped++;
+		r->spare[r->nspare++] = f;
+		return 0;
+	}
+	f->n = x.k;
+	f->pos = 0;
+	f->raw_size = h.raw;
+	r->loaded[r->nloaded++] = f;
+	r->loaded_bytes += h.raw;
+	return 0;
+}
+
+/* --- API ---------------------------------------------------------------- */
+
+int recording_reader__open(struct recording_reader **rp, const char *path,
+			   enum recording_order order)
+{
+	struct recording_reader *r;
+	int err;
+
+	*rp = NULL;
+	recfile_open_error[0] = 0;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	r->fd = -1;
+	r->order = order;
+	r->lookahead = order == RECORDING_TIME_ORDER ? WINDOW_FRAMES : 1;
+	r->ahead_min_ts = UINT64_MAX;
+	r->path = strdup(path);
+	if (!r->path || loader__init(&r->ld)) {
+		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: out of memory", path);
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		err = -errno;
+		snprintf(recfile_open_error, sizeof(recfile_open_error), "%s: %s", path,
+			 strerror(errno));
+		goto cleanup;
+	}
+	err = recfile__read_header(r->fd, path, &r->info, &r->strings, &r->cpus, &r->off);
+	if (err)
+		goto cleanup;
+	*rp = r;
+	return 0;
+cleanup:
+	recording_reader__close(r);
+	return err;
+}
+
+const struct recording_info *recording_reader__info(const struct recording_reader *r)
+{
+	return &r->info;
+}
+
+static void reader__release(struct recording_reader *r)
+{
+	int j = 0;
+
+	for (int i = 0; i < r->nloaded; i++) {
+		struct rframe *f = r->loaded[i];
+
+		if (f->pos < f->n) {
+			r->loaded[j++] = f;
+			continue;
+		}
+		r->loaded_bytes -= f->raw_size;
+		r->spare[r->nspare++] = f;
+	}
+	r->nloaded = j;
+}
+
+int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec)
+{
+	int err;
+
+	*rec = NULL;
+	if (r->fast) {
+		struct rframe *f = r->fast;
+
+		if (f->pos < f->n && f->keys[f->pos].ts < r->fast_limit &&
+		    (!r->nahead || f->keys[f->pos].ts <= r->ahead_min_ts)) {
+			*rec = (const struct cp_hdr *)(f->raw + f->keys[f->pos++].off);
+			return 1;
+		}
+		r->fast = NULL;
+	}
+	for (;;) {
+		struct rframe *best = NULL;
+
+		reader__release(r);
+		while (r->nahead < r->lookahead && !r->reading_done)
+			reader__peek(r);
+		if (r->order == RECORDING_FILE_ORDER) {
+			best = r->nloaded ? r->loaded[0] : NULL;
+		} else {
+			for (int i = 0; i < r->nloaded; i++) {
+				struct rframe *f = r->loaded[i];
+				if (!best || f->keys[f->pos].ts < best->keys[best->pos].ts)
+					best = f;
+			}
+			if (best && r->nahead && best->keys[best->pos].ts > r->ahead_min_ts) {
+				if (r->nloaded < WINDOW_FRAMES && r->loaded_bytes < WINDOW_BYTES)
+					best = NULL; /* the next frame may hold older records */
+				else
+					r->reorder_forced++;
+			}
+		}
+		if (best) {
+			*rec = (const struct cp_hdr *)(best->raw + best->keys[best->pos++].off);
+			if (r->order == RECORDING_TIME_ORDER) {
+				r->fast = best;
+				r->fast_limit = UINT64_MAX;
+				for (int i = 0; i < r->nloaded; i++) {
+					struct rframe *f = r->loaded[i];
+
+					if (f != best && f->pos < f->n &&
+					    f->keys[f->pos].ts < r->fast_limit)
+						r->fast_limit = f->keys[f->pos].ts;
+				}
+			}
+			return 1;
+		}
+		if (!r->nahead)
+			return r->status;
+		err = reader__load(r);
+		if (err) {
+			r->status = err;
+			r->reading_done = true;
+			r->nahead = 0;
+		}
+	}
+}
+
+const char *recording_reader__stopped(const struct recording_reader *cr)
+{
+	struct recording_reader *r = (struct recording_reader *)cr;
+	char extra[160] = "";
+	size_t len;
+
+	if (!r->nproblems)
+		return NULL;
+	if (r->frames_skipped || r->records_skipped)
+		snprintf(extra, sizeof(extra), " (%u frames and %llu records skipped in all)",
+			 r->frames_skipped, (unsigned long long)r->records_skipped);
+	free(r->stopped);
+	len = strlen(r->path) + 2 * MSG_LEN + sizeof(extra) + 64;
+	r->stopped = malloc(len);
+	if (!r->stopped)
+		return "out of memory";
+	if (r->nproblems == 1)
+		snprintf(r->stopped, len, "%s: %s%s", r->path, r->first, extra);
+	else if (r->nproblems == 2)
+		snprintf(r->stopped, len, "%s: %s; then %s%s", r->path, r->first, r->last, extra);
+	else
+		snprintf(r->stopped, len, "%s: %s; %d more problems, the last: %s%s", r->path,
+			 r->first, r->nproblems - 2, r->last, extra);
+	return r->stopped;
+}
+
+const struct recording_totals *recording_reader__totals(const struct recording_reader *r)
+{
+	return r->has_totals ? &r->totals : NULL;
+}
+
+int recording_reader__end_totals(const struct recording_reader *r, struct recording_totals *t)
+{
+	uint8_t b[REC_TRAILER_SIZE];
+	struct stat st;
+
+	if (fstat(r->fd, &st) || (uint64_t)st.st_size < r->off + REC_TRAILER_SIZE ||
+	    recfile__read_at(r->fd, b, sizeof(b), (uint64_t)st.st_size - REC_TRAILER_SIZE) !=
+		REC_TRAILER_SIZE ||
+	    !trailer__parse(b, t, NULL))
+		return -ENOENT;
+	return 0;
+}
+
+void recording_reader__close(struct recording_reader *r)
+{
+	if (!r)
+		return;
+	if (r->pf) {
+		struct rframe *f = prefetch__stop(r->pf);
+
+		if (f)
+			r->spare[r->nspare++] = f;
+	}
+	for (int i = 0; i < r->nloaded; i++)
+		r->spare[r->nspare++] = r->loaded[i];
+	for (int i = 0; i < r->nspare; i++) {
+		free(r->spare[i]->raw);
+		free(r->spare[i]->keys);
+		free(r->spare[i]);
+	}
+	if (r->fd >= 0)
+		close(r->fd);
+	loader__free(&r->ld);
+	free(r->strings);
+	free(r->cpus);
+	free(r->path);
+	free(r->stopped);
+	free(r);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* Internal to the recording reader and dump: record validation. */
+#ifndef CRITPATH_RECFILE_H
+#define CRITPATH_RECFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sys/types.h>
+
+#include "critpath_abi.h"
+#include "recording.h"
+
+/* The smallest valid hdr.size of a record type (24 for types not known). */
+size_t recfile__min_size(uint16_t type);
+/* NULL when rec's size lets a reader step over it (>= 24, a multiple of 8,
+ * within the avail bytes left in its frame), else why not. */
+const char *recfile__check_walk(const struct cp_hdr *rec, size_t avail);
+/* NULL when rec (whose size passed recfile__check_walk) is big enough for
+ * its type and its variable parts stay inside it, else why not. With fix,
+ * also NUL-terminates its fixed-size strings in place, so readers can print
+ * them as C strings. */
+const char *recfile__check_type(struct cp_hdr *rec, bool fix);
+
+/* Reads up to len bytes at off; returns the count (short only at EOF) or
+ * -errno. */
+ssize_t recfile__read_at(int fd, void *buf, size_t len, uint64_t off);
+
+/* Reads and checks the file header: fills info (its strings in *strings,
+ * its CPUs in *cpus, both malloc'ed, freed by the caller even on error) and
+ * *data_off, where the first frame starts. On error, recfile_open_error says why,
+ * naming path. */
+#define RECFILE_OPEN_ERROR_LEN 512
+extern __thread char recfile_open_error[RECFILE_OPEN_ERROR_LEN];
+int recfile__read_header(int fd, const char *path, struct recording_info *info, char **strings,
+			 struct recording_cpu **cpus, uint64_t *data_off);
+
+#endif /* CRITPATH_RECFILE_H */

@@ -1,0 +1,1031 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * What Jaeger and OTLP values mean: span_json.h's handlers. span/scan.c
+ * cuts the input into units (one Jaeger trace, or the resourceSpans of one
+ * OTLP request), span/json.cpp walks each to the values that matter and
+ * hands them here; they become struct span_in records whose strings live in
+ * a per-trace arena, and a trace is analysed (span_tree__analyze) as soon as
+ * its last byte is read. Then the arena is reset.
+ *
+ * Memory bound: Jaeger, the largest trace (one element of "data"). OTLP has
+ * no per-trace container: a trace's spans come in many export requests
+ * (one per exporter batch, a line each in the collector's JSON Lines
+ * files), from several processes, over several files, and its root may
+ * never come at all. The spans of a request stay in a batch (its arena,
+ * spans and tags), each trace remembers its runs of spans in batches, and
+ * a trace is analysed once no span of it came for the window (bytes of
+ * input, or time of its spans' ends: --trace-window) or at the end of the
+ * input; a batch is freed when its last trace is. Memory: the window's
+ * traces. A trace that gets spans after it was analysed is warned and
+ * analysed again as its next part ("TRACE (part 2)"), never merged
+ * silently.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "span_internal.h"
+#include "span_json.h"
+
+#define TAG_KEY_MAX 128
+#define TAG_VAL_MAX 256
+
+struct proc {
+	const char *id;
+	const char *service;
+	const char *hostname;
+	uint32_t ptag_first, nptags;
+};
+
+/* An OTLP request's spans, kept while a trace of it waits. */
+struct batch {
+	struct span_arena arena;
+	struct span_vec spans; /* struct span_in */
+	struct span_vec tags;  /* const char * */
+	uint32_t refs;	       /* traces with spans here */
+	struct batch *next;    /* in the free list */
+};
+
+/* A run of a trace's spans in a batch. */
+struct run {
+	struct batch *b;
+	uint32_t first, n;
+};
+
+/* A trace waiting for more spans. */
+struct pending {
+	char *id;	    /* NULL: spans without a trace id */
+	const char *file;   /* where its first span was */
+	struct span_vec runs; /* struct run */
+	uint64_t last_off;  /* input offset of its last spans */
+	int64_t last_ts;    /* its spans' latest end */
+	uint32_t nspans, part;
+	uint32_t prev, next; /* by last_off, oldest first */
+	uint32_t hnext;	     /* in its hash chain */
+	bool used;
+};
+
+#define NONE UINT32_MAX
+#define EARLY_MAX (1u << 20) /* traces analysed by the window remembered */
+#define BATCH_CHUNK 512u
+
+struct span_parser {
+	struct span_file *f;
+	struct span_json *json;
+	bool otlp;	  /* the unit being read: OTLP, or Zipkin (otlp too: spans name their traces) */
+	bool zipkin;
+	bool request_bad; /* OTLP: a unit of this request was malformed */
+	int err;
+	struct span_arena arena;
+	struct span_vec spans; /* struct span_in */
+	struct span_vec tags;  /* const char * */
+	struct span_vec procs; /* struct proc: Jaeger processes / OTLP resources */
+	struct span_vec perm;  /* Jaeger: process id hash table */
+	/* OTLP's waiting traces */
+	uint64_t window_bytes;
+	int64_t window_ns, max_ts;
+	struct span_vec pend;	 /* struct pending */
+	struct span_vec buckets; /* uint32_t: hash chains by trace id */
+	uint32_t npend, free_pend, lru_head, lru_tail;
+	struct batch *free_batches;
+	struct span_vec gather;	 /* struct span_in: a trace's spans, together */
+	struct span_vec gtags;	 /* const char *: their tags */
+	/* traces analysed by the window: a ring of id hashes and their parts,
+	 * with an open-addressing index into it */
+	uint64_t *early;
+	uint32_t *early_part, *early_ix;
+	uint32_t nearly;
+	const char *trace_id;
+	/* the span being read */
+	int64_t dur;
+	bool has_dur;
+	int ref_kind; /* 0 none, 1 FOLLOWS_FROM, 2 CHILD_OF */
+};
+
+static struct span_in *cur_span(struct span_parser *p)
+{
+	return &((struct span_in *)p->spans.v)[p->spans.n - 1];
+}
+
+static struct proc *cur_proc(struct span_parser *p)
+{
+	return &((struct proc *)p->procs.v)[p->procs.n - 1];
+}
+
+#define KEYIS(lit) (len == sizeof(lit) - 1 && !memcmp(s, lit, sizeof(lit) - 1))
+
+/* Integers exactly (ns since 1970 do not fit a double's mantissa), anything
+ * else through strtod. 0 or -EINVAL. */
+static int parse_num(const char *s, size_t len, double scale, int64_t *out)
+{
+	char buf[64];
+	char *end;
+	bool neg = false;
+	size_t i = 0;
+	uint64_t v = 0;
+	double d;
+
+	if (len && s[0] == '-') {
+		neg = true;
+		i = 1;
+	}
+	/* up to 19 digits fit an int64 unless they pass INT64_MAX */
+	if (i < len && len - i <= 19) {
+		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+			v = v * 10 + (uint64_t)(s[i] - '0');
+		if (i == len && v <= (uint64_t)INT64_MAX / (uint64_t)scale) {
+			*out = (int64_t)(v * (uint64_t)scale) * (neg ? -1 : 1);
+			return 0;
+		}
+	}
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	d = strtod(buf, &end);
+	if (*end)
+		return -EINVAL;
+	d *= scale;
+	if (!(d > -9.2e18 && d < 9.2e18)) /* past int64 (or NaN): no conversion defined */
+		return -EINVAL;
+	*out = (int64_t)d;
+	return 0;
+}
+
+static const char *pdup(struct span_parser *p, const char *s, size_t len)
+{
+	const char *d = span_arena__strndup(&p->arena, s, len);
+
+	if (!d)
+		p->err = -ENOMEM;
+	return d;
+}
+
+static int kind_of(const char *s, size_t len)
+{
+	/* Jaeger's span.kind tag values, OTLP's enum names */
+	/* and Zipkin's */
+	if (KEYIS("server") || KEYIS("SPAN_KIND_SERVER") || KEYIS("SERVER"))
+		return SPAN_KIND_SERVER;
+	if (KEYIS("client") || KEYIS("SPAN_KIND_CLIENT") || KEYIS("CLIENT"))
+		return SPAN_KIND_CLIENT;
+	if (KEYIS("producer") || KEYIS("SPAN_KIND_PRODUCER") || KEYIS("PRODUCER"))
+		return SPAN_KIND_PRODUCER;
+	if (KEYIS("consumer") || KEYIS("SPAN_KIND_CONSUMER") || KEYIS("CONSUMER"))
+		return SPAN_KIND_CONSUMER;
+	if (KEYIS("internal") || KEYIS("SPAN_KIND_INTERNAL"))
+		return SPAN_KIND_INTERNAL;
+	return SPAN_KIND_UNSET;
+}
+
+/* ---- span_json.h's handlers -------------------------------------------------- */
+
+int span_json__trace_id(void *ctx, const char *s, size_t len)
+{
+	struct span_parser *p = ctx;
+
+	p->trace_id = pdup(p, s, len);
+	return p->err;
+}
+
+int span_json__span_begin(void *ctx)
+{
+	struct span_parser *p = ctx;
+	struct span_in *s = span_vec__push(&p->spans, sizeof(*s));
+
+	if (!s)
+		return p->err = -ENOMEM;
+	*s = (struct span_in){.tag_first = p->tags.n, .seq = p->spans.n - 1};
+	p->f->nread++;
+	s->resource = p->procs.n ? p->procs.n - 1 : 0;
+	p->has_dur = false;
+	p->dur = 0;
+	p->ref_kind = 0;
+	return 0;
+}
+
+int span_json__field(void *ctx, enum span_json_field f, const char *s, size_t len, bool is_string)
+{
+	struct span_parser *p = ctx;
+	struct span_in *sp = cur_span(p);
+	int64_t v;
+
+	switch (f) {
+	case SPAN_JSON_TRACE_ID:
+		if (p->otlp)
+			sp->trace_id = pdup(p, s, len);
+		else if (!p->trace_id) /* Jaeger: the trace's, when it has none of its own */
+			p->trace_id = pdup(p, s, len);
+		break;
+	case SPAN_JSON_SPAN_ID:
+		sp->id = pdup(p, s, len);
+		break;
+	case SPAN_JSON_PARENT_ID:
+		if (!p->ref_kind) /* Jaeger: references win */
+			sp->parent_id = pdup(p, s, len);
+		break;
+	case SPAN_JSON_OPERATION:
+		sp->operation = pdup(p, s, len);
+		break;
+	case SPAN_JSON_PROCESS_ID:
+		sp->proc = pdup(p, s, len);
+		break;
+	case SPAN_JSON_KIND:
+		if (is_string)
+			sp->kind = kind_of(s, len);
+		else if (len == 1 && s[0] >= '0' && s[0] <= '5')
+			sp->kind = s[0] - '0'; /* OTLP's enum numbers match ours */
+		break;
+	case SPAN_JSON_SERVICE:
+		sp->service = pdup(p, s, len);
+		break;
+	case SPAN_JSON_HOST:
+		sp->hostname = pdup(p, s, len);
+		break;
+	case SPAN_JSON_SHARED:
+		sp->shared = len == 4 && !memcmp(s, "true", 4);
+		break;
+	case SPAN_JSON_START:
+		if (parse_num(s, len, p->otlp && !p->zipkin ? 1 : 1000, &sp->start_ns))
+			sp->bad_number = true;
+		sp->has_start = true;
+		break;
+	case SPAN_JSON_END:
+		if (parse_num(s, len, 1, &sp->end_ns))
+			sp->bad_number = true;
+		sp->has_end = true;
+		break;
+	case SPAN_JSON_DURATION:
+		if (parse_num(s, len, 1000, &v))
+			sp->bad_number = true;
+		p->dur = v;
+		p->has_dur = true;
+		break;
+	}
+	return p->err;
+}
+
+int span_json__ref(void *ctx, const char *type, size_t tlen, const char *span_id, size_t ilen)
+{
+	struct span_parser *p = ctx;
+	const char *s = type;
+	size_t len = tlen;
+	int kind = !s ? 0 : KEYIS("CHILD_OF") ? 2 : KEYIS("FOLLOWS_FROM") ? 1 : 0;
+
+	/* CHILD_OF beats FOLLOWS_FROM; the first of a kind wins */
+	if (kind > p->ref_kind && span_id) {
+		struct span_in *sp = cur_span(p);
+
+		sp->parent_id = pdup(p, span_id, ilen);
+		sp->follows = kind == 1;
+		p->ref_kind = kind;
+	}
+	return p->err;
+}
+
+int span_json__span_end(void *ctx)
+{
+	struct span_parser *p = ctx;
+	struct span_in *s = cur_span(p);
+
+	if (p->has_dur) {
+		if (__builtin_add_overflow(s->start_ns, p->dur, &s->end_ns))
+			s->bad_number = true;
+		s->has_end = true;
+	}
+	s->ntags = p->tags.n - s->tag_first;
+	if (p->zipkin) {
+		/* its clock: its address, else its service's */
+		s->host = s->hostname ? s->hostname : s->service;
+		if (s->shared && s->kind == SPAN_KIND_SERVER && s->id) {
+			/* B3's shared span: the server side has its client's id
+			 * (and parent); it is the client's child */
+			size_t n = strlen(s->id);
+			char *id = span_arena__alloc(&p->arena, n + 8);
+
+			if (!id)
+				return p->err = -ENOMEM;
+			memcpy(id, s->id, n);
+			memcpy(id + n, ":server", 8);
+			s->parent_id = s->id;
+			s->id = id;
+		}
+	}
+	return 0;
+}
+
+int span_json__tag(void *ctx, enum span_json_tags where, const char *k, size_t klen, const char *v,
+		   size_t vlen)
+{
+	struct span_parser *p = ctx;
+	const char **slot;
+	const char *s = k;
+	size_t len;
+	char *kv;
+
+	if (!klen)
+		return 0;
+	/* filters match on short values; keep them bounded */
+	if (klen >= TAG_KEY_MAX)
+		klen = TAG_KEY_MAX - 1;
+	if (vlen >= TAG_VAL_MAX)
+		vlen = TAG_VAL_MAX - 1;
+	len = klen;
+	kv = span_arena__alloc(&p->arena, klen + vlen + 2);
+	slot = span_vec__push(&p->tags, sizeof(*slot));
+	if (!kv || !slot)
+		return p->err = -ENOMEM;
+	memcpy(kv, k, klen);
+	kv[klen] = '=';
+	memcpy(kv + klen + 1, v, vlen);
+	kv[klen + 1 + vlen] = 0;
+	*slot = kv;
+	if (where == SPAN_JSON_SPAN_TAG) {
+		if (!p->otlp && KEYIS("span.kind"))
+			cur_span(p)->kind = kind_of(v, vlen);
+	} else {
+		struct proc *pr = cur_proc(p);
+
+		if (!pr->nptags++)
+			pr->ptag_first = p->tags.n - 1;
+		if (KEYIS("hostname") || KEYIS("host.name"))
+			pr->hostname = kv + klen + 1;
+		else if (p->otlp && KEYIS("service.name"))
+			pr->service = kv + klen + 1;
+	}
+	return 0;
+}
+
+int span_json__proc_begin(void *ctx, const char *id, size_t len)
+{
+	struct span_parser *p = ctx;
+	struct proc *pr = span_vec__push(&p->procs, sizeof(*pr));
+
+	if (!pr)
+		return p->err = -ENOMEM;
+	*pr = (struct proc){.id = id ? pdup(p, id, len) : NULL};
+	return p->err;
+}
+
+int span_json__proc_service(void *ctx, const char *s, size_t len)
+{
+	struct span_parser *p = ctx;
+
+	cur_proc(p)->service = pdup(p, s, len);
+	return p->err;
+}
+
+static void reset_trace(struct span_parser *p)
+{
+	span_arena__reset(&p->arena);
+	p->spans.n = 0;
+	p->tags.n = 0;
+	p->procs.n = 0;
+	p->trace_id = NULL;
+}
+
+static const char UNKNOWN_SERVICE[] = "(unknown service)";
+static const char UNNAMED_OP[] = "(unnamed)";
+
+static void fill_defaults(struct span_in *s)
+{
+	if (!s->service)
+		s->service = UNKNOWN_SERVICE;
+	if (!s->operation)
+		s->operation = UNNAMED_OP;
+}
+
+static uint32_t hash_id(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* Jaeger: a trace is complete; resolve processes (through a hash table: a
+ * trace can have hundreds) and analyse it. */
+static int end_jaeger_trace(struct span_parser *p)
+{
+	struct span_in *sp = p->spans.v;
+	const struct proc *procs = p->procs.v, *last = NULL;
+	uint32_t nslots = 16, mask, *slots;
+	int err;
+
+	while (nslots < 2 * p->procs.n)
+		nslots *= 2;
+	mask = nslots - 1;
+	if (span_vec__reserve(&p->perm, sizeof(uint32_t), nslots))
+		return -ENOMEM;
+	slots = p->perm.v;
+	memset(slots, 0xff, nslots * sizeof(uint32_t));
+	for (uint32_t j = 0; j < p->procs.n; j++) {
+		uint32_t h;
+
+		if (!procs[j].id)
+			continue;
+		for (h = hash_id(procs[j].id) & mask; slots[h] != UINT32_MAX; h = (h + 1) & mask)
+			;
+		slots[h] = j;
+	}
+	for (uint32_t i = 0; i < p->spans.n; i++) {
+		struct span_in *s = &sp[i];
+		uint32_t h;
+
+		last = NULL;
+		if (s->proc) {
+			for (h = hash_id(s->proc) & mask; slots[h] != UINT32_MAX;
+			     h = (h + 1) & mask)
+				if (!strcmp(procs[slots[h]].id, s->proc)) {
+					last = &procs[slots[h]];
+					break;
+				}
+		}
+		if (last) {
+			s->service = last->service;
+			s->hostname = last->hostname;
+			s->ptag_first = last->ptag_first;
+			s->nptags = last->nptags;
+		}
+		/* clock domain: the host when named, else the process */
+		s->host = s->hostname ? s->hostname : s->proc;
+		fill_defaults(s);
+	}
+	err = span_tree__analyze(p->f, p->trace_id, sp, p->spans.n, p->tags.v);
+	reset_trace(p);
+	return err < 0 ? err : 0;
+}
+
+static int trace_cmp(const void *a, const void *b)
+{
+	const struct span_in *sa = a, *sb = b;
+	int c;
+
+	if (!sa->trace_id || !sb->trace_id)
+		c = !sa->trace_id - !sb->trace_id;
+	else
+		c = strcmp(sa->trace_id, sb->trace_id);
+	if (c)
+		return c;
+	return sa->seq < sb->seq ? -1 : sa->seq > sb->seq;
+}
+
+static bool same_trace(const struct span_in *a, const struct span_in *b)
+{
+	if (!a->trace_id || !b->trace_id)
+		return !a->trace_id && !b->trace_id;
+	return !strcmp(a->trace_id, b->trace_id);
+}
+
+/* ---- OTLP: traces over many requests ------------------------------------- */
+
+static uint64_t id_hash(const char *s)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ULL, w;
+	size_t len = s ? strlen(s) : 0;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	w = 0;
+	if (len)
+		memcpy(&w, s, len);
+	h = (h ^ w ^ len) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
+}
+
+static struct pending *pend_at(struct span_parser *p, uint32_t i)
+{
+	return &((struct pending *)p->pend.v)[i];
+}
+
+static bool same_id(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
+static uint32_t *bucket_of(struct span_parser *p, const char *id)
+{
+	return &((uint32_t *)p->buckets.v)[id_hash(id) & (p->buckets.n - 1)];
+}
+
+static uint32_t pend_find(struct span_parser *p, const char *id)
+{
+	if (!p->buckets.n)
+		return NONE;
+	for (uint32_t i = *bucket_of(p, id); i != NONE; i = pend_at(p, i)->hnext)
+		if (same_id(pend_at(p, i)->id, id))
+			return i;
+	return NONE;
+}
+
+static void lru_unlink(struct span_parser *p, uint32_t i)
+{
+	struct pending *t = pend_at(p, i);
+
+	if (t->prev != NONE)
+		pend_at(p, t->prev)->next = t->next;
+	else
+		p->lru_head = t->next;
+	if (t->next != NONE)
+		pend_at(p, t->next)->prev = t->prev;
+	else
+		p->lru_tail = t->prev;
+	t->prev = t->next = NONE;
+}
+
+static void lru_push(struct span_parser *p, uint32_t i)
+{
+	struct pending *t = pend_at(p, i);
+
+	t->prev = p->lru_tail;
+	t->next = NONE;
+	if (p->lru_tail != NONE)
+		pend_at(p, p->lru_tail)->next = i;
+	else
+		p->lru_head = i;
+	p->lru_tail = i;
+}
+
+/* The hash chains, doubled when they get long. */
+static int buckets_grow(struct span_parser *p)
+{
+	uint32_t n = p->buckets.n ? p->buckets.n * 2 : 256;
+
+	if (span_vec__reserve(&p->buckets, sizeof(uint32_t), n))
+		return -ENOMEM;
+	p->buckets.n = n;
+	memset(p->buckets.v, 0xff, n * sizeof(uint32_t));
+	for (uint32_t i = 0; i < p->pend.n; i++) {
+		struct pending *t = pend_at(p, i);
+		uint32_t *b;
+
+		if (!t->used)
+			continue;
+		b = bucket_of(p, t->id);
+		t->hnext = *b;
+		*b = i;
+	}
+	return 0;
+}
+
+static uint32_t pend_new(struct span_parser *p, const char *id, uint32_t part)
+{
+	struct pending *t;
+	uint32_t i, *b;
+
+	if (p->npend + 1 > p->buckets.n && buckets_grow(p))
+		return NONE;
+	if (p->free_pend != NONE) {
+		i = p->free_pend;
+		p->free_pend = pend_at(p, i)->hnext;
+	} else {
+		if (!span_vec__push(&p->pend, sizeof(struct pending)))
+			return NONE;
+		i = p->pend.n - 1;
+		memset(pend_at(p, i), 0, sizeof(struct pending));
+	}
+	t = pend_at(p, i);
+	t->id = id ? strdup(id) : NULL;
+	if (id && !t->id)
+		return NONE;
+	t->used = true;
+	t->file = p->f->name;
+	t->part = part;
+	t->nspans = 0;
+	t->runs.n = 0;
+	t->last_ts = INT64_MIN;
+	b = bucket_of(p, id);
+	t->hnext = *b;
+	*b = i;
+	t->prev = t->next = NONE;
+	lru_push(p, i);
+	p->npend++;
+	return i;
+}
+
+static void batch_put(struct span_parser *p, struct batch *b)
+{
+	if (--b->refs)
+		return;
+	span_arena__reset(&b->arena);
+	free(b->spans.v);
+	free(b->tags.v);
+	memset(&b->spans, 0, sizeof(b->spans));
+	memset(&b->tags, 0, sizeof(b->tags));
+	b->next = p->free_batches;
+	p->free_batches = b;
+}
+
+/* Which part of a trace analysed by the window comes next (0: none). */
+static uint32_t *early_part(struct span_parser *p, uint64_t h)
+{
+	if (!p->early)
+		return NULL;
+	for (uint32_t k = (uint32_t)h & (2 * EARLY_MAX - 1); p->early_ix[k] != NONE;
+	     k = (k + 1) & (2 * EARLY_MAX - 1))
+		if (p->early[p->early_ix[k]] == h)
+			return &p->early_part[p->early_ix[k]];
+	return NULL;
+}
+
+/* Remembers a trace analysed by the window; the oldest goes when full (a
+ * trace whose spans come back after a million others is a new one). */
+static void early_add(struct span_parser *p, uint64_t h, uint32_t part)
+{
+	uint32_t slot = p->nearly % EARLY_MAX, mask = 2 * EARLY_MAX - 1, *pp;
+
+	if (!p->early) {
+		p->early = malloc(EARLY_MAX * sizeof(*p->early));
+		p->early_part = malloc(EARLY_MAX * sizeof(*p->early_part));
+		p->early_ix = malloc(2 * EARLY_MAX * sizeof(*p->early_ix));
+		if (!p->early || !p->early_part || !p->early_ix)
+			return; /* not remembered: later spans are a new trace */
+		memset(p->early_ix, 0xff, 2 * EARLY_MAX * sizeof(*p->early_ix));
+	}
+	if ((pp = early_part(p, h))) {
+		*pp = part;
+		return;
+	}
+	if (p->nearly >= EARLY_MAX) { /* the oldest out: re-insert what follows its slot */
+		uint64_t old = p->early[slot];
+		uint32_t k = (uint32_t)old & mask;
+
+		while (p->early_ix[k] != slot)
+			k = (k + 1) & mask;
+		p->early_ix[k] = NONE;
+		for (uint32_t j = (k + 1) & mask; p->early_ix[j] != NONE; j = (j + 1) & mask) {
+			uint32_t e = p->early_ix[j], home = (uint32_t)p->early[e] & mask;
+
+			if ((j > k && (home <= k || home > j)) || (j < k && home <= k && home > j)) {
+				p->early_ix[k] = e;
+				p->early_ix[j] = NONE;
+				k = j;
+			}
+		}
+	}
+	p->early[slot] = h;
+	p->early_part[slot] = part;
+	{
+		uint32_t k = (uint32_t)h & mask;
+
+		while (p->early_ix[k] != NONE)
+			k = (k + 1) & mask;
+		p->early_ix[k] = slot;
+	}
+	p->nearly++;
+}
+
+/* Analyses waiting trace i and frees it. early: by the window, not at the
+ * end of the input. */
+static int pend_analyze(struct span_parser *p, uint32_t i, bool early)
+{
+	struct pending *t = pend_at(p, i);
+	const struct run *runs = t->runs.v;
+	struct span_in *out;
+	const char **tags;
+	const char *name = p->f->name, *id = t->id;
+	char idbuf[512];
+	uint32_t *b, n = 0;
+	int err = 0;
+
+	if (span_vec__reserve(&p->gather, sizeof(struct span_in), t->nspans))
+		return -ENOMEM;
+	out = p->gather.v;
+	p->gtags.n = 0;
+	for (uint32_t r = 0; r < t->runs.n; r++) {
+		const struct batch *bt = runs[r].b;
+		const struct span_in *in = (const struct span_in *)bt->spans.v + runs[r].first;
+		const char *const *bt_tags = bt->tags.v;
+		uint32_t last_pfirst = NONE, last_pnew = 0;
+
+		for (uint32_t k = 0; k < runs[r].n; k++) {
+			struct span_in *sp = &out[n++];
+
+			*sp = in[k];
+			/* its tags, then its resource's (shared: once a run) */
+			if (span_vec__reserve(&p->gtags, sizeof(char *), p->gtags.n + sp->ntags + sp->nptags))
+				return -ENOMEM;
+			tags = p->gtags.v;
+			if (sp->ntags)
+				memcpy(tags + p->gtags.n, bt_tags + sp->tag_first,
+				       sp->ntags * sizeof(char *));
+			sp->tag_first = p->gtags.n;
+			p->gtags.n += sp->ntags;
+			if (sp->nptags && sp->ptag_first != last_pfirst) {
+				last_pfirst = sp->ptag_first;
+				last_pnew = p->gtags.n;
+				memcpy(tags + p->gtags.n, bt_tags + sp->ptag_first,
+				       sp->nptags * sizeof(char *));
+				p->gtags.n += sp->nptags;
+			}
+			sp->ptag_first = last_pnew;
+		}
+	}
+	if (t->part > 1 && id) {
+		snprintf(idbuf, sizeof(idbuf), "%s (part %u)", id, t->part);
+		id = idbuf;
+	}
+	p->f->name = t->file;
+	err = span_tree__analyze(p->f, id, out, n, p->gtags.v);
+	p->f->name = name;
+	if (early)
+		early_add(p, id_hash(t->id), t->part + 1);
+	for (uint32_t r = 0; r < t->runs.n; r++)
+		batch_put(p, runs[r].b);
+	/* out of its chain and the LRU list, onto the free list */
+	for (b = bucket_of(p, t->id); *b != i; b = &pend_at(p, *b)->hnext)
+		;
+	*b = t->hnext;
+	lru_unlink(p, i);
+	free(t->id);
+	t->id = NULL;
+	t->used = false;
+	t->hnext = p->free_pend;
+	p->free_pend = i;
+	p->npend--;
+	return err < 0 ? err : 0;
+}
+
+/* The traces no span of which came for the window. */
+static int expire(struct span_parser *p, uint64_t off)
+{
+	while (p->lru_head != NONE) {
+		struct pending *t = pend_at(p, p->lru_head);
+		int err;
+
+		if (t->last_off + p->window_bytes >= off &&
+		    (t->last_ts == INT64_MIN || t->last_ts + p->window_ns >= p->max_ts))
+			break;
+		err = pend_analyze(p, p->lru_head, true);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int span_parser__flush(struct span_parser *p)
+{
+	while (p->lru_head != NONE) {
+		int err = pend_analyze(p, p->lru_head, false);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The request's spans (sorted by trace) become a batch; each trace's run of
+ * them joins its waiting trace. */
+static int add_runs(struct span_parser *p, uint64_t off)
+{
+	struct batch *b = p->free_batches;
+	struct span_in *sp;
+	uint32_t n = p->spans.n, i = 0;
+
+	if (b) {
+		p->free_batches = b->next;
+	} else if (!(b = calloc(1, sizeof(*b)))) {
+		return -ENOMEM;
+	}
+	/* many batches wait at once (a trace over many requests, a request a
+	 * span or two): their arenas begin at 512 bytes and double */
+	b->arena.chunk = BATCH_CHUNK;
+	/* the parser's arena becomes the batch's, and the batch's (empty,
+	 * reused) the parser's; the spans and tags are copied at their size
+	 * (the parser's arrays stay, grown to the largest request) */
+	{
+		struct span_arena a = b->arena;
+
+		b->arena = p->arena;
+		p->arena = a;
+	}
+	b->spans.v = malloc((size_t)(n ? n : 1) * sizeof(struct span_in));
+	b->tags.v = malloc((size_t)(p->tags.n ? p->tags.n : 1) * sizeof(char *));
+	if (!b->spans.v || !b->tags.v) {
+		b->refs = 1;
+		batch_put(p, b);
+		return -ENOMEM;
+	}
+	memcpy(b->spans.v, p->spans.v, (size_t)n * sizeof(struct span_in));
+	if (p->tags.n)
+		memcpy(b->tags.v, p->tags.v, (size_t)p->tags.n * sizeof(char *));
+	b->spans.n = b->spans.cap = n;
+	b->tags.n = b->tags.cap = p->tags.n;
+	p->spans.n = 0;
+	p->tags.n = 0;
+	b->refs = 1; /* until every run is placed */
+	sp = b->spans.v;
+	while (i < n) {
+		uint32_t j = i + 1, ti, *part;
+		struct pending *t;
+		struct run *r;
+
+		while (j < n && same_trace(&sp[i], &sp[j]))
+			j++;
+		ti = pend_find(p, sp[i].trace_id);
+		if (ti == NONE) {
+			part = p->nearly ? early_part(p, id_hash(sp[i].trace_id)) : NULL;
+			if (part && *part)
+				span__warnf(p->f,
+					    "trace %s: %u more spans came after it was analysed (no "
+					    "span of it for the window: --trace-window): analysed "
+					    "again as part %u",
+					    sp[i].trace_id ? sp[i].trace_id : "(no trace id)", j - i,
+					    *part);
+			ti = pend_new(p, sp[i].trace_id, part && *part ? *part : 1);
+			if (ti == NONE) {
+				batch_put(p, b);
+				return -ENOMEM;
+			}
+		} else {
+			lru_unlink(p, ti);
+			lru_push(p, ti);
+		}
+		t = pend_at(p, ti);
+		r = span_vec__push(&t->runs, sizeof(*r));
+		if (!r) {
+			batch_put(p, b);
+			return -ENOMEM;
+		}
+		*r = (struct run){b, i, j - i};
+		b->refs++;
+		t->nspans += j - i;
+		t->last_off = off;
+		for (uint32_t k = i; k < j; k++)
+			if (sp[k].has_end && !sp[k].bad_number && sp[k].end_ns > t->last_ts)
+				t->last_ts = sp[k].end_ns;
+		if (t->last_ts > p->max_ts)
+			p->max_ts = t->last_ts;
+		i = j;
+	}
+	batch_put(p, b);
+	return expire(p, off);
+}
+
+/* OTLP: a top-level request is complete: its spans join their traces. */
+static int end_otlp_request(struct span_parser *p, uint64_t off)
+{
+	struct span_in *sp = p->spans.v;
+	struct proc *res = p->procs.v;
+	uint32_t n = p->spans.n;
+	char host[32];
+
+	for (uint32_t k = 0; k < n; k++) {
+		struct span_in *s = &sp[k];
+
+		if (s->resource < p->procs.n) {
+			struct proc *r = &res[s->resource];
+
+			s->service = r->service;
+			s->hostname = r->hostname;
+			s->ptag_first = r->ptag_first;
+			s->nptags = r->nptags;
+			if (!r->hostname && !r->id) {
+				snprintf(host, sizeof(host), "resource:%u", s->resource);
+				r->id = pdup(p, host, strlen(host));
+			}
+			s->host = r->hostname ? r->hostname : r->id;
+		}
+		fill_defaults(s);
+	}
+	if (p->err)
+		return p->err;
+	/* by trace, then input order (the first of duplicate ids wins) */
+	if (n) /* sp is NULL for a document without spans */
+		qsort(sp, n, sizeof(*sp), trace_cmp);
+	if (!n) {
+		reset_trace(p);
+		return 0;
+	}
+	p->procs.n = 0;
+	p->trace_id = NULL;
+	return add_runs(p, off);
+}
+
+int span_json__trace_end(void *ctx)
+{
+	struct span_parser *p = ctx;
+
+	return p->err = end_jaeger_trace(p);
+}
+
+/* ---- span_internal.h's parser API (driven by span/scan.c) ------------------ */
+
+struct span_parser *span_parser__new(struct span_file *f)
+{
+	struct span_parser *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->f = f;
+	p->arena.chunk = BATCH_CHUNK;
+	p->free_pend = p->lru_head = p->lru_tail = NONE;
+	p->window_bytes = 64ull << 20;
+	p->window_ns = 300ll * 1000000000;
+	p->max_ts = INT64_MIN;
+	p->json = span_json__new();
+	if (!p->json) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void span_parser__free(struct span_parser *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->pend.n; i++) {
+		struct pending *t = pend_at(p, i);
+
+		if (t->used) /* a run stopped by an error: its batches go below */
+			for (uint32_t r = 0; r < t->runs.n; r++)
+				batch_put(p, ((struct run *)t->runs.v)[r].b);
+		free(t->id);
+		free(t->runs.v);
+	}
+	while (p->free_batches) {
+		struct batch *b = p->free_batches;
+
+		p->free_batches = b->next;
+		span_arena__free(&b->arena);
+		free(b);
+	}
+	free(p->pend.v);
+	free(p->buckets.v);
+	free(p->gather.v);
+	free(p->gtags.v);
+	free(p->early);
+	free(p->early_part);
+	free(p->early_ix);
+	span_json__free(p->json);
+	span_arena__free(&p->arena);
+	free(p->spans.v);
+	free(p->tags.v);
+	free(p->procs.v);
+	free(p->perm.v);
+	free(p);
+}
+
+void span_parser__begin_request(struct span_parser *p)
+{
+	reset_trace(p);
+	p->request_bad = false;
+}
+
+int span_parser__end_request(struct span_parser *p, uint64_t off)
+{
+	if (p->request_bad) { /* warned when its unit was read */
+		reset_trace(p);
+		return 0;
+	}
+	return end_otlp_request(p, off);
+}
+
+void span_parser__set_file(struct span_parser *p, struct span_file *f)
+{
+	p->f = f;
+}
+
+void span_parser__window(struct span_parser *p, uint64_t bytes, int64_t ns)
+{
+	if (bytes)
+		p->window_bytes = bytes;
+	if (ns)
+		p->window_ns = ns;
+}
+
+int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
+		      const char **msg, size_t *at)
+{
+	int r;
+
+	p->otlp = kind == SPAN_UNIT_OTLP || kind == SPAN_UNIT_ZIPKIN;
+	p->zipkin = kind == SPAN_UNIT_ZIPKIN;
+	p->err = 0;
+	if (!p->otlp)
+		reset_trace(p);
+	r = span_json__parse(p->json,
+			     p->zipkin ? SPAN_JSON_ZIPKIN_SPANS
+			     : p->otlp ? SPAN_JSON_OTLP_RESOURCES
+					 : SPAN_JSON_JAEGER_TRACE,
+			     buf, len, p, msg, at);
+	if ((r == 1 || r < 0) && p->otlp)
+		p->request_bad = true;
+	return r;
+}
+
+const char *span_parser__trace_id(const struct span_parser *p)
+{
+	return p->trace_id;
+}
+
+uint32_t span_parser__nspans(const struct span_parser *p)
+{
+	return p->spans.n;
+}

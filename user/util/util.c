@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* util.h's growing arrays, string hash and interning. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int grow_array(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first)
+{
+	uint32_t n = *cap ? *cap : first;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	if (need > UINT32_MAX / 2)
+		return -ENOMEM;
+	while (n < need)
+		n *= 2;
+	p = realloc(*arr, (size_t)n * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+uint64_t hash__str(uint64_t h, const char *s)
+{
+	/* FNV-1a, then mixed into h */
+	uint64_t f = 0xcbf29ce484222325ull;
+
+	if (!s)
+		return hash__u64(h, 0x5bd1e995);
+	for (; *s; s++)
+		f = (f ^ (unsigned char)*s) * 0x100000001b3ull;
+	return hash__u64(h, f);
+}
+
+/* Interning: open addressing over pointers into arena chunks. */
+struct intern {
+	const char **slots;
+	uint32_t cap, n;
+	char *chunk;
+	size_t chunk_left;
+	char **chunks;
+	uint32_t nchunks;
+};
+
+#define INTERN_CHUNK 65536
+
+struct intern *intern__new(void)
+{
+	struct intern *in = calloc(1, sizeof(*in));
+
+	if (!in)
+		return NULL;
+	in->cap = 1024;
+	in->slots = calloc(in->cap, sizeof(*in->slots));
+	if (!in->slots) {
+		free(in);
+		return NULL;
+	}
+	return in;
+}
+
+void intern__free(struct intern *in)
+{
+	if (!in)
+		return;
+	for (uint32_t i = 0; i < in->nchunks; i++)
+		free(in->chunks[i]);
+	free(in->chunks);
+	free(in->slots);
+	free(in);
+}
+
+static char *intern__store(struct intern *in, const char *s, size_t len)
+{
+	char *p, **chunks;
+
+	if (len + 1 > in->chunk_left) {
+		size_t sz = len + 1 > INTERN_CHUNK ? len + 1 : INTERN_CHUNK;
+
+		chunks = realloc(in->chunks, (in->nchunks + 1) * sizeof(*chunks));
+		if (!chunks)
+			return NULL;
+		in->chunks = chunks;
+		p = malloc(sz);
+		if (!p)
+			return NULL;
+		in->chunks[in->nchunks++] = p;
+		in->chunk = p;
+		in->chunk_left = sz;
+	}
+	p = in->chunk;
+	memcpy(p, s, len + 1);
+	in->chunk += len + 1;
+	in->chunk_left -= len + 1;
+	return p;
+}
+
+static int intern__grow(struct intern *in)
+{
+	uint32_t cap = in->cap * 2;
+	const char **slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < in->cap; i++) {
+		const char *s = in->slots[i];
+		uint32_t j;
+
+		if (!s)
+			continue;
+		j = (uint32_t)hash__str(0, s) & (cap - 1);
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = s;
+	}
+	free(in->slots);
+	in->slots = slots;
+	in->cap = cap;
+	return 0;
+}
+
+const char *intern__get(struct intern *in, const char *s)
+{
+	uint32_t j;
+	char *p;
+
+	if (!s)
+		return NULL;
+	if ((in->n + 1) * 4 > in->cap * 3 && intern__grow(in))
+		return NULL;
+	j = (uint32_t)hash__str(0, s) & (in->cap - 1);
+	while (in->slots[j]) {
+		if (!strcmp(in->slots[j], s))
+			return in->slots[j];
+		j = (j + 1) & (in->cap - 1);
+	}
+	p = intern__store(in, s, strlen(s));
+	if (!p)
+		return NULL;
+	in->slots[j] = p;
+	in->n++;
+	return p;
+}

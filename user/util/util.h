@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* The building blocks every module uses: growing arrays, hashing, an open
+ * addressing index, interned strings. */
+#ifndef CRITPATH_UTIL_H
+#define CRITPATH_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* *arr grown to hold need elements, its capacity doubled from *cap (from
+ * first when 0); -ENOMEM leaves it as it was. */
+int grow_array(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first);
+
+/* Interned strings: equal contents give one pointer, valid until
+ * intern__free. NULL stays NULL. */
+struct intern;
+struct intern *intern__new(void);
+void intern__free(struct intern *in);
+const char *intern__get(struct intern *in, const char *s);
+
+uint64_t hash__str(uint64_t h, const char *s);
+static inline uint64_t hash__u64(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+/* open addressing: slot = index + 1, 0 = empty */
+struct index {
+	uint32_t *slots;
+	uint32_t cap;
+};
+
+/* Finds the slot for hash whose entry eq() accepts, or the empty slot
+ * where it goes. */
+static inline uint32_t *index__find(struct index *ix, uint64_t hash,
+				    bool (*eq)(const void *ctx, uint32_t i), const void *ctx)
+{
+	uint32_t j = (uint32_t)hash & (ix->cap - 1);
+
+	while (ix->slots[j]) {
+		if (eq(ctx, ix->slots[j] - 1))
+			return &ix->slots[j];
+		j = (j + 1) & (ix->cap - 1);
+	}
+	return &ix->slots[j];
+}
+
+/* Keeps the load under 1/2 with room for `more` entries after the n there
+ * are; hashes come from hash_of(i). */
+static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t more,
+				      uint64_t (*hash_of)(const void *, uint32_t), const void *ctx)
+{
+	uint32_t cap = ix->cap ? ix->cap : 256, *slots;
+
+	if (ix->cap && (n + more + 1) * 2 <= ix->cap)
+		return 0;
+	while ((n + more + 1) * 2 > cap)
+		cap *= 2;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = (uint32_t)hash_of(ctx, i) & (cap - 1);
+
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = i + 1;
+	}
+	free(ix->slots);
+	ix->slots = slots;
+	ix->cap = cap;
+	return 0;
+}
+
+#endif /* CRITPATH_UTIL_H */
