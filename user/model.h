@@ -107,4 +107,17 @@ struct cp_request {
 	bool downstream;
 };
 
+/* Where a producer (the kernel walk, the span input) hands what it finds,
+ * so neither knows who consumes it (the engine, a test, an exporter). */
+struct cp_sink {
+	/* a finished request, valid during the call; 0 = taken or filtered,
+	 * < 0 stops the producer */
+	int (*request)(void *ctx, const struct cp_request *r);
+	void (*warn)(void *ctx, const char *msg);
+	void *ctx;
+	/* optional: the sink's lasting copy of s (NULL: no memory). With it
+	 * the requests' strings are the sink's (cp_request.interned). */
+	const char *(*intern)(void *ctx, const char *s);
+};
+
 #endif /* CRITPATH_MODEL_H */

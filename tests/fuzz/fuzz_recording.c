@@ -40,7 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	e = engine__new(&(struct engine_opts){.keep_all_requests = true});
 	if (e) {
 		engine__set_quiet(e, true);
-		(void)kpath__analyze(paths, 1, e, &(struct kpath_opts){.quiet = true});
+		(void)kpath__analyze(paths, 1, (struct cp_sink[]){engine__sink(e)},
+				     &(struct kpath_opts){.quiet = true});
 		(void)engine__result(e);
 		engine__free(e);
 	}

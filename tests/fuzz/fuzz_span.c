@@ -34,7 +34,7 @@ static void on_warn(void *ctx, const char *msg)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct seen s = {0};
-	struct span_sink sink = {.request = on_request, .warn = on_warn, .ctx = &s};
+	struct cp_sink sink = {.request = on_request, .warn = on_warn, .ctx = &s};
 	int n = span_input__analyze_buffer("fuzz", (const char *)data, size, &sink, NULL);
 
 	if (n < 0 && !s.warnings)

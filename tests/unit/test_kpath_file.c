@@ -53,7 +53,9 @@ static void lock_scenario(struct kb *b)
 static const struct engine_result *analyze(struct engine *e, const char *const *paths, int n)
 {
 	engine__set_quiet(e, true);
-	assert_int_equal(kpath__analyze(paths, n, e, &(struct kpath_opts){.quiet = true}), 0);
+	assert_int_equal(kpath__analyze(paths, n, (struct cp_sink[]){engine__sink(e)},
+					&(struct kpath_opts){.quiet = true}),
+			 0);
 	return engine__result(e);
 }
 
@@ -176,24 +178,71 @@ static void test_loss_unpromised(void **state)
 	loss_case(false);
 }
 
+struct seen {
+	int requests, warnings;
+	char service[64];
+	bool interned;
+};
+
+static int seen_request(void *ctx, const struct cp_request *r)
+{
+	struct seen *s = ctx;
+
+	s->requests++;
+	s->interned = r->interned;
+	snprintf(s->service, sizeof(s->service), "%s", r->service ? r->service : "");
+	return 0;
+}
+
+static void seen_warn(void *ctx, const char *msg)
+{
+	((struct seen *)ctx)->warnings++;
+}
+
+/* The library without a file or an engine: records from memory, in time
+ * order, to a sink that only counts (no intern: strings are kpath's own). */
+static void test_streaming(void **state)
+{
+	static struct kb b;
+	static const struct recording_cpu cpus[2] = {{0, "Test CPU A", 2000, 1024},
+						     {1, "Test CPU B", 3000, 1024}};
+	struct recording_info info = {.host = "host-1", .boot_id = "boot-1", .ncpus = 2,
+				      .cpus = cpus, .payload_bytes = CP_PAYLOAD_DEFAULT};
+	struct seen s = {0};
+	struct kpath *kp = kpath__new(&(struct cp_sink){seen_request, seen_warn, &s, NULL});
+	int src;
+
+	assert_non_null(kp);
+	lock_scenario(&b);
+	src = kpath__add_source(kp, "live", &info, true);
+	assert_int_equal(src, 0);
+	for (uint32_t i = 0; i < b.n; i++)
+		assert_int_equal(kpath__add(kp, (uint32_t)src, &b.recs[i].u.h), 0);
+	assert_int_equal(kpath__flush(kp), 0);
+	assert_int_equal(s.requests, 1);
+	assert_string_equal(s.service, "srv:80");
+	assert_false(s.interned);
+	assert_int_equal(kpath__records(kp), b.n);
+	kpath__free(kp);
+}
+
 static void test_missing_file(void **state)
 {
 	const char *paths[] = {"/nonexistent/critpath.rec"};
 	struct engine *e = engine__new(&(struct engine_opts){0});
 
 	engine__set_quiet(e, true);
-	assert_true(kpath__analyze(paths, 1, e, &(struct kpath_opts){.quiet = true}) < 0);
+	assert_true(kpath__analyze(paths, 1, (struct cp_sink[]){engine__sink(e)},
+				   &(struct kpath_opts){.quiet = true}) < 0);
 	engine__free(e);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_lock_recording),
-	    cmocka_unit_test(test_split_recordings),
-	    cmocka_unit_test(test_loss_late),
-	    cmocka_unit_test(test_loss_unpromised),
-	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_lock_recording), cmocka_unit_test(test_split_recordings),
+	    cmocka_unit_test(test_loss_late),	   cmocka_unit_test(test_loss_unpromised),
+	    cmocka_unit_test(test_missing_file),	   cmocka_unit_test(test_streaming),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,7 +59,8 @@ static void test_average_path_by_call_path(void **state)
 
 	assert_non_null(e);
 	engine__set_quiet(e, true);
-	assert_int_equal(span__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1, e, &so),
+	assert_int_equal(span_input__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1,
+						    (struct cp_sink[]){engine__sink(e)}, &so),
 			 3);
 	r = engine__result(e);
 	assert_int_equal(r->nrequests, 3);
@@ -89,8 +90,9 @@ static void test_tag_filter(void **state)
 	assert_non_null(e);
 	engine__set_quiet(e, true);
 	/* both traces are analysed and handed over; the engine keeps the tagged one */
-	assert_int_equal(
-	    span__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1, e, NULL), 3);
+	assert_int_equal(span_input__analyze_buffer("x.json", two_traces, sizeof(two_traces) - 1,
+						    (struct cp_sink[]){engine__sink(e)}, NULL),
+			 3);
 	assert_int_equal(engine__result(e)->nrequests, 1);
 	engine__free(e);
 }

@@ -53,12 +53,12 @@ static void capture_warn(void *ctx, const char *msg)
 	snprintf(c->warns + o, sizeof(c->warns) - o, "%s\n", msg);
 }
 
-static const struct span_sink *sink_of(struct capture *c)
+static const struct cp_sink *sink_of(struct capture *c)
 {
-	static struct span_sink s;
+	static struct cp_sink s;
 
 	memset(c, 0, sizeof(*c));
-	s = (struct span_sink){capture_request, capture_warn, c};
+	s = (struct cp_sink){capture_request, capture_warn, c};
 	return &s;
 }
 

@@ -166,7 +166,7 @@ static char *jaeger(const struct tspan *sp, int n)
 
 static int analyze(struct capture *c, const char *json, double tol)
 {
-	struct span_sink sink = {capture_request, capture_warn, c};
+	struct cp_sink sink = {capture_request, capture_warn, c};
 	struct span_opts o = {.overlap_tolerance = tol};
 
 	memset(c, 0, sizeof(*c));

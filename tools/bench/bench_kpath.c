@@ -454,7 +454,8 @@ static void measure_file(uint64_t n, uint32_t codec)
 	engine__set_quiet(e, true);
 	t0 = now_s();
 	c0 = cpu_s();
-	if (kpath__analyze(paths, 1, e, &(struct kpath_opts){.quiet = true})) {
+	if (kpath__analyze(paths, 1, (struct cp_sink[]){engine__sink(e)},
+			   &(struct kpath_opts){.quiet = true})) {
 		fprintf(stderr, "bench_kpath: kpath__analyze failed\n");
 		exit(1);
 	}

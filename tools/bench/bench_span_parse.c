@@ -35,7 +35,7 @@ static void print_warn(void *ctx, const char *msg)
 int main(int argc, char **argv)
 {
 	struct count c = {0};
-	struct span_sink sink = {count_request, print_warn, &c};
+	struct cp_sink sink = {count_request, print_warn, &c};
 	struct span_opts o = {.overlap_tolerance = argc > 2 ? atof(argv[2]) : 0.01};
 	struct timespec a, b;
 	struct rusage ru;

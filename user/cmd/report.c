@@ -77,6 +77,7 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 			       .window_bytes = o->window_bytes,
 			       .window_ns = (long long)o->window_ns};
 	struct kpath_opts ko = {.quiet = o->quiet};
+	struct cp_sink sink = engine__sink(e);
 	bool progress = !o->quiet && isatty(STDERR_FILENO), shown = false;
 	const char **recs = NULL;
 	char **files = NULL;
@@ -119,12 +120,12 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 			continue;
 		}
 		/* the spans of a trace may be in several files: its requests
-		 * come when it is complete (span__input_end at the latest) */
-		if (!spans && !(spans = span__input_new(e, &so))) {
+		 * come when it is complete (span_input__end at the latest) */
+		if (!spans && !(spans = span_input__new(&sink, &so))) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		if (span__input_file(spans, files[i]) >= 0)
+		if (span_input__file(spans, files[i]) >= 0)
 			nspanfiles++;
 		/* after the first second, at most five updates a second */
 		if (progress && now_s() - t0 > 1.0 && now_s() - last > 0.2) {
@@ -138,7 +139,7 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 	if (spans) {
 		/* a file whose every trace was unusable (warned) is read but
 		 * not analysed: nothing of it reaches the report */
-		traces = span__input_end(spans);
+		traces = span_input__end(spans);
 		if (traces < 0) {
 			err = traces;
 			goto cleanup;
@@ -150,7 +151,7 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 	}
 	if (nrecs) {
 		/* kpath prints its own progress; several recordings go in together */
-		if (!kpath__analyze(recs, nrecs, e, &ko))
+		if (!kpath__analyze(recs, nrecs, &sink, &ko))
 			analysed += nrecs;
 	}
 	if (!analysed && unusable)
@@ -160,7 +161,7 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 				   : "none of the inputs could be read as a recording or a trace "
 				     "file";
 cleanup:
-	span__input_free(spans);
+	span_input__free(spans);
 	free(recs);
 	input_list__free(files);
 	return err ? err : analysed;

@@ -116,6 +116,27 @@ void engine__set_quiet(struct engine *e, bool quiet)
 	e->quiet = quiet;
 }
 
+static int sink_request(void *ctx, const struct cp_request *r)
+{
+	engine__add_request(ctx, r); /* 0 = filtered out, which is not an error */
+	return 0;
+}
+
+static void sink_warn(void *ctx, const char *msg)
+{
+	engine__warn(ctx, "%s", msg);
+}
+
+static const char *sink_intern(void *ctx, const char *s)
+{
+	return engine__intern(ctx, s);
+}
+
+struct cp_sink engine__sink(struct engine *e)
+{
+	return (struct cp_sink){sink_request, sink_warn, e, sink_intern};
+}
+
 void engine__warn(struct engine *e, const char *fmt, ...)
 {
 	uint64_t n = e->nwarnings + e->warnings_dropped;
@@ -308,7 +329,8 @@ static uint64_t stack_hash(uint64_t frames_h, enum cp_category cat)
  * segment whose frames array is one of the last RECENT_FRAMES seen
  * (producers share it between segments alike) takes its keys as they are. */
 #define RECENT_FRAMES 4
-static inline __attribute__((always_inline)) int engine__stacks_ahead(struct engine *e, const struct cp_request *req)
+static inline __attribute__((always_inline)) int engine__stacks_ahead(struct engine *e,
+								      const struct cp_request *req)
 {
 	uint32_t n = req->nsegs, total = 0, mask;
 	const struct cp_segment *g = req->segs;
@@ -377,8 +399,8 @@ static inline __attribute__((always_inline)) int engine__stacks_ahead(struct eng
 
 /* The stack id of segment g, its frames interned in kf with hash h
  * (engine__stacks_ahead), creating it on first sight; -ENOMEM. */
-static inline __attribute__((always_inline)) int64_t engine__stack(struct engine *e, const struct cp_segment *g, const char *const *kf,
-			     uint64_t h)
+static inline __attribute__((always_inline)) int64_t
+engine__stack(struct engine *e, const struct cp_segment *g, const char *const *kf, uint64_t h)
 {
 	uint32_t c = cache_slot(g);
 	struct stack_key k = {e, kf, g->nframes, g->category, h};
@@ -684,7 +706,7 @@ static int engine__keep(struct engine *e, const struct cp_request *req)
 /* Room for req's segments' stacks in e->seg_frames, and their keys and
  * hashes worked out (e->gkeys, e->ghash) */
 static inline __attribute__((always_inline)) int engine__stacks_begin(struct engine *e,
-								       const struct cp_request *req)
+								      const struct cp_request *req)
 {
 	if (engine__grow((void **)&e->seg_frames, &e->capseg_frames, req->nsegs + 1,
 			 sizeof(*e->seg_frames)))

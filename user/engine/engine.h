@@ -73,6 +73,9 @@ const char *engine__intern(struct engine *e, const char *s);
  * duration, span dropped"). Also printed to stderr unless quiet. */
 void engine__warn(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void engine__set_quiet(struct engine *e, bool quiet);
+/* The engine as a producer's sink: requests to engine__add_request,
+ * warnings to engine__warn, strings to engine__intern. */
+struct cp_sink engine__sink(struct engine *e);
 
 struct engine_profile_entry {
 	const char *const *frames;	/* the stack, without the category */

@@ -678,13 +678,13 @@ static int read_all(struct scan *s)
 
 struct span_input {
 	struct span_file f;
-	struct span_sink sink;
+	struct cp_sink sink;
 	struct span_parser *p;
 	uint64_t off; /* bytes of the inputs before the one being read */
 	int err;      /* the sink asked to stop, or memory ran out */
 };
 
-struct span_input *span_input__new(const struct span_sink *sink, const struct span_opts *o)
+struct span_input *span_input__new(const struct cp_sink *sink, const struct span_opts *o)
 {
 	struct span_input *in = calloc(1, sizeof(*in));
 
@@ -812,7 +812,7 @@ int span_input__file(struct span_input *in, const char *path)
 }
 
 /* One input alone: its requests, or why none. */
-static int alone(const char *name, const char *buf, size_t len, const struct span_sink *sink,
+static int alone(const char *name, const char *buf, size_t len, const struct cp_sink *sink,
 		 const struct span_opts *o)
 {
 	struct span_input *in = span_input__new(sink, o);
@@ -832,12 +832,12 @@ static int alone(const char *name, const char *buf, size_t len, const struct spa
 }
 
 int span_input__analyze_buffer(const char *name, const char *buf, size_t len,
-			       const struct span_sink *sink, const struct span_opts *o)
+			       const struct cp_sink *sink, const struct span_opts *o)
 {
 	return alone(name, buf ? buf : "", buf ? len : 0, sink, o);
 }
 
-int span_input__analyze_file(const char *path, const struct span_sink *sink,
+int span_input__analyze_file(const char *path, const struct cp_sink *sink,
 			     const struct span_opts *o)
 {
 	return alone(path, NULL, 0, sink, o);

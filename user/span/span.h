@@ -5,14 +5,14 @@
  * into traces and each parsed with simdjson, so memory is bounded by the
  * largest trace, not the file.
  * Every trace's critical path (CRISP's last-finishing-child walk, iterative)
- * goes to the engine as one struct cp_request.
+ * goes to a sink (model.h) as one struct cp_request.
  */
 #ifndef CRITPATH_SPAN_H
 #define CRITPATH_SPAN_H
 
 #include <stddef.h>
 
-#include "engine.h"
+#include "model.h"
 
 struct span_opts {
 	double overlap_tolerance;	/* fraction of the parent's duration; default 0.01, 0 = strict */
@@ -26,24 +26,24 @@ struct span_opts {
 	long long window_ns;
 };
 
-/* Several files in one input: a trace's spans may be spread over them
- * (OTLP's JSON Lines as collectors write and rotate them). Each file
- * gives the spans read from it (>= 0) or -errno (not readable, not a trace
- * file: warned); span__input_end analyses the traces still waiting and
- * gives the requests handed to the engine in all. */
+/* Span input over several files: one set of traces waiting for more
+ * spans, whatever file they come from. */
 struct span_input;
-struct span_input *span__input_new(struct engine *e, const struct span_opts *o);
-int span__input_file(struct span_input *in, const char *path);
-int span__input_end(struct span_input *in);
-void span__input_free(struct span_input *in);
+struct span_input *span_input__new(const struct cp_sink *sink, const struct span_opts *o);
+/* One file or buffer: the spans read from it (>= 0), or -errno when it
+ * could not be read or is not a trace file (warned). */
+int span_input__file(struct span_input *in, const char *path);
+int span_input__buffer(struct span_input *in, const char *name, const char *buf, size_t len);
+/* The traces still waiting, analysed; the requests handed to the sink in
+ * all (>= 0), or < 0 when the sink asked to stop or memory ran out. */
+int span_input__end(struct span_input *in);
+void span_input__free(struct span_input *in);
 
-/* One file (a directory is the caller's job). Warnings (malformed JSON, bad
- * spans, …) go to engine__warn naming file, trace and span. Returns the
- * number of traces handed to the engine (>= 0), or -errno when the file
- * could not be read or is not a trace file at all (also warned). */
-int span__analyze_file(const char *path, struct engine *e, const struct span_opts *o);
-/* The same on a buffer; name is used in warnings. */
-int span__analyze_buffer(const char *name, const char *buf, size_t len, struct engine *e,
+/* One input alone (new, file, end, free). Return the number of requests
+ * handed to the sink, or -errno (warned). */
+int span_input__analyze_buffer(const char *name, const char *buf, size_t len,
+			       const struct cp_sink *sink, const struct span_opts *o);
+int span_input__analyze_file(const char *path, const struct cp_sink *sink,
 			 const struct span_opts *o);
 
 #endif /* CRITPATH_SPAN_H */

@@ -84,21 +84,10 @@ struct span_in {
 	bool shared;		     /* Zipkin: the server side of its client's id */
 };
 
-/* Where finished traces and warnings go. */
-struct span_sink {
-	/* 0 = taken or filtered; < 0 stops the input */
-	int (*request)(void *ctx, const struct cp_request *r);
-	void (*warn)(void *ctx, const char *msg);
-	void *ctx;
-	/* optional: the sink's lasting copy of s (NULL: no memory). With it the
-	 * requests' names and frames are the sink's (cp_request.interned). */
-	const char *(*intern)(void *ctx, const char *s);
-};
-
 /* Per-file state shared by parser and tree builder. */
 struct span_file {
 	const char *name;
-	const struct span_sink *sink;
+	const struct cp_sink *sink;
 	double overlap_tolerance;
 	const char *const *exclude; /* --exclude-op SERVICE[:OPERATION] */
 	uint32_t nexclude;
@@ -172,25 +161,5 @@ bool span_blocks__scan(const char *buf, size_t *i, size_t hi, struct span_block_
 /* The same without AVX2 (what span_blocks__scan uses on CPUs without it). */
 bool span_blocks__scan_portable(const char *buf, size_t *i, size_t hi, struct span_block_state *st,
 				size_t *end);
-
-/* Span input over several files: one set of traces waiting for more
- * spans, whatever file they come from. */
-struct span_input;
-struct span_input *span_input__new(const struct span_sink *sink, const struct span_opts *o);
-/* One file or buffer: the spans read from it (>= 0), or -errno when it
- * could not be read or is not a trace file (warned). */
-int span_input__file(struct span_input *in, const char *path);
-int span_input__buffer(struct span_input *in, const char *name, const char *buf, size_t len);
-/* The traces still waiting, analysed; the requests handed to the sink in
- * all (>= 0), or < 0 when the sink asked to stop or memory ran out. */
-int span_input__end(struct span_input *in);
-void span_input__free(struct span_input *in);
-
-/* One input alone (new, file, end, free). Return the number of requests
- * handed to the sink, or -errno (warned). */
-int span_input__analyze_buffer(const char *name, const char *buf, size_t len,
-			       const struct span_sink *sink, const struct span_opts *o);
-int span_input__analyze_file(const char *path, const struct span_sink *sink,
-			     const struct span_opts *o);
 
 #endif /* CRITPATH_SPAN_INTERNAL_H */
