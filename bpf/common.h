@@ -15,6 +15,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "critpath_abi.h"
+#include "critpath_h2.h"
 
 /* Configuration, set by the recorder before load (rodata). */
 const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
@@ -143,42 +144,19 @@ struct h2_room {
 #define H2_XFER(ret, flat, d, end)                                                                 \
 	((__u64)(ret) << 12 | (__u64)(end) << 11 | (__u64)(flat) << 1 | (d))
 
-/* buf (16 bytes at least) begins with the client's HTTP/2 preface. */
-static __always_inline bool h2_preface(const __u8 *buf)
-{
-	return *(const __u64 *)buf == 0x5448202a20495250ull &&	   /* "PRI * HT" */
-	       *(const __u64 *)(buf + 8) == 0x0a0d302e322f5054ull; /* "TP/2.0\r\n" */
-}
-
 /*
  * HTTP/2 multiplexes requests on a connection: a server reads the next
  * stream's HEADERS while it still answers the last, so the frames of one
  * direction are not all at its changes of direction. A connection whose
- * payload begins with the client's preface, the server's SETTINGS (or its
- * ACK of the client's), or (one open before the recording) a HEADERS frame
- * on a client stream has a payload on every transfer from then on, and its
- * frames followed (cp_h2_walk); over a TLS library on memory buffers, the
- * same of its plaintext (tls.bpf.c). buf[0..len) is a payload taken.
+ * payload shows HTTP/2 (critpath_h2.h) has a payload on every transfer from
+ * then on, and its frames followed (cp_h2_walk); over a TLS library on
+ * memory buffers, the same of its plaintext (tls.bpf.c).
  */
 static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 {
-	__u32 flen, sid;
-	__u8 type, flags;
+	int from_start;
 
-	if (len < 9)
-		return false;
-	if (len >= 16 && h2_preface(buf))
-		return true;
-	flen = (__u32)buf[0] << 16 | (__u32)buf[1] << 8 | buf[2];
-	type = buf[3];
-	flags = buf[4];
-	sid = (__u32)buf[5] << 24 | (__u32)buf[6] << 16 | (__u32)buf[7] << 8 | buf[8];
-	if (flen > 16384)
-		return false;
-	if (type == 4) /* SETTINGS: a server's preface, or its ACK */
-		return !sid && ((!flags && flen % 6 == 0) || (flags == 1 && !flen));
-	/* HEADERS (END_STREAM, END_HEADERS, PADDED, PRIORITY) on a client stream */
-	return type == 1 && !(flags & ~0x2d) && (sid & 1) && !(sid >> 31);
+	return cp_h2_detect(buf, len, &from_start);
 }
 
 /* HTTP/2 frames past a record's prefix (sock.bpf.c): the pieces' bytes

@@ -893,7 +893,7 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 		w->npart = st->h2_npart[d] & 7;
 		w->off = w->npart ? -(__s64)w->npart : st->h2_next[d];
 		__builtin_memcpy(w->part, st->h2_part[d], 8);
-	} else if (flat >= 24 && h2_preface(p->b)) {
+	} else if (flat >= 24 && cp_h2_preface(p->b)) {
 		w->off = 24; /* the client's preface */
 	} else if (flat >= H2_HDR && !p->b[0] && p->b[3] <= 9 && !(p->b[5] & 0x80)) {
 		w->off = 0; /* begins with a frame header (below 64 KiB), as the report assumes */

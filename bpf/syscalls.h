@@ -11,40 +11,7 @@
 #define CRITPATH_BPF_SYSCALLS_H
 
 #include "common.h"
-
-enum inflight_kind {
-	INFLIGHT_FUTEX = 1,
-	INFLIGHT_SOCK = 2,
-	INFLIGHT_POLL = 3,
-};
-
-/* Keep in sync with user/record/hooks.c (it reads leftovers at stop). */
-#define URING_REQ 1
-#define URING_BUF 2
-
-struct cp_inflight {
-	__u64 ts;
-	__u64 arg0; /* futex: uaddr; sock: buffer / iovec / msghdr pointer */
-	__u64 arg1; /* futex: op; sock: requested length */
-	__u64 arg2; /* futex: val; sock: sendto's dest_addr */
-	__u64 sk;   /* struct sock * */
-	__u32 pid;
-	__s32 fd;
-	__u8 kind; /* enum inflight_kind */
-	__u8 call;
-	__u8 peek; /* a read with MSG_PEEK: CP_SOCK_F_PEEK */
-	__u8 sock_type;
-	__u16 family;
-	__u16 lport;
-	__u16 rport;
-	/* an io_uring request's transfer (URING_REQ: CP_SOCK_F_URING); its
-	 * arg0 is the data's buffer, whatever the call (URING_BUF) */
-	__u8 uring;
-	__u8 __pad;
-	__u32 tcp_seq;
-	__u8 laddr[CP_ADDR_LEN];
-	__u8 raddr[CP_ADDR_LEN];
-};
+#include "critpath_inflight.h"
 
 /*
  * Task-local storage, not a hash keyed by tid: the enter's store and the
@@ -87,14 +54,8 @@ static __always_inline void inflight_done(struct cp_inflight *in)
 	in->kind = 0;
 }
 
-/*
- * The traced syscalls, by number: cfg_sys_calls[nr] = kind << 8 | call
- * (enum inflight_kind, and enum cp_futex_call / cp_sock_call / cp_poll_call),
- * 0 for the others. Set by the recorder from the host's syscall numbers
- * (user/record/hooks.c); syscalls.bpf.c reads it.
- */
-#define CP_SYS_TABLE 1024
-
+/* The traced syscalls, by number (critpath_inflight.h), set by the recorder
+ * from the host's syscall numbers; syscalls.bpf.c reads it. */
 const volatile __u16 cfg_sys_calls[CP_SYS_TABLE] __weak;
 
 /* The families' entry points (global functions, futex.bpf.c and

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "critpath_h2.h"
 #include "kpath_internal.h"
 
 static enum kp_proto name_of(const char *payload, char *name)
@@ -404,6 +405,40 @@ static void test_split_other(void **state)
 	assert_int_equal(split("get k\r\nGET / HTTP/1.1\r\n\r\n", 0, 0, &beyond, names), 1);
 }
 
+/* The one HTTP/2 detector of the BPF side, the redaction and the report
+ * (critpath_h2.h): where a connection begins, where it is joined midway. */
+static void test_h2_detect(void **state)
+{
+	static const uint8_t preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	static const uint8_t settings[9] = {0, 0, 12, 4, 0, 0, 0, 0, 0};
+	static const uint8_t ack[9] = {0, 0, 0, 4, 1, 0, 0, 0, 0};
+	static const uint8_t bad_ack[9] = {0, 0, 6, 4, 1, 0, 0, 0, 0};
+	static const uint8_t headers[9] = {0, 0, 30, 1, 0x05, 0, 0, 0, 3};
+	static const uint8_t pushed[9] = {0, 0, 30, 1, 0x04, 0, 0, 0, 2};
+	static const uint8_t ping[9] = {0, 0, 8, 6, 0, 0, 0, 0, 0};
+	bool from_start = false;
+	int fs = -1;
+
+	assert_int_equal(cp_h2_detect(preface, 24, &fs), 1);
+	assert_int_equal(fs, 1);
+	assert_int_equal(cp_h2_detect(settings, 9, &fs), 1);
+	assert_int_equal(fs, 1);
+	assert_int_equal(cp_h2_detect(ack, 9, &fs), 1); /* joined after the prefaces */
+	assert_int_equal(fs, 0);
+	assert_int_equal(cp_h2_detect(headers, 9, &fs), 1);
+	assert_int_equal(fs, 0);
+	assert_int_equal(cp_h2_detect(bad_ack, 9, &fs), 0);
+	assert_int_equal(cp_h2_detect(pushed, 9, &fs), 0);
+	assert_int_equal(cp_h2_detect(ping, 9, &fs), 0);
+	assert_int_equal(cp_h2_detect((const uint8_t *)"GET / HTTP/1.1\r\n", 16, &fs), 0);
+	assert_int_equal(cp_h2_detect(preface, 8, &fs), 0);
+	/* the report's view is the same */
+	assert_int_equal(kp__h2_detect(ack, 9, &from_start), 1);
+	assert_false(from_start);
+	assert_int_equal(kp__h2_detect(settings, 9, &from_start), 1);
+	assert_true(from_start);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +451,7 @@ int main(void)
 	    cmocka_unit_test(test_postgres),
 	    cmocka_unit_test(test_mysql),
 	    cmocka_unit_test(test_unknown),
+	    cmocka_unit_test(test_h2_detect),
 	    cmocka_unit_test(test_split_resp),
 	    cmocka_unit_test(test_split_memcached),
 	    cmocka_unit_test(test_split_http),

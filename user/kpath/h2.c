@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "critpath_h2.h"
 #include "kpath_internal.h"
 #include "proto_hpack.h"
 #include "recording.h"
@@ -114,25 +115,10 @@ static uint32_t be31(const uint8_t *p)
 
 int kp__h2_detect(const uint8_t *p, size_t len, bool *from_start)
 {
-	if (len >= H2_PREFACE_LEN && !memcmp(p, H2_PREFACE, H2_PREFACE_LEN)) {
-		*from_start = true;
-		return 1;
-	}
-	if (len < H2_HDR || p[0] || !cp_h2_frame_plausible(p))
-		return 0;
-	/* the server's preface: SETTINGS, not an ACK */
-	if (p[3] == H2_SETTINGS && !p[4]) {
-		*from_start = true;
-		return 1;
-	}
-	/* mid-stream: a HEADERS frame on a client's (odd) stream */
-	if (p[3] == H2_HEADERS &&
-	    !(p[4] & ~(H2_END_STREAM | H2_END_HEADERS | H2_PADDED | H2_PRIORITY)) &&
-	    (be31(p + 5) & 1)) {
-		*from_start = false;
-		return 1;
-	}
-	return 0;
+	int fs = 0, h2 = cp_h2_detect(p, len, &fs);
+
+	*from_start = fs;
+	return h2;
 }
 
 int kp__h2_new(struct kp_conn *c, bool from_start, bool preface)

@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "critpath_h2.h"
 #include "proto_hpack.h"
 #include "proto_redact.h"
 #include "recording.h"
@@ -224,19 +225,9 @@ static struct rd_conn *conn_add(struct redact *rd, const struct rd_key *k, uint6
 /* As the recorder's BPF side decides a connection is HTTP/2 (sock_h2). */
 static bool looks_h2(const uint8_t *p, uint32_t len)
 {
-	uint32_t flen, sid;
+	int from_start;
 
-	if (len >= H2_PREFACE_LEN && !memcmp(p, H2_PREFACE, H2_PREFACE_LEN))
-		return true;
-	if (len < H2_HDR)
-		return false;
-	flen = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-	sid = (uint32_t)p[5] << 24 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8];
-	if (flen > 16384)
-		return false;
-	if (p[3] == F_SETTINGS)
-		return !sid && ((!p[4] && flen % 6 == 0) || (p[4] == 1 && !flen));
-	return p[3] == F_HEADERS && !(p[4] & ~0x2d) && (sid & 1) && !(sid >> 31);
+	return cp_h2_detect(p, len, &from_start);
 }
 
 /* One transfer's bytes as the record holds them: the prefix, then pieces. */

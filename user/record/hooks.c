@@ -27,26 +27,13 @@
 #include <bpf/libbpf.h>
 
 #include "critpath.skel.h"
+#include "critpath_inflight.h"
 #include "record_int.h"
 
 #define MAX_HOOKS 64
 #define CP_MAX_RINGS 1024
 #define RING_MIN (1u << 20)
 
-/* Mirror of struct cp_inflight in bpf/syscalls.h (leftovers read at stop). */
-struct inflight {
-	uint64_t ts, arg0, arg1, arg2, sk;
-	uint32_t pid;
-	int32_t fd;
-	uint8_t kind, call, capture, sock_type;
-	uint16_t family, lport, rport;
-	uint8_t uring, pad;
-	uint32_t tcp_seq;
-	uint8_t laddr[CP_ADDR_LEN], raddr[CP_ADDR_LEN];
-};
-_Static_assert(sizeof(struct inflight) == 96, "struct cp_inflight in bpf/syscalls.h");
-
-enum { INFLIGHT_FUTEX = 1, INFLIGHT_SOCK = 2, INFLIGHT_POLL = 3 };
 
 struct hook {
 	char name[64];
@@ -210,7 +197,6 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	return 0;
 }
 
-#define SYSC(kind, call) ((kind) << 8 | (call))
 /* Newer than this system's headers; the generic numbers every 64-bit
  * architecture shares from 424 on. */
 #ifndef SYS_futex_waitv
@@ -228,42 +214,42 @@ static const struct {
 	long nr;
 	uint16_t code;
 } sys_traced[] = {
-    {SYS_futex, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_FUTEX)},
-    {SYS_futex_wait, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAIT)},
-    {SYS_futex_wake, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAKE)},
-    {SYS_futex_waitv, SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAITV)},
+    {SYS_futex, CP_SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_FUTEX)},
+    {SYS_futex_wait, CP_SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAIT)},
+    {SYS_futex_wake, CP_SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAKE)},
+    {SYS_futex_waitv, CP_SYSC(INFLIGHT_FUTEX, CP_FUTEX_CALL_WAITV)},
 #ifdef SYS_accept
-    {SYS_accept, SYSC(INFLIGHT_SOCK, CP_SOCK_ACCEPT)},
+    {SYS_accept, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_ACCEPT)},
 #endif
-    {SYS_accept4, SYSC(INFLIGHT_SOCK, CP_SOCK_ACCEPT4)},
-    {SYS_connect, SYSC(INFLIGHT_SOCK, CP_SOCK_CONNECT)},
-    {SYS_read, SYSC(INFLIGHT_SOCK, CP_SOCK_READ)},
-    {SYS_write, SYSC(INFLIGHT_SOCK, CP_SOCK_WRITE)},
-    {SYS_readv, SYSC(INFLIGHT_SOCK, CP_SOCK_READV)},
-    {SYS_writev, SYSC(INFLIGHT_SOCK, CP_SOCK_WRITEV)},
-    {SYS_recvfrom, SYSC(INFLIGHT_SOCK, CP_SOCK_RECVFROM)},
-    {SYS_sendto, SYSC(INFLIGHT_SOCK, CP_SOCK_SENDTO)},
-    {SYS_recvmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_RECVMSG)},
-    {SYS_sendmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_SENDMSG)},
-    {SYS_recvmmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_RECVMMSG)},
-    {SYS_sendmmsg, SYSC(INFLIGHT_SOCK, CP_SOCK_SENDMMSG)},
-    {SYS_close, SYSC(INFLIGHT_SOCK, CP_SOCK_CLOSE)},
-    {SYS_shutdown, SYSC(INFLIGHT_SOCK, CP_SOCK_SHUTDOWN)},
+    {SYS_accept4, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_ACCEPT4)},
+    {SYS_connect, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_CONNECT)},
+    {SYS_read, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_READ)},
+    {SYS_write, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_WRITE)},
+    {SYS_readv, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_READV)},
+    {SYS_writev, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_WRITEV)},
+    {SYS_recvfrom, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_RECVFROM)},
+    {SYS_sendto, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_SENDTO)},
+    {SYS_recvmsg, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_RECVMSG)},
+    {SYS_sendmsg, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_SENDMSG)},
+    {SYS_recvmmsg, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_RECVMMSG)},
+    {SYS_sendmmsg, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_SENDMMSG)},
+    {SYS_close, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_CLOSE)},
+    {SYS_shutdown, CP_SYSC(INFLIGHT_SOCK, CP_SOCK_SHUTDOWN)},
 #ifdef SYS_epoll_wait
-    {SYS_epoll_wait, SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_WAIT)},
+    {SYS_epoll_wait, CP_SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_WAIT)},
 #endif
-    {SYS_epoll_pwait, SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_PWAIT)},
+    {SYS_epoll_pwait, CP_SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_PWAIT)},
 #ifdef SYS_epoll_pwait2
-    {SYS_epoll_pwait2, SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_PWAIT2)},
+    {SYS_epoll_pwait2, CP_SYSC(INFLIGHT_POLL, CP_POLL_EPOLL_PWAIT2)},
 #endif
 #ifdef SYS_poll
-    {SYS_poll, SYSC(INFLIGHT_POLL, CP_POLL_POLL)},
+    {SYS_poll, CP_SYSC(INFLIGHT_POLL, CP_POLL_POLL)},
 #endif
-    {SYS_ppoll, SYSC(INFLIGHT_POLL, CP_POLL_PPOLL)},
+    {SYS_ppoll, CP_SYSC(INFLIGHT_POLL, CP_POLL_PPOLL)},
 #ifdef SYS_select
-    {SYS_select, SYSC(INFLIGHT_POLL, CP_POLL_SELECT)},
+    {SYS_select, CP_SYSC(INFLIGHT_POLL, CP_POLL_SELECT)},
 #endif
-    {SYS_pselect6, SYSC(INFLIGHT_POLL, CP_POLL_PSELECT6)},
+    {SYS_pselect6, CP_SYSC(INFLIGHT_POLL, CP_POLL_PSELECT6)},
 };
 
 static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
@@ -781,7 +767,7 @@ int rec_bpf__drops(struct rec_bpf *b, uint64_t *per_cpu, int ncpus)
 	return 0;
 }
 
-static int inflight__write(struct recording_writer *w, uint32_t tid, const struct inflight *in)
+static int inflight__write(struct recording_writer *w, uint32_t tid, const struct cp_inflight *in)
 {
 	union {
 		struct cp_hdr h;
@@ -836,7 +822,7 @@ static int inflight__write(struct recording_writer *w, uint32_t tid, const struc
 #endif
 
 /* The slot of one thread (inflight is task storage, keyed by a pidfd). */
-static int inflight__lookup(int map_fd, pid_t pid, pid_t tid, struct inflight *in)
+static int inflight__lookup(int map_fd, pid_t pid, pid_t tid, struct cp_inflight *in)
 {
 	int pidfd = syscall(SYS_pidfd_open, tid, PIDFD_THREAD), err;
 
@@ -865,7 +851,7 @@ int rec_bpf__write_inflight(struct rec_bpf *b, struct recording_writer *w, const
 			continue; /* exited: no call of it is in flight */
 		while ((d = readdir(dir))) {
 			pid_t tid = atoi(d->d_name);
-			struct inflight in;
+			struct cp_inflight in;
 			int err;
 
 			if (tid <= 0 || inflight__lookup(fd, pids[i], tid, &in) || !in.kind)

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * What the BPF programs and the recorder share besides the records
+ * (critpath_abi.h): the state of a syscall in flight, which the recorder
+ * reads from the task storage at stop for calls still blocked, and the
+ * syscall table the recorder fills from the host's syscall numbers.
+ * Compiled on both sides; the size assertion keeps them together.
+ */
+#ifndef CRITPATH_INFLIGHT_H
+#define CRITPATH_INFLIGHT_H
+
+#include "critpath_abi.h"
+
+enum cp_inflight_kind {
+	INFLIGHT_FUTEX = 1,
+	INFLIGHT_SOCK = 2,
+	INFLIGHT_POLL = 3,
+};
+
+/* cp_inflight.uring */
+#define URING_REQ 1 /* an io_uring request's transfer (CP_SOCK_F_URING) */
+#define URING_BUF 2 /* its arg0 is the data's buffer, whatever the call */
+
+struct cp_inflight {
+	__u64 ts;
+	__u64 arg0; /* futex: uaddr; sock: buffer / iovec / msghdr pointer */
+	__u64 arg1; /* futex: op; sock: requested length */
+	__u64 arg2; /* futex: val; sock: sendto's dest_addr */
+	__u64 sk;   /* struct sock * */
+	__u32 pid;
+	__s32 fd;
+	__u8 kind; /* enum cp_inflight_kind; 0: the slot is free */
+	__u8 call;
+	__u8 peek; /* a read with MSG_PEEK: CP_SOCK_F_PEEK */
+	__u8 sock_type;
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u8 uring; /* URING_REQ | URING_BUF */
+	__u8 __pad;
+	__u32 tcp_seq;
+	__u8 laddr[CP_ADDR_LEN];
+	__u8 raddr[CP_ADDR_LEN];
+};
+CP_ASSERT_SIZE(struct cp_inflight, 96);
+
+/* cfg_sys_calls[nr] = kind << 8 | call (enum cp_inflight_kind, and enum
+ * cp_futex_call / cp_sock_call / cp_poll_call), 0 for untraced syscalls */
+#define CP_SYS_TABLE 1024
+#define CP_SYSC(kind, call) ((kind) << 8 | (call))
+
+#endif /* CRITPATH_INFLIGHT_H */
