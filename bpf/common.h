@@ -16,6 +16,7 @@
 
 #include "critpath_abi.h"
 #include "critpath_h2.h"
+#include "core_fixes.bpf.h"
 
 /* Configuration, set by the recorder before load (rodata). */
 const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
@@ -298,11 +299,5 @@ static __always_inline void comm_copy(bool btf, char *dst, struct task_struct *p
 	else
 		bpf_core_read(dst, CP_COMM_LEN, &p->comm);
 }
-
-/* Makes a kernel address (a number to the verifier) a read-only BTF-typed
- * pointer that KREAD(true, ...) can load through (kernel 6.2+). */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
-#define kernel_cast(ptr, type)                                                                     \
-	((type *)bpf_rdonly_cast((void *)(ptr), bpf_core_type_id_kernel(type)))
 
 #endif /* CRITPATH_BPF_COMMON_H */

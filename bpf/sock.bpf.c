@@ -1319,7 +1319,7 @@ static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 	struct io_rsrc_node **nodes, *node = NULL;
 	unsigned long fp;
 
-	if (!bpf_core_field_exists(struct io_rsrc_node, file_ptr) ||
+	if (!uring_nodes_hold_files() ||
 	    (unsigned int)idx >= BPF_CORE_READ(ctx, file_table.data.nr))
 		return NULL;
 	nodes = BPF_CORE_READ(ctx, file_table.data.nodes);
@@ -1358,21 +1358,6 @@ static __always_inline int uring_end(int fd, __u8 call)
 	op->end_fd = fd;
 	op->end_ts = bpf_ktime_get_ns();
 	return 0;
-}
-
-/* Older kernels' io_kiocb names its task directly (newer ones reach it
- * through the request's io_uring_task): a CO-RE flavor, matched to the
- * kernel's io_kiocb by name. */
-struct io_kiocb___task {
-	struct task_struct *task;
-} __attribute__((preserve_access_index));
-
-/* The thread group of the task a request belongs to. */
-static __always_inline __u32 uring_req_tgid(struct io_kiocb *req)
-{
-	if (bpf_core_field_exists(req->tctx))
-		return BPF_CORE_READ(req, tctx, task, tgid);
-	return BPF_CORE_READ((struct io_kiocb___task *)req, task, tgid);
 }
 
 /*
@@ -1486,7 +1471,7 @@ static __always_inline __u64 uring_selected(struct io_kiocb *req, struct sock *s
 {
 	struct io_async_msghdr *m;
 
-	if (!bpf_core_field_exists(struct io_async_msghdr, msg) ||
+	if (!uring_msghdr_embedded() ||
 	    file_sock(BPF_CORE_READ(req, file)) != sk)
 		return 0;
 	m = BPF_CORE_READ(req, async_data);
@@ -1532,7 +1517,7 @@ static __always_inline void uring_dest(struct cp_inflight *in, struct io_kiocb *
 	struct io_async_msghdr *m;
 	void *name;
 
-	if (!bpf_core_field_exists(struct io_async_msghdr, msg))
+	if (!uring_msghdr_embedded())
 		return;
 	m = BPF_CORE_READ(req, async_data);
 	name = m ? BPF_CORE_READ(m, msg.msg_name) : NULL;

@@ -543,8 +543,15 @@ static void fields_metadata(struct jline *j, const struct cp_hdr *rec)
 
 static bool type_known(uint16_t type)
 {
-	return (type >= CP_EV_SCHED_SWITCH && type <= CP_EV_TLS_READ) ||
-	       (type >= CP_MD_PROCESS && type <= CP_MD_PROBE);
+	switch (type) {
+#define KNOWN(t, name, size) case t:
+		CP_EVENT_TYPES(KNOWN)
+		CP_META_TYPES(KNOWN)
+#undef KNOWN
+		return true;
+	default:
+		return false;
+	}
 }
 
 static void fields(struct jline *j, const struct cp_hdr *rec)

@@ -3,50 +3,17 @@
 #include <stddef.h>
 
 #include "recfile.h"
+#include "recording.h"
 
 size_t recfile__min_size(uint16_t type)
 {
 	switch (type) {
-	case CP_EV_SCHED_SWITCH:
-		return sizeof(struct cp_ev_sched_switch);
-	case CP_EV_SCHED_WAKING:
-		return sizeof(struct cp_ev_sched_waking);
-	case CP_EV_WAKEUP_NEW:
-		return sizeof(struct cp_ev_wakeup_new);
-	case CP_EV_PROCESS_FORK:
-		return sizeof(struct cp_ev_process_fork);
-	case CP_EV_PROCESS_EXEC:
-		return CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + 1);
-	case CP_EV_PROCESS_EXIT:
-		return sizeof(struct cp_ev_process_exit);
-	case CP_EV_FUTEX:
-		return sizeof(struct cp_ev_futex);
-	case CP_EV_SOCK:
-		return offsetof(struct cp_ev_sock, payload);
-	case CP_EV_SK_DATA_READY:
-		return sizeof(struct cp_ev_sk_data_ready);
-	case CP_EV_POLL:
-		return sizeof(struct cp_ev_poll);
-	case CP_EV_BLOCK:
-		return sizeof(struct cp_ev_block);
-	case CP_EV_RUNQ_CULPRIT:
-		return sizeof(struct cp_ev_runq_culprit);
-	case CP_EV_UPROBE:
-		return sizeof(struct cp_ev_uprobe);
-	case CP_EV_TLS_READ:
-		return offsetof(struct cp_ev_tls_read, payload);
-	case CP_MD_PROCESS:
-		return sizeof(struct cp_md_process);
-	case CP_MD_THREAD:
-		return sizeof(struct cp_md_thread);
-	case CP_MD_SOCKET:
-		return sizeof(struct cp_md_socket);
-	case CP_MD_LOSS:
-		return sizeof(struct cp_md_loss);
-	case CP_MD_HOOK:
-		return sizeof(struct cp_md_hook);
-	case CP_MD_PROBE:
-		return sizeof(struct cp_md_probe);
+#define MIN_SIZE(t, name, size)                                                                    \
+	case t:                                                                                    \
+		return size;
+		CP_EVENT_TYPES(MIN_SIZE)
+		CP_META_TYPES(MIN_SIZE)
+#undef MIN_SIZE
 	default:
 		return sizeof(struct cp_hdr);
 	}

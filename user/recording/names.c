@@ -21,46 +21,12 @@ static const char *unknown(const char *what, unsigned long v)
 const char *cp_rec_type_name(uint16_t type)
 {
 	switch (type) {
-	case CP_EV_SCHED_SWITCH:
-		return "sched_switch";
-	case CP_EV_SCHED_WAKING:
-		return "sched_waking";
-	case CP_EV_WAKEUP_NEW:
-		return "sched_wakeup_new";
-	case CP_EV_PROCESS_FORK:
-		return "process_fork";
-	case CP_EV_PROCESS_EXEC:
-		return "process_exec";
-	case CP_EV_PROCESS_EXIT:
-		return "process_exit";
-	case CP_EV_FUTEX:
-		return "futex";
-	case CP_EV_SOCK:
-		return "sock";
-	case CP_EV_SK_DATA_READY:
-		return "sk_data_ready";
-	case CP_EV_POLL:
-		return "poll";
-	case CP_EV_BLOCK:
-		return "block";
-	case CP_EV_RUNQ_CULPRIT:
-		return "runq_culprit";
-	case CP_EV_UPROBE:
-		return "uprobe";
-	case CP_EV_TLS_READ:
-		return "tls_read";
-	case CP_MD_PROCESS:
-		return "process";
-	case CP_MD_THREAD:
-		return "thread";
-	case CP_MD_SOCKET:
-		return "socket";
-	case CP_MD_LOSS:
-		return "loss";
-	case CP_MD_HOOK:
-		return "hook";
-	case CP_MD_PROBE:
-		return "probe";
+#define NAME(t, name, size)                                                                        \
+	case t:                                                                                    \
+		return name;
+		CP_EVENT_TYPES(NAME)
+		CP_META_TYPES(NAME)
+#undef NAME
 	default:
 		return unknown("unknown", type);
 	}

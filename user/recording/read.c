@@ -501,17 +501,9 @@ static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
  * full checks, which say why.
  */
 static const uint16_t fixed_size[CP_EV_TLS_READ + 1] = {
-	[CP_EV_SCHED_SWITCH] = sizeof(struct cp_ev_sched_switch),
-	[CP_EV_SCHED_WAKING] = sizeof(struct cp_ev_sched_waking),
-	[CP_EV_WAKEUP_NEW] = sizeof(struct cp_ev_wakeup_new),
-	[CP_EV_PROCESS_FORK] = sizeof(struct cp_ev_process_fork),
-	[CP_EV_PROCESS_EXIT] = sizeof(struct cp_ev_process_exit),
-	[CP_EV_FUTEX] = sizeof(struct cp_ev_futex),
-	[CP_EV_SK_DATA_READY] = sizeof(struct cp_ev_sk_data_ready),
-	[CP_EV_POLL] = sizeof(struct cp_ev_poll),
-	[CP_EV_BLOCK] = sizeof(struct cp_ev_block),
-	[CP_EV_RUNQ_CULPRIT] = sizeof(struct cp_ev_runq_culprit),
-	[CP_EV_UPROBE] = sizeof(struct cp_ev_uprobe),
+#define FIXED(t, name, size) [t] = CP_FIXED_SIZE(t) ? (size) : 0,
+    CP_EVENT_TYPES(FIXED)
+#undef FIXED
 };
 
 static bool record_plainly_ok(const struct cp_hdr *rec, uint32_t avail)

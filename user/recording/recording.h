@@ -18,6 +18,39 @@
 
 #include "critpath_abi.h"
 
+/*
+ * Every record type, once: X(type, name, smallest size). The tables of
+ * names (cp_rec_type_name), sizes (recfile__min_size) and the reader's
+ * plain checks come from these lists. Events are what bpf/ emits (their
+ * fixed-size ones need no check past their size); metadata the recorder's.
+ */
+#define CP_EVENT_TYPES(X)                                                                          \
+	X(CP_EV_SCHED_SWITCH, "sched_switch", sizeof(struct cp_ev_sched_switch))                   \
+	X(CP_EV_SCHED_WAKING, "sched_waking", sizeof(struct cp_ev_sched_waking))                   \
+	X(CP_EV_WAKEUP_NEW, "sched_wakeup_new", sizeof(struct cp_ev_wakeup_new))                   \
+	X(CP_EV_PROCESS_FORK, "process_fork", sizeof(struct cp_ev_process_fork))                   \
+	X(CP_EV_PROCESS_EXEC, "process_exec",                                                      \
+	  CP_ALIGN(offsetof(struct cp_ev_process_exec, filename) + 1))                             \
+	X(CP_EV_PROCESS_EXIT, "process_exit", sizeof(struct cp_ev_process_exit))                   \
+	X(CP_EV_FUTEX, "futex", sizeof(struct cp_ev_futex))                                        \
+	X(CP_EV_SOCK, "sock", offsetof(struct cp_ev_sock, payload))                                \
+	X(CP_EV_SK_DATA_READY, "sk_data_ready", sizeof(struct cp_ev_sk_data_ready))                \
+	X(CP_EV_POLL, "poll", sizeof(struct cp_ev_poll))                                           \
+	X(CP_EV_BLOCK, "block", sizeof(struct cp_ev_block))                                        \
+	X(CP_EV_RUNQ_CULPRIT, "runq_culprit", sizeof(struct cp_ev_runq_culprit))                   \
+	X(CP_EV_UPROBE, "uprobe", sizeof(struct cp_ev_uprobe))                                     \
+	X(CP_EV_TLS_READ, "tls_read", offsetof(struct cp_ev_tls_read, payload))
+#define CP_META_TYPES(X)                                                                           \
+	X(CP_MD_PROCESS, "process", sizeof(struct cp_md_process))                                  \
+	X(CP_MD_THREAD, "thread", sizeof(struct cp_md_thread))                                     \
+	X(CP_MD_SOCKET, "socket", sizeof(struct cp_md_socket))                                     \
+	X(CP_MD_LOSS, "loss", sizeof(struct cp_md_loss))                                           \
+	X(CP_MD_HOOK, "hook", sizeof(struct cp_md_hook))                                           \
+	X(CP_MD_PROBE, "probe", sizeof(struct cp_md_probe))
+/* the types whose size says all: not variable (exec's filename, a payload) */
+#define CP_FIXED_SIZE(type) ((type) != CP_EV_PROCESS_EXEC && (type) != CP_EV_SOCK && \
+			     (type) != CP_EV_TLS_READ)
+
 /* Format 2 is format 1 whose frames may be lz4 (frame flags bit 0). A
  * writer writes 2 only when it compresses with lz4, so a reader of format 1
  * still reads every zstd recording and refuses an lz4 one by its version. */
