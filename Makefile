@@ -142,10 +142,11 @@ $(BUILD)/workloads/kp_tls_server: tests/workloads/kp_tls_server.c | $(BUILD)/wor
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags openssl 2>/dev/null) $< -o $@ $(LDFLAGS) \
 	    $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto) -lpthread -lm
 
-# where record puts OpenSSL's uprobes (user/record/tls_at.c: no libbpf), with
-# the disassembler and libelf it needs
-$(BUILD)/tests/test_tls_at: tests/unit/test_tls_at.c user/record/tls_at.c | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Itests/unit $< user/record/tls_at.c -o $@ $(LDFLAGS) \
+# the recorder's parts that need no libbpf (user/record/NAME.c), each tested
+# alone: where it puts OpenSSL's uprobes (tls_at.c, with the disassembler and
+# libelf it needs), its command line (options.c)
+$(BUILD)/tests/test_rec_%: tests/unit/test_rec_%.c user/record/%.c $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Itests/unit $< user/record/$*.c -o $@ $(LDFLAGS) $(LIB) $(LIB_LIBS) \
 	    $(shell pkg-config --libs capstone 2>/dev/null || echo -lcapstone) -lelf -lcmocka
 
 # the io_uring workload: against the system's liburing

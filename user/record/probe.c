@@ -29,13 +29,12 @@
 #include "record_int.h"
 #include "record_tls_at.h"
 
-#define MAX_PROBES 64
 #define HOW_UNKNOWN 0xff /* the function's code was not read: at its entry */
 #define MAX_LINKS 1024
 
 struct probe {
-	char binary[256]; /* as given; empty: each target's executable */
-	char symbol[128];
+	char binary[REC_PROBE_BINARY]; /* as given; empty: each target's executable */
+	char symbol[REC_PROBE_SYMBOL];
 };
 
 /* One function in one binary: what CP_MD_PROBE records and the cookie names. */
@@ -53,9 +52,9 @@ struct probe_site {
 };
 
 struct rec_probes {
-	struct probe probes[MAX_PROBES];
+	struct probe probes[REC_MAX_PROBES];
 	int nprobes;
-	struct probe_site sites[MAX_PROBES * 8];
+	struct probe_site sites[REC_MAX_PROBES * 8];
 	int nsites;
 	struct bpf_link *links[MAX_LINKS];
 	int nlinks;
@@ -69,23 +68,16 @@ int rec_probes__add(struct rec_probes **pp, const char *spec)
 	size_t blen = colon ? (size_t)(colon - spec) : 0;
 	struct probe *pr;
 
-	if (!*sym || (colon && !blen)) {
-		fprintf(stderr, "critpath record: --probe '%s': expected [BINARY:]FUNCTION\n",
-			spec);
+	if (rec_probe_spec_check(spec))
 		return -EINVAL;
-	}
-	if (strlen(sym) >= sizeof(pr->symbol) || blen >= sizeof(pr->binary)) {
-		fprintf(stderr, "critpath record: --probe '%s': name too long\n", spec);
-		return -EINVAL;
-	}
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return -ENOMEM;
 		*pp = p;
 	}
-	if (p->nprobes >= MAX_PROBES) {
-		fprintf(stderr, "critpath record: --probe: at most %d probes\n", MAX_PROBES);
+	if (p->nprobes >= REC_MAX_PROBES) {
+		fprintf(stderr, "critpath record: --probe: at most %d probes\n", REC_MAX_PROBES);
 		return -E2BIG;
 	}
 	pr = &p->probes[p->nprobes++];

@@ -30,7 +30,7 @@
 #define TLS_AGAIN_NS 1000000000ull
 #define TLS_AGAIN_MAX_NS 32000000000ull
 #define FLUSH_NS 1000000000ull
-#define MAX_TARGETS 4096
+#define MAX_TARGETS REC_MAX_TARGETS
 /* Full frames waiting for the compression thread: 16 × ~576 KiB of memory,
  * ~0.3 s of a 30 MB/s event stream before the queue holds the loop up. */
 #define WRITER_QUEUE_FRAMES 16
@@ -93,36 +93,6 @@ struct recorder {
 	} life, socks;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: critpath record -p PID[,PID..] [-p ...] [options]\n"
-	    "       critpath record [options] -- CMD [ARGS..]\n"
-	    "  -p PID              a process and the ones under it (its children, theirs, and\n"
-	    "                      the ones they start while recording)\n"
-	    "  -o FILE             output (default critpath.rec, created 0600)\n"
-	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
-	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs "
-	    "(default 64)\n"
-	    "  --payload-bytes N   payload prefix kept to name requests, 0-%d (default %d; %d\n"
-	    "                      on HTTP/2, whose frame headers and naming header fields\n"
-	    "                      are kept past it). Never kept: HTTP header values other\n"
-	    "                      than naming and framing ones (Authorization, Cookie:\n"
-	    "                      their length only), HTTP/2 DATA past the first N bytes\n"
-	    "  --sku LABEL         label this machine's CPU model in the recording\n"
-	    "  --compress C        lz4 (default) or zstd: zstd's files are about 0.6 times\n"
-	    "                      the size, for more CPU here and in report\n"
-	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"
-	    "                      costlier: by default only calls that block or move data)\n"
-	    "  --probe [BIN:]FUNC  a function as a subcomponent of the critical path: its\n"
-	    "                      calls become frames (uprobes; BIN: a binary or library,\n"
-	    "                      default the targets' executables; repeat for more)\n"
-	    "  --no-tls            no TLS plaintext capture (by default OpenSSL's SSL_read and\n"
-	    "                      SSL_write are probed in targets that map libssl)\n"
-	    "  -q                  no notes on stderr, only errors and the summary\n",
-	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT, CP_PAYLOAD_MAX);
-}
 
 static struct target *target__find(struct recorder *r, pid_t pid)
 {
@@ -564,31 +534,6 @@ static void tick(struct recorder *r, uint64_t now)
 	}
 }
 
-static int parse_pids(struct recorder *r, const char *arg)
-{
-	char *copy = strdup(arg), *save = NULL, *tok;
-	int err = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		long v = strtol(tok, &end, 10);
-
-		if (*end || v <= 0 || v > INT_MAX) {
-			fprintf(stderr, "critpath record: -p: '%s' is not a process id\n", tok);
-			err = -EINVAL;
-			break;
-		}
-		if (!target__add(r, v, true)) {
-			fprintf(stderr, "critpath record: -p: more than %d targets\n", MAX_TARGETS);
-			err = -E2BIG;
-			break;
-		}
-	}
-	free(copy);
-	return err;
-}
 
 /*
  * The processes the targets started before the recording, and theirs:
@@ -638,18 +583,6 @@ static int add_children(struct recorder *r)
 	return 0;
 }
 
-static bool parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || !*s || s[0] == '-' || v > max)
-		return false;
-	*out = v;
-	return true;
-}
 
 /* -- CMD: the child waits on a pipe until the probes are attached. */
 static pid_t launch(char **argv, int *go_fd)
@@ -755,201 +688,93 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 	}
 }
 
-int cmd_record(int argc, char **argv)
+/* The size of the file at path, 0 when it cannot be read. */
+static uint64_t file_size(const char *path)
 {
-	static const struct option longopts[] = {
-	    {"pid", required_argument, NULL, 'p'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"buffer-mb", required_argument, NULL, 'B'},
-	    {"payload-bytes", required_argument, NULL, 'P'},
-	    {"sku", required_argument, NULL, 'S'},
-	    {"compress", required_argument, NULL, 'C'},
-	    {"empty-programs", no_argument, NULL, 'E'},
-	    {"all-syscalls", no_argument, NULL, 'A'},
-	    {"probe", required_argument, NULL, 'U'},
-	    {"no-tls", no_argument, NULL, 'T'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
-	struct rec_bpf_opts bo = {.payload_bytes = CP_PAYLOAD_DEFAULT,
-				  .h2_payload_bytes = CP_PAYLOAD_MAX,
-				  .buffer_mb = 64,
-				  .tls = true};
-	struct recorder *r = calloc(1, sizeof(*r));
-	struct rec_probes *probes = NULL;
-	struct rec_unlinker *unlink = NULL;
-	struct rec_meta_host host = {};
-	struct recording_info info = {.codec = RECORDING_LZ4};
-	struct recording_totals totals = {};
-	const char *sku = NULL, *why;
-	uint64_t start, attached, deadline = 0, last_flush, now, bytes = 0, inflight = 0;
-	unsigned long v;
-	double dur = 0;
-	int opt, ret = 1, err, go_fd = -1;
-	bool all_exited = false;
-	struct sigaction sa = {};
+	FILE *f = fopen(path, "re");
+	long n = 0;
 
-	if (!r) {
-		fprintf(stderr, "critpath record: out of memory\n");
-		return 1;
+	if (f) {
+		fseek(f, 0, SEEK_END);
+		n = ftell(f);
+		fclose(f);
 	}
-	r->out = "critpath.rec";
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+p:o:d:qh", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (parse_pids(r, optarg)) {
-				ret = 2;
-				goto cleanup;
-			}
-			break;
-		case 'o':
-			r->out = optarg;
-			break;
-		case 'd': {
-			char *end;
+	return n > 0 ? (uint64_t)n : 0;
+}
 
-			dur = strtod(optarg, &end);
-			if (*end || !(dur > 0)) {
-				fprintf(stderr,
-					"critpath record: -d: '%s' is not a positive number "
-					"of seconds\n",
-					optarg);
-				ret = 2;
-				goto cleanup;
-			}
-			break;
-		}
-		case 'B':
-			if (!parse_uint(optarg, 4096, &v) || v == 0 || (v & (v - 1))) {
-				fprintf(stderr,
-					"critpath record: --buffer-mb: '%s' is not a power of "
-					"2 between 1 and 4096\n",
-					optarg);
-				ret = 2;
-				goto cleanup;
-			}
-			bo.buffer_mb = v;
-			break;
-		case 'P':
-			if (!parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
-				fprintf(stderr,
-					"critpath record: --payload-bytes: '%s' is not a number "
-					"between 0 and %d\n",
-					optarg, CP_PAYLOAD_MAX);
-				ret = 2;
-				goto cleanup;
-			}
-			bo.payload_bytes = bo.h2_payload_bytes = v;
-			break;
-		case 'S':
-			sku = optarg;
-			break;
-		case 'C':
-			if (!strcmp(optarg, recording_codec_name(RECORDING_LZ4))) {
-				info.codec = RECORDING_LZ4;
-			} else if (!strcmp(optarg, recording_codec_name(RECORDING_ZSTD))) {
-				info.codec = RECORDING_ZSTD;
-			} else {
-				fprintf(stderr,
-					"critpath record: --compress: '%s' is not lz4 or zstd\n",
-					optarg);
-				ret = 2;
-				goto cleanup;
-			}
-			break;
-		case 'E':
-			bo.empty_programs = true;
-			break;
-		case 'A':
-			bo.all_syscalls = true;
-			break;
-		case 'U':
-			if (rec_probes__add(&probes, optarg)) {
-				ret = 2;
-				goto cleanup;
-			}
-			bo.probes = true;
-			break;
-		case 'T':
-			bo.tls = false;
-			break;
-		case 'q':
-			r->quiet = bo.quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			ret = 0;
-			goto cleanup;
-		default:
-			usage(stderr);
-			ret = 2;
-			goto cleanup;
-		}
-	}
-	if ((optind < argc) == (r->ntargets > 0)) {
-		fprintf(stderr,
-			r->ntargets
-			    ? "critpath record: give -p PID or -- CMD, not both\n"
-			    : "critpath record: nothing to record: give -p PID or -- CMD\n");
-		usage(stderr);
-		ret = 2;
-		goto cleanup;
-	}
-	why = rec_meta__missing_privilege();
+/* A recording's life, phase by phase (cmd_record): what each made, for
+ * the next and for rec_close. */
+struct session {
+	struct rec_opts o;
+	struct recorder *r;
+	struct rec_probes *probes;
+	struct rec_unlinker *unlink;
+	struct rec_meta_host host;
+	struct recording_info info;
+	uint64_t start, attached, deadline;
+	int go_fd; /* -- CMD: written once the probes are in, the child runs */
+	bool all_exited;
+};
+
+/* Checks that need no BPF (root, the targets alive), the host's facts, and
+ * the output: a bad path fails before anything is loaded. 0 or 1. */
+static int rec_open(struct session *s)
+{
+	struct recorder *r = s->r;
+	const char *why = rec_meta__missing_privilege();
+	int err;
+
 	if (why) {
 		fprintf(stderr, "%s\n", why);
-		goto cleanup;
+		return 1;
 	}
-	for (int i = 0; i < r->ntargets; i++) {
-		if (!rec_meta__alive(r->targets[i].pid)) {
-			fprintf(stderr, "critpath record: no process with PID %d\n",
-				r->targets[i].pid);
-			goto cleanup;
+	for (int i = 0; i < s->o.npids; i++) {
+		if (!rec_meta__alive(s->o.pids[i])) {
+			fprintf(stderr, "critpath record: no process with PID %d\n", s->o.pids[i]);
+			return 1;
 		}
+		target__add(r, s->o.pids[i], true);
 	}
 	err = add_children(r);
 	if (err) {
 		fprintf(stderr, "critpath record: cannot list the targets' child processes: %s\n",
 			strerror(-err));
-		goto cleanup;
+		return 1;
 	}
-
-	err = rec_meta__host(&host, argc, argv);
+	for (int i = 0; i < s->o.nprobes; i++)
+		if (rec_probes__add(&s->probes, s->o.probes[i]))
+			return 1;
+	err = rec_meta__host(&s->host, s->o.argc, s->o.argv);
 	if (err) {
 		fprintf(stderr, "critpath record: cannot read host facts: %s\n", strerror(-err));
-		goto cleanup;
+		return 1;
 	}
-	r->ncpus = host.ncpus;
+	r->ncpus = s->host.ncpus;
 	r->drops_seen = calloc(r->ncpus, sizeof(*r->drops_seen));
-	if (!r->drops_seen)
-		goto cleanup;
-
-	/* Output first: a bad path fails before anything is loaded. */
-	start = rec_meta__now();
-	info.agent_version = CRITPATH_VERSION;
-	info.cmdline = host.cmdline;
-	info.host = host.host;
-	info.kernel = host.kernel;
-	info.boot_id = host.boot_id;
-	info.sku = sku;
-	info.realtime_offset_ns = rec_meta__realtime_offset();
-	info.start_ns = start;
-	info.payload_bytes = bo.payload_bytes;
-	info.ncpus = host.ncpus;
-	info.cpus = host.cpus;
-	r->redact = redact__new(bo.payload_bytes);
-	if (!r->redact) {
-		err = -ENOMEM;
+	r->redact = redact__new(s->o.bo.payload_bytes);
+	if (!r->drops_seen || !r->redact) {
 		fprintf(stderr, "critpath record: out of memory\n");
-		goto cleanup;
+		return 1;
 	}
-	err = recording_writer__open(&r->w, r->out, &info);
+	s->start = rec_meta__now();
+	s->info = (struct recording_info){
+	    .codec = s->o.codec,
+	    .agent_version = CRITPATH_VERSION,
+	    .cmdline = s->host.cmdline,
+	    .host = s->host.host,
+	    .kernel = s->host.kernel,
+	    .boot_id = s->host.boot_id,
+	    .sku = s->o.sku,
+	    .realtime_offset_ns = rec_meta__realtime_offset(),
+	    .start_ns = s->start,
+	    .payload_bytes = s->o.bo.payload_bytes,
+	    .ncpus = s->host.ncpus,
+	    .cpus = s->host.cpus,
+	};
+	err = recording_writer__open(&r->w, r->out, &s->info);
 	if (err) {
 		fprintf(stderr, "critpath record: cannot create %s: %s\n", r->out, output__why(err));
-		goto cleanup;
+		return 1;
 	}
 	/* compression off the loop that drains the ring buffer */
 	err = recording_writer__background(r->w, WRITER_QUEUE_FRAMES);
@@ -958,24 +783,32 @@ int cmd_record(int argc, char **argv)
 			"critpath record: no compression thread (%s): compressing in the "
 			"main loop\n",
 			strerror(-err));
+	return 0;
+}
 
-	err = rec_bpf__open_load(&r->bpf, &bo);
+/* The programs loaded, the command started (held until rec_attach), the
+ * targets in the map, the ring buffers open. 0 or 1. */
+static int rec_load(struct session *s)
+{
+	struct recorder *r = s->r;
+	int err = rec_bpf__open_load(&r->bpf, &s->o.bo);
+
 	if (err)
-		goto cleanup;
-	err = rec_unlinker__new(&unlink);
+		return 1;
+	err = rec_unlinker__new(&s->unlink);
 	if (!err)
-		err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet, unlink);
+		err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet, s->unlink);
 	if (err) {
 		fprintf(stderr, "critpath record: out of memory\n");
-		goto cleanup;
+		return 1;
 	}
 	rec_meta__on_listen(rec_bpf__listen_port, r->bpf);
-	if (optind < argc) {
-		r->child = launch(argv + optind, &go_fd);
+	if (s->o.cmd) {
+		r->child = launch(s->o.cmd, &s->go_fd);
 		if (r->child < 0) {
-			fprintf(stderr, "critpath record: cannot start %s: %s\n", argv[optind],
+			fprintf(stderr, "critpath record: cannot start %s: %s\n", s->o.cmd[0],
 				strerror(-r->child));
-			goto cleanup;
+			return 1;
 		}
 		target__add(r, r->child, true);
 	}
@@ -984,68 +817,94 @@ int cmd_record(int argc, char **argv)
 		if (err) {
 			fprintf(stderr, "critpath record: cannot add target %d: %s\n",
 				r->targets[i].pid, strerror(-err));
-			goto cleanup;
+			return 1;
 		}
 	}
 	err = rec_bpf__ring(r->bpf, on_event, r);
 	if (err) {
 		fprintf(stderr, "critpath record: cannot set up the ring buffer: %s\n",
 			strerror(-err));
-		goto cleanup;
+		return 1;
 	}
+	return 0;
+}
+
+/* TLS uprobes, the programs and --probe attached; the start's metadata
+ * written; the command let go. 0 or 1. */
+static int rec_attach(struct session *s)
+{
+	struct recorder *r = s->r;
+	struct sigaction sa = {.sa_handler = on_signal};
+	int err;
+
 	/* The metadata of the start (hooks, probes, the targets' processes,
 	 * threads and sockets) is stamped with the time before the programs
 	 * are attached, so it comes before every event in time order: read
 	 * after the first events, it would name a server's connection whose
 	 * first record is a reply in flight too late to say it is a server's. */
-	attached = rec_meta__now();
+	s->attached = rec_meta__now();
 	/* TLS uprobes on the targets first: their first socket records are
 	 * then known to be inside SSL_read/SSL_write, where they came ~40 ms
 	 * late and a busy HTTPS server's first requests went unnamed */
 	for (int i = 0; i < r->ntargets && !r->write_err; i++)
 		if (r->targets[i].need_tls && r->targets[i].pid != r->child)
-			tls_look(r, &r->targets[i], attached);
+			tls_look(r, &r->targets[i], s->attached);
 	if (rec_bpf__attach(r->bpf))
-		goto cleanup;
-	if (probes && attach_probes(r, probes, r->child > 0 ? argv[optind] : NULL))
-		goto cleanup;
-
+		return 1;
+	if (s->probes && attach_probes(r, s->probes, s->o.cmd ? s->o.cmd[0] : NULL))
+		return 1;
 	/* a closed terminal (SIGHUP) ends it like Ctrl-C: flushed, whole */
-	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	start = rec_meta__now();
-	r->last_check = attached;
-	last_flush = start;
-	if (dur > 0)
-		deadline = start + (uint64_t)(dur * 1e9);
-	err = rec_bpf__write_hooks(r->bpf, r->w, attached);
+	s->start = rec_meta__now();
+	r->last_check = s->attached;
+	if (s->o.duration > 0)
+		s->deadline = s->start + (uint64_t)(s->o.duration * 1e9);
+	err = rec_bpf__write_hooks(r->bpf, r->w, s->attached);
+	if (!err)
+		r->metadata += rec_bpf__nhooks(r->bpf);
+	err = err ?: rec_probes__write(s->probes, r->w, s->attached, &r->metadata);
+	err = err ?: rec_tls__write_hook(r->tls, r->w, s->attached, &r->metadata);
 	if (err)
 		write_error(r, err);
-	else
-		r->metadata += rec_bpf__nhooks(r->bpf);
-	if (!err) {
-		err = rec_probes__write(probes, r->w, attached, &r->metadata);
-		if (err)
-			write_error(r, err);
-	}
-	if (!err) {
-		err = rec_tls__write_hook(r->tls, r->w, attached, &r->metadata);
-		if (err)
-			write_error(r, err);
-	}
-	tick(r, attached); /* process, thread and socket metadata of the targets */
-	if (go_fd >= 0) {
-		if (write(go_fd, "g", 1) != 1)
+	tick(r, s->attached); /* process, thread and socket metadata of the targets */
+	if (s->go_fd >= 0) {
+		if (write(s->go_fd, "g", 1) != 1)
 			fprintf(stderr, "critpath record: cannot start the command\n");
-		close(go_fd);
-		go_fd = -1;
+		close(s->go_fd);
+		s->go_fd = -1;
 	}
 	if (!r->quiet)
 		fprintf(stderr, "critpath record: recording %d process%s to %s%s\n", r->ntargets,
-			r->ntargets == 1 ? "" : "es", r->out, dur > 0 ? "" : " (Ctrl-C to stop)");
+			r->ntargets == 1 ? "" : "es", r->out,
+			s->deadline ? "" : " (Ctrl-C to stop)");
+	return 0;
+}
+
+/* The child, reaped once it exits. */
+static void reap_child(struct recorder *r)
+{
+	int status;
+	struct target *t;
+
+	if (r->child <= 0 || waitpid(r->child, &status, WNOHANG) != r->child)
+		return;
+	r->child_status = status;
+	t = target__find(r, r->child);
+	if (t && !t->dead)
+		t->dead = 1;
+	r->child = -r->child; /* reaped */
+}
+
+/* Drains the rings until a signal, the deadline, a write error or every
+ * target's exit. */
+static void rec_loop(struct session *s)
+{
+	struct recorder *r = s->r;
+	uint64_t now, last_flush = s->start;
+	int err;
 
 	while (!stop_signal && !r->write_err) {
 		err = drain(r, POLL_MS, false);
@@ -1056,21 +915,10 @@ int cmd_record(int argc, char **argv)
 		}
 		now = rec_meta__now();
 		if (now - r->last_check >= TICK_MS * 1000000ull) {
-			if (r->child > 0) {
-				int status;
-
-				if (waitpid(r->child, &status, WNOHANG) == r->child) {
-					r->child_status = status;
-					struct target *t = target__find(r, r->child);
-
-					if (t && !t->dead)
-						t->dead = 1;
-					r->child = -r->child; /* reaped */
-				}
-			}
+			reap_child(r);
 			tick(r, now);
 			if (!live_targets(r)) {
-				all_exited = true;
+				s->all_exited = true;
 				break;
 			}
 		}
@@ -1080,9 +928,20 @@ int cmd_record(int argc, char **argv)
 				write_error(r, err);
 			last_flush = now;
 		}
-		if (deadline && now >= deadline)
+		if (s->deadline && now >= s->deadline)
 			break;
 	}
+}
+
+/* What the rings still hold, the drops and the calls still blocked, the
+ * trailer, the summary. The exit code. */
+static int rec_close(struct session *s)
+{
+	struct recorder *r = s->r;
+	struct recording_totals totals = {};
+	uint64_t now, bytes, inflight = 0, unwritten = 0;
+	int err;
+
 	/* what is still in the ring buffer (counted as lost after a write
 	 * error), then the drops and blocked calls */
 	drain(r, 0, true);
@@ -1103,57 +962,82 @@ int cmd_record(int argc, char **argv)
 			write_error(r, err);
 		r->events += inflight;
 	}
-	if (all_exited && !r->quiet)
+	if (s->all_exited && !r->quiet)
 		fprintf(stderr, "critpath record: all targets exited\n");
 	totals.end_ns = now;
 	totals.lost = r->lost;
 	bytes = recording_writer__bytes(r->w);
-	{
-		uint64_t unwritten = 0;
-
-		err = recording_writer__close_counted(r->w, &totals, &unwritten);
-		r->unwritten += unwritten;
-	}
+	err = recording_writer__close_counted(r->w, &totals, &unwritten);
+	r->unwritten += unwritten;
 	r->w = NULL;
 	if (err)
 		write_error(r, err);
 	else
-		bytes = 0;
-	if (!bytes) {
-		/* the trailer counts too */
-		FILE *f = fopen(r->out, "re");
-
-		if (f) {
-			fseek(f, 0, SEEK_END);
-			bytes = ftell(f);
-			fclose(f);
-		}
-	}
-	summary(r, start, now, bytes);
+		bytes = file_size(r->out); /* the trailer counts too */
+	summary(r, s->start, now, bytes);
 	rec_tls__summary(r->tls);
-	ret = r->write_err ? 1 : 0;
 	/* the command never ran (it said why): that is a failed recording */
 	if (r->child < 0 && !r->child_exec && WIFEXITED(r->child_status) &&
 	    WEXITSTATUS(r->child_status) == 127)
-		ret = 1;
-cleanup:
-	if (go_fd >= 0)
-		close(go_fd); /* the child sees EOF and exits */
-	if (r->child > 0) {
+		return 1;
+	return r->write_err ? 1 : 0;
+}
+
+static void session_free(struct session *s)
+{
+	struct recorder *r = s->r;
+
+	if (s->go_fd >= 0)
+		close(s->go_fd); /* the child sees EOF and exits */
+	if (r && r->child > 0) {
 		kill(r->child, SIGTERM);
 		waitpid(r->child, NULL, 0);
 	}
-	rec_probes__destroy(probes, unlink);
-	rec_tls__destroy(r->tls);
-	rec_unlinker__destroy(unlink); /* waits for the last of them, ~0.1 s each */
-	rec_bpf__destroy(r->bpf);
-	if (r->w)
-		recording_writer__close(r->w, NULL);
-	rec_meta__host_free(&host);
-	free(r->drops_seen);
-	free(r->life.buf);
-	free(r->socks.buf);
-	redact__free(r->redact);
-	free(r);
+	rec_probes__destroy(s->probes, s->unlink);
+	if (r) {
+		rec_tls__destroy(r->tls);
+		rec_unlinker__destroy(s->unlink); /* waits for the last of them, ~0.1 s each */
+		rec_bpf__destroy(r->bpf);
+		if (r->w)
+			recording_writer__close(r->w, NULL);
+		free(r->drops_seen);
+		free(r->life.buf);
+		free(r->socks.buf);
+		redact__free(r->redact);
+		free(r);
+	} else {
+		rec_unlinker__destroy(s->unlink);
+	}
+	rec_meta__host_free(&s->host);
+	free(s);
+}
+
+/* open -> load -> attach -> loop -> close, as the phases above. */
+int cmd_record(int argc, char **argv)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	int ret;
+
+	if (!s || !(s->r = calloc(1, sizeof(*s->r)))) {
+		fprintf(stderr, "critpath record: out of memory\n");
+		free(s);
+		return 1;
+	}
+	s->go_fd = -1;
+	ret = rec_opts__parse(&s->o, argc, argv);
+	if (ret) {
+		session_free(s);
+		return ret == 1 ? 0 : 2;
+	}
+	s->o.argc = argc;
+	s->o.argv = argv;
+	s->r->out = s->o.out;
+	s->r->quiet = s->o.quiet;
+	ret = rec_open(s) || rec_load(s) || rec_attach(s);
+	if (!ret) {
+		rec_loop(s);
+		ret = rec_close(s);
+	}
+	session_free(s);
 	return ret;
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "recording.h"
@@ -18,6 +19,11 @@ struct rec_bpf;
 struct bpf_link;
 struct bpf_program;
 struct rec_unlinker;
+
+#define REC_MAX_TARGETS 4096 /* processes: named, their children, theirs */
+#define REC_MAX_PROBES 64
+#define REC_PROBE_BINARY 256
+#define REC_PROBE_SYMBOL 128
 
 struct rec_bpf_opts {
 	uint32_t payload_bytes;
@@ -29,6 +35,28 @@ struct rec_bpf_opts {
 	bool tls;	   /* load the TLS plaintext programs (bpf/tls.bpf.c) */
 	bool quiet;
 };
+
+/* The command line (options.c). */
+struct rec_opts {
+	pid_t pids[REC_MAX_TARGETS]; /* -p */
+	int npids;
+	char **cmd; /* -- CMD ARGS: NULL-terminated, or NULL */
+	const char *out;
+	double duration; /* seconds; 0: until stopped or the targets exit */
+	const char *sku;
+	enum recording_codec codec;
+	const char *probes[REC_MAX_PROBES]; /* --probe [BIN:]FUNC, checked */
+	int nprobes;
+	bool quiet;
+	struct rec_bpf_opts bo;
+	int argc; /* the whole command line, for the recording's header */
+	char **argv;
+};
+/* 0: record; 1: --help printed; 2: a usage error, said on stderr. */
+int rec_opts__parse(struct rec_opts *o, int argc, char **argv);
+void rec_opts__usage(FILE *f);
+/* 0 when spec is [BINARY:]FUNCTION of names that fit, else -EINVAL (said) */
+int rec_probe_spec_check(const char *spec);
 
 /* Mounts tracefs when missing, opens the object, picks tp_btf or raw_tp per
  * hook (and leaves out syscalls the kernel lacks), loads. Prints one line

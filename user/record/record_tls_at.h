@@ -3,7 +3,7 @@
  * Where OpenSSL's functions are probed, and those of record --probe
  * (record/tls_at.c says why it matters): a plan made from a library's
  * code, without libbpf, so the unit tests can run it on machine code of
- * their own (tests/unit/test_tls_at.c).
+ * their own (tests/unit/test_rec_tls_at.c).
  */
 #ifndef CRITPATH_RECORD_TLS_AT_H
 #define CRITPATH_RECORD_TLS_AT_H

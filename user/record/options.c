@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* `critpath record`'s command line: parsed and checked before anything is
+ * loaded (no libbpf, no root: test_record_opts). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record_int.h"
+
+void rec_opts__usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: critpath record -p PID[,PID..] [-p ...] [options]\n"
+	    "       critpath record [options] -- CMD [ARGS..]\n"
+	    "  -p PID              a process and the ones under it (its children, theirs, and\n"
+	    "                      the ones they start while recording)\n"
+	    "  -o FILE             output (default critpath.rec, created 0600)\n"
+	    "  -d SECONDS          stop after this long (default: Ctrl-C or all targets exit)\n"
+	    "  --buffer-mb N       ring buffers in MiB, a power of 2, split between the CPUs "
+	    "(default 64)\n"
+	    "  --payload-bytes N   payload prefix kept to name requests, 0-%d (default %d; %d\n"
+	    "                      on HTTP/2, whose frame headers and naming header fields\n"
+	    "                      are kept past it). Never kept: HTTP header values other\n"
+	    "                      than naming and framing ones (Authorization, Cookie:\n"
+	    "                      their length only), HTTP/2 DATA past the first N bytes\n"
+	    "  --sku LABEL         label this machine's CPU model in the recording\n"
+	    "  --compress C        lz4 (default) or zstd: zstd's files are about 0.6 times\n"
+	    "                      the size, for more CPU here and in report\n"
+	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"
+	    "                      costlier: by default only calls that block or move data)\n"
+	    "  --probe [BIN:]FUNC  a function as a subcomponent of the critical path: its\n"
+	    "                      calls become frames (uprobes; BIN: a binary or library,\n"
+	    "                      default the targets' executables; repeat for more)\n"
+	    "  --no-tls            no TLS plaintext capture (by default OpenSSL's SSL_read and\n"
+	    "                      SSL_write are probed in targets that map libssl)\n"
+	    "  -q                  no notes on stderr, only errors and the summary\n",
+	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT, CP_PAYLOAD_MAX);
+}
+
+static bool parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !*s || s[0] == '-' || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int parse_pids(struct rec_opts *o, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v = strtol(tok, &end, 10);
+
+		if (*end || v <= 0 || v > INT_MAX) {
+			fprintf(stderr, "critpath record: -p: '%s' is not a process id\n", tok);
+			err = -EINVAL;
+			break;
+		}
+		if (o->npids >= REC_MAX_TARGETS) {
+			fprintf(stderr, "critpath record: -p: more than %d targets\n",
+				REC_MAX_TARGETS);
+			err = -E2BIG;
+			break;
+		}
+		o->pids[o->npids++] = (pid_t)v;
+	}
+	free(copy);
+	return err;
+}
+
+int rec_probe_spec_check(const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+	const char *sym = colon ? colon + 1 : spec;
+	size_t blen = colon ? (size_t)(colon - spec) : 0;
+
+	if (!*sym || (colon && !blen)) {
+		fprintf(stderr, "critpath record: --probe '%s': expected [BINARY:]FUNCTION\n",
+			spec);
+		return -EINVAL;
+	}
+	if (strlen(sym) >= REC_PROBE_SYMBOL || blen >= REC_PROBE_BINARY) {
+		fprintf(stderr, "critpath record: --probe '%s': name too long\n", spec);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int bad(const char *opt, const char *arg, const char *want)
+{
+	fprintf(stderr, "critpath record: %s: '%s' is not %s\n", opt, arg, want);
+	return 2;
+}
+
+int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"pid", required_argument, NULL, 'p'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"buffer-mb", required_argument, NULL, 'B'},
+	    {"payload-bytes", required_argument, NULL, 'P'},
+	    {"sku", required_argument, NULL, 'S'},
+	    {"compress", required_argument, NULL, 'C'},
+	    {"empty-programs", no_argument, NULL, 'E'},
+	    {"all-syscalls", no_argument, NULL, 'A'},
+	    {"probe", required_argument, NULL, 'U'},
+	    {"no-tls", no_argument, NULL, 'T'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	unsigned long v;
+	char *end;
+	int opt;
+
+	memset(o, 0, sizeof(*o));
+	o->out = "critpath.rec";
+	o->codec = RECORDING_LZ4;
+	o->bo = (struct rec_bpf_opts){.payload_bytes = CP_PAYLOAD_DEFAULT,
+				      .h2_payload_bytes = CP_PAYLOAD_MAX,
+				      .buffer_mb = 64,
+				      .tls = true};
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+p:o:d:qh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_pids(o, optarg))
+				return 2;
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'd':
+			o->duration = strtod(optarg, &end);
+			if (*end || !(o->duration > 0))
+				return bad("-d", optarg, "a positive number of seconds");
+			break;
+		case 'B':
+			if (!parse_uint(optarg, 4096, &v) || v == 0 || (v & (v - 1)))
+				return bad("--buffer-mb", optarg, "a power of 2 between 1 and 4096");
+			o->bo.buffer_mb = v;
+			break;
+		case 'P':
+			if (!parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
+				fprintf(stderr,
+					"critpath record: --payload-bytes: '%s' is not a number "
+					"between 0 and %d\n",
+					optarg, CP_PAYLOAD_MAX);
+				return 2;
+			}
+			o->bo.payload_bytes = o->bo.h2_payload_bytes = v;
+			break;
+		case 'S':
+			o->sku = optarg;
+			break;
+		case 'C':
+			if (!strcmp(optarg, recording_codec_name(RECORDING_LZ4)))
+				o->codec = RECORDING_LZ4;
+			else if (!strcmp(optarg, recording_codec_name(RECORDING_ZSTD)))
+				o->codec = RECORDING_ZSTD;
+			else
+				return bad("--compress", optarg, "lz4 or zstd");
+			break;
+		case 'E':
+			o->bo.empty_programs = true;
+			break;
+		case 'A':
+			o->bo.all_syscalls = true;
+			break;
+		case 'U':
+			if (rec_probe_spec_check(optarg))
+				return 2;
+			if (o->nprobes >= REC_MAX_PROBES) {
+				fprintf(stderr, "critpath record: --probe: at most %d probes\n",
+					REC_MAX_PROBES);
+				return 2;
+			}
+			o->probes[o->nprobes++] = optarg;
+			o->bo.probes = true;
+			break;
+		case 'T':
+			o->bo.tls = false;
+			break;
+		case 'q':
+			o->quiet = o->bo.quiet = true;
+			break;
+		case 'h':
+			rec_opts__usage(stdout);
+			return 1;
+		default:
+			rec_opts__usage(stderr);
+			return 2;
+		}
+	}
+	if ((optind < argc) == (o->npids > 0)) {
+		fprintf(stderr, o->npids ? "critpath record: give -p PID or -- CMD, not both\n"
+					 : "critpath record: nothing to record: give -p PID or -- "
+					   "CMD\n");
+		rec_opts__usage(stderr);
+		return 2;
+	}
+	o->cmd = optind < argc ? argv + optind : NULL;
+	return 0;
+}
