@@ -92,17 +92,17 @@ struct cp_request {
 	/* span tags usable by --tag filters: key=value pairs (NULL-terminated
 	 * array of "key=value" strings), NULL when none */
 	const char *const *tags;
-	/* additive: start_ns + realtime_offset_ns is Unix-epoch ns (kernel input:
+	/* start_ns + realtime_offset_ns is Unix-epoch ns (kernel input:
 	 * the recording's CLOCK_REALTIME - CLOCK_MONOTONIC; span input: 0, its
 	 * times are Unix epoch already). Lets wall-clock filters apply to both. */
 	int64_t realtime_offset_ns;
-	/* additive: service, name, host, every segment's frames, comm,
+	/* service, name, host, every segment's frames, comm,
 	 * cpu_model and sku and every culprit's comm are NULL or strings from
 	 * engine__intern() of the engine the request is handed to, so it takes
 	 * them as they are instead of interning each again (the kernel walk's
 	 * requests) */
 	bool interned;
-	/* additive: served to a traced caller (the other end of its connection
+	/* served to a traced caller (the other end of its connection
 	 * was recorded too), so its time is in that caller's path as well */
 	bool downstream;
 };

@@ -31,7 +31,7 @@ struct engine_filter {
 	const char *name;		/* root operation / request name */
 	uint64_t min_latency_ns, max_latency_ns;	/* 0 = unbounded */
 	uint64_t from_ns, to_ns;	/* request start within, 0 = unbounded */
-	/* additive: from_ns / to_ns are Unix-epoch times (RFC 3339, Unix
+	/* from_ns / to_ns are Unix-epoch times (RFC 3339, Unix
 	 * seconds), compared with start_ns + realtime_offset_ns; otherwise
 	 * times on the input's own clock (since boot for recordings) */
 	bool from_realtime, to_realtime;
@@ -47,11 +47,11 @@ struct engine_opts {
 	bool keep_all_requests;		/* json: every request with its path */
 	uint32_t keep_slowest;		/* keep the N slowest requests (0 = none) */
 	double overlap_tolerance;	/* span level: fraction of parent, default 0.01 */
-	/* additive: > 0: the result orders only the first N profile entries,
+	/* > 0: the result orders only the first N profile entries,
 	 * spans and contention rows (text shows no more); the rest follow
 	 * unordered. 0: all ordered */
 	uint32_t sorted_top;
-	/* additive: called with every request the filters let through, right
+	/* called with every request the filters let through, right
 	 * after it is aggregated (the producer's request, valid during the call
 	 * only). Lets --format json stream requests instead of keeping them. */
 	void (*on_request)(void *ctx, const struct cp_request *req);
@@ -66,7 +66,7 @@ struct engine *engine__new(const struct engine_opts *opts);
 void engine__free(struct engine *e);
 /* Filters, then aggregates; copies what it keeps. 1 = taken, 0 = filtered out. */
 int engine__add_request(struct engine *e, const struct cp_request *req);
-/* additive: the engine's copy of s (equal contents, one pointer), valid
+/* the engine's copy of s (equal contents, one pointer), valid
  * until engine__free; NULL for NULL or on ENOMEM. For cp_request.interned. */
 const char *engine__intern(struct engine *e, const char *s);
 /* A warning for the report ("traces/a.json: trace 4bf9…: span 00f0…: negative
@@ -86,7 +86,7 @@ struct engine_profile_entry {
 	uint64_t pct_total_ns[ENGINE_NPCT];	/* over the requests at or below P50/P95/P99 */
 	/* the step's own latency distribution (its time per request) */
 	uint64_t q50_ns, q90_ns, q99_ns, max_ns;
-	/* additive: the same as a histogram with power-of-two buckets: hist[k]
+	/* the same as a histogram with power-of-two buckets: hist[k]
 	 * counts requests whose time in this step was in [2^(hist_log2 + k),
 	 * 2^(hist_log2 + k + 1)) ns (the bucket of 2^0 also holds 0) */
 	const uint32_t *hist;
@@ -95,7 +95,7 @@ struct engine_profile_entry {
 	/* the standard deviation of its time per request, over all requests
 	 * (0 in those without it): its mean's confidence in diff */
 	double sd_ns;
-	/* additive: with fewer than ENGINE_FEW requests in all, its time in
+	/* with fewer than ENGINE_FEW requests in all, its time in
 	 * each request that had it (requests values): diff's bootstrap */
 	const uint64_t *samples_ns;
 };
@@ -189,11 +189,11 @@ struct engine_result {
 	uint32_t nkept;
 	const char *const *warnings;
 	uint32_t nwarnings;
-	/* additive: span call paths, sorted by exclusive_ns, descending */
+	/* span call paths, sorted by exclusive_ns, descending */
 	const struct engine_span_entry *spans;
 	uint32_t nspans;
 	uint64_t nfiltered;		/* requests the filters left out */
-	/* additive: CPU time by SKU. skus: the SKUs seen, the baseline (most
+	/* CPU time by SKU. skus: the SKUs seen, the baseline (most
 	 * requests) first; sku_steps: the cpu steps, and the request kinds'
 	 * whole cpu time, that ran on two SKUs or more, by total_ns
 	 * descending. Outputs show them when nskus >= 2. */
@@ -215,7 +215,7 @@ struct out_opts {
 /* Output writers, one file each (user/out/<fmt>.c). 0 or -errno. */
 int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o);
 int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o);
-/* additive: out_json in two halves, so requests can be written as they
+/* out_json in two halves, so requests can be written as they
  * arrive (engine_opts.on_request = out_json__request) and memory does not
  * grow with them. out_json__end writes the rest (summary, profile, …; any
  * kept requests are not written again) and frees s. */

@@ -38,20 +38,8 @@
  *    60 u32 crc32 of bytes 0..59
  *
  * A file cut short has no trailer; one cut inside a frame loses that frame
- * only. Frames are ~512 KiB raw, zstd level 1: compression runs at several
- * hundred MB/s, far above the 1M events/s (~100 MB/s) budget. Measured on the
- * records of an rr_server recording (84 bytes each): level 1 compresses 613
- * MB/s to 1/5.7; -1 662 MB/s, 1/5.4; -3 728 MB/s, 1/4.4; -5 754 MB/s, 1/3.5;
- * hashLog, minMatch or raw literals move either by under 10%, 1 MiB frames
- * gain 3%. Faster levels save at most a fifth of the CPU for up to half
- * again the bytes, so level 1 stays; the recorder's cost is cut by where
- * compression runs instead (recording_writer__background, below).
- *
- * lz4 (record --compress lz4, the default) trades bytes for CPU on both
- * ends. On the records of a demo recording (91 bytes each, 106 MB):
- * zstd level 1 compresses 589 MB/s to 1/6.3 and decompresses 1.5 GB/s; lz4
- * 905 MB/s to 1/3.6, and 4.3 GB/s. Decompression was a fifth to a quarter
- * of `critpath report`'s time, and compression most of the recorder's.
+ * only. Frames are ~512 KiB raw, lz4 (the default: cheaper on both ends) or
+ * zstd level 1 (smaller); the README says what each costs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,13 +66,9 @@
 
 /* While it keeps up, the thread compresses one block (128 KiB: what zstd
  * compresses at once, ~0.2 ms; an lz4 block of its own) per call and calls
- * sched_yield() between blocks; behind, it compresses without yielding. Measured on rr_server at
- * saturation (traced p99 / untraced, medians of 4 rounds in one run): whole
- * frames at SCHED_IDLE 2.3x; block by block without a system call between
- * blocks 2.2x; with sched_yield() 1.3x (a 400 us nanosleep instead: 1.5x);
- * recorder CPU per event the same within noise. Why the kernel switches to
- * a woken server thread so much later while the thread stays in user space
- * was not established; the system call between blocks is what measured. */
+ * sched_yield() between blocks, so a woken server thread gets the CPU soon
+ * (the README's "Compression" has the numbers); behind, it compresses
+ * without yielding. */
 #define BG_BLOCK (128u * 1024)
 
 /* lz4's blocks are BG_BLOCK of input each: a block's size is what one
