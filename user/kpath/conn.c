@@ -45,724 +45,6 @@
 
 #include "kpath_internal.h"
 
-/*
- * Addresses are built field by field just before they are looked up: loads
- * that span several of those stores wait until they retire (no store
- * forwarding), which made hashing an address and comparing it with memcmp
- * the costliest lines of the per-event path. So the header word is made
- * from its fields (the value the struct's bytes have on a little-endian
- * machine, padding 0), and the addresses are compared and read as the
- * 16-byte arrays they were copied as.
- */
-static uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
-{
-	uint64_t w[1 + 2 * CP_ADDR_LEN / 8], h = 0x9e3779b97f4a7c15ull ^ host;
-
-	_Static_assert(sizeof(*a) == sizeof(w), "kp_addr hashes as whole words");
-	w[0] = (uint64_t)a->family | (uint64_t)a->lport << 16 | (uint64_t)a->rport << 32 |
-	       (uint64_t)a->proto << 48;
-	memcpy(&w[1], a->laddr, CP_ADDR_LEN);
-	memcpy(&w[1 + CP_ADDR_LEN / 8], a->raddr, CP_ADDR_LEN);
-	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		/* a UDP flow's key is its ports and remote address: its own
-		 * (struct kp_addr) an unconnected socket does not know */
-		if (a->proto == IPPROTO_UDP && i && i <= CP_ADDR_LEN / 8)
-			continue;
-		h ^= w[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	return h;
-}
-
-static bool addr_eq(const struct kp_addr *x, const struct kp_addr *y)
-{
-	return x->family == y->family && x->lport == y->lport && x->rport == y->rport &&
-	       x->proto == y->proto && !memcmp(x->raddr, y->raddr, CP_ADDR_LEN) &&
-	       (x->proto == IPPROTO_UDP || !memcmp(x->laddr, y->laddr, CP_ADDR_LEN));
-}
-
-static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-/* No address (all zero: a wildcard, or not known). */
-static bool addr_none(const uint8_t *a)
-{
-	return !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
-}
-
-/* An IPv6 address that is an IPv4 one (::ffff:a.b.c.d), or none (::). */
-static bool v4_or_none(const uint8_t *a)
-{
-	return !memcmp(a, v4_prefix, sizeof(v4_prefix)) || addr_none(a);
-}
-
-/*
- * A record's 4-tuple as an address (padding 0, as addr_hash reads it). A
- * dual-stack socket (AF_INET6) talking IPv4 — Java's, for one — sees
- * IPv4-mapped addresses where its peer's AF_INET socket sees the IPv4
- * ones: such a tuple is the IPv4 one, so the two ends match.
- */
-static void addr_of(struct kp_addr *a, uint16_t family, uint16_t lport, uint16_t rport,
-		    const uint8_t *laddr, const uint8_t *raddr)
-{
-	memset(a, 0, sizeof(*a));
-	a->family = family;
-	a->lport = lport;
-	a->rport = rport;
-	if (family == AF_INET6 && v4_or_none(laddr) && v4_or_none(raddr) &&
-	    (laddr[10] || raddr[10])) {
-		a->family = AF_INET;
-		memcpy(a->laddr, laddr + 12, 4);
-		memcpy(a->raddr, raddr + 12, 4);
-		return;
-	}
-	memcpy(a->laddr, laddr, CP_ADDR_LEN);
-	memcpy(a->raddr, raddr, CP_ADDR_LEN);
-}
-
-static uint32_t *conn_hint(struct kp *kp, const struct kp_addr *a)
-{
-	return &kp->cn_hint[(a->lport * 31u + a->rport) % KP_CN_HINTS];
-}
-
-/* The conn of a's host and address, or KP_NONE; then key is a's and other
- * the conn cnmap names for it (a hash collision), or KP_NONE. */
-static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_addr *a,
-				 uint64_t *key, uint32_t *other)
-{
-	uint32_t *hint = conn_hint(kp, a), i = *hint;
-
-	/* a conn with a's host and address, in use (a recycled slot's family
-	 * is 0) and not displaced, is the one cnmap names for a */
-	if (a->family && i < kp->ncn && kp->cn[i].host == host && !kp->cn[i].displaced &&
-	    addr_eq(&kp->cn[i].a, a))
-		return i;
-	*key = addr_hash(host, a);
-	i = kp_map__get(&kp->cnmap, *key);
-	if (i != KP_NONE && kp->cn[i].host == host && addr_eq(&kp->cn[i].a, a)) {
-		*hint = i;
-		return i;
-	}
-	*other = i;
-	return KP_NONE;
-}
-
-/* A new conn for a, after conn_find missed it (key, other: its answers). */
-static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, uint64_t key,
-			 uint32_t other)
-{
-	struct kp_conn *c;
-	uint32_t i;
-
-	if (other != KP_NONE)
-		kp->cn[other].displaced = 1; /* the put below takes its key */
-	if (kp->nfreecn) {
-		i = kp->freecn[--kp->nfreecn];
-	} else {
-		if (kp__grow((void **)&kp->cn, &kp->capcn, kp->ncn + 1, sizeof(*kp->cn)))
-			return KP_NONE;
-		i = kp->ncn;
-	}
-	c = &kp->cn[i];
-	memset(c, 0, sizeof(*c));
-	c->host = host;
-	c->a = *a;
-	c->proc = c->last_proc = KP_NONE;
-	c->peer = KP_NONE;
-	c->req.reader = c->req.writer = KP_NONE;
-	if (kp_map__put(&kp->cnmap, key, i)) {
-		c->a.family = 0; /* free, as kp__conn's hint check reads it */
-		if (i < kp->ncn)
-			kp->freecn[kp->nfreecn++] = i; /* still free */
-		return KP_NONE;
-	}
-	if (i == kp->ncn)
-		kp->ncn++;
-	*conn_hint(kp, a) = i;
-	return i;
-}
-
-uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
-{
-	uint32_t other = KP_NONE, i;
-	uint64_t key = 0;
-
-	i = conn_find(kp, host, a, &key, &other);
-	return i != KP_NONE ? i : conn_new(kp, host, a, key, other);
-}
-
-static uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
-{
-	return (uint64_t)host << 56 ^ (uint64_t)pid << 24 ^ ((uint32_t)fd & 0xffffff);
-}
-
-static int conn_closed(struct kp *kp, uint32_t ci, uint64_t ts);
-
-/* A UDP flow's key in uportmap: host, family and ports. */
-static uint64_t uport_key(uint32_t host, const struct kp_addr *a)
-{
-	return ((uint64_t)host << 48 | (uint64_t)a->family << 32 | (uint64_t)a->lport << 16 |
-		a->rport) *
-	       0x9e3779b97f4a7c15ull;
-}
-
-/* The flow uportmap names for a's host and ports, if it is still one. */
-static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
-{
-	uint32_t i = kp_map__get(&kp->uportmap, uport_key(host, a));
-	const struct kp_conn *c = i < kp->ncn ? &kp->cn[i] : NULL;
-
-	if (!c || c->host != host || c->a.proto != IPPROTO_UDP || c->a.family != a->family ||
-	    c->a.lport != a->lport || c->a.rport != a->rport)
-		return KP_NONE;
-	return i;
-}
-
-/*
- * A UDP flow: found, or begun and listed for recycling once idle. inbound:
- * a datagram that came from raddr. Its key is its ports and the remote
- * address (two hosts' clients may pick the same port); a datagram from
- * another address than a client's flow sent to (a server that answers
- * from another of its addresses) is that flow's reply all the same. The
- * local address, which the socket's own says only when bound to one, is
- * the flow's once a datagram or a bound socket says it.
- */
-static uint32_t udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
-			 uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
-			 bool inbound)
-{
-	uint32_t ci, other = KP_NONE;
-	struct kp_addr a;
-	struct kp_conn *c;
-	uint64_t key = 0;
-
-	addr_of(&a, family, lport, rport, laddr, raddr);
-	a.proto = IPPROTO_UDP;
-	ci = conn_find(kp, host, &a, &key, &other);
-	if (ci == KP_NONE && inbound) {
-		ci = uport_get(kp, host, &a);
-		if (ci != KP_NONE && kp->cn[ci].role != KP_ROLE_CLIENT)
-			ci = KP_NONE;
-	}
-	if (ci == KP_NONE) {
-		ci = conn_new(kp, host, &a, key, other);
-		if (ci == KP_NONE || kp_map__put(&kp->uportmap, uport_key(host, &a), ci))
-			return KP_NONE;
-	}
-	c = &kp->cn[ci];
-	if (addr_none(c->a.laddr) && !addr_none(a.laddr) && a.family == c->a.family) {
-		memcpy(c->a.laddr, a.laddr, CP_ADDR_LEN);
-		c->lstr[0] = '\0';
-	}
-	if (!c->closed_at && conn_closed(kp, ci, ts))
-		return KP_NONE;
-	return ci;
-}
-
-static struct kp_udpq *udpq(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, bool make)
-{
-	uint64_t key = (uint64_t)host << 32 | (uint64_t)family << 16 | port;
-	uint32_t i = kp_map__get(&kp->uqmap, key);
-
-	if (i != KP_NONE)
-		return &kp->uq[i];
-	if (!make || kp__grow((void **)&kp->uq, &kp->capuq, kp->nuq + 1, sizeof(*kp->uq)) ||
-	    kp_map__put(&kp->uqmap, key, kp->nuq))
-		return NULL;
-	memset(&kp->uq[kp->nuq], 0, sizeof(kp->uq[kp->nuq]));
-	return &kp->uq[kp->nuq++];
-}
-
-/* A socket holds this many unread datagrams at most (more are ones it
- * read before the recording or outside the calls seen). */
-#define KP_UDPQ_MAX 4096
-
-static int udpq_push(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts,
-		     uint32_t conn)
-{
-	struct kp_udpq *q = udpq(kp, host, family, port, true);
-
-	if (!q)
-		return -ENOMEM;
-	if (q->n >= KP_UDPQ_MAX)
-		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
-	if (kp__win_more((void **)&q->e, &q->off, &q->cap, q->n, sizeof(*q->e)))
-		return -ENOMEM;
-	q->e[q->n].ts = ts;
-	q->e[q->n].conn = conn;
-	q->n++;
-	return 0;
-}
-
-/* The flow of the oldest datagram the socket had not read by ts, taken
- * (left in the queue by a peek). */
-static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts,
-			 bool take)
-{
-	struct kp_udpq *q = udpq(kp, host, family, port, false);
-	uint32_t ci;
-
-	if (!q || !q->n || q->e[0].ts > ts)
-		return KP_NONE;
-	ci = q->e[0].conn;
-	if (take)
-		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
-	/* a flow recycled since (idle for KP_KEEP_NS) is not this one */
-	if (ci >= kp->ncn || kp->cn[ci].host != host || kp->cn[ci].a.proto != IPPROTO_UDP ||
-	    kp->cn[ci].a.lport != port)
-		return KP_NONE;
-	return ci;
-}
-
-/* An arrival on conn ci at ts, in its time order (one learnt late, from
- * the read that took it, may be older than the last). */
-static int conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt)
-{
-	struct kp_conn *c = &kp->cn[ci];
-	uint32_t i;
-
-	if (kp__win_more((void **)&c->dr, &c->droff, &c->capdr, c->ndr, sizeof(*c->dr)))
-		return -ENOMEM;
-	for (i = c->ndr; i > 0 && c->dr[i - 1].ts > ts; i--)
-		c->dr[i] = c->dr[i - 1];
-	c->dr[i].ts = ts;
-	c->dr[i].rcv_nxt = rcv_nxt;
-	c->ndr++;
-	return 0;
-}
-
-/* Looked at from the head by a read that knows its flow: past this many
- * other flows' datagrams, its own is not queued. */
-#define KP_UDPQ_SCAN 16
-
-/*
- * A read that knows its datagram's flow (its record says the sender) takes
- * that datagram from the socket's queue: the oldest of the flow's, or of
- * those whose sender sk_data_ready could not see (the reader had already
- * moved the queue), which becomes the flow's arrival. Datagrams left
- * behind for longer than KP_KEEP_NS were read unseen: dropped.
- */
-static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
-		     uint32_t ci)
-{
-	struct kp_udpq *q = udpq(kp, host, e->family, e->lport, false);
-	uint32_t i, n;
-
-	if (!q || (e->flags & CP_SOCK_F_PEEK))
-		return 0; /* a peek leaves its datagram for the read */
-	while (q->n && q->e[0].ts + KP_KEEP_NS < ts)
-		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
-	n = q->n < KP_UDPQ_SCAN ? q->n : KP_UDPQ_SCAN;
-	for (i = 0; i < n && q->e[i].ts <= ts; i++) {
-		struct kp_uqent got = q->e[i];
-
-		if (got.conn != ci && got.conn != KP_NONE)
-			continue;
-		memmove(&q->e[1], &q->e[0], i * sizeof(*q->e));
-		kp__win_drop((void **)&q->e, &q->off, &q->n, 1, sizeof(*q->e));
-		return got.conn == KP_NONE ? conn_arrival(kp, ci, got.ts, 0) : 0;
-	}
-	return 0;
-}
-
-/* The flow of a datagram call: a read's from its record's sender (a
- * connected socket's peer, or the datagram's as udp_recvmsg() told the
- * recorder), else from the datagram it took; a write's from where it sent. */
-static uint32_t udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
-			 bool read)
-{
-	uint32_t ci;
-
-	if (e->rport) {
-		ci =
-		    udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts, read);
-		if (read && ci != KP_NONE && udpq_take(kp, host, e, ts, ci))
-			return KP_NONE;
-		return ci;
-	}
-	if (!read)
-		return KP_NONE;
-	/* an older recorder's read, or one that asked for no address */
-	ci = udpq_pop(kp, host, e->family, e->lport, ts, !(e->flags & CP_SOCK_F_PEEK));
-	if (ci == KP_NONE)
-		kp->udp_unknown++;
-	return ci;
-}
-
-static uint64_t unix_ino(const uint8_t *a)
-{
-	uint64_t v;
-
-	memcpy(&v, a, sizeof(v));
-	return v;
-}
-
-/*
- * A Unix-domain socket has no 4-tuple. Recorders since ABI 5 give its
- * inode (and its peer's): the key, as the kernel socket is the
- * connection, whatever descriptor names it. Before, it is known by its
- * descriptor: accept and connect begin a connection of its own, with a
- * serial number for an address; other calls find the one on the fd (not
- * an Internet connection the fd named before), or begin one.
- */
-static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
-{
-	uint64_t fk = fd_key(host, e->h.pid, e->fd), ino = unix_ino(e->laddr);
-	uint32_t i = kp_map__get(&kp->fdmap, fk);
-	bool begins =
-	    e->call == CP_SOCK_ACCEPT || e->call == CP_SOCK_ACCEPT4 || e->call == CP_SOCK_CONNECT;
-	struct kp_addr a;
-
-	if (i != KP_NONE && (kp->cn[i].a.family != AF_UNIX || kp->cn[i].host != host))
-		i = KP_NONE;
-	memset(&a, 0, sizeof(a));
-	a.family = AF_UNIX;
-	if (ino) {
-		if (i == KP_NONE || unix_ino(kp->cn[i].a.laddr) != ino) {
-			memcpy(a.laddr, &ino, sizeof(ino));
-			i = kp__conn(kp, host, &a);
-			if (i != KP_NONE && e->fd >= 0 && !kp_map__put(&kp->fdmap, fk, i))
-				kp->cn[i].fdkey = fk;
-		}
-		if (i != KP_NONE && !kp->cn[i].unix_peer)
-			kp->cn[i].unix_peer = unix_ino(e->raddr);
-		return i;
-	}
-	if (e->fd < 0 || (i != KP_NONE && !begins) || (i == KP_NONE && e->call == CP_SOCK_CLOSE))
-		return i;
-	kp->unix_serial++;
-	memcpy(a.laddr, &kp->unix_serial, sizeof(kp->unix_serial));
-	a.laddr[CP_ADDR_LEN - 1] = 1; /* never an inode's key */
-	i = kp__conn(kp, host, &a);
-	if (i != KP_NONE && !kp_map__put(&kp->fdmap, fk, i))
-		kp->cn[i].fdkey = fk;
-	return i;
-}
-
-/* The traced peer of a Unix-domain connection: the socket its peer inode
- * names, on its host */
-static uint32_t unix_peer(struct kp *kp, uint32_t conn)
-{
-	struct kp_conn *c = &kp->cn[conn];
-	uint32_t other = KP_NONE, i;
-	struct kp_addr r;
-	uint64_t key = 0;
-
-	if (!c->unix_peer)
-		return KP_NONE;
-	memset(&r, 0, sizeof(r));
-	r.family = AF_UNIX;
-	memcpy(r.laddr, &c->unix_peer, sizeof(c->unix_peer));
-	i = conn_find(kp, c->host, &r, &key, &other);
-	if (i == KP_NONE || i == conn || kp->cn[i].proc == KP_NONE)
-		return KP_NONE;
-	c->peer = i;
-	kp->cn[i].peer = conn;
-	return i;
-}
-
-uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
-{
-	struct kp_addr a;
-	uint32_t i;
-
-	if (e->family == AF_UNIX)
-		return unix_conn(kp, host, e);
-	if ((e->family != AF_INET && e->family != AF_INET6) || (!e->lport && !e->rport))
-		return kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
-	/*
-	 * Most calls are on a connection its fd already names: checked against
-	 * the record's address, that conn is the one the address lookup below
-	 * would find (each address has one conn in cnmap, unless a collision
-	 * displaced it), without hashing and finding the address (2% of
-	 * report, most of it cache misses in cnmap).
-	 */
-	if (e->fd >= 0) {
-		uint64_t fk = fd_key(host, e->h.pid, e->fd);
-		struct kp_conn *c;
-
-		i = kp_map__get(&kp->fdmap, fk);
-		c = i != KP_NONE ? &kp->cn[i] : NULL;
-		if (c && c->host == host && !c->displaced && c->a.family == e->family &&
-		    c->a.lport == e->lport && c->a.rport == e->rport &&
-		    !memcmp(c->a.laddr, e->laddr, CP_ADDR_LEN) &&
-		    !memcmp(c->a.raddr, e->raddr, CP_ADDR_LEN)) {
-			c->fdkey = fk;
-			return i;
-		}
-	}
-	addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
-	i = kp__conn(kp, host, &a);
-	if (i != KP_NONE && e->fd >= 0 &&
-	    !kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i))
-		kp->cn[i].fdkey = fd_key(host, e->h.pid, e->fd);
-	return i;
-}
-
-uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
-{
-	struct kp_conn *c = &kp->cn[conn];
-	struct kp_addr r;
-
-	if (c->peer != KP_NONE)
-		return c->peer;
-	if (c->a.family == AF_UNIX)
-		return unix_peer(kp, conn);
-	memset(&r, 0, sizeof(r));
-	r.family = c->a.family;
-	r.lport = c->a.rport;
-	r.rport = c->a.lport;
-	r.proto = c->a.proto;
-	memcpy(r.laddr, c->a.raddr, CP_ADDR_LEN);
-	memcpy(r.raddr, c->a.laddr, CP_ADDR_LEN);
-	/* the same host first (loopback), then the others: addresses as seen
-	 * from both ends agree when no NAT sits between the hosts */
-	for (uint32_t k = 0; k <= kp->nsrc; k++) {
-		uint32_t host = k == 0 ? c->host : kp->src[k - 1].host;
-		uint32_t i;
-
-		if (k && host == c->host)
-			continue;
-		i = kp_map__get(&kp->cnmap, addr_hash(host, &r));
-		if ((i == KP_NONE || !addr_eq(&kp->cn[i].a, &r)) && r.proto == IPPROTO_UDP)
-			/* a flow whose own address is not known (an
-			 * unconnected socket that has only sent), or seen
-			 * through NAT: the peer's flow on those ports */
-			i = uport_get(kp, host, &r);
-		if (i != KP_NONE && i != conn && kp->cn[i].host == host &&
-		    (addr_eq(&kp->cn[i].a, &r) || r.proto == IPPROTO_UDP) &&
-		    kp->cn[i].proc != KP_NONE) {
-			c->peer = i;
-			kp->cn[i].peer = conn;
-			return i;
-		}
-	}
-	return KP_NONE;
-}
-
-const char *kp__conn_addr(struct kp_conn *c, bool local)
-{
-	char ip[INET6_ADDRSTRLEN] = "?", *str = local ? c->lstr : c->rstr;
-	const uint8_t *addr = local ? c->a.laddr : c->a.raddr;
-	unsigned int port = local ? c->a.lport : c->a.rport;
-
-	/* the walk asks for them on every request: formatted once per conn */
-	if (!str[0]) {
-		if (c->a.family == AF_UNIX) {
-			snprintf(str, KP_ADDR_STR_LEN, "unix socket"); /* no address recorded */
-		} else if (c->a.family == AF_INET6) {
-			inet_ntop(AF_INET6, addr, ip, sizeof(ip));
-			snprintf(str, KP_ADDR_STR_LEN, "[%s]:%u", ip, port);
-		} else {
-			inet_ntop(AF_INET, addr, ip, sizeof(ip));
-			snprintf(str, KP_ADDR_STR_LEN, "%s:%u", ip, port);
-		}
-		/* a listening socket has no peer: its data is a new connection */
-		if (c->a.family != AF_UNIX && !local && !port && addr_none(addr))
-			snprintf(str, KP_ADDR_STR_LEN, "%s (listening)", kp__conn_addr(c, true));
-	}
-	return str;
-}
-
-void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s", kp__conn_addr(c, local));
-}
-
-void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len)
-{
-	kp__conn_addr_str(c, false, buf, len);
-}
-
-/* Where port is in p's listening ports (sure ones first), or -1. */
-static int listen_at(const struct kp_proc *p, uint16_t port)
-{
-	for (uint32_t i = 0; i < p->nlisten; i++)
-		if (p->listen[i] == port)
-			return (int)i;
-	return -1;
-}
-
-static bool proc_listens_sure(const struct kp_proc *p, uint16_t port)
-{
-	int i = listen_at(p, port);
-
-	return i >= 0 && (uint32_t)i < p->nsure;
-}
-
-/* A port p listens on, sure or guessed; a guess never displaces a sure one
- * from the front (the first is the service's port). */
-static int listen_add(struct kp_proc *p, uint16_t port, bool sure)
-{
-	int i = listen_at(p, port);
-	uint16_t t;
-
-	if (!port) /* a Unix-domain socket's: no port to go by */
-		return 0;
-	if (i < 0) {
-		if (kp__grow((void **)&p->listen, &p->caplisten, p->nlisten + 1,
-			     sizeof(*p->listen)))
-			return -ENOMEM;
-		i = (int)p->nlisten++;
-		p->listen[i] = port;
-	}
-	if (!sure || (uint32_t)i < p->nsure)
-		return 0;
-	t = p->listen[p->nsure]; /* the first guessed one, or port itself */
-	p->listen[p->nsure++] = port;
-	p->listen[i] = t;
-	return 0;
-}
-
-/* Whether a process of host listens on port: 2 for sure, 1 by a guess
- * only, 0 not. */
-static int host_listens(const struct kp *kp, uint32_t host, uint16_t port)
-{
-	int best = 0;
-
-	if (!port)
-		return 0;
-	for (uint32_t i = 0; i < kp->npr && best < 2; i++) {
-		const struct kp_proc *p = &kp->pr[i];
-		int at;
-
-		if (p->host != host || !p->nlisten)
-			continue;
-		at = listen_at(p, port);
-		if (at >= 0)
-			best = (uint32_t)at < p->nsure ? 2 : 1;
-	}
-	return best;
-}
-
-/* A guessed port that was not one: gone, sure ones keep their order. */
-static void listen_unguess(struct kp_proc *p, uint16_t port)
-{
-	int i = listen_at(p, port);
-
-	if (i >= 0 && (uint32_t)i >= p->nsure)
-		p->listen[i] = p->listen[--p->nlisten];
-}
-
-/* A guessed connection takes its real role: what it was doing under the
- * wrong one is dropped (a client's call, or a request that was a reply). */
-static void conn_correct(struct kp *kp, struct kp_conn *c, uint8_t role)
-{
-	if (role == KP_ROLE_CLIENT && c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
-		listen_unguess(&kp->pr[c->proc], c->a.lport);
-	c->role = role;
-	c->role_guessed = 0;
-	c->phase = KP_PH_IDLE;
-	c->req.reader = c->req.writer = KP_NONE;
-	c->req.nruns = 0;
-	c->req.tls_wait = c->req.tls_fin = false;
-	c->service[0] = c->last_name[0] = '\0';
-	c->iservice = c->iname = NULL;
-}
-
-/* The first n of the guessed list: the ones still guessed stay on it. */
-static void guessed_compact(struct kp *kp, uint32_t n)
-{
-	uint32_t keep = 0;
-
-	if (!kp->nguessed)
-		return;
-	for (uint32_t k = 0; k < n; k++)
-		if (kp->cn[kp->guessed[k]].role_guessed)
-			kp->guessed[keep++] = kp->guessed[k];
-	memmove(kp->guessed + keep, kp->guessed + n, (kp->nguessed - n) * sizeof(*kp->guessed));
-	kp->nguessed -= n - keep;
-}
-
-/*
- * proc listens on port, for sure: connections whose role was guessed from
- * who spoke first are checked again, by the rules conn_guess_role applies
- * first. At attach the recorder writes its metadata (listening sockets
- * among them) after the first events: a server's connection open before
- * the recording, whose first record is the write of a reply in flight,
- * was taken for a client's until this says otherwise.
- */
-int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
-{
-	struct kp_proc *p = &kp->pr[proc];
-	uint32_t host = p->host, n = kp->nguessed;
-	int err;
-
-	if (!port || proc_listens_sure(p, port))
-		return 0;
-	err = listen_add(p, port, true);
-	if (err)
-		return err;
-	for (uint32_t k = 0; k < kp->nguessed; k++) {
-		struct kp_conn *c = &kp->cn[kp->guessed[k]];
-
-		if (!c->role_guessed)
-			continue;
-		if (c->host != host)
-			continue;
-		if (c->a.lport == port) {
-			if (c->role != KP_ROLE_SERVER)
-				conn_correct(kp, c, KP_ROLE_SERVER);
-			c->role_guessed = 0;
-		} else if (c->a.rport == port && c->role == KP_ROLE_SERVER &&
-			   host_listens(kp, host, c->a.lport) != 2) {
-			conn_correct(kp, c, KP_ROLE_CLIENT);
-		}
-	}
-	guessed_compact(kp, n);
-	return 0;
-}
-
-/* c (index ci) has a guessed role: on the list kp__proc_listen checks
- * (without room, it keeps its guess) */
-static void conn_guessed(struct kp *kp, uint32_t ci)
-{
-	kp->cn[ci].role_guessed = 1;
-	if (!kp__grow((void **)&kp->guessed, &kp->capguessed, kp->nguessed + 1,
-		      sizeof(*kp->guessed)))
-		kp->guessed[kp->nguessed++] = ci;
-}
-
-/* A connection that was open before the recording started: decide its
- * side from listening ports, else from who spoke first (a guess, which
- * kp__proc_listen corrects when a listening port comes to be known). */
-static void conn_guess_role(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
-{
-	struct kp_conn *c = &kp->cn[ci];
-	int l;
-
-	if (c->role != KP_ROLE_UNKNOWN)
-		return;
-	/* a Unix-domain socket with its listener's address: the accepted end */
-	if (c->a.family == AF_UNIX && (flags & CP_SOCK_F_BOUND)) {
-		c->role = KP_ROLE_SERVER;
-		return;
-	}
-	/* its local port is one a process of its host listens on: not
-	 * necessarily its own process (a forking server's child, like
-	 * PostgreSQL's backends, has the connection its parent accepted) */
-	l = host_listens(kp, c->host, c->a.lport);
-	if (l) {
-		c->role = KP_ROLE_SERVER;
-		if (l == 1)
-			conn_guessed(kp, ci);
-		return;
-	}
-	l = host_listens(kp, c->host, c->a.rport);
-	if (l) {
-		c->role = KP_ROLE_CLIENT;
-		if (l == 1)
-			conn_guessed(kp, ci);
-		return;
-	}
-	c->role = reading ? KP_ROLE_SERVER : KP_ROLE_CLIENT;
-	conn_guessed(kp, ci);
-	/* a server side seen first mid-stream: its port is one the process
-	 * listens on, a guess too (ENOMEM: the next connection guesses again) */
-	if (c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
-		(void)listen_add(&kp->pr[c->proc], c->a.lport, false);
-}
-
 static void conn_reset(struct kp_conn *c)
 {
 	/* a new connection on a 4-tuple used before: the old one's data
@@ -841,7 +123,7 @@ uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64
  */
 #define KP_PIPE_MAX 256
 
-static int conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
+int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
 			  int64_t bytes, enum kp_proto pr)
 {
 	struct proto_msg m[KP_PIPE_MAX];
@@ -893,7 +175,7 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 /* A payload p[0..len) that begins HTTP/2 on a connection not known to
  * speak it: from now on its streams are its requests (kpath/h2.c). On TLS,
  * a write's payload is its plaintext, a read's comes in kp__conn_tls_read. */
-static int h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
+int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 {
 	struct kp_conn *c = &kp->cn[ci];
 	bool from_start;
@@ -1007,9 +289,9 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	enum kp_proto pr;
 	int err;
 
-	conn_guess_role(kp, ci, true, e->flags);
+	kp__conn_guess_role(kp, ci, true, e->flags);
 	c->seen_data = 1;
-	err = h2_check(kp, ci, e->payload, e->payload_len);
+	err = kp__h2_check(kp, ci, e->payload, e->payload_len);
 	if (err)
 		return err;
 	c = &kp->cn[ci];
@@ -1079,232 +361,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		}
 	}
 	c->phase = KP_PH_READING;
-	return conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
-}
-
-/* Whether a TLS library's call on memory buffers and its thread's socket
- * call at then and now go together: a socket read and the TLS read that
- * decrypts it, a TLS write and the socket write that carries it. */
-static bool bio_near(uint64_t then, uint64_t now)
-{
-	return then <= now && now - then < KP_TLS_BIO_NS;
-}
-
-/* TLS writes waiting for a socket write, dropped (counted) when the first
- * is too old for the socket call at ts to be the one that carries them. */
-static void bio_wr_expire(struct kp *kp, struct kp_bio_wr *q, uint64_t ts)
-{
-	if (q->n && !bio_near(q->ts, ts)) {
-		kp->bio_wr_unsent += q->nsure;
-		q->n = q->len = q->nsure = 0;
-	}
-}
-
-/* A TLS write on memory buffers (Node.js, Go): its plaintext, kept in q
- * (its connection's, or its thread's while that is not known) for the
- * socket write that carries its ciphertext (conn_write). Writes left
- * waiting past KP_TLS_BIO_NS, or past KP_BIO_WR_MAX, had none: counted,
- * not used. */
-static int bio_wr_keep(struct kp *kp, struct kp_bio_wr *q, const struct cp_ev_tls_read *e,
-		       uint64_t ts)
-{
-	uint32_t size = e->h.size;
-
-	bio_wr_expire(kp, q, ts);
-	if (q->len + size > KP_BIO_WR_MAX) {
-		kp->bio_wr_unsent++;
-		return 0;
-	}
-	if (q->len + size > q->cap) {
-		uint32_t cap = q->cap ? q->cap : 4096;
-		uint8_t *b;
-
-		while (cap < q->len + size)
-			cap *= 2;
-		b = realloc(q->buf, cap);
-		if (!b)
-			return -ENOMEM;
-		q->buf = b;
-		q->cap = cap;
-	}
-	memcpy(q->buf + q->len, e, size);
-	if (!q->n)
-		q->ts = ts;
-	q->len += size;
-	q->n++;
-	q->nsure += e->call != CP_TLS_GO_WRITE;
-	return 0;
-}
-
-/* The tlsmap key of a TLS record's library connection: its host, process
- * and id; 0 when the record has no id (an older recorder). */
-static uint64_t tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e)
-{
-	uint64_t id = cp_tls_id(e);
-
-	return id ? (id << 16 | host) ^ (uint64_t)e->h.pid * 0x9e3779b97f4a7c15ull : 0;
-}
-
-/* The TLS writes a socket write at ts on ci by thread carries: its
- * connection's, else (the connection not known when they were made) its
- * thread's; NULL for none. */
-struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, uint64_t ts)
-{
-	struct kp_bio_wr *c = &kp->cn[ci].bw, *t = &kp->th[thread].bw;
-	const struct cp_ev_tls_read *r = (const void *)t->buf;
-	uint64_t key = kp->cn[ci].tls_key, theirs;
-
-	bio_wr_expire(kp, c, ts);
-	bio_wr_expire(kp, t, ts);
-	if (c->n)
-		return c;
-	/* the thread's, unless they are another library connection's (Go's
-	 * HTTP/2 server writes its SETTINGS before it reads) */
-	if (!t->n)
-		return NULL;
-	theirs = tls_conn_key(kp->cn[ci].host, r);
-	return key && theirs && theirs != key ? NULL : t;
-}
-
-/* The open connection a TLS library connection (a record's tls_id) was
- * seen reading on, or KP_NONE. */
-static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
-			  uint64_t *key)
-{
-	uint32_t ci;
-
-	*key = tls_conn_key(host, e);
-	ci = *key ? kp_map__get(&kp->tlsmap, *key) : KP_NONE;
-	if (ci != KP_NONE && (kp->cn[ci].tls_key != *key || kp->cn[ci].closed_at))
-		return KP_NONE;
-	return ci;
-}
-
-/* ci is a connection of a library on memory buffers (or Go's), its
- * library connection's key (0: not recorded) is key: ci, or KP_NONE when
- * out of memory. */
-static uint32_t bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
-{
-	kp->cn[ci].tls_bio = 1;
-	if (key && kp->cn[ci].tls_key != key) {
-		if (kp_map__put(&kp->tlsmap, key, ci))
-			return KP_NONE; /* out of memory: as if unknown */
-		kp->cn[ci].tls_key = key;
-	}
-	return ci;
-}
-
-/*
- * The connection of a TLS read on memory buffers (Node.js, Go): the
- * thread's last socket read's (a moment before, in the same loop turn: its
- * ciphertext), unless the read's library connection (tls_id) was seen
- * reading on another that is still open and that one is not new. Go's
- * runtime may resume a goroutine whose read its library answers from
- * records an earlier socket read brought on another thread, whose last
- * socket read was another connection's; and it gives a closed
- * connection's memory to a new one, whose close the recording may not
- * show (the peer reset it first), so a connection none of whose reads
- * had an id before (a new one) takes the id over.
- */
-static uint32_t bio_conn(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
-			 uint32_t thread, uint64_t ts)
-{
-	const struct kp_thread *t = &kp->th[thread];
-	uint64_t key;
-	uint32_t known = bio_known(kp, host, e, &key), ci;
-
-	ci = t->read_conn != KP_NONE && bio_near(t->read_ts, ts) ? t->read_conn : KP_NONE;
-	if (known != KP_NONE && (ci == KP_NONE || kp->cn[ci].tls_key))
-		return known;
-	return ci == KP_NONE ? ci : bio_learn(kp, ci, key);
-}
-
-int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts)
-{
-	uint8_t buf[CP_SHORT_READ + CP_PAYLOAD_MAX];
-	const uint8_t *p;
-	struct kp_addr a;
-	size_t n;
-	struct kp_conn *c;
-	enum kp_proto pr;
-	uint32_t ci, thread;
-	int err;
-
-	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
-	if (thread == KP_NONE)
-		return -ENOMEM;
-	if (cp_tls_call_writes(e->call)) {
-		uint64_t key;
-
-		ci = bio_known(kp, host, e, &key);
-		if (ci != KP_NONE && kp->cn[ci].peer_eof)
-			return 0; /* to a peer gone (Go records a write before it fails) */
-		return bio_wr_keep(kp, ci != KP_NONE ? &kp->cn[ci].bw : &kp->th[thread].bw, e, ts);
-	}
-	/* the connection of the socket read inside it: known by then */
-	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
-		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
-		ci = kp_map__get(&kp->cnmap, addr_hash(host, &a));
-		if (ci != KP_NONE && (kp->cn[ci].host != host || !addr_eq(&kp->cn[ci].a, &a)))
-			ci = KP_NONE;
-		/* Go's: its writes and its reads answered from the library's
-		 * buffer are this connection's too */
-		if (ci != KP_NONE && e->call == CP_TLS_GO_READ)
-			ci = bio_learn(kp, ci, tls_conn_key(host, e));
-	} else if (e->fd < 0 && !e->family) {
-		ci = bio_conn(kp, host, e, thread, ts);
-		if (ci == KP_NONE)
-			kp->bio_rd_lost++;
-	} else {
-		ci = kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
-	}
-	if (ci == KP_NONE)
-		return 0;
-	c = &kp->cn[ci];
-	/* HTTP/2 over TLS: the plaintext is the connection's stream of frames */
-	err = h2_check(kp, ci, e->payload, e->payload_len);
-	if (err)
-		return err;
-	c = &kp->cn[ci];
-	if (c->h2)
-		return kp__h2_tls_read(kp, ci, e, thread, ts);
-	/* the client's last flight and its request came in one read (a
-	 * library that reads ahead: nginx), and the library answered the
-	 * flight (TLS 1.3's session tickets) before the server read the
-	 * request from its buffer: one request, begun by that read, named
-	 * now, its status and end the answer's still to come */
-	if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING && c->req.tls_fin &&
-	    c->req.tls_wait && c->req.reader == thread && !c->tls_bio) {
-		c->phase = KP_PH_READING;
-		c->req.status = 0;
-	}
-	/* the request that read began, not named yet; a client reads responses */
-	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
-	    (c->req.reader != thread && !c->tls_bio)) /* Go resumes a reader anywhere */
-		return 0;
-	c->req.tls_fin = false; /* plaintext: a request, whatever read began it */
-	p = e->payload;
-	n = e->payload_len;
-	if (c->req.nhead) { /* a short plaintext before it named nothing */
-		memcpy(buf, c->req.head, c->req.nhead);
-		memcpy(buf + c->req.nhead, p, n);
-		n += c->req.nhead;
-		p = buf;
-		c->req.nhead = 0;
-	}
-	pr = proto__request_name(p, n, c->req.name, sizeof(c->req.name));
-	if (!c->req.name[0] && n <= CP_SHORT_READ && e->bytes <= CP_SHORT_READ) {
-		/* its first bytes alone (Go's HTTP/1 server reads one, then
-		 * the rest): named with the next read's */
-		memcpy(c->req.head, p, n);
-		c->req.nhead = (uint8_t)n;
-		snprintf(c->req.name, sizeof(c->req.name), "request");
-		return 0;
-	}
-	c->req.tls_wait = false;
-	if (!c->req.name[0])
-		snprintf(c->req.name, sizeof(c->req.name), "request");
-	return conn_pipelined(kp, c, p, n, e->bytes, pr);
+	return kp__conn_pipelined(kp, c, e->payload, e->payload_len, e->bytes, pr);
 }
 
 static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint32_t thread,
@@ -1329,9 +386,9 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		q = kp__bio_wr_for(kp, ci, thread, ts);
 	bio = q != NULL;
 	if (bio && q == &kp->th[thread].bw && !c->tls_key) /* its library connection from now on */
-		(void)bio_learn(kp, ci,
-				tls_conn_key(c->host, (const struct cp_ev_tls_read *)q->buf));
-	conn_guess_role(kp, ci, false, e->flags);
+		(void)kp__bio_learn(kp, ci,
+				kp__tls_conn_key(c->host, (const struct cp_ev_tls_read *)q->buf));
+	kp__conn_guess_role(kp, ci, false, e->flags);
 	c->seen_data = 1;
 	if (kp__win_more((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr)))
 		return -ENOMEM;
@@ -1355,12 +412,12 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		const struct cp_ev_tls_read *r = (const void *)q->buf;
 
 		c->bio_wr_seen = 1;
-		err = h2_check(kp, ci, r->payload, r->payload_len);
+		err = kp__h2_check(kp, ci, r->payload, r->payload_len);
 		c = &kp->cn[ci];
 		if (!err && !c->h2)
 			bio_status = (uint16_t)proto__http_status(r->payload, r->payload_len);
 	} else {
-		err = h2_check(kp, ci, e->payload, e->payload_len);
+		err = kp__h2_check(kp, ci, e->payload, e->payload_len);
 		c = &kp->cn[ci];
 	}
 	if (err)
@@ -1449,7 +506,7 @@ static void conn_forget_fd(struct kp *kp, uint32_t ci, uint64_t fk)
 
 /* Its process closed it: it waits in kp->closed to be recycled (another
  * process holding the same socket keeps using it: then it is not). */
-static int conn_closed(struct kp *kp, uint32_t ci, uint64_t ts)
+int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts)
 {
 	if (kp->cn[ci].closed_at) {
 		kp->cn[ci].closed_at = ts; /* already waiting: from now */
@@ -1485,7 +542,7 @@ int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts)
 		c->phase = KP_PH_IDLE;
 		if (c->fdkey)
 			conn_forget_fd(kp, ci, c->fdkey);
-		err = conn_closed(kp, ci, ts);
+		err = kp__conn_closed(kp, ci, ts);
 		if (err)
 			return err;
 	}
@@ -1540,7 +597,7 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 		kp->conns_recycled++;
 	}
 	kp->nclosed = keep;
-	guessed_compact(kp, kp->nguessed); /* recycled ones leave the list */
+	kp__guessed_compact(kp, kp->nguessed); /* recycled ones leave the list */
 }
 
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
@@ -1563,7 +620,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	proc = kp->th[thread].proc;
 	if (kp__tl_seen_running(kp, thread, e->h.cpu))
 		return -ENOMEM;
-	ci = udp ? udp_conn(kp, host, e, ts, is_read(e->call)) : kp__conn_by_sock(kp, host, e);
+	ci = udp ? kp__udp_conn(kp, host, e, ts, is_read(e->call)) : kp__conn_by_sock(kp, host, e);
 	if (ci == KP_NONE)
 		return 0;
 	c = &kp->cn[ci];
@@ -1615,7 +672,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			if (e->fd >= 0)
 				conn_forget_fd(kp, ci, fd_key(host, e->h.pid, e->fd));
 			if (!e->bytes)
-				return conn_closed(kp, ci, ts);
+				return kp__conn_closed(kp, ci, ts);
 		}
 		return 0;
 	}
@@ -1720,25 +777,25 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 		if (!e->rport) {
 			/* its sender not known yet: the read that takes it
 			 * will say (udpq_take) */
-			err = udpq_push(kp, host, e->family, e->lport, ts, KP_NONE);
+			err = kp__udpq_push(kp, host, e->family, e->lport, ts, KP_NONE);
 			return err ? err : dready_cpu(kp, host, e, ts, KP_NONE);
 		}
 		ci =
-		    udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts, true);
+		    kp__udp_flow(kp, host, e->family, e->lport, e->rport, e->laddr, e->raddr, ts, true);
 		if (ci == KP_NONE)
 			return -ENOMEM;
-		err = udpq_push(kp, host, e->family, e->lport, ts, ci);
+		err = kp__udpq_push(kp, host, e->family, e->lport, ts, ci);
 		if (err)
 			return err;
 	} else {
-		addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
+		kp__addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
 		ci = kp__conn(kp, host, &a);
 		if (ci == KP_NONE)
 			return -ENOMEM;
 	}
 	c = &kp->cn[ci];
 	c->last_used = ts;
-	return conn_arrival(kp, ci, ts, e->rcv_nxt) ?: dready_cpu(kp, host, e, ts, ci);
+	return kp__conn_arrival(kp, ci, ts, e->rcv_nxt) ?: dready_cpu(kp, host, e, ts, ci);
 }
 
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,

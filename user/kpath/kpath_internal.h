@@ -6,7 +6,10 @@
  * stream (tools/bench/bench_kpath.c).
  *
  *   kpath/timeline.c    per-thread intervals: running / runnable / blocked + wakeup
+ *   kpath/conntab.c  finding connections: addresses, UDP flows, Unix sockets, peers
+ *   kpath/roles.c    which end serves: listening ports, guessed roles
  *   kpath/conn.c  connections, their writes, data arrivals, request framing
+ *   kpath/bio.c   TLS libraries on memory buffers: plaintext matched to socket calls
  *   ../proto/     protocol names (HTTP/1.x, memcached text, Redis RESP, ...)
  *   kpath/walk.c  the backward walk of one request and its ownership rules
  *   kpath/core.c  record dispatch, finishing requests, pruning old state
@@ -24,6 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <netinet/in.h>
 
 #include "critpath_abi.h"
 #include "model.h"
@@ -745,10 +750,92 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before);
  * still reach refers to them. Call after pruning to mark. */
 void kp__tl_recycle(struct kp *kp, uint64_t mark);
 
-/* kpath/conn.c */
+/*
+ * Addresses are built field by field just before they are looked up: loads
+ * that span several of those stores wait until they retire (no store
+ * forwarding), which made hashing an address and comparing it with memcmp
+ * the costliest lines of the per-event path. So the header word is made
+ * from its fields (the value the struct's bytes have on a little-endian
+ * machine, padding 0), and the addresses are compared and read as the
+ * 16-byte arrays they were copied as.
+ */
+static inline uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
+{
+	uint64_t w[1 + 2 * CP_ADDR_LEN / 8], h = 0x9e3779b97f4a7c15ull ^ host;
+
+	_Static_assert(sizeof(*a) == sizeof(w), "kp_addr hashes as whole words");
+	w[0] = (uint64_t)a->family | (uint64_t)a->lport << 16 | (uint64_t)a->rport << 32 |
+	       (uint64_t)a->proto << 48;
+	memcpy(&w[1], a->laddr, CP_ADDR_LEN);
+	memcpy(&w[1 + CP_ADDR_LEN / 8], a->raddr, CP_ADDR_LEN);
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		/* a UDP flow's key is its ports and remote address: its own
+		 * (struct kp_addr) an unconnected socket does not know */
+		if (a->proto == IPPROTO_UDP && i && i <= CP_ADDR_LEN / 8)
+			continue;
+		h ^= w[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+/* A descriptor's key in fdmap. */
+static inline uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
+{
+	return (uint64_t)host << 56 ^ (uint64_t)pid << 24 ^ ((uint32_t)fd & 0xffffff);
+}
+
+/* A UDP flow's key in uportmap: host, family and ports. */
+static inline uint64_t uport_key(uint32_t host, const struct kp_addr *a)
+{
+	return ((uint64_t)host << 48 | (uint64_t)a->family << 32 | (uint64_t)a->lport << 16 |
+		a->rport) *
+	       0x9e3779b97f4a7c15ull;
+}
+
+/* kpath/conntab.c: finding connections */
+/* The UDP flow of a datagram with these ports and addresses (inbound: one
+ * read), made when new; the flow of a datagram call (kp__udp_conn). */
+uint32_t kp__udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
+		      uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
+		      bool inbound);
+uint32_t kp__udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
+		      bool read);
 uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a);
 uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock *e);
 uint32_t kp__conn_peer(struct kp *kp, uint32_t conn);
+/* A record's 4-tuple as an address (an IPv4-mapped pair as IPv4). */
+void kp__addr_of(struct kp_addr *a, uint16_t family, uint16_t lport, uint16_t rport,
+		 const uint8_t *laddr, const uint8_t *raddr);
+bool kp__addr_eq(const struct kp_addr *x, const struct kp_addr *y);
+/* A datagram arrival on a UDP socket's queue, for the flow conn. */
+int kp__udpq_push(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts,
+		  uint32_t conn);
+/* An arrival on conn ci at ts, in its time order. */
+int kp__conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt);
+
+/* kpath/roles.c: which end serves */
+/* A connection open before the recording: its side from listening ports,
+ * else from who spoke first (a guess kp__proc_listen corrects). */
+void kp__conn_guess_role(struct kp *kp, uint32_t ci, bool reading, uint8_t flags);
+/* The first n of the guessed list: the ones still guessed stay on it. */
+void kp__guessed_compact(struct kp *kp, uint32_t n);
+
+/* kpath/conn.c: requests framed on connections */
+int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts);
+/* The requests a read's payload holds (pipelining), framed as protocol pr. */
+int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
+		       int64_t bytes, enum kp_proto pr);
+/* A payload that begins HTTP/2 on connection ci: its streams are its requests. */
+int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len);
+
+/* kpath/bio.c: TLS libraries on memory buffers */
+/* A TLS record's library connection (host, process, id), 0 without an id. */
+uint64_t kp__tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e);
+/* ci belongs to the library connection key from now on: ci, or KP_NONE
+ * out of memory. */
+uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key);
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
 		  uint64_t enter);
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
