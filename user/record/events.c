@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * What the rings deliver, and the targets it concerns: records held and put
+ * in time order where the rings' order is not (process lives, socket
+ * transfers for the redaction), the processes that become targets by fork,
+ * exec and exit, their TLS capture, and the ticks that keep the target map
+ * and the loss counters current.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+struct target *rec__target_find(struct recorder *r, pid_t pid)
+{
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].pid == pid)
+			return &r->targets[i];
+	return NULL;
+}
+
+
+struct target *rec__target_add(struct recorder *r, pid_t pid, bool top)
+{
+	struct target *t = rec__target_find(r, pid);
+
+	if (t && !t->dead)
+		return t;
+	/* a pid given out again takes its old slot: a new process (and, if
+	 * the tick has not taken the old one out of the map yet, it won't) */
+	if (!t && r->ntargets < MAX_TARGETS)
+		t = &r->targets[r->ntargets++];
+	/* a fork-heavy target: the slot of a group already out of the map,
+	 * else its children's pids would stay in the map after they exit,
+	 * for whatever process gets them next */
+	for (int i = 0; i < r->ntargets && !t; i++)
+		if (r->targets[i].dead == 2)
+			t = &r->targets[i];
+	if (!t)
+		return NULL;
+	rec__tls_gap_say(r, t, rec_meta__now()); /* what the slot's last process left unsaid */
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->top = top;
+	t->need_meta = t->need_tls = true;
+	return t;
+}
+
+int rec__live_targets(const struct recorder *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->ntargets; i++)
+		n += !r->targets[i].dead;
+	return n;
+}
+
+void rec__write_error(struct recorder *r, int err)
+{
+	if (r->write_err)
+		return;
+	r->write_err = err;
+	if (err == -ENOSPC)
+		fprintf(stderr,
+			"critpath record: %s: disk full (ENOSPC); the recording is readable up "
+			"to the last frame written\n",
+			r->out);
+	else
+		fprintf(stderr, "critpath record: %s: write failed: %s\n", r->out, strerror(-err));
+}
+
+static int append(struct recorder *r, const struct cp_hdr *h)
+{
+	int err;
+
+	if (r->write_err)
+		return r->write_err;
+	err = recording_writer__append(r->w, h);
+	if (err)
+		rec__write_error(r, err);
+	return err;
+}
+
+/* exit_code is the kernel's wait status: a signal in the low 7 bits. */
+static void say_exited(pid_t pid, int32_t exit_code)
+{
+	if (exit_code & 0x7f)
+		fprintf(stderr, "critpath record: target %d killed by signal %d\n", pid,
+			exit_code & 0x7f);
+	else
+		fprintf(stderr, "critpath record: target %d exited (exit code %d)\n", pid,
+			(exit_code >> 8) & 0xff);
+}
+
+/*
+ * Metadata of a process that just forked or exec'd, read from /proc now
+ * rather than at the next tick: a child that runs for a few milliseconds is
+ * gone by then, and the recording would not name it. Stamped with the
+ * event's time, so it comes right after it in time order. What /proc no
+ * longer has (exited, or a zombie without exe) comes from the event.
+ */
+static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct rec_meta_seen *seen)
+{
+	int err;
+
+	if (r->write_err)
+		return;
+	err = rec_meta__process(r->w, pid, ts, seen);
+	if (err && err != -ESRCH)
+		rec__write_error(r, err);
+}
+
+/* Looks for libssl in t at ts (both CLOCK_MONOTONIC), and when to look
+ * again: 1 s after a new process or an exec, twice as long after each look
+ * since, up to TLS_AGAIN_MAX_NS (a library dlopen'd later). -ESRCH: t is
+ * gone. */
+int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts)
+{
+	int err;
+
+	if (t->need_tls || !t->tls_every)
+		t->tls_every = TLS_AGAIN_NS;
+	else if (t->tls_every < TLS_AGAIN_MAX_NS)
+		t->tls_every *= 2;
+	t->tls_again = ts + t->tls_every;
+	t->need_tls = false;
+	err = rec_tls__scan(r->tls, r->bpf, t->pid, r->w, ts, &r->metadata);
+	if (err && err != -ESRCH)
+		rec__write_error(r, err);
+	t->tls_on = rec_tls__on(r->tls, t->pid);
+	return err;
+}
+
+/* A fork of a TLS process that exited before its own uprobes were attached
+ * (tls_gap): a hook record saying so, at ts. Its exec clears tls_gap, and
+ * the records of a child are read in time order but can come after the
+ * tick has seen it gone, so this waits for the end of the recording, or
+ * for its target slot to be taken by another process. */
+void rec__tls_gap_say(struct recorder *r, struct target *t, uint64_t ts)
+{
+	int err;
+
+	if (!t->tls_gap || r->write_err)
+		return;
+	t->tls_gap = false;
+	err = rec_tls__missed(r->tls, r->w, t->pid, t->forked, t->exited, ts, &r->metadata);
+	if (err)
+		rec__write_error(r, err);
+}
+
+/* Follows one fork, exec or exit record (len: its size). */
+static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
+{
+	struct target *t;
+
+	switch (h->type) {
+	case CP_EV_PROCESS_FORK: {
+		const struct cp_ev_process_fork *f = (const void *)h;
+
+		if (f->child_pid != f->parent_pid) {
+			struct target *parent;
+			bool parent_tls;
+			char comm[CP_COMM_LEN + 1] = "";
+			struct rec_meta_seen seen = {f->child_tid, f->parent_pid, comm, NULL};
+
+			memcpy(comm, f->child_comm, CP_COMM_LEN);
+			/* the parent's state as it was: it may have exited since
+			 * (and been forgotten by the tick), its slot taken next */
+			parent = rec__target_find(r, f->parent_pid);
+			parent_tls = parent && parent->tls_on;
+			t = rec__target_add(r, f->child_pid, false);
+			if (t) {
+				t->need_meta = false;
+				t->ppid = f->parent_pid;
+			}
+			meta_now(r, f->child_pid, h->ts, &seen);
+			/* a fork maps what its parent maps: TLS capture from its
+			 * first requests (a pre-fork server's workers), not from
+			 * the next tick; an exec is left to the tick, whose
+			 * loader has mapped libssl by then */
+			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err &&
+			    rec__tls_look(r, t, h->ts) == -ESRCH && parent_tls) {
+				t->tls_gap = true;
+				t->forked = h->ts;
+			}
+		} else {
+			struct cp_md_thread m = {};
+
+			/* a new thread: its name now (it may rename itself later) */
+			m.h.type = CP_MD_THREAD;
+			m.h.size = sizeof(m);
+			m.h.pid = f->child_pid;
+			m.h.tid = f->child_tid;
+			m.h.ts = h->ts;
+			memcpy(m.comm, f->child_comm, CP_COMM_LEN);
+			if (!append(r, &m.h))
+				r->metadata++;
+		}
+		break;
+	}
+	case CP_EV_PROCESS_EXEC: {
+		const struct cp_ev_process_exec *x = (const void *)h;
+		size_t max = len > offsetof(struct cp_ev_process_exec, filename)
+				 ? len - offsetof(struct cp_ev_process_exec, filename)
+				 : 0;
+		char exe[CP_FILENAME_MAX + 1], *base;
+		struct rec_meta_seen seen = {(pid_t)h->tid, 0, NULL, exe};
+
+		if (h->pid == (uint32_t)r->child)
+			r->child_exec = true;
+		snprintf(exe, sizeof(exe), "%.*s", (int)strnlen(x->filename, max), x->filename);
+		/* the kernel names the task after the file it exec'd */
+		base = strrchr(exe, '/');
+		seen.comm = base ? base + 1 : exe;
+		t = rec__target_find(r, h->pid);
+		if (t) {
+			t->need_meta = false;
+			t->need_tls = true;
+			t->tls_gap = false; /* another program: its own libraries */
+			seen.ppid = t->ppid;
+		}
+		meta_now(r, h->pid, h->ts, &seen);
+		break;
+	}
+	case CP_EV_PROCESS_EXIT: {
+		const struct cp_ev_process_exit *x = (const void *)h;
+
+		t = rec__target_find(r, h->pid);
+		if (x->group_dead && t)
+			t->exited = h->ts; /* the tick may have seen it gone already */
+		if (x->group_dead && t && !t->dead) {
+			t->dead = 1;
+			if (t->top && !r->quiet && t->pid != r->child)
+				say_exited(t->pid, x->exit_code);
+		}
+		break;
+	}
+	}
+}
+
+static int held_cmp(const void *a, const void *b)
+{
+	const struct cp_hdr *x = *(const struct cp_hdr *const *)a;
+	const struct cp_hdr *y = *(const struct cp_hdr *const *)b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x < y ? -1 : x > y; /* as drained */
+}
+
+/* A copy of record h (len bytes) kept until the end of the pass. */
+static int hold(struct held *q, const struct cp_hdr *h, size_t len)
+{
+	size_t size = CP_ALIGN(len);
+
+	if (q->n + size > q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 4096;
+		char *p;
+
+		while (cap < q->n + size)
+			cap *= 2;
+		p = realloc(q->buf, cap);
+		if (!p)
+			return -ENOMEM;
+		q->buf = p;
+		q->cap = cap;
+	}
+	memcpy(q->buf + q->n, h, len);
+	memset(q->buf + q->n + len, 0, size - len);
+	((struct cp_hdr *)(q->buf + q->n))->size = (uint16_t)size;
+	q->n += size;
+	return 0;
+}
+
+/* The records held that are older than before (all of them: UINT64_MAX), to
+ * fn in time order; the others stay for the next pass. */
+static void held_follow(struct recorder *r, struct held *q,
+			void (*fn)(struct recorder *r, const struct cp_hdr *h), uint64_t before)
+{
+	const struct cp_hdr **order;
+	size_t n = 0, k = 0, kept = 0;
+
+
+	if (!q->n)
+		return;
+	for (size_t off = 0; off < q->n; off += ((const struct cp_hdr *)(q->buf + off))->size)
+		n++;
+	order = malloc(n * sizeof(*order));
+	if (!order) {
+		rec__write_error(r, -ENOMEM);
+		r->unwritten += n;
+		q->n = 0;
+		return;
+	}
+	n = 0;
+	for (size_t off = 0; off < q->n; off += ((const struct cp_hdr *)(q->buf + off))->size)
+		order[n++] = (const struct cp_hdr *)(q->buf + off);
+	qsort(order, n, sizeof(*order), held_cmp);
+	for (; k < n && order[k]->ts < before; k++)
+		fn(r, order[k]);
+	free(order);
+	/* the rest to the front, in the order they came (each moves down) */
+	for (size_t off = 0, size; off < q->n; off += size) {
+		const struct cp_hdr *h = (const struct cp_hdr *)(q->buf + off);
+
+		size = h->size;
+		if (h->ts < before)
+			continue;
+		memmove(q->buf + kept, h, size);
+		kept += size;
+	}
+	q->n = kept;
+}
+
+static void on_life_rec(struct recorder *r, const struct cp_hdr *h)
+{
+	on_life(r, h, h->size);
+}
+
+/* A socket's transfer or close, redacted and written. */
+static void on_sock_rec(struct recorder *r, const struct cp_hdr *h)
+{
+	if (r->write_err) {
+		r->unwritten++;
+		return;
+	}
+	/* the held copy is the recorder's own: rewritten where it is */
+	if (redact__in_place(r->redact, (struct cp_hdr *)h))
+		rec__write_error(r, -ENOMEM);
+	else if (!append(r, h))
+		r->events++;
+}
+
+/* Ring buffer callback: store the record; lifecycle records are followed
+ * after the pass (held_follow), and HTTP/2 records are redacted and stored
+ * after it. */
+int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
+{
+	struct recorder *r = ctx;
+
+	if (r->write_err) { /* the ring drained at the end, counted */
+		r->unwritten++;
+		return 0;
+	}
+	if (redact__looks_at(r->redact, h)) {
+		if (hold(&r->socks, h, len)) {
+			rec__write_error(r, -ENOMEM);
+			return -1;
+		}
+		return 0;
+	}
+	if (append(r, h))
+		return -1; /* stops the poll: the loop sees write_err */
+	r->events++;
+	switch (h->type) {
+	case CP_EV_SCHED_SWITCH:
+		r->inferred += !!(((const struct cp_ev_sched_switch *)h)->flags & CP_SW_INFERRED);
+		break;
+	case CP_EV_PROCESS_FORK:
+	case CP_EV_PROCESS_EXEC:
+	case CP_EV_PROCESS_EXIT:
+		if (hold(&r->life, h, len)) {
+			rec__write_error(r, -ENOMEM);
+			return -1;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* One drain of the rings, its lifecycle records followed in time order. */
+/* A record is in the ring it was written to HOLD_NS after its time stamp
+ * at the latest (the BPF program's last steps after it took the time). */
+#define HOLD_NS (2 * 1000000ull)
+
+/* One drain of the rings. Its lifecycle records are followed in time order;
+ * HTTP/2 records are redacted in time order up to where every ring has
+ * given all its records (what began before this drain did), the rest in
+ * the next (final: all of them). */
+int rec__drain(struct recorder *r, int timeout_ms, bool final)
+{
+	uint64_t t0 = rec_meta__now();
+	int err = rec_bpf__poll(r->bpf, timeout_ms);
+
+	held_follow(r, &r->socks, on_sock_rec, final ? UINT64_MAX : t0 - HOLD_NS);
+	held_follow(r, &r->life, on_life_rec, UINT64_MAX);
+	return err;
+}
+
+void rec__check_drops(struct recorder *r, uint64_t now)
+{
+	uint64_t cur[r->ncpus];
+
+	if (rec_bpf__drops(r->bpf, cur, r->ncpus))
+		return;
+	for (int c = 0; c < r->ncpus; c++) {
+		struct cp_md_loss l = {};
+
+		if (cur[c] <= r->drops_seen[c])
+			continue;
+		l.h.type = CP_MD_LOSS;
+		l.h.size = sizeof(l);
+		l.h.cpu = c;
+		l.h.ts = now;
+		l.start_ns = r->last_check;
+		l.end_ns = now;
+		l.events = cur[c] - r->drops_seen[c];
+		r->lost += l.events;
+		r->drops_seen[c] = cur[c];
+		if (!append(r, &l.h))
+			r->metadata++;
+	}
+	r->last_check = now;
+}
+
+/* Per tick: metadata for the processes named on the command line, TLS
+ * capture for new and exec'd ones, dead groups out of the map. */
+void rec__tick(struct recorder *r, uint64_t now)
+{
+	rec__check_drops(r, now);
+	for (int i = 0; i < r->ntargets && !r->write_err; i++) {
+		struct target *t = &r->targets[i];
+		int err;
+
+		if (t->dead) {
+			if (t->dead == 1) {
+				rec_bpf__forget_target(r->bpf, t->pid);
+				rec_tls__forget(r->tls, t->pid);
+				t->dead = 2;
+			}
+			continue;
+		}
+		if (t->need_meta) {
+			t->need_meta = false;
+			err = rec_meta__process(r->w, t->pid, now, NULL);
+			if (err && err != -ESRCH)
+				rec__write_error(r, err);
+		}
+		/* the launched command maps the recorder's libraries until it
+		 * has exec'd */
+		if ((t->need_tls || now >= t->tls_again) && (t->pid != r->child || r->child_exec) &&
+		    !r->write_err)
+			rec__tls_look(r, t, now);
+		/* an exit we did not see (lost, or exited between checks) */
+		if (!rec_meta__alive(t->pid)) {
+			t->dead = 1;
+			if (t->top && !r->quiet && t->pid != r->child)
+				fprintf(stderr, "critpath record: target %d exited\n", t->pid);
+		}
+	}
+}
+
+
+/*
+ * The processes the targets started before the recording, and theirs:
+ * targets too, as the ones they start during it are (sched_process_fork).
+ * A server's workers are children of the pid a user has at hand (nginx's
+ * pid file names its master); they were left out, and the recording of
+ * `-p MASTER` had nothing to report.
+ */
+int rec__add_children(struct recorder *r)
+{
+	struct rec_meta_pp *pp;
+	ssize_t n = rec_meta__processes(&pp);
+	int added = 0, ntop = r->ntargets;
+	char list[96] = "";
+	size_t len = 0;
+
+	if (n < 0)
+		return (int)n;
+	for (int i = 0; i < r->ntargets; i++) { /* grows: children's children too */
+		for (ssize_t k = 0; k < n; k++) {
+			/* not the recorder itself (critpath record -p $$) */
+			if (pp[k].ppid != r->targets[i].pid || pp[k].pid == getpid() ||
+			    rec__target_find(r, pp[k].pid))
+				continue;
+			if (!rec__target_add(r, pp[k].pid, false)) {
+				fprintf(stderr,
+					"critpath record: more than %d processes under the targets: "
+					"process %d and later ones left out\n",
+					MAX_TARGETS, pp[k].pid);
+				i = r->ntargets;
+				break;
+			}
+			if (len < sizeof(list) - 16)
+				len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+							added ? ", " : "", pp[k].pid);
+			else if (len < sizeof(list) - 1)
+				len += (size_t)snprintf(list + len, sizeof(list) - len, ", …");
+			added++;
+		}
+	}
+	free(pp);
+	if (added && !r->quiet)
+		fprintf(stderr,
+			"critpath record: with the %d process%s the target%s started before the "
+			"recording: %s\n",
+			added, added == 1 ? "" : "es", ntop == 1 ? "" : "s", list);
+	return 0;
+}
+
+
