@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Traces waiting for more spans: a request's spans (sorted by trace) become
+ * a batch, each trace's run of them joins its waiting trace, and a trace is
+ * analysed when the input ends or no span of it came for the window (then
+ * remembered, so later spans are warned as its next part).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "span_internal.h"
+#include "span_json.h"
+#include "parser_int.h"
+
+int span_pend__trace_cmp(const void *a, const void *b)
+{
+	const struct span_in *sa = a, *sb = b;
+	int c;
+
+	if (!sa->trace_id || !sb->trace_id)
+		c = !sa->trace_id - !sb->trace_id;
+	else
+		c = strcmp(sa->trace_id, sb->trace_id);
+	if (c)
+		return c;
+	return sa->seq < sb->seq ? -1 : sa->seq > sb->seq;
+}
+
+static bool same_trace(const struct span_in *a, const struct span_in *b)
+{
+	if (!a->trace_id || !b->trace_id)
+		return !a->trace_id && !b->trace_id;
+	return !strcmp(a->trace_id, b->trace_id);
+}
+
+/* ---- OTLP: traces over many requests ------------------------------------- */
+
+static uint64_t id_hash(const char *s)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ULL, w;
+	size_t len = s ? strlen(s) : 0;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	w = 0;
+	if (len)
+		memcpy(&w, s, len);
+	h = (h ^ w ^ len) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
+}
+
+struct pending *span_pend__at(struct span_parser *p, uint32_t i)
+{
+	return &((struct pending *)p->pend.v)[i];
+}
+
+static bool same_id(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
+static uint32_t *bucket_of(struct span_parser *p, const char *id)
+{
+	return &((uint32_t *)p->buckets.v)[id_hash(id) & (p->buckets.n - 1)];
+}
+
+static uint32_t pend_find(struct span_parser *p, const char *id)
+{
+	if (!p->buckets.n)
+		return NONE;
+	for (uint32_t i = *bucket_of(p, id); i != NONE; i = span_pend__at(p, i)->hnext)
+		if (same_id(span_pend__at(p, i)->id, id))
+			return i;
+	return NONE;
+}
+
+static void lru_unlink(struct span_parser *p, uint32_t i)
+{
+	struct pending *t = span_pend__at(p, i);
+
+	if (t->prev != NONE)
+		span_pend__at(p, t->prev)->next = t->next;
+	else
+		p->lru_head = t->next;
+	if (t->next != NONE)
+		span_pend__at(p, t->next)->prev = t->prev;
+	else
+		p->lru_tail = t->prev;
+	t->prev = t->next = NONE;
+}
+
+static void lru_push(struct span_parser *p, uint32_t i)
+{
+	struct pending *t = span_pend__at(p, i);
+
+	t->prev = p->lru_tail;
+	t->next = NONE;
+	if (p->lru_tail != NONE)
+		span_pend__at(p, p->lru_tail)->next = i;
+	else
+		p->lru_head = i;
+	p->lru_tail = i;
+}
+
+/* The hash chains, doubled when they get long. */
+static int buckets_grow(struct span_parser *p)
+{
+	uint32_t n = p->buckets.n ? p->buckets.n * 2 : 256;
+
+	if (span_vec__reserve(&p->buckets, sizeof(uint32_t), n))
+		return -ENOMEM;
+	p->buckets.n = n;
+	memset(p->buckets.v, 0xff, n * sizeof(uint32_t));
+	for (uint32_t i = 0; i < p->pend.n; i++) {
+		struct pending *t = span_pend__at(p, i);
+		uint32_t *b;
+
+		if (!t->used)
+			continue;
+		b = bucket_of(p, t->id);
+		t->hnext = *b;
+		*b = i;
+	}
+	return 0;
+}
+
+static uint32_t pend_new(struct span_parser *p, const char *id, uint32_t part)
+{
+	struct pending *t;
+	uint32_t i, *b;
+
+	if (p->npend + 1 > p->buckets.n && buckets_grow(p))
+		return NONE;
+	if (p->free_pend != NONE) {
+		i = p->free_pend;
+		p->free_pend = span_pend__at(p, i)->hnext;
+	} else {
+		if (!span_vec__push(&p->pend, sizeof(struct pending)))
+			return NONE;
+		i = p->pend.n - 1;
+		memset(span_pend__at(p, i), 0, sizeof(struct pending));
+	}
+	t = span_pend__at(p, i);
+	t->id = id ? strdup(id) : NULL;
+	if (id && !t->id)
+		return NONE;
+	t->used = true;
+	t->file = p->f->name;
+	t->part = part;
+	t->nspans = 0;
+	t->runs.n = 0;
+	t->last_ts = INT64_MIN;
+	b = bucket_of(p, id);
+	t->hnext = *b;
+	*b = i;
+	t->prev = t->next = NONE;
+	lru_push(p, i);
+	p->npend++;
+	return i;
+}
+
+void span_pend__batch_put(struct span_parser *p, struct batch *b)
+{
+	if (--b->refs)
+		return;
+	span_arena__reset(&b->arena);
+	free(b->spans.v);
+	free(b->tags.v);
+	memset(&b->spans, 0, sizeof(b->spans));
+	memset(&b->tags, 0, sizeof(b->tags));
+	b->next = p->free_batches;
+	p->free_batches = b;
+}
+
+/* Which part of a trace analysed by the window comes next (0: none). */
+static uint32_t *early_part(struct span_parser *p, uint64_t h)
+{
+	if (!p->early)
+		return NULL;
+	for (uint32_t k = (uint32_t)h & (2 * EARLY_MAX - 1); p->early_ix[k] != NONE;
+	     k = (k + 1) & (2 * EARLY_MAX - 1))
+		if (p->early[p->early_ix[k]] == h)
+			return &p->early_part[p->early_ix[k]];
+	return NULL;
+}
+
+/* Remembers a trace analysed by the window; the oldest goes when full (a
+ * trace whose spans come back after a million others is a new one). */
+static void early_add(struct span_parser *p, uint64_t h, uint32_t part)
+{
+	uint32_t slot = p->nearly % EARLY_MAX, mask = 2 * EARLY_MAX - 1, *pp;
+
+	if (!p->early) {
+		p->early = malloc(EARLY_MAX * sizeof(*p->early));
+		p->early_part = malloc(EARLY_MAX * sizeof(*p->early_part));
+		p->early_ix = malloc(2 * EARLY_MAX * sizeof(*p->early_ix));
+		if (!p->early || !p->early_part || !p->early_ix)
+			return; /* not remembered: later spans are a new trace */
+		memset(p->early_ix, 0xff, 2 * EARLY_MAX * sizeof(*p->early_ix));
+	}
+	if ((pp = early_part(p, h))) {
+		*pp = part;
+		return;
+	}
+	if (p->nearly >= EARLY_MAX) { /* the oldest out: re-insert what follows its slot */
+		uint64_t old = p->early[slot];
+		uint32_t k = (uint32_t)old & mask;
+
+		while (p->early_ix[k] != slot)
+			k = (k + 1) & mask;
+		p->early_ix[k] = NONE;
+		for (uint32_t j = (k + 1) & mask; p->early_ix[j] != NONE; j = (j + 1) & mask) {
+			uint32_t e = p->early_ix[j], home = (uint32_t)p->early[e] & mask;
+
+			if ((j > k && (home <= k || home > j)) || (j < k && home <= k && home > j)) {
+				p->early_ix[k] = e;
+				p->early_ix[j] = NONE;
+				k = j;
+			}
+		}
+	}
+	p->early[slot] = h;
+	p->early_part[slot] = part;
+	{
+		uint32_t k = (uint32_t)h & mask;
+
+		while (p->early_ix[k] != NONE)
+			k = (k + 1) & mask;
+		p->early_ix[k] = slot;
+	}
+	p->nearly++;
+}
+
+/* Analyses waiting trace i and frees it. early: by the window, not at the
+ * end of the input. */
+static int pend_analyze(struct span_parser *p, uint32_t i, bool early)
+{
+	struct pending *t = span_pend__at(p, i);
+	const struct run *runs = t->runs.v;
+	struct span_in *out;
+	const char **tags;
+	const char *name = p->f->name, *id = t->id;
+	char idbuf[512];
+	uint32_t *b, n = 0;
+	int err = 0;
+
+	if (span_vec__reserve(&p->gather, sizeof(struct span_in), t->nspans))
+		return -ENOMEM;
+	out = p->gather.v;
+	p->gtags.n = 0;
+	for (uint32_t r = 0; r < t->runs.n; r++) {
+		const struct batch *bt = runs[r].b;
+		const struct span_in *in = (const struct span_in *)bt->spans.v + runs[r].first;
+		const char *const *bt_tags = bt->tags.v;
+		uint32_t last_pfirst = NONE, last_pnew = 0;
+
+		for (uint32_t k = 0; k < runs[r].n; k++) {
+			struct span_in *sp = &out[n++];
+
+			*sp = in[k];
+			/* its tags, then its resource's (shared: once a run) */
+			if (span_vec__reserve(&p->gtags, sizeof(char *), p->gtags.n + sp->ntags + sp->nptags))
+				return -ENOMEM;
+			tags = p->gtags.v;
+			if (sp->ntags)
+				memcpy(tags + p->gtags.n, bt_tags + sp->tag_first,
+				       sp->ntags * sizeof(char *));
+			sp->tag_first = p->gtags.n;
+			p->gtags.n += sp->ntags;
+			if (sp->nptags && sp->ptag_first != last_pfirst) {
+				last_pfirst = sp->ptag_first;
+				last_pnew = p->gtags.n;
+				memcpy(tags + p->gtags.n, bt_tags + sp->ptag_first,
+				       sp->nptags * sizeof(char *));
+				p->gtags.n += sp->nptags;
+			}
+			sp->ptag_first = last_pnew;
+		}
+	}
+	if (t->part > 1 && id) {
+		snprintf(idbuf, sizeof(idbuf), "%s (part %u)", id, t->part);
+		id = idbuf;
+	}
+	p->f->name = t->file;
+	err = span_tree__analyze(p->f, id, out, n, p->gtags.v);
+	p->f->name = name;
+	if (early)
+		early_add(p, id_hash(t->id), t->part + 1);
+	for (uint32_t r = 0; r < t->runs.n; r++)
+		span_pend__batch_put(p, runs[r].b);
+	/* out of its chain and the LRU list, onto the free list */
+	for (b = bucket_of(p, t->id); *b != i; b = &span_pend__at(p, *b)->hnext)
+		;
+	*b = t->hnext;
+	lru_unlink(p, i);
+	free(t->id);
+	t->id = NULL;
+	t->used = false;
+	t->hnext = p->free_pend;
+	p->free_pend = i;
+	p->npend--;
+	return err < 0 ? err : 0;
+}
+
+/* The traces no span of which came for the window. */
+static int expire(struct span_parser *p, uint64_t off)
+{
+	while (p->lru_head != NONE) {
+		struct pending *t = span_pend__at(p, p->lru_head);
+		int err;
+
+		if (t->last_off + p->window_bytes >= off &&
+		    (t->last_ts == INT64_MIN || t->last_ts + p->window_ns >= p->max_ts))
+			break;
+		err = pend_analyze(p, p->lru_head, true);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int span_parser__flush(struct span_parser *p)
+{
+	while (p->lru_head != NONE) {
+		int err = pend_analyze(p, p->lru_head, false);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The request's spans (sorted by trace) become a batch; each trace's run of
+ * them joins its waiting trace. */
+int span_pend__add_runs(struct span_parser *p, uint64_t off)
+{
+	struct batch *b = p->free_batches;
+	struct span_in *sp;
+	uint32_t n = p->spans.n, i = 0;
+
+	if (b) {
+		p->free_batches = b->next;
+	} else if (!(b = calloc(1, sizeof(*b)))) {
+		return -ENOMEM;
+	}
+	/* many batches wait at once (a trace over many requests, a request a
+	 * span or two): their arenas begin at 512 bytes and double */
+	b->arena.chunk = BATCH_CHUNK;
+	/* the parser's arena becomes the batch's, and the batch's (empty,
+	 * reused) the parser's; the spans and tags are copied at their size
+	 * (the parser's arrays stay, grown to the largest request) */
+	{
+		struct span_arena a = b->arena;
+
+		b->arena = p->arena;
+		p->arena = a;
+	}
+	b->spans.v = malloc((size_t)(n ? n : 1) * sizeof(struct span_in));
+	b->tags.v = malloc((size_t)(p->tags.n ? p->tags.n : 1) * sizeof(char *));
+	if (!b->spans.v || !b->tags.v) {
+		b->refs = 1;
+		span_pend__batch_put(p, b);
+		return -ENOMEM;
+	}
+	memcpy(b->spans.v, p->spans.v, (size_t)n * sizeof(struct span_in));
+	if (p->tags.n)
+		memcpy(b->tags.v, p->tags.v, (size_t)p->tags.n * sizeof(char *));
+	b->spans.n = b->spans.cap = n;
+	b->tags.n = b->tags.cap = p->tags.n;
+	p->spans.n = 0;
+	p->tags.n = 0;
+	b->refs = 1; /* until every run is placed */
+	sp = b->spans.v;
+	while (i < n) {
+		uint32_t j = i + 1, ti, *part;
+		struct pending *t;
+		struct run *r;
+
+		while (j < n && same_trace(&sp[i], &sp[j]))
+			j++;
+		ti = pend_find(p, sp[i].trace_id);
+		if (ti == NONE) {
+			part = p->nearly ? early_part(p, id_hash(sp[i].trace_id)) : NULL;
+			if (part && *part)
+				span__warnf(p->f,
+					    "trace %s: %u more spans came after it was analysed (no "
+					    "span of it for the window: --trace-window): analysed "
+					    "again as part %u",
+					    sp[i].trace_id ? sp[i].trace_id : "(no trace id)", j - i,
+					    *part);
+			ti = pend_new(p, sp[i].trace_id, part && *part ? *part : 1);
+			if (ti == NONE) {
+				span_pend__batch_put(p, b);
+				return -ENOMEM;
+			}
+		} else {
+			lru_unlink(p, ti);
+			lru_push(p, ti);
+		}
+		t = span_pend__at(p, ti);
+		r = span_vec__push(&t->runs, sizeof(*r));
+		if (!r) {
+			span_pend__batch_put(p, b);
+			return -ENOMEM;
+		}
+		*r = (struct run){b, i, j - i};
+		b->refs++;
+		t->nspans += j - i;
+		t->last_off = off;
+		for (uint32_t k = i; k < j; k++)
+			if (sp[k].has_end && !sp[k].bad_number && sp[k].end_ns > t->last_ts)
+				t->last_ts = sp[k].end_ns;
+		if (t->last_ts > p->max_ts)
+			p->max_ts = t->last_ts;
+		i = j;
+	}
+	span_pend__batch_put(p, b);
+	return expire(p, off);
+}
+
