@@ -280,6 +280,14 @@ struct report_args {
 	const char *exclude[64];
 };
 
+/* --from / --to: a time, or +DUR from the input's start (*rel). */
+#define BOUND_WANTED "RFC 3339 time, Unix seconds, a duration, or +DUR from the input's start"
+static int parse_bound(const char *arg, uint64_t *ns, bool *realtime, bool *rel)
+{
+	*rel = arg[0] == '+';
+	return *rel ? parse_duration(arg + 1, ns) : parse_time_kind(arg, ns, realtime);
+}
+
 /* Options common to report and diff; returns 0, or the exit status. */
 static int parse_args(const char *cmd, int argc, char **argv, struct report_args *a)
 {
@@ -405,20 +413,12 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 						 "a duration like 100us, 1ms");
 			break;
 		case OPT_FROM:
-			if (optarg[0] == '+' ? parse_duration(optarg + 1, &fl->from_ns)
-					     : parse_time_kind(optarg, &fl->from_ns, &fl->from_realtime))
-				return bad_value(cmd, "--from", optarg,
-						 "RFC 3339 time, Unix seconds, a duration, or +DUR "
-						 "from the input's start");
-			fl->from_rel = optarg[0] == '+';
+			if (parse_bound(optarg, &fl->from_ns, &fl->from_realtime, &fl->from_rel))
+				return bad_value(cmd, "--from", optarg, BOUND_WANTED);
 			break;
 		case OPT_TO:
-			if (optarg[0] == '+' ? parse_duration(optarg + 1, &fl->to_ns)
-					     : parse_time_kind(optarg, &fl->to_ns, &fl->to_realtime))
-				return bad_value(cmd, "--to", optarg,
-						 "RFC 3339 time, Unix seconds, a duration, or +DUR "
-						 "from the input's start");
-			fl->to_rel = optarg[0] == '+';
+			if (parse_bound(optarg, &fl->to_ns, &fl->to_realtime, &fl->to_rel))
+				return bad_value(cmd, "--to", optarg, BOUND_WANTED);
 			break;
 		default:
 			fprintf(stderr, "critpath %s: '%s --help' lists the options\n", cmd, cmd);
