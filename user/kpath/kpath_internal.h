@@ -12,6 +12,7 @@
  *   kpath/bio.c   TLS libraries on memory buffers: plaintext matched to socket calls
  *   ../proto/     protocol names (HTTP/1.x, memcached text, Redis RESP, ...)
  *   kpath/walk.c  the backward walk of one request and its ownership rules
+ *   kpath/steps.c what the walk's steps are called, and their off-path culprits
  *   kpath/core.c  record dispatch, finishing requests, pruning old state
  *   kpath/emit.c  requests out, after a wait for late loss windows
  *

@@ -23,186 +23,7 @@
 
 #include "kpath_internal.h"
 
-#define KP_WALK_MAX_STEPS 1000000u
-#define KP_WALK_MAX_JUMPS 64u /* jumps in a row without time moving back */
-#define KP_OWN_MAX_DEPTH 256u
-#define KP_WALK_ENTERED 8u
-#define KP_WALK_RET 16u
-#define KP_DEP_SCAN 8 /* contexts looked at for a request's next dependency */
-#define KP_RECENT_NS 2000000ull /* a waker's work this recent says whose it is */
-
-struct walk {
-	struct kp *kp;
-	uint32_t conn;	  /* the request's connection */
-	uint32_t sid;	  /* its HTTP/2 stream, 0 for none */
-	uint32_t serving; /* the thread that read the request */
-	uint32_t proc;	  /* the serving process */
-	uint64_t start;
-	const char *call; /* the downstream call the walk went through, or NULL */
-	/* the last activation asked about: intervals of one activation share
-	 * their owner, and the walk asks about them one after the other */
-	uint32_t memo_thread;
-	int64_t memo_block;
-	/* and the intervals (memo_block, memo_hi] of it are not blocked: a
-	 * query there has memo_block for its activation without a scan */
-	int64_t memo_hi;
-	bool memo_owned;
-	/* the last third frame named (proc_frame): process, call, string */
-	uint32_t f3_proc;
-	const char *f3_call;
-	const char *f3;
-	/* the downstream services' ends of the calls the walk went into: the
-	 * requests a downstream thread works on for this one (kp_ctx) */
-	uint32_t entered[KP_WALK_ENTERED];
-	uint32_t nentered;
-	/* the call each process the walk went into served: back in it through
-	 * a request it made further down, its steps keep that name */
-	struct {
-		uint32_t proc;
-		const char *call;
-	} calls[KP_WALK_ENTERED];
-	uint32_t ncalls;
-	/* Interference entered from a waiting thread (a lock holder, a
-	 * thread serving another request): its time is on the path only back
-	 * to when the waiter began to wait (floor), then the path goes on in
-	 * the waiter (SCENARIOS.md cases 4, 8). Innermost last. */
-	struct {
-		uint32_t thread;
-		uint64_t floor;
-	} ret[KP_WALK_RET];
-	uint32_t nret;
-	/* A thread busy with other requests while this one's dependency (the
-	 * data of cut_conn, arrived at cut_ts) waited for it: its time back to
-	 * cut_ts is `(other requests)`, then the path follows the dependency
-	 * (SCENARIOS.md case 9). cut_thread KP_NONE: none. */
-	uint32_t cut_thread, cut_conn;
-	uint64_t cut_ts;
-	const struct kp_write *cut_src; /* the traced peer's write that carried it, or NULL */
-};
-
-/* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
- * ENOMEM). */
-static int32_t str_ref(struct kp *kp, const char *s)
-{
-	if (!s || kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
-		return -1;
-	kp->strs[kp->nstrs] = s;
-	return (int32_t)kp->nstrs++;
-}
-
-/* "a b", a cut to alen bytes, b to blen, the whole to KP_NAME_LEN - 1 (what
- * snprintf "%.<alen>s %.<blen>s" made), interned; NULL on ENOMEM */
-static const char *join_interned(struct kp *kp, const char *a, size_t alen, const char *b,
-				 size_t blen)
-{
-	size_t n = strnlen(a, alen), m = strnlen(b, blen);
-	char o[KP_NAME_LEN];
-
-	if (n > KP_NAME_LEN - 1)
-		n = KP_NAME_LEN - 1;
-	memcpy(o, a, n);
-	if (n < KP_NAME_LEN - 1)
-		o[n++] = ' ';
-	if (m > KP_NAME_LEN - 1 - n)
-		m = KP_NAME_LEN - 1 - n;
-	memcpy(o + n, b, m);
-	o[n + m] = '\0';
-	return kp__intern(kp, o);
-}
-
-const char *kp__thread_comm(struct kp *kp, uint32_t thread)
-{
-	static const char unknown[CP_COMM_LEN] = "?";
-	struct kp_thread *t = &kp->th[thread];
-	const char *s = unknown;
-
-	if (t->comm[0])
-		s = t->comm;
-	else if (t->tid == t->pid && kp->pr[t->proc].comm[0])
-		s = kp->pr[t->proc].comm;
-	/* every candidate is a CP_COMM_LEN array: compared whole, in two words */
-	if (!t->icomm || memcmp(s, t->icomm_of, CP_COMM_LEN)) {
-		t->icomm = kp__intern(kp, s);
-		memcpy(t->icomm_of, s, CP_COMM_LEN);
-	}
-	return t->icomm;
-}
-
-const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
-{
-	struct kp_proc *p = &kp->pr[proc];
-	const char *comm = p->comm;
-	/* one name for a tier, as its own requests have it */
-	int32_t port = p->nlisten ? p->listen[0] : p->serves_unix ? KP_PORT_UNIX : 0;
-
-	if (!comm[0]) {
-		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
-
-		/* its main thread, not one of a process that took the pid since */
-		comm = ti != KP_NONE && kp->th[ti].proc == proc ? kp->th[ti].comm : "";
-	}
-	/* comm is a CP_COMM_LEN array or "" */
-	if (p->svc_ok && p->svc_port == port &&
-	    (comm[0] ? !memcmp(p->svc_comm, comm, CP_COMM_LEN) : !p->svc_comm[0]))
-		return p->isvc;
-	kp__proc_service(kp, proc, port == KP_PORT_UNIX ? KP_PORT_UNIX : 0, p->svc, sizeof(p->svc));
-	p->isvc = kp__intern(kp, p->svc);
-	memset(p->svc_comm, 0, sizeof(p->svc_comm));
-	if (comm[0])
-		memcpy(p->svc_comm, comm, CP_COMM_LEN);
-	p->svc_port = port;
-	p->svc_ok = p->isvc != NULL;
-	return p->isvc;
-}
-
-void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len)
-{
-	const struct kp_proc *p = &kp->pr[proc];
-	const char *comm = p->comm;
-
-	if (!comm[0]) {
-		uint32_t ti = kp__thread_find(kp, p->host, p->pid);
-
-		comm = ti != KP_NONE && kp->th[ti].proc == proc && kp->th[ti].comm[0]
-			   ? kp->th[ti].comm
-			   : NULL;
-	}
-	if (port == KP_PORT_UNIX) {
-		if (comm)
-			snprintf(buf, len, "%s:unix", comm);
-		else
-			snprintf(buf, len, "pid%d:unix", p->pid);
-		return;
-	}
-	if (!port && p->nlisten)
-		port = p->listen[0];
-	if (comm && port)
-		snprintf(buf, len, "%s:%u", comm, port);
-	else if (comm)
-		snprintf(buf, len, "%s", comm);
-	else if (port)
-		snprintf(buf, len, "pid%d:%u", p->pid, port);
-	else
-		snprintf(buf, len, "pid%d", p->pid);
-}
-
-/* The peer's write whose bytes ended thread's block on conn at ts. */
-static const struct kp_write *net_source(struct kp *kp, uint32_t conn, uint64_t ts)
-{
-	uint32_t peer, rcv = 0;
-	bool have;
-
-	if (conn == KP_NONE)
-		return NULL;
-	peer = kp__conn_peer(kp, conn);
-	if (peer == KP_NONE)
-		return NULL;
-	if (kp->cn[conn].a.proto == IPPROTO_UDP)
-		return kp__conn_dgram_for(&kp->cn[peer], ts,
-					  kp->cn[peer].host == kp->cn[conn].host);
-	have = kp__conn_dready_at(&kp->cn[conn], ts, &rcv);
-	return kp__conn_write_for(&kp->cn[peer], ts, rcv, have);
-}
+#include "walk_int.h"
 
 /*
  * Ownership follows a chain of wakeups back, one step per blocked interval,
@@ -299,7 +120,7 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 				res = true;
 				break;
 			}
-			src = net_source(kp, b->conn, b->end);
+			src = kw__net_source(kp, b->conn, b->end);
 			if (!src)
 				break;
 			thread = src->thread;
@@ -349,68 +170,13 @@ static bool owned(struct walk *w, uint32_t thread, int64_t idx)
 	return w->memo_owned;
 }
 
-static bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
-{
-	const struct kp_probe_ev *a = &t->pev[x - (int64_t)t->pev_base];
-	const struct kp_probe_ev *b = &t->pev[y - (int64_t)t->pev_base];
 
-	return a->depth == b->depth && !memcmp(a->stack, b->stack, a->depth * sizeof(a->stack[0]));
-}
 
-/* Two string ids name the same string (or both none) */
-static inline bool same_str(const struct kp *kp, int32_t x, int32_t y)
-{
-	return x == y || (x >= 0 && y >= 0 && kp->strs[x] == kp->strs[y]);
-}
-
-static inline __attribute__((always_inline)) int seg_addq(struct kp *kp, uint64_t a, uint64_t b,
-							  uint8_t cat, uint32_t thread, int16_t cpu,
-							  bool interf, int32_t peer, int32_t frame3,
-							  bool queued)
-{
-	struct kp_wseg *s;
-	int64_t pev;
-
-	if (b <= a)
-		return 0;
-	/* the probed calls active on the thread at the segment's end */
-	pev = thread != KP_NONE ? kp__tl_probe_at(&kp->th[thread], b) : -1;
-	if (kp->nws) {
-		/* the last one added is the next in time: extend it when alike */
-		s = &kp->ws[kp->nws - 1];
-		if (s->start == b && s->cat == cat && s->thread == thread && s->cpu == cpu &&
-		    s->interference == interf && same_str(kp, s->peer, peer) &&
-		    same_str(kp, s->frame3, frame3) &&
-		    s->queued == queued && !s->ncul && cat != CP_CAT_RUNQUEUE &&
-		    cat != CP_CAT_LOCK &&
-		    (s->pev == pev ||
-		     (s->pev >= 0 && pev >= 0 && same_stack(&kp->th[thread], s->pev, pev)))) {
-			s->start = a;
-			return 0;
-		}
-	}
-	if (kp__grow((void **)&kp->ws, &kp->capws, kp->nws + 1, sizeof(*kp->ws)))
-		return -ENOMEM;
-	s = &kp->ws[kp->nws++];
-	memset(s, 0, sizeof(*s));
-	s->start = a;
-	s->end = b;
-	s->cat = cat;
-	s->thread = thread;
-	s->cpu = cpu;
-	s->interference = interf;
-	s->peer = peer;
-	s->frame3 = frame3;
-	s->queued = queued;
-	s->pev = pev;
-	s->cul_first = kp->nculs;
-	return 0;
-}
 
 static int seg_add(struct kp *kp, uint64_t a, uint64_t b, uint8_t cat, uint32_t thread, int16_t cpu,
 		   bool interf, int32_t peer, int32_t frame3)
 {
-	return seg_addq(kp, a, b, cat, thread, cpu, interf, peer, frame3, false);
+	return kw__seg_addq(kp, a, b, cat, thread, cpu, interf, peer, frame3, false);
 }
 
 /* cpu time on a thread, split where its probed calls begin or end */
@@ -427,7 +193,7 @@ static int cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uin
 
 		if (k >= 0 && th->pev[k].ts > a)
 			lo = th->pev[k].ts;
-		err = seg_addq(kp, lo, t, CP_CAT_CPU, thread, cpu, interf, -1, frame3, queued);
+		err = kw__seg_addq(kp, lo, t, CP_CAT_CPU, thread, cpu, interf, -1, frame3, queued);
 		t = lo;
 		k--;
 	}
@@ -575,180 +341,6 @@ static int ctx_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a,
 	return err;
 }
 
-static int cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, uint64_t ns)
-{
-	struct cp_culprit *c;
-
-	for (uint32_t i = kp->ws[kp->nws - 1].cul_first; i < kp->nculs; i++) {
-		if (kp->culs[i].tid == tid && kp->culs[i].pid == pid) {
-			kp->culs[i].ns += ns;
-			return 0;
-		}
-	}
-	/* comm is interned (or NULL: ENOMEM) */
-	if (kp__grow((void **)&kp->culs, &kp->capculs, kp->nculs + 1, sizeof(*kp->culs)))
-		return -ENOMEM;
-	c = &kp->culs[kp->nculs++];
-	c->pid = pid;
-	c->tid = tid;
-	c->comm = comm;
-	c->ns = ns;
-	kp->ws[kp->nws - 1].ncul++;
-	return 0;
-}
-
-/* The third frame of segments outside the serving process: the peer's
- * service (and the call made to it). A new id on every use; the string is
- * made once for a run of uses alike. */
-static int32_t proc_frame(struct walk *w, uint32_t thread)
-{
-	struct kp *kp = w->kp;
-	uint32_t proc = kp->th[thread].proc;
-
-	if (proc == w->proc)
-		return -1;
-	if (proc != w->f3_proc || w->call != w->f3_call) {
-		const char *svc = kp__proc_frame_service(kp, proc);
-
-		/* with a call: what snprintf(" %s") after the service made,
-		 * kept in the process while its calls repeat */
-		if (svc && w->call && w->call[0]) {
-			struct kp_proc *p = &kp->pr[proc];
-
-			if (!p->call_frame || p->call_svc != svc ||
-			    strncmp(p->call_of, w->call, KP_NAME_LEN)) {
-				p->call_frame =
-				    join_interned(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
-				p->call_svc = svc;
-				memcpy(p->call_of, w->call, KP_NAME_LEN);
-			}
-			svc = p->call_frame;
-		}
-		if (!svc)
-			return -1;
-		w->f3 = svc;
-		w->f3_proc = proc;
-		w->f3_call = w->call;
-	}
-	return str_ref(kp, w->f3);
-}
-
-static int32_t conn_peer_str(struct kp *kp, uint32_t conn)
-{
-	if (conn == KP_NONE)
-		return -1;
-	/* name the server end of the hop: the downstream, whichever side we are on */
-	return str_ref(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
-}
-
-static uint8_t block_category(const struct kp_iv *iv)
-{
-	if (iv->reason == KP_BR_DISK || iv->wake == KP_WK_DISK)
-		return CP_CAT_DISK;
-	if (iv->wake == KP_WK_TIMER)
-		return CP_CAT_SLEEP;
-	if (iv->wake == KP_WK_NET)
-		return CP_CAT_NETWORK;
-	return CP_CAT_UNEXPLAINED;
-}
-
-/* A culprit record's comm, interned */
-static const char *culprit_comm(struct kp *kp, struct kp_culprit *c)
-{
-	typeof(&kp->culprit_comms[0]) m =
-	    &kp->culprit_comms[((uint32_t)c->tid * 0x9e3779b1u) >> 26];
-
-	_Static_assert(sizeof(kp->culprit_comms) / sizeof(kp->culprit_comms[0]) == 64, "6 bits");
-	if (!c->icomm) {
-		if (!m->icomm || memcmp(m->comm, c->comm, CP_COMM_LEN)) {
-			m->icomm = kp__intern(kp, c->comm);
-			memcpy(m->comm, c->comm, CP_COMM_LEN);
-		}
-		c->icomm = m->icomm;
-	}
-	return c->icomm;
-}
-
-/* The k-th culprit of a run-queue interval, or NULL when the timeline has
- * already pruned it. */
-static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv, uint32_t k)
-{
-	uint64_t abs = (uint64_t)iv->cul_first + k;
-
-	if (abs < th->cul_base || abs >= th->cul_base + th->ncul)
-		return NULL;
-	return &th->cul[abs - th->cul_base];
-}
-
-/* Did a task of neither the waiting thread's process nor the serving
- * process hold the CPU during this run-queue wait? */
-static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
-			     const struct kp_iv *iv)
-{
-	int32_t serving_pid = w->kp->th[w->serving].pid;
-
-	for (uint32_t k = 0; k < iv->ncul; k++) {
-		const struct kp_culprit *c = iv_culprit(th, iv, k);
-
-		if (c && c->pid != th->pid && c->pid != serving_pid && c->ns)
-			return true;
-	}
-	return false;
-}
-
-/* ns * part / whole in doubles, as it always was; a segment covering the
- * whole wait skips the division (a tenth of the walk's time): ns * whole /
- * whole is ns exactly while ns * whole fits a double's 53-bit mantissa. */
-static inline uint64_t cul_share(uint64_t ns, uint64_t part, uint64_t whole)
-{
-	uint64_t p;
-
-	if (!whole)
-		return ns;
-	if (part == whole && !__builtin_mul_overflow(ns, whole, &p) && p <= 1ull << 53)
-		return ns;
-	return (uint64_t)((double)ns * (double)part / (double)whole);
-}
-
-static int runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
-			uint64_t t, bool interf, bool queued)
-{
-	struct kp *kp = w->kp;
-	struct kp_thread *th = &kp->th[thread];
-	uint64_t dur = iv->end - iv->start;
-	int err;
-
-	/* DESIGN: the serving thread owns what it *ran* after the start; while
-	 * it waited for a CPU the culprits ran, so that wait is interference.
-	 * Another thread's activation begun by an owned wakeup is the
-	 * request's own, but not the time a task from outside took its CPU
-	 * (a hog, another service): that is interference there too. Its own
-	 * process's and the serving process's threads do not count: they are
-	 * the request's hand-offs (a waker finishing its slice) or its peers. */
-	if (iv->ncul && (thread == w->serving || outside_culprits(w, th, iv)))
-		interf = true;
-	err = seg_addq(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf || queued, -1,
-		       proc_frame(w, thread), queued);
-
-	if (err || t <= a)
-		return err;
-	for (uint32_t k = 0; k < iv->ncul; k++) {
-		struct kp_culprit *c = iv_culprit(th, iv, k);
-		uint64_t ns;
-
-		if (!c)
-			continue;
-		/* the part of the wait this segment covers */
-		ns = cul_share(c->ns, t - a, dur);
-		if (ns > t - a)
-			ns = t - a;
-		err = cul_add(kp, c->pid, c->tid, culprit_comm(kp, c), ns);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 /* The context k works for another request (a server connection that is
  * not the walk's, nor one it came into) */
 static bool ctx_other(const struct walk *w, const struct kp_thread *th, int64_t k)
@@ -763,7 +355,7 @@ static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta,
 {
 	const struct kp_conn *c = &kp->cn[v];
 
-	*src = net_source(kp, v, end);
+	*src = kw__net_source(kp, v, end);
 	for (uint32_t i = c->ndr; i > 0; i--) {
 		if (c->dr[i - 1].ts <= end) {
 			*ta = c->dr[i - 1].ts;
@@ -812,7 +404,7 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 	uint32_t pc;
 
 	if (!src)
-		src = net_source(kp, v, *t);
+		src = kw__net_source(kp, v, *t);
 	if (!src)
 		return false;
 	/* the peer may write after t (its reply came while the thread ran):
@@ -826,8 +418,8 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 	if (t2 < lo)
 		t2 = lo;
 	enter_call(w, src->thread, v, src);
-	*err = seg_add(kp, t2, *t, CP_CAT_NETWORK, KP_NONE, -1, !own, conn_peer_str(kp, v),
-		       proc_frame(w, src->thread));
+	*err = seg_add(kp, t2, *t, CP_CAT_NETWORK, KP_NONE, -1, !own, kw__conn_peer_str(kp, v),
+		       kw__proc_frame(w, src->thread));
 	*t = t2;
 	*thread = src->thread;
 	return true;
@@ -838,12 +430,12 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 static int net_blind(struct walk *w, uint32_t v, uint64_t a, uint64_t t, bool own)
 {
 	struct kp *kp = w->kp;
-	int32_t ps = conn_peer_str(kp, v), fs = -1;
+	int32_t ps = kw__conn_peer_str(kp, v), fs = -1;
 
 	if (ps >= 0 && kp->cn[v].role == KP_ROLE_CLIENT && kp->cn[v].last_name[0])
-		fs = str_ref(kp, join_interned(kp, kp__str(kp, ps), 40, kp->cn[v].last_name, 20));
+		fs = kw__str_ref(kp, kw__join_interned(kp, kp__str(kp, ps), 40, kp->cn[v].last_name, 20));
 	else if (ps >= 0)
-		fs = str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
+		fs = kw__str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
 	return seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps, fs);
 }
 
@@ -880,17 +472,17 @@ static int dep_follow(struct walk *w, uint64_t lo, uint32_t *thread, uint64_t *t
 static int queued_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
 		      uint64_t t)
 {
-	int32_t f3 = proc_frame(w, thread);
+	int32_t f3 = kw__proc_frame(w, thread);
 
 	switch (iv->state) {
 	case KP_ST_RUNNING:
 		return cpu_seg(w, thread, iv->cpu, a, t, true, f3, true);
 	case KP_ST_RUNNABLE:
-		return runqueue_seg(w, thread, iv, a, t, true, true);
+		return kw__runqueue_seg(w, thread, iv, a, t, true, true);
 	case KP_ST_BLOCKED:
-		return seg_addq(w->kp, a, t, block_category(iv), thread, -1, true, -1, f3, true);
+		return kw__seg_addq(w->kp, a, t, kw__block_category(iv), thread, -1, true, -1, f3, true);
 	default:
-		return seg_addq(w->kp, a, t, CP_CAT_UNEXPLAINED, thread, -1, true, -1, f3, true);
+		return kw__seg_addq(w->kp, a, t, CP_CAT_UNEXPLAINED, thread, -1, true, -1, f3, true);
 	}
 }
 
@@ -957,10 +549,10 @@ static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, ui
 {
 	struct kp *kp = w->kp;
 	const struct kp_thread *h = &kp->th[holder];
-	int err = seg_add(kp, a, t, CP_CAT_LOCK, thread, cpu, true, -1, proc_frame(w, thread));
+	int err = seg_add(kp, a, t, CP_CAT_LOCK, thread, cpu, true, -1, kw__proc_frame(w, thread));
 
 	if (!err && t > a)
-		err = cul_add(kp, h->pid, h->tid, kp__thread_comm(kp, holder), t - a);
+		err = kw__cul_add(kp, h->pid, h->tid, kp__thread_comm(kp, holder), t - a);
 	return err;
 }
 
@@ -1010,20 +602,20 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		if (!own && *lock_chain && iv->state == KP_ST_RUNNING) {
 			err = lock_seg(w, *thread, iv->cpu, a, *t, *thread);
 		} else if (iv->state == KP_ST_RUNNABLE) {
-			err = runqueue_seg(w, *thread, iv, a, *t, !own, false);
+			err = kw__runqueue_seg(w, *thread, iv, a, *t, !own, false);
 		} else {
-			err = ctx_cpu_seg(w, *thread, iv->cpu, a, *t, proc_frame(w, *thread), own);
+			err = ctx_cpu_seg(w, *thread, iv->cpu, a, *t, kw__proc_frame(w, *thread), own);
 		}
 		return err;
 	case KP_ST_BLOCKED:
 		break;
 	default:
 		return seg_add(kp, a, *t, CP_CAT_UNEXPLAINED, *thread, -1, !own, -1,
-			       proc_frame(w, *thread));
+			       kw__proc_frame(w, *thread));
 	}
 	if (iv->end > *t || *jumps >= KP_WALK_MAX_JUMPS)
-		return seg_add(kp, a, *t, block_category(iv), *thread, -1, !own, -1,
-			       proc_frame(w, *thread));
+		return seg_add(kp, a, *t, kw__block_category(iv), *thread, -1, !own, -1,
+			       kw__proc_frame(w, *thread));
 	if ((iv->wake == KP_WK_TASK || iv->wake == KP_WK_NEW) && iv->waker != KP_NONE) {
 		/* a lock holder is reached through a futex wait */
 		if (iv->reason == KP_BR_FUTEX)
@@ -1055,7 +647,7 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		/* bytes of this (or another) request on their way in: name the
 		 * client, no downstream frame */
 		return seg_add(kp, a, *t, CP_CAT_NETWORK, KP_NONE, -1, !own,
-			       str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)), -1);
+			       kw__str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)), -1);
 	}
 	/* data from an untraced peer: a network blind spot too (a Unix-domain
 	 * peer wakes the reader from its own task, not from NET_RX; in poll,
@@ -1070,8 +662,8 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		if (h != KP_NONE && h != *thread)
 			return lock_seg(w, *thread, -1, a, *t, h);
 	}
-	return seg_add(kp, a, *t, block_category(iv), *thread, -1, !own, -1,
-		       proc_frame(w, *thread));
+	return seg_add(kp, a, *t, kw__block_category(iv), *thread, -1, !own, -1,
+		       kw__proc_frame(w, *thread));
 }
 
 /* A poll wait that ended at or before t with a wakeup the walk would

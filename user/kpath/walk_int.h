@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* One request's walk (walk.c): its state, shared with the steps it makes
+ * (steps.c: names, segments' culprits). */
+#ifndef CRITPATH_WALK_INT_H
+#define CRITPATH_WALK_INT_H
+
+#include "kpath_internal.h"
+
+#define KP_WALK_MAX_STEPS 1000000u
+#define KP_WALK_MAX_JUMPS 64u /* jumps in a row without time moving back */
+#define KP_OWN_MAX_DEPTH 256u
+#define KP_WALK_ENTERED 8u
+#define KP_WALK_RET 16u
+#define KP_DEP_SCAN 8 /* contexts looked at for a request's next dependency */
+#define KP_RECENT_NS 2000000ull /* a waker's work this recent says whose it is */
+
+struct walk {
+	struct kp *kp;
+	uint32_t conn;	  /* the request's connection */
+	uint32_t sid;	  /* its HTTP/2 stream, 0 for none */
+	uint32_t serving; /* the thread that read the request */
+	uint32_t proc;	  /* the serving process */
+	uint64_t start;
+	const char *call; /* the downstream call the walk went through, or NULL */
+	/* the last activation asked about: intervals of one activation share
+	 * their owner, and the walk asks about them one after the other */
+	uint32_t memo_thread;
+	int64_t memo_block;
+	/* and the intervals (memo_block, memo_hi] of it are not blocked: a
+	 * query there has memo_block for its activation without a scan */
+	int64_t memo_hi;
+	bool memo_owned;
+	/* the last third frame named (proc_frame): process, call, string */
+	uint32_t f3_proc;
+	const char *f3_call;
+	const char *f3;
+	/* the downstream services' ends of the calls the walk went into: the
+	 * requests a downstream thread works on for this one (kp_ctx) */
+	uint32_t entered[KP_WALK_ENTERED];
+	uint32_t nentered;
+	/* the call each process the walk went into served: back in it through
+	 * a request it made further down, its steps keep that name */
+	struct {
+		uint32_t proc;
+		const char *call;
+	} calls[KP_WALK_ENTERED];
+	uint32_t ncalls;
+	/* Interference entered from a waiting thread (a lock holder, a
+	 * thread serving another request): its time is on the path only back
+	 * to when the waiter began to wait (floor), then the path goes on in
+	 * the waiter (SCENARIOS.md cases 4, 8). Innermost last. */
+	struct {
+		uint32_t thread;
+		uint64_t floor;
+	} ret[KP_WALK_RET];
+	uint32_t nret;
+	/* A thread busy with other requests while this one's dependency (the
+	 * data of cut_conn, arrived at cut_ts) waited for it: its time back to
+	 * cut_ts is `(other requests)`, then the path follows the dependency
+	 * (SCENARIOS.md case 9). cut_thread KP_NONE: none. */
+	uint32_t cut_thread, cut_conn;
+	uint64_t cut_ts;
+	const struct kp_write *cut_src; /* the traced peer's write that carried it, or NULL */
+};
+
+static inline bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
+{
+	const struct kp_probe_ev *a = &t->pev[x - (int64_t)t->pev_base];
+	const struct kp_probe_ev *b = &t->pev[y - (int64_t)t->pev_base];
+
+	return a->depth == b->depth && !memcmp(a->stack, b->stack, a->depth * sizeof(a->stack[0]));
+}
+
+/* Two string ids name the same string (or both none) */
+static inline bool same_str(const struct kp *kp, int32_t x, int32_t y)
+{
+	return x == y || (x >= 0 && y >= 0 && kp->strs[x] == kp->strs[y]);
+}
+
+static inline __attribute__((always_inline)) int kw__seg_addq(struct kp *kp, uint64_t a, uint64_t b,
+							  uint8_t cat, uint32_t thread, int16_t cpu,
+							  bool interf, int32_t peer, int32_t frame3,
+							  bool queued)
+{
+	struct kp_wseg *s;
+	int64_t pev;
+
+	if (b <= a)
+		return 0;
+	/* the probed calls active on the thread at the segment's end */
+	pev = thread != KP_NONE ? kp__tl_probe_at(&kp->th[thread], b) : -1;
+	if (kp->nws) {
+		/* the last one added is the next in time: extend it when alike */
+		s = &kp->ws[kp->nws - 1];
+		if (s->start == b && s->cat == cat && s->thread == thread && s->cpu == cpu &&
+		    s->interference == interf && same_str(kp, s->peer, peer) &&
+		    same_str(kp, s->frame3, frame3) &&
+		    s->queued == queued && !s->ncul && cat != CP_CAT_RUNQUEUE &&
+		    cat != CP_CAT_LOCK &&
+		    (s->pev == pev ||
+		     (s->pev >= 0 && pev >= 0 && same_stack(&kp->th[thread], s->pev, pev)))) {
+			s->start = a;
+			return 0;
+		}
+	}
+	if (kp__grow((void **)&kp->ws, &kp->capws, kp->nws + 1, sizeof(*kp->ws)))
+		return -ENOMEM;
+	s = &kp->ws[kp->nws++];
+	memset(s, 0, sizeof(*s));
+	s->start = a;
+	s->end = b;
+	s->cat = cat;
+	s->thread = thread;
+	s->cpu = cpu;
+	s->interference = interf;
+	s->peer = peer;
+	s->frame3 = frame3;
+	s->queued = queued;
+	s->pev = pev;
+	s->cul_first = kp->nculs;
+	return 0;
+}
+
+/* steps.c and walk.c, for each other */
+const struct kp_write *kw__net_source(struct kp *kp, uint32_t conn, uint64_t ts);
+int32_t kw__conn_peer_str(struct kp *kp, uint32_t conn);
+int32_t kw__proc_frame(struct walk *w, uint32_t thread);
+int32_t kw__str_ref(struct kp *kp, const char *s);
+const char *kw__join_interned(struct kp *kp, const char *a, size_t alen, const char *b, size_t blen);
+int kw__runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a, uint64_t t, bool interf, bool queued);
+uint8_t kw__block_category(const struct kp_iv *iv);
+int kw__cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, uint64_t ns);
+
+#endif /* CRITPATH_WALK_INT_H */
