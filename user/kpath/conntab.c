@@ -244,22 +244,6 @@ static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t
 	return ci;
 }
 
-/* An arrival on conn ci at ts, in its time order (one learnt late, from
- * the read that took it, may be older than the last). */
-int kp__conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt)
-{
-	struct kp_conn *c = &kp->cn[ci];
-	uint32_t i;
-
-	if (kp__win_more((void **)&c->dr, &c->droff, &c->capdr, c->ndr, sizeof(*c->dr)))
-		return -ENOMEM;
-	for (i = c->ndr; i > 0 && c->dr[i - 1].ts > ts; i--)
-		c->dr[i] = c->dr[i - 1];
-	c->dr[i].ts = ts;
-	c->dr[i].rcv_nxt = rcv_nxt;
-	c->ndr++;
-	return 0;
-}
 
 /* Looked at from the head by a read that knows its flow: past this many
  * other flows' datagrams, its own is not queued. */

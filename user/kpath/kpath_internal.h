@@ -819,7 +819,12 @@ int kp__conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt);
 /* kpath/roles.c: which end serves */
 /* A connection open before the recording: its side from listening ports,
  * else from who spoke first (a guess kp__proc_listen corrects). */
-void kp__conn_guess_role(struct kp *kp, uint32_t ci, bool reading, uint8_t flags);
+void kp__conn_guess_role_slow(struct kp *kp, uint32_t ci, bool reading, uint8_t flags);
+static inline void kp__conn_guess_role(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
+{
+	if (kp->cn[ci].role == KP_ROLE_UNKNOWN) /* most calls: known */
+		kp__conn_guess_role_slow(kp, ci, reading, flags);
+}
 /* The first n of the guessed list: the ones still guessed stay on it. */
 void kp__guessed_compact(struct kp *kp, uint32_t n);
 

@@ -161,13 +161,11 @@ static void conn_guessed(struct kp *kp, uint32_t ci)
 /* A connection that was open before the recording started: decide its
  * side from listening ports, else from who spoke first (a guess, which
  * kp__proc_listen corrects when a listening port comes to be known). */
-void kp__conn_guess_role(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
+void kp__conn_guess_role_slow(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
 {
 	struct kp_conn *c = &kp->cn[ci];
 	int l;
 
-	if (c->role != KP_ROLE_UNKNOWN)
-		return;
 	/* a Unix-domain socket with its listener's address: the accepted end */
 	if (c->a.family == AF_UNIX && (flags & CP_SOCK_F_BOUND)) {
 		c->role = KP_ROLE_SERVER;

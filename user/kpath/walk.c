@@ -25,6 +25,139 @@
 
 #include "walk_int.h"
 
+/* A culprit record's comm, interned */
+static const char *culprit_comm(struct kp *kp, struct kp_culprit *c)
+{
+	typeof(&kp->culprit_comms[0]) m =
+	    &kp->culprit_comms[((uint32_t)c->tid * 0x9e3779b1u) >> 26];
+
+	_Static_assert(sizeof(kp->culprit_comms) / sizeof(kp->culprit_comms[0]) == 64, "6 bits");
+	if (!c->icomm) {
+		if (!m->icomm || memcmp(m->comm, c->comm, CP_COMM_LEN)) {
+			m->icomm = kp__intern(kp, c->comm);
+			memcpy(m->comm, c->comm, CP_COMM_LEN);
+		}
+		c->icomm = m->icomm;
+	}
+	return c->icomm;
+}
+
+/* The k-th culprit of a run-queue interval, or NULL when the timeline has
+ * already pruned it. */
+static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv, uint32_t k)
+{
+	uint64_t abs = (uint64_t)iv->cul_first + k;
+
+	if (abs < th->cul_base || abs >= th->cul_base + th->ncul)
+		return NULL;
+	return &th->cul[abs - th->cul_base];
+}
+
+/* Did a task of neither the waiting thread's process nor the serving
+ * process hold the CPU during this run-queue wait? */
+static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
+			     const struct kp_iv *iv)
+{
+	int32_t serving_pid = w->kp->th[w->serving].pid;
+
+	for (uint32_t k = 0; k < iv->ncul; k++) {
+		const struct kp_culprit *c = iv_culprit(th, iv, k);
+
+		if (c && c->pid != th->pid && c->pid != serving_pid && c->ns)
+			return true;
+	}
+	return false;
+}
+
+/* ns * part / whole in doubles, as it always was; a segment covering the
+ * whole wait skips the division (a tenth of the walk's time): ns * whole /
+ * whole is ns exactly while ns * whole fits a double's 53-bit mantissa. */
+static inline uint64_t cul_share(uint64_t ns, uint64_t part, uint64_t whole)
+{
+	uint64_t p;
+
+	if (!whole)
+		return ns;
+	if (part == whole && !__builtin_mul_overflow(ns, whole, &p) && p <= 1ull << 53)
+		return ns;
+	return (uint64_t)((double)ns * (double)part / (double)whole);
+}
+
+/* The third frame of segments outside the serving process: the peer's
+ * service (and the call made to it). A new id on every use; the string is
+ * made once for a run of uses alike. */
+static int32_t kw__proc_frame(struct walk *w, uint32_t thread)
+{
+	struct kp *kp = w->kp;
+	uint32_t proc = kp->th[thread].proc;
+
+	if (proc == w->proc)
+		return -1;
+	if (proc != w->f3_proc || w->call != w->f3_call) {
+		const char *svc = kp__proc_frame_service(kp, proc);
+
+		/* with a call: what snprintf(" %s") after the service made,
+		 * kept in the process while its calls repeat */
+		if (svc && w->call && w->call[0]) {
+			struct kp_proc *p = &kp->pr[proc];
+
+			if (!p->call_frame || p->call_svc != svc ||
+			    strncmp(p->call_of, w->call, KP_NAME_LEN)) {
+				p->call_frame =
+				    kw__join_interned(kp, svc, KP_NAME_LEN - 1, w->call, KP_NAME_LEN);
+				p->call_svc = svc;
+				memcpy(p->call_of, w->call, KP_NAME_LEN);
+			}
+			svc = p->call_frame;
+		}
+		if (!svc)
+			return -1;
+		w->f3 = svc;
+		w->f3_proc = proc;
+		w->f3_call = w->call;
+	}
+	return kw__str_ref(kp, w->f3);
+}
+
+static int kw__runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
+			uint64_t t, bool interf, bool queued)
+{
+	struct kp *kp = w->kp;
+	struct kp_thread *th = &kp->th[thread];
+	uint64_t dur = iv->end - iv->start;
+	int err;
+
+	/* DESIGN: the serving thread owns what it *ran* after the start; while
+	 * it waited for a CPU the culprits ran, so that wait is interference.
+	 * Another thread's activation begun by an owned wakeup is the
+	 * request's own, but not the time a task from outside took its CPU
+	 * (a hog, another service): that is interference there too. Its own
+	 * process's and the serving process's threads do not count: they are
+	 * the request's hand-offs (a waker finishing its slice) or its peers. */
+	if (iv->ncul && (thread == w->serving || outside_culprits(w, th, iv)))
+		interf = true;
+	err = kw__seg_addq(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf || queued, -1,
+		       kw__proc_frame(w, thread), queued);
+
+	if (err || t <= a)
+		return err;
+	for (uint32_t k = 0; k < iv->ncul; k++) {
+		struct kp_culprit *c = iv_culprit(th, iv, k);
+		uint64_t ns;
+
+		if (!c)
+			continue;
+		/* the part of the wait this segment covers */
+		ns = cul_share(c->ns, t - a, dur);
+		if (ns > t - a)
+			ns = t - a;
+		err = kw__cul_add(kp, c->pid, c->tid, culprit_comm(kp, c), ns);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /*
  * Ownership follows a chain of wakeups back, one step per blocked interval,
  * and the chains of one walk share their tails (the walk itself goes back
@@ -581,6 +714,8 @@ static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv
 	}
 	return KP_NONE;
 }
+
+
 
 /* One interval of the walk's thread, [a, t] of iv, in the request's own
  * time: its category, or a jump (*thread, *t changed, *jumped). */

@@ -121,14 +121,52 @@ static inline __attribute__((always_inline)) int kw__seg_addq(struct kp *kp, uin
 	return 0;
 }
 
+static inline uint8_t kw__block_category(const struct kp_iv *iv)
+{
+	if (iv->reason == KP_BR_DISK || iv->wake == KP_WK_DISK)
+		return CP_CAT_DISK;
+	if (iv->wake == KP_WK_TIMER)
+		return CP_CAT_SLEEP;
+	if (iv->wake == KP_WK_NET)
+		return CP_CAT_NETWORK;
+	return CP_CAT_UNEXPLAINED;
+}
+
+/* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
+ * ENOMEM). */
+static inline int32_t kw__str_ref(struct kp *kp, const char *s)
+{
+	if (!s || kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))
+		return -1;
+	kp->strs[kp->nstrs] = s;
+	return (int32_t)kp->nstrs++;
+}
+
+static inline int kw__cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, uint64_t ns)
+{
+	struct cp_culprit *c;
+
+	for (uint32_t i = kp->ws[kp->nws - 1].cul_first; i < kp->nculs; i++) {
+		if (kp->culs[i].tid == tid && kp->culs[i].pid == pid) {
+			kp->culs[i].ns += ns;
+			return 0;
+		}
+	}
+	/* comm is interned (or NULL: ENOMEM) */
+	if (kp__grow((void **)&kp->culs, &kp->capculs, kp->nculs + 1, sizeof(*kp->culs)))
+		return -ENOMEM;
+	c = &kp->culs[kp->nculs++];
+	c->pid = pid;
+	c->tid = tid;
+	c->comm = comm;
+	c->ns = ns;
+	kp->ws[kp->nws - 1].ncul++;
+	return 0;
+}
+
 /* steps.c and walk.c, for each other */
 const struct kp_write *kw__net_source(struct kp *kp, uint32_t conn, uint64_t ts);
 int32_t kw__conn_peer_str(struct kp *kp, uint32_t conn);
-int32_t kw__proc_frame(struct walk *w, uint32_t thread);
-int32_t kw__str_ref(struct kp *kp, const char *s);
 const char *kw__join_interned(struct kp *kp, const char *a, size_t alen, const char *b, size_t blen);
-int kw__runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a, uint64_t t, bool interf, bool queued);
-uint8_t kw__block_category(const struct kp_iv *iv);
-int kw__cul_add(struct kp *kp, int32_t pid, int32_t tid, const char *comm, uint64_t ns);
 
 #endif /* CRITPATH_WALK_INT_H */
