@@ -29,6 +29,7 @@
 #include "span_json.h"
 
 #include "parser_int.h"
+#include "util.h"
 
 static struct span_in *cur_span(struct span_parser *p)
 {
@@ -323,14 +324,6 @@ static void fill_defaults(struct span_in *s)
 		s->operation = UNNAMED_OP;
 }
 
-static uint32_t hash_id(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
 
 /* Jaeger: a trace is complete; resolve processes (through a hash table: a
  * trace can have hundreds) and analyse it. */
@@ -353,7 +346,7 @@ static int end_jaeger_trace(struct span_parser *p)
 
 		if (!procs[j].id)
 			continue;
-		for (h = hash_id(procs[j].id) & mask; slots[h] != UINT32_MAX; h = (h + 1) & mask)
+		for (h = (uint32_t)hash__cstr(procs[j].id) & mask; slots[h] != UINT32_MAX; h = (h + 1) & mask)
 			;
 		slots[h] = j;
 	}
@@ -363,7 +356,7 @@ static int end_jaeger_trace(struct span_parser *p)
 
 		last = NULL;
 		if (s->proc) {
-			for (h = hash_id(s->proc) & mask; slots[h] != UINT32_MAX;
+			for (h = (uint32_t)hash__cstr(s->proc) & mask; slots[h] != UINT32_MAX;
 			     h = (h + 1) & mask)
 				if (!strcmp(procs[slots[h]].id, s->proc)) {
 					last = &procs[slots[h]];

@@ -12,6 +12,7 @@
 #include "span_internal.h"
 #include "span_json.h"
 #include "parser_int.h"
+#include "util.h"
 
 int span_pend__trace_cmp(const void *a, const void *b)
 {
@@ -36,22 +37,6 @@ static bool same_trace(const struct span_in *a, const struct span_in *b)
 
 /* ---- OTLP: traces over many requests ------------------------------------- */
 
-static uint64_t id_hash(const char *s)
-{
-	uint64_t h = 0x9E3779B97F4A7C15ULL, w;
-	size_t len = s ? strlen(s) : 0;
-
-	for (; len >= 8; s += 8, len -= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
-	}
-	w = 0;
-	if (len)
-		memcpy(&w, s, len);
-	h = (h ^ w ^ len) * 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 29);
-}
 
 struct pending *span_pend__at(struct span_parser *p, uint32_t i)
 {
@@ -65,7 +50,7 @@ static bool same_id(const char *a, const char *b)
 
 static uint32_t *bucket_of(struct span_parser *p, const char *id)
 {
-	return &((uint32_t *)p->buckets.v)[id_hash(id) & (p->buckets.n - 1)];
+	return &((uint32_t *)p->buckets.v)[hash__cstr(id) & (p->buckets.n - 1)];
 }
 
 static uint32_t pend_find(struct span_parser *p, const char *id)
@@ -289,7 +274,7 @@ static int pend_analyze(struct span_parser *p, uint32_t i, bool early)
 	err = span_tree__analyze(p->f, id, out, n, p->gtags.v);
 	p->f->name = name;
 	if (early)
-		early_add(p, id_hash(t->id), t->part + 1);
+		early_add(p, hash__cstr(t->id), t->part + 1);
 	for (uint32_t r = 0; r < t->runs.n; r++)
 		span_pend__batch_put(p, runs[r].b);
 	/* out of its chain and the LRU list, onto the free list */
@@ -384,7 +369,7 @@ int span_pend__add_runs(struct span_parser *p, uint64_t off)
 			j++;
 		ti = pend_find(p, sp[i].trace_id);
 		if (ti == NONE) {
-			part = p->nearly ? early_part(p, id_hash(sp[i].trace_id)) : NULL;
+			part = p->nearly ? early_part(p, hash__cstr(sp[i].trace_id)) : NULL;
 			if (part && *part)
 				span__warnf(p->f,
 					    "trace %s: %u more spans came after it was analysed (no "

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "span_internal.h"
+#include "util.h"
 #include "span_walk.h"
 
 #define SPAN_MAX_FRAMES 32
@@ -218,23 +219,6 @@ struct span_tree {
 	struct span_vec label;	      /* char: a frame's label before it is interned */
 };
 
-/* Ids and tags are hashed for every span: eight bytes a step (a byte-wise
- * FNV was 3% of the whole parse). */
-static uint64_t hash_str(const char *s)
-{
-	size_t len = strlen(s);
-	uint64_t h = 0x9E3779B97F4A7C15ULL ^ len, w;
-
-	for (; len >= 8; s += 8, len -= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
-	}
-	w = 0;
-	memcpy(&w, s, len);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 29);
-}
 
 static const char *tid_of(const char *trace_id)
 {
@@ -316,7 +300,7 @@ static int resolve_parents(struct span_file *f, struct span_tree *t, const char 
 			st[i] = ST_BAD;
 			continue;
 		}
-		for (h = hash_str(s->id) & mask; slots[h] != NONE; h = (h + 1) & mask)
+		for (h = hash__cstr(s->id) & mask; slots[h] != NONE; h = (h + 1) & mask)
 			if (!strcmp(sp[slots[h]].id, s->id))
 				break;
 		if (slots[h] != NONE) {
@@ -338,7 +322,7 @@ static int resolve_parents(struct span_file *f, struct span_tree *t, const char 
 			st[i] |= ST_ROOT;
 			continue;
 		}
-		for (h = hash_str(pid) & mask; slots[h] != NONE; h = (h + 1) & mask)
+		for (h = hash__cstr(pid) & mask; slots[h] != NONE; h = (h + 1) & mask)
 			if (!strcmp(sp[slots[h]].id, pid))
 				break;
 		if (slots[h] == NONE) {
@@ -625,7 +609,7 @@ static int collect_tags(struct span_tree *t, struct span_in *sp, uint32_t nkept,
 				if (seen[j])
 					continue;
 				seen[j] = 1;
-				for (h = hash_str(tag) & mask; set[h]; h = (h + 1) & mask)
+				for (h = hash__cstr(tag) & mask; set[h]; h = (h + 1) & mask)
 					if (set[h] == tag || !strcmp(set[h], tag))
 						break;
 				if (set[h])
@@ -699,7 +683,7 @@ static int add_placeholders(struct span_tree *t, struct span_in *sp, uint32_t n,
 
 		if ((st[i] & (ST_ORPHAN | ST_CYCLE | ST_BAD)) != ST_ORPHAN)
 			continue;
-		for (h = hash_str(c->parent_id) & mask; slots[h] != NONE; h = (h + 1) & mask)
+		for (h = hash__cstr(c->parent_id) & mask; slots[h] != NONE; h = (h + 1) & mask)
 			if (!strcmp(ext[slots[h]].id, c->parent_id))
 				break;
 		if (slots[h] == NONE) {

@@ -25,16 +25,26 @@ int grow_array(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t f
 	return 0;
 }
 
+uint64_t hash__cstr(const char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	w = 0;
+	if (len)
+		memcpy(&w, s, len);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
+}
+
 uint64_t hash__str(uint64_t h, const char *s)
 {
-	/* FNV-1a, then mixed into h */
-	uint64_t f = 0xcbf29ce484222325ull;
-
-	if (!s)
-		return hash__u64(h, 0x5bd1e995);
-	for (; *s; s++)
-		f = (f ^ (unsigned char)*s) * 0x100000001b3ull;
-	return hash__u64(h, f);
+	return hash__u64(h, s ? hash__cstr(s) : 0x5bd1e995);
 }
 
 /* Interning: open addressing over pointers into arena chunks. */
