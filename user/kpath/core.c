@@ -274,56 +274,7 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 	return (int)kp->nsrc++;
 }
 
-/* A request whose response was not all sent when its last write returned. */
-static void note_unsent(struct kp *kp, const struct kp_conn *c)
-{
-	uint32_t i;
 
-	kp->unsent_reqs++;
-	if (!c->req.nagle)
-		return; /* a full window: counted, no service named */
-	kp->nagle_reqs++;
-	for (i = 0; i < kp->nunsent_svc; i++)
-		if (!strcmp(kp->unsent_svc[i].service, c->service))
-			break;
-	if (i == kp->nunsent_svc) {
-		if (i == sizeof(kp->unsent_svc) / sizeof(kp->unsent_svc[0])) {
-			kp->unsent_more = true;
-			return;
-		}
-		memcpy(kp->unsent_svc[i].service, c->service, KP_NAME_LEN);
-		kp->nunsent_svc++;
-	}
-	kp->unsent_svc[i].n++;
-}
-
-int kp__conn_finish_req(struct kp *kp, uint32_t ci)
-{
-	struct kp_conn *c = &kp->cn[ci];
-	int err = 0;
-
-	if (c->phase == KP_PH_WRITING && c->req.reader != KP_NONE && c->req.writer != KP_NONE &&
-	    c->proc != KP_NONE && c->req.end >= c->req.start) {
-		err = kp__walk(kp, ci);
-		if (!err)
-			err = kp__emit_request(kp, ci);
-		c = &kp->cn[ci];
-		if (!err && c->req.unsent)
-			note_unsent(kp, c);
-		c->prev_end = c->req.end;
-		if (c->req.nruns) {
-			for (uint32_t k = 0; k < c->req.nruns; k++)
-				c->nreq += c->runs[k].count;
-		} else {
-			c->nreq++;
-		}
-		memcpy(c->last_name, c->req.name, sizeof(c->last_name));
-		if (err && !kp->err)
-			kp->err = err;
-	}
-	c->phase = KP_PH_IDLE;
-	return err;
-}
 
 static int kp_prune(struct kp *kp)
 {
@@ -629,10 +580,12 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	err = dispatch(kp, src, rec, ts);
 	if (err)
 		return err;
+	/* the requests the record finished were queued: out once their wait
+	 * is over (at once when no loss window can come) */
 	if (kp->pend_head < kp->npend &&
-	    (kp->pend[kp->pend_head].req->end_ns + KP_LOSS_LAG_NS <= kp->now ||
+	    (kp->no_loss_wait || kp->pend[kp->pend_head].req->end_ns + KP_LOSS_LAG_NS <= kp->now ||
 	     kp->pend_bytes > KP_PEND_MAX_BYTES))
-		kp__pend_flush(kp, false);
+		kp__pend_flush(kp, kp->no_loss_wait);
 	if (kp->err)
 		return kp->err;
 	kp->records++;

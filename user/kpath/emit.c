@@ -573,7 +573,58 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	p->nreq = c->nreq;
 	kp->pend_bytes += p->bytes;
 	kp->npend++;
-	if (kp->no_loss_wait) /* no loss window can come: no wait */
-		return kp__pend_flush(kp, true);
 	return 0;
+}
+
+/* A request whose response was not all sent when its last write returned. */
+static void note_unsent(struct kp *kp, const struct kp_conn *c)
+{
+	uint32_t i;
+
+	kp->unsent_reqs++;
+	if (!c->req.nagle)
+		return; /* a full window: counted, no service named */
+	kp->nagle_reqs++;
+	for (i = 0; i < kp->nunsent_svc; i++)
+		if (!strcmp(kp->unsent_svc[i].service, c->service))
+			break;
+	if (i == kp->nunsent_svc) {
+		if (i == sizeof(kp->unsent_svc) / sizeof(kp->unsent_svc[0])) {
+			kp->unsent_more = true;
+			return;
+		}
+		memcpy(kp->unsent_svc[i].service, c->service, KP_NAME_LEN);
+		kp->nunsent_svc++;
+	}
+	kp->unsent_svc[i].n++;
+}
+
+/* The request open on ci is over: walked, queued for the sink (kp__add_record
+ * drains the queue after each record), and the connection idle. */
+int kp__conn_finish_req(struct kp *kp, uint32_t ci)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	int err = 0;
+
+	if (c->phase == KP_PH_WRITING && c->req.reader != KP_NONE && c->req.writer != KP_NONE &&
+	    c->proc != KP_NONE && c->req.end >= c->req.start) {
+		err = kp__walk(kp, ci);
+		if (!err)
+			err = kp__emit_request(kp, ci);
+		c = &kp->cn[ci];
+		if (!err && c->req.unsent)
+			note_unsent(kp, c);
+		c->prev_end = c->req.end;
+		if (c->req.nruns) {
+			for (uint32_t k = 0; k < c->req.nruns; k++)
+				c->nreq += c->runs[k].count;
+		} else {
+			c->nreq++;
+		}
+		memcpy(c->last_name, c->req.name, sizeof(c->last_name));
+		if (err && !kp->err)
+			kp->err = err;
+	}
+	c->phase = KP_PH_IDLE;
+	return err;
 }
