@@ -873,6 +873,21 @@ static void test_random(void **state)
 	hpack__free(&t);
 }
 
+/* A Huffman string that fails after filling the output (64 '0's, each
+ * five zero bits, then EOS) leaves it terminated, whatever was there. */
+static void test_huffman_fails_full(void **state)
+{
+	uint8_t in[44];
+	char out[64];
+
+	memset(in, 0, 40);
+	memset(in + 40, 0xff, 4);
+	memset(out, 'Z', sizeof(out));
+	assert_true(hpack__huffman(in, sizeof(in), out, sizeof(out)) < 0);
+	assert_int_equal(strnlen(out, sizeof(out)), sizeof(out) - 1);
+	assert_int_equal(out[0], '0');
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -890,6 +905,7 @@ int main(void)
 	    cmocka_unit_test(test_cut),
 	    cmocka_unit_test(test_partial_start),
 	    cmocka_unit_test(test_random),
+	    cmocka_unit_test(test_huffman_fails_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -193,8 +193,11 @@ int hpack__huffman(const uint8_t *p, size_t len, char *out, size_t outlen)
 				return -EINVAL;
 			uint8_t sym = (uint8_t)huff_len[nbits].sym[k];
 
-			if (n + 1 < outlen)
+			if (n + 1 < outlen) { /* terminated at every step: an error
+					     * later returns what was decoded */
 				out[n] = (char)sym;
+				out[n + 1] = '\0';
+			}
 			n++;
 			code = 0;
 			nbits = 0;
