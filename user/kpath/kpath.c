@@ -284,7 +284,6 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 {
 	struct input *ins = calloc((size_t)(npaths > 0 ? npaths : 1), sizeof(*ins));
 	struct kpath *k = kpath__new(sink);
-	const struct recording_info *first = NULL;
 	int err = 0, opened = 0;
 	bool progress = !(opts && opts->quiet) && isatty(STDERR_FILENO);
 
@@ -310,10 +309,6 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 			continue;
 		}
 		info = recording_reader__info(in->r);
-		if (!first)
-			first = info;
-		else if (!first->boot_id || !info->boot_id || strcmp(first->boot_id, info->boot_id))
-			in->delta = info->realtime_offset_ns - first->realtime_offset_ns;
 		/* every file read, and its trailer counts no lost events */
 		src = kpath__add_source(k, paths[i], info,
 					opened == i && !recording_reader__end_totals(in->r, &t) &&
@@ -323,6 +318,7 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 			goto cleanup;
 		}
 		in->src = (uint32_t)src;
+		in->delta = k->kp.src[src].delta; /* the merge's order: its clock aligned */
 		input_next(in, sink);
 		opened++;
 	}
