@@ -590,11 +590,15 @@ static int tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before
 	if (before != KP_NONE) {
 		/* the stretch of a response begun by a read of another
 		 * connection (a downstream reply read in a context that was
-		 * nobody's): that read is its dependency */
+		 * nobody's): that read is its dependency, unless the thread
+		 * waited in poll since (what woke it began the stretch: a
+		 * loop reads one request's reply, waits, and answers another
+		 * when its connection's EOF comes) */
 		const struct kp_ctx *l = t->nctx ? &t->ctx[t->nctx - 1] : NULL;
 		uint32_t bvia = t->read_ts && t->read_ts == t->last_call && t->read_conn != before &&
 					!(l && l->ts == t->last_call && l->conn != KP_NONE &&
-					  l->conn != before)
+					  l->conn != before) &&
+					!(l && l->ts > t->read_ts && l->conn == KP_NONE)
 				    ? t->read_conn
 				    : KP_NONE;
 
