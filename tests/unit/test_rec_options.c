@@ -44,7 +44,7 @@ static void test_options(void **state)
 	assert_int_equal(parse(&o, err, sizeof(err), "-p", "12,34", "-p", "56", "-o", "x.rec",
 			       "-d", "2.5", "--buffer-mb", "16", "--payload-bytes", "256", "--sku",
 			       "m5", "--compress", "zstd", "--probe", "libc.so.6:malloc", "--no-tls",
-			       "-q", NULL),
+			       "-q", "--host", "store-1", "--clock-skew", "-2.5ms", NULL),
 			 0);
 	assert_int_equal(o.npids, 3);
 	assert_int_equal(o.pids[2], 56);
@@ -54,6 +54,8 @@ static void test_options(void **state)
 	assert_int_equal(o.bo.payload_bytes, 256);
 	assert_int_equal(o.bo.h2_payload_bytes, 256);
 	assert_string_equal(o.sku, "m5");
+	assert_string_equal(o.host, "store-1");
+	assert_int_equal(o.clock_skew_ns, -2500000);
 	assert_int_equal(o.codec, RECORDING_ZSTD);
 	assert_int_equal(o.nprobes, 1);
 	assert_true(o.bo.probes && !o.bo.tls && o.quiet && o.bo.quiet);
@@ -65,6 +67,8 @@ static void test_options(void **state)
 	assert_int_equal(o.codec, RECORDING_LZ4);
 	assert_int_equal(o.bo.payload_bytes, CP_PAYLOAD_DEFAULT);
 	assert_int_equal(o.bo.h2_payload_bytes, CP_PAYLOAD_MAX);
+	assert_null(o.host);
+	assert_int_equal(o.clock_skew_ns, 0);
 }
 
 static void test_refused(void **state)
@@ -80,6 +84,10 @@ static void test_refused(void **state)
 	    {{"-p", "1", "--compress", "gz"}, "--compress: 'gz' is not lz4 or zstd"},
 	    {{"-p", "1", "--probe", "lib:"}, "--probe 'lib:': expected [BINARY:]FUNCTION"},
 	    {{"-p", "1", "--", "true"}, "give -p PID or -- CMD, not both"},
+	    {{"-p", "1", "--host", ""}, "--host: '' is not a name of 1 to 63"},
+	    {{"-p", "1", "--host", "a b"}, "--host: 'a b' has a blank or control character at 2"},
+	    {{"-p", "1", "--clock-skew", "3"}, "--clock-skew: '3' is not a duration"},
+	    {{"-p", "1", "--clock-skew", "2h"}, "--clock-skew: '2h' is not a duration of at most"},
 	    {{"-o", "x"}, "nothing to record"},
 	};
 	static struct rec_opts o;

@@ -106,6 +106,58 @@ static void check_time_order(uint64_t jitter_ns, unsigned int seed)
 
 /* Out of order by up to 50 µs, with duplicates, over > 10 frames: many
  * short ascending runs for the reader to merge. */
+/* record --clock-skew: every time a record carries moves, the header's
+ * start and the trailer's end too; nothing else changes */
+static void test_clock_shift(void **state)
+{
+	const int64_t d = -3000000;
+	struct recording_info info = *rt_info();
+	struct recording_totals t = {.end_ns = 5000000000ull};
+	struct recording_writer *w;
+	struct recording_reader *r;
+	struct rt_recs recs = {};
+	const struct cp_hdr *rec;
+	struct rt_file f;
+	size_t i = 0;
+
+	rt_recs__every_type(&recs, 20, 5);
+	rt_file__path(&f);
+	info.clock_shift_ns = d;
+	assert_int_equal(recording_writer__open(&w, f.path, &info), 0);
+	for (size_t k = 0; k < recs.n; k++)
+		assert_int_equal(recording_writer__append(w, recs.r[k]), 0);
+	assert_int_equal(recording_writer__close(w, &t), 0);
+	assert_int_equal(recording_reader__open(&r, f.path, RECORDING_FILE_ORDER), 0);
+	assert_int_equal(recording_reader__info(r)->start_ns, 999999999 + d);
+	assert_int_equal(recording_reader__info(r)->realtime_offset_ns, -12345);
+	while (recording_reader__next(r, &rec) == 1) {
+		const struct cp_hdr *o = recs.r[i++];
+		uint8_t want[1024];
+
+		memcpy(want, o, o->size);
+		((struct cp_hdr *)want)->ts = o->ts + (uint64_t)d;
+#define MOVED(T, f) ((T *)want)->f = ((const T *)o)->f + (uint64_t)d
+		switch (o->type) {
+		case CP_EV_FUTEX: MOVED(struct cp_ev_futex, enter_ts); break;
+		case CP_EV_SOCK: MOVED(struct cp_ev_sock, enter_ts); break;
+		case CP_EV_POLL: MOVED(struct cp_ev_poll, enter_ts); break;
+		case CP_EV_RUNQ_CULPRIT: MOVED(struct cp_ev_runq_culprit, runnable_since); break;
+		case CP_MD_LOSS:
+			MOVED(struct cp_md_loss, start_ns);
+			MOVED(struct cp_md_loss, end_ns);
+			break;
+		default: break;
+		}
+#undef MOVED
+		assert_memory_equal(rec, want, o->size);
+	}
+	assert_int_equal(i, recs.n);
+	assert_int_equal(recording_reader__totals(r)->end_ns, 5000000000ull + d);
+	recording_reader__close(r);
+	rt_file__remove(&f);
+	rt_recs__free(&recs);
+}
+
 static void test_many_frames_time_order(void **state)
 {
 	check_time_order(50000, 7);
@@ -266,6 +318,7 @@ int main(void)
 	/* what the writer and reader do the same whatever the codec */
 	const struct CMUnitTest codecs[] = {
 	    cmocka_unit_test(test_round_trip_every_type),
+	    cmocka_unit_test(test_clock_shift),
 	    cmocka_unit_test(test_many_frames_time_order),
 	    cmocka_unit_test(test_many_frames_nearly_in_order),
 	    cmocka_unit_test(test_beyond_window),

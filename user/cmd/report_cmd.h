@@ -13,9 +13,8 @@
 #include <stdio.h>
 
 #include "engine.h"
+#include "util.h"
 
-/* "5ms", "200us", "1.5s", "100ns", "2m", "1h" → ns. 0 or -EINVAL. */
-int parse_duration(const char *s, uint64_t *ns);
 /* --from/--to: RFC 3339 ("2024-05-01T12:00:00.5Z", "+02:00" offsets,
  * "YYYY-MM-DD HH:MM:SS" taken as UTC), Unix epoch seconds ("1714564800.25"),
  * or a duration ("120s": that many ns on the requests' own clock, which for

@@ -14,44 +14,6 @@
 
 #include "report_cmd.h"
 
-static const struct {
-	const char *unit;
-	double ns;
-} units[] = {
-    {"ns", 1},	{"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
-    {"s", 1e9}, {"m", 60e9}, {"min", 60e9},	 {"h", 3600e9},
-};
-
-int parse_duration(const char *s, uint64_t *ns)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	if (!*end) {
-		/* a bare number is only unambiguous when it is zero */
-		if (v != 0)
-			return -EINVAL;
-		*ns = 0;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].unit))
-			continue;
-		v *= units[i].ns;
-		if (v >= 1.8e19)
-			return -EINVAL;
-		*ns = (uint64_t)llround(v);
-		return 0;
-	}
-	return -EINVAL;
-}
-
 /* "2024-05-01T12:00:00[.frac](Z|±hh:mm)" or with a space, no zone = UTC */
 static int parse_rfc3339(const char *s, uint64_t *ns)
 {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "record_int.h"
+#include "util.h"
 
 void rec_opts__usage(FILE *f)
 {
@@ -28,6 +29,11 @@ void rec_opts__usage(FILE *f)
 	    "                      than naming and framing ones (Authorization, Cookie:\n"
 	    "                      their length only), HTTP/2 DATA past the first N bytes\n"
 	    "  --sku LABEL         label this machine's CPU model in the recording\n"
+	    "  --host NAME         the host's name in the recording (default: the hostname);\n"
+	    "                      name each when network namespaces or containers of one\n"
+	    "                      kernel are recorded as hosts of their own\n"
+	    "  --clock-skew DUR    a testing aid: add DUR (\"3ms\", \"-250us\") to every time\n"
+	    "                      written, as if this host's clock were off by it\n"
 	    "  --compress C        lz4 (default) or zstd: zstd's files are about 0.6 times\n"
 	    "                      the size, for more CPU here and in report\n"
 	    "  --all-syscalls      record every futex, socket and poll call (from raw_syscalls;\n"
@@ -100,6 +106,31 @@ int rec_probe_spec_check(const char *spec)
 	return 0;
 }
 
+/* A host name is a label in reports and matches (--host filters): printable,
+ * no blanks, and short enough for every output's columns */
+static int host_name_check(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > REC_MAX_HOST) {
+		fprintf(stderr, "critpath record: --host: '%s' is not a name of 1 to %d characters\n",
+			s, REC_MAX_HOST);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= ' ' || c == 0x7f) {
+			fprintf(stderr,
+				"critpath record: --host: '%s' has a blank or control character at "
+				"%zu\n",
+				s, i + 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int bad(const char *opt, const char *arg, const char *want)
 {
 	fprintf(stderr, "critpath record: %s: '%s' is not %s\n", opt, arg, want);
@@ -115,6 +146,8 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 	    {"buffer-mb", required_argument, NULL, 'B'},
 	    {"payload-bytes", required_argument, NULL, 'P'},
 	    {"sku", required_argument, NULL, 'S'},
+	    {"host", required_argument, NULL, 'H'},
+	    {"clock-skew", required_argument, NULL, 'K'},
 	    {"compress", required_argument, NULL, 'C'},
 	    {"empty-programs", no_argument, NULL, 'E'},
 	    {"all-syscalls", no_argument, NULL, 'A'},
@@ -168,6 +201,21 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 		case 'S':
 			o->sku = optarg;
 			break;
+		case 'H':
+			if (host_name_check(optarg))
+				return 2;
+			o->host = optarg;
+			break;
+		case 'K': {
+			bool neg = optarg[0] == '-';
+			uint64_t ns;
+
+			if (parse_duration(optarg + neg, &ns) || ns > REC_MAX_SKEW_NS)
+				return bad("--clock-skew", optarg,
+					   "a duration of at most an hour (\"3ms\", \"-250us\")");
+			o->clock_skew_ns = neg ? -(int64_t)ns : (int64_t)ns;
+			break;
+		}
 		case 'C':
 			if (!strcmp(optarg, recording_codec_name(RECORDING_LZ4)))
 				o->codec = RECORDING_LZ4;

@@ -219,7 +219,7 @@ static int rec_open(struct session *s)
 	    .codec = s->o.codec,
 	    .agent_version = CRITPATH_VERSION,
 	    .cmdline = s->host.cmdline,
-	    .host = s->host.host,
+	    .host = s->o.host ? s->o.host : s->host.host,
 	    .kernel = s->host.kernel,
 	    .boot_id = s->host.boot_id,
 	    .sku = s->o.sku,
@@ -228,6 +228,7 @@ static int rec_open(struct session *s)
 	    .payload_bytes = s->o.bo.payload_bytes,
 	    .ncpus = s->host.ncpus,
 	    .cpus = s->host.cpus,
+	    .clock_shift_ns = s->o.clock_skew_ns,
 	};
 	err = recording_writer__open(&r->w, r->out, &s->info);
 	if (err) {

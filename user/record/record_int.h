@@ -22,6 +22,8 @@ struct rec_unlinker;
 
 #define REC_MAX_TARGETS 4096 /* processes: named, their children, theirs */
 #define REC_MAX_PROBES 64
+#define REC_MAX_HOST 63			    /* --host NAME's length */
+#define REC_MAX_SKEW_NS 3600000000000ll /* --clock-skew, either way */
 #define REC_PROBE_BINARY 256
 #define REC_PROBE_SYMBOL 128
 
@@ -44,6 +46,8 @@ struct rec_opts {
 	const char *out;
 	double duration; /* seconds; 0: until stopped or the targets exit */
 	const char *sku;
+	const char *host;	 /* --host, or NULL: the hostname */
+	int64_t clock_skew_ns;	 /* --clock-skew: added to every time written */
 	enum recording_codec codec;
 	const char *probes[REC_MAX_PROBES]; /* --probe [BIN:]FUNC, checked */
 	int nprobes;

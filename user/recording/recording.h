@@ -88,6 +88,9 @@ struct recording_info {
 	uint32_t payload_bytes;		/* --payload-bytes in force */
 	uint32_t ncpus;
 	const struct recording_cpu *cpus;
+	/* writer only: added to every time written, the header's start and
+	 * the trailer's end too (record --clock-skew); not in the file */
+	int64_t clock_shift_ns;
 };
 
 /* What the trailer says; a file cut short has none (has_trailer false). */

@@ -112,7 +112,56 @@ struct recording_writer {
 	uint64_t events, metadata, lost, records;
 	uint64_t records_written; /* of records, in frames the file has */
 	struct bg *bg; /* NULL: frames are compressed in append/flush */
+	int64_t shift; /* recording_info.clock_shift_ns */
 };
+
+static inline uint64_t shifted(uint64_t ts, int64_t d)
+{
+	/* 0 is "no time" (metadata), and stays so */
+	if (!ts)
+		return 0;
+	if (d < 0 && ts <= (uint64_t)-d)
+		return 1;
+	return ts + (uint64_t)d;
+}
+
+/* Every time a record carries, moved by d (record --clock-skew) */
+static void shift_record(struct cp_hdr *h, int64_t d)
+{
+	h->ts = shifted(h->ts, d);
+	switch (h->type) {
+	case CP_EV_FUTEX:
+		((struct cp_ev_futex *)h)->enter_ts = shifted(((struct cp_ev_futex *)h)->enter_ts, d);
+		break;
+	case CP_EV_SOCK:
+		((struct cp_ev_sock *)h)->enter_ts = shifted(((struct cp_ev_sock *)h)->enter_ts, d);
+		break;
+	case CP_EV_POLL:
+		((struct cp_ev_poll *)h)->enter_ts = shifted(((struct cp_ev_poll *)h)->enter_ts, d);
+		break;
+	case CP_EV_TLS_READ: {
+		struct cp_ev_tls_read *e = (struct cp_ev_tls_read *)h;
+
+		e->enter_ts = shifted(e->enter_ts, d);
+		break;
+	}
+	case CP_EV_RUNQ_CULPRIT: {
+		struct cp_ev_runq_culprit *e = (struct cp_ev_runq_culprit *)h;
+
+		e->runnable_since = shifted(e->runnable_since, d);
+		break;
+	}
+	case CP_MD_LOSS: {
+		struct cp_md_loss *m = (struct cp_md_loss *)h;
+
+		m->start_ns = shifted(m->start_ns, d);
+		m->end_ns = shifted(m->end_ns, d);
+		break;
+	}
+	default:
+		break;
+	}
+}
 
 struct wbuf {
 	uint8_t *p;
@@ -235,7 +284,7 @@ static int writer__header(struct recording_writer *w, const struct recording_inf
 	err = err ?: wbuf__u32(&b, CP_ABI_VERSION);
 	err = err ?: wbuf__u32(&b, w->codec == RECORDING_LZ4 ? REC_HDR_F_LZ4 : 0);
 	err = err ?: wbuf__u64(&b, (uint64_t)info->realtime_offset_ns);
-	err = err ?: wbuf__u64(&b, info->start_ns);
+	err = err ?: wbuf__u64(&b, shifted(info->start_ns, info->clock_shift_ns));
 	err = err ?: wbuf__u32(&b, info->payload_bytes);
 	err = err ?: wbuf__u32(&b, info->ncpus);
 	err = err ?: wbuf__str(&b, info->agent_version);
@@ -378,6 +427,7 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 	w->cap = REC_FRAME_RAW_TARGET + 65536;
 	w->cur.buf = malloc(w->cap);
 	w->codec = info->codec;
+	w->shift = info->clock_shift_ns;
 	if (w->codec == RECORDING_LZ4) {
 		LZ4F_preferences_t p = lz4_prefs(0);
 
@@ -746,6 +796,10 @@ int recording_writer__append(struct recording_writer *w, const struct cp_hdr *re
 	}
 	b = &w->cur;
 	memcpy(b->buf + b->len, rec, rec->size);
+	if (w->shift) {
+		shift_record((struct cp_hdr *)(b->buf + b->len), w->shift);
+		rec = (const struct cp_hdr *)(b->buf + b->len);
+	}
 	b->len += rec->size;
 	if (!b->count || rec->ts < b->min_ts)
 		b->min_ts = rec->ts;
@@ -789,7 +843,8 @@ int recording_writer__close_counted(struct recording_writer *w,
 	/* Counts of what is in the file come from the writer, which saw every
 	 * record; the end time and the losses (drops may not all have become
 	 * loss records) from the caller when it has them. */
-	rec_put64(t + RT_END_NS, totals && totals->end_ns ? totals->end_ns : w->max_ts);
+	rec_put64(t + RT_END_NS,
+		  totals && totals->end_ns ? shifted(totals->end_ns, w->shift) : w->max_ts);
 	rec_put64(t + RT_EVENTS, w->events);
 	rec_put64(t + RT_METADATA, w->metadata);
 	rec_put64(t + RT_LOST, totals && totals->lost > w->lost ? totals->lost : w->lost);

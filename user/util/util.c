@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* util.h's growing arrays, string hash and interning. */
+/* util.h's growing arrays, string hash, interning and durations. */
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,4 +157,42 @@ const char *intern__get(struct intern *in, const char *s)
 	in->slots[j] = p;
 	in->n++;
 	return p;
+}
+
+static const struct {
+	const char *unit;
+	double ns;
+} units[] = {
+    {"ns", 1},	{"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6},
+    {"s", 1e9}, {"m", 60e9}, {"min", 60e9},	 {"h", 3600e9},
+};
+
+int parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s || isspace((unsigned char)*s) || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (!*end) {
+		/* a bare number is only unambiguous when it is zero */
+		if (v != 0)
+			return -EINVAL;
+		*ns = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		v *= units[i].ns;
+		if (v >= 1.8e19)
+			return -EINVAL;
+		*ns = (uint64_t)llround(v);
+		return 0;
+	}
+	return -EINVAL;
 }

@@ -80,4 +80,8 @@ static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t mor
 	return 0;
 }
 
+/* "20ms", "1.5s", "250us" (ns, us, µs, ms, s, m, min, h; a bare number
+ * only when 0) → *ns; -EINVAL otherwise. */
+int parse_duration(const char *s, uint64_t *ns);
+
 #endif /* CRITPATH_UTIL_H */
