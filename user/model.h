@@ -57,6 +57,7 @@ struct cp_segment {
 	const char *cpu_model;
 	const char *sku;
 	const char *peer;	/* network blind spot: "10.0.0.7:5432" */
+	const char *host;	/* the host the segment's thread ran on (kernel input) */
 	const struct cp_culprit *culprits;
 	uint32_t nculprits;
 	/* span level (NULL when not applicable) */
@@ -107,6 +108,19 @@ struct cp_request {
 	bool downstream;
 };
 
+/* A host of kernel input: its name and where its clock was put on the
+ * report's time base (DESIGN.md "Several hosts") */
+struct cp_host {
+	const char *name;
+	/* how far its clock was ahead of the reference host's (the first
+	 * input's) after the recorded realtime offsets aligned them */
+	int64_t clock_offset_ns;
+	uint64_t uncertainty_ns;
+	uint64_t matched_messages;
+	/* "reference", "messages", "one-way", "realtime" (no message) */
+	const char *clock;
+};
+
 /* Where a producer (the kernel walk, the span input) hands what it finds,
  * so neither knows who consumes it (the engine, a test, an exporter). */
 struct cp_sink {
@@ -118,6 +132,9 @@ struct cp_sink {
 	/* optional: the sink's lasting copy of s (NULL: no memory). With it
 	 * the requests' strings are the sink's (cp_request.interned). */
 	const char *(*intern)(void *ctx, const char *s);
+	/* optional: a host of the input, once it is placed (before its
+	 * requests); h valid during the call */
+	void (*host)(void *ctx, const struct cp_host *h);
 };
 
 #endif /* CRITPATH_MODEL_H */

@@ -259,7 +259,7 @@ static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
 	round_trip_loop(b, srv_src, spid, false, false, false);
 }
 
-static void check_round_trip(const struct kb *b, int32_t stid)
+static void check_round_trip(const struct kb *b, int32_t stid, bool two_hosts)
 {
 	const struct want w[] = {
 	    {10, 15, CP_CAT_CPU, 200, false},	    {15, 35, CP_CAT_NETWORK, -1, false},
@@ -279,8 +279,9 @@ static void check_round_trip(const struct kb *b, int32_t stid)
 	assert_string_equal(cq->name, "GET /c");
 	assert_string_equal(sq->name, "get");
 	check_path(cq, w, 7);
-	/* the downstream's time carries its service and the call as a frame */
-	assert_string_equal(cq->segs[3].frame3, "srv:80 get");
+	/* the downstream's time carries its service and the call as a frame,
+	 * and with several hosts, its host */
+	assert_string_equal(cq->segs[3].frame3, two_hosts ? "srv:80@host-2 get" : "srv:80 get");
 	assert_string_equal(cq->segs[1].peer, "10.0.0.1:80");
 	check_path(sq, ws, 2);
 }
@@ -291,7 +292,7 @@ static void test_network_round_trip(void **state)
 
 	round_trip(&b, 0, 100);
 	assert_int_equal(kb_run(&b), 0);
-	check_round_trip(&b, 100);
+	check_round_trip(&b, 100, false);
 }
 
 /* A DNS query for LABEL.com, type A: its bytes. */
@@ -497,7 +498,7 @@ static void test_network_round_trip_v4_mapped(void **state)
 		}
 	}
 	assert_int_equal(kb_run(&b), 0);
-	check_round_trip(&b, 100);
+	check_round_trip(&b, 100, false);
 }
 
 /*
@@ -808,7 +809,7 @@ static void test_network_round_trip_two_hosts(void **state)
 
 	round_trip(&b, 1, 200);
 	assert_int_equal(kb_run(&b), 0);
-	check_round_trip(&b, 200);
+	check_round_trip(&b, 200, true);
 }
 
 /* SCENARIOS.md, CPT figure 2c: A1 (serving an upstream request from 0)

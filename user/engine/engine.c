@@ -102,6 +102,7 @@ void engine__free(struct engine *e)
 	for (uint32_t i = 0; i < e->nwarnings; i++)
 		free(e->warnings[i]);
 	free(e->warnings);
+	free(e->hosts);
 	intern__free(e->in);
 	free(e);
 }
@@ -132,9 +133,34 @@ static const char *sink_intern(void *ctx, const char *s)
 	return engine__intern(ctx, s);
 }
 
+/* a host again (several recordings of it) replaces what was said of it */
+static void sink_host(void *ctx, const struct cp_host *h)
+{
+	struct engine *e = ctx;
+	struct cp_host c = *h;
+	uint32_t i;
+
+	c.name = engine__intern(e, h->name);
+	c.clock = engine__intern(e, h->clock);
+	if ((h->name && !c.name) || (h->clock && !c.clock))
+		return;
+	for (i = 0; i < e->nhosts && e->hosts[i].name != c.name; i++)
+		;
+	if (i == e->nhosts && grow_array((void **)&e->hosts, &e->caphosts, e->nhosts + 1,
+					 sizeof(*e->hosts), 4))
+		return;
+	e->hosts[i] = c;
+	if (i == e->nhosts)
+		e->nhosts++;
+}
+
 struct cp_sink engine__sink(struct engine *e)
 {
-	return (struct cp_sink){sink_request, sink_warn, e, sink_intern};
+	return (struct cp_sink){.request = sink_request,
+				.warn = sink_warn,
+				.ctx = e,
+				.intern = sink_intern,
+				.host = sink_host};
 }
 
 void engine__warn(struct engine *e, const char *fmt, ...)

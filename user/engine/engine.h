@@ -201,6 +201,10 @@ struct engine_result {
 	uint32_t nskus;
 	const struct engine_sku_step *sku_steps;
 	uint32_t nsku_steps;
+	/* the hosts of kernel input, the reference first; outputs show their
+	 * clocks when nhosts >= 2 */
+	const struct cp_host *hosts;
+	uint32_t nhosts;
 };
 
 /* Finishes aggregation; valid until engine__free. */

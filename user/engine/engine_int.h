@@ -213,6 +213,8 @@ struct engine {
 
 	char **warnings;
 	uint32_t nwarnings, capwarnings;
+	struct cp_host *hosts; /* what the sink was told of them */
+	uint32_t nhosts, caphosts;
 	uint64_t warnings_dropped;
 	char *dropped_note;
 

@@ -288,6 +288,8 @@ const struct engine_result *engine__result(struct engine *e)
 	r->nkept = e->nkept;
 	r->warnings = e->res_warnings;
 	r->nwarnings = nw;
+	r->hosts = e->hosts;
+	r->nhosts = e->nhosts;
 	(void)engine__sku_result(e); /* on ENOMEM, no comparison by SKU */
 	return r;
 }

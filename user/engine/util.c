@@ -280,6 +280,7 @@ struct cp_request *request__copy(const struct cp_request *req, struct intern *in
 		s->cpu_model = icache__get(&ic, g->cpu_model);
 		s->sku = icache__get(&ic, g->sku);
 		s->peer = icache__get(&ic, g->peer);
+		s->host = icache__get(&ic, g->host);
 		s->service = icache__get(&ic, g->service);
 		s->operation = icache__get(&ic, g->operation);
 	}

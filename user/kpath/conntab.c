@@ -16,6 +16,9 @@
 
 #include "kpath_internal.h"
 
+/* bytes a stream moves between two looks at its ends (seq_agree) */
+#define KP_SEQ_NEAR (1u << 24)
+
 
 bool kp__addr_eq(const struct kp_addr *x, const struct kp_addr *y)
 {
@@ -121,6 +124,8 @@ static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, 
 	if (i == kp->ncn)
 		kp->ncn++;
 	*conn_hint(kp, a) = i;
+	if (kp->multi_host && a->proto != IPPROTO_UDP && a->family != AF_UNIX)
+		kp_map__put(&kp->repmap, rep_key(host, a), i); /* a hint: no loss if not */
 	return i;
 }
 
@@ -413,6 +418,65 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	return i;
 }
 
+/* Whether a and b can be the two ends of one TCP stream: where both have
+ * bytes in one direction, the sender's last write and the receiver's last
+ * arrival are near in sequence space (ISNs are random: two streams' are
+ * 2^31 apart on average). Nothing known against it: they can. */
+static bool seq_near(uint32_t x, uint32_t y)
+{
+	return (uint32_t)(x - y + KP_SEQ_NEAR) < 2 * KP_SEQ_NEAR;
+}
+
+static bool seq_agree(const struct kp_conn *a, const struct kp_conn *b)
+{
+	for (int dir = 0; dir < 2; dir++) {
+		const struct kp_conn *w = dir ? b : a, *r = dir ? a : b;
+
+		if (w->nwr && r->ndr && w->wr[w->nwr - 1].seq &&
+		    !seq_near(w->wr[w->nwr - 1].seq, r->dr[r->ndr - 1].rcv_nxt))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Behind destination NAT (a Kubernetes Service, an nft/iptables DNAT) a
+ * client sees a virtual address the server does not have: its mirror is
+ * found on no host. The server still sees the client's address and port;
+ * on another host, a traced conn whose remote end is this one's local end
+ * is the other end when its bytes are this one's (the sequence numbers of
+ * one write of each side agree with what the other read).
+ */
+static uint32_t nat_peer(struct kp *kp, uint32_t conn)
+{
+	struct kp_conn *c = &kp->cn[conn];
+	struct kp_addr me;
+
+	memset(&me, 0, sizeof(me));
+	me.family = c->a.family;
+	me.rport = c->a.lport;
+	memcpy(me.raddr, c->a.laddr, CP_ADDR_LEN);
+	for (uint32_t k = 0; k < kp->nsrc; k++) {
+		uint32_t host = kp->src[k].host, i;
+		struct kp_conn *s;
+
+		if (host == c->host)
+			continue;
+		i = kp_map__get(&kp->repmap, rep_key(host, &me));
+		if (i == KP_NONE || i == conn)
+			continue;
+		s = &kp->cn[i];
+		if (s->host != host || s->a.family != me.family || s->a.rport != me.rport ||
+		    memcmp(s->a.raddr, me.raddr, CP_ADDR_LEN) || s->proc == KP_NONE ||
+		    !seq_agree(c, s))
+			continue;
+		c->peer = i;
+		s->peer = conn;
+		return i;
+	}
+	return KP_NONE;
+}
+
 uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
@@ -451,6 +515,8 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 			return i;
 		}
 	}
+	if (kp->multi_host && r.proto != IPPROTO_UDP && r.family != AF_UNIX)
+		return nat_peer(kp, conn);
 	return KP_NONE;
 }
 

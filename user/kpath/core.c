@@ -239,6 +239,7 @@ void kp__free(struct kp *kp)
 	kp_map__free(&kp->thmap);
 	kp_map__free(&kp->prmap);
 	kp_map__free(&kp->cnmap);
+	kp_map__free(&kp->repmap);
 	kp_map__free(&kp->fdmap);
 	kp_map__free(&kp->tlsmap);
 	memset(kp, 0, sizeof(*kp));
@@ -262,6 +263,8 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 	}
 	if (kp__grow((void **)&kp->src, &cap, kp->nsrc + 1, sizeof(*kp->src)))
 		return -ENOMEM;
+	if (host)
+		kp->multi_host = true;
 	s = &kp->src[kp->nsrc];
 	memset(s, 0, sizeof(*s));
 	snprintf(s->key, sizeof(s->key), "%s", host_key ? host_key : "");
@@ -275,6 +278,22 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 }
 
 
+
+const char *kp__host_name(const struct kp *kp, uint32_t host)
+{
+	for (uint32_t i = 0; i < kp->nsrc; i++)
+		if (kp->src[i].host == host)
+			return kp->src[i].host_name;
+	return NULL;
+}
+
+uint64_t kp__host_uncertainty(const struct kp *kp, uint32_t host)
+{
+	for (uint32_t i = 0; i < kp->nsrc; i++)
+		if (kp->src[i].host == host)
+			return kp->src[i].clock_unc;
+	return 0;
+}
 
 static int kp_prune(struct kp *kp)
 {

@@ -450,7 +450,11 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 		s->pid = t->pid;
 		s->tid = t->tid;
 		s->comm = kp__thread_comm(kp, w->thread);
+		/* a step on another host: its CPU models and name */
+		if (src && t->host != src->host)
+			src = host_source(kp, t->host, w->start);
 	}
+	s->host = src ? src->host_name : NULL;
 	if (w->cpu >= 0) {
 		s->cpu = w->cpu;
 		if (src && src->cpu_model && (uint32_t)w->cpu < src->ncpus)

@@ -15,9 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clocks.h"
 #include "kpath.h"
 #include "kpath_internal.h"
 #include "recording.h"
+
+/* The first pass that places hosts' clocks stops after this many records,
+ * or once every pair of hosts that talks has this many messages each way */
+#define KP_CLOCK_RECORDS (8u << 20)
+#define KP_CLOCK_ENOUGH 2000
 
 /* What the recorder keeps of an HTTP/2 transfer (bpf/sock.bpf.c cp_h2_walk),
  * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
@@ -29,8 +35,9 @@
 struct kpath {
 	struct kp kp;
 	struct cp_sink sink;
-	char *first_name, *first_boot;
+	char *first_name;
 	int64_t first_realtime;
+	uint32_t nhosts;
 	uint32_t payload_bytes;
 	int nsources;
 	const char ***models; /* per source, by CPU: interned model names */
@@ -72,22 +79,34 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 		      bool lossless)
 {
 	const char **models, ***all, *host, *sku;
+	char key[sizeof(k->kp.src[0].key)];
 	int64_t delta = 0;
 	int src;
 
+	/* one kernel's network namespaces or containers are hosts of their
+	 * own when their recordings name them so (record --host) */
+	snprintf(key, sizeof(key), "%s/%s", info->boot_id ? info->boot_id : "",
+		 info->host ? info->host : "");
 	if (!k->nsources) {
 		k->first_name = strdup(name ? name : "?");
-		k->first_boot = info->boot_id ? strdup(info->boot_id) : NULL;
-		if (!k->first_name || (info->boot_id && !k->first_boot))
+		if (!k->first_name)
 			return -ENOMEM;
 		k->first_realtime = info->realtime_offset_ns;
 		k->kp.realtime_offset_ns = info->realtime_offset_ns;
 		k->payload_bytes = info->payload_bytes;
 		k->kp.no_loss_wait = lossless;
 	} else {
+		bool known = false;
+
 		k->kp.no_loss_wait &= lossless;
-		/* another host's monotonic clock: align on the real-time clock */
-		if (!k->first_boot || !info->boot_id || strcmp(k->first_boot, info->boot_id))
+		/* a host seen before keeps its alignment; another host's
+		 * monotonic clock is aligned on the real-time clock */
+		for (uint32_t i = 0; i < k->kp.nsrc && !known; i++)
+			if (!strcmp(k->kp.src[i].key, key)) {
+				delta = k->kp.src[i].delta;
+				known = true;
+			}
+		if (!known)
 			delta = info->realtime_offset_ns - k->first_realtime;
 	}
 	all = realloc(k->models, (size_t)(k->nsources + 1) * sizeof(*all));
@@ -111,8 +130,9 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 	sku = keep(k, info->sku);
 	if ((info->host && !host) || (info->sku && !sku))
 		return -ENOMEM;
-	src = kp__add_source(&k->kp, info->boot_id && info->boot_id[0] ? info->boot_id : info->host,
-			     delta, host, sku, info->ncpus, models);
+	src = kp__add_source(&k->kp, key, delta, host, sku, info->ncpus, models);
+	if (src >= 0 && k->kp.src[src].host + 1 > k->nhosts)
+		k->nhosts = k->kp.src[src].host + 1;
 	return src;
 }
 
@@ -135,7 +155,6 @@ void kpath__free(struct kpath *k)
 		free(k->models[i]);
 	free(k->models);
 	free(k->first_name);
-	free(k->first_boot);
 	free(k);
 }
 
@@ -249,6 +268,14 @@ int kpath__flush(struct kpath *k)
 		    "got the rest later than the path's end",
 		    (unsigned long long)(k->kp.unsent_reqs - k->kp.nagle_reqs),
 		    (unsigned long long)k->kp.requests_out);
+	if (k->kp.skew_clipped)
+		say(k,
+		    "%llu steps of critical paths went into another host's write that began "
+		    "after its bytes arrived (by up to %.3f ms): the hosts' clocks differ "
+		    "by more than their estimate; each such step is clipped to the wait it "
+		    "ended",
+		    (unsigned long long)k->kp.skew_clipped,
+		    (double)k->kp.skew_clipped_max / 1e6);
 	if (k->kp.requests_partial)
 		say(k, "%llu of %llu requests overlap a loss window and are partial",
 		    (unsigned long long)k->kp.requests_partial,
@@ -277,6 +304,153 @@ static void input_next(struct input *in, const struct cp_sink *sink)
 	/* the reader's line names the file already */
 	if (recording_reader__stopped(in->r) && sink->warn)
 		sink->warn(sink->ctx, recording_reader__stopped(in->r));
+}
+
+/* The merge's next input: the one whose record comes first on the common
+ * time base; metadata may carry no time (0): it goes first, never wrapped
+ * around by another host's negative offset */
+static struct input *input_first(struct input *ins, int n)
+{
+	struct input *best = NULL;
+	uint64_t best_ts = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t ts;
+
+		if (!ins[i].r || !ins[i].cur)
+			continue;
+		ts = ins[i].cur->ts;
+		if (ts && ins[i].delta)
+			ts = ins[i].delta < 0 && ts < (uint64_t)-ins[i].delta
+				 ? 0
+				 : ts + (uint64_t)ins[i].delta;
+		if (!best || ts < best_ts) {
+			best = &ins[i];
+			best_ts = ts;
+		}
+	}
+	return best;
+}
+
+static const char *const clock_basis[] = {
+    [KP_CLOCK_REFERENCE] = "reference",
+    [KP_CLOCK_MESSAGES] = "messages",
+    [KP_CLOCK_ONE_WAY] = "one-way",
+    [KP_CLOCK_REALTIME] = "realtime",
+};
+
+/* What the report says of each host's clock, and the warnings of those
+ * placed by less than messages both ways */
+static void say_hosts(struct kpath *k, const struct kp_clock_est *est, uint32_t nest)
+{
+	uint32_t ref = k->kp.src[0].host;
+
+	for (uint32_t h = 0; h < k->nhosts; h++) {
+		struct cp_host ch = {.name = kp__host_name(&k->kp, h),
+				     .clock = clock_basis[KP_CLOCK_REALTIME]};
+
+		if (!ch.name)
+			ch.name = "?";
+
+		if (h < nest) {
+			ch.clock_offset_ns = est[h].offset_ns;
+			ch.uncertainty_ns = est[h].uncertainty_ns;
+			ch.matched_messages = est[h].messages;
+			ch.clock = clock_basis[est[h].basis];
+		} else if (h == ref) {
+			ch.clock = clock_basis[KP_CLOCK_REFERENCE];
+		}
+		if (k->sink.host)
+			k->sink.host(k->sink.ctx, &ch);
+		if (h == ref || k->nhosts < 2)
+			continue;
+		if (h >= nest || est[h].basis == KP_CLOCK_REALTIME)
+			say(k,
+			    "host %s: no message between its traced processes and another "
+			    "recorded host's was matched: its clock is placed by the realtime "
+			    "offset its recording states, which is only as good as NTP",
+			    ch.name);
+		else if (est[h].basis == KP_CLOCK_ONE_WAY)
+			say(k,
+			    "host %s: bytes to or from it went one way only: its clock is moved "
+			    "just enough for them to arrive after they were sent (%+.3f ms), its "
+			    "uncertainty not known",
+			    ch.name, (double)est[h].offset_ns / 1e6);
+		if (h < nest && est[h].conflict_ns)
+			say(k,
+			    "host %s: the messages that place its clock contradict each other by "
+			    "%.3f ms (a clock that drifted during the recording, or a TCP stream "
+			    "matched wrongly): its offset is the middle of them",
+			    ch.name, (double)est[h].conflict_ns / 1e6);
+	}
+}
+
+/*
+ * Puts every host on the first input's time base: the realtime offsets
+ * did (kpath__add_source), the messages between hosts refine it
+ * (clocks.h). A first pass reads the inputs' socket records, in file order,
+ * until every pair of hosts that talks has KP_CLOCK_ENOUGH messages each
+ * way, or KP_CLOCK_RECORDS records; each source's delta then moves by its
+ * host's offset. The estimate holds for the recording's start: clocks that
+ * drift apart during it leave their drift to the walk's clipping.
+ */
+static int place_hosts(struct kpath *k, struct input *ins, int n)
+{
+	struct kp_clock_est est[KP_CLOCK_HOSTS];
+	struct input *pass;
+	struct kp_clocks *cl;
+	uint64_t records = 0;
+	uint32_t nest = k->nhosts < KP_CLOCK_HOSTS ? k->nhosts : KP_CLOCK_HOSTS;
+	int err = 0;
+
+	if (k->nhosts < 2) {
+		say_hosts(k, NULL, 0);
+		return 0;
+	}
+	cl = kp_clocks__new(k->nhosts);
+	pass = calloc((size_t)n, sizeof(*pass));
+	if (!cl || !pass) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!ins[i].r)
+			continue;
+		pass[i] = ins[i];
+		/* the file was read once: a failure now leaves this host to
+		 * its realtime offset (the main pass says what is wrong) */
+		if (recording_reader__open(&pass[i].r, ins[i].path, RECORDING_FILE_ORDER)) {
+			pass[i].r = NULL;
+			continue;
+		}
+		if (recording_reader__next(pass[i].r, &pass[i].cur) != 1)
+			pass[i].cur = NULL;
+	}
+	for (struct input *in; (in = input_first(pass, n));) {
+		kp_clocks__add(cl, k->kp.src[in->src].host, in->cur, in->delta);
+		if (recording_reader__next(in->r, &in->cur) != 1)
+			in->cur = NULL;
+		if (!(++records & 0xffff) &&
+		    (records >= KP_CLOCK_RECORDS || kp_clocks__enough(cl, KP_CLOCK_ENOUGH)))
+			break;
+	}
+	kp_clocks__solve(cl, k->kp.src[0].host, est);
+	for (uint32_t s = 0; s < k->kp.nsrc; s++)
+		if (k->kp.src[s].host < nest) {
+			k->kp.src[s].delta -= est[k->kp.src[s].host].offset_ns;
+			k->kp.src[s].clock_unc = est[k->kp.src[s].host].uncertainty_ns;
+		}
+	for (int i = 0; i < n; i++)
+		if (ins[i].r)
+			ins[i].delta = k->kp.src[ins[i].src].delta;
+	say_hosts(k, est, nest);
+out:
+	for (int i = 0; pass && i < n; i++)
+		if (pass[i].r)
+			recording_reader__close(pass[i].r);
+	free(pass);
+	kp_clocks__free(cl);
+	return err;
 }
 
 int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *sink,
@@ -324,30 +498,14 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 	}
 	if (!opened)
 		goto cleanup;
-	err = 0;
+	err = place_hosts(k, ins, npaths);
+	if (err)
+		goto cleanup;
 	if (opened < npaths) /* a file not read may have lost events */
 		k->kp.no_loss_wait = false;
 	for (;;) {
-		struct input *best = NULL;
-		uint64_t best_ts = 0;
+		struct input *best = input_first(ins, npaths);
 
-		for (int i = 0; i < npaths; i++) {
-			uint64_t ts;
-
-			if (!ins[i].r || !ins[i].cur)
-				continue;
-			/* metadata may carry no time (0): it goes first, never
-			 * wrapped around by another host's negative offset */
-			ts = ins[i].cur->ts;
-			if (ts && ins[i].delta)
-				ts = ins[i].delta < 0 && ts < (uint64_t)-ins[i].delta
-					 ? 0
-					 : ts + (uint64_t)ins[i].delta;
-			if (!best || ts < best_ts) {
-				best = &ins[i];
-				best_ts = ts;
-			}
-		}
 		if (!best)
 			break;
 		err = kpath__add(k, best->src, best->cur);

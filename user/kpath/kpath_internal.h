@@ -390,14 +390,15 @@ struct kp_conn {
 };
 
 struct kp_source {
-	char key[64];  /* boot id (or host name): same key, same host */
-	uint32_t host; /* hosts are told apart by boot id */
+	char key[128]; /* boot id and host name: same key, same host */
+	uint32_t host; /* hosts are told apart by their keys */
 	int64_t delta; /* added to this source's times (aligns hosts) */
 	const char *host_name;
 	const char *sku;
 	uint32_t ncpus;
 	const char *const *cpu_model; /* by cpu number, may be NULL */
 	uint64_t first_ts; /* its first event (aligned), 0: none yet */
+	uint64_t clock_unc; /* the uncertainty of delta (kpath.c place_hosts) */
 };
 
 struct kp_loss {
@@ -495,6 +496,13 @@ struct kp {
 	struct kp_conn *cn;
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
+	/* several hosts: (host, remote end) → the last TCP conn with it, for
+	 * a peer seen through destination NAT (kp__conn_peer) */
+	struct kp_map repmap;
+	bool multi_host;
+	/* steps into another host's write that began after its bytes arrived
+	 * (clocks not reconciled that far): clipped, and the most by how much */
+	uint64_t skew_clipped, skew_clipped_max;
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
 	/* host, pid, TLS library connection (cp_tls_id) → conn index, on
 	 * memory buffers: kp_conn.tls_key says whether it still holds */
@@ -661,6 +669,14 @@ const char *kp__intern(struct kp *kp, const char *s);
 void kp__free(struct kp *kp);
 /* A source (one recording); returns its index. host_key tells hosts apart
  * (recordings of one host share tids and sockets): same key, same host. */
+/* The name of host (its first source's), or NULL */
+const char *kp__host_name(const struct kp *kp, uint32_t host);
+/* How well host's clock is placed (kp_source.clock_unc) */
+uint64_t kp__host_uncertainty(const struct kp *kp, uint32_t host);
+/* A write's recorded start can follow its bytes' arrival by its own time
+ * in the socket layer (without --all-syscalls the start is taken there;
+ * a veth delivers inside the call): not a clock difference up to this */
+#define KP_SEND_SLACK_NS 200000ull
 int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const char *host_name,
 		   const char *sku, uint32_t ncpus, const char *const *cpu_model);
 int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec);
@@ -779,6 +795,19 @@ static inline uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 		h ^= h >> 32;
 	}
 	return h;
+}
+
+/* A TCP connection's key in repmap: host and its remote end (a client's
+ * address and port, as the server sees it) */
+static inline uint64_t rep_key(uint32_t host, const struct kp_addr *a)
+{
+	uint64_t w[2], h = 0xc2b2ae3d27d4eb4full ^ host ^ (uint64_t)a->family << 32 ^
+			   (uint64_t)a->rport << 48;
+
+	memcpy(w, a->raddr, CP_ADDR_LEN);
+	h = (h ^ w[0]) * 0xff51afd7ed558ccdull;
+	h = (h ^ w[1]) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ h >> 29;
 }
 
 /* A descriptor's key in fdmap. */

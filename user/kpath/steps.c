@@ -69,6 +69,14 @@ const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
 	    (comm[0] ? !memcmp(p->svc_comm, comm, CP_COMM_LEN) : !p->svc_comm[0]))
 		return p->isvc;
 	kp__proc_service(kp, proc, port == KP_PORT_UNIX ? KP_PORT_UNIX : 0, p->svc, sizeof(p->svc));
+	if (kp->multi_host) {
+		/* several hosts: a step's frame names the host it ran on */
+		const char *host = kp__host_name(kp, p->host);
+		size_t n = strlen(p->svc);
+
+		if (host)
+			snprintf(p->svc + n, sizeof(p->svc) - n, "@%s", host);
+	}
 	p->isvc = kp__intern(kp, p->svc);
 	memset(p->svc_comm, 0, sizeof(p->svc_comm));
 	if (comm[0])

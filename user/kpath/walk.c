@@ -543,6 +543,17 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 	/* the peer may write after t (its reply came while the thread ran):
 	 * its thread is on the path from t back */
 	t2 = src->exit < *t ? src->exit : *t;
+	/* bytes from another host that arrived before their write began, by
+	 * more than the write's own time and the clocks' uncertainty: clocks
+	 * still apart; clipped, and counted */
+	if (src->enter > *t + KP_SEND_SLACK_NS && src->thread != KP_NONE &&
+	    kp->th[src->thread].host != kp->cn[v].host &&
+	    src->enter - *t > KP_SEND_SLACK_NS + kp__host_uncertainty(kp, kp->cn[v].host) +
+				  kp__host_uncertainty(kp, kp->th[src->thread].host)) {
+		kp->skew_clipped++;
+		if (src->enter - *t > kp->skew_clipped_max)
+			kp->skew_clipped_max = src->enter - *t;
+	}
 	pc = kp__conn_peer(kp, v);
 	/* into a downstream service's reply: what its threads do for that
 	 * call is ours */

@@ -198,6 +198,7 @@ static void html__segment(struct jw *w, const struct cp_request *q, const struct
 	}
 	jw__opt_int(w, "cpu", s->cpu);
 	jw__opt_str(w, "peer", s->peer);
+	jw__opt_str(w, "host", s->host);
 	jw__opt_str(w, "span_id", s->span_id);
 	jw__opt_str(w, "service", s->service);
 	jw__opt_str(w, "operation", s->operation);

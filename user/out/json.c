@@ -294,6 +294,29 @@ static void gen_sku_stat(yajl_gen g, const struct engine_sku_stat *st)
 }
 
 /* CPU time by SKU, when the input ran on two SKUs or more (engine.h). */
+/* hosts: [{host, clock_offset_ns, uncertainty_ns, matched_messages,
+ * clock}] of kernel input (DESIGN.md "Several hosts") */
+static void gen_hosts(yajl_gen g, const struct engine_result *r)
+{
+	if (!r->nhosts)
+		return;
+	gen_key(g, "hosts");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->nhosts; i++) {
+		const struct cp_host *h = &r->hosts[i];
+
+		yajl_gen_map_open(g);
+		gen_kstr(g, "host", h->name);
+		gen_key(g, "clock_offset_ns");
+		yajl_gen_integer(g, h->clock_offset_ns);
+		gen_ku64(g, "uncertainty_ns", h->uncertainty_ns);
+		gen_ku64(g, "matched_messages", h->matched_messages);
+		gen_kstr(g, "clock", h->clock);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
 static void gen_skus(yajl_gen g, const struct engine_result *r)
 {
 	if (r->nskus < 2)
@@ -394,6 +417,7 @@ int out_json__end(struct out_json_stream *s, const struct engine_result *r)
 	gen_span_profile(g, r);
 	gen_contention(g, r);
 	gen_skus(g, r);
+	gen_hosts(g, r);
 	gen_key(g, "warnings");
 	yajl_gen_array_open(g);
 	for (uint32_t i = 0; i < r->nwarnings; i++)

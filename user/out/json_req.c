@@ -505,6 +505,8 @@ static char *rq_segment(struct out_json_stream *s, char *o, const struct cp_segm
 		o = rq_kstr_at(s, o, RQ_CK("sku"), g->sku, s->interned);
 	if (g->peer)
 		o = rq_kstr_at(s, o, RQ_CK("peer"), g->peer, false);
+	if (g->host)
+		o = rq_kstr_at(s, o, RQ_CK("host"), g->host, s->interned);
 	if (g->span_id || g->service || g->operation) {
 		s->n = (size_t)(o - s->buf);
 		rq_kstr(s, RQ_K("span_id"), g->span_id);

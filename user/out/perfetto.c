@@ -3,7 +3,8 @@
  * `report --format perfetto`: the kept requests' critical paths as Chrome
  * trace-event JSON, which ui.perfetto.dev and chrome://tracing load.
  *
- * Kernel requests: one process per pid, one thread track per tid, each path
+ * Kernel requests: one process per pid (per host and pid when there are
+ * several hosts: a process group of each host), one thread track per tid, each path
  * segment a complete ("X") event named by its category on the thread it ran
  * or waited on; flow arrows ("s"/"f") join consecutive segments that change
  * thread, so the path can be followed across hand-offs and into downstream
@@ -28,6 +29,10 @@
 #define PF_SPAN_PID_BASE 5000000
 #define PF_LANE_TID_BASE 6000000
 #define PF_NOTHREAD_PID 4999999
+/* The processes of the k-th host (k >= 1) are drawn with pid and tid + k *
+ * this (above every id the ones before use); at most PF_MAX_HOSTS apart */
+#define PF_HOST_STRIDE 10000000
+#define PF_MAX_HOSTS 64
 
 struct pf_item {
 	uint32_t req, seg;
@@ -35,6 +40,8 @@ struct pf_item {
 	uint64_t start, end; /* ns relative to the clock's base */
 	int64_t out_tid;     /* the track it is drawn on */
 	uint32_t lane;
+	uint32_t host;	  /* index into pf.hosts */
+	bool span;
 	const char *name; /* thread (kernel) or service (span) name */
 };
 
@@ -49,7 +56,24 @@ struct pf {
 	uint32_t nservices;
 	uint64_t base_kernel, base_span;
 	int64_t next_lane_tid;
+	const char *hosts[PF_MAX_HOSTS]; /* of kernel segments, in order seen */
+	uint32_t nhosts;
 };
+
+static uint32_t pf__host(struct pf *p, const char *host)
+{
+	uint32_t k;
+
+	if (!host)
+		return 0;
+	for (k = 0; k < p->nhosts; k++)
+		if (p->hosts[k] == host || !strcmp(p->hosts[k], host))
+			return k;
+	if (p->nhosts == PF_MAX_HOSTS)
+		return PF_MAX_HOSTS - 1; /* drawn with the last: named after it */
+	p->hosts[p->nhosts] = host;
+	return p->nhosts++;
+}
 
 static bool pf__is_span(const struct cp_request *q)
 {
@@ -155,6 +179,7 @@ static int pf__collect(struct pf *p)
 			it->seg = j;
 			it->start = s->start_ns - base;
 			it->end = s->end_ns > s->start_ns ? s->end_ns - base : it->start;
+			it->span = span;
 			if (span) {
 				it->name = s->service ? s->service : q->service;
 				it->pid = it->tid = pf__service_pid(p, it->name);
@@ -163,8 +188,9 @@ static int pf__collect(struct pf *p)
 				it->pid = it->tid = PF_NOTHREAD_PID;
 				it->name = s->peer ? "network (untraced peers)" : "no thread";
 			} else {
-				it->pid = s->pid;
-				it->tid = s->tid;
+				it->host = pf__host(p, s->host);
+				it->pid = s->pid + (int64_t)it->host * PF_HOST_STRIDE;
+				it->tid = s->tid + (int64_t)it->host * PF_HOST_STRIDE;
 				it->name = s->comm;
 			}
 		}
@@ -245,6 +271,24 @@ static void pf__meta(struct jw *w, const char *what, int64_t pid, int64_t tid, c
 	jw__map_close(w);
 }
 
+/* A host's processes side by side: ordered by host */
+static void pf__sort_index(struct jw *w, int64_t pid, uint32_t host)
+{
+	jw__map_open(w);
+	jw__key(w, "ph");
+	jw__str(w, "M");
+	jw__key(w, "name");
+	jw__str(w, "process_sort_index");
+	jw__key(w, "pid");
+	jw__int(w, pid);
+	jw__key(w, "args");
+	jw__map_open(w);
+	jw__key(w, "sort_index");
+	jw__int(w, host);
+	jw__map_close(w);
+	jw__map_close(w);
+}
+
 /* process_name once per pid, thread_name once per drawn track. Lanes of a
  * track are created in order, so lane l first shows up after lanes < l. */
 static void pf__write_meta(struct pf *p, struct jw *w)
@@ -265,11 +309,15 @@ static void pf__write_meta(struct pf *p, struct jw *w)
 					pname = p->items[j].name;
 					break;
 				}
-			if (it->pid >= PF_SPAN_PID_BASE)
+			if (it->span)
 				snprintf(name, sizeof(name), "service %s", pname);
+			else if (p->nhosts > 1 && it->pid != PF_NOTHREAD_PID)
+				snprintf(name, sizeof(name), "%s: %s", p->hosts[it->host], pname);
 			else
 				snprintf(name, sizeof(name), "%s", pname);
 			pf__meta(w, "process_name", it->pid, it->pid, name);
+			if (p->nhosts > 1 && !it->span && it->pid != PF_NOTHREAD_PID)
+				pf__sort_index(w, it->pid, it->host);
 		}
 		if (!i || it->pid != p->items[i - 1].pid || it->tid != p->items[i - 1].tid)
 			named = 0;
@@ -317,6 +365,7 @@ static void pf__seg_args(struct jw *w, const struct cp_request *q, const struct 
 	jw__opt_str(w, "cpu_model", s->cpu_model);
 	jw__opt_str(w, "sku", s->sku);
 	jw__opt_str(w, "peer", s->peer);
+	jw__opt_str(w, "host", s->host);
 	jw__opt_str(w, "span_id", s->span_id);
 	jw__opt_str(w, "operation", s->operation);
 	jw__culprits(w, s->culprits, s->nculprits);

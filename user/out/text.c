@@ -271,6 +271,8 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 	}
 	if (g->cpu >= 0)
 		fprintf(f, " cpu%d", g->cpu);
+	if (g->host && (!q->host || strcmp(g->host, q->host)))
+		fprintf(f, " on %s", g->host);
 	/* where in the request: the downstream call or probed functions
 	 * (frames past service and name), which tell apart consecutive
 	 * segments of one thread */
@@ -301,7 +303,8 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
  * thousands; the JSON keeps them all) */
 static bool same_line(const struct cp_segment *a, const struct cp_segment *b)
 {
-	if (a->tid != b->tid || a->pid != b->pid || a->category != b->category ||
+	if (a->tid != b->tid || a->pid != b->pid || a->host != b->host ||
+	    a->category != b->category ||
 	    a->interference != b->interference || a->nframes != b->nframes || a->span_id ||
 	    b->span_id || a->end_ns != b->start_ns || !a->peer != !b->peer ||
 	    (a->peer && strcmp(a->peer, b->peer)))
@@ -351,6 +354,32 @@ static void put_run(FILE *f, const struct cp_request *q, uint32_t k, uint32_t *n
 		if (q->segs[i].cpu != g.cpu)
 			g.cpu = -1; /* it moved between CPUs */
 	put_segment(f, q, &g, j - k);
+}
+
+/* Several hosts: where each one's clock was put (DESIGN.md "Several hosts") */
+static void put_hosts(FILE *f, const struct engine_result *r)
+{
+	if (r->nhosts < 2)
+		return;
+	fprintf(f, "\nHosts (clocks on %s's time base)\n", r->hosts[0].name ? r->hosts[0].name : "?");
+	for (uint32_t i = 0; i < r->nhosts; i++) {
+		const struct cp_host *h = &r->hosts[i];
+		const char *how = h->clock ? h->clock : "";
+
+		fprintf(f, "  %-20s ", h->name ? h->name : "?");
+		if (!strcmp(how, "reference"))
+			fprintf(f, "the time base\n");
+		else if (!strcmp(how, "messages"))
+			fprintf(f, "%+.3f ms ± %.3f ms, from %llu messages\n",
+				(double)h->clock_offset_ns / 1e6, (double)h->uncertainty_ns / 1e6,
+				(unsigned long long)h->matched_messages);
+		else if (!strcmp(how, "one-way"))
+			fprintf(f, "%+.3f ms, from %llu messages one way (uncertainty not known)\n",
+				(double)h->clock_offset_ns / 1e6,
+				(unsigned long long)h->matched_messages);
+		else
+			fprintf(f, "realtime offset only (no message matched)\n");
+	}
 }
 
 static int slowest_first(const void *pa, const void *pb)
@@ -410,6 +439,7 @@ int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o)
 		put_contention(f, r, top);
 		put_skus(f, r, top);
 	}
+	put_hosts(f, r);
 	err = put_requests(f, r, o ? o->requests : 0);
 	if (r->nwarnings) {
 		fprintf(f, "\nWarnings (%u)\n", r->nwarnings);

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+"""Several hosts, one critical path (DESIGN.md "Several hosts"): three
+network namespaces the test makes, joined by veth pairs on a bridge, each a
+host with its own `critpath record --host`:
+
+  front  10.77.0.1  Debian's nginx, a reverse proxy (keep-alive upstream)
+  mid    10.77.0.2  a Python ThreadingHTTPServer: GET /work sleeps 8 ms,
+                    calls the store, sleeps 12 ms, calls the store again
+  store  10.77.0.3  a Python ThreadingHTTPServer: GET /compute burns 6 ms
+                    of CPU (thread time)
+
+Clients in the root namespace send GET /work to nginx on keep-alive
+connections. The three recordings go into one report. Checked in each case:
+every request sent is one of nginx's, tiled exactly; >= 90% have steps on
+all three hosts; the median request has mid's 20 ms of sleep and the
+store's 12 ms of cpu on its path as own work, each on its host.
+
+Cases: as is (the clocks estimated within their uncertainty of 0); the
+store recorded with --clock-skew 3ms (its estimated offset within the
+stated uncertainty of 3 ms, the paths as without skew); nginx calling a
+virtual address that an nft DNAT in front's namespace sends to mid (still
+stitched); the store not recorded (its time a `network` blind spot naming
+10.77.0.3:9000, no step on a store host)."""
+import collections
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kpathlib as K  # noqa: E402
+from tap import CRITPATH, Tap  # noqa: E402
+
+MS = K.MS
+CLIENTS, PER_CLIENT = 3, 30
+MID_SLEEP_MS = (8, 12)
+STORE_CPU_MS = 6
+SKEW_MS = 3
+TAG = f"{os.getpid() % 100000}"
+NS = {h: f"cpt{TAG}{h}" for h in ("front", "mid", "store")}
+ADDR = {"front": "10.77.0.1", "mid": "10.77.0.2", "store": "10.77.0.3"}
+BRIDGE = f"cpbr{TAG}"
+VIP = "10.96.0.10"
+FRONT_PORT, MID_PORT, STORE_PORT = 8080, 8000, 9000
+
+STORE = '''\
+import os, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def do_GET(self):
+        t0 = time.thread_time()
+        x = 0
+        while time.thread_time() - t0 < %(cpu)f:
+            for i in range(2000):
+                x += i * i %% 7
+        body = b"computed %%d\\n" %% x
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+s = ThreadingHTTPServer(("%(addr)s", %(port)d), H)
+s.daemon_threads = True
+print("READY", flush=True)
+s.serve_forever()
+''' % {"cpu": STORE_CPU_MS / 1000, "addr": ADDR["store"], "port": STORE_PORT}
+
+MID = '''\
+import http.client, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+local = threading.local()
+
+def store():
+    c = getattr(local, "c", None)
+    if c is None:
+        c = local.c = http.client.HTTPConnection("%(store)s", %(sport)d, timeout=10)
+    c.request("GET", "/compute")
+    r = c.getresponse()
+    r.read()
+    return r.status
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def do_GET(self):
+        time.sleep(%(s1)f)
+        a = store()
+        time.sleep(%(s2)f)
+        b = store()
+        body = b"work %%d %%d\\n" %% (a, b)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+s = ThreadingHTTPServer(("%(addr)s", %(port)d), H)
+s.daemon_threads = True
+print("READY", flush=True)
+s.serve_forever()
+''' % {"store": ADDR["store"], "sport": STORE_PORT, "s1": MID_SLEEP_MS[0] / 1000,
+       "s2": MID_SLEEP_MS[1] / 1000, "addr": ADDR["mid"], "port": MID_PORT}
+
+NGINX = """daemon off;
+master_process on;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {d};
+  proxy_temp_path {d};
+  upstream mid {{ server {up}; keepalive 8; }}
+  server {{
+    listen {addr}:{port};
+    location / {{ proxy_pass http://mid; proxy_http_version 1.1;
+                 proxy_set_header Connection ""; }}
+  }}
+}}
+"""
+
+
+def sh(*argv):
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.strip()}")
+
+
+def net_down():
+    for ns in NS.values():
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+    for h in NS:
+        subprocess.run(["ip", "link", "del", f"cpv{TAG}{h[0]}"], capture_output=True)
+
+
+def net_up():
+    """Three namespaces on a bridge; the root namespace reaches them all"""
+    net_down()
+    sh("ip", "link", "add", BRIDGE, "type", "bridge")
+    sh("ip", "addr", "add", "10.77.0.254/24", "dev", BRIDGE)
+    sh("ip", "link", "set", BRIDGE, "up")
+    for h, ns in NS.items():
+        veth = f"cpv{TAG}{h[0]}"
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        sh("ip", "link", "set", veth, "master", BRIDGE)
+        sh("ip", "link", "set", veth, "up")
+        sh("ip", "-n", ns, "addr", "add", f"{ADDR[h]}/24", "dev", "eth0")
+        sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", ns, "route", "add", "default", "via", "10.77.0.254")
+
+
+def dnat_up():
+    """front's calls to VIP:80 go to mid (a Service's virtual address)"""
+    rules = (f"table ip cpt{TAG} {{\n chain out {{\n  type nat hook output priority -100;\n"
+             f"  ip daddr {VIP} tcp dport 80 dnat to {ADDR['mid']}:{MID_PORT}\n }}\n}}\n")
+    r = subprocess.run(["ip", "netns", "exec", NS["front"], "nft", "-f", "-"], input=rules,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"nft: {r.stderr.strip()}")
+
+
+def in_ns(host, argv, **kw):
+    return K.spawn(["ip", "netns", "exec", NS[host], *argv], **kw)
+
+
+def wait_ready(p, what, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if "READY" in line:
+            return
+        if p.poll() is not None:
+            raise RuntimeError(f"{what} exited with {p.returncode}")
+    raise RuntimeError(f"{what} not ready after {timeout}s")
+
+
+def wait_http(addr, port, proc, timeout=15):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server at {addr}:{port} exited with {proc.returncode}")
+        try:
+            c = http.client.HTTPConnection(addr, port, timeout=2)
+            c.request("GET", "/work")
+            r = c.getresponse()
+            r.read()
+            if r.status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{addr}:{port} does not answer GET /work after {timeout}s")
+
+
+class Tiers:
+    """store, mid, and nginx in front of mid (upstream: mid's address, or
+    the virtual one)"""
+
+    def __init__(self, d, upstream):
+        with open(os.path.join(d, "store.py"), "w") as f:
+            f.write(STORE)
+        with open(os.path.join(d, "mid.py"), "w") as f:
+            f.write(MID)
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(NGINX.format(d=d, up=upstream, addr=ADDR["front"], port=FRONT_PORT))
+        py = sys.executable
+        self.store = in_ns("store", [py, os.path.join(d, "store.py")],
+                           stdout=subprocess.PIPE, text=True)
+        wait_ready(self.store, "store")
+        self.mid = in_ns("mid", [py, os.path.join(d, "mid.py")], stdout=subprocess.PIPE,
+                         text=True)
+        wait_ready(self.mid, "mid")
+        self.nginx = in_ns("front", ["nginx", "-c", os.path.join(d, "nginx.conf"), "-p", d],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_http(ADDR["front"], FRONT_PORT, self.nginx)
+
+    def stop(self):
+        for p in (self.nginx, self.mid, self.store):
+            K.stop(p)
+
+
+def drive(sent):
+    def client(i):
+        c = http.client.HTTPConnection(ADDR["front"], FRONT_PORT, timeout=20)
+        for _ in range(PER_CLIENT):
+            c.request("GET", "/work")
+            r = c.getresponse()
+            body = r.read()
+            if r.status != 200 or not body.startswith(b"work 200 200"):
+                raise RuntimeError(f"GET /work: {r.status} {body[:80]!r}")
+            sent["n"] += 1
+        c.close()
+    K.in_parallel([lambda i=i: client(i) for i in range(CLIENTS)])
+
+
+def report(paths):
+    argv = [CRITPATH, "report", "--format", "json", *paths]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        return None, f"{' '.join(argv)}: exit {r.returncode}: {r.stderr[-2000:]}"
+    return json.loads(r.stdout), ""
+
+
+def record_case(tap, name, tiers, hosts, skew=None):
+    """Each of hosts recorded by its own recorder while the load runs;
+    returns (report, paths) or (None, paths)."""
+    d = K.workdir(name)
+    pids = {"front": tiers.nginx.pid, "mid": tiers.mid.pid, "store": tiers.store.pid}
+    recs = {}
+    for h in hosts:
+        extra = ["--host", h]
+        if skew and h in skew:
+            extra += ["--clock-skew", skew[h]]
+        recs[h] = K.Recording([pids[h]], 8, os.path.join(d, f"{h}.rec"), extra)
+    for h, rec in recs.items():
+        err = rec.wait_attached()
+        if err:
+            tap.ok(f"{name}: critpath record --host {h} attaches", False, err)
+            for r in recs.values():
+                r.finish()
+            return None, []
+    sent = {"n": 0}
+    try:
+        drive(sent)
+    except RuntimeError as e:
+        tap.ok(f"{name}: the load ran", False, str(e))
+    bad = []
+    for h, rec in recs.items():
+        rc, text = rec.finish()
+        if rc:
+            bad.append(f"{h}: exit {rc}: {text}")
+    paths = [r.path for r in recs.values()]
+    if not tap.ok(f"{name}: {len(hosts)} recorders (--host {', '.join(hosts)}) exit 0",
+                  not bad, "\n".join(bad)):
+        return None, paths
+    rep, err = report(paths)
+    if not tap.ok(f"{name}: critpath report reads the {len(paths)} recordings together",
+                  rep is not None, err):
+        return None, paths
+    rep["_sent"] = sent["n"]
+    return rep, paths
+
+
+def front_requests(tap, name, rep):
+    reqs = [q for q in rep["requests"] if q.get("host") == "front" and
+            str(q.get("service", "")).endswith(f":{FRONT_PORT}")]
+    K.check_tiling(tap, name, rep["requests"])
+    named = [q for q in reqs if q.get("name") == "GET /work"]
+    tap.ok(f"{name}: {len(named)} 'GET /work' requests of nginx on host front found, "
+           f"{rep['_sent']} sent", rep["_sent"] - 1 <= len(named) <= rep["_sent"],
+           f"front's: {collections.Counter(q.get('name') for q in reqs)}; hosts of all: "
+           f"{collections.Counter(q.get('host') for q in rep['requests'])}")
+    return named
+
+
+def on(host, cat):
+    return lambda g: g.get("host") == host and g.get("category") == cat and K.own(g)
+
+
+def check_paths(tap, name, reqs):
+    through = [q for q in reqs
+               if {"front", "mid", "store"} <= {g.get("host") for g in q["critical_path"]}]
+    tap.ok(f"{name}: the paths of {len(through)} of {len(reqs)} requests go through hosts "
+           "front, mid and store", reqs and len(through) >= 0.9 * len(reqs),
+           "\n".join(K.describe(q, 30) + "\n  hosts: " +
+                     str([g.get("host") for g in q["critical_path"]][:30])
+                     for q in [q for q in reqs if q not in through][:2]))
+    sleep = K.median_ns(reqs, on("mid", "sleep"))
+    want = sum(MID_SLEEP_MS)
+    tap.ok(f"{name}: mid's {want} ms of sleep on the path, on host mid (median "
+           f"{K.fmt_ms(sleep)})", K.near(sleep, want, rel=0.25, abs_ms=4),
+           K.describe(reqs[len(reqs) // 2], 40) if reqs else "no requests")
+    cpu = K.median_ns(reqs, on("store", "cpu"))
+    want = 2 * STORE_CPU_MS
+    tap.ok(f"{name}: the store's {want} ms of cpu on the path as own work, on host store "
+           f"(median {K.fmt_ms(cpu)})", K.near(cpu, want, rel=0.35, abs_ms=4),
+           K.describe(reqs[len(reqs) // 2], 40) if reqs else "no requests")
+
+
+def hosts_of(rep):
+    return {h.get("host"): h for h in rep.get("hosts", [])}
+
+
+def check_clock(tap, name, rep, host, want_ms):
+    h = hosts_of(rep).get(host)
+    if not tap.ok(f"{name}: hosts[] places {host}'s clock from messages",
+                  h and h.get("clock") == "messages" and h.get("matched_messages", 0) > 0,
+                  json.dumps(rep.get("hosts"))):
+        return
+    off, unc = h["clock_offset_ns"], h["uncertainty_ns"]
+    # the recorders read the realtime offset each at its start: a few µs apart
+    tap.ok(f"{name}: {host}'s clock estimated {off / MS:+.3f} ms ± {unc / MS:.3f} ms, "
+           f"{want_ms:+g} ms within it", abs(off - want_ms * MS) <= unc + 0.05 * MS
+           and unc < 2 * MS, json.dumps(rep.get("hosts")))
+
+
+def main():
+    t = Tap()
+    if os.geteuid() != 0 or not shutil.which("nginx") or not shutil.which("nft"):
+        t.skip("several hosts", "needs root, nginx and nft")
+        return K.done(t)
+    try:
+        net_up()
+    except RuntimeError as e:
+        t.ok("three network namespaces on a bridge", False, str(e))
+        net_down()
+        return K.done(t)
+    try:
+        cases(t)
+    finally:
+        net_down()
+    K.done(t)
+
+
+def cases(t):
+    d = K.workdir("hosts")
+    try:
+        tiers = Tiers(d, f"{ADDR['mid']}:{MID_PORT}")
+    except RuntimeError as e:
+        t.ok("hosts: store, mid and nginx start in their namespaces", False, str(e))
+        return
+    try:
+        rep, _ = record_case(t, "hosts", tiers, ("front", "mid", "store"))
+        if rep:
+            check_paths(t, "hosts", front_requests(t, "hosts", rep))
+            check_clock(t, "hosts", rep, "mid", 0)
+            check_clock(t, "hosts", rep, "store", 0)
+        rep, _ = record_case(t, "skew", tiers, ("front", "mid", "store"),
+                             skew={"store": f"{SKEW_MS}ms"})
+        if rep:
+            check_paths(t, "skew", front_requests(t, "skew", rep))
+            check_clock(t, "skew", rep, "store", SKEW_MS)
+        rep, _ = record_case(t, "unrecorded", tiers, ("front", "mid"))
+        if rep:
+            reqs = front_requests(t, "unrecorded", rep)
+            blind = [q for q in reqs if any(
+                g.get("category") == "network" and
+                g.get("peer", "").startswith(f"{ADDR['store']}:{STORE_PORT}")
+                for g in q["critical_path"])]
+            t.ok(f"unrecorded: the paths of {len(blind)} of {len(reqs)} requests have a "
+                 f"network blind spot naming {ADDR['store']}:{STORE_PORT}",
+                 reqs and len(blind) >= 0.9 * len(reqs),
+                 "\n".join(K.describe(q, 30) for q in reqs[:1]))
+            on_store = [q for q in reqs if any(g.get("host") == "store"
+                                               for g in q["critical_path"])]
+            t.ok("unrecorded: no step on a host store", not on_store)
+            h = hosts_of(rep)
+            t.ok("unrecorded: hosts[] names front and mid, mid placed by messages",
+                 set(h) == {"front", "mid"} and h["mid"].get("clock") == "messages",
+                 json.dumps(rep.get("hosts")))
+    finally:
+        tiers.stop()
+    try:
+        dnat_up()
+        tiers = Tiers(K.workdir("hosts-dnat"), f"{VIP}:80")
+    except RuntimeError as e:
+        t.ok("dnat: nginx calls mid through a DNAT'ed virtual address", False, str(e))
+        return
+    try:
+        rep, _ = record_case(t, "dnat", tiers, ("front", "mid", "store"))
+        if rep:
+            check_paths(t, "dnat", front_requests(t, "dnat", rep))
+            check_clock(t, "dnat", rep, "mid", 0)
+    finally:
+        tiers.stop()
+
+
+if __name__ == "__main__":
+    main()
