@@ -261,9 +261,9 @@ def report(paths):
     return json.loads(r.stdout), ""
 
 
-def record_case(tap, name, tiers, hosts, skew=None):
-    """Each of hosts recorded by its own recorder while the load runs;
-    returns (report, paths) or (None, paths)."""
+def record_case(tap, name, tiers, hosts, skew=None, seconds=8):
+    """Each of hosts recorded by its own recorder (for seconds) while the
+    load runs; returns (report, paths) or (None, paths)."""
     d = K.workdir(name)
     pids = {"front": tiers.nginx.pid, "mid": tiers.mid.pid, "store": tiers.store.pid}
     recs = {}
@@ -271,7 +271,7 @@ def record_case(tap, name, tiers, hosts, skew=None):
         extra = ["--host", h]
         if skew and h in skew:
             extra += ["--clock-skew", skew[h]]
-        recs[h] = K.Recording([pids[h]], 8, os.path.join(d, f"{h}.rec"), extra)
+        recs[h] = K.Recording([pids[h]], seconds, os.path.join(d, f"{h}.rec"), extra)
     for h, rec in recs.items():
         err = rec.wait_attached()
         if err:

@@ -224,6 +224,8 @@ void kp__free(struct kp *kp)
 	free(kp->freeth);
 	free(kp->freepr);
 	free(kp->src);
+	free(kp->host_src);
+	free(kp->host_nsrc);
 	free(kp->loss);
 	free(kp->lastdr);
 	for (uint32_t i = 0; i < kp->nuq; i++)
@@ -265,6 +267,20 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 		return -ENOMEM;
 	if (host)
 		kp->multi_host = true;
+	if (host >= kp->caphosts) {
+		uint32_t cap = kp->caphosts;
+
+		if (kp__grow((void **)&kp->host_nsrc, &cap, host + 1, sizeof(*kp->host_nsrc)))
+			return -ENOMEM;
+		cap = kp->caphosts;
+		if (kp__grow((void **)&kp->host_src, &cap, host + 1, sizeof(*kp->host_src)))
+			return -ENOMEM;
+		memset(kp->host_nsrc + kp->caphosts, 0,
+		       (cap - kp->caphosts) * sizeof(*kp->host_nsrc));
+		kp->caphosts = cap;
+	}
+	if (!kp->host_nsrc[host]++)
+		kp->host_src[host] = kp->nsrc;
 	s = &kp->src[kp->nsrc];
 	memset(s, 0, sizeof(*s));
 	snprintf(s->key, sizeof(s->key), "%s", host_key ? host_key : "");

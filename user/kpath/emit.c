@@ -26,6 +26,8 @@ static const struct kp_source *host_source(const struct kp *kp, uint32_t host, u
 {
 	const struct kp_source *any = NULL, *begun = NULL;
 
+	if (host < kp->caphosts && kp->host_nsrc[host] == 1)
+		return &kp->src[kp->host_src[host]];
 	for (uint32_t i = 0; i < kp->nsrc; i++) {
 		const struct kp_source *s = &kp->src[i];
 

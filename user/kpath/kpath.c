@@ -23,7 +23,7 @@
 /* The first pass that places hosts' clocks stops after this many records,
  * or once every pair of hosts that talks has this many messages each way */
 #define KP_CLOCK_RECORDS (8u << 20)
-#define KP_CLOCK_ENOUGH 2000
+#define KP_CLOCK_ENOUGH 256
 
 /* What the recorder keeps of an HTTP/2 transfer (bpf/sock.bpf.c cp_h2_walk),
  * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
@@ -292,14 +292,28 @@ struct input {
 	const char *path;
 	struct recording_reader *r;
 	const struct cp_hdr *cur; /* the next record, NULL at the end */
+	uint64_t ts;		  /* its time on the common base (input_at) */
 	int64_t delta;
 	uint32_t src;
 };
 
+/* cur's time on the common base: metadata may carry no time (0), it goes
+ * first, never wrapped around by another host's negative offset */
+static void input_at(struct input *in)
+{
+	uint64_t ts = in->cur->ts;
+
+	if (ts && in->delta)
+		ts = in->delta < 0 && ts < (uint64_t)-in->delta ? 0 : ts + (uint64_t)in->delta;
+	in->ts = ts;
+}
+
 static void input_next(struct input *in, const struct cp_sink *sink)
 {
-	if (recording_reader__next(in->r, &in->cur) == 1)
+	if (recording_reader__next(in->r, &in->cur) == 1) {
+		input_at(in);
 		return;
+	}
 	in->cur = NULL;
 	/* the reader's line names the file already */
 	if (recording_reader__stopped(in->r) && sink->warn)
@@ -307,28 +321,14 @@ static void input_next(struct input *in, const struct cp_sink *sink)
 }
 
 /* The merge's next input: the one whose record comes first on the common
- * time base; metadata may carry no time (0): it goes first, never wrapped
- * around by another host's negative offset */
+ * time base */
 static struct input *input_first(struct input *ins, int n)
 {
 	struct input *best = NULL;
-	uint64_t best_ts = 0;
 
-	for (int i = 0; i < n; i++) {
-		uint64_t ts;
-
-		if (!ins[i].r || !ins[i].cur)
-			continue;
-		ts = ins[i].cur->ts;
-		if (ts && ins[i].delta)
-			ts = ins[i].delta < 0 && ts < (uint64_t)-ins[i].delta
-				 ? 0
-				 : ts + (uint64_t)ins[i].delta;
-		if (!best || ts < best_ts) {
+	for (int i = 0; i < n; i++)
+		if (ins[i].r && ins[i].cur && (!best || ins[i].ts < best->ts))
 			best = &ins[i];
-			best_ts = ts;
-		}
-	}
 	return best;
 }
 
@@ -425,12 +425,16 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 		}
 		if (recording_reader__next(pass[i].r, &pass[i].cur) != 1)
 			pass[i].cur = NULL;
+		else
+			input_at(&pass[i]);
 	}
 	for (struct input *in; (in = input_first(pass, n));) {
 		kp_clocks__add(cl, k->kp.src[in->src].host, in->cur, in->delta);
 		if (recording_reader__next(in->r, &in->cur) != 1)
 			in->cur = NULL;
-		if (!(++records & 0xffff) &&
+		else
+			input_at(in);
+		if (!(++records & 0x3fff) &&
 		    (records >= KP_CLOCK_RECORDS || kp_clocks__enough(cl, KP_CLOCK_ENOUGH)))
 			break;
 	}
@@ -441,8 +445,11 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 			k->kp.src[s].clock_unc = est[k->kp.src[s].host].uncertainty_ns;
 		}
 	for (int i = 0; i < n; i++)
-		if (ins[i].r)
+		if (ins[i].r) {
 			ins[i].delta = k->kp.src[ins[i].src].delta;
+			if (ins[i].cur)
+				input_at(&ins[i]);
+		}
 	say_hosts(k, est, nest);
 out:
 	for (int i = 0; pass && i < n; i++)

@@ -473,6 +473,9 @@ struct kp {
 	void *emit_arg;
 	struct kp_source *src;
 	uint32_t nsrc;
+	/* by host: its first source, and how many it has (host_source) */
+	uint32_t *host_src, *host_nsrc;
+	uint32_t caphosts;
 	const char *queued_frame; /* KP_QUEUED_FRAME, interned */
 
 	struct kp_thread *th;
