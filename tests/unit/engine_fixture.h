@@ -175,6 +175,37 @@ static inline struct engine *fx_engine(bool spans, const struct engine_opts *opt
 /* --- golden files -------------------------------------------------------- */
 
 /* tests/unit/golden/NAME, found from the test binary's location upwards. */
+/* Two hosts (DESIGN.md "Several hosts"): a request of front whose path goes
+ * into the store on host "store", the hosts' clocks told through the sink */
+static inline struct engine *fx_two_hosts(void)
+{
+	static const char *const fr[] = {"nginx:80", "GET /x"};
+	static const char *const frs[] = {"nginx:80", "GET /x", "store:9000@store get"};
+	static struct cp_segment g[3];
+	struct cp_request q = {.id = "1:2:3", .service = "nginx:80", .name = "GET /x",
+			       .host = "front", .start_ns = 1000000, .segs = g, .nsegs = 3};
+	struct engine *e = engine__new(&(struct engine_opts){.keep_slowest = 1});
+	struct cp_sink sink = engine__sink(e);
+	struct cp_host front = {.name = "front", .clock = "reference"};
+	struct cp_host store = {.name = "store", .clock_offset_ns = 3014397,
+				.uncertainty_ns = 60783, .matched_messages = 418,
+				.clock = "messages"};
+
+	sink.host(sink.ctx, &front);
+	sink.host(sink.ctx, &store);
+	for (int i = 0; i < 3; i++)
+		g[i] = (struct cp_segment){.start_ns = 1000000 + i * 1000000ull,
+					   .end_ns = 1000000 + (i + 1) * 1000000ull,
+					   .category = CP_CAT_CPU, .frames = i == 1 ? frs : fr,
+					   .nframes = i == 1 ? 3 : 2, .pid = i == 1 ? 50 : 5,
+					   .tid = i == 1 ? 51 : 5, .cpu = 0,
+					   .comm = i == 1 ? "python3" : "nginx",
+					   .host = i == 1 ? "store" : "front"};
+	q.end_ns = g[2].end_ns;
+	assert_int_equal(engine__add_request(e, &q), 1);
+	return e;
+}
+
 static inline int fx_golden_path(const char *name, char *out, size_t len)
 {
 	char exe[PATH_MAX];

@@ -174,11 +174,15 @@ static void test_forked_child_exits(void **state)
  * an upstream request) and server spid, the server on host srv_src. With
  * loop, the server is an event loop that also reads another caller's
  * request at 42 and replies to it at 44, before replying to ours. */
+/* the address the client calls: the server's, or a virtual one a DNAT on
+ * the client's host sends to it */
+static const char *rt_server = "10.0.0.1";
+
 static void round_trip_loop(struct kb *b, uint32_t srv_src, uint32_t spid, bool loop,
 			    bool sleep, bool db)
 {
 	const struct kb_tuple up = {"10.0.0.2", 8080, "10.0.0.9", 6000};
-	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.1", 80};
+	const struct kb_tuple d = {"10.0.0.2", 40000, rt_server, 80};
 	const struct kb_tuple d2 = {"10.0.0.1", 80, "10.0.0.2", 40000};
 
 	memset(b, 0, sizeof(*b));
@@ -259,7 +263,7 @@ static void round_trip(struct kb *b, uint32_t srv_src, uint32_t spid)
 	round_trip_loop(b, srv_src, spid, false, false, false);
 }
 
-static void check_round_trip(const struct kb *b, int32_t stid, bool two_hosts)
+static void check_round_trip(const struct kb *b, int32_t stid, bool two_hosts, const char *peer)
 {
 	const struct want w[] = {
 	    {10, 15, CP_CAT_CPU, 200, false},	    {15, 35, CP_CAT_NETWORK, -1, false},
@@ -282,7 +286,7 @@ static void check_round_trip(const struct kb *b, int32_t stid, bool two_hosts)
 	/* the downstream's time carries its service and the call as a frame,
 	 * and with several hosts, its host */
 	assert_string_equal(cq->segs[3].frame3, two_hosts ? "srv:80@host-2 get" : "srv:80 get");
-	assert_string_equal(cq->segs[1].peer, "10.0.0.1:80");
+	assert_string_equal(cq->segs[1].peer, peer);
 	check_path(sq, ws, 2);
 }
 
@@ -292,7 +296,7 @@ static void test_network_round_trip(void **state)
 
 	round_trip(&b, 0, 100);
 	assert_int_equal(kb_run(&b), 0);
-	check_round_trip(&b, 100, false);
+	check_round_trip(&b, 100, false, "10.0.0.1:80");
 }
 
 /* A DNS query for LABEL.com, type A: its bytes. */
@@ -498,7 +502,7 @@ static void test_network_round_trip_v4_mapped(void **state)
 		}
 	}
 	assert_int_equal(kb_run(&b), 0);
-	check_round_trip(&b, 100, false);
+	check_round_trip(&b, 100, false, "10.0.0.1:80");
 }
 
 /*
@@ -809,7 +813,21 @@ static void test_network_round_trip_two_hosts(void **state)
 
 	round_trip(&b, 1, 200);
 	assert_int_equal(kb_run(&b), 0);
-	check_round_trip(&b, 200, true);
+	check_round_trip(&b, 200, true, "10.0.0.1:80");
+}
+
+/* Behind destination NAT: the client calls 10.96.0.10:80, which no host
+ * has; the server (another host) sees the client's own address and port:
+ * followed all the same, the network time named by the server's address */
+static void test_network_round_trip_dnat(void **state)
+{
+	static struct kb b;
+
+	rt_server = "10.96.0.10";
+	round_trip(&b, 1, 200);
+	rt_server = "10.0.0.1";
+	assert_int_equal(kb_run(&b), 0);
+	check_round_trip(&b, 200, true, "10.0.0.1:80");
 }
 
 /* SCENARIOS.md, CPT figure 2c: A1 (serving an upstream request from 0)
@@ -1955,6 +1973,7 @@ int main(void)
 	    cmocka_unit_test(test_busy_worker_no_wakeup),
 	    cmocka_unit_test(test_downstream_event_loop),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
+	    cmocka_unit_test(test_network_round_trip_dnat),
 	    cmocka_unit_test(test_cpt_figure_2c),
 	    cmocka_unit_test(test_lock_holder),
 	    cmocka_unit_test(test_gil_after_sleep),

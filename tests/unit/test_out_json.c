@@ -69,6 +69,38 @@ static const char *str_at(yajl_val arr, size_t i)
 	return YAJL_GET_STRING(s) ? YAJL_GET_STRING(s) : "";
 }
 
+/* hosts: [{host, clock_offset_ns, uncertainty_ns, matched_messages,
+ * clock}], and host on every critical-path section */
+static void test_hosts(void **state)
+{
+	struct engine *e = fx_two_hosts();
+	char *buf = NULL, err[256];
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	yajl_val v, hosts, path;
+
+	assert_non_null(f);
+	assert_int_equal(out_json(f, engine__result(e), NULL), 0);
+	fclose(f);
+	v = yajl_tree_parse(buf, err, sizeof(err));
+	assert_non_null(v);
+	hosts = get(v, "hosts", NULL);
+	assert_int_equal(hosts->u.array.len, 2);
+	assert_string_equal(str(at(hosts, 0), "host"), "front");
+	assert_string_equal(str(at(hosts, 0), "clock"), "reference");
+	assert_string_equal(str(at(hosts, 1), "host"), "store");
+	assert_int_equal(num(at(hosts, 1), "clock_offset_ns"), 3014397);
+	assert_int_equal(num(at(hosts, 1), "uncertainty_ns"), 60783);
+	assert_int_equal(num(at(hosts, 1), "matched_messages"), 418);
+	assert_string_equal(str(at(hosts, 1), "clock"), "messages");
+	path = get(at(get(v, "requests", NULL), 0), "critical_path", NULL);
+	assert_string_equal(str(at(path, 0), "host"), "front");
+	assert_string_equal(str(at(path, 1), "host"), "store");
+	yajl_tree_free(v);
+	free(buf);
+	engine__free(e);
+}
+
 static void test_kernel_contract(void **state)
 {
 	struct engine *e = fx_engine(false, NULL);
@@ -202,6 +234,7 @@ static void test_stream_equals_kept(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_hosts),
 	    cmocka_unit_test(test_kernel_contract),
 	    cmocka_unit_test(test_span_contract),
 	    cmocka_unit_test(test_invalid_utf8),

@@ -269,6 +269,42 @@ static void test_perfetto_threadless_segment(void **state)
 	yajl_tree_free(root);
 }
 
+/* Several hosts: each host's processes are a group of their own, the same
+ * pid on two hosts two processes, named with their host */
+static void test_perfetto_hosts(void **state)
+{
+	static const char *const fr[] = {"svc", "op"};
+	struct cp_segment segs[3];
+	struct cp_request req = {"7:1:1", "svc", "op", "front", 10, 40, false, segs, 3};
+	const struct cp_request *reqs[] = {&req};
+	struct engine_result r = {.nrequests = 1, .requests = reqs, .nkept = 1};
+	yajl_val root, ev;
+	double pids[3];
+	size_t n = 0;
+
+	for (int i = 0; i < 3; i++)
+		segs[i] = (struct cp_segment){.start_ns = 10 + 10 * (uint64_t)i,
+					      .end_ns = 20 + 10 * (uint64_t)i,
+					      .category = CP_CAT_CPU, .frames = fr, .nframes = 2,
+					      .pid = 7, .tid = 7, .comm = i == 1 ? "db" : "web",
+					      .cpu = 0, .host = i == 1 ? "store" : "front"};
+	root = write_and_parse(&r, &(struct out_opts){0});
+	ev = events_of(root);
+	for (size_t i = 0; i < ev->u.array.len; i++) {
+		yajl_val e = ev->u.array.values[i];
+
+		if (!strcmp(str_of(e, "ph"), "X"))
+			pids[n++] = num_of(e, "pid");
+	}
+	/* drawn by track: front's pid 7 twice, then the store's */
+	assert_int_equal(n, 3);
+	assert_true(pids[0] == pids[1] && pids[1] != pids[2]);
+	assert_string_equal(meta_name(ev, "process_name", pids[0], -1), "front: web");
+	assert_string_equal(meta_name(ev, "process_name", pids[2], -1), "store: db");
+	assert_non_null(meta_name(ev, "thread_name", pids[2], -1));
+	yajl_tree_free(root);
+}
+
 static void test_perfetto_empty(void **state)
 {
 	struct engine_result r = {0};
@@ -286,6 +322,7 @@ int main(void)
 	    cmocka_unit_test(test_perfetto_slowest_only),
 	    cmocka_unit_test(test_perfetto_bad_utf8),
 	    cmocka_unit_test(test_perfetto_threadless_segment),
+	    cmocka_unit_test(test_perfetto_hosts),
 	    cmocka_unit_test(test_perfetto_empty),
 	};
 

@@ -77,6 +77,24 @@ static void test_fold(void **state)
 	engine__free(e);
 }
 
+/* Several hosts: where each clock was put, and the steps on another host */
+static void test_hosts(void **state)
+{
+	struct engine *e = fx_two_hosts();
+	struct out_opts o = {.top = 20, .requests = 1};
+	size_t len;
+	char *s = render(e, &o, &len);
+
+	assert_non_null(strstr(s, "\nHosts (clocks on front's time base)\n"
+				  "  front                the time base\n"
+				  "  store                +3.014 ms ± 0.061 ms, from 418 messages\n"));
+	assert_non_null(strstr(s, "request 1:2:3: nginx:80 GET /x on front"));
+	assert_non_null(strstr(s, "python3/51 cpu0 on store in store:9000@store get\n"));
+	assert_null(strstr(s, "nginx/5 cpu0 on"));
+	free(s);
+	engine__free(e);
+}
+
 static void test_spans(void **state)
 {
 	struct engine *e = fx_engine(true, NULL);
@@ -110,6 +128,7 @@ int main(void)
 	    cmocka_unit_test(test_kernel),
 	    cmocka_unit_test(test_spans),
 	    cmocka_unit_test(test_fold),
+	    cmocka_unit_test(test_hosts),
 	    cmocka_unit_test(test_empty),
 	};
 
