@@ -199,6 +199,31 @@ static void test_one_way(void **state)
 	kp_clocks__free(cl);
 }
 
+/* Bounds that contradict each other (an arrival before its send began:
+ * drift, or a wrong match) leave the middle, as uncertain as they are
+ * apart, and say by how much they clash */
+static void test_conflict(void **state)
+{
+	struct kp_clocks *cl = kp_clocks__new(2);
+	struct kp_clock_est est[2];
+
+	/* a's send began at T0 + 100 µs, b had its bytes at T0: c_b - c_a >=
+	 * 100 µs; b's reply began at T0 + 200, a had it at T0 + 240: c_b -
+	 * c_a <= 40 µs */
+	wake(cl, 0, 10, T0 + 100 * US);
+	sock(cl, 0, 10, CP_SOCK_WRITE, C, S, 1000, 100, T0 + 110 * US);
+	arrive(cl, 1, S, C, 1100, T0);
+	wake(cl, 1, 20, T0 + 200 * US);
+	sock(cl, 1, 20, CP_SOCK_WRITE, S, C, 5000, 10, T0 + 210 * US);
+	arrive(cl, 0, C, S, 5010, T0 + 240 * US);
+	kp_clocks__solve(cl, 0, est);
+	assert_int_equal(est[1].basis, KP_CLOCK_MESSAGES);
+	assert_int_equal(est[1].conflict_ns, 60 * US);
+	assert_int_equal(est[1].uncertainty_ns, 30 * US);
+	assert_int_equal(est[1].offset_ns, -(int64_t)(70 * US));
+	kp_clocks__free(cl);
+}
+
 /* Bytes of another stream with the same ends (a port used again) do not
  * match: the sequence numbers differ; and a host's own loopback traffic
  * says nothing of clocks */
@@ -222,7 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pair_skewed),	     cmocka_unit_test(test_dnat),
 	    cmocka_unit_test(test_chain_and_silent), cmocka_unit_test(test_one_way),
-	    cmocka_unit_test(test_no_false_match),
+	    cmocka_unit_test(test_no_false_match), cmocka_unit_test(test_conflict),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

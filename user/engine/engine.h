@@ -201,8 +201,8 @@ struct engine_result {
 	uint32_t nskus;
 	const struct engine_sku_step *sku_steps;
 	uint32_t nsku_steps;
-	/* the hosts of kernel input, the reference first; outputs show their
-	 * clocks when nhosts >= 2 */
+	/* the hosts of kernel input, the reference first (JSON lists them
+	 * always, text when there are two or more) */
 	const struct cp_host *hosts;
 	uint32_t nhosts;
 };

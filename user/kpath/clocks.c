@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* clocks.h: hosts' clock offsets from the TCP bytes between them. */
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -297,7 +298,8 @@ bool kp_clocks__enough(const struct kp_clocks *cl, uint64_t n)
 		for (uint32_t y = x + 1; y < cl->nhosts; y++) {
 			uint64_t a = cl->count[x][y], b = cl->count[y][x];
 
-			if (a && b && (a < n || b < n))
+			/* a pair heard one way so far may hear back later */
+			if ((a || b) && (a < n || b < n))
 				return false;
 			any |= a && b;
 		}
@@ -356,7 +358,9 @@ void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_
 			/* c_y - c_x in [lo, hi] */
 			lo = cl->bound[x][y];
 			hi = -cl->bound[y][x];
-			u = lo <= hi ? (uint64_t)(hi - lo) / 2 : 0;
+			/* bounds that contradict each other are as uncertain
+			 * as they are apart */
+			u = (uint64_t)(lo <= hi ? hi - lo : lo - hi) / 2;
 			if (unc[x] + u >= unc[y] && reached[y])
 				continue;
 			reached[y] = true;
@@ -367,26 +371,38 @@ void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_
 			basis[y] = KP_CLOCK_MESSAGES;
 		}
 	}
+	/* bytes one way: from every host placed, the tightest bounds; the
+	 * realtime offset (0) moved into them, or their middle if they clash */
 	for (bool moved = true; moved;) {
 		moved = false;
 		for (uint32_t y = 0; y < n; y++) {
+			int64_t lo = INT64_MIN, hi = INT64_MAX, want = 0;
+			uint64_t m = 0;
+
 			if (reached[y])
 				continue;
-			for (uint32_t x = 0; x < n && !reached[y]; x++) {
-				int64_t want = 0; /* the realtime offset's */
-
-				if (!reached[x] || (!cl->count[x][y] && !cl->count[y][x]))
+			for (uint32_t x = 0; x < n; x++) {
+				if (!reached[x])
 					continue;
-				if (cl->count[x][y] && want < c[x] + cl->bound[x][y])
-					want = c[x] + cl->bound[x][y];
-				if (cl->count[y][x] && want > c[x] - cl->bound[y][x])
-					want = c[x] - cl->bound[y][x];
-				c[y] = want;
-				unc[y] = 0;
-				msgs[y] = cl->count[x][y] + cl->count[y][x];
-				basis[y] = KP_CLOCK_ONE_WAY;
-				reached[y] = moved = true;
+				if (cl->count[x][y] && c[x] + cl->bound[x][y] > lo)
+					lo = c[x] + cl->bound[x][y];
+				if (cl->count[y][x] && c[x] - cl->bound[y][x] < hi)
+					hi = c[x] - cl->bound[y][x];
+				m += cl->count[x][y] + cl->count[y][x];
 			}
+			if (!m)
+				continue;
+			if (lo > hi) {
+				want = lo + (hi - lo) / 2;
+				conflict[y] = (uint64_t)(lo - hi);
+			} else {
+				want = want < lo ? lo : want > hi ? hi : want;
+			}
+			c[y] = want;
+			unc[y] = 0;
+			msgs[y] = m;
+			basis[y] = KP_CLOCK_ONE_WAY;
+			reached[y] = moved = true;
 		}
 	}
 	for (uint32_t h = 0; h < n; h++) {

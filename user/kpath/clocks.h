@@ -50,8 +50,8 @@ struct kp_clocks *kp_clocks__new(uint32_t nhosts);
 void kp_clocks__free(struct kp_clocks *cl);
 /* One record of host (its times plus delta: on the common base). */
 void kp_clocks__add(struct kp_clocks *cl, uint32_t host, const struct cp_hdr *rec, int64_t delta);
-/* Every pair of hosts with messages both ways has at least n of them each
- * way (the estimate will not get much better), and at least one does. */
+/* Every pair of hosts with messages has at least n of them each way (the
+ * estimate will not get much better), and there is such a pair. */
 bool kp_clocks__enough(const struct kp_clocks *cl, uint64_t n);
 /* Messages matched between hosts a and b, either way. */
 uint64_t kp_clocks__pair_messages(const struct kp_clocks *cl, uint32_t a, uint32_t b);

@@ -595,6 +595,8 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 			kp_map__del(&kp->cnmap, addr_hash(c->host, &c->a));
 		if (kp->multi_host && kp_map__get(&kp->repmap, rep_key(c->host, &c->a)) == ci)
 			kp_map__del(&kp->repmap, rep_key(c->host, &c->a));
+		if (kp->multi_host && kp_map__get(&kp->lepmap, lep_key(c->host, &c->a)) == ci)
+			kp_map__del(&kp->lepmap, lep_key(c->host, &c->a));
 		if (c->a.proto == IPPROTO_UDP &&
 		    kp_map__get(&kp->uportmap, uport_key(c->host, &c->a)) == ci)
 			kp_map__del(&kp->uportmap, uport_key(c->host, &c->a));

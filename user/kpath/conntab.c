@@ -124,8 +124,11 @@ static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, 
 	if (i == kp->ncn)
 		kp->ncn++;
 	*conn_hint(kp, a) = i;
-	if (kp->multi_host && a->proto != IPPROTO_UDP && a->family != AF_UNIX)
-		kp_map__put(&kp->repmap, rep_key(host, a), i); /* a hint: no loss if not */
+	if (kp->multi_host && a->proto != IPPROTO_UDP && a->family != AF_UNIX) {
+		/* hints for nat_peer: no loss if not taken */
+		kp_map__put(&kp->repmap, rep_key(host, a), i);
+		kp_map__put(&kp->lepmap, lep_key(host, a), i);
+	}
 	return i;
 }
 
@@ -441,38 +444,47 @@ static bool seq_agree(const struct kp_conn *a, const struct kp_conn *b)
 
 /*
  * Behind destination NAT (a Kubernetes Service, an nft/iptables DNAT) a
- * client sees a virtual address the server does not have: its mirror is
- * found on no host. The server still sees the client's address and port;
- * on another host, a traced conn whose remote end is this one's local end
- * is the other end when its bytes are this one's (the sequence numbers of
- * one write of each side agree with what the other read).
+ * client sees a virtual address the server does not have: no host has its
+ * mirror. The client's own address and port are seen by both ends: the
+ * client's conn is the one of another host whose local end is the server
+ * conn's remote end (repmap from the client's side, lepmap from the
+ * server's), when their sequence numbers agree both ways.
  */
 static uint32_t nat_peer(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
 	struct kp_addr me;
 
+	/* the end both see: asked from the client, its local end, found as
+	 * another conn's remote end; from the server, its remote end, found
+	 * as another conn's local end */
 	memset(&me, 0, sizeof(me));
 	me.family = c->a.family;
-	me.rport = c->a.lport;
-	memcpy(me.raddr, c->a.laddr, CP_ADDR_LEN);
-	for (uint32_t k = 0; k < kp->nsrc; k++) {
-		uint32_t host = kp->src[k].host, i;
-		struct kp_conn *s;
+	for (int side = 0; side < 2; side++) {
+		const struct kp_map *m = side ? &kp->lepmap : &kp->repmap;
 
-		if (host == c->host)
-			continue;
-		i = kp_map__get(&kp->repmap, rep_key(host, &me));
-		if (i == KP_NONE || i == conn)
-			continue;
-		s = &kp->cn[i];
-		if (s->host != host || s->a.family != me.family || s->a.rport != me.rport ||
-		    memcmp(s->a.raddr, me.raddr, CP_ADDR_LEN) || s->proc == KP_NONE ||
-		    !seq_agree(c, s))
-			continue;
-		c->peer = i;
-		s->peer = conn;
-		return i;
+		me.rport = side ? c->a.rport : c->a.lport;
+		memcpy(me.raddr, side ? c->a.raddr : c->a.laddr, CP_ADDR_LEN);
+		for (uint32_t k = 0; k < kp->nsrc; k++) {
+			uint32_t host = kp->src[k].host, i;
+			struct kp_conn *s;
+
+			if (host == c->host)
+				continue;
+			i = kp_map__get(m, rep_key(host, &me));
+			if (i == KP_NONE || i == conn)
+				continue;
+			s = &kp->cn[i];
+			if (s->host != host || s->a.family != me.family ||
+			    (side ? s->a.lport : s->a.rport) != me.rport ||
+			    memcmp(side ? s->a.laddr : s->a.raddr, me.raddr, CP_ADDR_LEN) ||
+			    s->proc == KP_NONE || (s->peer != KP_NONE && s->peer != conn) ||
+			    !seq_agree(c, s))
+				continue;
+			c->peer = i;
+			s->peer = conn;
+			return i;
+		}
 	}
 	return KP_NONE;
 }

@@ -242,6 +242,7 @@ void kp__free(struct kp *kp)
 	kp_map__free(&kp->prmap);
 	kp_map__free(&kp->cnmap);
 	kp_map__free(&kp->repmap);
+	kp_map__free(&kp->lepmap);
 	kp_map__free(&kp->fdmap);
 	kp_map__free(&kp->tlsmap);
 	memset(kp, 0, sizeof(*kp));

@@ -24,6 +24,9 @@
  * or once every pair of hosts that talks has this many messages each way */
 #define KP_CLOCK_RECORDS (8u << 20)
 #define KP_CLOCK_ENOUGH 256
+/* a clock placed by its realtime offset or one way: no step is said to be
+ * clipped for differences under this */
+#define KP_CLOCK_UNKNOWN_NS 1000000000ull
 
 /* What the recorder keeps of an HTTP/2 transfer (bpf/sock.bpf.c cp_h2_walk),
  * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
@@ -73,6 +76,34 @@ struct kpath *kpath__new(const struct cp_sink *sink)
 	if (sink->intern)
 		kp__set_intern(&k->kp, sink->intern, sink->ctx);
 	return k;
+}
+
+/* The name a host goes by in the report: its own, unless another host
+ * (another boot: the machine rebooted, VMs all named "ubuntu") has it
+ * already: then "name#2", "name#3", … */
+static const char *host_label(struct kpath *k, const char *key, const char *name)
+{
+	static char buf[128];
+	uint32_t same = 0;
+
+	if (!name)
+		return NULL;
+	for (uint32_t i = 0; i < k->kp.nsrc; i++) {
+		const struct kp_source *s = &k->kp.src[i];
+		bool first = true;
+
+		if (!strcmp(s->key, key))
+			return s->host_name; /* this host again */
+		for (uint32_t j = 0; j < i; j++)
+			first &= k->kp.src[j].host != s->host;
+		if (first && s->key[strcspn(s->key, "/")] == '/' &&
+		    !strcmp(s->key + strcspn(s->key, "/") + 1, name))
+			same++;
+	}
+	if (!same)
+		return name;
+	snprintf(buf, sizeof(buf), "%s#%u", name, same + 1);
+	return buf;
 }
 
 int kpath__add_source(struct kpath *k, const char *name, const struct recording_info *info,
@@ -126,7 +157,7 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 		if (!(models[cpu] = keep(k, info->cpus[c].model)))
 			return -ENOMEM;
 	}
-	host = keep(k, info->host);
+	host = keep(k, host_label(k, key, info->host));
 	sku = keep(k, info->sku);
 	if ((info->host && !host) || (info->sku && !sku))
 		return -ENOMEM;
@@ -441,8 +472,15 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 	kp_clocks__solve(cl, k->kp.src[0].host, est);
 	for (uint32_t s = 0; s < k->kp.nsrc; s++)
 		if (k->kp.src[s].host < nest) {
-			k->kp.src[s].delta -= est[k->kp.src[s].host].offset_ns;
-			k->kp.src[s].clock_unc = est[k->kp.src[s].host].uncertainty_ns;
+			const struct kp_clock_est *e = &est[k->kp.src[s].host];
+
+			k->kp.src[s].delta -= e->offset_ns;
+			/* placed by NTP or one way only: how well is not
+			 * known, and a warning says so already */
+			k->kp.src[s].clock_unc = e->basis == KP_CLOCK_MESSAGES ||
+							 e->basis == KP_CLOCK_REFERENCE
+						     ? e->uncertainty_ns
+						     : KP_CLOCK_UNKNOWN_NS;
 		}
 	for (int i = 0; i < n; i++)
 		if (ins[i].r) {

@@ -499,9 +499,10 @@ struct kp {
 	struct kp_conn *cn;
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
-	/* several hosts: (host, remote end) → the last TCP conn with it, for
-	 * a peer seen through destination NAT (kp__conn_peer) */
-	struct kp_map repmap;
+	/* several hosts: (host, remote end) and (host, local end) → the last
+	 * TCP conn with it, for a peer seen through destination NAT
+	 * (kp__conn_peer) */
+	struct kp_map repmap, lepmap;
 	bool multi_host;
 	/* steps into another host's write that began after its bytes arrived
 	 * (clocks not reconciled that far): clipped, and the most by how much */
@@ -811,6 +812,15 @@ static inline uint64_t rep_key(uint32_t host, const struct kp_addr *a)
 	h = (h ^ w[0]) * 0xff51afd7ed558ccdull;
 	h = (h ^ w[1]) * 0xc4ceb9fe1a85ec53ull;
 	return h ^ h >> 29;
+}
+
+/* ... and in lepmap, by its local end */
+static inline uint64_t lep_key(uint32_t host, const struct kp_addr *a)
+{
+	struct kp_addr l = {.family = a->family, .rport = a->lport};
+
+	memcpy(l.raddr, a->laddr, CP_ADDR_LEN);
+	return rep_key(host, &l);
 }
 
 /* A descriptor's key in fdmap. */
