@@ -173,16 +173,16 @@ static bool ends(uint16_t family, uint16_t lport, uint16_t rport, const uint8_t 
 	return true;
 }
 
+/* one stream transfer whose bytes the record's bytes and tcp_seq give (a
+ * recvmmsg/sendmmsg is several datagrams, not one run of a stream) */
 static bool sock_read(uint8_t call)
 {
-	return call == CP_SOCK_READ || call == CP_SOCK_READV || call == CP_SOCK_RECVFROM ||
-	       call == CP_SOCK_RECVMSG;
+	return kp__sock_read(call) && call != CP_SOCK_RECVMMSG;
 }
 
 static bool sock_write(uint8_t call)
 {
-	return call == CP_SOCK_WRITE || call == CP_SOCK_WRITEV || call == CP_SOCK_SENDTO ||
-	       call == CP_SOCK_SENDMSG;
+	return kp__sock_write(call) && call != CP_SOCK_SENDMMSG;
 }
 
 static struct cl_thread *thread_slot(struct kp_clocks *cl, uint32_t host, uint32_t tid)

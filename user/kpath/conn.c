@@ -486,18 +486,6 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	return 0;
 }
 
-static bool is_read(uint8_t call)
-{
-	return call == CP_SOCK_READ || call == CP_SOCK_READV || call == CP_SOCK_RECVFROM ||
-	       call == CP_SOCK_RECVMSG || call == CP_SOCK_RECVMMSG;
-}
-
-static bool is_write(uint8_t call)
-{
-	return call == CP_SOCK_WRITE || call == CP_SOCK_WRITEV || call == CP_SOCK_SENDTO ||
-	       call == CP_SOCK_SENDMSG || call == CP_SOCK_SENDMMSG;
-}
-
 /* A server connection's requests still open end here (closed, exited,
  * end of input): the response being written, and HTTP/2's answered
  * streams. */
@@ -633,7 +621,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		return 0; /* still in progress when the recording ended */
 	if (e->sock_type && e->sock_type != SOCK_STREAM && !udp)
 		return 0; /* other datagrams have no requests to frame */
-	if (udp && !(is_read(e->call) && e->bytes >= 0) && !(is_write(e->call) && e->bytes > 0))
+	if (udp && !(kp__sock_read(e->call) && e->bytes >= 0) &&
+	    !(kp__sock_write(e->call) && e->bytes > 0))
 		return 0; /* a flow has no accept, connect or close; a failed read took nothing */
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
@@ -641,7 +630,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	proc = kp->th[thread].proc;
 	if (kp__tl_seen_running(kp, thread, e->h.cpu))
 		return -ENOMEM;
-	ci = udp ? kp__udp_conn(kp, host, e, ts, is_read(e->call)) : kp__conn_by_sock(kp, host, e);
+	ci = udp ? kp__udp_conn(kp, host, e, ts, kp__sock_read(e->call)) : kp__conn_by_sock(kp, host, e);
 	if (ci == KP_NONE)
 		return 0;
 	c = &kp->cn[ci];
@@ -650,11 +639,11 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	c->last_used = ts;
 	c->last_proc = proc;
 	c->tls_seen |= !!(e->flags & CP_SOCK_F_TLS);
-	if (is_read(e->call) && e->bytes > 0) {
+	if (kp__sock_read(e->call) && e->bytes > 0) {
 		kp->th[thread].read_conn = ci;
 		kp->th[thread].read_ts = ts;
 	}
-	c->peer_eof |= is_read(e->call) && !e->bytes && !udp;
+	c->peer_eof |= kp__sock_read(e->call) && !e->bytes && !udp;
 	switch (e->call) {
 	case CP_SOCK_ACCEPT:
 	case CP_SOCK_ACCEPT4: {
@@ -700,7 +689,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	default:
 		break;
 	}
-	if (is_read(e->call)) {
+	if (kp__sock_read(e->call)) {
 		if (e->bytes > 0 || e->bytes == 0)
 			kp__tl_annotate(kp, thread, enter, ts, KP_BR_SOCK, 0, ci);
 		if (e->bytes > 0 && (c->a.family == AF_UNIX || c->a.proto == IPPROTO_UDP))
@@ -728,7 +717,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			return kp__conn_finish_req(kp, ci); /* EOF (an empty datagram is none) */
 		return 0;
 	}
-	if (is_write(e->call) && e->bytes > 0) {
+	if (kp__sock_write(e->call) && e->bytes > 0) {
 		/* a response write is its request's since the call before it:
 		 * its syscall (the default capture sees only its end) and what
 		 * made the response; set before, as the write may end the

@@ -296,20 +296,24 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 
 
 
+/* host's first source (kp->host_src), or NULL */
+static const struct kp_source *first_source(const struct kp *kp, uint32_t host)
+{
+	return host < kp->caphosts && kp->host_nsrc[host] ? &kp->src[kp->host_src[host]] : NULL;
+}
+
 const char *kp__host_name(const struct kp *kp, uint32_t host)
 {
-	for (uint32_t i = 0; i < kp->nsrc; i++)
-		if (kp->src[i].host == host)
-			return kp->src[i].host_name;
-	return NULL;
+	const struct kp_source *s = first_source(kp, host);
+
+	return s ? s->host_name : NULL;
 }
 
 uint64_t kp__host_uncertainty(const struct kp *kp, uint32_t host)
 {
-	for (uint32_t i = 0; i < kp->nsrc; i++)
-		if (kp->src[i].host == host)
-			return kp->src[i].clock_unc;
-	return 0;
+	const struct kp_source *s = first_source(kp, host);
+
+	return s ? s->clock_unc : 0;
 }
 
 static int kp_prune(struct kp *kp)

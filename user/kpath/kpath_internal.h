@@ -823,6 +823,19 @@ static inline uint64_t lep_key(uint32_t host, const struct kp_addr *a)
 	return rep_key(host, &l);
 }
 
+/* A socket call that reads (writes) data */
+static inline bool kp__sock_read(uint8_t call)
+{
+	return call == CP_SOCK_READ || call == CP_SOCK_READV || call == CP_SOCK_RECVFROM ||
+	       call == CP_SOCK_RECVMSG || call == CP_SOCK_RECVMMSG;
+}
+
+static inline bool kp__sock_write(uint8_t call)
+{
+	return call == CP_SOCK_WRITE || call == CP_SOCK_WRITEV || call == CP_SOCK_SENDTO ||
+	       call == CP_SOCK_SENDMSG || call == CP_SOCK_SENDMMSG;
+}
+
 /* A descriptor's key in fdmap. */
 static inline uint64_t fd_key(uint32_t host, uint32_t pid, int32_t fd)
 {
