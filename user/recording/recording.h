@@ -115,6 +115,10 @@ const char *output__why(int err);
 
 int recording_writer__open(struct recording_writer **w, const char *path,
 			   const struct recording_info *info);
+/* A writer with no file (critpath agent): each record appended, checked as
+ * for a file, goes to tap, whose error append returns. */
+typedef int (*recording_tap_fn)(void *ctx, const struct cp_hdr *rec);
+int recording_writer__open_tap(struct recording_writer **w, recording_tap_fn tap, void *ctx);
 /* Appends one record (rec->size bytes, a multiple of 8). Compresses and
  * writes a frame when the batch is full. */
 int recording_writer__append(struct recording_writer *w, const struct cp_hdr *rec);

@@ -113,6 +113,8 @@ struct recording_writer {
 	uint64_t records_written; /* of records, in frames the file has */
 	struct bg *bg; /* NULL: frames are compressed in append/flush */
 	int64_t shift; /* recording_info.clock_shift_ns */
+	recording_tap_fn tap; /* no file: each record goes to tap */
+	void *tap_ctx;
 };
 
 static inline uint64_t shifted(uint64_t ts, int64_t d)
@@ -409,6 +411,19 @@ const char *output__why(int err)
 	return strerror(-err);
 }
 
+int recording_writer__open_tap(struct recording_writer **wp, recording_tap_fn tap, void *ctx)
+{
+	struct recording_writer *w = calloc(1, sizeof(*w));
+
+	*wp = w;
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	w->tap = tap;
+	w->tap_ctx = ctx;
+	return 0;
+}
+
 int recording_writer__open(struct recording_writer **wp, const char *path,
 			   const struct recording_info *info)
 {
@@ -692,6 +707,8 @@ int recording_writer__background(struct recording_writer *w, unsigned frames)
 
 	if (!w || w->bg || frames < 2 || frames > 1024)
 		return -EINVAL;
+	if (w->tap)
+		return 0; /* nothing to compress */
 	bg = calloc(1, sizeof(*bg));
 	if (!bg)
 		return -ENOMEM;
@@ -763,6 +780,8 @@ int recording_writer__flush(struct recording_writer *w)
 
 	if (!w)
 		return -EINVAL;
+	if (w->tap)
+		return 0;
 	if (w->bg)
 		return bg__queue(w);
 	if (!w->cur.len)
@@ -787,6 +806,15 @@ int recording_writer__append(struct recording_writer *w, const struct cp_hdr *re
 	 * still tell which record it was (fix = false: rec is not written). */
 	if (recfile__check_type((struct cp_hdr *)rec, false))
 		return -EINVAL;
+	if (w->tap) {
+		int err = w->tap(w->tap_ctx, rec);
+
+		if (!err) {
+			w->records++;
+			w->records_written++;
+		}
+		return err;
+	}
 	/* Flush before, not after, so a failed write leaves this record with
 	 * the caller (the error says it was not taken). */
 	if (w->cur.len && w->cur.len + rec->size > REC_FRAME_RAW_TARGET) {
@@ -831,6 +859,12 @@ int recording_writer__close_counted(struct recording_writer *w,
 
 	if (!w)
 		return -EINVAL;
+	if (w->tap) {
+		if (unwritten)
+			*unwritten = 0;
+		writer__free(w);
+		return 0;
+	}
 	/* No trailer after a failed flush: the file must read as cut short. */
 	err = recording_writer__flush(w);
 	err = bg__finish(w) ?: err;
