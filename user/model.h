@@ -106,6 +106,24 @@ struct cp_request {
 	/* served to a traced caller (the other end of its connection
 	 * was recorded too), so its time is in that caller's path as well */
 	bool downstream;
+	/* kernel input: the request's target as sent (an HTTP path with its
+	 * query; name may be templated), NULL when it is the name */
+	const char *target;
+	/* kernel input, valid during the sink's call only (a copy drops
+	 * them): what an exporter needs to describe the request */
+	const struct cp_request_wire *wire;
+};
+
+/* A kernel request as it went over the wire (critpath agent's spans) */
+struct cp_request_wire {
+	const char *protocol;	 /* "http", "http/2", "grpc", "redis", "memcached",
+				    "postgresql", "mysql", "dns"; NULL: unknown */
+	int status;		 /* HTTP status, 0: none */
+	const char *traceparent; /* W3C trace context headers, NULL: none */
+	const char *tracestate;
+	const char *server_addr; /* "ip:port" of the serving end, NULL: unknown */
+	const char *client_addr;
+	int32_t pid;		 /* the serving process */
 };
 
 /* A host of kernel input: its name and where its clock was put on the
@@ -135,6 +153,10 @@ struct cp_sink {
 	/* optional: a host of the input, once it is placed (before its
 	 * requests); h valid during the call */
 	void (*host)(void *ctx, const struct cp_host *h);
+	/* optional: asked before a kernel request is walked, with its head
+	 * (no segments, wire valid during the call); false: neither walked
+	 * nor handed to request (an agent walks only what it keeps) */
+	bool (*want)(void *ctx, const struct cp_request *head);
 };
 
 #endif /* CRITPATH_MODEL_H */

@@ -229,6 +229,7 @@ static size_t request__size(const struct cp_request *req, bool have_frames)
 		sz += align8((ntags + 1) * sizeof(char *));
 	}
 	sz += str_size(req->id);
+	sz += str_size(req->target);
 	return sz;
 }
 
@@ -313,6 +314,8 @@ struct cp_request *request__copy(const struct cp_request *req, struct intern *in
 	for (uint32_t i = 0; i < req->nspans; i++)
 		spans[i].span_id = copy_str(&strs, req->spans[i].span_id);
 	d->id = copy_str(&strs, req->id);
+	d->target = copy_str(&strs, req->target);
+	d->wire = NULL;
 	d->segs = segs;
 	d->spans = spans;
 	d->service = intern__get(in, req->service);

@@ -640,6 +640,26 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	return 0;
 }
 
+int kp__advance(struct kp *kp, uint32_t src, uint64_t ts)
+{
+	if (src >= kp->nsrc)
+		return -EINVAL;
+	ts += (uint64_t)kp->src[src].delta;
+	if (ts > kp->now)
+		kp->now = ts;
+	if (kp->pend_head < kp->npend &&
+	    (kp->no_loss_wait || kp->pend[kp->pend_head].req->end_ns + KP_LOSS_LAG_NS <= kp->now))
+		kp__pend_flush(kp, kp->no_loss_wait);
+	if (kp->err)
+		return kp->err;
+	if (kp->now >= kp->pruned_at + KP_ADVANCE_PRUNE_NS) {
+		kp->since_prune = 0;
+		kp->pruned_at = kp->now;
+		return kp_prune(kp);
+	}
+	return 0;
+}
+
 int kp__finish(struct kp *kp)
 {
 	for (uint32_t i = 0; i < kp->ncn; i++) {

@@ -368,7 +368,9 @@ static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t n
 
 	return al8(sizeof(struct cp_request)) + al8(kp->nws * sizeof(struct cp_segment)) +
 	       al8(nfr * sizeof(char *)) + al8(kp->nculs * sizeof(struct cp_culprit)) +
-	       al8(2 * sizeof(char *)) + al8(c->req.nruns * sizeof(struct kp_name_run)) + strs;
+	       al8(2 * sizeof(char *)) + al8(c->req.nruns * sizeof(struct kp_name_run)) +
+	       al8(sizeof(struct cp_request_wire)) + sizeof(struct proto_meta) +
+	       2 * KP_ADDR_STR_LEN + strs;
 }
 
 /* Frames per segment: service, name, the downstream (if any), the probed calls. */
@@ -472,6 +474,99 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	return taken;
 }
 
+static const char *proto_name(const struct kp_req *q)
+{
+	switch (q->proto) {
+	case KP_PROTO_HTTP:
+		return q->grpc ? "grpc" : q->sid ? "http/2" : "http";
+	case KP_PROTO_MEMCACHED:
+		return "memcached";
+	case KP_PROTO_RESP:
+		return "redis";
+	case KP_PROTO_PG:
+		return "postgresql";
+	case KP_PROTO_MYSQL:
+		return "mysql";
+	case KP_PROTO_DNS:
+		return "dns";
+	default:
+		return NULL;
+	}
+}
+
+/* What the request's bytes and connection say of it (cp_request.wire),
+ * its strings copied through copy (NULL: pointed at, valid until the
+ * connection changes) */
+static void wire_fill(struct kp *kp, struct kp_conn *c, struct cp_request_wire *w,
+		      struct pcache *copy)
+{
+	const struct proto_meta *m = &c->req.meta;
+
+	w->protocol = proto_name(&c->req);
+	w->status = c->req.status > 0 ? c->req.status : 0;
+	w->traceparent = m->traceparent[0] ? m->traceparent : NULL;
+	w->tracestate = m->tracestate[0] ? m->tracestate : NULL;
+	w->server_addr = w->client_addr = NULL;
+	if (c->a.family != AF_UNIX) {
+		w->server_addr = kp__conn_addr(c, true);
+		w->client_addr = kp__conn_addr(c, false);
+	}
+	w->pid = c->proc != KP_NONE ? kp->pr[c->proc].pid : -1;
+	if (copy) {
+		w->traceparent = pc_copy(copy, w->traceparent);
+		w->tracestate = pc_copy(copy, w->tracestate);
+		w->server_addr = pc_copy(copy, w->server_addr);
+		w->client_addr = pc_copy(copy, w->client_addr);
+	}
+}
+
+/* The request's service and name interned (c->iservice, c->iname) */
+static int req_names(struct kp *kp, struct kp_conn *c)
+{
+	if (!c->service[0]) {
+		kp__proc_service(kp, c->proc, c->a.family == AF_UNIX ? KP_PORT_UNIX : c->a.lport,
+				 c->service, KP_NAME_LEN);
+		c->iservice = NULL;
+	}
+	if (!c->iservice)
+		c->iservice = kp__intern(kp, c->service);
+	/* a connection's requests mostly repeat their name */
+	if (!c->iname || strcmp(c->iname, c->req.name))
+		c->iname = kp__intern(kp, c->req.name);
+	return c->iservice && c->iname ? 0 : -ENOMEM;
+}
+
+/* Whether the sink wants the request open on ci walked (cp_sink.want) */
+static bool wanted(struct kp *kp, uint32_t ci)
+{
+	struct kp_conn *c = &kp->cn[ci];
+	const struct kp_source *src;
+	struct cp_request_wire w;
+	struct cp_request h = {0};
+
+	if (!kp->want || req_names(kp, c))
+		return true;
+	src = host_source(kp, c->host, c->req.start);
+	h.service = c->iservice;
+	h.name = c->iname;
+	h.host = src ? src->host_name : NULL;
+	h.start_ns = c->req.start;
+	h.end_ns = c->req.end;
+	h.realtime_offset_ns = kp->realtime_offset_ns;
+	h.interned = kp->intern != NULL;
+	h.target = c->req.meta.target[0] ? c->req.meta.target : NULL;
+	if (!c->peer_missed) {
+		uint32_t peer = kp__conn_peer(kp, ci);
+
+		c = &kp->cn[ci];
+		c->peer_missed = peer == KP_NONE;
+		h.downstream = peer != KP_NONE && kp->cn[peer].role == KP_ROLE_CLIENT;
+	}
+	wire_fill(kp, c, &w, NULL);
+	h.wire = &w;
+	return kp->want(kp->emit_arg, &h);
+}
+
 /* The walk's segments (kp->ws) as a struct cp_request built in place in the
  * FIFO, with the conn's pipelined names, to wait there for loss windows. */
 int kp__emit_request(struct kp *kp, uint32_t ci)
@@ -485,26 +580,17 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	struct cp_request *r;
 	struct cp_segment *segs;
 	struct cp_culprit *culs;
+	struct cp_request_wire *wire;
 	const char **frames, **tags, *svc, *name;
 	struct kp_pend *p;
 	char *base, *o;
 
 	if (kp__grow((void **)&kp->pend, &kp->cappend, kp->npend + 1, sizeof(*kp->pend)))
 		return -ENOMEM;
-	if (!c->service[0]) {
-		kp__proc_service(kp, c->proc, c->a.family == AF_UNIX ? KP_PORT_UNIX : c->a.lport,
-				 c->service, KP_NAME_LEN);
-		c->iservice = NULL;
-	}
-	if (!c->iservice)
-		c->iservice = kp__intern(kp, c->service);
-	svc = c->iservice;
-	/* a connection's requests mostly repeat their name */
-	if (!c->iname || strcmp(c->iname, c->req.name))
-		c->iname = kp__intern(kp, c->req.name);
-	name = c->iname;
-	if (!svc || !name)
+	if (req_names(kp, c))
 		return -ENOMEM;
+	svc = c->iservice;
+	name = c->iname;
 	base = chunk_reserve(kp, req_bound(kp, c, nfr));
 	if (!base)
 		return -ENOMEM;
@@ -519,6 +605,8 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	o += al8(kp->nculs * sizeof(*culs));
 	tags = (const char **)o;
 	o += al8(2 * sizeof(*tags));
+	wire = (struct cp_request_wire *)o;
+	o += al8(sizeof(*wire));
 	p = &kp->pend[kp->npend];
 	memset(p, 0, sizeof(*p));
 	if (c->req.nruns) {
@@ -549,6 +637,11 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	r->nsegs = n;
 	r->realtime_offset_ns = kp->realtime_offset_ns;
 	r->interned = kp->intern != NULL;
+	r->target = c->req.meta.target[0] ? pc_copy(&pc, c->req.meta.target) : NULL;
+	if (kp->want) { /* only an agent asks */
+		wire_fill(kp, c, wire, &pc);
+		r->wire = wire;
+	}
 	if (!c->peer_missed) {
 		uint32_t peer = kp__conn_peer(kp, ci);
 
@@ -614,9 +707,13 @@ int kp__conn_finish_req(struct kp *kp, uint32_t ci)
 
 	if (c->phase == KP_PH_WRITING && c->req.reader != KP_NONE && c->req.writer != KP_NONE &&
 	    c->proc != KP_NONE && c->req.end >= c->req.start) {
-		err = kp__walk(kp, ci);
-		if (!err)
-			err = kp__emit_request(kp, ci);
+		if (wanted(kp, ci)) {
+			err = kp__walk(kp, ci);
+			if (!err)
+				err = kp__emit_request(kp, ci);
+		} else {
+			kp->unwalked++;
+		}
 		c = &kp->cn[ci];
 		if (!err && c->req.unsent)
 			note_unsent(kp, c);

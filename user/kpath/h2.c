@@ -274,6 +274,15 @@ static int stream_open(struct kp *kp, uint32_t ci, struct h2_dir *dr, const stru
 	s->req.start = kp__req_start(kp, c, dr->hb_at.thread, dr->hb_at.enter, dr->hb_at.exit,
 				     (uint32_t)dr->hb_at.seq, dr->hb_at.prev_exit);
 	name_of(f, s->req.name);
+	s->req.proto = KP_PROTO_HTTP;
+	if (f) {
+		snprintf(s->req.meta.target, sizeof(s->req.meta.target), "%s", f->path);
+		snprintf(s->req.meta.traceparent, sizeof(s->req.meta.traceparent), "%s",
+			 f->traceparent);
+		snprintf(s->req.meta.tracestate, sizeof(s->req.meta.tracestate), "%s",
+			 f->tracestate);
+		s->req.grpc = !strncmp(f->content_type, "application/grpc", 16);
+	}
 	if (!s->req.name[0]) {
 		snprintf(s->req.name, sizeof(s->req.name), "request");
 		kp->h2_unnamed++;

@@ -75,6 +75,7 @@ struct kpath *kpath__new(const struct cp_sink *sink)
 	kp__init(&k->kp, sink->request, sink->ctx);
 	if (sink->intern)
 		kp__set_intern(&k->kp, sink->intern, sink->ctx);
+	k->kp.want = sink->want;
 	return k;
 }
 
@@ -170,6 +171,16 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 int kpath__add(struct kpath *k, uint32_t src, const struct cp_hdr *rec)
 {
 	return kp__add_record(&k->kp, src, rec);
+}
+
+int kpath__advance(struct kpath *k, uint32_t src, uint64_t ts)
+{
+	return kp__advance(&k->kp, src, ts);
+}
+
+uint64_t kpath__unwalked(const struct kpath *k)
+{
+	return k->kp.unwalked;
 }
 
 uint64_t kpath__records(const struct kpath *k)

@@ -34,6 +34,11 @@ int kpath__add_source(struct kpath *kp, const char *name, const struct recording
 /* One record of source src; records of all sources in time order, each
  * source's times on its own clock (kpath aligns hosts). 0 or -errno. */
 int kpath__add(struct kpath *kp, uint32_t src, const struct cp_hdr *rec);
+/* Time on src's clock reached ts with no record (a live stream gone
+ * quiet): requests idle long enough finish, queued ones go out. */
+int kpath__advance(struct kpath *kp, uint32_t src, uint64_t ts);
+/* Requests the sink's want turned down, so never walked */
+uint64_t kpath__unwalked(const struct kpath *kp);
 /* The stream ended: every request still open goes out, then one warning per
  * kind of thing the analysis could not see. 0 or -errno. */
 int kpath__flush(struct kpath *kp);

@@ -39,7 +39,8 @@
 #define KP_OPEN UINT64_MAX		/* end of an interval still open */
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
 #define KP_WRITE_SLACK_NS 5000000ull	/* a write seen at its end ends this long after its bytes arrived, at most */
-#define KP_IDLE_FINISH_NS 1000000000ull /* a response idle this long is complete */
+#define KP_IDLE_FINISH_NS 1000000000ull
+#define KP_ADVANCE_PRUNE_NS 100000000ull /* kp__advance prunes this often at most */ /* a response idle this long is complete */
 #define KP_HOLD_MAX_NS 30000000000ull	/* an open request holds state back this long at most */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
 /* a socket read → the TLS read on memory buffers that decrypts it (and a
@@ -304,6 +305,9 @@ struct kp_req {
 	int status;	 /* HTTP status, 0 = none */
 	uint32_t sid;	 /* its HTTP/2 stream, 0 for none */
 	char name[KP_NAME_LEN];
+	struct proto_meta meta; /* its target and trace context, as sent */
+	uint8_t proto;		/* enum kp_proto of its first bytes */
+	bool grpc;		/* HTTP/2 with a gRPC content-type */
 	/* several requests in its first read (pipelined): the runs of names in
 	 * kp_conn.runs, all of them served by this one read-then-write exchange;
 	 * 0 = just this one */
@@ -471,6 +475,9 @@ struct kp_map {
 struct kp {
 	kp_emit_fn emit;
 	void *emit_arg;
+	/* cp_sink.want: asked before a request is walked (NULL: all are) */
+	bool (*want)(void *arg, const struct cp_request *head);
+	uint64_t unwalked; /* requests want turned down */
 	struct kp_source *src;
 	uint32_t nsrc;
 	/* by host: its first source, and how many it has (host_source) */
@@ -686,6 +693,9 @@ int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const cha
 int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec);
 /* Ends the stream: finishes requests whose response is complete, and sends
  * every request still waiting for loss windows. */
+/* Time passed on src with no record (a live stream gone quiet): requests
+ * idle long enough finish, and queued ones go out */
+int kp__advance(struct kp *kp, uint32_t src, uint64_t ts);
 int kp__finish(struct kp *kp);
 
 /* maps (kpath/core.c) */

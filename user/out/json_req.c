@@ -561,6 +561,11 @@ static void rq_request(struct out_json_stream *s, const struct cp_request *q)
 		o = rq_lit(o, "\"name\":");
 		o = rq_str_kept(s, o, q->name, s->interned);
 	}
+	if (q->target) {
+		s->n = (size_t)(o - s->buf);
+		rq_kstr(s, RQ_K("target"), q->target);
+		o = s->buf + s->n;
+	}
 	if (q->host) {
 		o = rq_at(s, o, 1 + sizeof("\"host\":") + RQ_KEPT_MAX + RQ_TAIL);
 		if (rq_last(s, o) != '{')

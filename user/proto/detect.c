@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "proto.h"
 
@@ -433,4 +434,53 @@ int proto__http_status(const uint8_t *p, size_t len)
 		st = st * 10 + (p[i] - '0');
 	}
 	return st;
+}
+
+/* A header's value on the line at p[0..ll) when its name is hdr (any case) */
+static bool header_value(const uint8_t *p, size_t ll, const char *hdr, char *out, size_t outlen)
+{
+	size_t n = strlen(hdr), i;
+
+	if (ll <= n || p[n] != ':' || strncasecmp((const char *)p, hdr, n))
+		return false;
+	for (i = n + 1; i < ll && (p[i] == ' ' || p[i] == '\t'); i++)
+		;
+	while (ll > i && (p[ll - 1] == ' ' || p[ll - 1] == '\t'))
+		ll--;
+	for (n = 0; i < ll && n + 1 < outlen; i++)
+		out[n++] = isprint(p[i]) ? (char)p[i] : '?';
+	out[n] = '\0';
+	return true;
+}
+
+void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m)
+{
+	size_t ll, i, o = 0;
+
+	m->target[0] = m->traceparent[0] = m->tracestate[0] = '\0';
+	if (!p || !len || http_name(p, len, m->target, sizeof(m->target)) != KP_PROTO_HTTP)
+		return;
+	ll = line_len(p, len);
+	for (i = 0; i < ll && p[i] != ' '; i++)
+		;
+	for (i++; i < ll && p[i] != ' ' && o + 1 < sizeof(m->target); i++)
+		m->target[o++] = isprint(p[i]) ? (char)p[i] : '?';
+	m->target[o] = '\0';
+	/* the header lines the prefix holds whole, up to the blank line */
+	for (i = ll; i < len; i += ll) {
+		const uint8_t *line;
+
+		if (p[i] == '\r')
+			i++;
+		if (i < len && p[i] == '\n')
+			i++;
+		if (i >= len || p[i] == '\r' || p[i] == '\n')
+			return;
+		line = p + i;
+		ll = line_len(line, len - i);
+		if (i + ll == len)
+			return;
+		if (!header_value(line, ll, "traceparent", m->traceparent, sizeof(m->traceparent)))
+			header_value(line, ll, "tracestate", m->tracestate, sizeof(m->tracestate));
+	}
 }

@@ -74,12 +74,14 @@ static const char *const key_names[] = {
     [HP_K_STATUS] = ":status",
     [HP_K_AUTHORITY] = ":authority",
     [HP_K_CONTENT_TYPE] = "content-type",
+    [HP_K_TRACEPARENT] = "traceparent",
+    [HP_K_TRACESTATE] = "tracestate",
 };
 
 /* Fields whose values the recorder keeps besides those (hpack__redact):
  * framing, status and trace context; no credential, cookie or body. */
 static const char *const kept_names[] = {
-    ":scheme", ":protocol", "content-length", "grpc-status", "traceparent", "tracestate",
+    ":scheme", ":protocol", "content-length", "grpc-status",
 };
 
 struct static_entry {
@@ -453,6 +455,12 @@ static void put_field(struct hp_fields *f, uint8_t key, const char *val)
 	case HP_K_CONTENT_TYPE:
 		dst = f->content_type, sz = sizeof(f->content_type);
 		break;
+	case HP_K_TRACEPARENT:
+		dst = f->traceparent, sz = sizeof(f->traceparent);
+		break;
+	case HP_K_TRACESTATE:
+		dst = f->tracestate, sz = sizeof(f->tracestate);
+		break;
 	case HP_K_STATUS:
 		f->status = parse_status(val);
 		return;
@@ -467,7 +475,7 @@ static void put_field(struct hp_fields *f, uint8_t key, const char *val)
 
 static uint8_t key_of(const char *name, uint32_t name_len)
 {
-	for (uint8_t k = HP_K_METHOD; k <= HP_K_CONTENT_TYPE; k++)
+	for (uint8_t k = HP_K_METHOD; k <= HP_K_TRACESTATE; k++)
 		if (name_len == strlen(key_names[k]) && !memcmp(name, key_names[k], name_len))
 			return k;
 	for (size_t i = 0; i < sizeof(kept_names) / sizeof(kept_names[0]); i++)

@@ -25,6 +25,20 @@ enum kp_proto {
  * "get", "SET", "TLS handshake", "UPDATE"); returns the protocol, name "" when
  * unknown. */
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen);
+
+#define KP_TARGET_LEN 128
+#define KP_TRACEPARENT_LEN 64
+#define KP_TRACESTATE_LEN 64
+/* What a request says beside its name: its target as sent (an HTTP path
+ * with its query), and its W3C trace context headers; "" where absent. */
+struct proto_meta {
+	char target[KP_TARGET_LEN];
+	char traceparent[KP_TRACEPARENT_LEN];
+	char tracestate[KP_TRACESTATE_LEN];
+};
+/* An HTTP/1.x request's from its first bytes; header lines cut by the
+ * prefix are not read. */
+void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m);
 /* HTTP status of a response's first bytes, 0 when not HTTP. */
 int proto__http_status(const uint8_t *p, size_t len);
 

@@ -22,6 +22,8 @@ enum hp_key {
 	HP_K_STATUS,
 	HP_K_AUTHORITY,
 	HP_K_CONTENT_TYPE,
+	HP_K_TRACEPARENT,
+	HP_K_TRACESTATE,
 	/* a field whose value the recorder keeps (hpack__redact) that
 	 * naming does not use: :scheme, content-length, grpc-status, ... */
 	HP_K_KEPT
@@ -46,6 +48,7 @@ struct hpack {
 
 struct hp_fields {
 	char method[16], path[HP_VAL_LEN], authority[HP_VAL_LEN], content_type[HP_VAL_LEN];
+	char traceparent[HP_VAL_LEN], tracestate[HP_VAL_LEN]; /* W3C trace context */
 	int status;   /* :status, 0 = not found */
 	bool unknown; /* a field referred to a table entry not known (partial table) */
 };
