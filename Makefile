@@ -6,7 +6,7 @@
 #   user/record/       → the recorder: the only code that sees libbpf
 #   user/cmd/cmd/main.c    → the CLI entry point
 #   user/MODULE/*.c    → libcritpath.a, a folder a module (recording, kpath,
-#                        span, engine, out, cmd, proto, util): no libbpf
+#                        span, engine, out, cmd, proto, util, agent): no libbpf
 #   user/*/*.cpp       → libcritpath.a too: thin C++ shims with a C interface
 #                        (span/json.cpp: simdjson), so everything links libstdc++
 #   user/*/*.proto     → protobuf-c code generated into $(BUILD)/gen
@@ -22,9 +22,9 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
-PKGS := libbpf libzstd liblz4 zlib yajl libprotobuf-c
+PKGS := libbpf libzstd liblz4 zlib yajl libprotobuf-c libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIB_LIBS := $(shell pkg-config --libs libzstd liblz4 zlib yajl libprotobuf-c simdjson 2>/dev/null) \
+LIB_LIBS := $(shell pkg-config --libs libzstd liblz4 zlib yajl libprotobuf-c simdjson libcurl 2>/dev/null) \
 	    -lstdc++ -lm -lpthread
 BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz \
 	    $(shell pkg-config --libs capstone 2>/dev/null || echo -lcapstone)
@@ -37,7 +37,7 @@ SANFLAGS := $(if $(SAN),-fsanitize=address$(comma)undefined -fno-sanitize-recove
 		-fno-omit-frame-pointer) \
 	    $(if $(TSAN),-fsanitize=thread) $(if $(FUZZ),-fsanitize=fuzzer-no-link)
 CFLAGS ?= -O2 -g
-MODULES := record recording kpath span engine out cmd proto util
+MODULES := record recording kpath span engine out cmd proto util agent
 MOD_INC := -Iinclude -Iuser $(addprefix -Iuser/,$(MODULES))
 CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	  -D_GNU_SOURCE $(MOD_INC) -I$(BUILD) -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS) -MMD -MP

@@ -27,6 +27,8 @@ const volatile __u32 cfg_h2_payload_bytes __weak = CP_PAYLOAD_MAX;
 /* Every program returns at its first instruction: the overhead floor of the
  * hooks themselves (--empty-programs). */
 const volatile __u8 cfg_empty_programs __weak = 0;
+/* critpath agent --comm/--exe/--cgroup: every exec is reported (a candidate) */
+const volatile __u8 cfg_watch_execs __weak = 0;
 /* Wake the recorder only when this much is waiting in the ring buffer: a
  * wakeup per record would have the recorder preempt the target for every
  * event it caused (and cost a context switch each). The recorder polls on a

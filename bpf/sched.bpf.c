@@ -735,7 +735,9 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct 
 	const char *fn;
 	long n;
 
-	if (!tgid_is_target(BPF_CORE_READ(p, tgid)))
+	bool cand = !tgid_is_target(BPF_CORE_READ(p, tgid));
+
+	if (cand && !cfg_watch_execs)
 		return 0;
 	/* Reserved at full size, stored at hdr.size: the tail never reaches
 	 * the file. */
@@ -743,7 +745,7 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct 
 	if (!e)
 		return 0;
 	e->old_tid = old_pid;
-	e->__pad = 0;
+	e->__pad = cand ? CP_EXEC_CANDIDATE : 0;
 	fn = BPF_CORE_READ(bprm, filename);
 	/* zero the filename first: the alignment padding after the NUL must
 	 * not carry stale ring-buffer bytes into the file */

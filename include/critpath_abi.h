@@ -160,6 +160,9 @@ struct cp_ev_process_fork {
 };
 
 /* hdr.size = CP_ALIGN(offsetof(filename) + filename_len + 1). */
+/* cp_ev_process_exec.__pad: a process not traced exec'd (critpath agent's
+ * watch); the recorder reads it and never writes it */
+#define CP_EXEC_CANDIDATE 1
 struct cp_ev_process_exec {
 	struct cp_hdr h;
 	__u32 old_tid;

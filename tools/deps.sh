@@ -6,7 +6,7 @@ set -eu
 pkgs=(
 	make gcc clang llvm pkg-config bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev liblz4-dev
 	libyajl-dev libsimdjson-dev libprotobuf-c-dev protobuf-c-compiler libcmocka-dev python3
-	libssl-dev openssl liburing-dev libcapstone-dev
+	libssl-dev openssl liburing-dev libcapstone-dev libcurl4-openssl-dev
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
 	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light gunicorn nghttp2-server nghttp2-client
 	golang-google-grpc-dev libbpf-tools iproute2 nftables procps time linux-perf

@@ -7,6 +7,7 @@
 #define CRITPATH_VERSION "0.1.0"
 
 int cmd_record(int argc, char **argv);	/* user/record/record.c */
+int cmd_agent(int argc, char **argv);	/* user/record/agent.c */
 int cmd_dump(int argc, char **argv);	/* user/cmd/dump.c */
 int cmd_report(int argc, char **argv);	/* user/cmd/report.c */
 int cmd_diff(int argc, char **argv);	/* user/cmd/report.c */

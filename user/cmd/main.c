@@ -11,6 +11,7 @@ static const struct cmd {
 	const char *summary;
 } cmds[] = {
 	{ "record", cmd_record, "record -p PID[,PID..] | -- CMD ARGS   (root) write a recording" },
+	{ "agent", cmd_agent, "agent -p PID | --comm NAME ... (root) analyse live, export OTLP" },
 	{ "report", cmd_report, "report INPUT..   critical paths and profiles from recordings or traces" },
 	{ "dump", cmd_dump, "dump FILE [--json]   the raw records of a recording" },
 	{ "diff", cmd_diff, "diff A B   which steps of the critical path got slower" },

@@ -52,6 +52,18 @@ struct target *rec__target_add(struct recorder *r, pid_t pid, bool top)
 	return t;
 }
 
+int rec__target_watch(struct recorder *r, pid_t pid)
+{
+	struct target *t = rec__target_find(r, pid);
+
+	if (t && !t->dead)
+		return 0;
+	t = rec__target_add(r, pid, true);
+	if (!t)
+		return -ENOSPC;
+	return rec_bpf__add_target(r->bpf, pid);
+}
+
 int rec__live_targets(const struct recorder *r)
 {
 	int n = 0;
@@ -346,6 +358,18 @@ int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 
 	if (r->write_err) { /* the ring drained at the end, counted */
 		r->unwritten++;
+		return 0;
+	}
+	if (h->type == CP_EV_PROCESS_EXEC && len >= sizeof(struct cp_ev_process_exec) -
+							 CP_FILENAME_MAX &&
+	    (((const struct cp_ev_process_exec *)h)->__pad & CP_EXEC_CANDIDATE)) {
+		const struct cp_ev_process_exec *x = (const void *)h;
+		size_t max = len - offsetof(struct cp_ev_process_exec, filename);
+		char file[CP_FILENAME_MAX + 1];
+
+		snprintf(file, sizeof(file), "%.*s", (int)strnlen(x->filename, max), x->filename);
+		if (r->spawn)
+			r->spawn(r->spawn_ctx, (pid_t)h->pid, file);
 		return 0;
 	}
 	if (redact__looks_at(r->redact, h)) {

@@ -262,6 +262,7 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	b->skel->rodata->cfg_payload_bytes = o->payload_bytes;
 	b->skel->rodata->cfg_h2_payload_bytes = o->h2_payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
+	b->skel->rodata->cfg_watch_execs = o->watch_execs;
 	b->skel->rodata->cfg_lean = b->lean;
 	b->skel->rodata->cfg_tls = b->tls;
 	/* --buffer-mb split between the CPUs' ring buffers (each a power of

@@ -24,6 +24,7 @@
 #include "proto_redact.h"
 #include "record_int.h"
 #include "recorder.h"
+#include "session.h"
 
 #define TICK_MS 100
 #define POLL_MS 10 /* the ring buffer wakes us only when filling up */
@@ -33,11 +34,11 @@
  * ~0.3 s of a 30 MB/s event stream before the queue holds the loop up. */
 #define WRITER_QUEUE_FRAMES 16
 
-static volatile sig_atomic_t stop_signal;
+volatile sig_atomic_t rec_stop_signal;
 
 static void on_signal(int sig)
 {
-	stop_signal = sig;
+	rec_stop_signal = sig;
 }
 
 
@@ -160,23 +161,9 @@ static uint64_t file_size(const char *path)
 	return n > 0 ? (uint64_t)n : 0;
 }
 
-/* A recording's life, phase by phase (cmd_record): what each made, for
- * the next and for rec_close. */
-struct session {
-	struct rec_opts o;
-	struct recorder *r;
-	struct rec_probes *probes;
-	struct rec_unlinker *unlink;
-	struct rec_meta_host host;
-	struct recording_info info;
-	uint64_t start, attached, deadline;
-	int go_fd; /* -- CMD: written once the probes are in, the child runs */
-	bool all_exited;
-};
-
 /* Checks that need no BPF (root, the targets alive), the host's facts, and
  * the output: a bad path fails before anything is loaded. 0 or 1. */
-static int rec_open(struct session *s)
+int rec_session__open(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 	const char *why = rec_meta__missing_privilege();
@@ -230,6 +217,14 @@ static int rec_open(struct session *s)
 	    .cpus = s->host.cpus,
 	    .clock_shift_ns = s->o.clock_skew_ns,
 	};
+	if (s->tap) { /* critpath agent: records analysed as they come */
+		err = recording_writer__open_tap(&r->w, s->tap, s->tap_ctx);
+		if (err) {
+			fprintf(stderr, "%s: out of memory\n", s->cmd);
+			return 1;
+		}
+		return 0;
+	}
 	err = recording_writer__open(&r->w, r->out, &s->info);
 	if (err) {
 		fprintf(stderr, "critpath record: cannot create %s: %s\n", r->out, output__why(err));
@@ -247,7 +242,7 @@ static int rec_open(struct session *s)
 
 /* The programs loaded, the command started (held until rec_attach), the
  * targets in the map, the ring buffers open. 0 or 1. */
-static int rec_load(struct session *s)
+int rec_session__load(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 	int err = rec_bpf__open_load(&r->bpf, &s->o.bo);
@@ -290,7 +285,7 @@ static int rec_load(struct session *s)
 
 /* TLS uprobes, the programs and --probe attached; the start's metadata
  * written; the command let go. 0 or 1. */
-static int rec_attach(struct session *s)
+int rec_session__attach(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 	struct sigaction sa = {.sa_handler = on_signal};
@@ -335,7 +330,7 @@ static int rec_attach(struct session *s)
 		close(s->go_fd);
 		s->go_fd = -1;
 	}
-	if (!r->quiet)
+	if (!r->quiet && !s->tap)
 		fprintf(stderr, "critpath record: recording %d process%s to %s%s\n", r->ntargets,
 			r->ntargets == 1 ? "" : "es", r->out,
 			s->deadline ? "" : " (Ctrl-C to stop)");
@@ -343,7 +338,7 @@ static int rec_attach(struct session *s)
 }
 
 /* The child, reaped once it exits. */
-static void reap_child(struct recorder *r)
+void rec_session__reap_child(struct recorder *r)
 {
 	int status;
 	struct target *t;
@@ -359,13 +354,13 @@ static void reap_child(struct recorder *r)
 
 /* Drains the rings until a signal, the deadline, a write error or every
  * target's exit. */
-static void rec_loop(struct session *s)
+static void rec_loop(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 	uint64_t now, last_flush = s->start;
 	int err;
 
-	while (!stop_signal && !r->write_err) {
+	while (!rec_stop_signal && !r->write_err) {
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR && !r->write_err) {
 			fprintf(stderr, "critpath record: reading the ring buffer: %s\n",
@@ -374,7 +369,7 @@ static void rec_loop(struct session *s)
 		}
 		now = rec_meta__now();
 		if (now - r->last_check >= TICK_MS * 1000000ull) {
-			reap_child(r);
+			rec_session__reap_child(r);
 			rec__tick(r, now);
 			if (!rec__live_targets(r)) {
 				s->all_exited = true;
@@ -394,7 +389,7 @@ static void rec_loop(struct session *s)
 
 /* What the rings still hold, the drops and the calls still blocked, the
  * trailer, the summary. The exit code. */
-static int rec_close(struct session *s)
+static int rec_close(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 	struct recording_totals totals = {};
@@ -442,7 +437,7 @@ static int rec_close(struct session *s)
 	return r->write_err ? 1 : 0;
 }
 
-static void session_free(struct session *s)
+void rec_session__free(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 
@@ -474,9 +469,11 @@ static void session_free(struct session *s)
 /* open -> load -> attach -> loop -> close, as the phases above. */
 int cmd_record(int argc, char **argv)
 {
-	struct session *s = calloc(1, sizeof(*s));
+	struct rec_session *s = calloc(1, sizeof(*s));
 	int ret;
 
+	if (s)
+		s->cmd = "critpath record";
 	if (!s || !(s->r = calloc(1, sizeof(*s->r)))) {
 		fprintf(stderr, "critpath record: out of memory\n");
 		free(s);
@@ -485,18 +482,18 @@ int cmd_record(int argc, char **argv)
 	s->go_fd = -1;
 	ret = rec_opts__parse(&s->o, argc, argv);
 	if (ret) {
-		session_free(s);
+		rec_session__free(s);
 		return ret == 1 ? 0 : 2;
 	}
 	s->o.argc = argc;
 	s->o.argv = argv;
 	s->r->out = s->o.out;
 	s->r->quiet = s->o.quiet;
-	ret = rec_open(s) || rec_load(s) || rec_attach(s);
+	ret = rec_session__open(s) || rec_session__load(s) || rec_session__attach(s);
 	if (!ret) {
 		rec_loop(s);
 		ret = rec_close(s);
 	}
-	session_free(s);
+	rec_session__free(s);
 	return ret;
 }

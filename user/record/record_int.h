@@ -35,6 +35,7 @@ struct rec_bpf_opts {
 	bool all_syscalls; /* raw_syscalls for every call, not the lean capture */
 	bool probes;	   /* load the --probe programs (bpf/uprobe.bpf.c) */
 	bool tls;	   /* load the TLS plaintext programs (bpf/tls.bpf.c) */
+	bool watch_execs;  /* report every exec (critpath agent's --comm, --exe, --cgroup) */
 	bool quiet;
 };
 

@@ -36,6 +36,9 @@ struct target {
 
 struct recorder {
 	struct recording_writer *w;
+	/* a process not traced exec'd file (rec_bpf_opts.watch_execs) */
+	void (*spawn)(void *ctx, pid_t pid, const char *file);
+	void *spawn_ctx;
 	struct rec_bpf *bpf;
 	const char *out;
 	struct target targets[MAX_TARGETS];
@@ -88,5 +91,7 @@ void rec__check_drops(struct recorder *r, uint64_t now);
 void rec__tick(struct recorder *r, uint64_t now);
 /* the targets' children from before the recording: targets too */
 int rec__add_children(struct recorder *r);
+/* pid (a running process) traced from now on; 0 or -errno */
+int rec__target_watch(struct recorder *r, pid_t pid);
 
 #endif /* CRITPATH_RECORDER_H */

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * OTLP/HTTP protobuf export off the agent's loop: encoded requests wait in a
+ * bounded queue (a full queue drops, counted); one thread sends batches,
+ * gzipped, and retries 429/502/503/504 and connection errors with
+ * exponential backoff, honouring Retry-After. Other answers drop the batch,
+ * counted as failed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <curl/curl.h>
+#include <zlib.h>
+
+#include "agent.h"
+#include "commands.h"
+
+#define BACKOFF_MIN_NS 250000000ull
+#define BACKOFF_MAX_NS 30000000000ull
+
+struct item {
+	uint8_t *p;
+	size_t n;
+};
+
+struct exporter {
+	struct exporter_opts o;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct item *q; /* ring of queue_max */
+	uint32_t head, len;
+	bool stop;
+	uint64_t deadline;
+	struct exporter_stats st;
+	CURL *curl;
+	struct curl_slist *hdrs;
+	uint64_t retry_after_ns; /* from the last answer */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *exporter__check_url(const char *url)
+{
+	const char *host;
+
+	if (!url || !*url)
+		return "no URL";
+	if (!strncmp(url, "http://", 7))
+		host = url + 7;
+	else if (!strncmp(url, "https://", 8))
+		host = url + 8;
+	else
+		return "not an http:// or https:// URL";
+	if (!*host || *host == '/' || *host == ':')
+		return "no host in the URL";
+	return NULL;
+}
+
+static size_t on_header(char *buf, size_t size, size_t n, void *ctx)
+{
+	struct exporter *e = ctx;
+	size_t len = size * n;
+
+	if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) {
+		long s = strtol(buf + 12, NULL, 10);
+
+		if (s > 0 && s < 3600)
+			e->retry_after_ns = (uint64_t)s * 1000000000ull;
+	}
+	return len;
+}
+
+static size_t on_body(char *buf, size_t size, size_t n, void *ctx)
+{
+	return size * n; /* the response's body says nothing we use */
+}
+
+static int gzip(const uint8_t *p, size_t n, uint8_t **out, size_t *outn)
+{
+	z_stream zs = {0};
+	uLong cap;
+	int rc;
+
+	if (deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	cap = deflateBound(&zs, n) + 32;
+	*out = malloc(cap);
+	if (!*out) {
+		deflateEnd(&zs);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)p;
+	zs.avail_in = (uInt)n;
+	zs.next_out = *out;
+	zs.avail_out = (uInt)cap;
+	rc = deflate(&zs, Z_FINISH);
+	*outn = zs.total_out;
+	deflateEnd(&zs);
+	if (rc != Z_STREAM_END) {
+		free(*out);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* One POST: the HTTP status, or 0 when there was no answer */
+static long post(struct exporter *e, const uint8_t *body, size_t n)
+{
+	uint8_t *gz;
+	size_t gzn;
+	long code = 0;
+
+	if (gzip(body, n, &gz, &gzn))
+		return -1;
+	e->retry_after_ns = 0;
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, gz);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzn);
+	if (curl_easy_perform(e->curl) == CURLE_OK)
+		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+	free(gz);
+	return code;
+}
+
+static bool retryable(long code)
+{
+	return code == 0 || code == 429 || code == 502 || code == 503 || code == 504;
+}
+
+/* Sleeps up to ns, or until stop's deadline has passed; false: give up */
+static bool wait_retry(struct exporter *e, uint64_t ns)
+{
+	uint64_t until = mono_ns() + ns;
+	struct timespec ts;
+	bool go_on;
+
+	pthread_mutex_lock(&e->mu);
+	while (mono_ns() < until && !(e->stop && mono_ns() >= e->deadline)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	}
+	go_on = !(e->stop && mono_ns() >= e->deadline);
+	pthread_mutex_unlock(&e->mu);
+	return go_on;
+}
+
+static void *run(void *arg)
+{
+	struct exporter *e = arg;
+	struct pbuf b = {0};
+
+	for (;;) {
+		uint32_t k = 0;
+		uint64_t backoff = BACKOFF_MIN_NS;
+		long code;
+
+		pthread_mutex_lock(&e->mu);
+		while (!e->len && !e->stop)
+			pthread_cond_wait(&e->cv, &e->mu);
+		if (!e->len || (e->stop && mono_ns() >= e->deadline)) {
+			pthread_mutex_unlock(&e->mu);
+			break;
+		}
+		/* a batch: the requests at the head, concatenated */
+		b.n = 0;
+		b.err = false;
+		while (k < e->len && k < e->o.batch_max) {
+			struct item *it = &e->q[(e->head + k) % e->o.queue_max];
+
+			if (b.n + it->n > b.cap) {
+				size_t cap = b.cap ? b.cap : 65536;
+				uint8_t *p;
+
+				while (cap < b.n + it->n)
+					cap *= 2;
+				p = realloc(b.p, cap);
+				if (!p)
+					break;
+				b.p = p;
+				b.cap = cap;
+			}
+			memcpy(b.p + b.n, it->p, it->n);
+			b.n += it->n;
+			k++;
+		}
+		pthread_mutex_unlock(&e->mu);
+		for (;;) {
+			code = k ? post(e, b.p, b.n) : -1;
+			pthread_mutex_lock(&e->mu);
+			e->st.last_status = (int)(code > 0 ? code : 0);
+			pthread_mutex_unlock(&e->mu);
+			if (!retryable(code))
+				break;
+			e->st.retries++;
+			if (!wait_retry(e, e->retry_after_ns ? e->retry_after_ns : backoff))
+				break;
+			backoff = backoff * 2 < BACKOFF_MAX_NS ? backoff * 2 : BACKOFF_MAX_NS;
+		}
+		pthread_mutex_lock(&e->mu);
+		for (uint32_t i = 0; i < k; i++) {
+			free(e->q[e->head].p);
+			e->head = (e->head + 1) % e->o.queue_max;
+		}
+		e->len -= k;
+		if (code >= 200 && code < 300) {
+			e->st.sent += k;
+			e->st.batches++;
+		} else if (retryable(code)) {
+			e->st.dropped += k; /* given up at the stop's deadline */
+		} else {
+			e->st.failed += k;
+		}
+		pthread_mutex_unlock(&e->mu);
+	}
+	pbuf__free(&b);
+	return NULL;
+}
+
+struct exporter *exporter__new(const struct exporter_opts *o)
+{
+	struct exporter *e = calloc(1, sizeof(*e));
+	char ua[64], h[1024];
+	int err;
+
+	if (!e)
+		return NULL;
+	e->o = *o;
+	if (!e->o.queue_max)
+		e->o.queue_max = 4096;
+	if (!e->o.batch_max)
+		e->o.batch_max = 256;
+	e->q = calloc(e->o.queue_max, sizeof(*e->q));
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	e->curl = curl_easy_init();
+	if (!e->q || !e->curl)
+		goto fail;
+	e->hdrs = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
+	e->hdrs = curl_slist_append(e->hdrs, "Content-Encoding: gzip");
+	/* OTEL_EXPORTER_OTLP_HEADERS: k=v,k2=v2 (values URL-encoded: left as they are) */
+	for (const char *s = o->headers; s && *s;) {
+		const char *c = strchr(s, ','), *eq;
+		size_t n = c ? (size_t)(c - s) : strlen(s);
+
+		eq = memchr(s, '=', n);
+		if (eq && n < sizeof(h) - 4) {
+			snprintf(h, sizeof(h), "%.*s: %.*s", (int)(eq - s), s, (int)(n - (eq - s) - 1),
+				 eq + 1);
+			e->hdrs = curl_slist_append(e->hdrs, h);
+		}
+		s += n + (c ? 1 : 0);
+	}
+	snprintf(ua, sizeof(ua), "critpath/%s", CRITPATH_VERSION);
+	curl_easy_setopt(e->curl, CURLOPT_URL, o->url);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
+	curl_easy_setopt(e->curl, CURLOPT_USERAGENT, ua);
+	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS,
+			 (long)((o->timeout_ns ? o->timeout_ns : 3000000000ull) / 1000000));
+	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	err = pthread_create(&e->th, NULL, run, e);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
+	return e;
+fail:
+	curl_slist_free_all(e->hdrs);
+	if (e->curl)
+		curl_easy_cleanup(e->curl);
+	free(e->q);
+	free(e);
+	return NULL;
+}
+
+void exporter__push(struct exporter *e, const uint8_t *p, size_t n)
+{
+	uint8_t *c;
+
+	pthread_mutex_lock(&e->mu);
+	e->st.queued++;
+	if (e->len == e->o.queue_max || !(c = malloc(n))) {
+		e->st.dropped++;
+		pthread_mutex_unlock(&e->mu);
+		return;
+	}
+	memcpy(c, p, n);
+	e->q[(e->head + e->len) % e->o.queue_max] = (struct item){c, n};
+	e->len++;
+	pthread_cond_signal(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+void exporter__stats(struct exporter *e, struct exporter_stats *s)
+{
+	pthread_mutex_lock(&e->mu);
+	*s = e->st;
+	pthread_mutex_unlock(&e->mu);
+}
+
+void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_stats *s)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->stop = true;
+	e->deadline = deadline_ns;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->th, NULL); /* a send in flight ends by its timeout */
+	for (uint32_t i = 0; i < e->len; i++)
+		free(e->q[(e->head + i) % e->o.queue_max].p);
+	e->st.dropped += e->len;
+	if (s)
+		*s = e->st;
+	curl_slist_free_all(e->hdrs);
+	curl_easy_cleanup(e->curl);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	free(e->q);
+	free(e);
+}

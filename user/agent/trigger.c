@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/*
+ * Which finished requests the agent walks and exports (CPT's triggering):
+ * slower than a duration or than the running NNth percentile of their
+ * service and name over the last minute, a random sample, or opted in by
+ * the caller's sampled traceparent. Percentiles come from log histograms
+ * (16 buckets per power of two) in six 10-second slots.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "util.h"
+
+#define SLOTS 6
+#define SLOT_NS 10000000000ull
+#define NB (41 * 16) /* up to 2^41 ns, about 36 minutes */
+
+struct key {
+	const char *service, *name; /* interned: compared by pointer */
+	uint32_t hist[SLOTS][NB];
+	uint64_t epoch[SLOTS];	/* which 10 s the slot holds */
+	uint32_t win[NB];	/* since the last window */
+	uint64_t win_n, win_max;
+};
+
+struct trigger {
+	struct trigger_opts o;
+	uint64_t rng;
+	struct key **keys;
+	uint32_t nkeys, capkeys;
+	struct index ix;
+	uint32_t min_n; /* samples a percentile needs */
+};
+
+static uint32_t bucket(uint64_t ns)
+{
+	uint32_t msb, frac;
+
+	if (ns < 16)
+		return (uint32_t)ns;
+	msb = 63 - (uint32_t)__builtin_clzll(ns);
+	frac = (uint32_t)(ns >> (msb - 4)) & 15;
+	return msb * 16 + frac < NB ? msb * 16 + frac : NB - 1;
+}
+
+/* The largest value bucket b holds */
+static uint64_t bucket_top(uint32_t b)
+{
+	uint32_t msb = b / 16, frac = b % 16;
+
+	if (b < 16)
+		return b;
+	return ((16ull + frac + 1) << (msb - 4)) - 1;
+}
+
+static uint64_t rnd(struct trigger *t)
+{
+	uint64_t x = t->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+static double rnd01(struct trigger *t)
+{
+	return (double)(rnd(t) >> 11) / (double)(1ull << 53);
+}
+
+struct trigger *trigger__new(const struct trigger_opts *o)
+{
+	struct trigger *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->o = *o;
+	t->rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull;
+	/* twice the requests in which one is above the percentile */
+	t->min_n = o->slow_pct > 0 && o->slow_pct < 1 ? (uint32_t)(2.0 / (1.0 - o->slow_pct)) : 0;
+	return t;
+}
+
+void trigger__free(struct trigger *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->nkeys; i++)
+		free(t->keys[i]);
+	free(t->keys);
+	free(t->ix.slots);
+	free(t);
+}
+
+struct lookup {
+	const struct trigger *t;
+	const char *service, *name;
+};
+
+static bool key_eq(const void *ctx, uint32_t i)
+{
+	const struct lookup *l = ctx;
+
+	return l->t->keys[i]->service == l->service && l->t->keys[i]->name == l->name;
+}
+
+static uint64_t key_hash(const char *service, const char *name)
+{
+	return hash__u64(hash__u64(0, (uintptr_t)service), (uintptr_t)name);
+}
+
+static uint64_t key_hash_of(const void *ctx, uint32_t i)
+{
+	const struct trigger *t = ctx;
+
+	return key_hash(t->keys[i]->service, t->keys[i]->name);
+}
+
+static struct key *key_of(struct trigger *t, const char *service, const char *name)
+{
+	struct lookup l = {t, service, name};
+	uint32_t *slot;
+	struct key *k;
+
+	if (index__reserve_more(&t->ix, t->nkeys, 1, key_hash_of, t))
+		return NULL;
+	slot = index__find(&t->ix, key_hash(service, name), key_eq, &l);
+	if (*slot)
+		return t->keys[*slot - 1];
+	if (grow_array((void **)&t->keys, &t->capkeys, t->nkeys + 1, sizeof(*t->keys), 64))
+		return NULL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->service = service;
+	k->name = name;
+	t->keys[t->nkeys++] = k;
+	*slot = t->nkeys;
+	return k;
+}
+
+/* The running percentile's bucket top over the live slots; 0: too few */
+static uint64_t running_pct(const struct trigger *t, struct key *k, uint64_t now)
+{
+	uint64_t n = 0, want, acc = 0, cur = now / SLOT_NS;
+
+	for (int s = 0; s < SLOTS; s++)
+		if (k->epoch[s] + SLOTS > cur)
+			for (uint32_t b = 0; b < NB; b++)
+				n += k->hist[s][b];
+	if (n < t->min_n || !n)
+		return 0;
+	want = (uint64_t)(t->o.slow_pct * (double)n);
+	if (want >= n)
+		want = n - 1;
+	for (uint32_t b = 0; b < NB; b++) {
+		for (int s = 0; s < SLOTS; s++)
+			if (k->epoch[s] + SLOTS > cur)
+				acc += k->hist[s][b];
+		if (acc > want)
+			return bucket_top(b);
+	}
+	return 0;
+}
+
+bool traceparent__parse(const char *s, uint8_t trace_id[16], uint8_t span_id[8], bool *sampled)
+{
+	static const int8_t hex[256] = {
+	    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
+	    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15,
+	    ['f'] = 16,
+	};
+	uint8_t v[26]; /* version, trace id, span id, flags */
+	bool zero_t = true, zero_s = true;
+	size_t n = 0;
+
+	if (!s || strlen(s) < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-' ||
+	    (s[55] && s[55] != '-'))
+		return false;
+	for (size_t i = 0; i < 55; i++) {
+		if (i == 2 || i == 35 || i == 52)
+			continue;
+		if (!hex[(uint8_t)s[i]] || !hex[(uint8_t)s[i + 1]])
+			return false;
+		v[n++] = (uint8_t)((hex[(uint8_t)s[i]] - 1) << 4 | (hex[(uint8_t)s[i + 1]] - 1));
+		i++;
+	}
+	if (v[0] == 0xff || (v[0] == 0 && s[55]))
+		return false;
+	for (int i = 0; i < 16; i++)
+		zero_t &= !v[1 + i];
+	for (int i = 0; i < 8; i++)
+		zero_s &= !v[17 + i];
+	if (zero_t || zero_s)
+		return false;
+	memcpy(trace_id, v + 1, 16);
+	memcpy(span_id, v + 17, 8);
+	*sampled = v[25] & 1;
+	return true;
+}
+
+unsigned trigger__judge(struct trigger *t, const struct cp_request *h, uint64_t now)
+{
+	uint64_t lat = h->end_ns > h->start_ns ? h->end_ns - h->start_ns : 0;
+	uint32_t b = bucket(lat), s = (uint32_t)((now / SLOT_NS) % SLOTS);
+	struct key *k = key_of(t, h->service, h->name);
+	unsigned v = AG_SKIP;
+
+	if (t->o.slow_ns && lat >= t->o.slow_ns)
+		v |= AG_SLOW;
+	if (k && t->o.slow_pct > 0) {
+		uint64_t thr = running_pct(t, k, now);
+
+		if (thr && lat > thr)
+			v |= AG_SLOW;
+	}
+	if (t->o.sample > 0 && rnd01(t) < t->o.sample)
+		v |= AG_SAMPLED;
+	if (t->o.profile > 0 && rnd01(t) < t->o.profile)
+		v |= AG_PROFILE;
+	if (h->wire && h->wire->traceparent) {
+		uint8_t tid[16], sid[8];
+		bool sampled;
+
+		if (traceparent__parse(h->wire->traceparent, tid, sid, &sampled) && sampled)
+			v |= AG_OPTIN;
+	}
+	if (k) {
+		if (k->epoch[s] != now / SLOT_NS) {
+			memset(k->hist[s], 0, sizeof(k->hist[s]));
+			k->epoch[s] = now / SLOT_NS;
+		}
+		k->hist[s][b]++;
+		k->win[b]++;
+		k->win_n++;
+		if (lat > k->win_max)
+			k->win_max = lat;
+	}
+	return v;
+}
+
+static uint64_t win_pct(const struct key *k, double q)
+{
+	uint64_t want = (uint64_t)(q * (double)k->win_n), acc = 0;
+
+	if (want >= k->win_n)
+		want = k->win_n - 1;
+	for (uint32_t b = 0; b < NB; b++) {
+		acc += k->win[b];
+		if (acc > want)
+			return bucket_top(b) < k->win_max ? bucket_top(b) : k->win_max;
+	}
+	return k->win_max;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int trigger__window_json(struct trigger *t, char **out, size_t *len)
+{
+	FILE *f = open_memstream(out, len);
+	bool first = true;
+
+	if (!f)
+		return -errno;
+	fputc('[', f);
+	for (uint32_t i = 0; i < t->nkeys; i++) {
+		struct key *k = t->keys[i];
+
+		if (!k->win_n)
+			continue;
+		fprintf(f, "%s\n{\"service\":", first ? "" : ",");
+		json_str(f, k->service);
+		fprintf(f, ",\"name\":");
+		json_str(f, k->name);
+		fprintf(f,
+			",\"requests\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,"
+			"\"max_ns\":%llu}",
+			(unsigned long long)k->win_n, (unsigned long long)win_pct(k, 0.5),
+			(unsigned long long)win_pct(k, 0.9), (unsigned long long)win_pct(k, 0.99),
+			(unsigned long long)k->win_max);
+		first = false;
+		memset(k->win, 0, sizeof(k->win));
+		k->win_n = k->win_max = 0;
+	}
+	fputs("\n]\n", f);
+	if (fclose(f))
+		return -ENOMEM;
+	return (int)*len;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/* A recorder's life, phase by phase: open → load → attach, then the caller's
+ * loop (record: into a file; agent: into the path analysis), then free. */
+#ifndef CRITPATH_REC_SESSION_H
+#define CRITPATH_REC_SESSION_H
+
+#include <signal.h>
+
+#include "record_int.h"
+#include "recorder.h"
+#include "recording.h"
+
+struct rec_session {
+	const char *cmd; /* "critpath record": the start of its messages */
+	struct rec_opts o;
+	struct recorder *r;
+	struct rec_probes *probes;
+	struct rec_unlinker *unlink;
+	struct rec_meta_host host;
+	struct recording_info info;
+	uint64_t start, attached, deadline;
+	int go_fd; /* -- CMD: written once the probes are in, the child runs */
+	bool all_exited;
+	/* set: no file, every record goes to tap (critpath agent) */
+	recording_tap_fn tap;
+	void *tap_ctx;
+};
+
+/* Set by SIGINT, SIGTERM and SIGHUP once attached */
+extern volatile sig_atomic_t rec_stop_signal;
+
+/* Root, the targets alive, the host's facts, the output. 0 or 1 (said). */
+int rec_session__open(struct rec_session *s);
+/* The programs loaded, targets in the map, the rings open. 0 or 1. */
+int rec_session__load(struct rec_session *s);
+/* Probes attached, the start's metadata written. 0 or 1. */
+int rec_session__attach(struct rec_session *s);
+/* The launched command, reaped once it exits. */
+void rec_session__reap_child(struct recorder *r);
+void rec_session__free(struct rec_session *s);
+
+#endif
