@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* critpath agent's pieces without BPF: the traceparent parser, triggering
+ * (slow by duration and by running percentile, sampling, opt-in), the
+ * OTLP encoding (walked back with a protobuf reader of the wire format),
+ * the HTTP request's target and trace context, and the exporter against a
+ * refused URL (counted, never lost silently). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "agent.h"
+#include "proto.h"
+
+static void test_traceparent(void **state)
+{
+	uint8_t t[16], s[8];
+	bool sampled;
+
+	assert_true(traceparent__parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", t,
+				       s, &sampled));
+	assert_true(sampled);
+	assert_int_equal(t[0], 0x4b);
+	assert_int_equal(s[7], 0xb7);
+	assert_true(traceparent__parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", t,
+				       s, &sampled));
+	assert_false(sampled);
+	/* all-zero ids, upper case, a short one, version ff, junk after 00 */
+	assert_false(traceparent__parse("00-00000000000000000000000000000000-00f067aa0ba902b7-01", t,
+					s, &sampled));
+	assert_false(traceparent__parse("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", t,
+					s, &sampled));
+	assert_false(traceparent__parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", t, s,
+					&sampled));
+	assert_false(traceparent__parse("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", t,
+					s, &sampled));
+	assert_false(traceparent__parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+					t, s, &sampled));
+	assert_true(traceparent__parse("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", t,
+				       s, &sampled));
+	assert_false(traceparent__parse(NULL, t, s, &sampled));
+}
+
+static struct cp_request req(const char *svc, const char *name, uint64_t start, uint64_t lat)
+{
+	struct cp_request r = {.service = svc, .name = name, .start_ns = start,
+			       .end_ns = start + lat};
+	return r;
+}
+
+static void test_trigger_duration_and_optin(void **state)
+{
+	struct trigger_opts o = {.slow_ns = 50000000};
+	struct trigger *t = trigger__new(&o);
+	struct cp_request_wire w = {.traceparent =
+					"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"};
+	struct cp_request r = req("s", "GET /", 1000, 60000000);
+
+	assert_int_equal(trigger__judge(t, &r, r.end_ns), AG_SLOW);
+	r = req("s", "GET /", 1000, 1000000);
+	assert_int_equal(trigger__judge(t, &r, r.end_ns), AG_SKIP);
+	r.wire = &w;
+	assert_int_equal(trigger__judge(t, &r, r.end_ns), AG_OPTIN);
+	w.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+	assert_int_equal(trigger__judge(t, &r, r.end_ns), AG_SKIP);
+	trigger__free(t);
+}
+
+static void test_trigger_percentile(void **state)
+{
+	struct trigger_opts o = {.slow_pct = 0.99, .seed = 7};
+	struct trigger *t = trigger__new(&o);
+	static const char svc[] = "s", a[] = "GET /a", b[] = "GET /b";
+	uint64_t now = 100000000000ull;
+	unsigned slow = 0;
+	char *json = NULL;
+	size_t len = 0;
+
+	/* too few to judge: none is slow */
+	for (int i = 0; i < 100; i++) {
+		struct cp_request r = req(svc, a, now, 1000000 + i * 1000);
+
+		assert_int_equal(trigger__judge(t, &r, now), AG_SKIP);
+	}
+	/* 1000 requests of 1-2 ms in no order: few are slow; then one of 10 ms
+	 * is, one of 1.5 ms not */
+	for (int i = 0; i < 1000; i++) {
+		struct cp_request r = req(svc, a, now, 1000000 + (uint64_t)((i * 7919) % 1000) * 1000);
+
+		slow += trigger__judge(t, &r, now) == AG_SLOW;
+	}
+	assert_true(slow <= 20);
+	{
+		struct cp_request r = req(svc, a, now, 10000000), q = req(svc, a, now, 1500000);
+
+		assert_int_equal(trigger__judge(t, &r, now), AG_SLOW);
+		assert_int_equal(trigger__judge(t, &q, now), AG_SKIP);
+	}
+	/* another name has its own percentile */
+	{
+		struct cp_request r = req(svc, b, now, 10000000);
+
+		assert_int_equal(trigger__judge(t, &r, now), AG_SKIP);
+	}
+	/* a minute later the old slots are gone: too few again */
+	{
+		struct cp_request r = req(svc, a, now, 10000000);
+
+		assert_int_equal(trigger__judge(t, &r, now + 70000000000ull), AG_SKIP);
+	}
+	assert_true(trigger__window_json(t, &json, &len) > 0);
+	assert_non_null(strstr(json, "\"name\":\"GET /a\",\"requests\":1103"));
+	assert_non_null(strstr(json, "\"name\":\"GET /b\",\"requests\":1"));
+	free(json);
+	json = NULL;
+	assert_true(trigger__window_json(t, &json, &len) > 0);
+	assert_string_equal(json, "[\n]\n"); /* a window starts over */
+	free(json);
+	trigger__free(t);
+}
+
+static void test_trigger_sample(void **state)
+{
+	struct trigger_opts o = {.sample = 0.1, .seed = 42};
+	struct trigger *t = trigger__new(&o);
+	int n = 0;
+
+	for (int i = 0; i < 10000; i++) {
+		struct cp_request r = req("s", "x", 0, 1000);
+
+		n += !!(trigger__judge(t, &r, 0) & AG_SAMPLED);
+	}
+	assert_in_range(n, 850, 1150);
+	trigger__free(t);
+}
+
+/* --- a protobuf reader of the wire format, for the encoding's tests --- */
+
+struct pb {
+	const uint8_t *p, *end;
+};
+
+static uint64_t varint(struct pb *b)
+{
+	uint64_t v = 0;
+	int s = 0;
+
+	while (b->p < b->end) {
+		uint8_t c = *b->p++;
+
+		v |= (uint64_t)(c & 0x7f) << s;
+		if (!(c & 0x80))
+			return v;
+		s += 7;
+	}
+	fail_msg("varint cut");
+	return 0;
+}
+
+/* The next field: its number, wire type, and (length-delimited) body */
+static bool field(struct pb *b, uint32_t *num, uint32_t *wt, struct pb *body, uint64_t *v)
+{
+	uint64_t tag;
+
+	if (b->p >= b->end)
+		return false;
+	tag = varint(b);
+	*num = (uint32_t)(tag >> 3);
+	*wt = tag & 7;
+	if (*wt == 0) {
+		*v = varint(b);
+	} else if (*wt == 1) {
+		assert_true(b->end - b->p >= 8);
+		memcpy(v, b->p, 8);
+		b->p += 8;
+	} else if (*wt == 2) {
+		uint64_t n = varint(b);
+
+		assert_true((uint64_t)(b->end - b->p) >= n);
+		body->p = b->p;
+		body->end = b->p + n;
+		b->p += n;
+	} else {
+		fail_msg("wire type %u", *wt);
+	}
+	return true;
+}
+
+/* The spans of an ExportTraceServiceRequest body: their bodies */
+static int spans_of(struct pb all, struct pb *out, int max, struct pb *resource)
+{
+	uint32_t num, wt;
+	struct pb rs, x, y, z;
+	uint64_t v;
+	int n = 0;
+
+	while (field(&all, &num, &wt, &rs, &v)) {
+		assert_int_equal(num, 1);
+		while (field(&rs, &num, &wt, &x, &v)) {
+			if (num == 1)
+				*resource = x;
+			if (num != 2)
+				continue;
+			while (field(&x, &num, &wt, &y, &v))
+				if (num == 2 && n < max)
+					out[n++] = y;
+		}
+	}
+	(void)z;
+	return n;
+}
+
+/* An attribute of a span (field 9) or resource (field 1): string or int */
+static bool attr(struct pb m, uint32_t fieldno, const char *key, char *s, size_t slen,
+		 int64_t *iv)
+{
+	uint32_t num, wt;
+	struct pb kv, x, av;
+	uint64_t v;
+
+	while (field(&m, &num, &wt, &kv, &v)) {
+		char k[64] = "";
+		bool match = false;
+
+		if (num != fieldno || wt != 2)
+			continue;
+		while (field(&kv, &num, &wt, &x, &v)) {
+			if (num == 1) {
+				snprintf(k, sizeof(k), "%.*s", (int)(x.end - x.p), x.p);
+				match = !strcmp(k, key);
+			} else if (num == 2 && match) {
+				while (field(&x, &num, &wt, &av, &v)) {
+					if (num == 1 && s)
+						snprintf(s, slen, "%.*s", (int)(av.end - av.p), av.p);
+					if ((num == 3 || num == 2) && iv)
+						*iv = (int64_t)v;
+				}
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+static uint64_t span_u64(struct pb m, uint32_t want)
+{
+	uint32_t num, wt;
+	struct pb x;
+	uint64_t v;
+
+	while (field(&m, &num, &wt, &x, &v))
+		if (num == want && wt != 2)
+			return v;
+	return 0;
+}
+
+static bool span_bytes(struct pb m, uint32_t want, uint8_t *out, size_t n)
+{
+	uint32_t num, wt;
+	struct pb x;
+	uint64_t v;
+
+	while (field(&m, &num, &wt, &x, &v))
+		if (num == want && wt == 2) {
+			assert_int_equal(x.end - x.p, n);
+			memcpy(out, x.p, n);
+			return true;
+		}
+	return false;
+}
+
+static void test_otlp_encoding(void **state)
+{
+	static const char *const fr_srv[] = {"srv:80", "GET /item/{n}"};
+	static const char *const fr_db[] = {"srv:80", "GET /item/{n}", "db:5432 SELECT"};
+	struct cp_culprit cul = {.pid = 7, .tid = 8, .comm = "holder", .ns = 3000};
+	struct cp_segment segs[] = {
+	    {.start_ns = 1000, .end_ns = 2000, .category = CP_CAT_CPU, .frames = fr_srv,
+	     .nframes = 2, .pid = 10, .tid = 10},
+	    {.start_ns = 2000, .end_ns = 5000, .category = CP_CAT_LOCK, .frames = fr_srv,
+	     .nframes = 2, .pid = 10, .tid = 10, .culprits = &cul, .nculprits = 1},
+	    {.start_ns = 5000, .end_ns = 9000, .category = CP_CAT_CPU, .frames = fr_db,
+	     .nframes = 3, .pid = 20, .tid = 21, .comm = "postgres"},
+	    {.start_ns = 9000, .end_ns = 10000, .category = CP_CAT_RUNQUEUE, .frames = fr_srv,
+	     .nframes = 2, .pid = 10, .tid = 10, .interference = true},
+	};
+	struct cp_request_wire w = {
+	    .protocol = "http",
+	    .status = 503,
+	    .traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	    .tracestate = "vendor=1",
+	    .server_addr = "10.0.0.1:80",
+	    .client_addr = "[::1]:5555",
+	    .pid = 10,
+	};
+	struct cp_request r = {.service = "srv:80", .name = "GET /item/{n}", .host = "h1",
+			       .start_ns = 1000, .end_ns = 10000, .segs = segs, .nsegs = 4,
+			       .target = "/item/42?x=1", .wire = &w,
+			       .realtime_offset_ns = 1000000000};
+	struct otlp_resource res = {.host = "h0", .exe = "/usr/bin/srv"};
+	uint8_t rnd[24] = {1, 2, 3}, tid[16], sid[8], parent[8], ctid[16], cparent[8];
+	struct pbuf b = {0};
+	struct pb spans[4], resource = {0};
+	char s[128];
+	int64_t iv = 0, sum = 0;
+	static const char *const cats[] = {"critpath.cpu_ns",	  "critpath.runqueue_ns",
+					   "critpath.lock_ns",	  "critpath.network_ns",
+					   "critpath.disk_ns",	  "critpath.sleep_ns",
+					   "critpath.unexplained_ns"};
+
+	assert_int_equal(otlp__encode_request(&b, &r, &res, AG_OPTIN | AG_SLOW, rnd), 0);
+	assert_int_equal(spans_of((struct pb){b.p, b.p + b.n}, spans, 4, &resource), 2);
+	assert_true(attr(resource, 1, "service.name", s, sizeof(s), NULL));
+	assert_string_equal(s, "srv:80");
+	assert_true(attr(resource, 1, "host.name", s, sizeof(s), NULL));
+	assert_string_equal(s, "h1");
+	assert_true(attr(resource, 1, "process.pid", NULL, 0, &iv));
+	assert_int_equal(iv, 10);
+	assert_true(attr(resource, 1, "process.executable.path", s, sizeof(s), NULL));
+	/* the SERVER span: the caller's trace, a child of its span */
+	assert_true(span_bytes(spans[0], 1, tid, 16));
+	assert_int_equal(tid[0], 0x4b);
+	assert_true(span_bytes(spans[0], 4, parent, 8));
+	assert_int_equal(parent[7], 0xb7);
+	assert_true(span_bytes(spans[0], 2, sid, 8));
+	assert_int_equal(span_u64(spans[0], 6), 2);
+	assert_int_equal(span_u64(spans[0], 7), 1000001000ull);
+	assert_int_equal(span_u64(spans[0], 8), 1000010000ull);
+	assert_true(attr(spans[0], 9, "http.request.method", s, sizeof(s), NULL));
+	assert_string_equal(s, "GET");
+	assert_true(attr(spans[0], 9, "url.path", s, sizeof(s), NULL));
+	assert_string_equal(s, "/item/42");
+	assert_true(attr(spans[0], 9, "url.query", s, sizeof(s), NULL));
+	assert_string_equal(s, "x=1");
+	assert_true(attr(spans[0], 9, "http.route", s, sizeof(s), NULL));
+	assert_string_equal(s, "/item/{n}");
+	assert_true(attr(spans[0], 9, "http.response.status_code", NULL, 0, &iv));
+	assert_int_equal(iv, 503);
+	assert_true(attr(spans[0], 9, "client.address", s, sizeof(s), NULL));
+	assert_string_equal(s, "::1");
+	assert_true(attr(spans[0], 9, "server.port", NULL, 0, &iv));
+	assert_int_equal(iv, 80);
+	for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++) {
+		iv = -1;
+		assert_true(attr(spans[0], 9, cats[i], NULL, 0, &iv));
+		sum += iv;
+	}
+	assert_int_equal(sum, 9000); /* the categories tile the span */
+	assert_true(attr(spans[0], 9, "critpath.lock_ns", NULL, 0, &iv));
+	assert_int_equal(iv, 3000);
+	assert_true(attr(spans[0], 9, "critpath.interference_ns", NULL, 0, &iv));
+	assert_int_equal(iv, 1000);
+	assert_true(attr(spans[0], 9, "critpath.trigger", s, sizeof(s), NULL));
+	assert_string_equal(s, "slow opt-in");
+	/* the CLIENT span: the stretch in the database, a child of the server span */
+	assert_true(span_bytes(spans[1], 1, ctid, 16));
+	assert_memory_equal(ctid, tid, 16);
+	assert_true(span_bytes(spans[1], 4, cparent, 8));
+	assert_memory_equal(cparent, sid, 8);
+	assert_int_equal(span_u64(spans[1], 6), 3);
+	assert_int_equal(span_u64(spans[1], 7), 1000005000ull);
+	assert_int_equal(span_u64(spans[1], 8), 1000009000ull);
+	assert_true(attr(spans[1], 9, "critpath.comm", s, sizeof(s), NULL));
+	assert_string_equal(s, "postgres");
+	/* not opted in: a trace of its own, no parent */
+	b.n = 0;
+	assert_int_equal(otlp__encode_request(&b, &r, &res, AG_SLOW, rnd), 0);
+	assert_int_equal(spans_of((struct pb){b.p, b.p + b.n}, spans, 4, &resource), 2);
+	assert_false(span_bytes(spans[0], 4, parent, 8));
+	assert_true(span_bytes(spans[0], 1, tid, 16));
+	assert_int_equal(tid[0], 1);
+	pbuf__free(&b);
+}
+
+static void test_http_meta(void **state)
+{
+	static const char req[] = "GET /a/1?q=2 HTTP/1.1\r\nHost: x\r\nTraceParent:  "
+				  "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 \r\n"
+				  "tracestate: k=v\r\n\r\nbody traceparent: no";
+	struct proto_meta m;
+
+	proto__http_meta((const uint8_t *)req, sizeof(req) - 1, &m);
+	assert_string_equal(m.target, "/a/1?q=2");
+	assert_string_equal(m.traceparent,
+			    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+	assert_string_equal(m.tracestate, "k=v");
+	/* a header line cut by the prefix is not read */
+	proto__http_meta((const uint8_t *)req, 60, &m);
+	assert_string_equal(m.traceparent, "");
+	proto__http_meta((const uint8_t *)"*3\r\n$3\r\nSET", 11, &m);
+	assert_string_equal(m.target, "");
+}
+
+static void test_exporter_refused(void **state)
+{
+	/* nothing listens on port 1: every try fails, counted at the close */
+	struct exporter_opts o = {.url = "http://127.0.0.1:1/v1/traces", .queue_max = 4,
+				  .timeout_ns = 200000000};
+	struct exporter *e = exporter__new(&o);
+	struct exporter_stats st;
+	struct timespec ts;
+	uint8_t x[4] = {1, 2, 3, 4};
+
+	assert_non_null(e);
+	for (int i = 0; i < 10; i++)
+		exporter__push(e, x, sizeof(x));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	exporter__close(e, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 300000000,
+			&st);
+	assert_int_equal(st.queued, 10);
+	assert_int_equal(st.sent, 0);
+	assert_int_equal(st.dropped + st.failed, 10); /* every one accounted for */
+	assert_non_null(exporter__check_url("ftp://x"));
+	assert_non_null(exporter__check_url("http://"));
+	assert_null(exporter__check_url("https://collector:4318/v1/traces"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_traceparent),	     cmocka_unit_test(test_trigger_duration_and_optin),
+	    cmocka_unit_test(test_trigger_percentile), cmocka_unit_test(test_trigger_sample),
+	    cmocka_unit_test(test_otlp_encoding),    cmocka_unit_test(test_http_meta),
+	    cmocka_unit_test(test_exporter_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
