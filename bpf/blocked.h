@@ -27,7 +27,7 @@
 #define ENOSYS 38
 
 /* 1: the default capture (above); 0: --all-syscalls (syscalls.bpf.c). */
-const volatile __u8 cfg_lean __weak = 0;
+extern const volatile __u8 cfg_lean;
 
 struct cp_blocked {
 	__u64 ts;

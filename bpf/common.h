@@ -2,8 +2,10 @@
 /*
  * What every BPF file of critpath shares: the target filter, the ring buffer,
  * the per-CPU drop counters and the configuration. All the .bpf.c files are linked
- * into one object (bpftool gen object), so the maps and rodata below are
- * __weak definitions: each file carries one, the linker keeps one.
+ * into one object (bpftool gen object): the maps are __weak definitions (each
+ * file carries one, the linker keeps one; libbpf 1.1's linker misplaces an
+ * extern map declared before its definition), the variables are extern,
+ * defined once in globals.bpf.c (a __weak array takes room in .bss per file).
  */
 #ifndef CRITPATH_BPF_COMMON_H
 #define CRITPATH_BPF_COMMON_H
@@ -19,19 +21,19 @@
 #include "core_fixes.bpf.h"
 
 /* Configuration, set by the recorder before load (rodata). */
-const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
+extern const volatile __u32 cfg_payload_bytes;
 /* The prefix on an HTTP/2 connection (struct cp_sock_state.every): its
  * frames are followed through each transfer, several requests' worth in one
  * read, so it takes more than a request line (--payload-bytes when given). */
-const volatile __u32 cfg_h2_payload_bytes __weak = CP_PAYLOAD_MAX;
+extern const volatile __u32 cfg_h2_payload_bytes;
 /* Every program returns at its first instruction: the overhead floor of the
  * hooks themselves (--empty-programs). */
-const volatile __u8 cfg_empty_programs __weak = 0;
+extern const volatile __u8 cfg_empty_programs;
 /* Wake the recorder only when this much is waiting in the ring buffer: a
  * wakeup per record would have the recorder preempt the target for every
  * event it caused (and cost a context switch each). The recorder polls on a
  * short timer otherwise. */
-const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
+extern const volatile __u64 cfg_wakeup_bytes;
 
 /*
  * Thread groups being recorded: one bit per tgid (tgids are below
@@ -42,12 +44,12 @@ const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
  * group's exit is recorded, so its final context switch is still seen.
  */
 #define TARGET_WORDS (1 << 16)
-__u64 target_bits[TARGET_WORDS] __weak;
+extern __u64 target_bits[TARGET_WORDS];
 
 /* Targets whose forks the recorder acts on at once (ev_submit_now): those
  * with TLS capture, whose children need their own uprobes before their
  * first requests. Set and cleared by the recorder, as target_bits. */
-__u64 fork_wake_bits[TARGET_WORDS] __weak;
+extern __u64 fork_wake_bits[TARGET_WORDS];
 
 /*
  * The event stream: one ring buffer per CPU, so a record is reserved and

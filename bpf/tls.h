@@ -18,12 +18,12 @@
 
 /* Whether the TLS programs are loaded (not --no-tls): the socket hooks
  * skip the check below when they are not. */
-const volatile __u8 cfg_tls __weak = 0;
+extern const volatile __u8 cfg_tls;
 
 /* Threads inside a traced TLS call, one bit per tid (tids are below
  * PID_MAX_LIMIT, as tgids): the one check a socket call pays to know it is
  * not one, a load where a task-storage lookup would be a helper call. */
-__u64 tls_busy_bits[TARGET_WORDS] __weak;
+extern __u64 tls_busy_bits[TARGET_WORDS];
 
 /* A thread's TLS call in progress, and what its socket reads found. */
 struct cp_tls_slot {
@@ -113,7 +113,7 @@ static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir,
  * probed, one bit per tgid (set by the recorder), and the goroutines
  * inside a Read: its buffer, *tls.Conn (the slot's ssl) and the connection
  * of a socket read it made. */
-__u64 go_tls_bits[TARGET_WORDS] __weak;
+extern __u64 go_tls_bits[TARGET_WORDS];
 
 struct go_key {
 	__u64 g;
