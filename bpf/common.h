@@ -101,7 +101,7 @@ struct cp_sock_state {
 	__u8 last_dir;	 /* SOCK_DIR_* */
 	__u8 last_short; /* that call moved at most CP_SHORT_READ bytes */
 	__u8 every;	 /* a payload on every transfer: HTTP/2 (sock_h2) */
-	/* HTTP/2 frames followed past the prefix (sock.bpf.c, cp_h2_walk),
+	/* HTTP/2 frames followed past the prefix (h2.bpf.c, cp_h2_walk),
 	 * per direction (0 read, 1 write): bit d of h2_sync says where the
 	 * frames are known; h2_next[d] is the offset of the first frame header
 	 * in the next transfer, or h2_npart[d] bytes of a header cut by the
@@ -135,6 +135,10 @@ struct {
  * transfer carrying 32 streams' answers needs about 1 KiB of them. */
 #define H2_ROOM 4096
 
+/* The iovecs a vectored transfer's payload is gathered from (payload_gather,
+ * cp_h2_walk). */
+#define GATHER_IOVS 8
+
 /* A record's payload with room for pieces after its prefix. */
 struct h2_room {
 	__u8 b[CP_PAYLOAD_MAX + H2_ROOM];
@@ -162,7 +166,7 @@ static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 	return cp_h2_detect(buf, len, &from_start);
 }
 
-/* HTTP/2 frames past a record's prefix (sock.bpf.c): the pieces' bytes
+/* HTTP/2 frames past a record's prefix (h2.bpf.c): the pieces' bytes
  * appended to p, 0 for none. */
 int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov, __u64 xfer);
 

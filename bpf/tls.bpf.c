@@ -14,7 +14,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* The default payload's reservation holds the 8-byte word the copy zeroes
- * at the end of the data (as sock.bpf.c's SOCK_SMALL). */
+ * at the end of the data (as sock_record.bpf.h's SOCK_SMALL). */
 #define TLS_SMALL (offsetof(struct cp_ev_tls_read, payload) + CP_PAYLOAD_DEFAULT + 8)
 
 /*
@@ -503,5 +503,35 @@ int go_tls_return(struct pt_regs *ctx)
 	}
 	tls_read_emit(s, &k, n, h2, s->nested, 0);
 #endif
+	return 0;
+}
+
+/* go_read_conn's work, in a process whose Go TLS is probed (g: the
+ * goroutine). A global function: its early returns would otherwise each
+ * carry on into the socket programs' inlined record-making, which the
+ * verifier then followed once for each (128K instructions of
+ * sock_recv_length's). */
+__noinline int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in)
+{
+	struct tls_key ck = {};
+	struct tls_sock gc = {};
+	struct go_key gk = {};
+	struct cp_tls_slot *s;
+
+	if (!in)
+		return 0;
+	gk.g = g;
+	gk.tgid = tgid;
+	s = bpf_map_lookup_elem(&go_reads, &gk);
+	if (!s || !s->active)
+		return 0;
+	s->fd = in->fd;
+	CONN_COPY(s, in);
+	s->nested = 1;
+	ck.ssl = s->ssl;
+	ck.tgid = tgid;
+	gc.fd = in->fd;
+	CONN_COPY(&gc, in);
+	bpf_map_update_elem(&go_conns, &ck, &gc, BPF_ANY);
 	return 0;
 }

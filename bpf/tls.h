@@ -161,7 +161,7 @@ struct {
 	__type(value, struct tls_sock);
 } go_conns SEC(".maps") __weak;
 
-/* go_read_conn's work (sock.bpf.c) */
+/* go_read_conn's work (tls.bpf.c) */
 int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in);
 
 /* A socket read (in: its connection) by a thread of tgid, whose user
