@@ -3,28 +3,12 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/*
- * HTTP/2 frames past the prefix. A server reads several streams' frames in
- * one transfer and writes several answers in one: a large DATA frame (a
- * POST body, a response) before the next stream's HEADERS put that HEADERS
- * past any prefix. So on an HTTP/2 connection the recorder follows the
- * frames through each transfer by their lengths, as the report does, and
- * appends to the prefix the pieces of the transfer past it that the report
- * needs: every frame header, and the header blocks of HEADERS,
- * PUSH_PROMISE and CONTINUATION frames (CP_SOCK_F_PIECES). Where the frames of a direction
- * are is kept in the socket's state from one transfer to the next; it is
- * found again, when lost, at a transfer that begins with a frame header.
- *
- * A subprogram of its own (verified once, not in each path of the inlined
- * sock_emit around it): the first H2_WALK_FRAMES frames the prefix shows
- * whole are read there in a plain loop, the rest from user memory in a
- * bpf_loop whose state is in the scratch map, where the pieces are built.
- * The plain loop costs the verifier about 5,000 instructions a turn in
- * every program that calls this one (the socket and TLS programs): at 64
- * turns, the whole prefix, that was 300K each and 1.7 s of every start.
- * 16 covers a transfer of 8 small responses (HEADERS and DATA each), and
- * h2_frame takes any frames after them from user memory, a read each.
- */
+/* HTTP/2 frames past the prefix: a large DATA frame can push the next stream's
+ * HEADERS past any prefix, so the frames are followed through each transfer by
+ * their lengths and every frame header and header block is appended as pieces
+ * (CP_SOCK_F_PIECES). Subprograms, verified once: H2_WALK_FRAMES frames are
+ * walked in the prefix, the rest in a bpf_loop whose state is in a map (a plain
+ * loop costs the verifier ~5,000 instructions a turn in every caller). */
 #define H2_HDR 9
 #define H2_WALK_FRAMES 16  /* whole in the prefix, read there (more: h2_frame's) */
 #define H2_LOOP_FRAMES 448 /* past it, at most */
@@ -77,12 +61,8 @@ static __always_inline __s64 h2_frame_len(const __u8 *h)
 /* Where cp_h2_read puts the bytes: the pieces, or the frame header. */
 #define H2_TO_HDR 0x80000000u
 
-/*
- * n bytes at the transfer's offset off into the scratch buffer's pieces at
- * offset at (at + n < H2_ROOM), or to its hdr (at: H2_TO_HDR). 0, or
- * -1 when they are not all in the user memory the call moved. A subprogram
- * of its own: each iovec a step that reads its part of the bytes, if any.
- */
+/* n bytes at the transfer's offset off into the pieces at offset at, or into
+ * hdr (at: H2_TO_HDR): 0, or -1 when not all in the call's user memory. */
 __noinline int cp_h2_read(__u64 off, __u32 at, __u32 n)
 {
 	__u32 zero = 0, got = 0;
@@ -228,13 +208,9 @@ static long h2_frame(__u32 i, void *ctx)
 	return 0;
 }
 
-/*
- * Follows the frames of a transfer (xfer: H2_XFER) on an HTTP/2 connection
- * whose prefix is the record's payload p (with room for the pieces after
- * it); buf: the buffer, or uiov: the iovec array. Updates st's frame state
- * and appends the pieces (through the 8-byte word they end in, zeroed).
- * Returns their bytes, 0 for none.
- */
+/* Follows the frames of a transfer (xfer: H2_XFER) past prefix p, from buf or
+ * the iovecs uiov; updates st's frame state, appends the pieces, returns their
+ * bytes (0: none). */
 __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov,
 			  __u64 xfer)
 {

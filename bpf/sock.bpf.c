@@ -9,9 +9,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* The default capture: which target listens on a local TCP port (tgid, 0
- * for none), from its listen() or, for sockets listening before the
- * recording, from the recorder (rec_bpf__listen_port). */
+/* Which target listens on a local TCP port (tgid, 0: none), from listen()
+ * or the recorder (sockets listening before the recording). */
 __u32 listen_tgid[65536];
 /* The same for a UDP port a target's socket is bound to, unconnected (a
  * datagram server): its datagrams are known before its first call. */
@@ -20,15 +19,10 @@ __u32 udp_tgid[65536];
  * look for the request they are (uring_take) */
 const volatile __u8 cfg_uring = 0;
 
-/*
- * The default capture's socket records (blocked.h): sock_sendmsg and
- * sock_recvmsg report every socket's data as it moves, in the task that
- * moves it, so only socket I/O runs a program, not every syscall. The
- * call, fd and buffer come from the task's syscall registers, or for an
- * io_uring request's transfer from its submission (uring_take); another
- * transfer outside a traced call (sendfile) is a plain read or write with
- * fd -1 and no payload. Failed calls (EAGAIN) are not recorded.
- */
+/* The default capture's socket records: sock_send/recv_length run only on
+ * socket I/O. Call, fd and buffer come from the syscall registers or an
+ * io_uring request (uring_take); other transfers (sendfile) are plain reads or
+ * writes with fd -1. Failed calls are not recorded. */
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -109,17 +103,10 @@ int BPF_PROG(sock_recv_length_btf, struct sock *sk, int ret, int flags)
 	return on_sock_io(sk, ret, flags, SOCK_DIR_READ);
 }
 
-/*
- * Connections begin and end in TCP's state changes (inet_sock_set_state),
- * not in syscall tracepoints: any of those would put every syscall of the
- * host on the kernel's slow path (~50 ns each). A target's listen() records
- * its port; a connection that becomes established on it is known from then
- * on (its first data may arrive before the first read); a target's close()
- * or shutdown() that sends a FIN or RST is a CP_SOCK_CLOSE / SHUTDOWN record
- * with the call's fd. Connects and accepts are not recorded (kpath tells a
- * connection's side from its listening ports and who spoke first), nor are
- * Unix-domain closes.
- */
+/* Connections from TCP's state changes, not syscall hooks: a target's listen()
+ * records its port, connections established on it are known from then on, and
+ * a target's close() or shutdown() that sends FIN or RST is a CP_SOCK_CLOSE /
+ * SHUTDOWN record. Connects, accepts and Unix-domain closes are not recorded. */
 static __always_inline int on_set_state(struct sock *sk, int old, int new)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -158,9 +145,8 @@ static __always_inline int on_set_state(struct sock *sk, int old, int new)
 			listen_tgid[lport] = 0;
 		return 0;
 	}
-	/* the call's own socket, under its lock in the target's close() or
-	 * shutdown(): not another socket whose packets the same task happens
-	 * to process meanwhile (loopback), and not the peer's FIN or RST */
+	/* the call's own socket, locked in the target's close() or shutdown():
+	 * not another socket the task processes (loopback), not the peer's FIN */
 	if (!tgid_is_target(tgid) || (old != TCP_ESTABLISHED && old != TCP_CLOSE_WAIT) ||
 	    !sk->sk_lock.owned)
 		return 0;
@@ -188,14 +174,8 @@ int BPF_PROG(inet_sock_set_state_btf, const struct sock *sk, const int oldstate,
 	return on_set_state((struct sock *)sk, oldstate, newstate);
 }
 
-/*
- * The default capture knows a target's socket from its state in the socket
- * (sock_slots, made by its first read or write or when it was accepted),
- * or, before any, from its local port: one a target listens on. So
- * the data arrivals of the host's other sockets cost one load each, not a
- * hash lookup. Unix-domain peers wake their readers from their own task:
- * nothing to tie to a network wakeup.
- */
+/* A target's socket is known by its sock_slots state or, before any, by a
+ * local port a target listens on: other sockets' arrivals cost one load. */
 static __always_inline bool lean_sock_known(struct sock *sk)
 {
 	struct cp_sock_state *st = bpf_sk_storage_get(&sock_slots, sk, 0, 0);
@@ -334,16 +314,10 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		bpf_map_delete_elem(&sock_states, &key);
 	}
 
-	/*
-	 * Payload only where protocol detection needs it, to keep recordings
-	 * small: the first read or write on a socket and the first one after a
-	 * change of direction (the start of a request or of a response), among
-	 * calls that moved bytes. Decided here at the exit, not at the start: a
-	 * reader may begin its next read before another thread has written the
-	 * previous response (a hand-off), and that read still starts a request.
-	 * A call of at most CP_SHORT_READ bytes (a length prefix read alone)
-	 * leaves the payload to the next call in its direction too.
-	 */
+	/* Payload only where protocol detection needs it: the first transfer and
+	 * the first after a change of direction, decided at exit (a hand-off's read
+	 * may start before the response is written). A call of at most CP_SHORT_READ
+	 * bytes leaves it to the next one too. */
 	dir = call_dir(call);
 	if (ret > 0 && dir == SOCK_DIR_WRITE && in->sock_type == SOCK_DGRAM && !in->rport &&
 	    (in->family == AF_INET || in->family == AF_INET6)) {

@@ -4,19 +4,11 @@
 
 #include "sock.bpf.h"
 
-/*
- * io_uring socket requests. Their data moves through sock_sendmsg and
- * sock_recvmsg as a syscall's does, but in the submitter's io_uring_enter,
- * its task work or an io-wq worker: no syscall registers say the fd or the
- * buffer. The request does: uring_note keeps them, per socket and
- * direction, for the transfer that follows (uring_take, on_sock_io), at
- * the request's submission (io_uring has prepared it: its buffer is in the
- * op's data) and at each poll wakeup that queues its retry. A recv with a
- * provided buffer (buffer select) has its buffer chosen at issue: the
- * transfer finds it in the request's message iterator then, and a
- * multishot recv's stays for each of its transfers. A close or shutdown is
- * kept for the state change it makes (uring_end, on_set_state).
- */
+/* io_uring socket requests move data in io_uring_enter, task work or io-wq,
+ * where no syscall registers say the fd or buffer: uring_note keeps them per
+ * socket and direction at submission and at each poll wakeup, for the
+ * transfer that follows (uring_take); close and shutdown for their state
+ * change (uring_end_take). */
 struct cp_uring_op {
 	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
 	/* struct io_kiocb *: a recv's with a provided buffer, a send's or
@@ -32,10 +24,8 @@ struct cp_uring_op {
 	__u64 end_ts; /* when it was submitted */
 };
 
-/* A close's state change follows its submission at once (the file's last
- * reference goes at the task's return to user space): one pending longer
- * did not change the state (a socket not connected), and its entry may
- * outlive its socket. */
+/* A close's state change follows its submission at once; one pending longer
+ * changed nothing, and its entry may outlive its socket. */
 #define URING_END_NS 1000000000ull
 
 struct {
@@ -46,10 +36,8 @@ struct {
 } uring_ops SEC(".maps") __weak;
 
 
-/* The socket behind a fixed file (IOSQE_FIXED_FILE: the SQE's fd is an
- * index into the ring's registered files), or NULL: in a table of nodes
- * holding tagged file pointers, as this kernel has it; with another layout
- * (older kernels) none. */
+/* The socket behind a fixed file (the SQE's fd indexes the ring's table), or
+ * NULL with a table layout older than uring_nodes_hold_files(). */
 static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 {
 	struct io_ring_ctx *ctx = BPF_CORE_READ(req, ctx);
@@ -97,14 +85,9 @@ static __always_inline int uring_end(int fd, __u8 call)
 	return 0;
 }
 
-/*
- * A request's transfer to come, kept for its socket: at its submission
- * (submit, in the submitter's task), or when a poll wakeup queues its retry
- * (io_uring_task_add, in the interrupt that brought the data): a multishot
- * recv armed before the recording is seen so, at each of its datagrams or
- * bytes. A retry's request has its file; its fd is not known there (the
- * wakeup wrote its poll mask over the CQE fields): the socket's last one.
- */
+/* Keeps a request's transfer to come for its socket: at submission, or when a
+ * poll wakeup queues its retry (also a multishot recv armed before the
+ * recording). A retry's fd is unknown (the wakeup overwrote it): the socket's last. */
 static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 {
 	__u64 buf = 0, reqp = 0;
@@ -200,10 +183,8 @@ static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 	return 0;
 }
 
-/* The provided buffer a recv request on sk is issued with: its message
- * iterator's (one user buffer, as a single buffer's import makes it), or
- * 0. The request must still be sk's: a multishot one is kept while it
- * lasts, and its memory is reused after. */
+/* The provided buffer a recv request on sk was issued with (its message
+ * iterator's), or 0; the request must still be sk's (its memory is reused). */
 static __always_inline __u64 uring_selected(struct io_kiocb *req, struct sock *sk)
 {
 	struct io_async_msghdr *m;
@@ -246,9 +227,8 @@ static __always_inline __u64 uring_take(struct sock *sk, int dir, struct cp_infl
 	return dir == SOCK_DIR_WRITE ? req : 0;
 }
 
-/* Where an io_uring send or sendmsg on an unconnected UDP socket goes: the
- * address it was submitted with, which its preparation copied into the
- * request's message header (kernel memory, unlike a syscall's). */
+/* An io_uring send's destination on an unconnected UDP socket: the address
+ * its preparation copied into the request (kernel memory). */
 static __always_inline void uring_dest(struct cp_inflight *in, struct io_kiocb *req)
 {
 	struct io_async_msghdr *m;
