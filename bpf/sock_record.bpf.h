@@ -201,9 +201,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	__u32 limit;
 	bool walk;
 
-	/* a peek's bytes are the next read's (and MSG_TRUNC may have said
-	 * more than its buffer holds): the payload is that read's. Every
-	 * datagram is a message of its own, whatever came before it. */
+	/* a peek's bytes are the next read's; every datagram is a message of its own */
 	if (st && (ret <= 0 || dir == SOCK_DIR_NONE || !cfg_payload_bytes || in->peek ||
 		   (st->last_dir == dir && !st->last_short && !st->every &&
 		    in->sock_type != SOCK_DGRAM && !(tls && tls->turn_ssl == tls->ssl))))
@@ -226,8 +224,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	/* HTTP/2, in the clear or a TLS write's plaintext: room for the
 	 * pieces after the prefix */
 	walk = st && st->every && (!tls || dir == SOCK_DIR_WRITE);
-	/* Reserved in place (no scratch copy): at full size when a payload is
-	 * taken, stored at hdr.size (the tail never reaches the file). */
+	/* reserved in place, at full size when a payload is taken */
 	if (walk && !tls && (iov = payload_iov(in))) {
 		e = ring_reserve(sizeof(*e) + H2_ROOM);
 		if (!e) {
@@ -254,9 +251,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			st->last_short = ret <= CP_SHORT_READ;
 			if (!st->every && sock_h2(e->payload, len)) {
 				st->every = 1;
-				/* the connection's first HTTP/2 bytes (a client's
-				 * preface, SETTINGS and first streams' HEADERS) at
-				 * the length its next transfers will have */
+				/* the first HTTP/2 bytes, at the length of the transfers to come */
 				if (len < (__u64)ret && cfg_h2_payload_bytes > len) {
 					bpf_ringbuf_discard(e, 0);
 					e = ring_reserve(sizeof(*e) + H2_ROOM);
@@ -323,13 +318,11 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		struct unix_address *ua = u->addr;
 		__u64 ino = sk_ino(&u->sk), peer = sk_ino(u->peer);
 
-		/* the kernel sockets of both ends name the connection (a
-		 * descriptor is reused for another socket) and pair them */
+		/* both ends' sockets name the connection (a descriptor is reused) */
 		__builtin_memcpy(e->laddr, &ino, sizeof(ino));
 		__builtin_memcpy(e->raddr, &peer, sizeof(peer));
 
-		/* not an autobind's name ("\0" and 5 hex digits: a client's
-		 * with SO_PASSCRED, D-Bus's for one) */
+		/* not an autobind's name ("\0" and 5 hex digits) */
 		if (ua && ua->len != UNIX_AUTOBIND_LEN)
 			e->flags |= CP_SOCK_F_BOUND;
 	}
