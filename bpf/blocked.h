@@ -1,24 +1,9 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * The default capture sees a target's futex, poll and socket waits where
- * the scheduler does, not at syscall entry and exit: a syscall tracepoint
- * of any kind puts every syscall of the host on the kernel's slow path, and
- * a program on raw_syscalls runs for all of them (bench_record_overhead:
- * getppid 167 → 295 ns with empty programs). Instead:
- *
- *  - when sched_switch takes the CPU from a blocked target thread, the
- *    thread's saved user registers say which syscall it blocked in and with
- *    which arguments: blk_note() keeps that in the thread's slot;
- *  - when the thread runs again, a futex or poll block becomes one
- *    CP_EV_FUTEX / CP_EV_POLL record, phase CP_PHASE_BLOCKED, from when it
- *    blocked to now (blk_resume());
- *  - a socket block is kept for the call's socket record, written when the
- *    data moves (sock:sock_send_length / sock_recv_length, sock.bpf.c): its
- *    enter_ts is when the thread blocked in that call (blk_take()).
- *
- * Calls that did not block are not seen (they are CPU time to the critical
- * path); --all-syscalls records every call from raw_syscalls instead.
- */
+/* The default capture sees futex, poll and socket waits at sched_switch, not
+ * at syscall entry and exit (a syscall hook slows every syscall of the host):
+ * blk_note() keeps the blocked call from the saved user registers; on resume a
+ * futex or poll block becomes a CP_PHASE_BLOCKED record (blk_resume()), a
+ * socket block the enter_ts of the call's socket record (blk_take()). */
 #ifndef CRITPATH_BPF_BLOCKED_H
 #define CRITPATH_BPF_BLOCKED_H
 
@@ -27,7 +12,7 @@
 #define ENOSYS 38
 
 /* 1: the default capture (above); 0: --all-syscalls (syscalls.bpf.c). */
-const volatile __u8 cfg_lean __weak = 0;
+extern const volatile __u8 cfg_lean;
 
 struct cp_blocked {
 	__u64 ts;
@@ -72,12 +57,8 @@ static __always_inline struct cp_task_slot *task_slot(struct task_struct *t, boo
 	return s;
 }
 
-/*
- * The syscall a task's user registers say it is in, or -1. On x86-64 the
- * entry code stores -ENOSYS in ax until the call returns, and orig_ax holds
- * the number; an exception (a page fault) leaves the user's ax and its
- * error code in orig_ax, which must not read as a syscall.
- */
+/* The syscall a task's user registers say it is in, or -1: x86-64 keeps
+ * -ENOSYS in ax until the call returns; an exception leaves the user's ax. */
 static __always_inline long regs_syscall(struct pt_regs *regs)
 {
 #if defined(__TARGET_ARCH_x86)

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * What every BPF file of critpath shares: the target filter, the ring buffer,
- * the per-CPU drop counters and the configuration. All the .bpf.c files are linked
- * into one object (bpftool gen object), so the maps and rodata below are
- * __weak definitions: each file carries one, the linker keeps one.
- */
+/* What every BPF file shares: target filter, ring buffers, drop counters,
+ * configuration. Maps are __weak (libbpf 1.1's linker misplaces an extern map
+ * declared before its definition); variables extern, defined in globals.bpf.c. */
 #ifndef CRITPATH_BPF_COMMON_H
 #define CRITPATH_BPF_COMMON_H
 
@@ -19,45 +16,31 @@
 #include "core_fixes.bpf.h"
 
 /* Configuration, set by the recorder before load (rodata). */
-const volatile __u32 cfg_payload_bytes __weak = CP_PAYLOAD_DEFAULT;
-/* The prefix on an HTTP/2 connection (struct cp_sock_state.every): its
- * frames are followed through each transfer, several requests' worth in one
- * read, so it takes more than a request line (--payload-bytes when given). */
-const volatile __u32 cfg_h2_payload_bytes __weak = CP_PAYLOAD_MAX;
+extern const volatile __u32 cfg_payload_bytes;
+/* The prefix on an HTTP/2 connection (cp_sock_state.every): longer, its
+ * frames are followed through several requests a transfer. */
+extern const volatile __u32 cfg_h2_payload_bytes;
 /* Every program returns at its first instruction: the overhead floor of the
  * hooks themselves (--empty-programs). */
-const volatile __u8 cfg_empty_programs __weak = 0;
+extern const volatile __u8 cfg_empty_programs;
 /* critpath agent --comm/--exe/--cgroup: every exec is reported (a candidate) */
-const volatile __u8 cfg_watch_execs __weak = 0;
-/* Wake the recorder only when this much is waiting in the ring buffer: a
- * wakeup per record would have the recorder preempt the target for every
- * event it caused (and cost a context switch each). The recorder polls on a
- * short timer otherwise. */
-const volatile __u64 cfg_wakeup_bytes __weak = 1 << 20;
+extern const volatile __u8 cfg_watch_execs;
+/* Wake the recorder only when this much is waiting: a wakeup per record would
+ * preempt the target for every event. The recorder polls on a timer otherwise. */
+extern const volatile __u64 cfg_wakeup_bytes;
 
-/*
- * Thread groups being recorded: one bit per tgid (tgids are below
- * PID_MAX_LIMIT, 1 << 22 on 64-bit), tested by every hook first thing — a
- * load from global data where a hash lookup cost ~30 ns per call. Set by the
- * recorder (user/record/hooks.c, atomically through the mmapped .bss) and
- * by sched_process_fork for children; cleared by the recorder only after a
- * group's exit is recorded, so its final context switch is still seen.
- */
+/* Thread groups being recorded, one bit per tgid, tested first by every hook.
+ * Set by the recorder and by sched_process_fork; cleared by the recorder only
+ * after the group's exit is recorded. */
 #define TARGET_WORDS (1 << 16)
-__u64 target_bits[TARGET_WORDS] __weak;
+extern __u64 target_bits[TARGET_WORDS];
 
-/* Targets whose forks the recorder acts on at once (ev_submit_now): those
- * with TLS capture, whose children need their own uprobes before their
- * first requests. Set and cleared by the recorder, as target_bits. */
-__u64 fork_wake_bits[TARGET_WORDS] __weak;
+/* Targets whose forks wake the recorder at once (TLS capture: the child
+ * needs its uprobes before its first requests). */
+extern __u64 fork_wake_bits[TARGET_WORDS];
 
-/*
- * The event stream: one ring buffer per CPU, so a record is reserved and
- * committed without the spinlock and the cache lines every CPU would share
- * in one buffer. The recorder creates them (its --buffer-mb split between
- * the CPUs) and reads them all; records are in time order per CPU, and the
- * recording's reader merges. ring_proto is the inner maps' type.
- */
+/* One ring buffer per CPU (no shared lock or cache lines), created and
+ * sized by the recorder; its reader merges the CPUs' streams by time. */
 struct ring_proto {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
@@ -93,19 +76,16 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps") __weak;
 
-/* Sockets a target touched: struct sock * → owner tgid and the direction of
- * the last captured payload (see sock.bpf.c). Lets sk_data_ready, which runs
- * in softirq context with an arbitrary current, know the socket is ours. */
+/* Sockets a target touched (struct sock * → state), for sk_data_ready, which
+ * runs in softirq with an arbitrary current. */
 struct cp_sock_state {
 	__u32 tgid;
 	__u8 last_dir;	 /* SOCK_DIR_* */
 	__u8 last_short; /* that call moved at most CP_SHORT_READ bytes */
 	__u8 every;	 /* a payload on every transfer: HTTP/2 (sock_h2) */
-	/* HTTP/2 frames followed past the prefix (sock.bpf.c, cp_h2_walk),
-	 * per direction (0 read, 1 write): bit d of h2_sync says where the
-	 * frames are known; h2_next[d] is the offset of the first frame header
-	 * in the next transfer, or h2_npart[d] bytes of a header cut by the
-	 * last transfer's end are in h2_part[d] */
+	/* cp_h2_walk's state per direction d: bit d of h2_sync: frames known;
+	 * h2_next[d]: the next transfer's first header, or h2_npart[d] bytes of a
+	 * cut header in h2_part[d] */
 	__u8 h2_sync;
 	__u32 h2_next[2];
 	__u8 h2_npart[2];
@@ -120,9 +100,8 @@ struct {
 	__type(value, struct cp_sock_state);
 } sock_states SEC(".maps") __weak;
 
-/* The same state in the socket itself, for the default capture's
- * socket-layer programs (bpf/blocked.h), which have the socket as a trusted
- * pointer: no hashing, and it goes away with the socket. */
+/* The same state in the socket, for the default capture's trusted-pointer
+ * programs: no hashing, freed with the socket. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -130,31 +109,26 @@ struct {
 	__type(value, struct cp_sock_state);
 } sock_slots SEC(".maps") __weak;
 
-/* Room for the pieces after a walked record's prefix (a power of 2, and at
- * least CP_PAYLOAD_MAX: payload_gather's room past its last offset too). A
- * transfer carrying 32 streams' answers needs about 1 KiB of them. */
+/* Room for the pieces after a walked prefix: a power of 2, at least
+ * CP_PAYLOAD_MAX (payload_gather's room past its last offset). */
 #define H2_ROOM 4096
+
+/* The iovecs a vectored transfer's payload is gathered from (payload_gather,
+ * cp_h2_walk). */
+#define GATHER_IOVS 8
 
 /* A record's payload with room for pieces after its prefix. */
 struct h2_room {
 	__u8 b[CP_PAYLOAD_MAX + H2_ROOM];
 };
 
-/* A transfer of ret bytes in direction d (0 read, 1 write) with a prefix of
- * flat bytes, as cp_h2_walk's one argument for the four (a subprogram has
- * five); end: the record's byte count is not ret (a TLS write's is
- * ciphertext), so the pieces end with ret. */
+/* cp_h2_walk's one argument for four values (a subprogram has five): ret
+ * bytes in direction d with a flat-byte prefix; end: pieces end with ret. */
 #define H2_XFER(ret, flat, d, end)                                                                 \
 	((__u64)(ret) << 12 | (__u64)(end) << 11 | (__u64)(flat) << 1 | (d))
 
-/*
- * HTTP/2 multiplexes requests on a connection: a server reads the next
- * stream's HEADERS while it still answers the last, so the frames of one
- * direction are not all at its changes of direction. A connection whose
- * payload shows HTTP/2 (critpath_h2.h) has a payload on every transfer from
- * then on, and its frames followed (cp_h2_walk); over a TLS library on
- * memory buffers, the same of its plaintext (tls.bpf.c).
- */
+/* HTTP/2 multiplexes streams, so a connection that shows it keeps a payload
+ * on every transfer and its frames followed (cp_h2_walk). */
 static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 {
 	int from_start;
@@ -162,7 +136,7 @@ static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 	return cp_h2_detect(buf, len, &from_start);
 }
 
-/* HTTP/2 frames past a record's prefix (sock.bpf.c): the pieces' bytes
+/* HTTP/2 frames past a record's prefix (h2.bpf.c): the pieces' bytes
  * appended to p, 0 for none. */
 int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov, __u64 xfer);
 
@@ -241,11 +215,8 @@ static __always_inline void ev_submit(void *rec)
 	bpf_ringbuf_submit(rec, wakeup_flag());
 }
 
-/* Submits a record the recorder acts on at once, whatever the ring holds:
- * a fork of a process with TLS capture, whose child needs its uprobes
- * before its first requests (record/record.c's on_life). Not every fork or exec:
- * woken for each, the recorder reads /proc while the child runs, and a
- * shell loop of fork and exec ran 12% slower. */
+/* Submits a record the recorder acts on at once (a TLS target's fork), not
+ * every fork or exec: the recorder reading /proc slows the child. */
 static __always_inline void ev_submit_now(void *rec)
 {
 	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
@@ -284,14 +255,9 @@ static __always_inline __u32 task_cpu_of(struct task_struct *p)
 	return BPF_CORE_READ(p, thread_info.cpu);
 }
 
-/*
- * A field of a kernel object. btf (a constant after inlining): p is a
- * BTF-typed pointer (a tp_btf argument, bpf_get_current_task_btf(), or a
- * kernel_cast() result), read with a direct load, which the verifier turns
- * into a fault-safe load at a fraction of the cost of a bpf_probe_read_kernel()
- * call; otherwise (raw_tp arguments are plain numbers) through BPF_CORE_READ.
- * Both are CO-RE relocated.
- */
+/* A field of a kernel object: a direct load through a BTF-typed pointer (btf,
+ * constant after inlining; far cheaper than bpf_probe_read_kernel), else
+ * BPF_CORE_READ (raw_tp arguments are plain numbers). */
 #define KREAD(btf, p, ...) ((btf) ? (p)->__VA_ARGS__ : BPF_CORE_READ(p, __VA_ARGS__))
 
 static __always_inline void comm_copy(bool btf, char *dst, struct task_struct *p)

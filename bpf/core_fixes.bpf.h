@@ -41,7 +41,8 @@ static __always_inline bool uring_msghdr_embedded(void)
 }
 
 /* A kernel address as a read-only BTF-typed pointer (bpf_rdonly_cast,
- * kernel 6.2+) that KREAD(true, ...) loads through. */
+ * kernel 6.2+) that KREAD(true, ...) loads through. Call it from sock.bpf.c's
+ * object only: libbpf's linker before 1.5 fails on a kfunc two objects declare. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define kernel_cast(ptr, type)                                                                     \
 	((type *)bpf_rdonly_cast((void *)(ptr), bpf_core_type_id_kernel(type)))

@@ -1,19 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The syscalls of target threads, from the two raw_syscalls tracepoints:
- * sys_enter looks the syscall number up in cfg_sys_calls and hands the
- * arguments to its family (futex.bpf.c, sock.bpf.c); sys_exit passes the
- * result to the family of the call the thread has in flight.
- *
- * Why not the per-syscall tracepoints (syscalls:sys_enter_read, …): on this
- * kernel family each of their events costs ~100 ns of perf glue before a
- * program runs (perf_trace_buf_alloc, recursion context, argument copies),
- * measured ~216 ns added to a futex(FUTEX_WAKE) with empty programs, where a
- * tp_btf program on sys_enter/sys_exit adds ~90 ns. Both put every syscall
- * of the host on the slow path; here a syscall that is not traced pays
- * ~60 ns per edge for a program that returns at its first test. Detaching
- * 52 perf events also took the recorder ~4.5 s at exit; two links take none.
- */
+/* --all-syscalls: sys_enter hands a traced call's arguments to its family
+ * (futex.bpf.c, sock.bpf.c) by cfg_sys_calls; sys_exit passes the result on.
+ * raw_syscalls, not the per-syscall tracepoints, whose perf glue costs more
+ * per event (README, What recording costs). */
 #include "syscalls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

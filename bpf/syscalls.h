@@ -56,7 +56,7 @@ static __always_inline void inflight_done(struct cp_inflight *in)
 
 /* The traced syscalls, by number (critpath_inflight.h), set by the recorder
  * from the host's syscall numbers; syscalls.bpf.c reads it. */
-const volatile __u16 cfg_sys_calls[CP_SYS_TABLE] __weak;
+extern const volatile __u16 cfg_sys_calls[CP_SYS_TABLE];
 
 /* The families' entry points (global functions, futex.bpf.c and
  * sock.bpf.c): the caller has checked that the thread is a target; an exit

@@ -1,32 +1,18 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * OpenSSL's SSL_read, SSL_read_ex, SSL_write and SSL_write_ex in target
- * processes (tls.h says why): one uprobe at the entry and one uretprobe at
- * the return of each, attached by the recorder per process
- * (user/record/tls.c) with enum cp_tls_call as the BPF cookie. The entry
- * keeps the call's buffer in the thread's slot for the socket hooks; the
- * return of a read records the plaintext when a socket read inside it
- * asked for it (the same economy as socket payloads: the first read after
- * a change of direction).
- */
+/* OpenSSL's SSL_read/SSL_write (and _ex) in target processes, a uprobe and a
+ * uretprobe each (user/record/tls.c, cookie enum cp_tls_call). The entry keeps
+ * the buffer for the socket hooks; a read's return records its plaintext when
+ * a socket read inside it asked for it. */
 #include "tls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* The default payload's reservation holds the 8-byte word the copy zeroes
- * at the end of the data (as sock.bpf.c's SOCK_SMALL). */
+ * at the end of the data (as sock_record.bpf.h's SOCK_SMALL). */
 #define TLS_SMALL (offsetof(struct cp_ev_tls_read, payload) + CP_PAYLOAD_DEFAULT + 8)
 
-/*
- * An HTTP/2 connection over TLS, by its SSL *: where the frames of its
- * plaintext reads are (cp_h2_walk's state, direction 0; the socket reads
- * under it carry ciphertext) and, on memory buffers, of its writes too
- * (direction 1), and its connection as the last socket read
- * inside a read call gave it. OpenSSL answers a read from the records a
- * socket read brought before when it can, so on HTTP/2 (the next streams
- * may be there) a read with no socket read inside is recorded too, with
- * that connection.
- */
+/* An HTTP/2 connection over TLS, by its SSL *: cp_h2_walk's state for its
+ * plaintext and its connection from the last socket read inside a read. */
 struct tls_h2_conn {
 	struct cp_sock_state st;
 	struct tls_sock c;
@@ -39,16 +25,9 @@ struct {
 	__type(value, struct tls_h2_conn);
 } tls_h2 SEC(".maps");
 
-/*
- * A library used on memory buffers: Node.js's TLS reads the socket itself
- * and hands the ciphertext to OpenSSL, so no socket read is ever inside
- * SSL_read. A process none of whose reads had one has its reads' plaintext
- * recorded without a connection (fd -1): the report gives each the
- * connection of its thread's last socket read, and each write's plaintext
- * (recorded the same way) to its thread's next socket write. As for
- * sockets, only the first call after a change of direction, per SSL *
- * (tls_bio: the direction of its last call), unless it is HTTP/2.
- */
+/* A library on memory buffers (Node.js reads the socket itself): no socket
+ * read is inside SSL_read, so plaintext is recorded with fd -1 for the report
+ * to pair; tls_bio keeps the direction of each SSL *'s last call. */
 __u64 tls_fd_bits[TARGET_WORDS]; /* tgids whose calls move the socket's bytes inside */
 
 struct {
@@ -58,19 +37,9 @@ struct {
 	__type(value, __u8);
 } tls_bio SEC(".maps");
 
-/*
- * A connection's handshake, by its SSL *: the connection its last socket
- * read gave (SSL_do_handshake, which SSL_accept and SSL_connect call). A
- * library that reads ahead (nginx sets it) takes in the client's request
- * with its last flight (TLS 1.3: Finished, then the request at once), and
- * its first read then returns that request with no socket read inside:
- * while fresh, the first read that returns data is recorded with this
- * connection. A handshake is also where an SSL * begins a connection, and
- * the allocator gives a freed one's address to the next (nginx: one
- * address for a worker's every connection): what was known of an earlier
- * connection on it goes (its HTTP/2 state, its direction, a socket read
- * still waiting for its read's data).
- */
+/* A handshake's connection, by SSL *: a library that reads ahead (nginx)
+ * returns the request in its first read with no socket read inside. A
+ * handshake also starts a new connection on a reused SSL * address. */
 struct tls_hs {
 	struct tls_sock c;
 	__u64 ts; /* when the handshake's last call began */
@@ -107,10 +76,8 @@ static __always_inline bool tls_fd_style(__u32 tgid)
 	return pid_bit(tls_fd_bits, tgid);
 }
 
-/* SSL * ssl's call moved n bytes in direction dir: whether it is the
- * first since a call the other way, or follows a short one (at most
- * CP_SHORT_READ bytes, as socket payloads: Go's HTTP/1 server reads a
- * request's first byte alone, then the rest). */
+/* Whether ssl's call of n bytes in direction dir is the first since a call
+ * the other way, or follows a short one (CP_SHORT_READ). */
 static __always_inline bool tls_bio_turn(const struct tls_key *k, __u8 dir, __s64 n)
 {
 	__u8 *last = bpf_map_lookup_elem(&tls_bio, k), v = dir;
@@ -156,11 +123,8 @@ int tls_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-/* The plaintext prefix of a call (k: its connection's key) that returned
- * n bytes: a read, or on memory buffers a write (d: 0 read, 1 write, as
- * cp_h2_walk's directions). h2: the connection's HTTP/2 state (NULL: not
- * known to be HTTP/2); sock: a socket read inside the call gave s its
- * connection (else h2's is the one, or none). */
+/* The plaintext prefix of a call that returned n bytes (d: 0 read, 1 write);
+ * h2: the connection's HTTP/2 state or NULL; sock: s has the connection. */
 static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tls_key *k, __s64 n,
 					  struct tls_h2_conn *h2, bool sock, __u32 d)
 {
@@ -168,10 +132,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 	__u32 limit = cfg_payload_bytes;
 	__u64 len = n, cap, pieces = 0, head[2] = {}, hn = n >= 16 ? 16 : 9;
 
-	/* HTTP/2 from here on: a client's preface read before the server
-	 * wrote anything that showed the connection speaks it, or on memory
-	 * buffers the first plaintext seen either way (sock_h2; a connection
-	 * open before the recording shows a HEADERS frame) */
+	/* HTTP/2 from here on: a client's preface before any server write, or on
+	 * memory buffers the first plaintext either way */
 	if (!h2 && cfg_payload_bytes &&
 	    (s->h2 || (n >= 9 && !bpf_probe_read_user(head, hn, (const void *)s->buf) &&
 		       sock_h2((const __u8 *)head, hn)))) {
@@ -246,10 +208,8 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 	ev_submit(e);
 }
 
-/* The bytes the call returning now moved: SSL_read's or SSL_write's return
- * value; the _ex forms (and the function they share with the plain ones,
- * CP_TLS_SSL_*_ANY) return 1 on success and store the count (a size_t)
- * through their last argument. 0 or less: none. */
+/* The bytes the returning call moved: the plain forms' return value; the
+ * _ex forms return 1 and store a size_t through their last argument. */
 static __always_inline __s64 tls_moved(struct pt_regs *ctx, struct cp_tls_slot *s)
 {
 	__s64 n = (int)PT_REGS_RC(ctx);
@@ -351,27 +311,11 @@ int tls_return(struct pt_regs *ctx)
 	return 0;
 }
 
-/*
- * Go's crypto/tls (record/gotls.c attaches these in a Go executable):
- * (*Conn).Read and (*Conn).Write run on the goroutine, which the runtime
- * may park in its netpoller and resume on another thread, so a call is
- * keyed by its goroutine (the g register), not its thread, and the return
- * of Read is a uprobe on each of its RET instructions (a uretprobe would
- * replace a return address the runtime reads when it grows the stack), or,
- * when Read has one call of runtime.memmove, on that call (cookie
- * CP_TLS_GO_AT_COPY): a call is emulated where a RET is single-stepped, 11
- * us a hit. That call is bytes.Reader.Read's copy(b, ...) inlined, the
- * plaintext Read returns: memmove(to, from, n) in rax, rbx and rcx, to
- * being b's start; the bytes are read at from, not yet at to.
- * A handshake's start (serverHandshake, clientHandshake) forgets what was
- * known of its *tls.Conn, whose memory may be a closed connection's.
- * Go's calls are on memory buffers as far as the report is concerned: a
- * Read's plaintext is recorded at its return, with fd -1, on the thread
- * that made the socket read a moment before; a Write's at its entry, for
- * the socket writes it makes next. The register ABI (Go 1.17 and later):
- * the receiver, then b's pointer, length and capacity; the result n in
- * the first.
- */
+/* Go's crypto/tls (user/record/gotls.c): calls are keyed by goroutine (the g
+ * register; the runtime moves goroutines between threads). Read's return is
+ * a uprobe on each RET (a uretprobe breaks stack growth) or on its one
+ * runtime.memmove(to, from, n) call (CP_TLS_GO_AT_COPY: read at from). Register
+ * ABI (Go 1.17+): receiver, then b's pointer, length, capacity; n in the first. */
 #if defined(__TARGET_ARCH_x86)
 #define GO_RECV(x) ((x)->ax)
 #define GO_BUF(x) ((x)->bx)
@@ -503,5 +447,33 @@ int go_tls_return(struct pt_regs *ctx)
 	}
 	tls_read_emit(s, &k, n, h2, s->nested, 0);
 #endif
+	return 0;
+}
+
+/* go_read_conn's work (g: the goroutine). A global function: inlined, its
+ * early returns would each be verified through the socket programs' record
+ * building. */
+__noinline int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in)
+{
+	struct tls_key ck = {};
+	struct tls_sock gc = {};
+	struct go_key gk = {};
+	struct cp_tls_slot *s;
+
+	if (!in)
+		return 0;
+	gk.g = g;
+	gk.tgid = tgid;
+	s = bpf_map_lookup_elem(&go_reads, &gk);
+	if (!s || !s->active)
+		return 0;
+	s->fd = in->fd;
+	CONN_COPY(s, in);
+	s->nested = 1;
+	ck.ssl = s->ssl;
+	ck.tgid = tgid;
+	gc.fd = in->fd;
+	CONN_COPY(&gc, in);
+	bpf_map_update_elem(&go_conns, &ck, &gc, BPF_ANY);
 	return 0;
 }

@@ -1,15 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * TLS plaintext (DESIGN.md section 3, uprobes on TLS library functions):
- * the socket records of a TLS connection carry ciphertext, useless to
- * protocol detection. The recorder attaches tls.bpf.c's uprobes to OpenSSL's
- * SSL_read / SSL_write (and their _ex forms) in each target process that
- * maps libssl; while a thread is inside one of them, its slot holds the
- * call's buffer, and the socket records sock.bpf.c emits meanwhile use it:
- * a write's payload is taken from the plaintext buffer, a read's payload is
- * left out and the plaintext is recorded at SSL_read's return
- * (CP_EV_TLS_READ), when it exists.
- */
+/* TLS plaintext: while a thread is inside a probed SSL_read/SSL_write its slot
+ * holds the call's buffer; socket writes take their payload from it, socket
+ * reads leave it to the read's CP_EV_TLS_READ. */
 #ifndef CRITPATH_BPF_TLS_H
 #define CRITPATH_BPF_TLS_H
 
@@ -18,12 +10,11 @@
 
 /* Whether the TLS programs are loaded (not --no-tls): the socket hooks
  * skip the check below when they are not. */
-const volatile __u8 cfg_tls __weak = 0;
+extern const volatile __u8 cfg_tls;
 
-/* Threads inside a traced TLS call, one bit per tid (tids are below
- * PID_MAX_LIMIT, as tgids): the one check a socket call pays to know it is
- * not one, a load where a task-storage lookup would be a helper call. */
-__u64 tls_busy_bits[TARGET_WORDS] __weak;
+/* Threads inside a traced TLS call, one bit per tid: a load where a
+ * task-storage lookup would be a helper call. */
+extern __u64 tls_busy_bits[TARGET_WORDS];
 
 /* A thread's TLS call in progress, and what its socket reads found. */
 struct cp_tls_slot {
@@ -32,15 +23,12 @@ struct cp_tls_slot {
 	__u64 buf;
 	__u64 num;
 	__u64 out; /* _ex: where the library stores the byte count */
-	/* a socket read inside a read call on this SSL * was the first after
-	 * a change of direction: its plaintext is recorded at the return of
-	 * the read on the same SSL * that returns data (a record may take
-	 * several calls of a non-blocking reader); 0: none wanted */
+	/* a socket read inside a read on this SSL * was the first after a change
+	 * of direction: the next read returning data records its plaintext; 0: none */
 	__u64 want_ssl;
 	__u64 want_ts; /* when that socket read began */
-	/* a read on this SSL * returned what its handshake had read ahead,
-	 * with no socket read inside: the next socket write inside a write
-	 * on it is a change of direction all the same (its payload taken) */
+	/* a read returned the handshake's read-ahead: the next socket write
+	 * counts as a change of direction */
 	__u64 turn_ssl;
 	__u8 call;   /* enum cp_tls_call */
 	__u8 active; /* inside the call */
@@ -79,13 +67,9 @@ static __always_inline bool tls_call_writes(__u8 call)
 	return cp_tls_call_writes(call);
 }
 
-/* The current thread's TLS call, when it is inside one that moves data in
- * direction dir (SOCK_DIR_*), else NULL: a read inside SSL_write (or a
- * write inside SSL_read: a key update, a renegotiation) is protocol's own.
- * Inside a handshake (SSL_do_handshake) none is: its records keep their
- * ciphertext, which the report reads the handshake from. A socket read
- * there (in: the call) gives the SSL *'s connection, for the plaintext
- * the library took in with the handshake's last flight (tls.bpf.c). */
+/* The current thread's TLS call if it moves data in direction dir, else NULL
+ * (a read inside SSL_write is the protocol's own). Inside a handshake none;
+ * a socket read there gives the SSL *'s connection. */
 static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir,
 						       const struct cp_inflight *in)
 {
@@ -109,11 +93,9 @@ static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir,
 	return s;
 }
 
-/* Go's crypto/tls (tls.bpf.c): the processes whose Read and Write are
- * probed, one bit per tgid (set by the recorder), and the goroutines
- * inside a Read: its buffer, *tls.Conn (the slot's ssl) and the connection
- * of a socket read it made. */
-__u64 go_tls_bits[TARGET_WORDS] __weak;
+/* Go's crypto/tls: processes whose Read/Write are probed (one bit per tgid)
+ * and the goroutines inside a Read. */
+extern __u64 go_tls_bits[TARGET_WORDS];
 
 struct go_key {
 	__u64 g;
@@ -149,10 +131,8 @@ struct tls_sock {
 	__u8 raddr[CP_ADDR_LEN];
 };
 
-/* A Go connection's socket, by its *tls.Conn: the last one a socket read
- * inside its handshake or a Read gave (go_read_conn), for the Reads the
- * library answers from records read before (net/http's server reads the
- * client's Finished and its first request together in the handshake). */
+/* A Go connection's socket by *tls.Conn, for Reads answered from records
+ * read before (net/http reads the first request in the handshake). */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -161,14 +141,11 @@ struct {
 	__type(value, struct tls_sock);
 } go_conns SEC(".maps") __weak;
 
-/* go_read_conn's work (sock.bpf.c) */
+/* go_read_conn's work (tls.bpf.c) */
 int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in);
 
-/* A socket read (in: its connection) by a thread of tgid, whose user
- * registers are regs: when it is made inside a Go Read or handshake (its
- * goroutine, in Go's g register, is in go_reads), the Read's plaintext is
- * that connection's, whichever thread the goroutine returns on, and so is
- * its *tls.Conn's (go_conns). */
+/* A socket read inside a Go Read or handshake (its goroutine, in the g
+ * register, is in go_reads) gives the Read and its *tls.Conn their connection. */
 static __always_inline void go_read_conn(struct pt_regs *regs, __u32 tgid,
 					 const struct cp_inflight *in)
 {

@@ -1,16 +1,8 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * The event ABI: the one contract shared by the BPF programs (bpf/) and user
- * space (user/). Records of this shape travel through the ring buffer and are
- * stored, unchanged, in recordings; metadata records written by the recorder
- * use the same header. Fixed little-endian layout, explicit padding, and a
- * size assertion per struct so the two sides cannot drift apart.
- *
- * Rules: every record starts with struct cp_hdr; hdr.size is the whole record
- * in bytes, a multiple of 8 (variable tails are padded); a reader skips types
- * it does not know by hdr.size. Types and fields may be added at the end of a
- * struct (bump CP_ABI_VERSION); none may change meaning.
- */
+/* The event ABI shared by bpf/ and user space, stored unchanged in recordings.
+ * Every record starts with struct cp_hdr; hdr.size is the whole record, a
+ * multiple of 8, so a reader skips types it does not know. Fields are only
+ * added at the end of a struct (bump CP_ABI_VERSION), never change meaning. */
 #ifndef CRITPATH_ABI_H
 #define CRITPATH_ABI_H
 
@@ -44,10 +36,8 @@ enum cp_rec_type {
 	CP_EV_UPROBE = 13,
 	CP_EV_TLS_READ = 14,
 
-	/* ring-buffer framing between bpf/ and the recorder, never stored: a
-	 * CP_RING_BATCH header (a bare struct cp_hdr) says that records follow
-	 * back to back in the same ring sample up to its end; CP_RING_PAD fills
-	 * slots of a batch that were not needed (skipped by hdr.size). */
+	/* ring framing, never stored: a CP_RING_BATCH header says records follow
+	 * back to back to the sample's end; CP_RING_PAD fills unused slots */
 	CP_RING_BATCH = 0xfe,
 	CP_RING_PAD = 0xff,
 
@@ -60,9 +50,8 @@ enum cp_rec_type {
 	CP_MD_PROBE = 0x105,
 };
 
-/* Common header. pid is the thread group id, tid the thread id, of the task
- * current when the event fired (for interrupt-context events: whatever was
- * current). ts is bpf_ktime_get_ns() (CLOCK_MONOTONIC). */
+/* pid/tid: the task current when the event fired (any task in interrupt
+ * context); ts: bpf_ktime_get_ns() (CLOCK_MONOTONIC). */
 struct cp_hdr {
 	__u16 type;
 	__u16 size;
@@ -88,21 +77,15 @@ struct cp_ev_sched_switch {
 	__u8 prev_state;	/* enum cp_prev_state */
 	__u8 flags;		/* CP_SW_* */
 	__u8 __pad[2];
-	__u32 prev_state_raw;	/* the kernel's task state bits (TASK_UNINTERRUPTIBLE = 2 → D) */
+	__u32 prev_state_raw;	/* the kernel's task state bits */
 	char next_comm[CP_COMM_LEN];
 };
 
-/* next waited for its CPU and only prev (a target thread) ran there
- * meanwhile: prev is the wait's one culprit, for all of it, and no
- * CP_EV_RUNQ_CULPRIT records follow (the common case, written in 64 bytes
- * instead of 128). */
+/* prev (a target thread) alone ran while next waited for the CPU: the one
+ * culprit, no CP_EV_RUNQ_CULPRIT records follow. */
 #define CP_SW_PREV_CULPRIT 0x01
-/* Inferred, not reported: next (a target thread) was found running on this
- * CPU by the next switch seen there, though no switch to it was reported (a
- * kernel that leaves some tasks' switches out of the tracepoint). hdr.ts is
- * the earliest the switch can have been: the last switch seen on the CPU,
- * or next's wakeup if later. prev is the task that last switch gave the CPU
- * to; next_comm is next's. */
+/* Inferred: next was found running though no switch to it was reported;
+ * hdr.ts is the earliest the switch can have been. */
 #define CP_SW_INFERRED 0x02
 
 enum cp_waker_ctx {
@@ -112,7 +95,7 @@ enum cp_waker_ctx {
 	CP_CTX_NMI = 3,
 };
 
-/* The kernel's softirq vectors (include/linux/interrupt.h), stable since 2.6. */
+/* The kernel's softirq vectors (include/linux/interrupt.h). */
 enum cp_softirq {
 	CP_SOFTIRQ_HI = 0,
 	CP_SOFTIRQ_TIMER = 1,
@@ -168,7 +151,7 @@ struct cp_ev_process_exec {
 	__u32 old_tid;
 	__u16 filename_len;
 	__u16 __pad;
-	char filename[CP_FILENAME_MAX];	/* NUL-terminated, only filename_len + 1 bytes stored */
+	char filename[CP_FILENAME_MAX];	/* filename_len + 1 bytes stored */
 };
 
 /* A task exited. group_dead: it was the last thread of its process. */
@@ -179,17 +162,14 @@ struct cp_ev_process_exit {
 	__u8 __pad[3];
 };
 
-/* Syscall records (futex, sock, poll) are emitted once per call, at exit,
- * with enter_ts saying when the call began: half the events of an enter/exit
- * pair, and the analysis needs the interval, not the two edges. An enter
- * record (enter_ts == h.ts) is only written for a call still in progress when
- * the recording ends. */
+/* Syscall records (futex, sock, poll) are written once per call, at exit,
+ * with enter_ts; an enter record (enter_ts == h.ts) only for a call still in
+ * progress when the recording ends. */
 enum cp_phase {
 	CP_PHASE_ENTER = 0,
 	CP_PHASE_EXIT = 1,
-	/* The call blocked from enter_ts until h.ts, when the thread ran again
-	 * (the default capture sees calls where the scheduler does: at the
-	 * switch that blocked the thread); its result was not recorded. */
+	/* blocked from enter_ts until h.ts, when the thread ran again (the
+	 * default capture); no result */
 	CP_PHASE_BLOCKED = 2,
 };
 
@@ -200,11 +180,10 @@ enum cp_futex_call {
 	CP_FUTEX_CALL_WAITV = 3,	/* futex_waitv(2), 5.16+ */
 };
 
-/* futex syscalls of target threads. op is the raw futex op (FUTEX_WAIT_PRIVATE
- * = 128, …); for futex_waitv uaddr is the first waiter's address. */
+/* op: the raw futex op; futex_waitv's uaddr is its first waiter's. */
 struct cp_ev_futex {
 	struct cp_hdr h;
-	__u64 enter_ts;		/* when the call began (= h.ts for enter records) */
+	__u64 enter_ts;
 	__u64 uaddr;
 	__s64 ret;		/* exit only */
 	__u32 op;
@@ -233,20 +212,13 @@ enum cp_sock_call {
 	CP_SOCK__COUNT,
 };
 
-/* Socket syscalls of target threads, for socket fds only. Addresses in
- * network byte order, ports in host order. For accept the fd and addresses
- * are the new connection's (exit). A send on an unconnected UDP socket has
- * the remote end it sends to (the call's address; ABI 4, none before); a
- * read there has none (its sk_data_ready says who sent the datagram).
- * tcp_seq: for sends the sender's snd_nxt
- * before the call, for receives copied_seq before the call, so both ends of a
- * connection can be matched byte for byte. payload: first bytes the call
- * carried (exit of reads, enter of writes), hdr.size =
- * CP_ALIGN(offsetof(payload) + payload_len). */
+/* Socket calls. Addresses network order, ports host order (AF_UNIX: inode
+ * numbers of the socket and its peer); tcp_seq: snd_nxt or copied_seq before
+ * the call; hdr.size = CP_ALIGN(offsetof(payload) + payload_len). */
 struct cp_ev_sock {
 	struct cp_hdr h;
-	__u64 enter_ts;		/* when the call began (= h.ts for enter records) */
-	__s64 bytes;		/* exit: the return value; enter: the requested length */
+	__u64 enter_ts;
+	__s64 bytes;		/* exit: the result; enter: the length asked for */
 	__s32 fd;
 	__u8 phase;		/* enum cp_phase */
 	__u8 call;		/* enum cp_sock_call */
@@ -258,68 +230,33 @@ struct cp_ev_sock {
 	__u8 raddr[CP_ADDR_LEN];
 	__u16 payload_len;
 	__u8 sock_type;		/* SOCK_STREAM, SOCK_DGRAM, … */
-	__u8 flags;		/* CP_SOCK_F_* (ABI 2; 0 in older recordings) */
-	/* A TCP write: bytes of the stream written but not yet sent when the
-	 * call returned, held back by Nagle's algorithm (waiting for the ACK
-	 * of data in flight) or by the congestion or receive window. The peer
-	 * gets them later than the call's end says. (ABI 3; 0 before.) */
+	__u8 flags;		/* CP_SOCK_F_* */
+	/* TCP write: bytes not yet sent at the call's return (Nagle, congestion or
+	 * receive window): the peer gets them later */
 	__u32 unsent;
 	__u8 payload[CP_PAYLOAD_MAX];
 };
 
-/* The call ran inside a TLS library's write or read (SSL_write, SSL_read,
- * their _ex forms) of a process with TLS capture on: its bytes are
- * ciphertext. A write's payload is the plaintext it was encrypting instead
- * (the first bytes of SSL_write's buffer); a read carries no payload, and
- * the plaintext the library returned follows in a CP_EV_TLS_READ record. */
-/* A read or write of at most this many bytes (a length prefix read
- * before its message, as MySQL's clients and servers do) keeps the
- * payload for the next call in the same direction too. */
+/* A read or write of at most this many bytes (a length prefix, as MySQL's)
+ * keeps the payload for the next call in its direction too. */
 #define CP_SHORT_READ 16
 
-/* An AF_UNIX socket's laddr holds its inode number (8 bytes, host order)
- * and raddr its peer's (0: none or closed): the two ends of a connection
- * name each other. (ABI 5; 0 before.) */
+/* Inside a TLS library call: a write's payload is its plaintext, a read's
+ * plaintext follows in a CP_EV_TLS_READ. */
 #define CP_SOCK_F_TLS 0x01
-/* A Unix-domain socket with an address of its own: the accepted end of a
- * listening socket has its listener's, a connecting client none, or an
- * autobind's (not counted: SO_PASSCRED gives D-Bus's clients one).
- * It tells a server's side of a connection open before the recording.
- * (ABI 3; 0 before.) */
+/* A Unix-domain socket with its own address (not an autobind's): tells a
+ * server's side of a connection open before the recording. */
 #define CP_SOCK_F_BOUND 0x02
-/* A read with MSG_PEEK: its bytes stay queued for the next read (systemd-
- * resolved peeks at each datagram's size before reading it). Not known for
- * recvmmsg under --all-syscalls. (ABI 4; 0 before.) */
+/* A MSG_PEEK read: its bytes stay queued for the next read. */
 #define CP_SOCK_F_PEEK 0x04
-/* The transfer of an io_uring request (IORING_OP_RECV, SEND, RECVMSG,
- * SENDMSG, READ, WRITE and their vector and zero-copy forms; a CLOSE or
- * SHUTDOWN's state change for CP_SOCK_CLOSE/SHUTDOWN), made in the
- * submitter's io_uring_enter, its task work or an io-wq worker rather than
- * in a socket syscall: call, fd and payload are the request's as
- * submitted (a recv or recvmsg with a provided buffer: the data in the
- * buffer the kernel picked); on a fixed file (a registered descriptor), or
- * for a request seen only at its poll wakeup, fd is -1. A read with a
- * provided buffer is not resolved (a plain read, fd -1, no payload, no
- * flag). (ABI 4; 0 before.) */
+/* An io_uring request's transfer: call, fd and payload as submitted (fd -1
+ * on a fixed file). */
 #define CP_SOCK_F_URING 0x08
-/* A write inside a TLS library's write (CP_SOCK_F_TLS) whose plaintext,
- * the payload, went on past what was kept: the call passed more bytes than
- * payload_len (bytes counts ciphertext, so it cannot say). Without it, the
- * payload is the whole plaintext. (ABI 4; 0 before.) */
+/* A TLS write's plaintext went on past payload_len (bytes counts the
+ * ciphertext, so it cannot say). */
 #define CP_SOCK_F_CUT 0x10
-/*
- * HTTP/2 frames past the prefix (ABI 4; not set before), on a socket
- * record or the plaintext of a TLS read (struct cp_ev_tls_read): after the
- * payload_len bytes of the prefix, the record (h.size) holds pieces of the
- * transfer's bytes beyond it, in order of offset, each a struct
- * cp_sock_piece and then its len bytes. The recorder follows the frames
- * through the transfer and keeps each frame header, and the header blocks
- * of HEADERS, PUSH_PROMISE and CONTINUATION frames: a DATA frame's payload
- * is the gap between two pieces. A piece of zero length, or fewer bytes
- * left than a piece header, ends them (the record's alignment padding). A
- * TLS write's pieces (bytes counts ciphertext) end with a piece of zero
- * length whose offset is the length of its plaintext.
- */
+/* HTTP/2: after the payload, struct cp_sock_piece headers each followed by
+ * its bytes (frame headers, header blocks); a zero-length piece ends them. */
 #define CP_SOCK_F_PIECES 0x20
 
 struct cp_sock_piece {
@@ -327,12 +264,8 @@ struct cp_sock_piece {
 	__u8 len[2]; /* little-endian length */
 };
 
-/* sock:sk_data_ready for a target's socket: data arrived, in softirq context
- * usually. rcv_nxt is the receiver's sequence after the data (TCP). For a
- * UDP socket the addresses are the datagram's (source = remote, destination
- * = local), whether or not the socket is connected, and rcv_nxt is 0.
- * protocol: IPPROTO_TCP, IPPROTO_UDP, … (ABI 4; 0 before, and UDP addresses
- * were the socket's own). */
+/* Data arrived on a target's socket (softirq, usually). TCP: rcv_nxt after
+ * the data. UDP: the datagram's addresses (source = remote), rcv_nxt 0. */
 struct cp_ev_sk_data_ready {
 	struct cp_hdr h;
 	__u16 family;
@@ -359,7 +292,7 @@ enum cp_poll_call {
 
 struct cp_ev_poll {
 	struct cp_hdr h;
-	__u64 enter_ts;		/* when the call began (= h.ts for enter records) */
+	__u64 enter_ts;
 	__s64 ret;		/* exit only: ready count or -errno */
 	__u8 phase;
 	__u8 call;		/* enum cp_poll_call */
@@ -371,9 +304,8 @@ enum cp_block_phase {
 	CP_BLOCK_COMPLETE = 1,
 };
 
-/* Block requests issued on behalf of a target; the completion (interrupt
- * context) is matched in the kernel by (dev, sector). hdr.pid/tid of the
- * complete record = the issuing task, not current. */
+/* Block requests of a target, completion matched by (dev, sector); the
+ * complete record's pid/tid are the issuer's, not current's. */
 struct cp_ev_block {
 	struct cp_hdr h;
 	__u64 sector;
@@ -383,9 +315,8 @@ struct cp_ev_block {
 	__u8 __pad[7];
 };
 
-/* While victim (a target thread) was runnable on hdr.cpu, culprit held the
- * CPU for ns nanoseconds. Emitted when the victim gets the CPU back, one
- * record per culprit, hdr.ts = that moment. hdr.pid/tid = the victim. */
+/* While the victim (hdr.pid/tid) was runnable on hdr.cpu, culprit held the
+ * CPU for ns; written when the victim runs again, one per culprit. */
 struct cp_ev_runq_culprit {
 	struct cp_hdr h;
 	__u32 culprit_pid;
@@ -408,27 +339,20 @@ enum cp_tls_call {
 	CP_TLS_SSL_READ_EX = 1,
 	CP_TLS_SSL_WRITE = 2,
 	CP_TLS_SSL_WRITE_EX = 3,
-	/* Go's crypto/tls: (*Conn).Read and (*Conn).Write, in the executable
-	 * (ABI 4 readers older than these read a 5 as a read) */
+	/* Go's crypto/tls (*Conn).Read and Write */
 	CP_TLS_GO_READ = 4,
 	CP_TLS_GO_WRITE = 5,
-	/* a Go connection's handshake begins: a probe's cookie (the
-	 * recorder's), never in a record */
+	/* probe cookies only, never in a record */
 	CP_TLS_GO_HANDSHAKE = 6,
-	/* OpenSSL's SSL_do_handshake (SSL_accept and SSL_connect call it):
-	 * a probe's cookie, never in a record */
 	CP_TLS_SSL_HANDSHAKE = 7,
-	/* SSL_read or SSL_read_ex (SSL_write or SSL_write_ex), probed at the
-	 * function both begin by calling (user/record/tls_at.c): the _ex
-	 * forms' arguments and return. (Readers older than these read a 9 as
-	 * a read.) */
+	/* SSL_read/SSL_read_ex (SSL_write/_ex) probed where both begin
+	 * (user/record/tls_at.c) */
 	CP_TLS_SSL_READ_ANY = 8,
 	CP_TLS_SSL_WRITE_ANY = 9,
 };
 
-/* Beside CP_TLS_GO_READ in the cookie of go_tls_return (the recorder's,
- * never in a record): the probe is on Read's call of runtime.memmove that
- * copies the plaintext into b, not on a RET (user/record/gotls.c). */
+/* go_tls_return's cookie bit: probed at Read's copy of the plaintext, not a
+ * RET (user/record/gotls.c). */
 #define CP_TLS_GO_AT_COPY 0x100
 
 /* Whether a TLS call code is a write (its plaintext goes out). */
@@ -438,39 +362,16 @@ static inline int cp_tls_call_writes(__u8 call)
 	       call == CP_TLS_SSL_WRITE_ANY || call == CP_TLS_GO_WRITE;
 }
 
-/* A TLS library's read returned plaintext (OpenSSL SSL_read / SSL_read_ex,
- * bytes > 0), emitted at its return under the same economy as socket
- * payloads: only when a socket read inside it (or inside an earlier read on
- * the same connection that returned no data yet) was the first after a
- * change of direction (a CP_EV_SOCK with CP_SOCK_F_TLS and no payload,
- * before this record, on the same thread), or when it is the first read to
- * return data since the connection's handshake (SSL_do_handshake) and has
- * no socket read inside: the handshake's last socket read brought it
- * (read-ahead, TLS 1.3's first request with the client's Finished).
- * fd, family, ports and addresses are that socket read's: the connection
- * the plaintext came from. payload: the first
- * bytes of the plaintext, hdr.size = CP_ALIGN(offsetof(payload) +
- * payload_len), or more with CP_SOCK_F_PIECES.
- * On HTTP/2, every read that returns plaintext, with the connection of the
- * last socket read inside one. In a process whose library runs on memory
- * buffers (Node.js: no read has a socket read inside), the first read
- * after a write on its SSL *, with fd -1 and no family, ports or
- * addresses: its connection is its thread's last socket read's; and the
- * first write after a read, the same way (call SSL_write or SSL_write_ex,
- * bytes the plaintext written): the socket write the thread makes next
- * carries its ciphertext. On HTTP/2 there, every read and every write.
- * Go's crypto/tls is recorded the same way (call CP_TLS_GO_READ at the
- * read's return, or where it copies the plaintext into its buffer just
- * before, on the thread that made the socket read; CP_TLS_GO_WRITE
- * at the write's entry, before the socket writes it makes).
- * (ABI 4.) */
+/* A TLS read's plaintext, written when a socket read inside it was the first
+ * after a change of direction (every read on HTTP/2); fd and addresses are
+ * that read's. Over memory buffers (Node.js): fd -1, and writes too. */
 struct cp_ev_tls_read {
 	struct cp_hdr h;
 	__u64 enter_ts;		/* when the library call began */
 	__s64 bytes;		/* plaintext bytes it returned */
 	__s32 fd;
 	__u8 call;		/* enum cp_tls_call */
-	__u8 flags;		/* CP_SOCK_F_PIECES (ABI 4; 0 before) */
+	__u8 flags;		/* CP_SOCK_F_PIECES */
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
@@ -478,10 +379,8 @@ struct cp_ev_tls_read {
 	__u8 laddr[CP_ADDR_LEN];
 	__u8 raddr[CP_ADDR_LEN];
 	__u16 payload_len;
-	/* the call's connection in the library, its SSL * (Go: *tls.Conn),
-	 * low 48 bits little-endian: on memory buffers, which connection
-	 * when the thread's last socket read was another's (ABI 4; 0: not
-	 * recorded) */
+	/* the call's SSL * (Go: *tls.Conn), low 48 bits little-endian
+	 * (0: not recorded) */
 	__u8 tls_id[6];
 	__u8 payload[CP_PAYLOAD_MAX];
 };
@@ -496,12 +395,10 @@ static inline __u64 cp_tls_id(const struct cp_ev_tls_read *e)
 	return id;
 }
 
-/*
- * Metadata records, written by the recorder (never by BPF).
- */
+/* Metadata records, written by the recorder. */
 
-/* hdr.pid = the process. data = exe (exe_len bytes, no NUL) then cmdline
- * (cmdline_len bytes, arguments separated by NUL). */
+/* hdr.pid: the process; data: exe (exe_len bytes) then cmdline
+ * (cmdline_len bytes, NUL-separated). */
 struct cp_md_process {
 	struct cp_hdr h;
 	__u32 ppid;

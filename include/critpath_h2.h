@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * HTTP/2 as the BPF programs (which then keep a payload on every transfer
- * of the connection), the recorder's redaction and the report all decide
- * it: one detector, compiled on both sides, so they cannot disagree.
- */
+/* The one HTTP/2 detector, compiled by the BPF programs, the redaction and
+ * the report alike so they cannot disagree. */
 #ifndef CRITPATH_H2_H
 #define CRITPATH_H2_H
 
@@ -17,8 +14,7 @@
 #define CP_H2_HDR 9	     /* a frame header */
 #define CP_H2_MAX_FRAME 16384 /* SETTINGS_MAX_FRAME_SIZE's default */
 
-/* b (16 bytes at least) begins with the client's preface: its first 16
- * bytes tell it from any other protocol. */
+/* b (16 bytes at least) begins with the client's preface. */
 static __always_inline int cp_h2_preface(const __u8 *b)
 {
 	return b[0] == 'P' && b[1] == 'R' && b[2] == 'I' && b[3] == ' ' && b[4] == '*' &&
@@ -27,13 +23,9 @@ static __always_inline int cp_h2_preface(const __u8 *b)
 	       b[15] == '\n';
 }
 
-/*
- * Whether a transfer's first len bytes at b show HTTP/2: 1 with *from_start
- * set when they begin a direction of a connection (the client's preface,
- * the server's SETTINGS), 1 with *from_start clear when they show one
- * joined midway (a SETTINGS ACK; a HEADERS frame, with only END_STREAM,
- * END_HEADERS, PADDED, PRIORITY set, on a client's odd stream), else 0.
- */
+/* 1 when a transfer's first len bytes show HTTP/2; *from_start: they begin
+ * a direction (preface, SETTINGS), not a connection joined midway (SETTINGS
+ * ACK, a client's HEADERS). */
 static __always_inline int cp_h2_detect(const __u8 *b, __u64 len, int *from_start)
 {
 	__u32 flen, sid;

@@ -1,11 +1,6 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * What the BPF programs and the recorder share besides the records
- * (critpath_abi.h): the state of a syscall in flight, which the recorder
- * reads from the task storage at stop for calls still blocked, and the
- * syscall table the recorder fills from the host's syscall numbers.
- * Compiled on both sides; the size assertion keeps them together.
- */
+/* Shared with the recorder besides the records: a syscall's state in flight
+ * (read back at stop for calls still blocked) and the syscall table. */
 #ifndef CRITPATH_INFLIGHT_H
 #define CRITPATH_INFLIGHT_H
 
@@ -44,8 +39,7 @@ struct cp_inflight {
 };
 CP_ASSERT_SIZE(struct cp_inflight, 96);
 
-/* cfg_sys_calls[nr] = kind << 8 | call (enum cp_inflight_kind, and enum
- * cp_futex_call / cp_sock_call / cp_poll_call), 0 for untraced syscalls */
+/* cfg_sys_calls[nr] = kind << 8 | call; 0: not traced */
 #define CP_SYS_TABLE 1024
 #define CP_SYSC(kind, call) ((kind) << 8 | (call))
 

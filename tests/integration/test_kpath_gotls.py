@@ -171,7 +171,7 @@ def main():
             tap.ok("gotls: Read is probed at its copy of the plaintext, no RET stepped",
                    hooks and "stepped" not in hooks[0], f"{hooks}")
             # the connections' ciphertext: a record header's 5 bytes each,
-            # not the random bytes after it (bpf/sock.bpf.c)
+            # not the random bytes after it (bpf/sock_record.bpf.h)
             cipher = [json.loads(ln) for ln in r.stdout.splitlines()
                       if '"sock"' in ln and r'"payload":"\u0017\u0003' in ln.replace(" ", "")]
             long = [c for c in cipher if len(c.get("payload", "")) > 5]

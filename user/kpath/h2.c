@@ -8,7 +8,7 @@
  *
  * The frames are followed in the payload prefix of every transfer (the
  * recorder takes one on every transfer of a connection it saw speak
- * HTTP/2, bpf/sock.bpf.c sock_h2), each transfer's byte count saying where
+ * HTTP/2, bpf/common.h sock_h2), each transfer's byte count saying where
  * the next one begins. Past the prefix, the recorder follows the frames
  * too and keeps pieces of the transfer: each frame header and the header
  * blocks (CP_SOCK_F_PIECES), a DATA frame's payload being the gap between

@@ -28,7 +28,7 @@
  * clipped for differences under this */
 #define KP_CLOCK_UNKNOWN_NS 1000000000ull
 
-/* What the recorder keeps of an HTTP/2 transfer (bpf/sock.bpf.c cp_h2_walk),
+/* What the recorder keeps of an HTTP/2 transfer (bpf/h2.bpf.c cp_h2_walk),
  * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
 #define H2_KEPT                                                                                    \
 	"(the recorder keeps a transfer's first %d bytes, or --payload-bytes, then the headers "   \
