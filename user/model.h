@@ -48,6 +48,7 @@ struct cp_segment {
 	 * here: outputs append it as the leaf frame where they show stacks. */
 	const char *const *frames;
 	uint32_t nframes;
+	uint32_t probe_frames;	/* the last ones are --probe'd calls, outermost first */
 	bool interference;
 	/* kernel level (-1 / NULL when not applicable) */
 	int32_t pid;

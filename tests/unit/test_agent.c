@@ -279,12 +279,14 @@ static void test_otlp_encoding(void **state)
 {
 	static const char *const fr_srv[] = {"srv:80", "GET /item/{n}"};
 	static const char *const fr_db[] = {"srv:80", "GET /item/{n}", "db:5432 SELECT"};
+	static const char *const fr_probe[] = {"srv:80", "GET /item/{n}", "handle", "lookup"};
 	struct cp_culprit cul = {.pid = 7, .tid = 8, .comm = "holder", .ns = 3000};
 	struct cp_segment segs[] = {
 	    {.start_ns = 1000, .end_ns = 2000, .category = CP_CAT_CPU, .frames = fr_srv,
 	     .nframes = 2, .pid = 10, .tid = 10},
-	    {.start_ns = 2000, .end_ns = 5000, .category = CP_CAT_LOCK, .frames = fr_srv,
-	     .nframes = 2, .pid = 10, .tid = 10, .culprits = &cul, .nculprits = 1},
+	    {.start_ns = 2000, .end_ns = 5000, .category = CP_CAT_LOCK, .frames = fr_probe,
+	     .nframes = 4, .probe_frames = 2, .pid = 10, .tid = 10, .culprits = &cul,
+	     .nculprits = 1},
 	    {.start_ns = 5000, .end_ns = 9000, .category = CP_CAT_CPU, .frames = fr_db,
 	     .nframes = 3, .pid = 20, .tid = 21, .comm = "postgres"},
 	    {.start_ns = 9000, .end_ns = 10000, .category = CP_CAT_RUNQUEUE, .frames = fr_srv,
@@ -315,7 +317,7 @@ static void test_otlp_encoding(void **state)
 					   "critpath.unexplained_ns"};
 
 	assert_int_equal(otlp__encode_request(&b, &r, &res, AG_OPTIN | AG_SLOW, rnd), 0);
-	assert_int_equal(spans_of((struct pb){b.p, b.p + b.n}, spans, 4, &resource), 2);
+	assert_int_equal(spans_of((struct pb){b.p, b.p + b.n}, spans, 4, &resource), 3);
 	assert_true(attr(resource, 1, "service.name", s, sizeof(s), NULL));
 	assert_string_equal(s, "srv:80");
 	assert_true(attr(resource, 1, "host.name", s, sizeof(s), NULL));
@@ -368,10 +370,17 @@ static void test_otlp_encoding(void **state)
 	assert_int_equal(span_u64(spans[1], 8), 1000009000ull);
 	assert_true(attr(spans[1], 9, "critpath.comm", s, sizeof(s), NULL));
 	assert_string_equal(s, "postgres");
+	/* the INTERNAL span: the stretch in the probed call, its outermost frame */
+	assert_int_equal(span_u64(spans[2], 6), 1);
+	assert_true(attr(spans[2], 9, "code.function.name", s, sizeof(s), NULL));
+	assert_string_equal(s, "handle");
+	assert_int_equal(span_u64(spans[2], 7), 1000002000ull);
+	assert_true(attr(spans[2], 9, "critpath.lock_ns", NULL, 0, &iv));
+	assert_int_equal(iv, 3000);
 	/* not opted in: a trace of its own, no parent */
 	b.n = 0;
 	assert_int_equal(otlp__encode_request(&b, &r, &res, AG_SLOW, rnd), 0);
-	assert_int_equal(spans_of((struct pb){b.p, b.p + b.n}, spans, 4, &resource), 2);
+	assert_int_equal(spans_of((struct pb){b.p, b.p + b.n}, spans, 4, &resource), 3);
 	assert_false(span_bytes(spans[0], 4, parent, 8));
 	assert_true(span_bytes(spans[0], 1, tid, 16));
 	assert_int_equal(tid[0], 1);

@@ -21,6 +21,7 @@
 #define WT_LEN 2
 #define WT_I32 5
 
+#define KIND_INTERNAL 1
 #define KIND_SERVER 2
 #define KIND_CLIENT 3
 
@@ -357,6 +358,14 @@ static const char *elsewhere(const struct cp_segment *s, int32_t pid)
 	return NULL;
 }
 
+/* The outermost --probe'd call a step of the serving process ran in */
+static const char *probed(const struct cp_segment *s, int32_t pid)
+{
+	if (!s->probe_frames || s->probe_frames > s->nframes || elsewhere(s, pid))
+		return NULL;
+	return s->frames[s->nframes - s->probe_frames];
+}
+
 int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 			 const struct otlp_resource *res, unsigned verdict, const uint8_t rnd[24])
 {
@@ -451,6 +460,35 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 		}
 		if (r->segs[i].host)
 			attr_str(b, 9, "critpath.host", r->segs[i].host);
+		attr_path(b, r->segs, i, j);
+		msg_end(b, c);
+		i = j;
+	}
+	/* an INTERNAL span per stretch in a --probe'd call of the serving
+	 * process (its outermost one; the stack in critpath.frames) */
+	for (uint32_t i = 0; i < r->nsegs;) {
+		const char *fn = probed(&r->segs[i], pid);
+		uint32_t j = i + 1;
+		uint8_t cid[8];
+		size_t c;
+
+		if (!fn) {
+			i++;
+			continue;
+		}
+		while (j < r->nsegs && probed(&r->segs[j], pid) == fn)
+			j++;
+		span_ids(cid, rnd, nspan++);
+		c = msg_begin(b, 2);
+		put_bytes(b, 1, trace_id, 16);
+		put_bytes(b, 2, cid, 8);
+		put_bytes(b, 4, sid, 8);
+		put_str(b, 5, fn);
+		put_tag(b, 6, WT_VARINT);
+		put_varint(b, KIND_INTERNAL);
+		put_fixed64(b, 7, r->segs[i].start_ns + off);
+		put_fixed64(b, 8, r->segs[j - 1].end_ns + off);
+		attr_str(b, 9, "code.function.name", fn);
 		attr_path(b, r->segs, i, j);
 		msg_end(b, c);
 		i = j;

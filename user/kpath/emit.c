@@ -417,6 +417,7 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	fr[0] = svc;
 	fr[1] = name;
 	s->nframes = 2;
+	s->probe_frames = 0;
 	if (w->frame3 >= 0)
 		fr[s->nframes++] = kp__str(kp, w->frame3);
 	if (w->queued) {
@@ -431,6 +432,7 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 
 		for (uint32_t k = 0; k < pe->depth; k++)
 			fr[s->nframes++] = kp->probes[pe->stack[k]].iname;
+		s->probe_frames = pe->depth;
 	}
 	s->frames = fr;
 	taken = s->nframes;
