@@ -322,7 +322,7 @@ int kpath__flush(struct kpath *k)
 		say(k, "%llu of %llu requests overlap a loss window and are partial",
 		    (unsigned long long)k->kp.requests_partial,
 		    (unsigned long long)k->kp.requests_out);
-	if (k->kp.records && !k->kp.requests_out)
+	if (k->kp.records && !k->kp.requests_out && !k->kp.unwalked)
 		say(k,
 		    "%s%s: no requests found (no server connection carried a request and its "
 		    "response)",

@@ -24,6 +24,7 @@
 #include "agent.h"
 #include "commands.h"
 #include "engine.h"
+#include "flight.h"
 #include "kpath.h"
 #include "recording.h"
 #include "session.h"
@@ -65,6 +66,8 @@ struct agent {
 		unsigned v;
 	} *vq;
 	uint32_t vhead, nvq, capvq;
+	struct flight *fl;
+	struct flight_opts flo;
 	/* the profile window */
 	struct engine *win;
 	uint64_t win_start, every_ns;
@@ -296,6 +299,8 @@ static int release(struct agent *a, uint64_t cut)
 
 		if (h->type < CP_MD_PROCESS && h->ts < a->released)
 			a->late++;
+		if (a->fl && (err = flight__add(a->fl, h)))
+			return err;
 		err = kpath__add(a->kp, (uint32_t)a->src, h);
 		if (err)
 			return err;
@@ -360,6 +365,19 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 	v = trigger__judge(a->tr, h, h->end_ns);
 	if (!a->include_optin && (v & AG_OPTIN))
 		v &= ~(unsigned)AG_PROFILE;
+	a->slow += !!(v & AG_SLOW);
+	a->sampled += !!(v & AG_SAMPLED);
+	a->optin += !!(v & AG_OPTIN);
+	if ((v & AG_SLOW) && a->fl) {
+		char path[PATH_MAX];
+		int err = flight__dump(a->fl, h->end_ns, a->s->r->lost, path, sizeof(path));
+
+		if (err)
+			fprintf(stderr, CMD ": flight recording not written: %s\n", strerror(-err));
+		else if (path[0] && !a->s->o.quiet)
+			fprintf(stderr, CMD ": slow %s %s: the last seconds in %s\n", h->service,
+				h->name, path);
+	}
 	if (!a->ex)
 		v &= AG_PROFILE; /* nowhere to export to */
 	if (!a->out_dir)
@@ -421,9 +439,6 @@ static int sink_request(void *ctx, const struct cp_request *r)
 		if (!otlp__encode_request(&a->pb, r, &a->res, v, rnd)) {
 			exporter__push(a->ex, a->pb.p, a->pb.n);
 			a->exported++;
-			a->slow += !!(v & AG_SLOW);
-			a->sampled += !!(v & AG_SAMPLED);
-			a->optin += !!(v & AG_OPTIN);
 		}
 	}
 	if ((v & AG_PROFILE) && a->win) {
@@ -521,12 +536,12 @@ static void status(struct agent *a, const char *when)
 			rss_kb = res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 	}
 	fprintf(stderr,
-		CMD ": %s: %llu requests, %llu exported (%llu slow, %llu sampled, %llu opt-in), "
+		CMD ": %s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
 		    "%d targets, cpu %.1f%%, rss %llu MiB\n",
-		when, (unsigned long long)a->seen, (unsigned long long)a->exported,
-		(unsigned long long)a->slow, (unsigned long long)a->sampled,
-		(unsigned long long)a->optin, (unsigned long long)st.sent,
+		when, (unsigned long long)a->seen, (unsigned long long)a->slow,
+		(unsigned long long)a->sampled, (unsigned long long)a->optin,
+		(unsigned long long)a->exported, (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
 		(unsigned long long)a->profiled, (unsigned long long)a->s->r->lost,
 		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024));
@@ -563,6 +578,13 @@ static void usage(FILE *f)
 		"  --profile-every DUR the window (default 60s)\n"
 		"  --profile-sample R  requests walked at random for the profile (default 0.01)\n"
 		"  --profile-opt-in    opted-in requests count in the profile too\n"
+		"Flight recorder:\n"
+		"  --flight DIR        keep the last seconds of events in memory; when a slow\n"
+		"                      request is exported, write them to DIR/flight-TIME-N.rec\n"
+		"                      (critpath report reads it; one per 10 s at most, the\n"
+		"                      newest 20 kept)\n"
+		"  --flight-seconds N  how many seconds (default 10)\n"
+		"  --flight-mb N       memory for them at most (default 64)\n"
 		"Capture (as in critpath record): --probe [BIN:]FUNC, --payload-bytes N,\n"
 		"  --buffer-mb N (default 16 here), --host NAME, --sku LABEL, --no-tls\n"
 		"  -d SECONDS          stop after this long (default: SIGINT or SIGTERM)\n"
@@ -589,6 +611,9 @@ enum {
 	O_SKU,
 	O_NOTLS,
 	O_STATUS,
+	O_FLIGHT,
+	O_FLIGHT_SECS,
+	O_FLIGHT_MB,
 };
 
 static bool rate(const char *s, double *out)
@@ -634,7 +659,9 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	    {"payload-bytes", 1, 0, O_PAYLOAD}, {"buffer-mb", 1, 0, O_BUFFER},
 	    {"host", 1, 0, O_HOST},	      {"sku", 1, 0, O_SKU},
 	    {"no-tls", 0, 0, O_NOTLS},	      {"status-every", 1, 0, O_STATUS},
-	    {"help", 0, 0, 'h'},	      {0},
+	    {"flight", 1, 0, O_FLIGHT},	      {"flight-seconds", 1, 0, O_FLIGHT_SECS},
+	    {"flight-mb", 1, 0, O_FLIGHT_MB},  {"help", 0, 0, 'h'},
+	    {0},
 	};
 	struct rec_opts *o = &a->s->o;
 	unsigned long v;
@@ -733,6 +760,19 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 				return bad("--status-every", optarg, "a duration of 1s or more");
 			a->status_every = ns;
 			break;
+		case O_FLIGHT:
+			a->flo.dir = optarg;
+			break;
+		case O_FLIGHT_SECS:
+			if (!uint_arg(optarg, 600, &v) || !v)
+				return bad("--flight-seconds", optarg, "1 to 600 seconds");
+			a->flo.keep_ns = (uint64_t)v * 1000000000ull;
+			break;
+		case O_FLIGHT_MB:
+			if (!uint_arg(optarg, 4096, &v) || !v)
+				return bad("--flight-mb", optarg, "1 to 4096 MiB");
+			a->flo.max_bytes = (uint64_t)v << 20;
+			break;
 		case O_PROBE:
 			if (o->nprobes == REC_MAX_PROBES || rec_probe_spec_check(optarg))
 				return 2;
@@ -805,6 +845,10 @@ static int check(struct agent *a, const char **url)
 			return 1;
 		}
 	}
+	if (a->flo.dir && mkdir(a->flo.dir, 0700) && errno != EEXIST) {
+		fprintf(stderr, CMD ": --flight %s: %s\n", a->flo.dir, strerror(errno));
+		return 1;
+	}
 	if (a->out_dir && mkdir(a->out_dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, CMD ": --out %s: %s\n", a->out_dir, strerror(errno));
 		return 1;
@@ -848,6 +892,8 @@ static int start_analysis(struct agent *a)
 	if (!a->kp)
 		return -ENOMEM;
 	a->src = kpath__add_source(a->kp, a->s->info.host, &a->s->info, false);
+	if (a->src >= 0 && a->flo.dir && !(a->fl = flight__new(&a->flo, &a->s->info)))
+		return -ENOMEM;
 	return a->src < 0 ? a->src : 0;
 }
 
@@ -908,6 +954,11 @@ int cmd_agent(int argc, char **argv)
 	s->go_fd = -1;
 	a->s = s;
 	a->every_ns = 60000000000ull;
+	a->flo = (struct flight_opts){.keep_ns = 10000000000ull,
+				      .max_bytes = 64ull << 20,
+				      .max_md_bytes = 16ull << 20,
+				      .min_gap_ns = 10000000000ull,
+				      .max_files = 20};
 	a->status_every = 60000000000ull;
 	s->o.bo.payload_bytes = CP_PAYLOAD_MAX; /* traceparent sits past a short prefix */
 	s->o.bo.h2_payload_bytes = CP_PAYLOAD_MAX;
@@ -992,6 +1043,7 @@ int cmd_agent(int argc, char **argv)
 	if (a->kp)
 		kpath__free(a->kp);
 	engine__free(a->win);
+	flight__free(a->fl);
 	trigger__free(a->tr);
 	intern__free(a->in);
 	for (int i = 0; i < a->nexe; i++)
