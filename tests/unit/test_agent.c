@@ -12,11 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "agent.h"
+#include "flight.h"
 #include "proto.h"
+#include "recording.h"
+#include "recording_testlib.h"
 
 static void test_traceparent(void **state)
 {
@@ -430,13 +434,91 @@ static void test_exporter_refused(void **state)
 	assert_null(exporter__check_url("https://collector:4318/v1/traces"));
 }
 
+static void exit_rec(struct cp_ev_process_exit *e, uint32_t pid, uint64_t ts)
+{
+	memset(e, 0, sizeof(*e));
+	e->h.type = CP_EV_PROCESS_EXIT;
+	e->h.size = sizeof(*e);
+	e->h.pid = e->h.tid = pid;
+	e->h.ts = ts;
+}
+
+/* The flight recorder keeps the last seconds (and every metadata record),
+ * writes them as a recording the reader takes, and keeps its file count */
+static void test_flight(void **state)
+{
+	char dir[] = "/tmp/critpath-flight-XXXXXX", path[512], first[512];
+	struct flight_opts o = {.keep_ns = 2000000000ull, .max_bytes = 64 << 20,
+				.max_md_bytes = 1 << 20, .min_gap_ns = 1000000000ull,
+				.max_files = 2};
+	struct flight *f;
+	struct flight_stats st;
+	struct cp_md_thread m = {0};
+	struct cp_ev_process_exit e;
+	struct recording_reader *r;
+	const struct cp_hdr *h;
+	uint64_t n = 0, md = 0, minev = UINT64_MAX;
+
+	assert_non_null(mkdtemp(dir));
+	o.dir = dir;
+	f = flight__new(&o, rt_info());
+	assert_non_null(f);
+	m.h.type = CP_MD_THREAD;
+	m.h.size = sizeof(m);
+	m.h.pid = m.h.tid = 5;
+	memcpy(m.comm, "worker", 6);
+	assert_int_equal(flight__add(f, &m.h), 0);
+	/* 10 s of events, 100k of them: the recorder keeps what its window holds */
+	for (uint64_t i = 0; i < 100000; i++) {
+		exit_rec(&e, 5, 1000000000ull + i * 100000);
+		assert_int_equal(flight__add(f, &e.h), 0);
+	}
+	assert_int_equal(flight__dump(f, 11000000000ull, 3, path, sizeof(path)), 0);
+	assert_true(path[0]);
+	snprintf(first, sizeof(first), "%s", path);
+	/* within min_gap: nothing written */
+	assert_int_equal(flight__dump(f, 11500000000ull, 3, path, sizeof(path)), 0);
+	assert_string_equal(path, "");
+	assert_int_equal(recording_reader__open(&r, first, RECORDING_FILE_ORDER), 0);
+	while (recording_reader__next(r, &h) > 0) {
+		if (h->type >= CP_MD_PROCESS) {
+			md++;
+			continue;
+		}
+		n++;
+		if (h->ts < minev)
+			minev = h->ts;
+	}
+	recording_reader__close(r);
+	assert_int_equal(md, 1);
+	/* the window (2 s) and at most one chunk more */
+	assert_true(minev >= 10999900000ull - 2000000000ull - 1500000000ull);
+	assert_true(n >= 20000 && n < 100000);
+	/* the third file removes the first */
+	assert_int_equal(flight__dump(f, 13000000000ull, 3, path, sizeof(path)), 0);
+	assert_int_equal(flight__dump(f, 15000000000ull, 3, path, sizeof(path)), 0);
+	assert_int_equal(access(first, F_OK), -1);
+	assert_int_equal(access(path, F_OK), 0);
+	flight__stats(f, &st);
+	assert_int_equal(st.written, 3);
+	assert_int_equal(st.skipped, 1);
+	assert_int_equal(st.removed, 1);
+	flight__free(f);
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_traceparent),	     cmocka_unit_test(test_trigger_duration_and_optin),
 	    cmocka_unit_test(test_trigger_percentile), cmocka_unit_test(test_trigger_sample),
 	    cmocka_unit_test(test_otlp_encoding),    cmocka_unit_test(test_http_meta),
-	    cmocka_unit_test(test_exporter_refused),
+	    cmocka_unit_test(test_exporter_refused), cmocka_unit_test(test_flight),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
