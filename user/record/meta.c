@@ -228,12 +228,12 @@ const char *rec_meta__missing_privilege(void)
 	if (geteuid() == 0)
 		return NULL;
 	if (syscall(SYS_capget, &h, d))
-		return "critpath record: needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN)";
+		return "needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN)";
 	eff = (uint64_t)d[1].effective << 32 | d[0].effective;
 	if (eff & (1ull << CAP_SYS_ADMIN))
 		return NULL;
 	if (!(eff & (1ull << CAP_BPF)) || !(eff & (1ull << CAP_PERFMON)))
-		return "critpath record: needs root, or CAP_BPF and CAP_PERFMON (missing)";
+		return "needs root, or CAP_BPF and CAP_PERFMON (missing)";
 	return NULL;
 }
 

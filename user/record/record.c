@@ -170,19 +170,19 @@ int rec_session__open(struct rec_session *s)
 	int err;
 
 	if (why) {
-		fprintf(stderr, "%s\n", why);
+		fprintf(stderr, "%s: %s\n", s->cmd, why);
 		return 1;
 	}
 	for (int i = 0; i < s->o.npids; i++) {
 		if (!rec_meta__alive(s->o.pids[i])) {
-			fprintf(stderr, "critpath record: no process with PID %d\n", s->o.pids[i]);
+			fprintf(stderr, "%s: no process with PID %d\n", s->cmd, s->o.pids[i]);
 			return 1;
 		}
 		rec__target_add(r, s->o.pids[i], true);
 	}
 	err = rec__add_children(r);
 	if (err) {
-		fprintf(stderr, "critpath record: cannot list the targets' child processes: %s\n",
+		fprintf(stderr, "%s: cannot list the targets' child processes: %s\n", s->cmd,
 			strerror(-err));
 		return 1;
 	}
@@ -191,14 +191,14 @@ int rec_session__open(struct rec_session *s)
 			return 1;
 	err = rec_meta__host(&s->host, s->o.argc, s->o.argv);
 	if (err) {
-		fprintf(stderr, "critpath record: cannot read host facts: %s\n", strerror(-err));
+		fprintf(stderr, "%s: cannot read host facts: %s\n", s->cmd, strerror(-err));
 		return 1;
 	}
 	r->ncpus = s->host.ncpus;
 	r->drops_seen = calloc(r->ncpus, sizeof(*r->drops_seen));
 	r->redact = redact__new(s->o.bo.payload_bytes);
 	if (!r->drops_seen || !r->redact) {
-		fprintf(stderr, "critpath record: out of memory\n");
+		fprintf(stderr, "%s: out of memory\n", s->cmd);
 		return 1;
 	}
 	s->start = rec_meta__now();
@@ -227,15 +227,15 @@ int rec_session__open(struct rec_session *s)
 	}
 	err = recording_writer__open(&r->w, r->out, &s->info);
 	if (err) {
-		fprintf(stderr, "critpath record: cannot create %s: %s\n", r->out, output__why(err));
+		fprintf(stderr, "%s: cannot create %s: %s\n", s->cmd, r->out, output__why(err));
 		return 1;
 	}
 	/* compression off the loop that drains the ring buffer */
 	err = recording_writer__background(r->w, WRITER_QUEUE_FRAMES);
 	if (err)
 		fprintf(stderr,
-			"critpath record: no compression thread (%s): compressing in the "
-			"main loop\n",
+			"%s: no compression thread (%s): compressing in the "
+			"main loop\n", s->cmd,
 			strerror(-err));
 	return 0;
 }
@@ -253,14 +253,14 @@ int rec_session__load(struct rec_session *s)
 	if (!err)
 		err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet, s->unlink);
 	if (err) {
-		fprintf(stderr, "critpath record: out of memory\n");
+		fprintf(stderr, "%s: out of memory\n", s->cmd);
 		return 1;
 	}
 	rec_meta__on_listen(rec_bpf__listen_port, r->bpf);
 	if (s->o.cmd) {
 		r->child = launch(s->o.cmd, &s->go_fd);
 		if (r->child < 0) {
-			fprintf(stderr, "critpath record: cannot start %s: %s\n", s->o.cmd[0],
+			fprintf(stderr, "%s: cannot start %s: %s\n", s->cmd, s->o.cmd[0],
 				strerror(-r->child));
 			return 1;
 		}
@@ -269,14 +269,14 @@ int rec_session__load(struct rec_session *s)
 	for (int i = 0; i < r->ntargets; i++) {
 		err = rec_bpf__add_target(r->bpf, r->targets[i].pid);
 		if (err) {
-			fprintf(stderr, "critpath record: cannot add target %d: %s\n",
+			fprintf(stderr, "%s: cannot add target %d: %s\n", s->cmd,
 				r->targets[i].pid, strerror(-err));
 			return 1;
 		}
 	}
 	err = rec_bpf__ring(r->bpf, rec__on_event, r);
 	if (err) {
-		fprintf(stderr, "critpath record: cannot set up the ring buffer: %s\n",
+		fprintf(stderr, "%s: cannot set up the ring buffer: %s\n", s->cmd,
 			strerror(-err));
 		return 1;
 	}
@@ -326,12 +326,12 @@ int rec_session__attach(struct rec_session *s)
 	rec__tick(r, s->attached); /* process, thread and socket metadata of the targets */
 	if (s->go_fd >= 0) {
 		if (write(s->go_fd, "g", 1) != 1)
-			fprintf(stderr, "critpath record: cannot start the command\n");
+			fprintf(stderr, "%s: cannot start the command\n", s->cmd);
 		close(s->go_fd);
 		s->go_fd = -1;
 	}
 	if (!r->quiet && !s->tap)
-		fprintf(stderr, "critpath record: recording %d process%s to %s%s\n", r->ntargets,
+		fprintf(stderr, "%s: recording %d process%s to %s%s\n", s->cmd, r->ntargets,
 			r->ntargets == 1 ? "" : "es", r->out,
 			s->deadline ? "" : " (Ctrl-C to stop)");
 	return 0;
