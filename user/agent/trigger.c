@@ -17,6 +17,9 @@
 #define SLOTS 6
 #define SLOT_NS 10000000000ull
 #define NB (41 * 16) /* up to 2^41 ns, about 36 minutes */
+/* services and names judged apart at most (16 KiB each); past it, new
+ * ones share one key, "(others)" */
+#define MAX_KEYS 2048
 
 struct key {
 	const char *service, *name; /* interned: compared by pointer */
@@ -33,6 +36,7 @@ struct trigger {
 	uint32_t nkeys, capkeys;
 	struct index ix;
 	uint32_t min_n; /* samples a percentile needs */
+	const char *others;
 };
 
 static uint32_t bucket(uint64_t ns)
@@ -79,6 +83,7 @@ struct trigger *trigger__new(const struct trigger_opts *o)
 	if (!t)
 		return NULL;
 	t->o = *o;
+	t->others = "(others)";
 	t->rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull;
 	/* twice the requests in which one is above the percentile */
 	t->min_n = o->slow_pct > 0 && o->slow_pct < 1 ? (uint32_t)(2.0 / (1.0 - o->slow_pct)) : 0;
@@ -131,6 +136,8 @@ static struct key *key_of(struct trigger *t, const char *service, const char *na
 	slot = index__find(&t->ix, key_hash(service, name), key_eq, &l);
 	if (*slot)
 		return t->keys[*slot - 1];
+	if (t->nkeys >= MAX_KEYS && name != t->others)
+		return key_of(t, NULL, t->others);
 	if (grow_array((void **)&t->keys, &t->capkeys, t->nkeys + 1, sizeof(*t->keys), 64))
 		return NULL;
 	k = calloc(1, sizeof(*k));

@@ -55,8 +55,8 @@ struct agent {
 	struct pbuf pb;
 	uint64_t rng;
 	/* the reorder buffer: records held, and their order */
-	uint8_t *buf;
-	size_t nbuf, capbuf;
+	uint8_t *buf, *buf2; /* buf2: the spare release() copies into */
+	size_t nbuf, capbuf, capbuf2;
 	struct held_rec *ix, *tmp;
 	uint32_t nix, capix;
 	uint64_t released, late;
@@ -289,7 +289,6 @@ static int order(struct agent *a)
 static int release(struct agent *a, uint64_t cut)
 {
 	uint32_t k = 0;
-	size_t keep_from;
 	int err = order(a);
 
 	if (err)
@@ -316,26 +315,36 @@ static int release(struct agent *a, uint64_t cut)
 		a->nbuf = 0;
 		return 0;
 	}
-	keep_from = a->nbuf;
-	for (uint32_t i = k; i < a->nix; i++)
-		if (a->ix[i].off < keep_from)
-			keep_from = a->ix[i].off;
-	/* records before keep_from may still be held out of order: copy each */
-	{
-		size_t o = 0;
-		uint8_t *nb = malloc(a->capbuf);
+	/* the records still held, copied to the spare buffer, which becomes
+	 * the buffer (no allocation once both are grown) */
+	if (a->capbuf2 < a->capbuf) {
+		uint8_t *nb = realloc(a->buf2, a->capbuf);
 
 		if (!nb)
 			return -ENOMEM;
+		a->buf2 = nb;
+		a->capbuf2 = a->capbuf;
+	}
+	{
+		size_t o = 0;
+		uint8_t *t;
+
 		for (uint32_t i = k; i < a->nix; i++) {
 			const struct cp_hdr *h = (const void *)(a->buf + a->ix[i].off);
 
-			memcpy(nb + o, h, h->size);
+			memcpy(a->buf2 + o, h, h->size);
 			a->ix[i - k] = (struct held_rec){h->ts, o};
 			o += h->size;
 		}
-		free(a->buf);
-		a->buf = nb;
+		t = a->buf;
+		a->buf = a->buf2;
+		a->buf2 = t;
+		{
+			size_t c = a->capbuf;
+
+			a->capbuf = a->capbuf2;
+			a->capbuf2 = c;
+		}
 		a->nbuf = o;
 		a->nix -= k;
 	}
@@ -1049,6 +1058,7 @@ int cmd_agent(int argc, char **argv)
 	for (int i = 0; i < a->nexe; i++)
 		free(a->exe_real[i]);
 	free(a->buf);
+	free(a->buf2);
 	free(a->ix);
 	free(a->tmp);
 	free(a->vq);
