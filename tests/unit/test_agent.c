@@ -293,8 +293,9 @@ static void test_otlp_encoding(void **state)
 	     .nculprits = 1},
 	    {.start_ns = 5000, .end_ns = 9000, .category = CP_CAT_CPU, .frames = fr_db,
 	     .nframes = 3, .pid = 20, .tid = 21, .comm = "postgres"},
-	    {.start_ns = 9000, .end_ns = 10000, .category = CP_CAT_RUNQUEUE, .frames = fr_srv,
-	     .nframes = 2, .pid = 10, .tid = 10, .interference = true},
+	    /* a wait for the client itself: no CLIENT span */
+	    {.start_ns = 9000, .end_ns = 10000, .category = CP_CAT_NETWORK, .frames = fr_srv,
+	     .nframes = 2, .pid = 10, .tid = 10, .interference = true, .peer = "[::1]:5555"},
 	};
 	struct cp_request_wire w = {
 	    .protocol = "http",

@@ -348,20 +348,24 @@ static void span_ids(uint8_t out[8], const uint8_t rnd[24], uint32_t i)
 		out[0] = 1;
 }
 
-/* Where a step ran outside the serving process: what to call it */
-static const char *elsewhere(const struct cp_segment *s, int32_t pid)
+/* Where a step ran outside the serving process: what to call it (a wait
+ * for the request's own client is not a call) */
+static const char *elsewhere(const struct cp_segment *s, const struct cp_request_wire *w)
 {
+	int32_t pid = w ? w->pid : -1;
+
 	if (s->pid >= 0 && s->pid != pid)
 		return s->nframes >= 3 ? s->frames[2] : s->comm;
-	if (s->category == CP_CAT_NETWORK && s->peer)
+	if (s->category == CP_CAT_NETWORK && s->peer &&
+	    !(w && w->client_addr && !strcmp(s->peer, w->client_addr)))
 		return s->peer;
 	return NULL;
 }
 
 /* The outermost --probe'd call a step of the serving process ran in */
-static const char *probed(const struct cp_segment *s, int32_t pid)
+static const char *probed(const struct cp_segment *s, const struct cp_request_wire *w)
 {
-	if (!s->probe_frames || s->probe_frames > s->nframes || elsewhere(s, pid))
+	if (!s->probe_frames || s->probe_frames > s->nframes || elsewhere(s, w))
 		return NULL;
 	return s->frames[s->nframes - s->probe_frames];
 }
@@ -431,7 +435,7 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 
 	/* a CLIENT span per stretch of the path in another process */
 	for (uint32_t i = 0; i < r->nsegs;) {
-		const char *what = elsewhere(&r->segs[i], pid);
+		const char *what = elsewhere(&r->segs[i], w);
 		uint32_t j = i + 1;
 		uint8_t cid[8];
 		size_t c;
@@ -440,7 +444,7 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 			i++;
 			continue;
 		}
-		while (j < r->nsegs && elsewhere(&r->segs[j], pid) == what)
+		while (j < r->nsegs && elsewhere(&r->segs[j], w) == what)
 			j++;
 		span_ids(cid, rnd, nspan++);
 		c = msg_begin(b, 2);
@@ -467,7 +471,7 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 	/* an INTERNAL span per stretch in a --probe'd call of the serving
 	 * process (its outermost one; the stack in critpath.frames) */
 	for (uint32_t i = 0; i < r->nsegs;) {
-		const char *fn = probed(&r->segs[i], pid);
+		const char *fn = probed(&r->segs[i], w);
 		uint32_t j = i + 1;
 		uint8_t cid[8];
 		size_t c;
@@ -476,7 +480,7 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 			i++;
 			continue;
 		}
-		while (j < r->nsegs && probed(&r->segs[j], pid) == fn)
+		while (j < r->nsegs && probed(&r->segs[j], w) == fn)
 			j++;
 		span_ids(cid, rnd, nspan++);
 		c = msg_begin(b, 2);
