@@ -174,42 +174,6 @@ static uint64_t running_pct(const struct trigger *t, struct key *k, uint64_t now
 	return 0;
 }
 
-bool traceparent__parse(const char *s, uint8_t trace_id[16], uint8_t span_id[8], bool *sampled)
-{
-	static const int8_t hex[256] = {
-	    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
-	    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15,
-	    ['f'] = 16,
-	};
-	uint8_t v[26]; /* version, trace id, span id, flags */
-	bool zero_t = true, zero_s = true;
-	size_t n = 0;
-
-	if (!s || strlen(s) < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-' ||
-	    (s[55] && s[55] != '-'))
-		return false;
-	for (size_t i = 0; i < 55; i++) {
-		if (i == 2 || i == 35 || i == 52)
-			continue;
-		if (!hex[(uint8_t)s[i]] || !hex[(uint8_t)s[i + 1]])
-			return false;
-		v[n++] = (uint8_t)((hex[(uint8_t)s[i]] - 1) << 4 | (hex[(uint8_t)s[i + 1]] - 1));
-		i++;
-	}
-	if (v[0] == 0xff || (v[0] == 0 && s[55]))
-		return false;
-	for (int i = 0; i < 16; i++)
-		zero_t &= !v[1 + i];
-	for (int i = 0; i < 8; i++)
-		zero_s &= !v[17 + i];
-	if (zero_t || zero_s)
-		return false;
-	memcpy(trace_id, v + 1, 16);
-	memcpy(span_id, v + 17, 8);
-	*sampled = v[25] & 1;
-	return true;
-}
-
 unsigned trigger__judge(struct trigger *t, const struct cp_request *h, uint64_t now)
 {
 	uint64_t lat = h->end_ns > h->start_ns ? h->end_ns - h->start_ns : 0;

@@ -16,7 +16,7 @@
 #include <curl/curl.h>
 #include <zlib.h>
 
-#include "agent.h"
+#include "otlp.h"
 #include "commands.h"
 
 #define BACKOFF_MIN_NS 250000000ull

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "otlp.h"
 #include "commands.h"
 
 #define TARGET_MAX 256
@@ -24,6 +24,42 @@
 #define KIND_INTERNAL 1
 #define KIND_SERVER 2
 #define KIND_CLIENT 3
+
+bool traceparent__parse(const char *s, uint8_t trace_id[16], uint8_t span_id[8], bool *sampled)
+{
+	static const int8_t hex[256] = {
+	    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
+	    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15,
+	    ['f'] = 16,
+	};
+	uint8_t v[26]; /* version, trace id, span id, flags */
+	bool zero_t = true, zero_s = true;
+	size_t n = 0;
+
+	if (!s || strlen(s) < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-' ||
+	    (s[55] && s[55] != '-'))
+		return false;
+	for (size_t i = 0; i < 55; i++) {
+		if (i == 2 || i == 35 || i == 52)
+			continue;
+		if (!hex[(uint8_t)s[i]] || !hex[(uint8_t)s[i + 1]])
+			return false;
+		v[n++] = (uint8_t)((hex[(uint8_t)s[i]] - 1) << 4 | (hex[(uint8_t)s[i + 1]] - 1));
+		i++;
+	}
+	if (v[0] == 0xff || (v[0] == 0 && s[55]))
+		return false;
+	for (int i = 0; i < 16; i++)
+		zero_t &= !v[1 + i];
+	for (int i = 0; i < 8; i++)
+		zero_s &= !v[17 + i];
+	if (zero_t || zero_s)
+		return false;
+	memcpy(trace_id, v + 1, 16);
+	memcpy(span_id, v + 17, 8);
+	*sampled = v[25] & 1;
+	return true;
+}
 
 void pbuf__free(struct pbuf *b)
 {
@@ -371,7 +407,7 @@ static const char *probed(const struct cp_segment *s, const struct cp_request_wi
 }
 
 int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
-			 const struct otlp_resource *res, unsigned verdict, const uint8_t rnd[24])
+			 const struct otlp_resource *res, unsigned why, const uint8_t rnd[24])
 {
 	const struct cp_request_wire *w = r->wire;
 	uint8_t trace_id[16], parent[8], sid[8];
@@ -382,7 +418,7 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 	char trig[40] = "";
 	uint32_t nspan = 0;
 
-	if (w && w->traceparent && (verdict & AG_OPTIN))
+	if (w && w->traceparent && (why & OTLP_OPTIN))
 		opted = traceparent__parse(w->traceparent, trace_id, parent, &sampled);
 	if (!opted)
 		memcpy(trace_id, rnd, 16);
@@ -418,8 +454,8 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 	attr_wire(b, r);
 	attr_path(b, r->segs, 0, r->nsegs);
 	attr_bool(b, 9, "critpath.partial", partial);
-	snprintf(trig, sizeof(trig), "%s%s%s", verdict & AG_SLOW ? "slow " : "",
-		 verdict & AG_SAMPLED ? "sampled " : "", verdict & AG_OPTIN ? "opt-in " : "");
+	snprintf(trig, sizeof(trig), "%s%s%s", why & OTLP_SLOW ? "slow " : "",
+		 why & OTLP_SAMPLED ? "sampled " : "", why & OTLP_OPTIN ? "opt-in " : "");
 	if (trig[0]) {
 		trig[strlen(trig) - 1] = '\0';
 		attr_str(b, 9, "critpath.trigger", trig);

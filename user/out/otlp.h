@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
+/*
+ * OTLP out: a kernel request and its critical path as OTLP spans (otlp.c),
+ * and the exporter that sends them (otlp_export.c: a bounded queue, one
+ * thread, OTLP/HTTP protobuf with gzip and retries). README "critpath
+ * agent" has the schema.
+ */
+#ifndef CRITPATH_OTLP_H
+#define CRITPATH_OTLP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* Why a request is exported (critpath.trigger) */
+enum otlp_why {
+	OTLP_SLOW = 1,
+	OTLP_SAMPLED = 2,
+	OTLP_OPTIN = 4, /* a sampled W3C traceparent: a child of the caller's span */
+};
+
+/* W3C traceparent "00-<32 hex>-<16 hex>-<2 hex>": true when well formed
+ * (flags' sampled bit in *sampled) */
+bool traceparent__parse(const char *s, uint8_t trace_id[16], uint8_t span_id[8], bool *sampled);
+
+/* One request as OTLP protobuf: a ResourceSpans message (field 1 of an
+ * ExportTraceServiceRequest), so a batch is its items one after another. */
+struct otlp_resource {
+	const char *service;	/* OTEL_SERVICE_NAME, or NULL: the request's service */
+	const char *host;
+	const char *exe;	/* the serving process's executable, NULL: unknown */
+};
+struct pbuf {
+	uint8_t *p;
+	size_t n, cap;
+	bool err;
+};
+void pbuf__free(struct pbuf *b);
+/* rnd: 24 random bytes (trace id when not opted in, span ids) */
+int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
+			 const struct otlp_resource *res, unsigned why, const uint8_t rnd[24]);
+
+struct exporter_opts {
+	const char *url;	/* http(s)://host:port/v1/traces */
+	const char *headers;	/* "k=v,k2=v2" (OTEL_EXPORTER_OTLP_HEADERS) */
+	uint32_t queue_max;	/* requests waiting, at most */
+	uint32_t batch_max;	/* requests per export */
+	uint64_t timeout_ns;	/* per export */
+};
+struct exporter_stats {
+	uint64_t queued, sent, dropped, failed, retries, batches;
+	int last_status;	/* last HTTP status (0: no answer) */
+};
+struct exporter;
+/* The thread starts; NULL with errno on failure */
+struct exporter *exporter__new(const struct exporter_opts *o);
+/* Takes one encoded request (its bytes are copied); a full queue drops it,
+ * counted. */
+void exporter__push(struct exporter *e, const uint8_t *p, size_t n);
+void exporter__stats(struct exporter *e, struct exporter_stats *s);
+/* Sends what is queued until deadline_ns (CLOCK_MONOTONIC), then stops:
+ * what is left is counted as dropped; the final counts in *s. */
+void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_stats *s);
+/* "http://h:p/v1/traces" checked: NULL when fine, else why not */
+const char *exporter__check_url(const char *url);
+
+#endif
