@@ -16,7 +16,15 @@ missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ "${#missing[@]}" -eq 0 ] && { echo "deps: all ${#pkgs[@]} packages present"; exit 0; }
+# The agent's tests: the OpenTelemetry JS packages (tests/agent/package-lock.json)
+npm_deps() {
+	[ -d tests/agent/node_modules/@opentelemetry/otlp-transformer ] && return 0
+	command -v npm >/dev/null || { echo "deps: npm is missing (Node.js's package manager)" >&2; return 1; }
+	echo "deps: installing tests/agent's npm packages"
+	(cd tests/agent && npm ci --no-audit --no-fund --loglevel=error)
+}
+cd "$(dirname "$0")/.."
+[ "${#missing[@]}" -eq 0 ] && { echo "deps: all ${#pkgs[@]} packages present"; npm_deps; exit; }
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps: missing ${missing[*]}; run 'sudo make deps' (installing needs root)" >&2
 	exit 1
@@ -30,3 +38,4 @@ fpm=$(cd /etc/init.d 2>/dev/null && ls -d php*-fpm 2>/dev/null || true)
 for s in memcached redis-server postgresql mariadb nginx unbound $fpm; do
 	systemctl stop "$s" 2>/dev/null || service "$s" stop 2>/dev/null || true
 done
+npm_deps

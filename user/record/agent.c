@@ -204,8 +204,15 @@ static void scan(struct agent *a, bool running)
 static void on_spawn(void *ctx, pid_t pid, const char *file)
 {
 	struct agent *a = ctx;
+	const char *base = strrchr(file, '/');
+	bool named = false;
 
-	if (matches(a, pid) && !rec__target_watch(a->s->r, pid))
+	/* the comm the exec gave it (the file's name), which the process may
+	 * change before we look (prctl PR_SET_NAME) */
+	base = base ? base + 1 : file;
+	for (int i = 0; i < a->ncomm; i++)
+		named |= !strncmp(base, a->comm[i], 15);
+	if ((named || matches(a, pid)) && !rec__target_watch(a->s->r, pid))
 		a->ntargets_added++;
 }
 
@@ -493,6 +500,8 @@ static void window_close(struct agent *a, bool last)
 
 		gmtime_r(&now, &tm);
 		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+		/* two windows can end in one second (the last one at exit) */
+		snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), "-%04u", a->windows);
 		if (res && (f = out_file(a, stamp, ".json"))) {
 			out_json(f, res, &oo);
 			fclose(f);
@@ -582,7 +591,7 @@ static void usage(FILE *f)
 		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export)\n"
 		"  --queue N           requests waiting for export at most (default 4096)\n"
 		"Profiles:\n"
-		"  --out DIR           every window's profile: DIR/profile-TIME.json (critpath\n"
+		"  --out DIR           every window's profile: DIR/profile-TIME-N.json (critpath\n"
 		"                      diff reads it), .pb.gz (pprof), .counts.json (every request)\n"
 		"  --profile-every DUR the window (default 60s)\n"
 		"  --profile-sample R  requests walked at random for the profile (default 0.01)\n"
