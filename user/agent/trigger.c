@@ -20,12 +20,14 @@
 /* services and names judged apart at most (16 KiB each); past it, new
  * ones share one key, "(others)" */
 #define MAX_KEYS 2048
+#define THR_EVERY_NS 1000000000ull
 
 struct key {
 	const char *service, *name; /* interned: compared by pointer */
 	uint32_t hist[SLOTS][NB];
 	uint64_t epoch[SLOTS];	/* which 10 s the slot holds */
 	uint32_t win[NB];	/* since the last window */
+	uint64_t thr, thr_at;	/* the running percentile, and when worked out */
 	uint64_t win_n, win_max;
 };
 
@@ -184,9 +186,12 @@ unsigned trigger__judge(struct trigger *t, const struct cp_request *h, uint64_t 
 	if (t->o.slow_ns && lat >= t->o.slow_ns)
 		v |= AG_SLOW;
 	if (k && t->o.slow_pct > 0) {
-		uint64_t thr = running_pct(t, k, now);
-
-		if (thr && lat > thr)
+		/* a minute's percentile moves slowly: worked out once a second */
+		if (!k->thr_at || now >= k->thr_at + THR_EVERY_NS || now < k->thr_at) {
+			k->thr = running_pct(t, k, now);
+			k->thr_at = now;
+		}
+		if (k->thr && lat > k->thr)
 			v |= AG_SLOW;
 	}
 	if (t->o.sample > 0 && rnd01(t) < t->o.sample)

@@ -38,6 +38,7 @@
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
 #define MAX_WATCH 32
+#define AGENT_NICE 10
 
 struct held_rec {
 	uint64_t ts;
@@ -604,7 +605,7 @@ static void usage(FILE *f)
 		"  --flight-seconds N  how many seconds (default 10)\n"
 		"  --flight-mb N       memory for them at most (default 64)\n"
 		"Capture (as in critpath record): --probe [BIN:]FUNC, --payload-bytes N,\n"
-		"  --buffer-mb N (default 16 here), --host NAME, --sku LABEL, --no-tls\n"
+		"  --buffer-mb N (default 8 here), --host NAME, --sku LABEL, --no-tls\n"
 		"  -d SECONDS          stop after this long (default: SIGINT or SIGTERM)\n"
 		"  --status-every DUR  a status line on stderr this often (default 60s)\n"
 		"  -q                  no notes on stderr, only errors and status lines\n");
@@ -980,7 +981,7 @@ int cmd_agent(int argc, char **argv)
 	a->status_every = 60000000000ull;
 	s->o.bo.payload_bytes = CP_PAYLOAD_MAX; /* traceparent sits past a short prefix */
 	s->o.bo.h2_payload_bytes = CP_PAYLOAD_MAX;
-	s->o.bo.buffer_mb = 16; /* mapped twice (wraparound): RSS counts it double */
+	s->o.bo.buffer_mb = 8; /* mapped twice (wraparound): RSS counts it double */
 	s->o.bo.tls = true;
 	s->o.codec = RECORDING_LZ4;
 	ret = parse(a, &to, &eo, &url, argc, argv);
@@ -1024,6 +1025,10 @@ int cmd_agent(int argc, char **argv)
 	ret = ret || rec_session__attach(s);
 	if (!ret) {
 		a->res.host = s->info.host;
+		/* the targets first: the analysis takes what CPU they leave
+		 * (the rings hold seconds of events) */
+		if (setpriority(PRIO_PROCESS, 0, AGENT_NICE))
+			fprintf(stderr, CMD ": cannot lower its priority: %s\n", strerror(errno));
 		a->last_status = mono_ns();
 		if (a->out_dir)
 			window_close(a, false);
