@@ -403,8 +403,13 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 		return false;
 	if (grow_array((void **)&a->vq, &a->capvq, a->nvq + 1, sizeof(*a->vq), 64))
 		return false;
-	if (a->vhead && a->vhead == a->nvq)
-		a->vhead = a->nvq = 0;
+	/* the verdicts handed out go: there are always some waiting (a
+	 * request reaches the sink a second after it is judged) */
+	if (a->vhead && a->vhead >= a->nvq / 2) {
+		memmove(a->vq, a->vq + a->vhead, (a->nvq - a->vhead) * sizeof(*a->vq));
+		a->nvq -= a->vhead;
+		a->vhead = 0;
+	}
 	a->vq[a->nvq++] = (struct verdict){h->start_ns, h->end_ns, v};
 	a->walked++;
 	return true;
