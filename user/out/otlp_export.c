@@ -40,6 +40,10 @@ struct exporter {
 	CURL *curl;
 	struct curl_slist *hdrs;
 	uint64_t retry_after_ns; /* from the last answer */
+	z_stream zs;
+	bool zinit;
+	uint8_t *gz;
+	size_t gzcap;
 };
 
 static uint64_t mono_ns(void)
@@ -86,49 +90,51 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ctx)
 	return size * n; /* the response's body says nothing we use */
 }
 
-static int gzip(const uint8_t *p, size_t n, uint8_t **out, size_t *outn)
+/* One deflate state and one output buffer for every export: a stream
+ * begun and ended per export churned the thread's heap until it grew */
+static int gzip(struct exporter *e, const uint8_t *p, size_t n, size_t *outn)
 {
-	z_stream zs = {0};
-	uLong cap;
+	uLong bound;
 	int rc;
 
-	if (deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&zs, n) + 32;
-	*out = malloc(cap);
-	if (!*out) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)p;
-	zs.avail_in = (uInt)n;
-	zs.next_out = *out;
-	zs.avail_out = (uInt)cap;
-	rc = deflate(&zs, Z_FINISH);
-	*outn = zs.total_out;
-	deflateEnd(&zs);
-	if (rc != Z_STREAM_END) {
-		free(*out);
+	if (!e->zinit) {
+		if (deflateInit2(&e->zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+			return -ENOMEM;
+		e->zinit = true;
+	} else if (deflateReset(&e->zs) != Z_OK) {
 		return -EIO;
 	}
-	return 0;
+	bound = deflateBound(&e->zs, n) + 32;
+	if (bound > e->gzcap) {
+		uint8_t *g = realloc(e->gz, bound);
+
+		if (!g)
+			return -ENOMEM;
+		e->gz = g;
+		e->gzcap = bound;
+	}
+	e->zs.next_in = (Bytef *)p;
+	e->zs.avail_in = (uInt)n;
+	e->zs.next_out = e->gz;
+	e->zs.avail_out = (uInt)e->gzcap;
+	rc = deflate(&e->zs, Z_FINISH);
+	*outn = e->zs.total_out;
+	return rc == Z_STREAM_END ? 0 : -EIO;
 }
 
 /* One POST: the HTTP status, or 0 when there was no answer */
 static long post(struct exporter *e, const uint8_t *body, size_t n)
 {
-	uint8_t *gz;
 	size_t gzn;
 	long code = 0;
 
-	if (gzip(body, n, &gz, &gzn))
+	if (gzip(e, body, n, &gzn))
 		return -1;
 	e->retry_after_ns = 0;
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, gz);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, e->gz);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzn);
 	if (curl_easy_perform(e->curl) == CURLE_OK)
 		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
-	free(gz);
 	return code;
 }
 
@@ -334,6 +340,9 @@ void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_s
 		*s = e->st;
 	curl_slist_free_all(e->hdrs);
 	curl_easy_cleanup(e->curl);
+	if (e->zinit)
+		deflateEnd(&e->zs);
+	free(e->gz);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);
 	free(e->q);
