@@ -400,16 +400,17 @@ static void test_http_meta(void **state)
 				  "tracestate: k=v\r\n\r\nbody traceparent: no";
 	struct proto_meta m;
 
-	proto__http_meta((const uint8_t *)req, sizeof(req) - 1, &m);
+	proto__http_meta((const uint8_t *)req, sizeof(req) - 1, &m, true);
 	assert_string_equal(m.target, "/a/1?q=2");
 	assert_string_equal(m.traceparent,
 			    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
 	assert_string_equal(m.tracestate, "k=v");
 	/* a header line cut by the prefix is not read */
-	proto__http_meta((const uint8_t *)req, 60, &m);
+	proto__http_meta((const uint8_t *)req, 60, &m, true);
 	assert_string_equal(m.traceparent, "");
-	proto__http_meta((const uint8_t *)"*3\r\n$3\r\nSET", 11, &m);
-	assert_string_equal(m.target, "");
+	proto__http_meta((const uint8_t *)req, sizeof(req) - 1, &m, false);
+	assert_string_equal(m.target, "/a/1?q=2");
+	assert_string_equal(m.traceparent, "");
 }
 
 static void test_exporter_refused(void **state)

@@ -228,7 +228,7 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	pr = proto__request_name(p, n, c->req.name, sizeof(c->req.name));
 	c->req.proto = (uint8_t)pr;
 	if (pr == KP_PROTO_HTTP)
-		proto__http_meta(p, n, &c->req.meta);
+		proto__http_meta(p, n, &c->req.meta, kp->want != NULL);
 	if (!c->req.name[0] && n <= CP_SHORT_READ && e->bytes <= CP_SHORT_READ) {
 		/* its first bytes alone (Go's HTTP/1 server reads one, then
 		 * the rest): named with the next read's */

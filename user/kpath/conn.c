@@ -357,7 +357,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
 	c->req.proto = (uint8_t)pr;
 	if (pr == KP_PROTO_HTTP)
-		proto__http_meta(e->payload, e->payload_len, &c->req.meta);
+		proto__http_meta(e->payload, e->payload_len, &c->req.meta, kp->want != NULL);
 	if (pr == KP_PROTO_DNS && c->a.proto == IPPROTO_UDP && e->payload_len >= 2) {
 		c->req.xid = (uint16_t)(e->payload[0] << 8 | e->payload[1]);
 		c->req.xid_ok = true;

@@ -453,33 +453,35 @@ static bool header_value(const uint8_t *p, size_t ll, const char *hdr, char *out
 	return true;
 }
 
-void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m)
+void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m, bool trace_ctx)
 {
-	size_t ll, i, o = 0;
+	const uint8_t *sp, *e, *nl;
+	size_t o = 0;
 
 	m->target[0] = m->traceparent[0] = m->tracestate[0] = '\0';
-	if (!p || !len || http_name(p, len, m->target, sizeof(m->target)) != KP_PROTO_HTTP)
+	/* "METHOD SP target SP ...": the caller knows it is HTTP's */
+	if (!p || !len || !(sp = memchr(p, ' ', len < 16 ? len : 16)))
 		return;
-	ll = line_len(p, len);
-	for (i = 0; i < ll && p[i] != ' '; i++)
-		;
-	for (i++; i < ll && p[i] != ' ' && o + 1 < sizeof(m->target); i++)
-		m->target[o++] = isprint(p[i]) ? (char)p[i] : '?';
+	for (sp++, e = p + len; sp < e && *sp != ' ' && *sp != '\r' && *sp != '\n' &&
+				o + 1 < sizeof(m->target);
+	     sp++)
+		m->target[o++] = isprint(*sp) ? (char)*sp : '?';
 	m->target[o] = '\0';
+	if (!trace_ctx)
+		return;
 	/* the header lines the prefix holds whole, up to the blank line */
-	for (i = ll; i < len; i += ll) {
-		const uint8_t *line;
+	for (nl = memchr(sp, '\n', (size_t)(e - sp)); nl && nl + 1 < e;
+	     nl = memchr(nl + 1, '\n', (size_t)(e - nl - 1))) {
+		const uint8_t *line = nl + 1, *end = memchr(line, '\n', (size_t)(e - line));
+		size_t ll;
 
-		if (p[i] == '\r')
-			i++;
-		if (i < len && p[i] == '\n')
-			i++;
-		if (i >= len || p[i] == '\r' || p[i] == '\n')
-			return;
-		line = p + i;
-		ll = line_len(line, len - i);
-		if (i + ll == len)
-			return;
+		if (!end || *line == '\r' || *line == '\n')
+			return; /* cut by the prefix, or the headers' end */
+		ll = (size_t)(end - line);
+		if (ll && line[ll - 1] == '\r')
+			ll--;
+		if ((*line | 0x20) != 't')
+			continue;
 		if (!header_value(line, ll, "traceparent", m->traceparent, sizeof(m->traceparent)))
 			header_value(line, ll, "tracestate", m->tracestate, sizeof(m->tracestate));
 	}

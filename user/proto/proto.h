@@ -36,9 +36,10 @@ struct proto_meta {
 	char traceparent[KP_TRACEPARENT_LEN];
 	char tracestate[KP_TRACESTATE_LEN];
 };
-/* An HTTP/1.x request's from its first bytes; header lines cut by the
- * prefix are not read. */
-void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m);
+/* An HTTP/1.x request's (p: bytes proto__request_name found HTTP's): the
+ * target, and with trace_ctx the trace context headers (header lines cut
+ * by the prefix are not read). */
+void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m, bool trace_ctx);
 /* HTTP status of a response's first bytes, 0 when not HTTP. */
 int proto__http_status(const uint8_t *p, size_t len);
 

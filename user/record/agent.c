@@ -38,7 +38,6 @@
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
 #define MAX_WATCH 32
-#define AGENT_NICE 10
 
 struct held_rec {
 	uint64_t ts;
@@ -1030,10 +1029,6 @@ int cmd_agent(int argc, char **argv)
 	ret = ret || rec_session__attach(s);
 	if (!ret) {
 		a->res.host = s->info.host;
-		/* the targets first: the analysis takes what CPU they leave
-		 * (the rings hold seconds of events) */
-		if (setpriority(PRIO_PROCESS, 0, AGENT_NICE))
-			fprintf(stderr, CMD ": cannot lower its priority: %s\n", strerror(errno));
 		a->last_status = mono_ns();
 		if (a->out_dir)
 			window_close(a, false);
