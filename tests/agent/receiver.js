@@ -2,9 +2,9 @@
 // An OTLP/HTTP trace receiver that decodes with the OpenTelemetry JS
 // packages' own generated protobuf code (not critpath's). Each span goes to
 // OUT as a JSON line: ids in hex, times in ns (strings), attributes and
-// resource attributes flattened. It answers 503 with Retry-After: 1 for the
-// first REFUSE seconds; STATS gets {requests, refused, accepted, spans, bad}
-// at SIGTERM.
+// resource attributes flattened. It answers 503 with Retry-After: 1 for
+// REFUSE seconds from the first export (an agent slow to start still meets
+// them); STATS gets {requests, refused, accepted, spans, bad} at SIGTERM.
 //   node receiver.js PORT OUT STATS [REFUSE]
 'use strict';
 const fs = require('fs');
@@ -15,7 +15,8 @@ const root = require('@opentelemetry/otlp-transformer/build/src/generated/root')
 const Req = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 const Resp = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse;
 const [port, out, statsPath, refuseArg] = process.argv.slice(2);
-const refuseUntil = Date.now() + 1000 * Number(refuseArg || 0);
+const refuseMs = 1000 * Number(refuseArg || 0);
+let refuseUntil = null; // from the first POST /v1/traces
 const stats = { requests: 0, refused: 0, accepted: 0, spans: 0, bad: 0, gzip: 0 };
 const sink = fs.createWriteStream(out, { flags: 'a' });
 
@@ -44,6 +45,7 @@ http.createServer((req, res) => {
       res.writeHead(404).end();
       return;
     }
+    if (refuseUntil === null) refuseUntil = Date.now() + refuseMs;
     if (Date.now() < refuseUntil) {
       stats.refused++;
       res.writeHead(503, { 'Retry-After': '1' }).end();
