@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "dump_fmt.h"
+#include "msg.h"
 #include "recording.h"
 
 static void usage(FILE *f)
@@ -147,13 +148,13 @@ int cmd_dump(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "critpath dump: %s\n",
+		cp_error("dump", "%s",
 			optind >= argc ? "no recording given" : "one recording at a time");
 		usage(stderr);
 		return 2;
 	}
 	if (recording_reader__open(&r, argv[optind], order) < 0) {
-		fprintf(stderr, "critpath dump: %s\n", recording_reader__open_error());
+		cp_error("dump", "%s", recording_reader__open_error());
 		return 1;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
@@ -174,9 +175,9 @@ int cmd_dump(int argc, char **argv)
 	fflush(out);
 	stopped = recording_reader__stopped(r);
 	if (stopped)
-		fprintf(stderr, "critpath dump: %s\n", stopped);
+		cp_error("dump", "%s", stopped);
 	else if (ret < 0)
-		fprintf(stderr, "critpath dump: %s: %s\n", argv[optind], strerror(-ret));
+		cp_error("dump", "%s: %s", argv[optind], strerror(-ret));
 	ret = stopped || ret < 0 || ferror(out) ? 1 : 0;
 	recording_reader__close(r);
 	return ret;

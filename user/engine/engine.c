@@ -24,6 +24,7 @@
 
 #include "engine.h"
 #include "engine_int.h"
+#include "msg.h"
 
 const double engine_pct[ENGINE_NPCT] = {0.50, 0.95, 0.99};
 
@@ -175,11 +176,11 @@ void engine__warn(struct engine *e, const char *fmt, ...)
 	va_end(ap);
 	if (!e->quiet && s) {
 		if (n < WARN_PRINT)
-			fprintf(stderr, "critpath: warning: %s\n", s);
+			cp_warn(NULL, "%s", s);
 		else if (n == WARN_PRINT)
-			fprintf(stderr,
-				"critpath: warning: more than %d warnings; the rest are "
-				"in the report only\n",
+			cp_warn(NULL,
+				"more than %d warnings; the rest are "
+				"in the report only",
 				WARN_PRINT);
 	}
 	if (!s || e->nwarnings >= WARN_KEEP ||

@@ -18,6 +18,7 @@
 #include "clocks.h"
 #include "kpath.h"
 #include "kpath_internal.h"
+#include "msg.h"
 #include "recording.h"
 
 /* The first pass that places hosts' clocks stops after this many records,
@@ -533,7 +534,7 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 			/* the reader's line names the file and what is wrong, as
 			 * dump prints it ("cut short in the header: 100 of 255
 			 * bytes present") */
-			fprintf(stderr, "critpath report: %s\n", recording_reader__open_error());
+			cp_error("report", "%s", recording_reader__open_error());
 			err = rc;
 			in->r = NULL;
 			continue;
@@ -566,7 +567,7 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 			break;
 		err = kpath__add(k, best->src, best->cur);
 		if (err) {
-			fprintf(stderr, "critpath report: %s: analysis failed: %s\n", best->path,
+			cp_error("report", "%s: analysis failed: %s", best->path,
 				strerror(-err));
 			goto cleanup;
 		}
@@ -579,9 +580,9 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 	if (!k->kp.records) {
 		/* a header and nothing after it: the recorder stopped while
 		 * it started (killed, or its ring never delivered) */
-		fprintf(stderr,
-			"critpath report: %s%s: no events: the recording ends after its header "
-			"(the recorder stopped before any event was written)\n",
+		cp_error("report",
+			"%s%s: no events: the recording ends after its header "
+			"(the recorder stopped before any event was written)",
 			paths[0], npaths > 1 ? " and the others" : "");
 		err = -ENODATA;
 		goto cleanup;

@@ -26,11 +26,12 @@
 #include "engine.h"
 #include "flight.h"
 #include "kpath.h"
+#include "msg.h"
 #include "recording.h"
 #include "session.h"
 #include "util.h"
 
-#define CMD "critpath agent"
+#define CMD "agent"
 #define POLL_MS 10
 #define TICK_MS 100
 /* a record is in its ring this long after its time stamp (events.c HOLD_NS),
@@ -370,7 +371,7 @@ static const char *sink_intern(void *ctx, const char *s)
 
 static void sink_warn(void *ctx, const char *msg)
 {
-	fprintf(stderr, CMD ": warning: %s\n", msg);
+	cp_warn(CMD, "%s", msg);
 }
 
 static bool sink_want(void *ctx, const struct cp_request *h)
@@ -390,9 +391,9 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 		int err = flight__dump(a->fl, h->end_ns, a->s->r->lost, path, sizeof(path));
 
 		if (err)
-			fprintf(stderr, CMD ": flight recording not written: %s\n", strerror(-err));
+			cp_error(CMD, "flight recording not written: %s", strerror(-err));
 		else if (path[0] && !a->s->o.quiet)
-			fprintf(stderr, CMD ": slow %s %s: the last seconds in %s\n", h->service,
+			cp_error(CMD, "slow %s %s: the last seconds in %s", h->service,
 				h->name, path);
 	}
 	if (!a->ex)
@@ -484,7 +485,7 @@ static FILE *out_file(struct agent *a, const char *stamp, const char *ext)
 	snprintf(path, sizeof(path), "%s/profile-%s%s", a->out_dir, stamp, ext);
 	fd = output__open(path, &st);
 	if (fd < 0) {
-		fprintf(stderr, CMD ": cannot write %s: %s\n", path, output__why(fd));
+		cp_error(CMD, "cannot write %s: %s", path, output__why(fd));
 		return NULL;
 	}
 	return fdopen(fd, "w");
@@ -559,10 +560,10 @@ static void status(struct agent *a, const char *when)
 		if (sscanf(buf, "%lu %lu", &size, &res) == 2)
 			rss_kb = res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 	}
-	fprintf(stderr,
-		CMD ": %s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
+	cp_error(CMD,
+		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
-		    "%d targets, cpu %.1f%%, rss %llu MiB\n",
+		    "%d targets, cpu %.1f%%, rss %llu MiB",
 		when, (unsigned long long)a->seen, (unsigned long long)a->slow,
 		(unsigned long long)a->sampled, (unsigned long long)a->optin,
 		(unsigned long long)a->exported, (unsigned long long)st.sent,
@@ -666,7 +667,7 @@ static bool uint_arg(const char *s, unsigned long max, unsigned long *out)
 
 static int bad(const char *opt, const char *val, const char *want)
 {
-	fprintf(stderr, CMD ": %s '%s': expected %s\n", opt, val, want);
+	cp_error(CMD, "%s '%s': expected %s", opt, val, want);
 	return 2;
 }
 
@@ -730,7 +731,7 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 			int *n = c == O_COMM ? &a->ncomm : c == O_EXE ? &a->nexe : &a->ncgroup;
 
 			if (*n == MAX_WATCH || !*optarg) {
-				fprintf(stderr, CMD ": too many or empty --comm/--exe/--cgroup\n");
+				cp_error(CMD, "too many or empty --comm/--exe/--cgroup");
 				return 2;
 			}
 			l[(*n)++] = optarg;
@@ -823,16 +824,16 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 			o->bo.tls = false;
 			break;
 		default:
-			fprintf(stderr, CMD ": '" CMD " --help' lists the options\n");
+			cp_error(CMD, "'critpath " CMD " --help' lists the options");
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, CMD ": unexpected argument '%s'\n", argv[optind]);
+		cp_error(CMD, "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
 	if (!o->npids && !watching(a)) {
-		fprintf(stderr, CMD ": no targets: give -p, --comm, --exe or --cgroup\n");
+		cp_error(CMD, "no targets: give -p, --comm, --exe or --cgroup");
 		return 2;
 	}
 	return 0;
@@ -853,7 +854,7 @@ static int check(struct agent *a, const char **url)
 			g += 14;
 		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%s", g[0] == '/' ? "" : "/", g);
 		if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, CMD ": --cgroup %s: no cgroup v2 directory %s\n", a->cgroup[i],
+			cp_error(CMD, "--cgroup %s: no cgroup v2 directory %s", a->cgroup[i],
 				dir);
 			return 1;
 		}
@@ -865,16 +866,16 @@ static int check(struct agent *a, const char **url)
 	for (int i = 0; i < a->nexe; i++) {
 		a->exe_real[i] = realpath(a->exe[i], NULL);
 		if (!a->exe_real[i]) {
-			fprintf(stderr, CMD ": --exe %s: %s\n", a->exe[i], strerror(errno));
+			cp_error(CMD, "--exe %s: %s", a->exe[i], strerror(errno));
 			return 1;
 		}
 	}
 	if (a->flo.dir && mkdir(a->flo.dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, CMD ": --flight %s: %s\n", a->flo.dir, strerror(errno));
+		cp_error(CMD, "--flight %s: %s", a->flo.dir, strerror(errno));
 		return 1;
 	}
 	if (a->out_dir && mkdir(a->out_dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, CMD ": --out %s: %s\n", a->out_dir, strerror(errno));
+		cp_error(CMD, "--out %s: %s", a->out_dir, strerror(errno));
 		return 1;
 	}
 	if (!*url) {
@@ -893,7 +894,7 @@ static int check(struct agent *a, const char **url)
 		}
 	}
 	if (*url && (why = exporter__check_url(*url))) {
-		fprintf(stderr, CMD ": OTLP endpoint '%s': %s\n", *url, why);
+		cp_error(CMD, "OTLP endpoint '%s': %s", *url, why);
 		return 1;
 	}
 	return 0;
@@ -932,7 +933,7 @@ static void loop(struct agent *a)
 
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, CMD ": reading the ring buffer: %s\n", strerror(-err));
+			cp_error(CMD, "reading the ring buffer: %s", strerror(-err));
 			break;
 		}
 		a->err = release(a, t0 - REORDER_NS);
@@ -955,7 +956,7 @@ static void loop(struct agent *a)
 			break;
 	}
 	if (a->err)
-		fprintf(stderr, CMD ": analysis stopped: %s\n", strerror(-a->err));
+		cp_error(CMD, "analysis stopped: %s", strerror(-a->err));
 }
 
 int cmd_agent(int argc, char **argv)
@@ -969,7 +970,7 @@ int cmd_agent(int argc, char **argv)
 	int ret;
 
 	if (!s || !a || !(s->r = calloc(1, sizeof(*s->r)))) {
-		fprintf(stderr, CMD ": out of memory\n");
+		cp_error(CMD, "out of memory");
 		free(s);
 		free(a);
 		return 1;
@@ -1018,13 +1019,13 @@ int cmd_agent(int argc, char **argv)
 		eo.headers = getenv("OTEL_EXPORTER_OTLP_HEADERS");
 		a->ex = exporter__new(&eo);
 		if (!a->ex) {
-			fprintf(stderr, CMD ": cannot start the exporter: %s\n", strerror(errno));
+			cp_error(CMD, "cannot start the exporter: %s", strerror(errno));
 			ret = 1;
 		}
 	}
 	ret = ret || rec_session__open(s) || rec_session__load(s);
 	if (!ret && start_analysis(a)) {
-		fprintf(stderr, CMD ": out of memory\n");
+		cp_error(CMD, "out of memory");
 		ret = 1;
 	}
 	ret = ret || rec_session__attach(s);
@@ -1033,13 +1034,13 @@ int cmd_agent(int argc, char **argv)
 		/* the targets first: the analysis takes what CPU they leave
 		 * (the rings hold seconds of events) */
 		if (setpriority(PRIO_PROCESS, 0, AGENT_NICE))
-			fprintf(stderr, CMD ": cannot lower its priority: %s\n", strerror(errno));
+			cp_error(CMD, "cannot lower its priority: %s", strerror(errno));
 		a->last_status = mono_ns();
 		if (a->out_dir)
 			window_close(a, false);
 		if (!s->o.quiet)
-			fprintf(stderr,
-				CMD ": following %d process%s%s; exporting to %s; Ctrl-C to stop\n",
+			cp_error(CMD,
+				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
 				rec__live_targets(s->r), rec__live_targets(s->r) == 1 ? "" : "es",
 				watching(a) ? " and the ones that match as they start" : "",
 				url ? url : "(nowhere: no --otlp)");
@@ -1055,15 +1056,15 @@ int cmd_agent(int argc, char **argv)
 		if (a->ex) {
 			exporter__close(a->ex, mono_ns() + 4000000000ull, &fin);
 			a->ex = NULL;
-			fprintf(stderr,
-				CMD ": export: %llu sent in %llu batches, %llu dropped (queue full or "
-				    "backend down at exit), %llu failed (refused), %llu retries\n",
+			cp_error(CMD,
+				"export: %llu sent in %llu batches, %llu dropped (queue full or "
+				    "backend down at exit), %llu failed (refused), %llu retries",
 				(unsigned long long)fin.sent, (unsigned long long)fin.batches,
 				(unsigned long long)fin.dropped, (unsigned long long)fin.failed,
 				(unsigned long long)fin.retries);
 		}
 		if (a->late)
-			fprintf(stderr, CMD ": %llu records came later than the reorder window\n",
+			cp_error(CMD, "%llu records came later than the reorder window",
 				(unsigned long long)a->late);
 		ret = a->err ? 1 : 0;
 	}

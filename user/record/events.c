@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "msg.h"
 #include "recorder.h"
 
 struct target *rec__target_find(struct recorder *r, pid_t pid)
@@ -79,12 +80,12 @@ void rec__write_error(struct recorder *r, int err)
 		return;
 	r->write_err = err;
 	if (err == -ENOSPC)
-		fprintf(stderr,
-			"critpath record: %s: disk full (ENOSPC); the recording is readable up "
-			"to the last frame written\n",
+		cp_error("record",
+			"%s: disk full (ENOSPC); the recording is readable up "
+			"to the last frame written",
 			r->out);
 	else
-		fprintf(stderr, "critpath record: %s: write failed: %s\n", r->out, strerror(-err));
+		cp_error("record", "%s: write failed: %s", r->out, strerror(-err));
 }
 
 static int append(struct recorder *r, const struct cp_hdr *h)
@@ -103,10 +104,10 @@ static int append(struct recorder *r, const struct cp_hdr *h)
 static void say_exited(pid_t pid, int32_t exit_code)
 {
 	if (exit_code & 0x7f)
-		fprintf(stderr, "critpath record: target %d killed by signal %d\n", pid,
+		cp_error("record", "target %d killed by signal %d", pid,
 			exit_code & 0x7f);
 	else
-		fprintf(stderr, "critpath record: target %d exited (exit code %d)\n", pid,
+		cp_error("record", "target %d exited (exit code %d)", pid,
 			(exit_code >> 8) & 0xff);
 }
 
@@ -475,7 +476,7 @@ void rec__tick(struct recorder *r, uint64_t now)
 		if (!rec_meta__alive(t->pid)) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
-				fprintf(stderr, "critpath record: target %d exited\n", t->pid);
+				cp_error("record", "target %d exited", t->pid);
 		}
 	}
 }
@@ -505,9 +506,9 @@ int rec__add_children(struct recorder *r)
 			    rec__target_find(r, pp[k].pid))
 				continue;
 			if (!rec__target_add(r, pp[k].pid, false)) {
-				fprintf(stderr,
-					"critpath record: more than %d processes under the targets: "
-					"process %d and later ones left out\n",
+				cp_error("record",
+					"more than %d processes under the targets: "
+					"process %d and later ones left out",
 					MAX_TARGETS, pp[k].pid);
 				i = r->ntargets;
 				break;
@@ -522,9 +523,9 @@ int rec__add_children(struct recorder *r)
 	}
 	free(pp);
 	if (added && !r->quiet)
-		fprintf(stderr,
-			"critpath record: with the %d process%s the target%s started before the "
-			"recording: %s\n",
+		cp_error("record",
+			"with the %d process%s the target%s started before the "
+			"recording: %s",
 			added, added == 1 ? "" : "es", ntop == 1 ? "" : "s", list);
 	return 0;
 }

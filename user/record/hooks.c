@@ -28,6 +28,7 @@
 
 #include "critpath.skel.h"
 #include "critpath_inflight.h"
+#include "msg.h"
 #include "record_int.h"
 
 #define MAX_HOOKS 64
@@ -127,7 +128,7 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	if (b->lean && (force_raw || !btf_has_tp(vmlinux, "sock_send_length") ||
 			!btf_has_tp(vmlinux, "sock_recv_length") ||
 			!btf_has_tp(vmlinux, "inet_sock_set_state"))) {
-		fprintf(stderr, "critpath record: %s: recording every syscall from raw_syscalls\n",
+		cp_error("record", "%s: recording every syscall from raw_syscalls",
 			force_raw
 			    ? "tp_btf did not load"
 			    : "no sock_send_length/sock_recv_length tracepoints (kernel < 6.3)");
@@ -396,17 +397,17 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 			err = skel__reload(b, o, true, why);
 		}
 		if (err) {
-			fprintf(stderr,
-				"critpath record: cannot load the BPF programs: %s "
-				"(CRITPATH_DEBUG_BPF=1 shows the verifier log)\n",
+			cp_error("record",
+				"cannot load the BPF programs: %s "
+				"(CRITPATH_DEBUG_BPF=1 shows the verifier log)",
 				strerror(-err));
 			goto cleanup;
 		}
 	}
 	err = rings__create(b);
 	if (err) {
-		fprintf(stderr,
-			"critpath record: cannot create the ring buffers (%u MiB each): %s\n",
+		cp_error("record",
+			"cannot create the ring buffers (%u MiB each): %s",
 			b->ring_bytes >> 20, strerror(-err));
 		goto cleanup;
 	}
@@ -414,13 +415,13 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 		const struct hook *h = &b->hooks[i];
 
 		if (h->status == CP_HOOK_FALLBACK)
-			fprintf(stderr, "critpath record: hook %s: %s\n", h->name, h->detail);
+			cp_error("record", "hook %s: %s", h->name, h->detail);
 		else if (h->status != CP_HOOK_ATTACHED)
-			fprintf(stderr, "critpath record: hook %s: unavailable%s%s\n", h->name,
+			cp_error("record", "hook %s: unavailable%s%s", h->name,
 				h->detail[0] ? ": " : "", h->detail);
 	}
 	if (o->tls && !b->tls)
-		fprintf(stderr, "critpath record: hook tls: %s: TLS connections carry ciphertext\n",
+		cp_error("record", "hook tls: %s: TLS connections carry ciphertext",
 			b->tls_off);
 	*out = b;
 	return 0;
@@ -605,9 +606,9 @@ static void senders__attach(struct rec_bpf *b)
 			 "cgroup/recvmsg%c on the cgroup v2 root only (recvmsg%c: %s)",
 			 which ? '4' : '6', which ? '6' : '4', strerror(-err[which]));
 	}
-	fprintf(stderr,
-		"critpath record: hook udp_recvmsg: %s: a read on an unconnected %s socket "
-		"takes its sender from the arrivals seen\n",
+	cp_error("record",
+		"hook udp_recvmsg: %s: a read on an unconnected %s socket "
+		"takes its sender from the arrivals seen",
 		h->detail, failed == 2 ? "UDP" : fam[which]);
 }
 
@@ -634,7 +635,7 @@ int rec_bpf__attach(struct rec_bpf *b)
 			if (!l) {
 				int err = -errno;
 
-				fprintf(stderr, "critpath record: cannot attach %s (%s): %s\n",
+				cp_error("record", "cannot attach %s (%s): %s",
 					bpf_program__name(p), bpf_program__section_name(p),
 					strerror(-err));
 				return err;

@@ -26,6 +26,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "msg.h"
 #include "record_int.h"
 #include "record_tls_at.h"
 
@@ -77,7 +78,7 @@ int rec_probes__add(struct rec_probes **pp, const char *spec)
 		*pp = p;
 	}
 	if (p->nprobes >= REC_MAX_PROBES) {
-		fprintf(stderr, "critpath record: --probe: at most %d probes\n", REC_MAX_PROBES);
+		cp_error("record", "--probe: at most %d probes", REC_MAX_PROBES);
 		return -E2BIG;
 	}
 	pr = &p->probes[p->nprobes++];
@@ -218,11 +219,11 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				/* said once a site, at its first process */
 				if (!p->sites[id].nprocs++ && !quiet &&
 				    p->sites[id].how == TLS_AT_ENTRY)
-					fprintf(stderr,
-						"critpath record: --probe %s: single-stepped in "
+					cp_error("record",
+						"--probe %s: single-stepped in "
 						"%s (no instruction the kernel emulates where "
 						"its entry can be probed): about 11 us a call, "
-						"against 1 us\n",
+						"against 1 us",
 						pr->symbol, bin);
 				found++;
 				continue;
@@ -232,11 +233,8 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				continue;
 			}
 			if (e != -ENOENT && e != -ESRCH) {
-				fprintf(
-				    stderr,
-				    "critpath record: --probe %s: cannot attach in %s (pid %d): "
-				    "%s\n",
-				    pr->symbol, bin, pids[i], strerror(-e));
+				cp_error("record", "--probe %s: cannot attach in %s (pid %d): %s",
+					 pr->symbol, bin, pids[i], strerror(-e));
 				return e;
 			}
 			err = e;
@@ -245,10 +243,10 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 					 "%s%s", *tried ? ", " : "", bin);
 		}
 		if (go)
-			fprintf(stderr,
-				"critpath record: --probe %s: %s is a Go executable: its "
+			cp_error("record",
+				"--probe %s: %s is a Go executable: its "
 				"functions are not probed (Go's runtime reads the return "
-				"addresses a uretprobe replaces, and kills the process)%s\n",
+				"addresses a uretprobe replaces, and kills the process)%s",
 				pr->symbol, go, found ? "; probed in the other targets" : "");
 		if (!found && go)
 			return -EPERM;
@@ -256,13 +254,13 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 			const char *bin = pr->binary[0] ? pr->binary : NULL;
 
 			if (bin && strchr(bin, '/') && access(bin, R_OK))
-				fprintf(stderr, "critpath record: --probe %s:%s: %s: %s\n", bin,
+				cp_error("record", "--probe %s:%s: %s: %s", bin,
 					pr->symbol, bin, strerror(errno));
 			else
-				fprintf(stderr,
-					"critpath record: --probe %s%s%s: no function '%s' in %s%s "
+				cp_error("record",
+					"--probe %s%s%s: no function '%s' in %s%s "
 					"(a symbol of the binary's symbol table is needed: not "
-					"stripped, not inlined)\n",
+					"stripped, not inlined)",
 					pr->binary, bin ? ":" : "", pr->symbol, pr->symbol,
 					*tried ? tried : "the targets' executables",
 					bin && !strchr(bin, '/') ? ", or no such library where the "

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "msg.h"
 #include "proto_redact.h"
 #include "record_int.h"
 #include "recorder.h"
@@ -61,7 +62,7 @@ static pid_t launch(char **argv, int *go_fd)
 		if (read(p[0], &c, 1) != 1)
 			_exit(127); /* the recorder gave up */
 		execvp(argv[0], argv);
-		fprintf(stderr, "critpath record: cannot run %s: %s\n", argv[0], strerror(errno));
+		cp_error("record", "cannot run %s: %s", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(p[0]);
@@ -79,7 +80,7 @@ static int attach_probes(struct recorder *r, struct rec_probes *probes, const ch
 	int n = 0, err = -ENOMEM;
 
 	if (!exes || !exe || !pids) {
-		fprintf(stderr, "critpath record: --probe: out of memory\n");
+		cp_error("record", "--probe: out of memory");
 		goto out;
 	}
 	for (int i = 0; i < r->ntargets; i++) {
@@ -117,31 +118,31 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 	uint64_t md = r->metadata + rec_meta__records();
 	uint64_t total = r->events + md;
 
-	fprintf(stderr,
-		"critpath record: %.2f s, %llu events, %llu metadata records, %llu bytes written "
-		"(%.1f bytes/event), %llu lost events, file %s\n",
+	cp_error("record",
+		"%.2f s, %llu events, %llu metadata records, %llu bytes written "
+		"(%.1f bytes/event), %llu lost events, file %s",
 		secs, (unsigned long long)r->events, (unsigned long long)md,
 		(unsigned long long)bytes, total ? (double)bytes / total : 0.0,
 		(unsigned long long)(r->lost + r->unwritten), r->out);
 	if (r->unwritten)
-		fprintf(stderr,
-			"critpath record: %llu records were not written to %s after its write "
+		cp_error("record",
+			"%llu records were not written to %s after its write "
 			"failed (counted among the lost events); the file ends at its last whole "
-			"frame\n",
+			"frame",
 			(unsigned long long)r->unwritten, r->out);
 	if (r->inferred)
-		fprintf(stderr,
-			"critpath record: %llu switches into target threads were missing from the "
-			"kernel's trace and were inferred (dump shows them as inferred)\n",
+		cp_error("record",
+			"%llu switches into target threads were missing from the "
+			"kernel's trace and were inferred (dump shows them as inferred)",
 			(unsigned long long)r->inferred);
 	if (r->redact) {
 		struct redact_stats rs;
 
 		redact__stats(r->redact, &rs);
 		if (rs.values + rs.h1_values + rs.data)
-			fprintf(stderr,
-				"critpath record: not kept: %llu HTTP/1.x and %llu HTTP/2 header "
-				"values, %llu bytes of HTTP/2 DATA (--payload-bytes says what is)\n",
+			cp_error("record",
+				"not kept: %llu HTTP/1.x and %llu HTTP/2 header "
+				"values, %llu bytes of HTTP/2 DATA (--payload-bytes says what is)",
 				(unsigned long long)rs.h1_values, (unsigned long long)rs.values,
 				(unsigned long long)rs.data);
 	}
@@ -170,19 +171,19 @@ int rec_session__open(struct rec_session *s)
 	int err;
 
 	if (why) {
-		fprintf(stderr, "%s: %s\n", s->cmd, why);
+		cp_error(s->cmd, "%s", why);
 		return 1;
 	}
 	for (int i = 0; i < s->o.npids; i++) {
 		if (!rec_meta__alive(s->o.pids[i])) {
-			fprintf(stderr, "%s: no process with PID %d\n", s->cmd, s->o.pids[i]);
+			cp_error(s->cmd, "no process with PID %d", s->o.pids[i]);
 			return 1;
 		}
 		rec__target_add(r, s->o.pids[i], true);
 	}
 	err = rec__add_children(r);
 	if (err) {
-		fprintf(stderr, "%s: cannot list the targets' child processes: %s\n", s->cmd,
+		cp_error(s->cmd, "cannot list the targets' child processes: %s",
 			strerror(-err));
 		return 1;
 	}
@@ -191,14 +192,14 @@ int rec_session__open(struct rec_session *s)
 			return 1;
 	err = rec_meta__host(&s->host, s->o.argc, s->o.argv);
 	if (err) {
-		fprintf(stderr, "%s: cannot read host facts: %s\n", s->cmd, strerror(-err));
+		cp_error(s->cmd, "cannot read host facts: %s", strerror(-err));
 		return 1;
 	}
 	r->ncpus = s->host.ncpus;
 	r->drops_seen = calloc(r->ncpus, sizeof(*r->drops_seen));
 	r->redact = redact__new(s->o.bo.payload_bytes);
 	if (!r->drops_seen || !r->redact) {
-		fprintf(stderr, "%s: out of memory\n", s->cmd);
+		cp_error(s->cmd, "out of memory");
 		return 1;
 	}
 	s->start = rec_meta__now();
@@ -220,22 +221,22 @@ int rec_session__open(struct rec_session *s)
 	if (s->tap) { /* critpath agent: records analysed as they come */
 		err = recording_writer__open_tap(&r->w, s->tap, s->tap_ctx);
 		if (err) {
-			fprintf(stderr, "%s: out of memory\n", s->cmd);
+			cp_error(s->cmd, "out of memory");
 			return 1;
 		}
 		return 0;
 	}
 	err = recording_writer__open(&r->w, r->out, &s->info);
 	if (err) {
-		fprintf(stderr, "%s: cannot create %s: %s\n", s->cmd, r->out, output__why(err));
+		cp_error(s->cmd, "cannot create %s: %s", r->out, output__why(err));
 		return 1;
 	}
 	/* compression off the loop that drains the ring buffer */
 	err = recording_writer__background(r->w, WRITER_QUEUE_FRAMES);
 	if (err)
-		fprintf(stderr,
-			"%s: no compression thread (%s): compressing in the "
-			"main loop\n", s->cmd,
+		cp_error(s->cmd,
+			"no compression thread (%s): compressing in the "
+			"main loop",
 			strerror(-err));
 	return 0;
 }
@@ -253,14 +254,14 @@ int rec_session__load(struct rec_session *s)
 	if (!err)
 		err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet, s->unlink);
 	if (err) {
-		fprintf(stderr, "%s: out of memory\n", s->cmd);
+		cp_error(s->cmd, "out of memory");
 		return 1;
 	}
 	rec_meta__on_listen(rec_bpf__listen_port, r->bpf);
 	if (s->o.cmd) {
 		r->child = launch(s->o.cmd, &s->go_fd);
 		if (r->child < 0) {
-			fprintf(stderr, "%s: cannot start %s: %s\n", s->cmd, s->o.cmd[0],
+			cp_error(s->cmd, "cannot start %s: %s", s->o.cmd[0],
 				strerror(-r->child));
 			return 1;
 		}
@@ -269,14 +270,14 @@ int rec_session__load(struct rec_session *s)
 	for (int i = 0; i < r->ntargets; i++) {
 		err = rec_bpf__add_target(r->bpf, r->targets[i].pid);
 		if (err) {
-			fprintf(stderr, "%s: cannot add target %d: %s\n", s->cmd,
+			cp_error(s->cmd, "cannot add target %d: %s",
 				r->targets[i].pid, strerror(-err));
 			return 1;
 		}
 	}
 	err = rec_bpf__ring(r->bpf, rec__on_event, r);
 	if (err) {
-		fprintf(stderr, "%s: cannot set up the ring buffer: %s\n", s->cmd,
+		cp_error(s->cmd, "cannot set up the ring buffer: %s",
 			strerror(-err));
 		return 1;
 	}
@@ -326,12 +327,12 @@ int rec_session__attach(struct rec_session *s)
 	rec__tick(r, s->attached); /* process, thread and socket metadata of the targets */
 	if (s->go_fd >= 0) {
 		if (write(s->go_fd, "g", 1) != 1)
-			fprintf(stderr, "%s: cannot start the command\n", s->cmd);
+			cp_error(s->cmd, "cannot start the command");
 		close(s->go_fd);
 		s->go_fd = -1;
 	}
 	if (!r->quiet && !s->tap)
-		fprintf(stderr, "%s: recording %d process%s to %s%s\n", s->cmd, r->ntargets,
+		cp_error(s->cmd, "recording %d process%s to %s%s", r->ntargets,
 			r->ntargets == 1 ? "" : "es", r->out,
 			s->deadline ? "" : " (Ctrl-C to stop)");
 	return 0;
@@ -363,7 +364,7 @@ static void rec_loop(struct rec_session *s)
 	while (!rec_stop_signal && !r->write_err) {
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR && !r->write_err) {
-			fprintf(stderr, "critpath record: reading the ring buffer: %s\n",
+			cp_error("record", "reading the ring buffer: %s",
 				strerror(-err));
 			break;
 		}
@@ -417,7 +418,7 @@ static int rec_close(struct rec_session *s)
 		r->events += inflight;
 	}
 	if (s->all_exited && !r->quiet)
-		fprintf(stderr, "critpath record: all targets exited\n");
+		cp_error("record", "all targets exited");
 	totals.end_ns = now;
 	totals.lost = r->lost;
 	bytes = recording_writer__bytes(r->w);
@@ -473,9 +474,9 @@ int cmd_record(int argc, char **argv)
 	int ret;
 
 	if (s)
-		s->cmd = "critpath record";
+		s->cmd = "record";
 	if (!s || !(s->r = calloc(1, sizeof(*s->r)))) {
-		fprintf(stderr, "critpath record: out of memory\n");
+		cp_error("record", "out of memory");
 		free(s);
 		return 1;
 	}

@@ -11,7 +11,7 @@
 #include "recording.h"
 
 struct rec_session {
-	const char *cmd; /* "critpath record": the start of its messages */
+	const char *cmd; /* "record": cp_error's command */
 	struct rec_opts o;
 	struct recorder *r;
 	struct rec_probes *probes;
