@@ -671,6 +671,81 @@ static int bad(const char *opt, const char *val, const char *want)
 	return 2;
 }
 
+/* The options of what is done with the requests seen (triggers, export,
+ * flight recorder): 0, 2 on a bad value, -ENOENT when c is not one of them. */
+static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct exporter_opts *eo,
+			     const char **url, int c, const char *arg)
+{
+	unsigned long v;
+	uint64_t ns;
+
+	switch (c) {
+	case O_SLOW:
+		if (arg[0] == 'p' && arg[1]) {
+			char *end;
+			double p = strtod(arg + 1, &end);
+
+			if (*end || !(p > 0 && p < 100))
+				return bad("--slow", arg, "a duration or pNN (0 < NN < 100)");
+			to->slow_pct = p / 100;
+			to->slow_ns = 0;
+		} else if (parse_duration(arg, &ns) || !ns) {
+			return bad("--slow", arg, "a duration (\"50ms\") or pNN");
+		} else {
+			to->slow_ns = ns;
+			to->slow_pct = 0;
+		}
+		return 0;
+	case O_SAMPLE:
+		if (!rate(arg, &to->sample))
+			return bad("--sample", arg, "a rate from 0 to 1");
+		return 0;
+	case O_PSAMPLE:
+		if (!rate(arg, &to->profile))
+			return bad("--profile-sample", arg, "a rate from 0 to 1");
+		return 0;
+	case O_POPTIN:
+		a->include_optin = true;
+		return 0;
+	case O_OTLP:
+		*url = arg;
+		return 0;
+	case O_QUEUE:
+		if (!uint_arg(arg, 1u << 20, &v) || !v)
+			return bad("--queue", arg, "1 to 1048576 requests");
+		eo->queue_max = (uint32_t)v;
+		return 0;
+	case O_OUT:
+		a->out_dir = arg;
+		return 0;
+	case O_EVERY:
+		if (parse_duration(arg, &ns) || ns < 1000000000ull)
+			return bad("--profile-every", arg, "a duration of 1s or more");
+		a->every_ns = ns;
+		return 0;
+	case O_STATUS:
+		if (parse_duration(arg, &ns) || ns < 1000000000ull)
+			return bad("--status-every", arg, "a duration of 1s or more");
+		a->status_every = ns;
+		return 0;
+	case O_FLIGHT:
+		a->flo.dir = arg;
+		return 0;
+	case O_FLIGHT_SECS:
+		if (!uint_arg(arg, 600, &v) || !v)
+			return bad("--flight-seconds", arg, "1 to 600 seconds");
+		a->flo.keep_ns = (uint64_t)v * 1000000000ull;
+		return 0;
+	case O_FLIGHT_MB:
+		if (!uint_arg(arg, 4096, &v) || !v)
+			return bad("--flight-mb", arg, "1 to 4096 MiB");
+		a->flo.max_bytes = (uint64_t)v << 20;
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}
+
 static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts *eo,
 		 const char **url, int argc, char **argv)
 {
@@ -690,7 +765,6 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	};
 	struct rec_opts *o = &a->s->o;
 	unsigned long v;
-	uint64_t ns;
 	int c;
 
 	optind = 1;
@@ -737,67 +811,6 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 			l[(*n)++] = optarg;
 			break;
 		}
-		case O_SLOW:
-			if (optarg[0] == 'p' && optarg[1]) {
-				char *end;
-				double p = strtod(optarg + 1, &end);
-
-				if (*end || !(p > 0 && p < 100))
-					return bad("--slow", optarg, "a duration or pNN (0 < NN < 100)");
-				to->slow_pct = p / 100;
-				to->slow_ns = 0;
-			} else if (parse_duration(optarg, &ns) || !ns) {
-				return bad("--slow", optarg, "a duration (\"50ms\") or pNN");
-			} else {
-				to->slow_ns = ns;
-				to->slow_pct = 0;
-			}
-			break;
-		case O_SAMPLE:
-			if (!rate(optarg, &to->sample))
-				return bad("--sample", optarg, "a rate from 0 to 1");
-			break;
-		case O_PSAMPLE:
-			if (!rate(optarg, &to->profile))
-				return bad("--profile-sample", optarg, "a rate from 0 to 1");
-			break;
-		case O_POPTIN:
-			a->include_optin = true;
-			break;
-		case O_OTLP:
-			*url = optarg;
-			break;
-		case O_QUEUE:
-			if (!uint_arg(optarg, 1u << 20, &v) || !v)
-				return bad("--queue", optarg, "1 to 1048576 requests");
-			eo->queue_max = (uint32_t)v;
-			break;
-		case O_OUT:
-			a->out_dir = optarg;
-			break;
-		case O_EVERY:
-			if (parse_duration(optarg, &ns) || ns < 1000000000ull)
-				return bad("--profile-every", optarg, "a duration of 1s or more");
-			a->every_ns = ns;
-			break;
-		case O_STATUS:
-			if (parse_duration(optarg, &ns) || ns < 1000000000ull)
-				return bad("--status-every", optarg, "a duration of 1s or more");
-			a->status_every = ns;
-			break;
-		case O_FLIGHT:
-			a->flo.dir = optarg;
-			break;
-		case O_FLIGHT_SECS:
-			if (!uint_arg(optarg, 600, &v) || !v)
-				return bad("--flight-seconds", optarg, "1 to 600 seconds");
-			a->flo.keep_ns = (uint64_t)v * 1000000000ull;
-			break;
-		case O_FLIGHT_MB:
-			if (!uint_arg(optarg, 4096, &v) || !v)
-				return bad("--flight-mb", optarg, "1 to 4096 MiB");
-			a->flo.max_bytes = (uint64_t)v << 20;
-			break;
 		case O_PROBE:
 			if (o->nprobes == REC_MAX_PROBES || rec_probe_spec_check(optarg))
 				return 2;
@@ -823,9 +836,16 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 		case O_NOTLS:
 			o->bo.tls = false;
 			break;
-		default:
-			cp_error(CMD, "'critpath " CMD " --help' lists the options");
-			return 2;
+		default: {
+			int rc = parse_trigger_opt(a, to, eo, url, c, optarg);
+
+			if (rc == -ENOENT) {
+				cp_error(CMD, "'critpath " CMD " --help' lists the options");
+				return 2;
+			}
+			if (rc)
+				return rc;
+		}
 		}
 	}
 	if (optind < argc) {
