@@ -1,13 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * kpath.h's API over the analysis core (kpath_internal.h), and
- * kpath__analyze: recordings in, requests to a sink. Each recording is
- * read in time order (RECORDING_TIME_ORDER, bounded reorder window); several
- * recordings are merged by time into one stream so connections between
- * their processes (and hosts) can be followed. Sources of other hosts
- * (another boot id) are aligned on CLOCK_REALTIME through the offsets their
- * headers carry; request times stay in the first source's CLOCK_MONOTONIC.
- */
+/* kpath.h's API over the core, and kpath__analyze: recordings merged by time
+ * into one stream; other hosts aligned on CLOCK_REALTIME, times in the first
+ * source's CLOCK_MONOTONIC. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,16 +15,10 @@
 #include "msg.h"
 #include "recording.h"
 
-/* The first pass that places hosts' clocks stops after this many records,
- * or once every pair of hosts that talks has this many messages each way */
 #define KP_CLOCK_RECORDS (8u << 20)
 #define KP_CLOCK_ENOUGH 256
-/* a clock placed by its realtime offset or one way: no step is said to be
- * clipped for differences under this */
 #define KP_CLOCK_UNKNOWN_NS 1000000000ull
 
-/* What the recorder keeps of an HTTP/2 transfer (bpf/h2.bpf.c cp_h2_walk),
- * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
 #define H2_KEPT                                                                                    \
 	"(the recorder keeps a transfer's first %d bytes, or --payload-bytes, then the headers "   \
 	"and header blocks of up to 448 frames more, 4082 bytes of them; older recorders kept "    \
@@ -80,9 +68,7 @@ struct kpath *kpath__new(const struct cp_sink *sink)
 	return k;
 }
 
-/* The name a host goes by in the report: its own, unless another host
- * (another boot: the machine rebooted, VMs all named "ubuntu") has it
- * already: then "name#2", "name#3", … */
+/* A host's report name: "name#2", … when another boot has the name already. */
 static const char *host_label(struct kpath *k, const char *key, const char *name)
 {
 	static char buf[128];
@@ -116,8 +102,6 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 	int64_t delta = 0;
 	int src;
 
-	/* one kernel's network namespaces or containers are hosts of their
-	 * own when their recordings name them so (record --host) */
 	snprintf(key, sizeof(key), "%s/%s", info->boot_id ? info->boot_id : "",
 		 info->host ? info->host : "");
 	if (!k->nsources) {
@@ -132,8 +116,6 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 		bool known = false;
 
 		k->kp.no_loss_wait &= lossless;
-		/* a host seen before keeps its alignment; another host's
-		 * monotonic clock is aligned on the real-time clock */
 		for (uint32_t i = 0; i < k->kp.nsrc && !known; i++)
 			if (!strcmp(k->kp.src[i].key, key)) {
 				delta = k->kp.src[i].delta;
@@ -340,8 +322,6 @@ struct input {
 	uint32_t src;
 };
 
-/* cur's time on the common base: metadata may carry no time (0), it goes
- * first, never wrapped around by another host's negative offset */
 static void input_at(struct input *in)
 {
 	uint64_t ts = in->cur->ts;
@@ -382,8 +362,6 @@ static const char *const clock_basis[] = {
     [KP_CLOCK_REALTIME] = "realtime",
 };
 
-/* What the report says of each host's clock, and the warnings of those
- * placed by less than messages both ways */
 static void say_hosts(struct kpath *k, const struct kp_clock_est *est, uint32_t nest)
 {
 	uint32_t ref = k->kp.src[0].host;
@@ -428,15 +406,9 @@ static void say_hosts(struct kpath *k, const struct kp_clock_est *est, uint32_t 
 	}
 }
 
-/*
- * Puts every host on the first input's time base: the realtime offsets
- * did (kpath__add_source), the messages between hosts refine it
- * (clocks.h). A first pass reads the inputs' socket records, in file order,
- * until every pair of hosts that talks has KP_CLOCK_ENOUGH messages each
- * way, or KP_CLOCK_RECORDS records; each source's delta then moves by its
- * host's offset. The estimate holds for the recording's start: clocks that
- * drift apart during it leave their drift to the walk's clipping.
- */
+/* Puts every host on the first input's time base: realtime offsets first, then
+ * a pass over socket records refines them (clocks.h); drift during the
+ * recording is left to the walk's clipping. */
 static int place_hosts(struct kpath *k, struct input *ins, int n)
 {
 	struct kp_clock_est est[KP_CLOCK_HOSTS];
@@ -460,8 +432,6 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 		if (!ins[i].r)
 			continue;
 		pass[i] = ins[i];
-		/* the file was read once: a failure now leaves this host to
-		 * its realtime offset (the main pass says what is wrong) */
 		if (recording_reader__open(&pass[i].r, ins[i].path, RECORDING_FILE_ORDER)) {
 			pass[i].r = NULL;
 			continue;
@@ -531,9 +501,6 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 		in->path = paths[i];
 		rc = recording_reader__open(&in->r, paths[i], RECORDING_TIME_ORDER);
 		if (rc) {
-			/* the reader's line names the file and what is wrong, as
-			 * dump prints it ("cut short in the header: 100 of 255
-			 * bytes present") */
 			cp_error("report", "%s", recording_reader__open_error());
 			err = rc;
 			in->r = NULL;
@@ -578,8 +545,6 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 		input_next(best, sink);
 	}
 	if (!k->kp.records) {
-		/* a header and nothing after it: the recorder stopped while
-		 * it started (killed, or its ring never delivered) */
 		cp_error("report",
 			"%s%s: no events: the recording ends after its header "
 			"(the recorder stopped before any event was written)",

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * What the walk's steps are called and who they cost: thread and process
- * names, a service's frames, the peer write behind a network wakeup, and
- * the off-path culprits of run-queue and lock time.
+/* What the walk's steps are called and who they cost: names, a service's
+ * frames, the peer write behind a network wakeup, run-queue and lock culprits.
  */
 #include <netinet/in.h>
 #include <errno.h>
@@ -13,8 +11,8 @@
 #include "walk_int.h"
 
 
-/* "a b", a cut to alen bytes, b to blen, the whole to KP_NAME_LEN - 1 (what
- * snprintf "%.<alen>s %.<blen>s" made), interned; NULL on ENOMEM */
+/* "a b", a cut to alen, b to blen, all to KP_NAME_LEN - 1, interned; NULL on
+ * ENOMEM */
 const char *kw__join_interned(struct kp *kp, const char *a, size_t alen, const char *b,
 				 size_t blen)
 {
