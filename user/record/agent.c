@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * critpath agent: the recorder's capture (session.h) with no file. Records
- * go to a reorder buffer (the rings are per CPU), then in time order to the
- * path analysis (kpath); each finished request is judged (user/agent:
- * slow, sampled, opted in) before it is walked, so only the requests kept
- * cost a walk. Kept requests go out as OTLP spans; a random sample makes the
- * profile written every --profile-every.
- */
+/* critpath agent: the recorder's capture with no file. Records are reordered,
+ * analysed (kpath), judged by the triggers before a walk, and kept requests go
+ * out as OTLP spans; a sample makes the periodic profile. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * What the rings deliver, and the targets it concerns: records held and put
- * in time order where the rings' order is not (process lives, socket
- * transfers for the redaction), the processes that become targets by fork,
- * exec and exit, their TLS capture, and the ticks that keep the target map
- * and the loss counters current.
- */
+/* What the rings deliver: records put in time order where the rings' is not,
+ * targets by fork, exec and exit, their TLS capture, and the ticks. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,9 +32,8 @@ struct target *rec__target_add(struct recorder *r, pid_t pid, bool top)
 	 * the tick has not taken the old one out of the map yet, it won't) */
 	if (!t && r->ntargets < MAX_TARGETS)
 		t = &r->targets[r->ntargets++];
-	/* a fork-heavy target: the slot of a group already out of the map,
-	 * else its children's pids would stay in the map after they exit,
-	 * for whatever process gets them next */
+	/* a group already out of the map: its children's pids would stay in the
+	 * map after they exit */
 	for (int i = 0; i < r->ntargets && !t; i++)
 		if (r->targets[i].dead == 2)
 			t = &r->targets[i];
@@ -111,13 +105,9 @@ static void say_exited(pid_t pid, int32_t exit_code)
 			(exit_code >> 8) & 0xff);
 }
 
-/*
- * Metadata of a process that just forked or exec'd, read from /proc now
- * rather than at the next tick: a child that runs for a few milliseconds is
- * gone by then, and the recording would not name it. Stamped with the
- * event's time, so it comes right after it in time order. What /proc no
- * longer has (exited, or a zombie without exe) comes from the event.
- */
+/* Metadata of a process that just forked or exec'd, read from /proc now (a
+ * short-lived child is gone by the tick), stamped with the event's time; what
+ * /proc lost comes from the event. */
 static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct rec_meta_seen *seen)
 {
 	int err;
@@ -129,10 +119,8 @@ static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct re
 		rec__write_error(r, err);
 }
 
-/* Looks for libssl in t at ts (both CLOCK_MONOTONIC), and when to look
- * again: 1 s after a new process or an exec, twice as long after each look
- * since, up to TLS_AGAIN_MAX_NS (a library dlopen'd later). -ESRCH: t is
- * gone. */
+/* Looks for libssl in t at ts, and when to look again (backing off to
+ * TLS_AGAIN_MAX_NS, for a dlopen later). -ESRCH: t is gone. */
 int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts)
 {
 	int err;
@@ -150,11 +138,8 @@ int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts)
 	return err;
 }
 
-/* A fork of a TLS process that exited before its own uprobes were attached
- * (tls_gap): a hook record saying so, at ts. Its exec clears tls_gap, and
- * the records of a child are read in time order but can come after the
- * tick has seen it gone, so this waits for the end of the recording, or
- * for its target slot to be taken by another process. */
+/* A TLS process's fork that exited before its own uprobes were attached: a hook
+ * record saying so, written once its records are all read. */
 void rec__tls_gap_say(struct recorder *r, struct target *t, uint64_t ts)
 {
 	int err;
@@ -193,10 +178,9 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 				t->ppid = f->parent_pid;
 			}
 			meta_now(r, f->child_pid, h->ts, &seen);
-			/* a fork maps what its parent maps: TLS capture from its
-			 * first requests (a pre-fork server's workers), not from
-			 * the next tick; an exec is left to the tick, whose
-			 * loader has mapped libssl by then */
+			/* a fork maps what its parent does: attach now (a
+			 * pre-fork server's workers); an exec waits for the
+			 * tick */
 			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err &&
 			    rec__tls_look(r, t, h->ts) == -ESRCH && parent_tls) {
 				t->tls_gap = true;
@@ -350,9 +334,8 @@ static void on_sock_rec(struct recorder *r, const struct cp_hdr *h)
 		r->events++;
 }
 
-/* Ring buffer callback: store the record; lifecycle records are followed
- * after the pass (held_follow), and HTTP/2 records are redacted and stored
- * after it. */
+/* Ring buffer callback: lifecycle records are followed and HTTP/2 records
+ * redacted after the pass. */
 int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
 	struct recorder *r = ctx;
@@ -404,10 +387,8 @@ int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
  * at the latest (the BPF program's last steps after it took the time). */
 #define HOLD_NS (2 * 1000000ull)
 
-/* One drain of the rings. Its lifecycle records are followed in time order;
- * HTTP/2 records are redacted in time order up to where every ring has
- * given all its records (what began before this drain did), the rest in
- * the next (final: all of them). */
+/* One drain of the rings: lifecycle records followed in time order; HTTP/2
+ * records redacted up to where every ring has delivered (final: all). */
 int rec__drain(struct recorder *r, int timeout_ms, bool final)
 {
 	uint64_t t0 = rec_meta__now();
@@ -482,13 +463,8 @@ void rec__tick(struct recorder *r, uint64_t now)
 }
 
 
-/*
- * The processes the targets started before the recording, and theirs:
- * targets too, as the ones they start during it are (sched_process_fork).
- * A server's workers are children of the pid a user has at hand (nginx's
- * pid file names its master); they were left out, and the recording of
- * `-p MASTER` had nothing to report.
- */
+/* The processes the targets started before the recording, and theirs, become
+ * targets too (nginx's pid file names the master only). */
 int rec__add_children(struct recorder *r)
 {
 	struct rec_meta_pp *pp;

@@ -1,16 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Open → configure → load → attach of the BPF object (build/critpath.skel.h).
- * Every kernel hook has a tp_btf program NAME_btf and a raw_tp twin NAME_raw
- * with the same body; exactly one of the two is loaded. Two captures of
- * syscalls (bpf/blocked.h): by default the scheduler and the socket layer
- * (sock_send_length / sock_recv_length, inet_sock_set_state: tp_btf only)
- * see the calls that block, move data or end a connection, with no syscall
- * tracepoint at all; --all-syscalls, or a kernel where tp_btf or those
- * tracepoints do not load, takes every call from the raw_syscalls
- * tracepoints sys_enter / sys_exit instead. Both look calls up by number
- * in a table * (sys_traced below).
- */
+/* Open → configure → load → attach of the BPF object. Each hook has a tp_btf
+ * and a raw_tp twin, one loaded. Syscalls are seen through the scheduler and
+ * the socket layer by default, from raw_syscalls with --all-syscalls or where
+ * those do not load. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -115,10 +107,8 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 	return true;
 }
 
-/*
- * Chooses, per hook, which program loads. force_raw: tp_btf did not load as
- * a whole, use every raw_tp twin. Records one struct hook per hook.
- */
+/* Chooses, per hook, which program loads (force_raw: every raw_tp twin),
+ * recording one struct hook each. */
 static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
@@ -321,13 +311,8 @@ static int skel__reload(struct rec_bpf *b, const struct rec_bpf_opts *o, bool fo
 	return critpath_bpf__load(b->skel);
 }
 
-/*
- * The object did not load (err) with the TLS programs: TLS capture is
- * optional, so the rest records without it (a kernel whose uprobe programs
- * lack task storage or BPF cookies). When it does not load without them
- * either, they were not the cause: TLS stays on for the caller's raw_tp
- * fallback, which reopens the object.
- */
+/* The object did not load with the TLS programs: load it without them (TLS is
+ * optional); if that fails too they were not the cause. */
 static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int err)
 {
 	snprintf(b->tls_off, sizeof(b->tls_off), "its programs did not load: %s", strerror(-err));
@@ -340,11 +325,8 @@ static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int
 	return err;
 }
 
-/*
- * The same for the io_uring programs, whose types (io_kiocb and its ops'
- * data) are the kernel's internals and may not match: without them,
- * io_uring's transfers are plain reads and writes.
- */
+/* The same for the io_uring programs (kernel-internal types that may not
+ * match). */
 static int load_without_uring(struct rec_bpf *b, const struct rec_bpf_opts *o, int err)
 {
 	snprintf(b->uring_off, sizeof(b->uring_off),
@@ -430,9 +412,8 @@ cleanup:
 	return err;
 }
 
-/* One bit per tgid in the BPF object's global target_bits (bpf/common.h),
- * set and cleared atomically: sched_process_fork sets bits of children
- * meanwhile. */
+/* One bit per tgid in target_bits, set and cleared atomically
+ * (sched_process_fork sets bits meanwhile). */
 #define TARGET_PID_LIMIT (1u << 22)
 
 static uint64_t *target_word(struct rec_bpf *b, pid_t pid, uint64_t *bit)
@@ -453,9 +434,8 @@ int rec_bpf__add_target(struct rec_bpf *b, pid_t pid)
 	return 0;
 }
 
-/* A target listens on a TCP port, or has an unconnected UDP socket bound
- * to a port (the default capture: connections established on it, or
- * datagrams to it, are known before its first read, bpf/sock.bpf.c). */
+/* A target listens on a TCP port or has a bound unconnected UDP socket: known
+ * before its first read. */
 void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid, bool udp)
 {
 	struct rec_bpf *b = bpf;
@@ -506,11 +486,7 @@ int rec_bpf__go_tls(struct rec_bpf *b, pid_t pid)
 	return bit_set(b, b->skel->bss ? b->skel->bss->go_tls_bits : NULL, pid);
 }
 
-/*
- * The root of the cgroup v2 hierarchy, opened (-errno when there is none):
- * where it is mounted, else mounted for the moment (a host with only v1
- * controllers mounted still has the one v2 hierarchy).
- */
+/* The cgroup v2 root, opened (mounted for the moment if needed), or -errno. */
 static int cgroup2_root(void)
 {
 	char line[1024], dir[] = "/tmp/critpath-cgroup2.XXXXXX";
@@ -563,12 +539,8 @@ static struct hook *hook__find(struct rec_bpf *b, const char *name)
 	return NULL;
 }
 
-/*
- * The cgroup recvmsg programs, on the root of the cgroup v2 hierarchy (so
- * every socket's datagram reads), alongside any others there. Optional:
- * without them, a read on an unconnected UDP socket takes the sender the
- * report finds in the socket's arrivals.
- */
+/* The cgroup recvmsg programs on the cgroup v2 root, so every datagram read
+ * says its sender. Optional. */
 static void senders__attach(struct rec_bpf *b)
 {
 	struct bpf_program *progs[] = {b->skel->progs.udp_recvmsg4, b->skel->progs.udp_recvmsg6};

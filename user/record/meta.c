@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * What the recorder learns from /proc and /sys: the recording header (host,
- * kernel, boot id, CPUs) and the metadata records of target processes,
- * threads and sockets.
- */
+/* What the recorder learns from /proc and /sys: the header and the targets'
+ * process, thread and socket metadata. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -484,12 +481,8 @@ static ssize_t socket_fds(pid_t pid, struct sock_row **out)
 	return (ssize_t)n;
 }
 
-/*
- * A socket record for each socket descriptor of pid, with its addresses
- * from /proc/PID/net: each table read once for all of them (it was read
- * per descriptor, four times over: on a host with 16,000 sockets in
- * TIME_WAIT the start of a recording of three nginx processes took seconds).
- */
+/* A socket record for each socket fd of pid, each /proc/PID/net table read once
+ * for all of them (hosts with many TIME_WAIT sockets). */
 static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 {
 	static const struct {
@@ -573,9 +566,7 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 		sscanf(p + 1, " %*c %u", &ppid);
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	exe_len = readlink(path, exe, sizeof(exe) - 1);
-	/* a zombie has no exe link: the file it exec'd, resolved as the link
-	 * would be when named from / (a script names itself there, where the
-	 * link names its interpreter) */
+	/* a zombie has no exe link: the file it exec'd, resolved from / */
 	if (exe_len < 0 && seen && seen->exe) {
 		if (seen->exe[0] == '/' && realpath(seen->exe, exe))
 			exe_len = (ssize_t)strlen(exe);

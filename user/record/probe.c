@@ -1,22 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * record --probe [BINARY:]SYMBOL: user-named functions as subcomponents of
- * the critical path (DESIGN.md sections 3 and 5). Each probe is one
- * function in one binary, with an id; bpf/uprobe.bpf.c's probe_enter and
- * probe_return are attached at its entry and return with the id as the BPF
- * cookie: a uprobe and a uretprobe, on an instruction the kernel emulates
- * when one is near the entry (record_tls_at.h: tls_at__fn_entry; a
- * single-stepped one costs ten times as much). Without a BINARY the
- * function is looked up in each target's executable, and the probe exists
- * where it is found. A Go executable's functions are refused: its runtime
- * reads the return address a uretprobe replaces, and dies of it.
- *
- * Attached per target process, not host-wide: a probe on a shared library
- * (libc.so.6:malloc) then traps in the targets only, since the kernel puts
- * the breakpoint into the address spaces its filter matches. A process the
- * recording follows later (a fork) keeps its parent's breakpoints until it
- * execs; one that execs another program is not probed.
- */
+/* record --probe [BINARY:]SYMBOL: user functions as parts of the critical path
+ * (DESIGN.md 3, 5). A uprobe and uretprobe per function, the probe id as
+ * cookie, on an emulated instruction near the entry when there is one. Attached
+ * per target process, so a probe on a shared library traps in the targets only;
+ * Go executables are refused (a uretprobe kills them). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -130,11 +117,8 @@ static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 	return p->nsites++;
 }
 
-/* Where site s is attached: the file (its path as given, or the library
- * the process mapped), and the place in the function, planned once. A
- * place past the entry is only taken from the file attached to: a plan
- * made on another copy of a library could put the breakpoint inside an
- * instruction. */
+/* Where site s is attached: the file and the place in it, planned once; a place
+ * past the entry only on the file attached to. */
 static void plan_site(struct probe_site *s, pid_t pid)
 {
 	char lib[PATH_MAX];
@@ -148,16 +132,14 @@ static void plan_site(struct probe_site *s, pid_t pid)
 	_Static_assert(sizeof(s->path) == sizeof(s->binary), "a binary's path fits");
 	if (strchr(s->binary, '/'))
 		memcpy(s->path, s->binary, sizeof(s->path));
-	/* a library by name: the one the process mapped, seen through its
-	 * root (a process in another mount namespace too); none, or a path
-	 * too long: libbpf looks for it where the loader would */
+	/* a library by name: the one the process mapped, through its root; else
+	 * libbpf looks for it */
 	else if (!rec_meta__mapped(pid, s->binary, false, lib, sizeof(lib)) &&
 		 (size_t)snprintf(s->path, sizeof(s->path), "/proc/%d/root%s", (int)pid, lib) >=
 		     sizeof(s->path))
 		s->path[0] = 0;
-	/* Go's runtime reads every return address on a goroutine's stack
-	 * when it grows or scans it, and dies on a uretprobe's ("unexpected
-	 * return pc"): its executable's functions are not probed, nor planned */
+	/* Go's runtime dies on a uretprobe's return address: its functions are
+	 * not probed */
 	s->go = rec_gotls__is_go(s->path[0] ? s->path : s->binary);
 	if (!s->go && s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how)) {
 		s->skip = 0;

@@ -1,13 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * critpath record: its phases and the main loop. Open → configure → load →
- * attach (record/hooks.c), then the ring buffer is drained into the
- * recording writer; every ~100 ms the drop counters become loss records,
- * dead groups leave the target map and new processes get their metadata;
- * every second the writer flushes, so a killed recorder leaves a readable
- * file. Frames are compressed and written by the writer's own thread, in
- * idle time while it keeps up (recording_writer__background): this loop only
- * copies records, so it never holds a CPU for the milliseconds a frame takes.
+/* critpath record: its phases and the main loop. After attach the ring buffer
+ * is drained into the writer; ticks turn drops into loss records and follow
+ * processes; the writer flushes every second and compresses in its own thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +25,7 @@
 #define POLL_MS 10 /* the ring buffer wakes us only when filling up */
 /* a target without libssl is looked at again after 1 s, then 2, 4, … 32 */
 #define FLUSH_NS 1000000000ull
-/* Full frames waiting for the compression thread: 16 × ~576 KiB of memory,
- * ~0.3 s of a 30 MB/s event stream before the queue holds the loop up. */
+/* Full frames waiting for the compression thread before the loop waits. */
 #define WRITER_QUEUE_FRAMES 16
 
 volatile sig_atomic_t rec_stop_signal;
@@ -292,15 +285,12 @@ int rec_session__attach(struct rec_session *s)
 	struct sigaction sa = {.sa_handler = on_signal};
 	int err;
 
-	/* The metadata of the start (hooks, probes, the targets' processes,
-	 * threads and sockets) is stamped with the time before the programs
-	 * are attached, so it comes before every event in time order: read
-	 * after the first events, it would name a server's connection whose
-	 * first record is a reply in flight too late to say it is a server's. */
+	/* the start's metadata is stamped before attach, so it precedes every
+	 * event (a server's connection must be known as one before its first
+	 * record) */
 	s->attached = rec_meta__now();
-	/* TLS uprobes on the targets first: their first socket records are
-	 * then known to be inside SSL_read/SSL_write, where they came ~40 ms
-	 * late and a busy HTTPS server's first requests went unnamed */
+	/* TLS uprobes first: the first socket records are then known to be
+	 * inside SSL_read/SSL_write */
 	for (int i = 0; i < r->ntargets && !r->write_err; i++)
 		if (r->targets[i].need_tls && r->targets[i].pid != r->child)
 			rec__tls_look(r, &r->targets[i], s->attached);

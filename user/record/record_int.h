@@ -1,10 +1,6 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * The recorder's parts (user/record/, the only code that sees libbpf):
- * record/record.c is the CLI and the main loop, record/hooks.c opens, configures,
- * loads and attaches the BPF programs, record/meta.c reads /proc for the
- * header and the metadata records.
- */
+/* The recorder's parts (the only code that sees libbpf): record.c the CLI and
+ * loop, hooks.c the BPF programs, meta.c /proc. */
 #ifndef CRITPATH_RECORD_INT_H
 #define CRITPATH_RECORD_INT_H
 
@@ -63,9 +59,8 @@ void rec_opts__usage(FILE *f);
 /* 0 when spec is [BINARY:]FUNCTION of names that fit, else -EINVAL (said) */
 int rec_probe_spec_check(const char *spec);
 
-/* Mounts tracefs when missing, opens the object, picks tp_btf or raw_tp per
- * hook (and leaves out syscalls the kernel lacks), loads. Prints one line
- * per hook that fell back. */
+/* Mounts tracefs if needed, opens the object, picks tp_btf or raw_tp per hook,
+ * loads; one line per hook that fell back. */
 int rec_bpf__open_load(struct rec_bpf **b, const struct rec_bpf_opts *o);
 int rec_bpf__add_target(struct rec_bpf *b, pid_t pid);
 int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid);
@@ -108,10 +103,9 @@ int rec_probes__add(struct rec_probes **p, const char *spec);
 /* The file execvp() runs for cmd, resolved (the launched command's
  * executable before it is exec'd). */
 int rec_probes__which(const char *cmd, char *out, size_t n);
-/* Attaches every probe in each of the n processes: in the named binary, or
- * else in exes[i], process i's executable. A function found in none: one
- * message, -ENOENT; only in Go executables: one message, -EPERM. Unless
- * quiet, a line for each probe whose entry is single-stepped. */
+/* Attaches every probe in each process (in the named binary, else its
+ * executable). None found: -ENOENT; only in Go: -EPERM; one message either way.
+ */
 int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pids,
 		       const char *const *exes, int n, bool quiet);
 /* A CP_MD_PROBE and a CP_MD_HOOK per probe attached; adds them to *records. */
@@ -120,9 +114,7 @@ int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, ui
 /* Its uprobe links go to u to be destroyed. */
 void rec_probes__destroy(struct rec_probes *p, struct rec_unlinker *u);
 
-/* Go's crypto/tls in an executable (record/gotls.c): file offsets of
- * crypto/tls.(*Conn).Read's, Write's and the handshakes' entries and of
- * Read's RETs. */
+/* Go's crypto/tls offsets in an executable (record/gotls.c). */
 #define GO_TLS_MAX_RETS 32
 struct go_tls_fns {
 	uint64_t read, write;
@@ -141,9 +133,8 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why);
  * section): a uretprobe on one of its functions would crash it. */
 bool rec_gotls__is_go(const char *bin);
 
-/* Uprobe links destroyed off the recorder's loop (record/unlink.c): each
- * waits ~100 ms in the kernel for a grace period. put queues one (NULL u,
- * or no thread: destroyed at once); destroy waits for all of them. */
+/* Uprobe links destroyed off the loop (record/unlink.c): put queues one,
+ * destroy waits for all. */
 int rec_unlinker__new(struct rec_unlinker **u);
 void rec_unlinker__put(struct rec_unlinker *u, struct bpf_link *link);
 void rec_unlinker__destroy(struct rec_unlinker *u);
@@ -157,18 +148,14 @@ int rec_tls__new(struct rec_tls **t, const char *off, bool quiet, struct rec_unl
 /* The recording's "tls" CP_MD_HOOK: on, or off and why. */
 int rec_tls__write_hook(const struct rec_tls *t, struct recording_writer *w, uint64_t ts,
 			uint64_t *records);
-/* Attaches in pid when it maps libssl and is not attached yet, and writes a
- * CP_MD_HOOK saying so (or why not) to w; 0 also when it maps none, -ESRCH
- * when it is gone. Adds the records written to *records. */
+/* Attaches in pid when it maps libssl, writing a CP_MD_HOOK to w; 0 also when
+ * it maps none, -ESRCH when gone. */
 int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct recording_writer *w,
 		  uint64_t ts, uint64_t *records);
 /* Whether pid's TLS capture is attached. */
 bool rec_tls__on(const struct rec_tls *t, pid_t pid);
-/* A fork of a process with TLS capture exited before its own uprobes were
- * attached (forked, exited: when; exited 0, not known): the kernel attaches
- * uprobes per process, and the first after a quiet spell waits for an RCU
- * grace period. Writes a CP_MD_HOOK saying so at ts, and counts it for the
- * summary. */
+/* A TLS process's fork exited before its own uprobes were attached: a
+ * CP_MD_HOOK at ts, counted for the summary. */
 int rec_tls__missed(struct rec_tls *t, struct recording_writer *w, pid_t pid, uint64_t forked,
 		    uint64_t exited, uint64_t ts, uint64_t *records);
 void rec_tls__forget(struct rec_tls *t, pid_t pid);
@@ -200,9 +187,8 @@ struct rec_meta_seen {
 	const char *exe;  /* the file exec'd, NULL: unknown */
 };
 
-/* CP_MD_PROCESS, a CP_MD_THREAD per /proc/PID/task entry, CP_MD_SOCKET per
- * socket fd. When the process is gone: -ESRCH, or with seen, the process
- * and its thread as seen says. Writer errors pass through. */
+/* CP_MD_PROCESS, a CP_MD_THREAD per task, a CP_MD_SOCKET per socket fd; for a
+ * gone process -ESRCH, or what seen says. */
 int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 		      const struct rec_meta_seen *seen);
 /* Called for each listening TCP socket rec_meta__process finds, and each
@@ -210,10 +196,8 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid, bool udp), void *ctx);
 int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t ts);
 bool rec_meta__alive(pid_t pid);
-/* The first file pid maps whose name (after the last '/') is name, or
- * begins with it (prefix), as a path in pid's own mount namespace: 0,
- * -ENOENT when it maps none (or its path does not fit n), -ESRCH when it is
- * gone. */
+/* The first file pid maps named name (or starting with it, prefix), as a path
+ * in its mount namespace: 0, -ENOENT, -ESRCH. */
 int rec_meta__mapped(pid_t pid, const char *name, bool prefix, char *out, size_t n);
 /* A process and its parent, as /proc says. */
 struct rec_meta_pp {

@@ -27,9 +27,8 @@ struct target {
 	uint64_t tls_again, tls_every;
 	uint32_t ppid;	/* who forked it (0: not seen): its exec record does not say */
 	bool tls_on; /* its TLS capture attached at its last look */
-	/* a fork of a process with TLS capture, gone before its own attach
-	 * (and not exec'd since): said once every record up to its exit has
-	 * been read (tls_gap_say), with its fork's and exit's times */
+	/* a TLS process's fork gone before its own attach: said once its
+	 * records are all read */
 	bool tls_gap;
 	uint64_t forked, exited;
 };
@@ -58,12 +57,9 @@ struct recorder {
 	bool child_exec;  /* it reached exec */
 	struct rec_tls *tls;
 	struct redact *redact; /* what records must not keep (proto_redact.h) */
-	/* Records of a drain pass taken in time order after it: the rings are
-	 * per CPU and drained one after the other, so a child's exec on one
-	 * CPU can come before its fork on another, and a connection's transfer
-	 * before the one it follows. fork, exec and exit records (on_life),
-	 * and the sockets' transfers and closes, which the redaction follows
-	 * (an HTTP/2 connection frame by frame: proto_redact.h). */
+	/* Records of a drain pass put in time order after it (per-CPU rings can
+	 * deliver an exec before its fork): lifecycle records and the transfers
+	 * the redaction follows. */
 	struct held {
 		char *buf;
 		size_t n, cap;

@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* A recorder's life, phase by phase: open → load → attach, then the caller's
- * loop (record: into a file; agent: into the path analysis), then free. */
 #ifndef CRITPATH_REC_SESSION_H
 #define CRITPATH_REC_SESSION_H
 

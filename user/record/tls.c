@@ -1,22 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * TLS plaintext capture (DESIGN.md section 3: uprobes on TLS library
- * functions; bpf/tls.h says what the programs do with them). A target
- * process that maps OpenSSL's libssl gets bpf/tls.bpf.c's tls_enter and
- * tls_return at the entry and return of SSL_read, SSL_read_ex, SSL_write,
- * SSL_write_ex and SSL_do_handshake, with enum cp_tls_call as the BPF
- * cookie. One that maps
- * none but whose executable has OpenSSL linked in with those symbols
- * (Node.js: Debian's node exports them for addons) gets them in the
- * executable. Per process,
- * not host-wide (the kernel puts the breakpoints into the address spaces of
- * the processes attached only), as --probe does (record/probe.c).
- *
- * A process is looked at when the recording starts, when a fork of it is
- * drained, at the tick after each exec (a launched command, -- CMD, once it
- * has exec'd and its loader has mapped libssl), and again at growing
- * intervals for a libssl loaded later with dlopen() (record/record.c's tick). Its
- * uprobes come off when it exits (rec_tls__forget).
+/* TLS plaintext capture (DESIGN.md 3): a target mapping libssl (or an
+ * executable with OpenSSL's symbols, Node.js) gets uprobes on SSL_read/_ex,
+ * SSL_write/_ex and SSL_do_handshake, per process. Looked at at start, at
+ * forks, after exec, and at growing intervals for a dlopen; detached at exit.
  */
 #include <errno.h>
 #include <limits.h>
@@ -74,10 +60,8 @@ int rec_tls__new(struct rec_tls **t, const char *off, bool quiet, struct rec_unl
 	return 0;
 }
 
-/* pid's executable, when it maps no libssl: the path to attach to (its
- * /proc link, which reaches the file in any mount namespace) into bin, and
- * its name as the process sees it into out. 1: known to have no OpenSSL
- * functions (t->plain), 0, or -ESRCH when it is gone. */
+/* pid's executable when it maps no libssl: the path to attach to and its name;
+ * 1: no OpenSSL in it, 0, or -ESRCH. */
 static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *out, size_t n,
 		  struct tls_exe *id)
 {
@@ -130,9 +114,8 @@ static void proc_detach(struct rec_unlinker *u, struct tls_proc *p)
 		rec_unlinker__put(u, p->links[--p->nlinks]);
 }
 
-/* Entry and return of each OpenSSL function in the ELF file bin, where
- * record/tls_at.c says, into p's links; what was attached into fns. On
- * failure, what this call attached is detached again. */
+/* Entry and return of each OpenSSL function in bin, where tls_at.c says; undone
+ * on failure. */
 static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
 		      const char *bin, char *fns, size_t n)
 {
@@ -169,10 +152,8 @@ static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf
 	return err;
 }
 
-/* Go's crypto/tls in the executable bin (f: where), into p's links: the
- * entries of Read, Write and the handshakes, and Read's copy of its
- * plaintext or else each RET of Read. On failure, what this call attached
- * is detached again. */
+/* Go's crypto/tls in bin: the entries, and Read's copy or RETs; undone on
+ * failure. */
 static int attach_go(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
 		     const char *bin, const struct go_tls_fns *f)
 {
@@ -360,11 +341,8 @@ int rec_tls__missed(struct rec_tls *t, struct recording_writer *w, pid_t pid, ui
 	return hook_write(w, ts, pid, CP_HOOK_UNAVAILABLE, detail, records);
 }
 
-/*
- * A process that exited: its uprobes come off (each holds a perf event, so
- * a forking TLS server would otherwise run the recorder out of file
- * descriptors), and a process given its pid later is looked at afresh.
- */
+/* A process exited: its uprobes come off (each holds a perf event fd), and its
+ * pid is looked at afresh. */
 void rec_tls__forget(struct rec_tls *t, pid_t pid)
 {
 	for (int i = 0; t && i < t->nprocs; i++) {
