@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * A frame's records made ready to deliver: read, checked against its
- * header, decompressed (lz4 or zstd), each record checked, and sorted by
- * time; on the read-ahead thread while the caller consumes the frame
- * before.
- */
+/* A frame made ready to deliver: read, checked, decompressed, records checked
+ * and sorted, on the read-ahead thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -40,10 +36,8 @@ static int frame__reserve(struct rframe *f, size_t raw, size_t count)
 	return 0;
 }
 
-/* Stable: equal ts keep file order (off grows with it). A natural merge:
- * the ring buffer hands each CPU's records over in order, in batches, so a
- * frame is a few ascending runs, and merging those costs n log(runs) where
- * merging from single records cost n log n (2% of a report). */
+/* Stable natural merge sort: a frame is a few ascending runs (per-CPU batches).
+ */
 static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 {
 	struct rkey *a = k, *b;
@@ -99,13 +93,8 @@ static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 	return 0;
 }
 
-/*
- * The record types that need no check past their size, with that size (0
- * for the others): most of a recording's records. Checking them by this
- * table saves recfile__check_walk's and recfile__check_type's calls and
- * switch per record (~2% of report); any record it does not pass gets the
- * full checks, which say why.
- */
+/* Record types that need no check past their size: most records skip the full
+ * checks, which say why when one fails. */
 static const uint16_t fixed_size[CP_EV_TLS_READ + 1] = {
 #define FIXED(t, name, size) [t] = CP_FIXED_SIZE(t) ? (size) : 0,
     CP_EVENT_TYPES(FIXED)
@@ -128,9 +117,8 @@ static bool record_plainly_ok(const struct cp_hdr *rec, uint32_t avail)
 	return need <= CP_PAYLOAD_MAX && offsetof(struct cp_ev_sock, payload) + need <= rec->size;
 }
 
-/* Decompresses the lz4 frame in ld->cbuf (h->comp bytes) into raw: true
- * when its checksum holds and it is one whole frame of exactly h->raw
- * bytes, else false and x->why says what is wrong. */
+/* Decompresses the lz4 frame into raw: true when its checksum holds and it is
+ * exactly h->raw bytes, else x->why. */
 static bool lz4_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, struct fetch *x)
 {
 	LZ4F_decompressOptions_t o = {.stableDst = 1};
@@ -187,9 +175,8 @@ static bool zstd_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, st
 	return true;
 }
 
-/* Reads frame h's compressed bytes, decompresses them into f and checks
- * its records, sorted by time when sort: the part of loading a frame the
- * helper thread can do, touching nothing of the reader's but the file. */
+/* Reads, decompresses, checks (and sorts) frame h into f: the part the helper
+ * thread can do. */
 void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rframe *f,
 			   bool sort, struct fetch *x)
 {
@@ -220,9 +207,8 @@ void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rfra
 		return;
 	x->zbad = false;
 
-	/* Every record checked before anyone reads a field. One whose size
-	 * cannot be stepped over ends the frame there (the records before it
-	 * are kept); one that is only wrong for its type is skipped alone. */
+	/* records checked before any field is read: a bad size ends the frame
+	 * there, a bad type skips the record alone */
 	while (off < h->raw && seen < h->count) {
 		struct cp_hdr *rec = (struct cp_hdr *)(f->raw + off);
 		const char *bad;

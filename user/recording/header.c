@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The file header of a recording (layout: the top of recording/write.c), read
- * and checked before any frame: magic, version, CRC, then every length
- * inside checked against the bytes that are there.
- */
+/* The file header of a recording (layout: top of write.c): magic, version, CRC,
+ * and every length checked against the bytes there. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,28 +1,10 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The recording reader (layout: the top of recording/write.c). A fuzzing
- * target: every length read from the file is checked before it is used,
- * every record is checked against its type's size before anyone reads a
- * field, and damage costs as little data as it can. A bad frame whose header
- * is intact is skipped (its size says where the next one starts); a bad frame
- * header makes the reader scan forward for the next header with a good CRC.
- * A file cut short is read up to its last whole frame.
- *
- * Time order: records are sorted inside each frame (the ring buffer delivers
- * them almost in order, so this is mostly a check), then frames are merged.
- * A frame header carries the smallest ts in the frame, and the reader looks
- * WINDOW_FRAMES frame headers ahead (48 bytes each, read without the
- * contents), so a record is delivered once none of those frames can hold an
- * older one. At most WINDOW_FRAMES frames (WINDOW_BYTES raw) are held
- * decompressed; a record later than that window goes out late, and is
- * counted (reorder_forced). Memory is bounded by the window, not the file.
- *
- * In time order a helper thread reads, decompresses, checks and sorts the
- * next frame in the file while the caller works on the ones loaded (struct
- * prefetch): decompression is a fifth of a report's time. What it finds is
- * noted here, at the frame's load, in the same order and words, so a file
- * reads the same with or without it.
- */
+/* The recording reader (layout: top of write.c), a fuzzing target: every length
+ * checked before use, damage costs little (a bad frame is skipped, a bad header
+ * makes it scan for the next good one). Time order: records are sorted per
+ * frame and frames merged within a window of WINDOW_FRAMES headers read ahead;
+ * later records go out late, counted. A helper thread prepares the next frame;
+ * findings are noted at load so output is the same without it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -190,9 +172,8 @@ static bool reader__accept(struct recording_reader *r, const struct fhdr *h)
 	return true;
 }
 
-/* Reads what comes at r->off: a frame header (appended to ahead[], r->off
- * moves past its contents, read later) or the trailer, or notes why there
- * is neither. */
+/* Reads what comes at r->off: a frame header (appended to ahead[]), the
+ * trailer, or why neither. */
 static void reader__peek(struct recording_reader *r)
 {
 	uint8_t b[REC_TRAILER_SIZE];
@@ -303,9 +284,8 @@ static void reader__peek(struct recording_reader *r)
 	}
 }
 
-/* Loads the first frame ahead, prepared by the helper or here. Returns 0
- * (frame loaded, or skipped with a problem noted) or -errno on a failure
- * that stops reading. */
+/* Loads the first frame ahead: 0 (loaded, or skipped and noted) or -errno when
+ * reading stops. */
 static int reader__load(struct recording_reader *r)
 {
 	struct fhdr h = r->ahead[r->ahead_first], ph;

@@ -38,8 +38,7 @@ struct fhdr {
 	uint64_t min_ts, max_ts;
 };
 
-/* What loading a frame needs of its own: the compressed bytes, zstd's and
- * lz4's contexts, the sort's scratch (one for the reader, one for its
+/* What loading a frame needs of its own (one for the reader, one for its
  * helper). */
 struct loader {
 	uint8_t *cbuf;
@@ -63,11 +62,8 @@ struct fetch {
 	uint32_t nbad, k; /* k records kept (f->keys, sorted in time order) */
 };
 
-/*
- * The helper thread: the reader asks for one frame (h, prepared into f)
- * and takes the answer at its load, or drops it when the frame it loads is
- * another (reading stopped, say). Its own loader.
- */
+/* The helper thread: prepares the frame asked for; the reader takes it at load
+ * or drops it. */
 struct prefetch {
 	int fd; /* the reader's */
 	pthread_t th;
@@ -107,10 +103,8 @@ struct recording_reader {
 	int nspare;
 	struct prefetch *pf; /* NULL: not started (or not startable) */
 	bool pf_failed;
-	/* the frame next() took the last record from, while it is the only
-	 * one that can hold the next (its next ts below fast_limit, the
-	 * smallest of the other loaded frames', and not past ahead_min_ts):
-	 * next() then takes from it without looking at the others */
+	/* the frame next() took from last while it alone can hold the next
+	 * record: taken from without looking at the others */
 	struct rframe *fast;
 	uint64_t fast_limit;
 
@@ -127,9 +121,6 @@ struct recording_reader {
 };
 
 /* frames.c */
-/* Reads the frame h names from fd and makes its records ready in f: checked,
- * decompressed, each record checked, sorted by time when sort; what went
- * wrong in x. */
 void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rframe *f,
 		    bool sort, struct fetch *x);
 int loader__init(struct loader *ld);
