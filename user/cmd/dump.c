@@ -1,14 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * critpath dump FILE [--json] [--file-order]: every record of a recording,
- * header first and trailer totals last, one line each. Text for people
- * (times relative to the start, and UTC time of day), or JSON lines: the
- * contract of DESIGN.md section 4.
- *
- * Exit status: 0 clean file; 1 the file is not a readable recording, or the
- * reader stopped early (everything readable is printed first, the reason goes
- * to stderr); 2 usage.
- */
+/* critpath dump FILE [--json] [--file-order]: every record, one line each, as
+ * text or JSON lines (DESIGN.md 4). Exit: 0 clean, 1 unreadable or stopped
+ * early (reason on stderr), 2 usage. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>

@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * `critpath report INPUT..` and `critpath diff A B` (DESIGN.md sections 1
- * and 6). Inputs are told apart by content: recordings (recording__sniff)
- * are analysed together by kpath__analyze, so connections between hosts can
- * be followed; every other file is read as a Jaeger / OTLP trace file.
- * Exit status: 0 when anything was analysed (warnings or not), 1 when
- * nothing could be, 2 for usage errors.
- */
+/* critpath report and diff (DESIGN.md 1, 6): recordings (by content) go
+ * together to kpath__analyze, other files are trace files. Exit: 0 something
+ * analysed, 1 nothing, 2 usage. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -439,8 +434,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 	return 0;
 }
 
-/* -o: request names and paths (TLS plaintext among them) are as private
- * as the recording they come from: 0600, no link followed */
+/* -o: as private as the recording: 0600, no link followed */
 static FILE *open_output(const char *cmd, const char *out)
 {
 	struct stat st;
@@ -493,8 +487,7 @@ int cmd_report(int argc, char **argv)
 		report_usage(stderr);
 		return 2;
 	}
-	/* what the format shows decides what the engine keeps; json streams
-	 * every request out as it comes, so memory does not grow with them */
+	/* what the format shows decides what is kept; json streams requests */
 	a.eo.keep_slowest = a.fmt == FMT_JSON ? 0 : a.oo.requests;
 	a.eo.sorted_top = a.fmt == FMT_TEXT ? a.oo.top : 0;
 	if (a.fmt == FMT_HTML && !a.requests_set)
