@@ -275,8 +275,7 @@ static uint64_t stack_hash_of(const void *ctx, uint32_t i)
 
 static const char *engine__frame_uninterned(struct engine *e, const char *f);
 
-/* The interned copy of a frame (NULL: "?"); with an interned request it is f.
- */
+/* The interned copy of a frame (NULL: "?"); with an interned request it is f. */
 static inline const char *engine__frame(struct engine *e, const char *f)
 {
 	if (f && e->interned)

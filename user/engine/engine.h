@@ -22,8 +22,7 @@ struct engine_filter {
 	const char *name;		/* root operation / request name */
 	uint64_t min_latency_ns, max_latency_ns;	/* 0 = unbounded */
 	uint64_t from_ns, to_ns;	/* request start within, 0 = unbounded */
-	/* from_ns / to_ns are Unix-epoch times, else on the input's own clock
-	 */
+	/* from_ns / to_ns are Unix-epoch times, else on the input's own clock */
 	bool from_realtime, to_realtime;
 	/* from_ns / to_ns are offsets from the input's start */
 	bool from_rel, to_rel;

@@ -11,15 +11,13 @@
 
 #include "kpath_internal.h"
 
-/* A socket read and the TLS read that decrypts it (or a TLS write and the
- * socket write that carries it) are this close. */
+/* A socket call and its TLS call on memory buffers are this close. */
 static bool bio_near(uint64_t then, uint64_t now)
 {
 	return then <= now && now - then < KP_TLS_BIO_NS;
 }
 
-/* Drops (counted) TLS writes too old to be carried by the socket write at ts.
- */
+/* Drops (counted) TLS writes too old for the socket write at ts. */
 static void bio_wr_expire(struct kp *kp, struct kp_bio_wr *q, uint64_t ts)
 {
 	if (q->n && !bio_near(q->ts, ts)) {
@@ -28,8 +26,7 @@ static void bio_wr_expire(struct kp *kp, struct kp_bio_wr *q, uint64_t ts)
 	}
 }
 
-/* Keeps a TLS write's plaintext in q for the socket write that carries it; past
- * KP_TLS_BIO_NS or KP_BIO_WR_MAX it is counted, not used. */
+/* Keeps a TLS write's plaintext in q for the socket write that carries it. */
 static int bio_wr_keep(struct kp *kp, struct kp_bio_wr *q, const struct cp_ev_tls_read *e,
 		       uint64_t ts)
 {
@@ -61,8 +58,6 @@ static int bio_wr_keep(struct kp *kp, struct kp_bio_wr *q, const struct cp_ev_tl
 	return 0;
 }
 
-/* The tlsmap key of a record's library connection; 0 without an id (an older
- * recorder). */
 uint64_t kp__tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e)
 {
 	uint64_t id = cp_tls_id(e);
@@ -70,8 +65,8 @@ uint64_t kp__tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e)
 	return id ? (id << 16 | host) ^ (uint64_t)e->h.pid * 0x9e3779b97f4a7c15ull : 0;
 }
 
-/* The TLS writes a socket write carries: its connection's, else its thread's;
- * NULL for none. */
+/* The TLS writes a socket write carries: its connection's, else its
+ * thread's. */
 struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, uint64_t ts)
 {
 	struct kp_bio_wr *c = &kp->cn[ci].bw, *t = &kp->th[thread].bw;
@@ -82,8 +77,8 @@ struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, ui
 	bio_wr_expire(kp, t, ts);
 	if (c->n)
 		return c;
-	/* the thread's, unless another library connection's (Go's HTTP/2 server
-	 * writes SETTINGS before reading) */
+	/* the thread's, unless another library connection's (Go's HTTP/2
+	 * server) */
 	if (!t->n)
 		return NULL;
 	theirs = kp__tls_conn_key(kp->cn[ci].host, r);
@@ -102,8 +97,6 @@ static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_r
 	return ci;
 }
 
-/* Binds ci to library connection key (0: none); ci, or KP_NONE out of memory.
- */
 uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
 {
 	kp->cn[ci].tls_bio = 1;
@@ -116,9 +109,8 @@ uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
 }
 
 /* The connection of a TLS read on memory buffers: the thread's last socket
- * read's, unless its tls_id was seen on another open, not new connection (Go
- * resumes goroutines on other threads; a reused connection takes the id over).
- */
+ * read's, unless its tls_id names another open connection (Go moves
+ * goroutines between threads). */
 static uint32_t bio_conn(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
 			 uint32_t thread, uint64_t ts)
 {
@@ -180,15 +172,13 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	c = &kp->cn[ci];
 	if (c->h2)
 		return kp__h2_tls_read(kp, ci, e, thread, ts);
-	/* nginx reads ahead: the client's last flight and its request came in
-	 * one read, and the session tickets went out before the request was
-	 * read from the buffer */
+	/* nginx reads ahead: the client's last flight and its request in one
+	 * read */
 	if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING && c->req.tls_fin &&
 	    c->req.tls_wait && c->req.reader == thread && !c->tls_bio) {
 		c->phase = KP_PH_READING;
 		c->req.status = 0;
 	}
-	/* the request that read began, not named yet; a client reads responses */
 	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
 	    (c->req.reader != thread && !c->tls_bio)) /* Go resumes a reader anywhere */
 		return 0;
@@ -207,8 +197,8 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	if (pr == KP_PROTO_HTTP)
 		proto__http_meta(p, n, &c->req.meta);
 	if (!c->req.name[0] && n <= CP_SHORT_READ && e->bytes <= CP_SHORT_READ) {
-		/* its first bytes alone (Go's HTTP/1 server reads one, then the
-		 * rest): named with the next read's */
+		/* a first byte alone (Go's HTTP/1 server): named with the
+		 * next read's */
 		memcpy(c->req.head, p, n);
 		c->req.nhead = (uint8_t)n;
 		snprintf(c->req.name, sizeof(c->req.name), "request");

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
 /* Hosts' clocks from the messages between them (DESIGN.md "Several hosts"):
- * each TCP byte arrived after its send began, bounding the difference one way;
- * the middle of the tightest interval is the estimate. Ends are matched by
- * sequence space and the sender's (else receiver's) address, so NAT on one side
- * still matches. */
+ * each TCP byte arrived after its send began; the tightest interval's middle
+ * is the estimate. */
 #ifndef CRITPATH_KPATH_CLOCKS_H
 #define CRITPATH_KPATH_CLOCKS_H
 
@@ -25,14 +23,12 @@ enum kp_clock_basis {
 };
 
 struct kp_clock_est {
-	/* the host's clock ahead of the reference's: subtract it from its times
-	 */
+	/* the host's clock ahead of the reference's: subtract it from its times */
 	int64_t offset_ns;
 	uint64_t uncertainty_ns; /* half the interval's width; 0 for one-way, realtime */
 	uint64_t messages;	 /* matched, with the hosts it was estimated through */
 	enum kp_clock_basis basis;
-	/* by how much the bounds contradict each other (drift, wrong matches)
-	 */
+	/* by how much the bounds contradict each other */
 	uint64_t conflict_ns;
 };
 
@@ -40,7 +36,6 @@ struct kp_clocks *kp_clocks__new(uint32_t nhosts);
 void kp_clocks__free(struct kp_clocks *cl);
 /* One record of host (its times plus delta: on the common base). */
 void kp_clocks__add(struct kp_clocks *cl, uint32_t host, const struct cp_hdr *rec, int64_t delta);
-/* Every talking pair of hosts has n messages each way, and there is one. */
 bool kp_clocks__enough(const struct kp_clocks *cl, uint64_t n);
 /* Messages matched between hosts a and b, either way. */
 uint64_t kp_clocks__pair_messages(const struct kp_clocks *cl, uint32_t a, uint32_t b);

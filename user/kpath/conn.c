@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Connections and the requests served on them (DESIGN.md section 5): requests
- * framed by direction changes and named by the protocol of their first bytes;
- * UDP flows framed the same way. Start: the sk_data_ready of the request's
- * first byte; end: the last write before the next read. */
+/* Connections and the requests on them (DESIGN.md 5): framed by direction
+ * changes, named by their first bytes. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
@@ -13,8 +11,7 @@
 
 #include "kpath_internal.h"
 
-/* An arrival on ci at ts (one learnt late from its read may be older than the
- * last). */
+/* An arrival on ci at ts (one learnt late may be older than the last). */
 int kp__conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -58,8 +55,7 @@ uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64
 	const struct kp_thread *t = &kp->th[thread];
 	uint64_t s = enter;
 	bool found = false;
-	/* gallop back from the end: the first arrival after the previous
-	 * response is near it */
+	/* gallop back from the end: the arrival wanted is near it */
 	uint32_t lo = kp__lower_bound_from_end(c->dr, c->ndr, sizeof(*c->dr),
 					       offsetof(struct kp_dready, ts), lower);
 
@@ -95,9 +91,7 @@ uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64
 	return s;
 }
 
-/* Pipelining: each request in the first read is its own, sharing the exchange's
- * start, end and critical path (which response bytes are whose is not known).
- * Only the payload prefix can be framed; the rest is counted (pipe_beyond). */
+/* Pipelining: the requests in one read share its exchange's times and path. */
 #define KP_PIPE_MAX 256
 
 int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
@@ -133,8 +127,8 @@ int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload,
 	return 0;
 }
 
-/* A short first read that named nothing: named by its bytes and this read's (a
- * length prefix, then the message). */
+/* A short first read that named nothing: named with this read's bytes
+ * (MySQL). */
 static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 {
 	uint8_t buf[CP_SHORT_READ + CP_PAYLOAD_MAX];
@@ -149,8 +143,6 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 		memcpy(c->req.name, name, sizeof(c->req.name));
 }
 
-/* A payload that begins HTTP/2: from now on the connection's streams are its
- * requests (kpath/h2.c). */
 int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -161,7 +153,7 @@ int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 	if (!kp__h2_detect(p, len, &from_start))
 		return 0;
 	if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
-		/* an exchange answered before it (TLS 1.3 session tickets) is a
+		/* an exchange answered before it (TLS 1.3 tickets): a
 		 * request of its own */
 		int err = kp__conn_finish_req(kp, ci);
 
@@ -172,9 +164,8 @@ int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 	return kp__h2_new(c, from_start, p[0] == 'P');
 }
 
-/* TLS records read outside the library in a process whose TLS is captured: a
- * handshake flight, or ciphertext decrypted later from memory buffers
- * (Node.js). */
+/* TLS records read outside the library: a handshake flight, or ciphertext
+ * for memory buffers (Node.js). */
 static bool tls_record_outside(struct kp *kp, const struct kp_conn *c, const struct cp_ev_sock *e,
 			       uint64_t ts, bool data)
 {
@@ -185,8 +176,8 @@ static bool tls_record_outside(struct kp *kp, const struct kp_conn *c, const str
 	       p->tls_since <= ts;
 }
 
-/* TLS 1.3 after a HelloRetryRequest has a third, encrypted flight: such a read
- * right after a handshake exchange is that flight, not a request. */
+/* TLS 1.3 after a HelloRetryRequest: a third, encrypted flight, not a
+ * request. */
 static bool tls13_flight(struct kp *kp, const struct kp_conn *c, const struct cp_ev_sock *e,
 			 uint64_t ts)
 {
@@ -194,8 +185,6 @@ static bool tls13_flight(struct kp *kp, const struct kp_conn *c, const struct cp
 	       !strcmp(c->last_name, "TLS handshake");
 }
 
-/* Queues the query being read; the oldest is dropped (counted) past KP_DQ_MAX.
- */
 static int dq_push(struct kp *kp, struct kp_conn *c)
 {
 	if (!c->dq && !(c->dq = calloc(KP_DQ_MAX, sizeof(*c->dq))))
@@ -209,7 +198,6 @@ static int dq_push(struct kp *kp, struct kp_conn *c)
 	return 0;
 }
 
-/* A datagram answer: the query its id names becomes the request answered. */
 static int dq_answer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -267,8 +255,6 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		return 0;
 	}
 	if (c->phase == KP_PH_READING && c->a.proto == IPPROTO_UDP && c->req.xid_ok) {
-		/* another datagram before the answer: another query; this
-		 * one waits for its answer */
 		err = dq_push(kp, c);
 		if (err)
 			return err;
@@ -279,8 +265,6 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 			name_after_head(c, e);
 		return 0;
 	}
-	/* the last flight's read had no answer: the request's bytes came
-	 * after it */
 	tls_fin = c->phase == KP_PH_READING;
 	if (c->phase == KP_PH_WRITING) {
 		err = kp__conn_finish_req(kp, ci);
@@ -309,8 +293,6 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c->req.xid = (uint16_t)(e->payload[0] << 8 | e->payload[1]);
 		c->req.xid_ok = true;
 	}
-	/* change_cipher_spec and the next record's header in one read: the
-	 * client's last flight */
 	c->req.tls_fin = c->req.tls_wait && e->payload_len >= 9 && e->payload[0] == 20 &&
 			 e->payload[5] == 1 && e->payload[6] == 23;
 	if (!c->req.name[0] && tls13_flight(kp, c, e, ts)) {
@@ -339,8 +321,8 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	bool bio;
 	int err;
 
-	/* a client's first TLS record out, its plaintext waiting on the thread:
-	 * the library is on memory buffers */
+	/* a client's first TLS record with plaintext waiting on the thread:
+	 * memory buffers */
 	if (!c->tls_bio && kp->th[thread].bw.n &&
 	    cp_tls_id((const struct cp_ev_tls_read *)kp->th[thread].bw.buf) &&
 	    tls_record_outside(kp, c, e, ts, true))
@@ -368,8 +350,6 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		w->name = c->iname;
 	}
 	if (bio) {
-		/* the plaintext of the thread's TLS writes before it (Node.js):
-		 * the status, or the HTTP/2 preface */
 		const struct cp_ev_tls_read *r = (const void *)q->buf;
 
 		c->bio_wr_seen = 1;
@@ -389,8 +369,6 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		q->n = q->len = q->nsure = 0;
 	if (c->role == KP_ROLE_CLIENT) {
 		if (c->phase != KP_PH_WRITING) {
-			/* a call over TLS on memory buffers: named by its
-			 * plaintext (its first write's) */
 			const struct cp_ev_tls_read *r = bio ? (const void *)q->buf : NULL;
 
 			proto__request_name(r ? r->payload : e->payload,
@@ -411,8 +389,6 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	if (c->phase == KP_PH_READING && c->req.tls_wait && !bio &&
 	    ((c->tls_bio && c->bio_wr_seen) || (c->tls_seen && !(e->flags & CP_SOCK_F_TLS))) &&
 	    !strcmp(c->req.name, "request")) {
-		/* TLS records without plaintext answered by the library
-		 * (close_notify): no request */
 		c->phase = KP_PH_IDLE;
 		return 0;
 	}
@@ -429,8 +405,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	return 0;
 }
 
-/* Ends the requests still open on a server connection (close, exit, end of
- * input), HTTP/2's answered streams too. */
+/* Ends the requests still open on a server connection. */
 int kp__conn_finish_open(struct kp *kp, uint32_t ci)
 {
 	if (kp->cn[ci].role == KP_ROLE_SERVER && kp->cn[ci].phase == KP_PH_WRITING) {
@@ -451,8 +426,7 @@ static void conn_forget_fd(struct kp *kp, uint32_t ci, uint64_t fk)
 		kp->cn[ci].fdkey = 0;
 }
 
-/* Its process closed it: queued for recycling unless another process still
- * holds the socket. */
+/* Its process closed it: recycled unless another process still holds it. */
 int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts)
 {
 	if (kp->cn[ci].closed_at) {
@@ -466,9 +440,8 @@ int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts)
 	return 0;
 }
 
-/* A process's exit closes its sockets without a record: its connections close,
- * a response being written finishes, and its fds name nothing (else forked
- * servers' connections are never recycled). */
+/* A process's exit closes its sockets without a record: connections close
+ * and fds name nothing. */
 int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts)
 {
 	for (uint32_t ci = 0; ci < kp->ncn; ci++) {
@@ -560,7 +533,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		return 0; /* other datagrams have no requests to frame */
 	if (udp && !(kp__sock_read(e->call) && e->bytes >= 0) &&
 	    !(kp__sock_write(e->call) && e->bytes > 0))
-		return 0; /* a flow has no accept, connect or close; a failed read took nothing */
+		return 0;
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;
@@ -637,8 +610,6 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			int err = conn_read(kp, ci, e, thread, ts, enter);
 			uint32_t works_for;
 
-			/* request bytes in, or a downstream reply: the thread
-			 * works on that request */
 			c = &kp->cn[ci];
 			if (c->role == KP_ROLE_SERVER && c->a.family == AF_UNIX && c->proc != KP_NONE)
 				kp->pr[c->proc].serves_unix = true;
@@ -655,9 +626,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		return 0;
 	}
 	if (kp__sock_write(e->call) && e->bytes > 0) {
-		/* a response write is its request's since the call before it
-		 * (the default capture sees only its end); set before the walk
-		 * may follow it */
+		/* a response write is its request's since the call before it */
 		int err;
 
 		if (c->role == KP_ROLE_SERVER) {
@@ -665,7 +634,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			uint32_t rc = th->read_conn;
 
 			/* a call from nobody's context whose reply this
-			 * response follows: made for this request */
+			 * response follows is this request's */
 			if (th->read_ts && th->read_ts == th->last_call && rc != ci && rc < kp->ncn &&
 			    kp->cn[rc].role == KP_ROLE_CLIENT && !kp->cn[rc].ctx_owner1)
 				kp->cn[rc].ctx_owner1 = ci + 1;
@@ -683,7 +652,6 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	return 0;
 }
 
-/* The last arrival on the event's CPU, for the NET_RX wakeup after it. */
 static int dready_cpu(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e,
 		      uint64_t ts, uint32_t ci)
 {
@@ -711,16 +679,13 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	struct kp_conn *c;
 	uint32_t ci;
 
-	/* a Unix-domain peer wakes its reader itself: no NET_RX wakeup to
-	 * explain */
+	/* a Unix-domain peer wakes its reader itself */
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return 0;
 	if (e->protocol == IPPROTO_UDP) {
 		int err;
 
 		if (!e->rport) {
-			/* its sender not known yet: the read that takes it
-			 * will say (udpq_take) */
 			err = kp__udpq_push(kp, host, e->family, e->lport, ts, KP_NONE);
 			return err ? err : dready_cpu(kp, host, e, ts, KP_NONE);
 		}
@@ -751,8 +716,8 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 		const struct kp_write *w = &c->wr[i - 1];
 		int32_t d = (int32_t)(rcv_nxt - w->seq);
 
-		/* the write that holds the arrived bytes; it may end after they
-		 * arrived (loopback delivers inside the send) */
+		/* the write holding the arrived bytes (loopback delivers
+		 * inside the send) */
 		if (have_seq && d > 0 && d <= w->bytes && w->enter <= ts + KP_WRITE_SLACK_NS)
 			return w;
 		if (w->enter > ts)
@@ -773,8 +738,6 @@ const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, 
 {
 	const struct kp_write *after = NULL;
 
-	/* loopback delivers inside the send: the first write to end at or after
-	 * the arrival; from another host the last to end before it */
 	for (uint32_t i = c->nwr; i > 0; i--) {
 		const struct kp_write *w = &c->wr[i - 1];
 
@@ -790,7 +753,6 @@ const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, 
 
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt)
 {
-	/* the walk asks about the last few: a scan from the end beats a search */
 	for (uint32_t i = c->ndr; i > 0; i--) {
 		if (c->dr[i - 1].ts <= ts) {
 			*rcv_nxt = c->dr[i - 1].rcv_nxt;

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Finding connections: sockets by host and 4-tuple, UDP flows and their arrival
- * queues, Unix sockets by inode, peers. */
+/* Finding connections: by 4-tuple, UDP flow, Unix inode; peers. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
@@ -30,14 +29,12 @@ static bool addr_none(const uint8_t *a)
 	return !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
 }
 
-/* An IPv6 address that is an IPv4 one (::ffff:a.b.c.d), or none (::). */
 static bool v4_or_none(const uint8_t *a)
 {
 	return !memcmp(a, v4_prefix, sizeof(v4_prefix)) || addr_none(a);
 }
 
-/* A record's 4-tuple as an address (padding 0); IPv4-mapped IPv6 addresses as
- * IPv4, so a dual-stack end matches its AF_INET peer. */
+/* A record's 4-tuple as an address; IPv4-mapped addresses as IPv4. */
 void kp__addr_of(struct kp_addr *a, uint16_t family, uint16_t lport, uint16_t rport,
 		    const uint8_t *laddr, const uint8_t *raddr)
 {
@@ -80,7 +77,6 @@ static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_a
 	return KP_NONE;
 }
 
-/* A new conn for a, after conn_find missed it (key, other: its answers). */
 static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, uint64_t key,
 			 uint32_t other)
 {
@@ -132,7 +128,6 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 
 
 
-/* The flow uportmap names for a's host and ports, if it is still one. */
 static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
 {
 	uint32_t i = kp_map__get(&kp->uportmap, uport_key(host, a));
@@ -144,9 +139,7 @@ static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
 	return i;
 }
 
-/* A UDP flow, found or begun. Keyed by ports and remote address; a reply from
- * another address is the client flow's all the same. The local address is
- * learnt when known. */
+/* A UDP flow, keyed by ports and remote address, found or begun. */
 uint32_t kp__udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
 			 uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
 			 bool inbound)
@@ -233,9 +226,8 @@ static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t
 
 #define KP_UDPQ_SCAN 16
 
-/* A read that knows its sender takes the flow's oldest datagram (or an
- * unattributed one) from the socket's queue; ones older than KP_KEEP_NS were
- * read unseen: dropped. */
+/* A read that knows its sender takes the flow's oldest datagram from the
+ * socket's queue. */
 static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
 		     uint32_t ci)
 {
@@ -259,8 +251,7 @@ static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, u
 	return 0;
 }
 
-/* The flow of a datagram call: a read's by its sender, else the datagram it
- * took; a write's by its destination. */
+/* The flow of a datagram call: by sender, datagram taken, or destination. */
 uint32_t kp__udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
 			 bool read)
 {
@@ -290,8 +281,7 @@ static uint64_t unix_ino(const uint8_t *a)
 	return v;
 }
 
-/* A Unix-domain socket: keyed by inode since ABI 5, else by descriptor (accept
- * and connect begin one, with a serial for an address). */
+/* A Unix-domain socket: by inode since ABI 5, else by descriptor. */
 static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
 {
 	uint64_t fk = fd_key(host, e->h.pid, e->fd), ino = unix_ino(e->laddr);
@@ -326,8 +316,6 @@ static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	return i;
 }
 
-/* The traced peer of a Unix-domain connection: the socket its peer inode
- * names, on its host */
 static uint32_t unix_peer(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
@@ -357,8 +345,8 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 		return unix_conn(kp, host, e);
 	if ((e->family != AF_INET && e->family != AF_INET6) || (!e->lport && !e->rport))
 		return kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
-	/* the fd usually names the conn the address lookup would find: checked
-	 * against the address, it saves the hashing */
+	/* the fd usually names the conn: checked against the address, no
+	 * hashing */
 	if (e->fd >= 0) {
 		uint64_t fk = fd_key(host, e->h.pid, e->fd);
 		struct kp_conn *c;
@@ -381,8 +369,7 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	return i;
 }
 
-/* Whether a and b can be one TCP stream's ends: their sequence numbers are near
- * (ISNs are random). Nothing against it: they can. */
+/* Whether a and b can be one TCP stream's ends: sequence numbers near. */
 static bool seq_near(uint32_t x, uint32_t y)
 {
 	return (uint32_t)(x - y + KP_SEQ_NEAR) < 2 * KP_SEQ_NEAR;
@@ -400,9 +387,8 @@ static bool seq_agree(const struct kp_conn *a, const struct kp_conn *b)
 	return true;
 }
 
-/* Behind destination NAT the client's own address and port are seen by both
- * ends: its conn is the other host's conn whose local end is our remote end,
- * when sequence numbers agree. */
+/* Behind destination NAT: the other host's conn whose local end is our
+ * remote end, sequence numbers agreeing. */
 static uint32_t nat_peer(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
@@ -464,8 +450,6 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 			continue;
 		i = kp_map__get(&kp->cnmap, addr_hash(host, &r));
 		if ((i == KP_NONE || !kp__addr_eq(&kp->cn[i].a, &r)) && r.proto == IPPROTO_UDP)
-			/* a flow whose own address is not known, or seen
-			 * through NAT: the peer's flow on those ports */
 			i = uport_get(kp, host, &r);
 		if (i != KP_NONE && i != conn && kp->cn[i].host == host &&
 		    (kp__addr_eq(&kp->cn[i].a, &r) || r.proto == IPPROTO_UDP) &&
@@ -486,7 +470,6 @@ const char *kp__conn_addr(struct kp_conn *c, bool local)
 	const uint8_t *addr = local ? c->a.laddr : c->a.raddr;
 	unsigned int port = local ? c->a.lport : c->a.rport;
 
-	/* the walk asks for them on every request: formatted once per conn */
 	if (!str[0]) {
 		if (c->a.family == AF_UNIX) {
 			snprintf(str, KP_ADDR_STR_LEN, "unix socket"); /* no address recorded */

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* The kernel-path core: records in (in time order), requests out; dispatches
- * records to timelines and connections, finishes requests, prunes unreachable
- * state. */
+/* The kernel-path core: records in, requests out; dispatch, finishing,
+ * pruning. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,7 +12,6 @@
 
 #define KP_PRUNE_EVERY 65536u
 
-/* From 8: a connection's or thread's arrays are many and mostly short. */
 int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	return grow_array(arr, cap, need, elem, 8);
@@ -332,8 +330,7 @@ static int kp_prune(struct kp *kp)
 				return err;
 			continue;
 		}
-		/* an open request holds state back, but not past KP_HOLD_MAX_NS
-		 */
+		/* an open request holds state back, but not past KP_HOLD_MAX_NS */
 		if (c->req.start < mark && c->req.start + KP_HOLD_MAX_NS > kp->now)
 			mark = c->req.start;
 	}
@@ -365,7 +362,6 @@ static int md_process(struct kp *kp, uint32_t host, const struct cp_md_process *
 	return 0;
 }
 
-/* A process's TLS capture attached or not (record/tls.c's "tls pid N" hook). */
 static int md_hook(struct kp *kp, uint32_t host, const struct cp_md_hook *m, uint64_t ts)
 {
 	uint32_t p;
@@ -601,7 +597,6 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	if (src >= kp->nsrc || rec->size < sizeof(*rec))
 		return -EINVAL;
 	ts = rec->ts + (uint64_t)kp->src[src].delta;
-	/* metadata written at the start may carry no time; it never moves the stream */
 	if (rec->type < CP_MD_PROCESS) {
 		if (ts > kp->now)
 			kp->now = ts;
@@ -619,8 +614,6 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	if (kp->err)
 		return kp->err;
 	kp->records++;
-	/* prune every KP_PRUNE_EVERY records and every KP_KEEP_NS of stream
-	 * time (short-lived processes pile up otherwise) */
 	if (++kp->since_prune >= KP_PRUNE_EVERY || kp->now >= kp->pruned_at + KP_KEEP_NS) {
 		kp->since_prune = 0;
 		kp->pruned_at = kp->now;

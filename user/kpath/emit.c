@@ -1,7 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Requests out of the kernel path: each waits KP_LOSS_LAG_NS of stream time so
- * a late loss window still marks it partial (DESIGN.md 6, 8). Pipelined
- * requests share one walk. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +7,8 @@
 
 #include "kpath_internal.h"
 
-/* The recording of host running at ts (two --sku recordings of one boot give
- * requests their own labels). */
+/* Requests out: each waits KP_LOSS_LAG_NS so a late loss window still marks
+ * it partial (DESIGN.md 6, 8). */
 static const struct kp_source *host_source(const struct kp *kp, uint32_t host, uint64_t ts)
 {
 	const struct kp_source *any = NULL, *begun = NULL;
@@ -31,7 +28,7 @@ static const struct kp_source *host_source(const struct kp *kp, uint32_t host, u
 	return begun ? begun : any;
 }
 
-/* kp->loss stays sorted by end; a new window almost always goes last. */
+/* The recording of host running at ts. */
 int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end)
 {
 	uint32_t i;
@@ -83,7 +80,6 @@ static bool overlaps_loss(const struct kp *kp, uint32_t host, uint64_t a, uint64
 	return false;
 }
 
-/* "pid:conn:n" without printf (one per request): two digits at a time. */
 static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
 			    "31323334353637383940414243444546474849505152535455565758596061"
 			    "62636465666768697071727374757677787980818283848586878889909192"
@@ -111,7 +107,7 @@ static void put_u(char **o, uint64_t v)
 					 100000000000000000ull,
 					 1000000000000000000ull,
 					 10000000000000000000ull};
-	/* the digits from the bit length (1233 / 4096 ~ log10(2)), corrected once */
+	/* "pid:conn:n" without printf. */
 	uint32_t t = ((64 - (uint32_t)__builtin_clzll(v | 1)) * 1233) >> 12;
 	uint32_t n = t + (v >= p10[t]) + !v;
 	char *p;
@@ -148,8 +144,6 @@ static void req_id(char *buf, int32_t pid, uint32_t conn, uint32_t n)
 	*o = '\0';
 }
 
-/* Waiting requests are built in place in FIFO chunks, reused once all their
- * requests went out. */
 #define KP_CHUNK_BYTES (1u << 20)
 
 struct kp_chunk {
@@ -225,7 +219,6 @@ static void pend_free(struct kp *kp, struct kp_pend *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* Sends one waiting request (all of a pipelined read's) to the callback. */
 static int pend_send(struct kp *kp, struct kp_pend *p)
 {
 	struct cp_request *r = p->req;
@@ -263,8 +256,6 @@ static int pend_send(struct kp *kp, struct kp_pend *p)
 	return err;
 }
 
-/* Sends the requests whose wait is over (all with all), oldest first; early
- * ones too past KP_PEND_MAX_BYTES. */
 int kp__pend_flush(struct kp *kp, bool all)
 {
 	int err = 0;
@@ -309,9 +300,7 @@ void kp__pend_free(struct kp *kp)
 	kp->pend_bytes = 0;
 }
 
-/* Repeated strings are interned, not copied; a peer's address is copied into
- * the request's block (its connection may be recycled), once per pointer thanks
- * to a small cache. */
+/* Sends the requests whose wait is over (all with all), oldest first. */
 #define PC_SLOTS 16
 
 struct pcache {
@@ -350,7 +339,8 @@ static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t n
 	       2 * KP_ADDR_STR_LEN + strs;
 }
 
-/* Frames per segment: service, name, the downstream (if any), the probed calls. */
+/* Repeated strings are interned; peers' addresses are copied (their
+ * connection may be recycled). */
 static uint32_t count_frames(const struct kp *kp)
 {
 	uint32_t nfr = 0;
@@ -368,9 +358,6 @@ static uint32_t count_frames(const struct kp *kp)
 	return nfr;
 }
 
-/* Segment i of the walk into s; returns the frames taken at fr, none when a
- * recent segment's frames are shared (the engine sees one stack by one
- * pointer). */
 #define KP_RECENT_FRAMES 4
 static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_t i,
 			     struct cp_segment *s, const struct cp_segment *const *recent,
@@ -470,8 +457,8 @@ static const char *proto_name(const struct kp_req *q)
 	}
 }
 
-/* What the request's bytes and connection say of it (cp_request.wire); strings
- * copied through copy, or pointed at when NULL. */
+/* Segment i of the walk into s; the frames taken at fr, none when shared
+ * with a recent segment. */
 static void wire_fill(struct kp *kp, struct kp_conn *c, struct cp_request_wire *w,
 		      struct pcache *copy)
 {
@@ -511,7 +498,6 @@ static int req_names(struct kp *kp, struct kp_conn *c)
 	return c->iservice && c->iname ? 0 : -ENOMEM;
 }
 
-/* Whether the sink wants the request open on ci walked (cp_sink.want) */
 static bool wanted(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -649,7 +635,6 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	return 0;
 }
 
-/* A request whose response was not all sent when its last write returned. */
 static void note_unsent(struct kp *kp, const struct kp_conn *c)
 {
 	uint32_t i;
@@ -672,8 +657,6 @@ static void note_unsent(struct kp *kp, const struct kp_conn *c)
 	kp->unsent_svc[i].n++;
 }
 
-/* The request on ci is over: walked, queued for the sink, the connection idle.
- */
 int kp__conn_finish_req(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];

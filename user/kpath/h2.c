@@ -1,9 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* HTTP/2 on a connection (DESIGN.md 5): a request is a stream, from the read of
- * its HEADERS to the write with its END_STREAM. Frames are followed through the
- * payload prefix and the recorder's pieces, HPACK decoded for :method, :path,
- * :status; a gap loses frame boundaries until a transfer starts with a header
- * again (kp->h2_uncertain). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +14,9 @@
 #define H2_HDR 9
 #define H2_FRAME_SANE (1u << 20) /* no frame a peer sends is longer, in practice */
 #define H2_BLOCK_MAX 4096	 /* header block bytes kept for decoding */
-/* open streams kept per connection; past it the oldest unanswered goes */
+/* HTTP/2 on a connection (DESIGN.md 5): a request is a stream, from its
+ * HEADERS' read to its END_STREAM's write; frames followed through prefixes
+ * and pieces, boundaries found again after a gap. */
 #define H2_STREAMS_MAX 1024
 
 enum {
@@ -35,8 +32,6 @@ enum { H2_END_STREAM = 0x1, H2_END_HEADERS = 0x4, H2_PADDED = 0x8, H2_PRIORITY =
 /* Directions: toward the server (the client's frames) and back. */
 enum { H2_UP = 0, H2_DOWN = 1 };
 
-/* A stream: the connection's request (req.sid its id), walked as the
- * connection's own when it ends. */
 struct h2_stream {
 	struct kp_req req;
 	bool ended;	/* END_STREAM (or RST_STREAM) seen */
@@ -101,8 +96,7 @@ int kp__h2_new(struct kp_conn *c, bool from_start, bool preface)
 		return -ENOMEM;
 	for (int d = 0; d < 2; d++) {
 		hpack__init(&h->tab[d], from_start);
-		/* mid-stream, frames are found where a transfer begins with one
-		 */
+		/* mid-stream, frames are found where a transfer begins with one */
 		h->dir[d].lost = !from_start;
 	}
 	if (preface)
@@ -174,13 +168,10 @@ static int finish_ended(struct kp *kp, uint32_t ci)
 	return 0;
 }
 
-/* One transfer as the parser sees it: plen bytes in the payload, `more` past
- * them unseen; on TLS seq is the ciphertext's. */
+/* A stream: the connection's request, walked as the connection's own. */
 struct h2_xfer {
 	const uint8_t *payload;
 	uint32_t plen;
-	/* the pieces past the prefix (CP_SOCK_F_PIECES), and the first one
-	 * not yet passed (known()) */
 	const uint8_t *pieces;
 	uint32_t npieces, pc;
 	uint64_t bytes;
@@ -192,8 +183,7 @@ struct h2_xfer {
 	uint32_t sid_lo, sid_hi; /* the streams a server's write carried frames of */
 };
 
-/* Named as its HTTP/1.x twin would be ("GET /item/{n}"); "" when the
- * block did not say both. */
+/* One transfer as the parser sees it: plen bytes seen, `more` past them. */
 static void name_of(const struct hp_fields *f, char *name)
 {
 	char line[2 * HP_VAL_LEN + 32];
@@ -275,8 +265,6 @@ static void stream_wrote(struct kp_h2 *h, struct h2_xfer *x, uint32_t sid, bool 
 	s->ended = end;
 }
 
-/* The rest of this write is unseen: any stream asked before may have ended in
- * it. */
 static void write_lost(struct kp_h2 *h, const struct h2_xfer *x)
 {
 	for (uint32_t i = 0; i < h->nst; i++) {
@@ -325,8 +313,7 @@ static int block_done(struct kp *kp, uint32_t ci, struct h2_dir *dr, int d)
 	return 0;
 }
 
-/* Header block bytes of the current frame; HPACK decodes up to the first gap
- * only. */
+/* Named like its HTTP/1.x twin ("GET /item/{n}"). */
 static void block_bytes(struct h2_dir *dr, const uint8_t *p, uint64_t n, uint64_t seen)
 {
 	uint64_t k = seen < n ? seen : n;
@@ -354,8 +341,7 @@ static int frame_begin(struct kp *kp, uint32_t ci, struct h2_dir *dr, struct h2_
 	dr->sid = be31(dr->hdr + 5);
 	switch (dr->type) {
 	case H2_HEADERS:
-	case H2_PUSH_PROMISE: /* a pushed request's headers: no request, but
-				 its block changes the HPACK table */
+	case H2_PUSH_PROMISE:
 		dr->hb_open = true;
 		dr->hb_cut = false;
 		dr->hb_type = dr->type;
@@ -429,7 +415,6 @@ static void dir_lost(struct kp_h2 *h, int d)
 	dr->hb_open = false;
 }
 
-/* The transfer's bytes seen at off: *p, and how many (0: not seen). */
 static uint64_t known(struct h2_xfer *x, uint64_t off, const uint8_t **p)
 {
 	return cp_sock_bytes_at(x->payload, x->plen, x->pieces, x->npieces, &x->pc, off, p);
@@ -441,14 +426,11 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 	struct kp_h2 *h = kp->cn[ci].h2;
 	struct h2_dir *dr = &h->dir[x->d];
 	const uint8_t *p = x->payload;
-	/* past a cut TLS write's plaintext, where its frames go is not known */
 	uint64_t seen = x->plen, bytes = x->more ? x->plen + (1ull << 40) : x->bytes, off = 0;
 	const uint8_t *q;
 	int err;
 
 	if (x->d == H2_UP && seen >= H2_PREFACE_LEN && !memcmp(p, H2_PREFACE, H2_PREFACE_LEN)) {
-		/* the client's preface, after the server's SETTINGS made this
-		 * an HTTP/2 connection */
 		dr->lost = false;
 		dr->left = 0;
 		dr->nhdr = 0;
@@ -510,8 +492,6 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 		if (dr->nhdr < H2_HDR)
 			break; /* the rest comes in the next transfer */
 		dr->nhdr = 0;
-		/* extension frames too; past the default largest size the
-		 * boundaries were lost */
 		if (dr->hdr[3] > 0x10 || (dr->hdr[5] & 0x80) || be24(dr->hdr) > H2_FRAME_SANE)
 			goto lost;
 		err = frame_begin(kp, ci, dr, x);
@@ -548,8 +528,6 @@ static int transfer_end(struct kp *kp, uint32_t ci, const struct h2_xfer *x)
 	if (c->role != KP_ROLE_SERVER)
 		return 0;
 	if (x->d == H2_DOWN) {
-		/* the thread worked for the streams this write answers since
-		 * its call before */
 		err = kp__tl_call_streams(kp, x->thread, x->ts, ci, x->sid_lo, x->sid_hi);
 		if (err)
 			return err;
@@ -578,8 +556,7 @@ static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 	return transfer_end(kp, ci, &x);
 }
 
-/* A socket write of a library on memory buffers: its frames are the plaintext
- * of the TLS writes it carries. */
+/* extension frames too; past the largest size the boundaries were lost */
 static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 {
 	struct kp_bio_wr *q = kp__bio_wr_for(kp, ci, x.thread, x.ts), keep;
@@ -589,8 +566,6 @@ static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 	if (!q)
 		return 0;
 	x.d = xfer_dir(&kp->cn[ci], false);
-	/* the thread's and the connection's state may move while the
-	 * frames are passed */
 	keep = *q;
 	memset(q, 0, sizeof(*q));
 	for (uint32_t off = 0; off < keep.len && !err;) {
@@ -633,8 +608,8 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 
 	x.pieces = cp_pieces(e, &x.npieces);
 	if (!(e->flags & CP_SOCK_F_TLS) && kp->cn[ci].tls_bio) {
-		/* ciphertext on memory buffers: plaintext comes in
-		 * CP_EV_TLS_READs and the thread's TLS writes */
+		/* A socket write on memory buffers: its frames are its TLS
+		 * writes' plaintext. */
 		if (read)
 			return 0;
 		if (kp->cn[ci].bio_wr_seen)
@@ -643,8 +618,6 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 		x.pieces = NULL;
 		x.npieces = 0;
 	} else if (e->flags & CP_SOCK_F_TLS) {
-		/* ciphertext: a read's plaintext comes in its CP_EV_TLS_READ, a
-		 * write's is its payload */
 		uint64_t end;
 
 		if (read || !e->payload_len)

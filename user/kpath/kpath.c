@@ -1,7 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* kpath.h's API over the core, and kpath__analyze: recordings merged by time
- * into one stream; other hosts aligned on CLOCK_REALTIME, times in the first
- * source's CLOCK_MONOTONIC. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,7 +65,6 @@ struct kpath *kpath__new(const struct cp_sink *sink)
 	return k;
 }
 
-/* A host's report name: "name#2", … when another boot has the name already. */
 static const char *host_label(struct kpath *k, const char *key, const char *name)
 {
 	static char buf[128];
@@ -343,8 +339,8 @@ static void input_next(struct input *in, const struct cp_sink *sink)
 		sink->warn(sink->ctx, recording_reader__stopped(in->r));
 }
 
-/* The merge's next input: the one whose record comes first on the common
- * time base */
+/* kpath.h's API over the core; kpath__analyze merges recordings by time,
+ * hosts aligned on CLOCK_REALTIME. */
 static struct input *input_first(struct input *ins, int n)
 {
 	struct input *best = NULL;
@@ -406,9 +402,6 @@ static void say_hosts(struct kpath *k, const struct kp_clock_est *est, uint32_t 
 	}
 }
 
-/* Puts every host on the first input's time base: realtime offsets first, then
- * a pass over socket records refines them (clocks.h); drift during the
- * recording is left to the walk's clipping. */
 static int place_hosts(struct kpath *k, struct input *ins, int n)
 {
 	struct kp_clock_est est[KP_CLOCK_HOSTS];
@@ -457,8 +450,6 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 			const struct kp_clock_est *e = &est[k->kp.src[s].host];
 
 			k->kp.src[s].delta -= e->offset_ns;
-			/* placed by NTP or one way only: how well is not
-			 * known, and a warning says so already */
 			k->kp.src[s].clock_unc = e->basis == KP_CLOCK_MESSAGES ||
 							 e->basis == KP_CLOCK_REFERENCE
 						     ? e->uncertainty_ns

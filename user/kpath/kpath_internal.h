@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The kernel-level analysis behind kpath__analyze() (DESIGN.md 5): timelines,
- * connections, HTTP/2, the walk, emitting requests. Records come in hdr.ts
- * order; state is pruned behind the oldest open request, so memory follows the
- * open window. */
+/* The stream ended: open requests go out, then the warnings. */
 #ifndef CRITPATH_KPATH_INTERNAL_H
 #define CRITPATH_KPATH_INTERNAL_H
 
@@ -19,15 +16,15 @@
 #define KP_NONE UINT32_MAX
 #define KP_OPEN UINT64_MAX		/* end of an interval still open */
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
-#define KP_WRITE_SLACK_NS 5000000ull	/* a write seen at its end ends this long after its bytes arrived, at most */
+#define KP_WRITE_SLACK_NS 5000000ull	/* Recordings (merged by time) to sink: 0, or -errno after a message. */
 #define KP_IDLE_FINISH_NS 1000000000ull	/* a response idle this long is complete */
 #define KP_ADVANCE_PRUNE_NS 100000000ull /* kp__advance prunes this often at most */
 #define KP_HOLD_MAX_NS 30000000000ull	/* an open request holds state back this long at most */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
-#define KP_TLS_BIO_NS 100000000ull
-#define KP_BIO_WR_MAX (256u << 10)
-/* A finished request waits this long: loss windows are written ~100 ms after
- * the drops. */
+#define KP_TLS_BIO_NS 100000000ull	/* a socket call and its TLS call on memory buffers */
+#define KP_BIO_WR_MAX (256u << 10)	/* bytes of a thread's TLS writes waiting */
+/* The kernel-level analysis behind kpath__analyze() (DESIGN.md 5). State is
+ * pruned behind the oldest open request, so memory follows the open window. */
 #define KP_LOSS_LAG_NS 1000000000ull
 #define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
 /* a write under one Ethernet segment: Nagle's algorithm holds it whole */
@@ -94,10 +91,7 @@ struct kp_probe_ev {
 	uint8_t depth;
 };
 
-/* Whose request a thread works on, by its socket calls: after a read of request
- * bytes that connection's, from the call before a response write to its end the
- * response's, after a poll wait nobody's. A client connection works for the
- * request its last write was made for. */
+/* loss windows are written ~100 ms after the drops */
 struct kp_ctx {
 	uint64_t ts;
 	uint32_t conn;
@@ -108,11 +102,9 @@ struct kp_ctx {
 /* A run-queue culprit for the tasks the recorder does not name one by one. */
 #define KP_OTHER_TASKS "[other tasks]"
 
-/* The frame of cpu time a thread spent on other connections' requests */
 #define KP_QUEUED_FRAME "(other requests)"
 
-/* TLS writes on memory buffers not yet carried by a socket write: copies of
- * their records, for the write that does. */
+/* TLS writes on memory buffers not yet carried by a socket write. */
 struct kp_bio_wr {
 	uint8_t *buf;
 	uint32_t n, len, cap;
@@ -143,8 +135,7 @@ struct kp_thread {
 	struct kp_ctx *ctx; /* a window too, like pev */
 	uint32_t nctx, capctx, ctxoff;
 	uint64_t last_call; /* the end of its last socket call or poll wait */
-	/* its last data read's connection and end, for a TLS read on memory
-	 * buffers */
+	/* its last data read's connection and end */
 	uint32_t read_conn;
 	uint64_t read_ts;
 	struct kp_bio_wr bw;
@@ -165,8 +156,6 @@ struct kp_proc {
 	char comm[CP_COMM_LEN];
 	bool comm_from_md; /* CP_MD_PROCESS named it: keep that name */
 	bool serves_unix;  /* it read requests on a Unix-domain socket: "comm:unix" */
-	/* since when its TLS library calls are captured (its "tls pid N" hook
-	 * record), 0 = not */
 	uint64_t tls_since;
 	/* listening ports: the first nsure known, the rest guessed */
 	uint16_t *listen;
@@ -184,8 +173,7 @@ struct kp_proc {
 	uint64_t exit_ts;
 };
 
-/* A connection's key. A UDP flow's leaves the addresses out (an unconnected
- * socket knows neither); they are kept for display. */
+/* A connection's key; a UDP flow's leaves the addresses out. */
 struct kp_addr {
 	uint16_t family, lport, rport, proto;
 	uint8_t laddr[CP_ADDR_LEN];
@@ -241,8 +229,7 @@ struct kp_req {
 	uint16_t nruns;
 	/* named by the plaintext of its TLS read, when it comes */
 	bool tls_wait;
-	/* its first read was a TLS client's last flight: a later read before
-	 * any write begins a request of its own */
+	/* its first read was a TLS client's last flight */
 	bool tls_fin;
 	/* bytes its last write left unsent, and whether Nagle held it */
 	uint32_t unsent;
@@ -267,8 +254,7 @@ struct kp_conn {
 	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
 	uint8_t role_guessed; /* role from who spoke first: kp__proc_listen may correct it */
 	uint8_t tls_seen;     /* a call of it ran inside a TLS library's (CP_SOCK_F_TLS) */
-	/* its TLS library runs on memory buffers (Node.js): socket transfers
-	 * are all ciphertext */
+	/* its TLS library runs on memory buffers (Node.js) */
 	uint8_t tls_bio;
 	uint8_t bio_wr_seen;
 	uint64_t tls_key;
@@ -294,7 +280,7 @@ struct kp_conn {
 	uint32_t capruns;
 	uint64_t last_used; /* the latest record on it */
 	uint32_t last_proc; /* the process of that record */
-	uint64_t closed_at; /* closed by its process (0 = open); recycled once behind the window */
+	uint64_t closed_at; /* closed by its process, 0 = open */
 	uint64_t fdkey;	    /* the fdmap key that last named it, 0 for none */
 	struct kp_h2 *h2;   /* HTTP/2: its streams are its requests (kpath/h2.c) */
 	struct kp_req *dq;  /* a datagram flow's queries not answered, oldest first */
@@ -395,7 +381,6 @@ struct kp {
 	uint32_t npr, cappr;
 	struct kp_map prmap; /* host << 32 | pid → process index */
 	uint32_t pr_hint[KP_PR_HINTS];
-	/* slots of exited threads and processes, recycled (kp__tl_recycle) */
 	uint32_t *freeth, nfreeth, capfreeth;
 	uint32_t *freepr, nfreepr, capfreepr;
 	uint32_t npr_exited; /* processes exited, not recycled yet */
@@ -404,12 +389,10 @@ struct kp {
 	struct kp_conn *cn;
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
-	/* (host, remote end) and (host, local end) → the last TCP conn, for
-	 * peers behind DNAT */
+	/* (host, remote/local end) → the last TCP conn, for peers behind
+	 * DNAT */
 	struct kp_map repmap, lepmap;
 	bool multi_host;
-	/* steps into another host's write begun after its bytes arrived:
-	 * clipped */
 	uint64_t skew_clipped, skew_clipped_max;
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
 	struct kp_map tlsmap;
@@ -447,8 +430,7 @@ struct kp {
 	struct kp_chunk *chunk_tail, *chunk_spare; /* kpath/emit.c */
 	uint64_t pend_early;   /* sent before their wait was over (too many waiting) */
 	bool loss_after_early; /* and a loss window came after one of them */
-	/* no input lost events: requests go out as soon as built instead of
-	 * waiting in the FIFO; a loss window that comes all the same ends it */
+	/* no input lost events: requests go out at once */
 	bool no_loss_wait;
 	bool loss_unpromised;
 
@@ -457,8 +439,6 @@ struct kp {
 	uint64_t tls_uncaptured;
 	char tls_uncaptured_why[200];
 	uint64_t unsent_reqs, nagle_reqs;
-	/* HTTP/2 counts: answered, possibly ended unseen, unnamed, unanswered,
-	 * frames past the prefix */
 	uint64_t h2_requests, h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
 	uint64_t bio_wr_unsent;
 	uint64_t bio_rd_lost;
@@ -470,8 +450,6 @@ struct kp {
 	bool unsent_more; /* of more services than unsent_svc holds */
 	int err; /* first error of the emit callback */
 
-	/* Repeated strings are interned where made (intern, or own_intern),
-	 * never copied again. */
 	kp_intern_fn intern;
 	void *intern_arg;
 	struct intern *own_intern;
@@ -486,8 +464,7 @@ struct kp {
 	uint32_t nws, capws;
 	struct cp_culprit *culs; /* comms interned */
 	uint32_t nculs, capculs;
-	/* strings naming segments; each use gets its own id, as seg_add merges
-	 * equal ids only */
+	/* strings naming segments; seg_add merges equal ids only */
 	const char **strs;
 	uint32_t nstrs, capstrs;
 	struct kp_own *own; /* KP_OWN_SLOTS, open addressing, kept by walk */
@@ -501,8 +478,8 @@ static inline uint64_t kp__key_at(const char *a, size_t elem, uint32_t i)
 	return *(const uint64_t *)(a + (size_t)i * elem);
 }
 
-/* The first index in [0, n) whose key at offset off is >= ts, or n: gallops
- * back from the end (walks ask about recent times), then bisects. */
+/* The first index whose key at off is >= ts: gallops back from the end, then
+ * bisects. */
 static inline __attribute__((always_inline)) uint32_t
 kp__lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off, uint64_t ts)
 {
@@ -539,15 +516,13 @@ void kp__free(struct kp *kp);
 const char *kp__host_name(const struct kp *kp, uint32_t host);
 /* How well host's clock is placed (kp_source.clock_unc) */
 uint64_t kp__host_uncertainty(const struct kp *kp, uint32_t host);
-/* A write's recorded start may follow its bytes' arrival by its own time in the
- * socket layer: not a clock difference up to this. */
+/* Slack between a write's recorded start and its bytes' arrival. */
 #define KP_SEND_SLACK_NS 200000ull
 /* A source (one recording): its index; same host_key, same host. */
 int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const char *host_name,
 		   const char *sku, uint32_t ncpus, const char *const *cpu_model);
 int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec);
-/* Time passed on src with no record: idle requests finish, queued ones go out.
- */
+/* Time passed on src with no record: idle requests finish, queued ones go out. */
 int kp__advance(struct kp *kp, uint32_t src, uint64_t ts);
 /* Ends the stream: finishes requests, sends every one still waiting. */
 int kp__finish(struct kp *kp);
@@ -562,17 +537,15 @@ static inline int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem
 {
 	return need <= *cap ? 0 : kp__grow_to(arr, cap, need, elem);
 }
-/* Arrays pruned at the front: the window starts *off elements in. kp__win_more
- * moves it back only when the dropped part is as long as it, so each element
- * moves a bounded number of times. */
+/* Arrays pruned at the front: the window starts *off elements in, moved back
+ * only when the gap is as long as it. */
 int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
 void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t elem);
 void kp__win_free(void **arr, uint32_t *off, size_t elem);
 
 /* kpath/timeline.c */
 uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
-/* A thread just created: fresh state when its tid belonged to one that exited.
- */
+/* A thread just created: fresh state when its tid belonged to one that exited. */
 uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid);
 uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid);
@@ -581,23 +554,19 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking *e, uint64_t ts);
 int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, uint64_t ts);
 int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit *e, uint64_t ts);
-/* A syscall record of a thread with no timeline yet: it was running. */
 int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu);
 /* uprobes (kpath/timeline.c): --probe definitions and calls */
 int kp__tl_probe_def(struct kp *kp, uint32_t host, const struct cp_md_probe *m);
 int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uint64_t ts);
 /* The probe event whose stack holds just before ts, or -1. */
 int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
-/* A data call of thread ended at end: it worked for `before` (KP_NONE: as it
- * was) and works for `after` from then. */
+/* A data call of thread ended: it worked for `before`, works for `after`
+ * from now. */
 int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after);
 /* A poll wait began at enter: the thread works for nobody's request. */
 int kp__tl_idle(struct kp *kp, uint32_t thread, uint64_t enter);
-/* the same for a read of conn `via` that makes it work for `after` */
 int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t end, uint32_t after,
 		     uint32_t via);
-/* the same for a write on an HTTP/2 connection: `before` only for its
- * streams sid_lo..sid_hi */
 int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,
 			uint32_t sid_lo, uint32_t sid_hi);
 /* the index in t->ctx of the last context begun before ts, or -1 */
@@ -612,20 +581,15 @@ static inline int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
 	return t->npev ? kp__tl_probe_at_any(t, ts) : -1;
 }
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts);
-/* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,
 		     uint64_t uaddr, uint32_t conn);
 void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t conn);
-/* The interval of thread holding time t (start < t <= end), or -1. */
 int64_t kp__tl_find(struct kp_thread *t, uint64_t ts);
 void kp__tl_prune(struct kp_thread *t, uint64_t before);
-/* Recycles threads and processes that exited before mark and nothing reachable
- * refers to. */
 void kp__tl_recycle(struct kp *kp, uint64_t mark);
 
-/* Addresses are built field by field just before lookup, and loads spanning
- * several stores wait for them to retire: so the header word is made from its
- * fields, and the addresses read as the 16-byte arrays they were copied as. */
+/* Addresses are compared and hashed as the words they were stored as (no
+ * store-forwarding stalls). */
 static inline uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 {
 	uint64_t w[1 + 2 * CP_ADDR_LEN / 8], h = 0x9e3779b97f4a7c15ull ^ host;
@@ -636,8 +600,6 @@ static inline uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 	memcpy(&w[1], a->laddr, CP_ADDR_LEN);
 	memcpy(&w[1 + CP_ADDR_LEN / 8], a->raddr, CP_ADDR_LEN);
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		/* a UDP flow's key leaves its own address out (unknown to an
-		 * unconnected socket) */
 		if (a->proto == IPPROTO_UDP && i && i <= CP_ADDR_LEN / 8)
 			continue;
 		h ^= w[i];
@@ -696,7 +658,6 @@ static inline uint64_t uport_key(uint32_t host, const struct kp_addr *a)
 }
 
 /* kpath/conntab.c: finding connections */
-/* The UDP flow of a datagram with these ports and addresses, made when new. */
 uint32_t kp__udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
 		      uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
 		      bool inbound);
@@ -722,65 +683,49 @@ static inline void kp__conn_guess_role(struct kp *kp, uint32_t ci, bool reading,
 	if (kp->cn[ci].role == KP_ROLE_UNKNOWN) /* most calls: known */
 		kp__conn_guess_role_slow(kp, ci, reading, flags);
 }
-/* The first n of the guessed list: the ones still guessed stay on it. */
 void kp__guessed_compact(struct kp *kp, uint32_t n);
 
 /* kpath/conn.c: requests framed on connections */
 int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts);
-/* The requests a read's payload holds (pipelining), framed as protocol pr. */
 int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
 		       int64_t bytes, enum kp_proto pr);
-/* A payload that begins HTTP/2 on connection ci: its streams are its requests. */
 int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len);
 
 /* kpath/bio.c: TLS libraries on memory buffers */
-/* A TLS record's library connection (host, process, id), 0 without an id. */
 uint64_t kp__tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e);
-/* ci belongs to the library connection key from now on: ci, or KP_NONE
- * out of memory. */
 uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key);
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
 		  uint64_t enter);
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
-/* The plaintext of a TLS read: names the request its socket read began. */
 struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, uint64_t ts);
 int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts);
-/* The peer's write that carried the byte before rcv_nxt (or the last begun
- * before ts), or NULL. */
+/* The peer's write that carried the byte before rcv_nxt, or NULL. */
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
 					  bool have_seq);
 /* The peer's datagram (a write on the flow c) that arrived at ts. */
 const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, bool same_host);
-/* The latest sk_data_ready on conn at or before ts (rcv_nxt), or false. */
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt);
 void kp__conn_prune(struct kp_conn *c, uint64_t before);
-/* Recycles connections closed more than KP_KEEP_NS before mark and unused
- * since. */
 void kp__conn_recycle(struct kp *kp, uint64_t mark);
 int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
 void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len);
-/* The same, formatted once and kept in the connection (until it is recycled). */
 const char *kp__conn_addr(struct kp_conn *c, bool local);
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);
 /* Requests: finish the one open on conn (walk + emit). */
 int kp__conn_finish_req(struct kp *kp, uint32_t conn);
 /* ... and on a server connection every request still open. */
 int kp__conn_finish_open(struct kp *kp, uint32_t conn);
-/* When a request whose first read was [enter, exit] began: its bytes' arrival,
- * not before lower. */
+/* When a request began: its bytes' arrival, not before lower. */
 uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
 		       uint64_t exit, uint32_t seq, uint64_t lower);
-/* A response write left unsent whole and under a segment: held by Nagle, not a
- * full window. */
+/* A write held whole under a segment: Nagle, not a full window. */
 static inline bool kp__nagle_held(uint64_t unsent, uint64_t bytes)
 {
 	return unsent && bytes && unsent >= bytes && bytes < KP_SMALL_SEGMENT;
 }
 
-/* kpath/h2.c: detect (preface or SETTINGS: *from_start), new, transfer, close
- * (finishes answered streams), prune (lowers *mark to what open streams need).
- */
+/* kpath/h2.c: detection, per-connection state, transfers, close and prune. */
 int kp__h2_detect(const uint8_t *p, size_t len, bool *from_start);
 int kp__h2_new(struct kp_conn *c, bool from_start, bool preface);
 void kp__h2_free(struct kp_conn *c);
@@ -797,22 +742,16 @@ int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end);
 int kp__pend_flush(struct kp *kp, bool all);
 void kp__pend_free(struct kp *kp);
 
-/* kpath/walk.c: fills kp->ws (time order) for the request open on conn */
 int kp__walk(struct kp *kp, uint32_t conn);
-/* "comm:port" of a listening process (port 0: its first), "comm:unix", else its
- * comm */
+/* "comm:port", "comm:unix", else the comm */
 #define KP_PORT_UNIX (-1) /* kp__proc_service: a Unix-domain socket's service */
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len);
-/* kp__proc_service with port 0, interned and cached in the process; NULL on
- * ENOMEM */
 const char *kp__proc_frame_service(struct kp *kp, uint32_t proc);
 /* The string behind an id of kp->strs */
 static inline const char *kp__str(const struct kp *kp, int32_t id)
 {
 	return kp->strs[id];
 }
-/* The thread's comm (its process's if unnamed, else "?"), interned; NULL on
- * ENOMEM */
 const char *kp__thread_comm(struct kp *kp, uint32_t thread);
 
 #endif /* CRITPATH_KPATH_INTERNAL_H */

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Which end of a connection serves: listening ports (sure, or guessed from who
- * read first) and the roles they give. */
+/* Which end of a connection serves: listening ports, sure or guessed. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,6 @@ static bool proc_listens_sure(const struct kp_proc *p, uint16_t port)
 	return i >= 0 && (uint32_t)i < p->nsure;
 }
 
-/* A port p listens on; a guess never displaces a sure one from the front. */
 static int listen_add(struct kp_proc *p, uint16_t port, bool sure)
 {
 	int i = listen_at(p, port);
@@ -45,8 +43,6 @@ static int listen_add(struct kp_proc *p, uint16_t port, bool sure)
 	return 0;
 }
 
-/* Whether a process of host listens on port: 2 for sure, 1 by a guess
- * only, 0 not. */
 static int host_listens(const struct kp *kp, uint32_t host, uint16_t port)
 {
 	int best = 0;
@@ -66,7 +62,6 @@ static int host_listens(const struct kp *kp, uint32_t host, uint16_t port)
 	return best;
 }
 
-/* A guessed port that was not one: gone, sure ones keep their order. */
 static void listen_unguess(struct kp_proc *p, uint16_t port)
 {
 	int i = listen_at(p, port);
@@ -75,8 +70,7 @@ static void listen_unguess(struct kp_proc *p, uint16_t port)
 		p->listen[i] = p->listen[--p->nlisten];
 }
 
-/* A guessed connection takes its real role; what it did under the wrong one is
- * dropped. */
+/* A guessed connection takes its real role. */
 static void conn_correct(struct kp *kp, struct kp_conn *c, uint8_t role)
 {
 	if (role == KP_ROLE_CLIENT && c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
@@ -91,7 +85,6 @@ static void conn_correct(struct kp *kp, struct kp_conn *c, uint8_t role)
 	c->iservice = c->iname = NULL;
 }
 
-/* The first n of the guessed list: the ones still guessed stay on it. */
 void kp__guessed_compact(struct kp *kp, uint32_t n)
 {
 	uint32_t keep = 0;
@@ -105,9 +98,8 @@ void kp__guessed_compact(struct kp *kp, uint32_t n)
 	kp->nguessed -= n - keep;
 }
 
-/* proc surely listens on port: guessed connections are checked again. The
- * recorder writes listening sockets after the first events, so a server
- * connection can be taken for a client's until then. */
+/* proc surely listens on port: guessed connections are checked again
+ * (listening sockets are written after the first events). */
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
 {
 	struct kp_proc *p = &kp->pr[proc];
@@ -147,20 +139,19 @@ static void conn_guessed(struct kp *kp, uint32_t ci)
 		kp->guessed[kp->nguessed++] = ci;
 }
 
-/* A connection open before the recording: its side from listening ports, else a
- * guess from who spoke first. */
+/* A connection open before the recording: its side from listening ports,
+ * else guessed. */
 void kp__conn_guess_role_slow(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
 {
 	struct kp_conn *c = &kp->cn[ci];
 	int l;
 
-	/* a Unix-domain socket with its listener's address: the accepted end */
 	if (c->a.family == AF_UNIX && (flags & CP_SOCK_F_BOUND)) {
 		c->role = KP_ROLE_SERVER;
 		return;
 	}
-	/* a port its host listens on, maybe by another process (a forking
-	 * server's child) */
+	/* a port its host listens on, maybe another process's (forked
+	 * servers) */
 	l = host_listens(kp, c->host, c->a.lport);
 	if (l) {
 		c->role = KP_ROLE_SERVER;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Thread timelines (DESIGN.md 5): each traced thread is a gapless sequence of
- * running, runnable and blocked intervals. Only target threads get one: a waker
- * outside them is a blind spot. */
+/* Thread timelines (DESIGN.md 5): gapless running, runnable and blocked
+ * intervals, for target threads only. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,8 +11,8 @@
 
 #define KP_PEND_WAKE_NS 100000ull
 
-/* pr_hint is set to prmap's answer and forgotten when its slot is recycled, so
- * a matching hint is the map's answer. */
+/* pr_hint is set to prmap's answers and cleared at recycling: a matching
+ * hint is the answer. */
 uint32_t kp__proc_find(struct kp *kp, uint32_t host, int32_t pid)
 {
 	uint32_t *hint = &kp->pr_hint[(uint32_t)pid % KP_PR_HINTS], i = *hint;
@@ -73,8 +72,6 @@ uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
 	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
 	uint32_t i = kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
 
-	/* the hint's rule, in kp__thread: one naming a thread with this key
-	 * is the map's answer */
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
 	return kp_map__get(&kp->thmap, key);
@@ -111,7 +108,6 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 	uint32_t *hint = &kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
 	uint32_t i = *hint, p;
 
-	/* a hint matching this key is the map's answer (see kp__proc_find) */
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
 	i = kp_map__get(&kp->thmap, key);
@@ -137,8 +133,8 @@ static bool tl_exited(const struct kp_thread *t)
 	return tl_exit_at(t) != KP_OPEN;
 }
 
-/* Tids and pids are reused once reaped: a new thread or process on one is
- * another. The old state stays, out of the maps, until kp__tl_recycle. */
+/* Tids and pids are reused once reaped; the old state stays until
+ * kp__tl_recycle. */
 uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 {
 	uint32_t i = kp__thread_find(kp, host, tid), p;
@@ -158,8 +154,8 @@ static struct kp_iv *tl_cur(struct kp_thread *t)
 	return t->niv && t->iv[t->niv - 1].end == KP_OPEN ? &t->iv[t->niv - 1] : NULL;
 }
 
-/* Closes the current interval at ts and opens one in state; a time going
- * backwards (CPU clocks) is clamped. */
+/* Closes the current interval at ts and opens one in state (backwards times
+ * clamped). */
 static struct kp_iv *tl_open(struct kp_thread *t, uint8_t state, uint64_t ts)
 {
 	struct kp_iv *c = tl_cur(t), *n;
@@ -184,8 +180,6 @@ static struct kp_iv *tl_open(struct kp_thread *t, uint8_t state, uint64_t ts)
 	return n;
 }
 
-/* The thread's first event: the interval before starts at 0, blocked if a
- * wakeup says so. */
 static int tl_begin(struct kp_thread *t, uint8_t state)
 {
 	struct kp_iv *iv;
@@ -208,8 +202,8 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 	if (c->state == KP_ST_RUNNING && c->start == ts && t->niv >= 2 &&
 	    t->iv[t->niv - 2].state == KP_ST_BLOCKED && t->iv[t->niv - 2].end == ts &&
 	    t->iv[t->niv - 2].wake == KP_WK_NONE) {
-		/* an inferred switch-in came first at the same instant: put at
-		 * the wakeup it follows */
+		/* an inferred switch-in at the same instant: put at its
+		 * wakeup */
 		c = &t->iv[t->niv - 2];
 		c->wake = wake;
 		c->waker = waker;
@@ -233,7 +227,6 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 	return tl_open(t, KP_ST_RUNNABLE, ts) ? 0 : -ENOMEM;
 }
 
-/* CP_SW_PREV_CULPRIT: prev held the CPU for all of next's run-queue wait. */
 static int tl_prev_culprit(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e,
 			   uint32_t next, uint64_t ts)
 {
@@ -307,8 +300,6 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 		if (ti == KP_NONE)
 			return -ENOMEM;
 		t = &kp->th[ti];
-		/* the name it has now (a thread renamed after it began was
-		 * recorded by its parent's) */
 		if (e->next_comm[0])
 			memcpy(t->comm, e->next_comm, CP_COMM_LEN);
 		t->comm[CP_COMM_LEN - 1] = '\0';
@@ -340,9 +331,8 @@ int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking 
 	    (e->waker_ctx == CP_CTX_TASK ||
 	     (e->waker_ctx == CP_CTX_SOFTIRQ && e->softirq_vec == CP_SOFTIRQ_NET_RX)) &&
 	    (size_t)host * KP_MAX_CPUS + e->h.cpu < kp->nlastdr) {
-		/* arriving data wakes its reader from the same softirq on the
-		 * same CPU right after sk_data_ready; a hard irq or other
-		 * softirq there meanwhile is not the packet's */
+		/* arriving data wakes its reader from the same softirq right
+		 * after sk_data_ready */
 		const struct kp_lastdr *d = &kp->lastdr[(size_t)host * KP_MAX_CPUS + e->h.cpu];
 
 		if (d->conn != KP_NONE && d->ts <= ts && ts - d->ts <= KP_DR_WINDOW_NS)
@@ -398,8 +388,7 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 
 	if (ti == KP_NONE)
 		return 0;
-	/* pid 0 (idle or "[other]"): wakeup latency, run-queue time without a
-	 * culprit */
+	/* pid 0: wakeup latency, without a culprit */
 	if (!e->culprit_pid && strncmp(e->culprit_comm, "[other]", CP_COMM_LEN))
 		return 0;
 	t = &kp->th[ti];
@@ -480,8 +469,6 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 		if (t->pdepth < UINT8_MAX)
 			t->pdepth++;
 	} else {
-		/* pop to the call this returns from (a return without its entry
-		 * pops nothing) */
 		for (int d = (t->pdepth < KP_PROBE_DEPTH ? t->pdepth : KP_PROBE_DEPTH) - 1; d >= 0;
 		     d--) {
 			if (t->pstack[d] == name) {
@@ -521,14 +508,11 @@ static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo,
 	if (t->nctx && t->ctx[t->nctx - 1].ts == ts && t->ctx[t->nctx - 1].via != KP_NONE &&
 	    t->ctx[t->nctx - 1].via != t->ctx[t->nctx - 1].conn &&
 	    t->ctx[t->nctx - 1].conn != conn && via == KP_NONE) {
-		/* a downstream reply read for one request, then at once a
-		 * response for another: the read stays the first's dependency
-		 * for a nanosecond */
+		/* a reply read for one request, then a response for another:
+		 * the read stays the first's */
 		ts++;
 	} else if (t->nctx && t->ctx[t->nctx - 1].ts >= ts) {
 		c = &t->ctx[t->nctx - 1];
-		/* a response write's stretch begun by the read it follows
-		 * keeps that read's connection */
 		if (via != KP_NONE || c->conn != conn)
 			c->via = via;
 		c->conn = conn;
@@ -558,9 +542,8 @@ static int tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before
 	int err = 0;
 
 	if (before != KP_NONE) {
-		/* a response stretch begun by a read of another connection:
-		 * that read is its dependency, unless the thread waited in poll
-		 * since */
+		/* a response stretch begun by another connection's read
+		 * depends on it, unless polled since */
 		const struct kp_ctx *l = t->nctx ? &t->ctx[t->nctx - 1] : NULL;
 		uint32_t bvia = t->read_ts && t->read_ts == t->last_call && t->read_conn != before &&
 					!(l && l->ts == t->last_call && l->conn != KP_NONE &&
@@ -589,8 +572,6 @@ int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t en
 {
 	struct kp_thread *t = &kp->th[thread];
 
-	/* a blocking read of request bytes: the thread waited for this request
-	 * since the read began */
 	if (after == via && after != KP_NONE && enter < end && enter > t->last_call &&
 	    (!t->nctx || t->ctx[t->nctx - 1].ts < enter)) {
 		for (uint32_t k = t->niv; k > 0 && k + 4 > t->niv; k--) {
@@ -635,8 +616,6 @@ int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu)
 	struct kp_thread *t = &kp->th[thread];
 	struct kp_iv *iv;
 
-	/* every switch of a target is traced: first seen at a syscall's exit,
-	 * it was on its CPU already */
 	if (t->niv)
 		return 0;
 	iv = tl_open(t, KP_ST_RUNNING, 0);
@@ -697,9 +676,8 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 	}
 }
 
-/* A poll wait ended by an untraced thread or an unknown arrival was for the
- * bytes thread then read from conn (Unix-domain peers wake readers themselves).
- */
+/* A poll wait ended by an untraced waker was for the bytes then read from
+ * conn. */
 void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t conn)
 {
 	struct kp_thread *t = &kp->th[thread];
@@ -716,8 +694,6 @@ void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t
 	}
 }
 
-/* Gallops from the interval found last (walks ask about nearby times), then
- * bisects. */
 int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 {
 	uint32_t n = t->niv, h, lo, hi, step = 1;
@@ -754,8 +730,6 @@ int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 	return lo;
 }
 
-/* Of n entries in time order, how many to drop so the last one before `before`
- * stays first. */
 static uint32_t drop_before_last(const void *arr, uint32_t n, size_t elem, size_t off,
 				 uint64_t before)
 {
@@ -798,9 +772,8 @@ static void pin_thread(struct kp *kp, uint32_t i)
 		kp->th[i].pinned = kp->pin_stamp;
 }
 
-/* What a walk can still reach an exited thread through once the window passed
- * its exit: a request open on a server connection, and a connection's last
- * write. Processes through their threads and connections. */
+/* What a walk can still reach an exited thread through: open requests and
+ * connections' last writes. */
 static void pin_referenced(struct kp *kp)
 {
 	if (!++kp->pin_stamp)

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* The kernel-level critical path of one request (DESIGN.md 5): a backward walk
- * from the last response write's exit to the request's start, classifying time
- * as cpu, runqueue, lock, network, sleep, disk or unexplained, jumping to
- * wakers and peers. Bounded only by the request's start (CPT figure 2c).
- * Segments tile [start, end] exactly. */
+/* The kernel-level critical path of one request (DESIGN.md 5): a backward
+ * walk from the last response write to the request's start, bounded only by
+ * that start (CPT figure 2c). Segments tile [start, end]. */
 #include <netinet/in.h>
 #include <errno.h>
 #include <stdio.h>
@@ -31,8 +29,6 @@ static const char *culprit_comm(struct kp *kp, struct kp_culprit *c)
 	return c->icomm;
 }
 
-/* The k-th culprit of a run-queue interval, or NULL when the timeline has
- * already pruned it. */
 static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv, uint32_t k)
 {
 	uint64_t abs = (uint64_t)iv->cul_first + k;
@@ -56,8 +52,7 @@ static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
 	return false;
 }
 
-/* ns * part / whole; a segment covering the whole wait skips the division
- * (exact while ns * whole fits 53 bits). */
+/* ns * part / whole, exact without the division for a whole wait. */
 static inline uint64_t cul_share(uint64_t ns, uint64_t part, uint64_t whole)
 {
 	uint64_t p;
@@ -69,8 +64,8 @@ static inline uint64_t cul_share(uint64_t ns, uint64_t part, uint64_t whole)
 	return (uint64_t)((double)ns * (double)part / (double)whole);
 }
 
-/* The third frame outside the serving process: the peer's service (and call). A
- * new id per use. */
+/* The third frame outside the serving process: the peer's service (and
+ * call). */
 static int32_t kw__proc_frame(struct walk *w, uint32_t thread)
 {
 	struct kp *kp = w->kp;
@@ -110,10 +105,8 @@ static int kw__runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv 
 	uint64_t dur = iv->end - iv->start;
 	int err;
 
-	/* DESIGN: the serving thread owns what it ran after the start; CPU
-	 * waits are interference, so is an outside task taking the CPU of an
-	 * owned activation. Its own and the serving process's threads do not
-	 * count. */
+	/* DESIGN: CPU waits of owned time are interference, so is an outside
+	 * task taking an owned activation's CPU. */
 	if (iv->ncul && (thread == w->serving || outside_culprits(w, th, iv)))
 		interf = true;
 	err = kw__seg_addq(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf || queued, -1,
@@ -138,8 +131,8 @@ static int kw__runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv 
 	return 0;
 }
 
-/* Ownership chains of one walk share their tails: each blocked interval's
- * answer and depth is cached, so a chain stops at one already walked. */
+/* Ownership chains of a walk share their tails: answers cached per blocked
+ * interval. */
 #define KP_OWN_SLOTS 4096u
 
 static const struct kp_own *own_get(const struct kp *kp, uint64_t key)
@@ -174,9 +167,8 @@ static void own_put(struct kp *kp, uint64_t key, bool owned, uint32_t steps)
 	kp->own[i] = (struct kp_own){key, kp->own_gen, (uint16_t)steps, owned};
 }
 
-/* DESIGN: an interval is owned if the serving thread ran it after the start, or
- * it began with a wakeup from an owned interval (followed through wakers,
- * peers' writes, the request's connection). */
+/* DESIGN: owned if the serving thread ran it after the start, or begun by a
+ * wakeup from owned time. */
 static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 {
 	struct kp *kp = w->kp;
@@ -195,7 +187,6 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 			res = true;
 			break;
 		}
-		/* a blocked interval belongs with the activation its wakeup begins */
 		while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
 			j--;
 		if (j < 0)
@@ -231,9 +222,8 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 		} else if ((b->wake == KP_WK_TIMER || b->wake == KP_WK_DISK ||
 			    b->reason == KP_BR_DISK) &&
 			   b->reason != KP_BR_POLL) {
-			/* a sleep, timed wait or disk read ends by itself: the
-			 * next activation continues the work; a poll timeout
-			 * does not */
+			/* sleeps, timed waits and disk reads end by
+			 * themselves: the work goes on */
 			idx = j - 1;
 		} else {
 			break;
@@ -311,8 +301,8 @@ static void enter_conn(struct walk *w, uint32_t conn)
 	w->nentered++; /* counted past the end too: see ctx_ours */
 }
 
-/* The walk goes into thread's process: through its reply to a call the walk
- * made, or back through a request the process made. */
+/* Into thread's process: through its reply to our call, or back through its
+ * own request. */
 static void enter_call(struct walk *w, uint32_t thread, uint32_t conn,
 		       const struct kp_write *src)
 {
@@ -350,7 +340,6 @@ static bool ctx_mine(const struct walk *w, const struct kp_ctx *x)
 	return x->conn == w->conn && (!x->sid_hi || (w->sid >= x->sid_lo && w->sid <= x->sid_hi));
 }
 
-/* x's connection is the request's, or a downstream end the walk came through */
 static bool ctx_ours(const struct walk *w, const struct kp_ctx *x)
 {
 	uint32_t conn = x->conn;
@@ -366,9 +355,7 @@ static bool ctx_ours(const struct walk *w, const struct kp_ctx *x)
 	return w->nentered > KP_WALK_ENTERED;
 }
 
-/* Whether the thread works for another request in context k (-1: before the
- * first): owned stretches by their calls; not owned, unless the calls say the
- * request's own connection. */
+/* Whether the thread works for another request in context k. */
 static bool ctx_theirs(const struct walk *w, const struct kp_thread *th, int64_t k, bool own)
 {
 	if (own)
@@ -376,8 +363,6 @@ static bool ctx_theirs(const struct walk *w, const struct kp_thread *th, int64_t
 	return !(k >= 0 && ctx_mine(w, &th->ctx[k]));
 }
 
-/* The context of th at t, from where the last question left off, or a search.
- */
 static int64_t ctx_at(struct kp_thread *th, uint64_t t)
 {
 	int64_t k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
@@ -392,9 +377,8 @@ static int64_t ctx_at(struct kp_thread *th, uint64_t t)
 	return k;
 }
 
-/* A request's cpu time on a thread, [a, t]. Where the calls say it works for
- * another request, owned time is interference (event loops); where they say
- * this request, unowned time is own (goroutines leave no wakeup). */
+/* A request's cpu time on a thread: the calls decide whose it is where they
+ * say (event loops, goroutines). */
 static int ctx_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
 		       int32_t frame3, bool own)
 {
@@ -428,8 +412,6 @@ static bool ctx_other(const struct walk *w, const struct kp_thread *th, int64_t 
 	return k >= 0 && th->ctx[k].conn != KP_NONE && !ctx_ours(w, &th->ctx[k]);
 }
 
-/* When a read's bytes on v arrived: the last sk_data_ready before end, else the
- * peer's write. */
 static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta,
 		    const struct kp_write **src)
 {
@@ -448,8 +430,8 @@ static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta,
 	return true;
 }
 
-/* The request's next dependency on th after t: the first context working for it
- * begun by a read of another connection. */
+/* The request's next dependency on th after t: a context begun by another
+ * connection's read. */
 static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uint32_t *via,
 		     uint64_t *ta, const struct kp_write **src)
 {
@@ -468,8 +450,8 @@ static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uin
 	return false;
 }
 
-/* Time spent on data arriving on v: into the traced peer's write, or a
- * `network` blind spot; false when no peer write is known. */
+/* Time on data arriving on v: into the peer's write, or a `network` blind
+ * spot. */
 static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uint32_t *thread,
 			  uint64_t *t, int *err, const struct kp_write *src)
 {
@@ -482,8 +464,7 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 	if (!src)
 		return false;
 	t2 = src->exit < *t ? src->exit : *t;
-	/* bytes from another host that arrived before their write began, beyond
-	 * slack and uncertainty: clipped and counted */
+	/* bytes that arrived before their write began: clipped and counted */
 	if (src->enter > *t + KP_SEND_SLACK_NS && src->thread != KP_NONE &&
 	    kp->th[src->thread].host != kp->cn[v].host &&
 	    src->enter - *t > KP_SEND_SLACK_NS + kp__host_uncertainty(kp, kp->cn[v].host) +
@@ -493,8 +474,6 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 			kp->skew_clipped_max = src->enter - *t;
 	}
 	pc = kp__conn_peer(kp, v);
-	/* into a downstream service's reply: what its threads do for that
-	 * call is ours */
 	if (pc != KP_NONE && kp->cn[pc].role == KP_ROLE_SERVER)
 		enter_conn(w, pc);
 	if (t2 < lo)
@@ -561,8 +540,6 @@ static int queued_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, u
 	}
 }
 
-/* Whether waker's time at t is interference: not owned, or working for another
- * request. */
 static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 {
 	struct kp_thread *th = &w->kp->th[waker];
@@ -578,8 +555,6 @@ static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 	return ctx_other(w, th, k);
 }
 
-/* The waker of a socket or poll wait serves a call the request made: into that
- * call. */
 static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t)
 {
 	struct kp *kp = w->kp;
@@ -614,7 +589,6 @@ static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv
 	}
 }
 
-/* [a, t] a wait for a lock on thread, holder its culprit for all of it */
 static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
 		    uint32_t holder)
 {
@@ -627,8 +601,8 @@ static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, ui
 	return err;
 }
 
-/* A futex wait retried on the same word after timeouts until woken: a lock
- * taken in timed waits (a GIL). Its waker, or KP_NONE for a sleep. */
+/* A futex wait retried after timeouts until woken: a lock taken in timed
+ * waits (a GIL). */
 #define KP_RETRY_NS 1000000ull
 
 static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv *iv)
@@ -653,7 +627,6 @@ static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv
 
 
 
-/* One interval [a, t] of the walk's thread: its category, or a jump. */
 static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uint64_t a,
 		   uint64_t *t, uint64_t lo, bool own, bool *lock_chain, uint32_t *jumps,
 		   bool *jumped)
@@ -665,8 +638,7 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 	switch (iv->state) {
 	case KP_ST_RUNNING:
 	case KP_ST_RUNNABLE:
-		/* DESIGN: interference through a futex wait is `lock`, the
-		 * holder the culprit; its CPU waits stay `runqueue` */
+		/* DESIGN: interference through a futex wait is `lock` */
 		if (!own && *lock_chain && iv->state == KP_ST_RUNNING) {
 			err = lock_seg(w, *thread, iv->cpu, a, *t, *thread);
 		} else if (iv->state == KP_ST_RUNNABLE) {
@@ -708,8 +680,6 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 	}
 	if (iv->wake == KP_WK_NET && iv->conn != KP_NONE &&
 	    (iv->conn == w->conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
-		/* bytes of this (or another) request on their way in: name the
-		 * client, no downstream frame */
 		return seg_add(kp, a, *t, CP_CAT_NETWORK, KP_NONE, -1, !own,
 			       kw__str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)), -1);
 	}
@@ -734,9 +704,8 @@ static inline bool dep_poll(const struct walk *w, const struct kp_iv *iv, uint64
 	       (iv->wake == KP_WK_TASK || (iv->wake == KP_WK_NET && iv->conn != w->conn));
 }
 
-/* Time on a thread working for other requests (or polling for another
- * connection): back to when the request's next dependency arrived it is
- * interference, then the path follows it. */
+/* Time on a thread working for other requests: interference back to when the
+ * next dependency arrived. */
 static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t,
 		    uint64_t lo, bool other)
 {
@@ -821,9 +790,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				bool other = false, mine = false;
 
 				if (!w.nret && th->nctx) {
-					/* working for the request (by its
-					 * calls) owns the time, whatever woke
-					 * the thread */
+					/* working for the request by its
+					 * calls owns the time */
 					int64_t k = ctx_at(th, t);
 
 					other = ctx_other(&w, th, k);

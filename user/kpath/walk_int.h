@@ -36,15 +36,13 @@ struct walk {
 		const char *call;
 	} calls[KP_WALK_ENTERED];
 	uint32_t ncalls;
-	/* Interference entered from a waiter: on the path back to when the
-	 * waiter began to wait, then in the waiter (SCENARIOS.md 4, 8). */
+	/* Interference entered from a waiter (SCENARIOS.md 4, 8). */
 	struct {
 		uint32_t thread;
 		uint64_t floor;
 	} ret[KP_WALK_RET];
 	uint32_t nret;
-	/* A thread busy with other requests while this one's dependency waited:
-	 * `(other requests)` back to cut_ts, then the dependency (SCENARIOS.md
+	/* A thread busy while this request's dependency waited (SCENARIOS.md
 	 * 9). */
 	uint32_t cut_thread, cut_conn;
 	uint64_t cut_ts;
@@ -120,8 +118,6 @@ static inline uint8_t kw__block_category(const struct kp_iv *iv)
 	return CP_CAT_UNEXPLAINED;
 }
 
-/* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
- * ENOMEM). */
 static inline int32_t kw__str_ref(struct kp *kp, const char *s)
 {
 	if (!s || kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))

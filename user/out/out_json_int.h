@@ -10,8 +10,7 @@
 
 #include <yajl/yajl_gen.h>
 
-/* our own buffer: a locked fwrite per yajl token was half a large report's time
- */
+/* our own buffer: a locked fwrite per yajl token was half a large report's time */
 #define OUT_BUF 65536
 
 #define RQ_KEPT_SLOTS 256

@@ -26,8 +26,7 @@ static inline void jw__write(struct jw *w, const char *s, size_t len)
 		w->err = -errno ?: -EIO;
 }
 
-/* html_safe: "<" written as \u003c, so no "</script>" can end the data island.
- */
+/* html_safe: "<" written as \u003c, so no "</script>" can end the data island. */
 static inline void jw__print(void *ctx, const char *s, size_t len)
 {
 	struct jw *w = ctx;

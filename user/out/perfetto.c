@@ -273,8 +273,7 @@ static void pf__sort_index(struct jw *w, int64_t pid, uint32_t host)
 	jw__map_close(w);
 }
 
-/* process_name once per pid, thread_name once per track; lanes appear in order.
- */
+/* process_name once per pid, thread_name once per track; lanes appear in order. */
 static void pf__write_meta(struct pf *p, struct jw *w)
 {
 	uint32_t i, j, named = 0;

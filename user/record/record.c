@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* critpath record: its phases and the main loop. After attach the ring buffer
  * is drained into the writer; ticks turn drops into loss records and follow
- * processes; the writer flushes every second and compresses in its own thread.
- */
+ * processes; the writer flushes every second and compresses in its own thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

@@ -104,8 +104,7 @@ int rec_probes__add(struct rec_probes **p, const char *spec);
  * executable before it is exec'd). */
 int rec_probes__which(const char *cmd, char *out, size_t n);
 /* Attaches every probe in each process (in the named binary, else its
- * executable). None found: -ENOENT; only in Go: -EPERM; one message either way.
- */
+ * executable). None found: -ENOENT; only in Go: -EPERM; one message either way. */
 int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pids,
 		       const char *const *exes, int n, bool quiet);
 /* A CP_MD_PROBE and a CP_MD_HOOK per probe attached; adds them to *records. */

@@ -43,8 +43,7 @@ struct tls_point {
 
 #define TLS_AT_MAX TLS_FN_N
 
-/* The kernel's uprobes emulate this instruction instead of single-stepping it.
- */
+/* The kernel's uprobes emulate this instruction instead of single-stepping it. */
 bool tls_at__emulated(const uint8_t *code, size_t n);
 
 /* The points for img's functions into pts (TLS_AT_MAX at most); their

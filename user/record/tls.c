@@ -2,8 +2,7 @@
 /* TLS plaintext capture (DESIGN.md 3): a target mapping libssl (or an
  * executable with OpenSSL's symbols, Node.js) gets uprobes on SSL_read/_ex,
  * SSL_write/_ex and SSL_do_handshake, per process. Looked at at start, at
- * forks, after exec, and at growing intervals for a dlopen; detached at exit.
- */
+ * forks, after exec, and at growing intervals for a dlopen; detached at exit. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

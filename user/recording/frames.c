@@ -36,8 +36,7 @@ static int frame__reserve(struct rframe *f, size_t raw, size_t count)
 	return 0;
 }
 
-/* Stable natural merge sort: a frame is a few ascending runs (per-CPU batches).
- */
+/* Stable natural merge sort: a frame is a few ascending runs (per-CPU batches). */
 static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 {
 	struct rkey *a = k, *b;

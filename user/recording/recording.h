@@ -113,8 +113,7 @@ int recording_writer__append(struct recording_writer *w, const struct cp_hdr *re
  * and returns its first error. */
 int recording_writer__flush(struct recording_writer *w);
 /* Frames compressed and written by a thread of their own from now on
- * (SCHED_IDLE while it keeps up); up to frames batches wait, then callers do.
- */
+ * (SCHED_IDLE while it keeps up); up to frames batches wait, then callers do. */
 int recording_writer__background(struct recording_writer *w, unsigned frames);
 /* Flushes, writes the trailer, fsyncs, closes; frees w even on error. Counts
  * come from the writer, end_ns and lost from totals (may be NULL). No trailer
@@ -146,8 +145,7 @@ const struct recording_info *recording_reader__info(const struct recording_reade
 /* 1 and *rec set (valid until the next call), 0 at the end, <0 on an error;
  * recording_reader__stopped says why. */
 int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec);
-/* NULL after a clean end; else one line with file, offset and what was wrong.
- */
+/* NULL after a clean end; else one line with file, offset and what was wrong. */
 const char *recording_reader__stopped(const struct recording_reader *r);
 /* The trailer's totals, or NULL when the file has none (cut short). */
 const struct recording_totals *recording_reader__totals(const struct recording_reader *r);

@@ -65,8 +65,7 @@
 #include "recording.h"
 
 /* While keeping up, the thread compresses one block per call and yields
- * between, so woken server threads get the CPU soon; behind, it does not yield.
- */
+ * between, so woken server threads get the CPU soon; behind, it does not yield. */
 #define BG_BLOCK (128u * 1024)
 
 /* lz4's blocks are BG_BLOCK of input each: a block's size is what one
@@ -479,8 +478,7 @@ cleanup:
 /* The compression thread: the caller copies records into batches and hands full
  * ones through a bounded queue. SCHED_IDLE while it keeps up, raised to
  * SCHED_OTHER by the caller when behind. A lock-free ring with a semaphore each
- * way: a starved SCHED_IDLE thread must never hold what the caller waits for.
- */
+ * way: a starved SCHED_IDLE thread must never hold what the caller waits for. */
 #define BG_WAIT_NS 1000000000ull
 struct bg {
 	pthread_t thread;
