@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* critpath agent: the recorder's capture with no file. Records are reordered,
- * analysed (kpath), judged by the triggers before a walk, and kept requests go
- * out as OTLP spans; a sample makes the periodic profile. */
+/* critpath agent: the recorder's capture analysed live, kept requests
+ * exported as OTLP spans. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,8 +28,7 @@
 #define CMD "agent"
 #define POLL_MS 10
 #define TICK_MS 100
-/* a record is in its ring this long after its time stamp (events.c HOLD_NS),
- * and a held socket record one drain later */
+/* a record reaches its ring within HOLD_NS, a held one a drain later */
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
 #define MAX_WATCH 32
@@ -162,8 +160,8 @@ static bool watching(const struct agent *a)
 	return a->ncomm || a->nexe || a->ncgroup;
 }
 
-/* Every running process that matches: into the target list (before load)
- * or the running capture (after) */
+/* Every running process that matches: a target (before load) or captured
+ * (after). */
 static void scan(struct agent *a, bool running)
 {
 	DIR *d = opendir("/proc");
@@ -204,8 +202,8 @@ static void on_spawn(void *ctx, pid_t pid, const char *file)
 	const char *base = strrchr(file, '/');
 	bool named = false;
 
-	/* the comm the exec gave it (the file's name), which the process may
-	 * change before we look (prctl PR_SET_NAME) */
+	/* the exec's file name (the process may rename itself before we
+	 * look) */
 	base = base ? base + 1 : file;
 	for (int i = 0; i < a->ncomm; i++)
 		named |= !strncmp(base, a->comm[i], 15);
@@ -239,8 +237,6 @@ static int tap(void *ctx, const struct cp_hdr *rec)
 	return 0;
 }
 
-/* ix in time order, stable: a merge of its runs (each ring's records come
- * in order, so there are few) */
 static int order(struct agent *a)
 {
 	uint32_t n = a->nix;
@@ -319,8 +315,8 @@ static int release(struct agent *a, uint64_t cut)
 		a->nbuf = 0;
 		return 0;
 	}
-	/* the records still held, copied to the spare buffer, which becomes
-	 * the buffer (no allocation once both are grown) */
+	/* the records still held move to the spare buffer, which becomes the
+	 * buffer */
 	if (a->capbuf2 < a->capbuf) {
 		uint8_t *nb = realloc(a->buf2, a->capbuf);
 
@@ -399,8 +395,7 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 		return false;
 	if (grow_array((void **)&a->vq, &a->capvq, a->nvq + 1, sizeof(*a->vq), 64))
 		return false;
-	/* the verdicts handed out go: there are always some waiting (a
-	 * request reaches the sink a second after it is judged) */
+	/* verdicts handed out leave the queue */
 	if (a->vhead && a->vhead >= a->nvq / 2) {
 		memmove(a->vq, a->vq + a->vhead, (a->nvq - a->vhead) * sizeof(*a->vq));
 		a->nvq -= a->vhead;
@@ -666,8 +661,7 @@ static int bad(const char *opt, const char *val, const char *want)
 	return 2;
 }
 
-/* The options of what is done with the requests seen (triggers, export,
- * flight recorder): 0, 2 on a bad value, -ENOENT when c is not one of them. */
+/* Options for the requests seen: 0, 2 on a bad value, -ENOENT when not one. */
 static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct exporter_opts *eo,
 			     const char **url, int c, const char *arg)
 {
@@ -1046,8 +1040,7 @@ int cmd_agent(int argc, char **argv)
 	ret = ret || rec_session__attach(s);
 	if (!ret) {
 		a->res.host = s->info.host;
-		/* the targets first: the analysis takes what CPU they leave
-		 * (the rings hold seconds of events) */
+		/* the targets first: the rings hold seconds of events */
 		if (setpriority(PRIO_PROCESS, 0, AGENT_NICE))
 			cp_error(CMD, "cannot lower its priority: %s", strerror(errno));
 		a->last_status = mono_ns();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* What the rings deliver: records put in time order where the rings' is not,
- * targets by fork, exec and exit, their TLS capture, and the ticks. */
+/* What the rings deliver: records reordered, targets followed by fork, exec
+ * and exit. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,12 +28,9 @@ struct target *rec__target_add(struct recorder *r, pid_t pid, bool top)
 
 	if (t && !t->dead)
 		return t;
-	/* a pid given out again takes its old slot: a new process (and, if
-	 * the tick has not taken the old one out of the map yet, it won't) */
+	/* a reused pid takes its old slot */
 	if (!t && r->ntargets < MAX_TARGETS)
 		t = &r->targets[r->ntargets++];
-	/* a group already out of the map: its children's pids would stay in the
-	 * map after they exit */
 	for (int i = 0; i < r->ntargets && !t; i++)
 		if (r->targets[i].dead == 2)
 			t = &r->targets[i];
@@ -105,9 +102,8 @@ static void say_exited(pid_t pid, int32_t exit_code)
 			(exit_code >> 8) & 0xff);
 }
 
-/* Metadata of a process that just forked or exec'd, read from /proc now (a
- * short-lived child is gone by the tick), stamped with the event's time; what
- * /proc lost comes from the event. */
+/* Metadata of a just forked or exec'd process, read now (a short-lived child
+ * is gone by the tick). */
 static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct rec_meta_seen *seen)
 {
 	int err;
@@ -119,8 +115,8 @@ static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct re
 		rec__write_error(r, err);
 }
 
-/* Looks for libssl in t at ts, and when to look again (backing off to
- * TLS_AGAIN_MAX_NS, for a dlopen later). -ESRCH: t is gone. */
+/* Looks for libssl in t, and when to look again (a later dlopen). -ESRCH:
+ * gone. */
 int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts)
 {
 	int err;
@@ -138,8 +134,8 @@ int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts)
 	return err;
 }
 
-/* A TLS process's fork that exited before its own uprobes were attached: a hook
- * record saying so, written once its records are all read. */
+/* A TLS process's fork exited before its uprobes were attached: said once
+ * its records are read. */
 void rec__tls_gap_say(struct recorder *r, struct target *t, uint64_t ts)
 {
 	int err;
@@ -168,8 +164,6 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 			struct rec_meta_seen seen = {f->child_tid, f->parent_pid, comm, NULL};
 
 			memcpy(comm, f->child_comm, CP_COMM_LEN);
-			/* the parent's state as it was: it may have exited since
-			 * (and been forgotten by the tick), its slot taken next */
 			parent = rec__target_find(r, f->parent_pid);
 			parent_tls = parent && parent->tls_on;
 			t = rec__target_add(r, f->child_pid, false);
@@ -178,9 +172,8 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 				t->ppid = f->parent_pid;
 			}
 			meta_now(r, f->child_pid, h->ts, &seen);
-			/* a fork maps what its parent does: attach now (a
-			 * pre-fork server's workers); an exec waits for the
-			 * tick */
+			/* a fork maps its parent's libssl: attach now; an
+			 * exec waits for the tick */
 			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err &&
 			    rec__tls_look(r, t, h->ts) == -ESRCH && parent_tls) {
 				t->tls_gap = true;
@@ -275,8 +268,6 @@ static int hold(struct held *q, const struct cp_hdr *h, size_t len)
 	return 0;
 }
 
-/* The records held that are older than before (all of them: UINT64_MAX), to
- * fn in time order; the others stay for the next pass. */
 static void held_follow(struct recorder *r, struct held *q,
 			void (*fn)(struct recorder *r, const struct cp_hdr *h), uint64_t before)
 {
@@ -334,8 +325,6 @@ static void on_sock_rec(struct recorder *r, const struct cp_hdr *h)
 		r->events++;
 }
 
-/* Ring buffer callback: lifecycle records are followed and HTTP/2 records
- * redacted after the pass. */
 int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
 	struct recorder *r = ctx;
@@ -382,13 +371,11 @@ int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 	return 0;
 }
 
-/* One drain of the rings, its lifecycle records followed in time order. */
-/* A record is in the ring it was written to HOLD_NS after its time stamp
- * at the latest (the BPF program's last steps after it took the time). */
+/* A record is in its ring HOLD_NS after its time stamp at the latest. */
 #define HOLD_NS (2 * 1000000ull)
 
-/* One drain of the rings: lifecycle records followed in time order; HTTP/2
- * records redacted up to where every ring has delivered (final: all). */
+/* One drain: lifecycle records in time order, HTTP/2 redaction up to where
+ * every ring delivered. */
 int rec__drain(struct recorder *r, int timeout_ms, bool final)
 {
 	uint64_t t0 = rec_meta__now();
@@ -425,8 +412,6 @@ void rec__check_drops(struct recorder *r, uint64_t now)
 	r->last_check = now;
 }
 
-/* Per tick: metadata for the processes named on the command line, TLS
- * capture for new and exec'd ones, dead groups out of the map. */
 void rec__tick(struct recorder *r, uint64_t now)
 {
 	rec__check_drops(r, now);
@@ -448,8 +433,6 @@ void rec__tick(struct recorder *r, uint64_t now)
 			if (err && err != -ESRCH)
 				rec__write_error(r, err);
 		}
-		/* the launched command maps the recorder's libraries until it
-		 * has exec'd */
 		if ((t->need_tls || now >= t->tls_again) && (t->pid != r->child || r->child_exec) &&
 		    !r->write_err)
 			rec__tls_look(r, t, now);
@@ -463,8 +446,7 @@ void rec__tick(struct recorder *r, uint64_t now)
 }
 
 
-/* The processes the targets started before the recording, and theirs, become
- * targets too (nginx's pid file names the master only). */
+/* Processes the targets started before the recording become targets too. */
 int rec__add_children(struct recorder *r)
 {
 	struct rec_meta_pp *pp;

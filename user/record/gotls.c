@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Go's crypto/tls in an executable: file offsets of Read, Write and the
- * handshakes from the symbol table, and Read's RETs from its code (a uretprobe
- * would crash Go's stack copying). When Read calls runtime.memmove once, that
- * call is probed instead of the RETs (emulated, not single-stepped). go1.18+ on
- * x86-64 only; code that does not decode exactly is refused. */
+/* Go's crypto/tls in an executable: offsets of Read, Write and the
+ * handshakes, and of Read's RETs or its one memmove call (a uretprobe would
+ * crash Go). go1.18+, x86-64. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -35,8 +33,6 @@ enum { GO_SYM_READ, GO_SYM_WRITE, GO_SYM_SERVER_HS, GO_SYM_CLIENT_HS, GO_SYM_MEM
 static const char *const go_names[GO_NSYMS] = {GO_READ, GO_WRITE, GO_SERVER_HS, GO_CLIENT_HS,
 					       GO_MEMMOVE};
 
-/* The Go version from .go.buildinfo (1.18+) into out; -ENOTSUP when older,
- * -EINVAL when not build info. */
 static int buildinfo_version(const uint8_t *d, size_t n, char *out, size_t nout)
 {
 	static const char magic[] = "\xff Go buildinf:";
@@ -69,8 +65,6 @@ static bool version_new_enough(const char *v)
 	return major > 1 || (major == 1 && minor >= 18);
 }
 
-/* Read's RET instructions, decoded from its code, as file offsets, and its
- * call of runtime.memmove (at memmove, 0: not known) when it has one. */
 static int find_rets(int fd, const struct go_sym *s, uint64_t memmove, struct go_tls_fns *f,
 		     const char **why)
 {
@@ -129,8 +123,6 @@ static int find_rets(int fd, const struct go_sym *s, uint64_t memmove, struct go
 		}
 		f->rets[f->nrets++] = s->off + (insn->address - s->addr);
 	}
-	/* Go pads between functions with INT3, inside the symbol's size only
-	 * at its very end */
 	while (!err && left && *code == 0xcc) {
 		code++;
 		left--;
@@ -150,9 +142,8 @@ static int find_rets(int fd, const struct go_sym *s, uint64_t memmove, struct go
 	return err;
 }
 
-/* Where an entry probe of s is emulated: the conditional branch of Go's
- * stack-guard prologue (nothing before it changes the registers read); the
- * entry when the prologue differs. */
+/* Where an entry probe of s is emulated: the branch of Go's stack-guard
+ * prologue. */
 static uint64_t entry_point(int fd, const struct go_sym *s)
 {
 	uint8_t buf[32];
@@ -190,8 +181,6 @@ static uint64_t entry_point(int fd, const struct go_sym *s)
 	return at;
 }
 
-/* The crypto/tls functions in the symbol table symtab: their addresses,
- * sizes and file offsets into syms. */
 static int find_syms(Elf *elf, Elf_Scn *symtab, struct go_sym *syms)
 {
 	Elf_Data *d = elf_getdata(symtab, NULL);
@@ -229,8 +218,6 @@ static int find_syms(Elf *elf, Elf_Scn *symtab, struct go_sym *syms)
 	return syms[GO_SYM_READ].found && syms[GO_SYM_WRITE].found ? 0 : -ENOENT;
 }
 
-/* The build info's version, and the symbols (find_syms), of the ELF file:
- * *go when it is a Go executable. */
 static int scan_elf(Elf *elf, struct go_sym *syms, char *version, size_t nv, bool *go)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL;
@@ -306,8 +293,6 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why)
 	if (!err) {
 		f->read = entry_point(fd, &syms[GO_SYM_READ]);
 		f->write = entry_point(fd, &syms[GO_SYM_WRITE]);
-		/* optional: without them a *tls.Conn's memory reused by a new
-		 * connection keeps a closed one's state */
 		f->server_hs =
 		    syms[GO_SYM_SERVER_HS].found ? entry_point(fd, &syms[GO_SYM_SERVER_HS]) : 0;
 		f->client_hs =

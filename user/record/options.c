@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* `critpath record`'s command line: parsed and checked before anything is
- * loaded (no libbpf, no root: test_record_opts). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -107,8 +105,7 @@ int rec_probe_spec_check(const char *spec)
 	return 0;
 }
 
-/* A host name is a label in reports and matches (--host filters): printable,
- * no blanks, and short enough for every output's columns */
+/* A host name: printable, no blanks, short. */
 static int host_name_check(const char *s)
 {
 	size_t n = strlen(s);

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* record --probe [BINARY:]SYMBOL: user functions as parts of the critical path
- * (DESIGN.md 3, 5). A uprobe and uretprobe per function, the probe id as
- * cookie, on an emulated instruction near the entry when there is one. Attached
- * per target process, so a probe on a shared library traps in the targets only;
- * Go executables are refused (a uretprobe kills them). */
+/* record --probe [BINARY:]SYMBOL: user functions on the critical path
+ * (DESIGN.md 3, 5), probed per target process; Go executables refused. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,13 +22,10 @@ struct probe {
 	char symbol[REC_PROBE_SYMBOL];
 };
 
-/* One function in one binary: what CP_MD_PROBE records and the cookie names. */
 struct probe_site {
 	char binary[256];
 	char symbol[128];
 	uint32_t nprocs; /* processes it is attached in */
-	/* where in the function (record_tls_at.h: tls_at__fn_entry), planned
-	 * on the first attach in the file at path */
 	bool planned;
 	bool go; /* in a Go executable: not probed (plan_site) */
 	uint8_t how; /* enum tls_at_how, or HOW_UNKNOWN (not planned) */
@@ -97,7 +91,6 @@ int rec_probes__which(const char *cmd, char *out, size_t n)
 	return -ENOENT;
 }
 
-/* The site of symbol in binary, made on first use: its index is the id. */
 static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 {
 	struct probe_site *s;
@@ -117,8 +110,7 @@ static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 	return p->nsites++;
 }
 
-/* Where site s is attached: the file and the place in it, planned once; a place
- * past the entry only on the file attached to. */
+/* Where site s is attached, planned once on the file attached to. */
 static void plan_site(struct probe_site *s, pid_t pid)
 {
 	char lib[PATH_MAX];
@@ -132,14 +124,10 @@ static void plan_site(struct probe_site *s, pid_t pid)
 	_Static_assert(sizeof(s->path) == sizeof(s->binary), "a binary's path fits");
 	if (strchr(s->binary, '/'))
 		memcpy(s->path, s->binary, sizeof(s->path));
-	/* a library by name: the one the process mapped, through its root; else
-	 * libbpf looks for it */
 	else if (!rec_meta__mapped(pid, s->binary, false, lib, sizeof(lib)) &&
 		 (size_t)snprintf(s->path, sizeof(s->path), "/proc/%d/root%s", (int)pid, lib) >=
 		     sizeof(s->path))
 		s->path[0] = 0;
-	/* Go's runtime dies on a uretprobe's return address: its functions are
-	 * not probed */
 	s->go = rec_gotls__is_go(s->path[0] ? s->path : s->binary);
 	if (!s->go && s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how)) {
 		s->skip = 0;
@@ -147,7 +135,6 @@ static void plan_site(struct probe_site *s, pid_t pid)
 	}
 }
 
-/* Entry and return of site id in process pid; -ENOENT: no such function. */
 static int attach_one(struct rec_probes *p, struct rec_bpf *b, int id, pid_t pid)
 {
 	struct probe_site *s = &p->sites[id];
@@ -276,7 +263,6 @@ int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, ui
 		h.h.ts = ts;
 		h.status = CP_HOOK_ATTACHED;
 		snprintf(h.name, sizeof(h.name), "probe %.57s", s->symbol);
-		/* single-stepped: ~11 us a call here, where emulated ones take 0.8 */
 		snprintf(h.detail, sizeof(h.detail), "uprobe+uretprobe%s, %u process%s: %.80s",
 			 s->how == TLS_AT_ENTRY ? " (stepped)" : "", s->nprocs,
 			 s->nprocs == 1 ? "" : "es", s->binary);

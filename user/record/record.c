@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* critpath record: its phases and the main loop. After attach the ring buffer
- * is drained into the writer; ticks turn drops into loss records and follow
- * processes; the writer flushes every second and compresses in its own thread. */
+/* critpath record: its phases and the main loop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -22,9 +20,7 @@
 
 #define TICK_MS 100
 #define POLL_MS 10 /* the ring buffer wakes us only when filling up */
-/* a target without libssl is looked at again after 1 s, then 2, 4, … 32 */
 #define FLUSH_NS 1000000000ull
-/* Full frames waiting for the compression thread before the loop waits. */
 #define WRITER_QUEUE_FRAMES 16
 
 volatile sig_atomic_t rec_stop_signal;
@@ -36,7 +32,6 @@ static void on_signal(int sig)
 
 
 
-/* -- CMD: the child waits on a pipe until the probes are attached. */
 static pid_t launch(char **argv, int *go_fd)
 {
 	int p[2];
@@ -62,8 +57,8 @@ static pid_t launch(char **argv, int *go_fd)
 	return pid;
 }
 
-/* --probe in the targets named at the start: their executables, or the
- * launched command's (cmd), which has not been exec'd yet. */
+/* --probe in the targets named at start, or in the launched command's
+ * executable. */
 static int attach_probes(struct recorder *r, struct rec_probes *probes, const char *cmd)
 {
 	char(*exes)[PATH_MAX] = calloc(r->ntargets, sizeof(*exes));
@@ -154,8 +149,7 @@ static uint64_t file_size(const char *path)
 	return n > 0 ? (uint64_t)n : 0;
 }
 
-/* Checks that need no BPF (root, the targets alive), the host's facts, and
- * the output: a bad path fails before anything is loaded. 0 or 1. */
+/* Checks that need no BPF, the host's facts, the output. 0 or 1. */
 int rec_session__open(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -233,8 +227,6 @@ int rec_session__open(struct rec_session *s)
 	return 0;
 }
 
-/* The programs loaded, the command started (held until rec_attach), the
- * targets in the map, the ring buffers open. 0 or 1. */
 int rec_session__load(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -276,20 +268,17 @@ int rec_session__load(struct rec_session *s)
 	return 0;
 }
 
-/* TLS uprobes, the programs and --probe attached; the start's metadata
- * written; the command let go. 0 or 1. */
 int rec_session__attach(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 	struct sigaction sa = {.sa_handler = on_signal};
 	int err;
 
-	/* the start's metadata is stamped before attach, so it precedes every
-	 * event (a server's connection must be known as one before its first
-	 * record) */
+	/* the start's metadata precedes every event (connections known as
+	 * servers' first) */
 	s->attached = rec_meta__now();
-	/* TLS uprobes first: the first socket records are then known to be
-	 * inside SSL_read/SSL_write */
+	/* TLS uprobes first, so the first socket records are known to be
+	 * inside SSL calls */
 	for (int i = 0; i < r->ntargets && !r->write_err; i++)
 		if (r->targets[i].need_tls && r->targets[i].pid != r->child)
 			rec__tls_look(r, &r->targets[i], s->attached);
@@ -342,8 +331,6 @@ void rec_session__reap_child(struct recorder *r)
 	r->child = -r->child; /* reaped */
 }
 
-/* Drains the rings until a signal, the deadline, a write error or every
- * target's exit. */
 static void rec_loop(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -377,8 +364,6 @@ static void rec_loop(struct rec_session *s)
 	}
 }
 
-/* What the rings still hold, the drops and the calls still blocked, the
- * trailer, the summary. The exit code. */
 static int rec_close(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -386,8 +371,6 @@ static int rec_close(struct rec_session *s)
 	uint64_t now, bytes, inflight = 0, unwritten = 0;
 	int err;
 
-	/* what is still in the ring buffer (counted as lost after a write
-	 * error), then the drops and blocked calls */
 	rec__drain(r, 0, true);
 	now = rec_meta__now();
 	for (int i = 0; i < r->ntargets; i++)

@@ -27,9 +27,7 @@ struct rec_session {
 /* Set by SIGINT, SIGTERM and SIGHUP once attached */
 extern volatile sig_atomic_t rec_stop_signal;
 
-/* Root, the targets alive, the host's facts, the output. 0 or 1 (said). */
 int rec_session__open(struct rec_session *s);
-/* The programs loaded, targets in the map, the rings open. 0 or 1. */
 int rec_session__load(struct rec_session *s);
 /* Probes attached, the start's metadata written. 0 or 1. */
 int rec_session__attach(struct rec_session *s);

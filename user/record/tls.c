@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* TLS plaintext capture (DESIGN.md 3): a target mapping libssl (or an
- * executable with OpenSSL's symbols, Node.js) gets uprobes on SSL_read/_ex,
- * SSL_write/_ex and SSL_do_handshake, per process. Looked at at start, at
- * forks, after exec, and at growing intervals for a dlopen; detached at exit. */
+/* TLS plaintext capture (DESIGN.md 3): uprobes on OpenSSL's read, write and
+ * handshake, per target process. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,7 +41,6 @@ struct rec_tls {
 	/* forks of attached processes gone before their own attach */
 	int missed;
 	char missed_list[128];
-	/* executables without SSL_read and SSL_write, not looked into again */
 	struct tls_exe *plain;
 	int nplain, capplain;
 };
@@ -59,8 +56,6 @@ int rec_tls__new(struct rec_tls **t, const char *off, bool quiet, struct rec_unl
 	return 0;
 }
 
-/* pid's executable when it maps no libssl: the path to attach to and its name;
- * 1: no OpenSSL in it, 0, or -ESRCH. */
 static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *out, size_t n,
 		  struct tls_exe *id)
 {
@@ -82,15 +77,12 @@ static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *ou
 	return 0;
 }
 
-/* The summary's lists: the count-th pid, appended ("a, b, c") while the
- * list shows the first max. */
 static void list_pid(char *list, size_t n, int count, int max, pid_t pid)
 {
 	if (count <= max)
 		snprintf(list + strlen(list), n - strlen(list), "%s%d", count > 1 ? ", " : "", pid);
 }
 
-/* An executable without OpenSSL's functions: not looked into again. */
 static int plain_add(struct rec_tls *t, struct tls_exe id)
 {
 	if (t->nplain == t->capplain) {
@@ -106,15 +98,12 @@ static int plain_add(struct rec_tls *t, struct tls_exe id)
 	return 0;
 }
 
-/* p's uprobes, destroyed off the recorder's loop (record/unlink.c) */
 static void proc_detach(struct rec_unlinker *u, struct tls_proc *p)
 {
 	while (p->nlinks)
 		rec_unlinker__put(u, p->links[--p->nlinks]);
 }
 
-/* Entry and return of each OpenSSL function in bin, where tls_at.c says; undone
- * on failure. */
 static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
 		      const char *bin, char *fns, size_t n)
 {
@@ -143,7 +132,6 @@ static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf
 		snprintf(fns + strlen(fns), n - strlen(fns), "%s%s", *fns ? ", " : "",
 			 tls_at__name(&pts[i]));
 	}
-	/* single-stepped: ~11 us a call here, where emulated ones take 0.6 */
 	if (stepped)
 		snprintf(fns + strlen(fns), n - strlen(fns), ", %d stepped", stepped);
 	if (err)
@@ -151,8 +139,6 @@ static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf
 	return err;
 }
 
-/* Go's crypto/tls in bin: the entries, and Read's copy or RETs; undone on
- * failure. */
 static int attach_go(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
 		     const char *bin, const struct go_tls_fns *f)
 {
@@ -250,7 +236,6 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 		if (t->procs[i].pid == pid)
 			return 0; /* an exec keeps the process's uprobes (same library) */
 	if (!rec_meta__mapped(pid, "libssl.so", true, lib, sizeof(lib))) {
-		/* seen through pid's root: a process in another mount namespace too */
 		snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
 	} else if (!(err = exe_of(t, pid, bin, sizeof(bin), lib, sizeof(lib), &exe))) {
 		in_exe = true;
@@ -298,8 +283,6 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	if (err == -ENOMEM || err == -ESRCH)
 		return err; /* gone: nothing to say */
 	if (err) {
-		/* the rest of the recording goes on: that process's TLS
-		 * connections are framed on their ciphertext */
 		if (!why)
 			why = err == -ENOENT ? "no SSL_read/SSL_write symbols" : strerror(-err);
 
@@ -340,8 +323,6 @@ int rec_tls__missed(struct rec_tls *t, struct recording_writer *w, pid_t pid, ui
 	return hook_write(w, ts, pid, CP_HOOK_UNAVAILABLE, detail, records);
 }
 
-/* A process exited: its uprobes come off (each holds a perf event fd), and its
- * pid is looked at afresh. */
 void rec_tls__forget(struct rec_tls *t, pid_t pid)
 {
 	for (int i = 0; t && i < t->nprocs; i++) {

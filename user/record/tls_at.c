@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Where OpenSSL's functions are probed. A single-stepped uprobe costs over ten
- * times an emulated one (README "TLS"), so each function is probed on an
- * emulated instruction: its entry (or past endbr64), else the entry of a callee
- * SSL_read and SSL_read_ex share (likewise for writes), else single-stepped at
- * its entry. It changes the cost, never what is seen. --probe functions read no
- * register and may go further in. */
+/* Where OpenSSL's functions are probed: on an emulated instruction (a
+ * single-stepped uprobe costs ten times as much, README "TLS"): the entry,
+ * past endbr64, or a callee shared by SSL_read and SSL_read_ex; else
+ * single-stepped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -53,8 +51,6 @@ static bool is_endbr64(const uint8_t *c, size_t n)
 	return n >= 4 && c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa;
 }
 
-/* Where an entry probe on the function at addr is emulated: addr, or past
- * a leading endbr64; 0 when at neither. */
 static uint64_t cheap_entry(const struct tls_image *img, uint64_t addr)
 {
 	uint8_t c[8];
@@ -89,9 +85,6 @@ static bool writes_args(csh cs, const cs_insn *insn)
 	return false;
 }
 
-/* The target of the first call along the fall-through code of the function at
- * addr, or 0; with args_kept, 0 also when an argument register is written
- * before it. */
 static uint64_t first_call(csh cs, cs_insn *insn, const struct tls_image *img, uint64_t addr,
 			   bool args_kept)
 {
@@ -127,7 +120,6 @@ static void point(struct tls_point *p, uint64_t addr, uint8_t call, uint8_t how,
 	p->fn = fn;
 }
 
-/* A function alone: at its entry, or past endbr64 when that is emulated. */
 static void point_alone(const struct tls_image *img, struct tls_point *p, uint8_t fn, uint8_t call)
 {
 	uint64_t at = cheap_entry(img, img->fn[fn]);
@@ -188,15 +180,10 @@ const char *tls_at__name(const struct tls_point *p)
 	return p->fn < TLS_FN_N ? fn_names[p->fn] : "?";
 }
 
-/* --- any function: record --probe ---------------------------------------- */
 
-/* How many instructions may be passed over before an emulated one, and the
- * longest function searched for jumps back into them */
 #define PASS_INSNS 8
 #define BODY_BYTES (64u << 10)
 
-/* Whether insn writes the stack pointer (a push or pop included: the
- * access lists take implicit operands). */
 static bool writes_sp(csh cs, const cs_insn *insn)
 {
 	cs_regs rd, wr;
@@ -223,8 +210,6 @@ static bool is_flow(const cs_insn *insn)
 	return false;
 }
 
-/* Whether code of the function can land in (lo, hi]: a jump there, an indirect
- * jump, or code that does not decode. */
 static bool lands_in(csh cs, cs_insn *insn, const struct tls_image *img, uint64_t addr,
 		     uint64_t size, uint64_t lo, uint64_t hi)
 {
@@ -322,15 +307,12 @@ uint64_t tls_at__fn_entry(const struct tls_image *img, uint64_t addr, uint64_t s
 	return past - addr;
 }
 
-/* --- an ELF file as a tls_image ------------------------------------------ */
 
 struct elf_image {
 	int fd;
 	Elf *elf;
 };
 
-/* The file offset of virtual address addr, from the loadable segments; -1
- * outside them (or in bytes the file does not hold). */
 static int64_t file_offset(Elf *elf, uint64_t addr, uint64_t *room)
 {
 	size_t n;
@@ -364,8 +346,6 @@ static int elf_read(void *arg, uint64_t addr, uint8_t *buf, size_t n)
 	return got < 0 ? -1 : (int)got;
 }
 
-/* bin opened for reading as ELF: 0, -errno, -ENOENT when it is no ELF
- * file, -ENOTSUP without libelf. elf_image_close releases it either way. */
 static int elf_image_open(struct elf_image *im, const char *bin)
 {
 	im->fd = -1;
@@ -445,8 +425,7 @@ out:
 	return n;
 }
 
-/* The function symbol as libbpf picks it (name or name@version, global over
- * weak): 1 found, 0 none, -1 two globals at different addresses. */
+/* The function symbol as libbpf picks it: 1 found, 0 none, -1 ambiguous. */
 static int find_fn(Elf *elf, Elf_Scn *scn, const char *symbol, uint64_t *addr, uint64_t *size)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Uprobe links destroyed off the loop: each close waits for an RCU grace period
- * with event_mutex held, and would stall the ring buffer. The thread starts
- * with the first link and blocks every signal. */
+/* Uprobe links destroyed off the loop: each close waits for an RCU grace
+ * period. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
