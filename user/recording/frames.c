@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* A frame made ready to deliver: read, checked, decompressed, records checked
- * and sorted, on the read-ahead thread. */
+/* A frame made ready: read, checked, decompressed, sorted (on the read-ahead
+ * thread). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -36,7 +36,6 @@ static int frame__reserve(struct rframe *f, size_t raw, size_t count)
 	return 0;
 }
 
-/* Stable natural merge sort: a frame is a few ascending runs (per-CPU batches). */
 static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 {
 	struct rkey *a = k, *b;
@@ -92,8 +91,6 @@ static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 	return 0;
 }
 
-/* Record types that need no check past their size: most records skip the full
- * checks, which say why when one fails. */
 static const uint16_t fixed_size[CP_EV_TLS_READ + 1] = {
 #define FIXED(t, name, size) [t] = CP_FIXED_SIZE(t) ? (size) : 0,
     CP_EVENT_TYPES(FIXED)
@@ -116,8 +113,6 @@ static bool record_plainly_ok(const struct cp_hdr *rec, uint32_t avail)
 	return need <= CP_PAYLOAD_MAX && offsetof(struct cp_ev_sock, payload) + need <= rec->size;
 }
 
-/* Decompresses the lz4 frame into raw: true when its checksum holds and it is
- * exactly h->raw bytes, else x->why. */
 static bool lz4_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, struct fetch *x)
 {
 	LZ4F_decompressOptions_t o = {.stableDst = 1};
@@ -174,8 +169,6 @@ static bool zstd_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, st
 	return true;
 }
 
-/* Reads, decompresses, checks (and sorts) frame h into f: the part the helper
- * thread can do. */
 void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rframe *f,
 			   bool sort, struct fetch *x)
 {
@@ -206,8 +199,7 @@ void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rfra
 		return;
 	x->zbad = false;
 
-	/* records checked before any field is read: a bad size ends the frame
-	 * there, a bad type skips the record alone */
+	/* a bad size ends the frame, a bad type skips the record */
 	while (off < h->raw && seen < h->count) {
 		struct cp_hdr *rec = (struct cp_hdr *)(f->raw + off);
 		const char *bad;
@@ -300,8 +292,6 @@ static void prefetch__free(struct prefetch *pf)
 	free(pf);
 }
 
-/* The helper's frame once it is done with it (NULL: none asked for), with
- * its header and what fetching it came to. */
 struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct fetch *x)
 {
 	struct rframe *f;
@@ -318,7 +308,6 @@ struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct fetch 
 	return f;
 }
 
-/* The helper, started; NULL when it cannot be (no thread, no memory). */
 static struct prefetch *prefetch__start(int fd)
 {
 	struct prefetch *pf = calloc(1, sizeof(*pf));
@@ -357,8 +346,6 @@ struct rframe *prefetch__stop(struct prefetch *pf)
 	return f;
 }
 
-/* Asks the helper for frame h, starting it the first time. Without it
- * (no thread, no memory) frames load as before, all here. */
 void prefetch__ask(struct recording_reader *r, const struct fhdr *h)
 {
 	struct prefetch *pf;

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* The recording reader (layout: top of write.c), a fuzzing target: every length
- * checked before use, damage costs little (a bad frame is skipped, a bad header
- * makes it scan for the next good one). Time order: records are sorted per
- * frame and frames merged within a window of WINDOW_FRAMES headers read ahead;
- * later records go out late, counted. A helper thread prepares the next frame;
- * findings are noted at load so output is the same without it. */
+/* The recording reader (layout: top of write.c), a fuzzing target: lengths
+ * checked before use, damage skipped. Frames are merged in time order within
+ * a window of headers read ahead; a helper thread prepares the next frame. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,7 +36,6 @@ __attribute__((format(printf, 2, 3))) static void reader__problem(struct recordi
 	r->nproblems++;
 }
 
-/* --- frames ------------------------------------------------------------- */
 
 static bool fhdr__parse(const uint8_t *b, uint64_t off, struct fhdr *h)
 {
@@ -58,7 +54,6 @@ static bool fhdr__parse(const uint8_t *b, uint64_t off, struct fhdr *h)
 	return true;
 }
 
-/* Sizes a good CRC can still not excuse (a writer bug, or a forged file). */
 static const char *fhdr__insane(const struct fhdr *h)
 {
 	if (!h->count || h->raw < h->count * (uint64_t)sizeof(struct cp_hdr))
@@ -90,8 +85,6 @@ static bool trailer__parse(const uint8_t *b, struct recording_totals *t, uint64_
 	return true;
 }
 
-/* Scans forward from r->off + 1 for a frame header or trailer with a good CRC.
- * Returns true with r->off there, false when none is left. */
 static bool reader__resync(struct recording_reader *r)
 {
 	uint8_t *buf = malloc(RESYNC_CHUNK + REC_TRAILER_SIZE);
@@ -147,8 +140,6 @@ static void ahead__update_min(struct recording_reader *r)
 	}
 }
 
-/* A good frame header at r->off: queued (true), or skipped when its frame
- * came before (a file spliced or appended to itself). */
 static bool reader__accept(struct recording_reader *r, const struct fhdr *h)
 {
 	bool resynced = r->resynced;
@@ -172,8 +163,6 @@ static bool reader__accept(struct recording_reader *r, const struct fhdr *h)
 	return true;
 }
 
-/* Reads what comes at r->off: a frame header (appended to ahead[]), the
- * trailer, or why neither. */
 static void reader__peek(struct recording_reader *r)
 {
 	uint8_t b[REC_TRAILER_SIZE];
@@ -191,8 +180,6 @@ static void reader__peek(struct recording_reader *r)
 			r->reading_done = true;
 			return;
 		}
-		/* Past the end: the last frame's contents are cut short, which
-		 * loading it will report. */
 		if (n == 0 && r->nahead && fstat(r->fd, &st) == 0 &&
 		    (uint64_t)st.st_size < r->off) {
 			r->reading_done = true;
@@ -284,8 +271,6 @@ static void reader__peek(struct recording_reader *r)
 	}
 }
 
-/* Loads the first frame ahead: 0 (loaded, or skipped and noted) or -errno when
- * reading stops. */
 static int reader__load(struct recording_reader *r)
 {
 	struct fhdr h = r->ahead[r->ahead_first], ph;
@@ -368,7 +353,6 @@ static int reader__load(struct recording_reader *r)
 	return 0;
 }
 
-/* --- API ---------------------------------------------------------------- */
 
 int recording_reader__open(struct recording_reader **rp, const char *path,
 			   enum recording_order order)

@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The on-disk layout, shared by write.c and read.c only (described at the top
- * of write.c). */
 #ifndef CRITPATH_RECORDING_FORMAT_H
 #define CRITPATH_RECORDING_FORMAT_H
 
@@ -23,18 +21,14 @@
 #define REC_TRAILER_MAGIC 0x52545043u /* "CPTR" */
 #define REC_TRAILER_SIZE 64
 
-/* A frame is cut at REC_FRAME_RAW_TARGET; readers accept up to
- * REC_FRAME_RAW_MAX. */
 #define REC_FRAME_RAW_TARGET (512u * 1024)
 #define REC_FRAME_RAW_MAX (16u << 20)
 #ifndef REC_ZSTD_LEVEL
 #define REC_ZSTD_LEVEL 1
 #endif
-/* The frame is lz4, not zstd, with a crc32 at RF_COMP_CRC (lz4's XXH32 is slow
- * in Debian's build). */
+/* lz4 frame, crc32 at RF_COMP_CRC (lz4's XXH32 is slow in Debian's build) */
 #define REC_FRAME_F_LZ4 0x1u
 #define REC_HDR_F_LZ4 0x1u
-/* The most a sane lz4 frame of raw bytes takes (blocks are at least 64 KiB). */
 static inline uint64_t rec_lz4_bound(uint64_t raw)
 {
 	return raw + raw / 255 + (raw / 65536 + 1) * 24 + 64;

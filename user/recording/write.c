@@ -64,12 +64,8 @@
 #include "recfile_format.h"
 #include "recording.h"
 
-/* While keeping up, the thread compresses one block per call and yields
- * between, so woken server threads get the CPU soon; behind, it does not yield. */
 #define BG_BLOCK (128u * 1024)
 
-/* lz4's blocks are BG_BLOCK of input each: a block's size is what one
- * LZ4F_compressUpdate gets, with autoFlush. */
 static LZ4F_preferences_t lz4_prefs(size_t content)
 {
 	LZ4F_preferences_t p = {
@@ -220,8 +216,6 @@ static int wbuf__str(struct wbuf *b, const char *s)
 	return err;
 }
 
-/* Writes all of iov or fails; a short write is a failure (-ENOSPC), never
- * half a success. */
 static int write_all(int fd, struct iovec *iov, int iovcnt)
 {
 	while (iovcnt > 0) {
@@ -246,8 +240,7 @@ static int write_all(int fd, struct iovec *iov, int iovcnt)
 	return 0;
 }
 
-/* Writes at the end of what is complete; on failure cuts the file back so a
- * later retry (or the reader) does not meet half a frame. */
+/* On failure the file is cut back: no half frame. */
 static int writer__commit(struct recording_writer *w, struct iovec *iov, int iovcnt)
 {
 	size_t total = 0;
@@ -364,10 +357,8 @@ static int writer__frame(struct recording_writer *w, const struct batch *b, int6
 	return 0;
 }
 
-/* An output file for a root tool in directories others may write: no symlink
- * (O_NOFOLLOW), no file of another user or with other links, truncated after
- * the checks, 0600; devices and pipes as they are. The fd, or -ELOOP / -EEXIST
- * / -errno. */
+/* An output file safe for a root tool: no symlink, no other user's or linked
+ * file, 0600. */
 int output__open(const char *path, struct stat *st)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600), err;
@@ -428,7 +419,6 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 	if (!w)
 		return -ENOMEM;
 	w->fd = -1;
-	/* A batch never exceeds the target by more than one record (≤ 64 KiB). */
 	w->cap = REC_FRAME_RAW_TARGET + 65536;
 	w->cur.buf = malloc(w->cap);
 	w->codec = info->codec;
@@ -475,10 +465,9 @@ cleanup:
 	return err;
 }
 
-/* The compression thread: the caller copies records into batches and hands full
- * ones through a bounded queue. SCHED_IDLE while it keeps up, raised to
- * SCHED_OTHER by the caller when behind. A lock-free ring with a semaphore each
- * way: a starved SCHED_IDLE thread must never hold what the caller waits for. */
+/* The compression thread: SCHED_IDLE while it keeps up, raised when behind;
+ * a lock-free ring, so a starved SCHED_IDLE thread never holds what the
+ * caller waits for. */
 #define BG_WAIT_NS 1000000000ull
 struct bg {
 	pthread_t thread;
@@ -502,8 +491,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* Whether a thread of ours that entered SCHED_IDLE may return to
- * SCHED_OTHER: with CAP_SYS_NICE, or when RLIMIT_NICE allows nice 0. */
 static bool can_leave_idle(void)
 {
 	struct rlimit rl;
