@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The subcommands; each lives in its own file and parses its own options
- * (getopt_long). They return the process exit status. */
 #ifndef CRITPATH_COMMANDS_H
 #define CRITPATH_COMMANDS_H
 

@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * `critpath diff`: which steps of the average critical path changed. Each
- * side is a profile: from an engine result (inputs analysed as report does)
- * or from a saved `report --format json` document (its "profile", read with
- * yajl's tree API). Steps are matched by frames + category and compared by
- * their per-request critical-path time, rounded to whole ns exactly as the
- * JSON writer rounds it, so a saved report and a live analysis of the same
- * input compare equal.
- */
+/* critpath diff: which steps of the average critical path changed, between
+ * engine results or saved `report --format json` profiles. Steps match by
+ * frames + category; per-request times are rounded as the JSON writer does, so
+ * saved and live compare equal. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -344,9 +339,8 @@ static double norm_q(double p)
 	       (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 
-/* Student's t quantile at p for df degrees of freedom: the Cornish-Fisher
- * expansion around the normal's (within 1% from 3 degrees of freedom up;
- * fewer are taken as 3, a wider interval). */
+/* Student's t quantile (Cornish-Fisher around the normal; df under 3 taken as
+ * 3). */
 static double t_q(double p, double df)
 {
 	double z = norm_q(p), z2 = z * z;
@@ -357,15 +351,8 @@ static double t_q(double p, double df)
 	       z * (((3 * z2 + 19) * z2 + 17) * z2 - 15) / (384 * df * df * df);
 }
 
-/*
- * Welch's interval for the change of a step's mean time per request: the
- * requests of A and of B are two samples (the step's time in each request,
- * 0 where it is not on the path), of unequal variances. The intervals of
- * all k steps compared hold together at 95% (Bonferroni: each at
- * 1 - 0.05/k), so that two samples of the same system flag no step in 19
- * diffs of 20, however many steps they have. Significant when the
- * interval leaves out 0.
- */
+/* Welch's interval for the change of a step's mean per request, Bonferroni over
+ * the k steps at 95%; significant when it leaves out 0. */
 static void change_ci(struct change *c, uint64_t na, uint64_t nb, uint32_t k)
 {
 	double sa, sb, se, df, t;
@@ -416,13 +403,8 @@ static int dbl_cmp(const void *pa, const void *pb)
 	return a < b ? -1 : a > b;
 }
 
-/*
- * With fewer than ENGINE_FEW requests a side, the mean of a skewed step is
- * far from normal and Welch's interval too narrow: the percentile bootstrap
- * of the change instead, from each side's own requests, at the same level
- * as change_ci. Enough resamples for about 20 beyond each end; the seed is
- * fixed, so a diff prints the same interval twice.
- */
+/* Under ENGINE_FEW requests a side: a percentile bootstrap with a fixed seed,
+ * at change_ci's level. */
 static void change_boot(struct change *c, uint64_t na, uint64_t nb, uint32_t k)
 {
 	double tail = 0.025 / (k ? k : 1), *d;

@@ -1,14 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * critpath dump FILE [--json] [--file-order]: every record of a recording,
- * header first and trailer totals last, one line each. Text for people
- * (times relative to the start, and UTC time of day), or JSON lines: the
- * contract of DESIGN.md section 4.
- *
- * Exit status: 0 clean file; 1 the file is not a readable recording, or the
- * reader stopped early (everything readable is printed first, the reason goes
- * to stderr); 2 usage.
- */
+/* critpath dump FILE [--json] [--file-order]: every record, one line each, as
+ * text or JSON lines (DESIGN.md 4). Exit: 0 clean, 1 unreadable or stopped
+ * early (reason on stderr), 2 usage. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -19,6 +12,7 @@
 
 #include "commands.h"
 #include "dump_fmt.h"
+#include "msg.h"
 #include "recording.h"
 
 static void usage(FILE *f)
@@ -147,13 +141,13 @@ int cmd_dump(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "critpath dump: %s\n",
+		cp_error("dump", "%s",
 			optind >= argc ? "no recording given" : "one recording at a time");
 		usage(stderr);
 		return 2;
 	}
 	if (recording_reader__open(&r, argv[optind], order) < 0) {
-		fprintf(stderr, "critpath dump: %s\n", recording_reader__open_error());
+		cp_error("dump", "%s", recording_reader__open_error());
 		return 1;
 	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
@@ -174,9 +168,9 @@ int cmd_dump(int argc, char **argv)
 	fflush(out);
 	stopped = recording_reader__stopped(r);
 	if (stopped)
-		fprintf(stderr, "critpath dump: %s\n", stopped);
+		cp_error("dump", "%s", stopped);
 	else if (ret < 0)
-		fprintf(stderr, "critpath dump: %s: %s\n", argv[optind], strerror(-ret));
+		cp_error("dump", "%s: %s", argv[optind], strerror(-ret));
 	ret = stopped || ret < 0 || ferror(out) ? 1 : 0;
 	recording_reader__close(r);
 	return ret;

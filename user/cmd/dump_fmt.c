@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* dump's record printer: one field list per record type, printed as JSON or
- * as text. Records come from the reader, which checked their sizes. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <inttypes.h>
@@ -73,8 +71,7 @@ static size_t utf8_len(const uint8_t *p, size_t n)
 	return len;
 }
 
-/* A quoted, escaped string. utf8: keep valid multi-byte sequences (names,
- * paths); otherwise every byte outside printable ASCII is escaped. */
+/* A quoted, escaped string; utf8 keeps valid multi-byte sequences. */
 static void put_quoted(FILE *f, const uint8_t *p, size_t n, bool utf8)
 {
 	fputc('"', f);

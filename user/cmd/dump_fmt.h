@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * How dump prints one record: the same field list becomes either a JSON
- * object ("key":value, DESIGN.md section 4) or text (key=value).
- */
+/* How dump prints one record: one field list as JSON or as key=value text. */
 #ifndef CRITPATH_DUMP_FMT_H
 #define CRITPATH_DUMP_FMT_H
 
@@ -19,8 +16,6 @@ struct jline {
 	bool first;
 };
 
-/* JSON object: '{' … '}' and a newline at jline__end (nested objects: call
- * jline__begin on the same FILE and close with fputc('}')). */
 void jline__begin(struct jline *j, FILE *f);
 void jline__end(struct jline *j);
 void jline__key(struct jline *j, const char *key);

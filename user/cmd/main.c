@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "msg.h"
 
 static const struct cmd {
 	const char *name;
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "critpath: unknown command '%s'\n", argv[1]);
+	cp_error(NULL, "unknown command '%s'", argv[1]);
 	usage(stderr);
 	return 2;
 }

@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * `critpath report INPUT..` and `critpath diff A B` (DESIGN.md sections 1
- * and 6). Inputs are told apart by content: recordings (recording__sniff)
- * are analysed together by kpath__analyze, so connections between hosts can
- * be followed; every other file is read as a Jaeger / OTLP trace file.
- * Exit status: 0 when anything was analysed (warnings or not), 1 when
- * nothing could be, 2 for usage errors.
- */
+/* critpath report and diff (DESIGN.md 1, 6): recordings (by content) go
+ * together to kpath__analyze, other files are trace files. Exit: 0 something
+ * analysed, 1 nothing, 2 usage. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,6 +15,7 @@
 #include "commands.h"
 #include "engine.h"
 #include "kpath.h"
+#include "msg.h"
 #include "recording.h"
 #include "report_cmd.h"
 #include "span.h"
@@ -264,7 +260,7 @@ static int parse_size(const char *s, uint64_t *v)
 
 static int bad_value(const char *cmd, const char *opt, const char *val, const char *want)
 {
-	fprintf(stderr, "critpath %s: %s '%s': expected %s\n", cmd, opt, val, want);
+	cp_error(cmd, "%s '%s': expected %s", opt, val, want);
 	return 2;
 }
 
@@ -421,25 +417,24 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 				return bad_value(cmd, "--to", optarg, BOUND_WANTED);
 			break;
 		default:
-			fprintf(stderr, "critpath %s: '%s --help' lists the options\n", cmd, cmd);
+			cp_error(cmd, "'%s --help' lists the options", cmd);
 			return 2;
 		}
 	}
 	if (fl->min_latency_ns && fl->max_latency_ns && fl->min_latency_ns > fl->max_latency_ns) {
-		fprintf(stderr, "critpath %s: --min-latency is above --max-latency\n", cmd);
+		cp_error(cmd, "--min-latency is above --max-latency");
 		return 2;
 	}
 	if ((fl->from_ns || fl->from_rel) && (fl->to_ns || fl->to_rel) &&
 	    fl->from_realtime == fl->to_realtime && fl->from_rel == fl->to_rel &&
 	    fl->from_ns > fl->to_ns) {
-		fprintf(stderr, "critpath %s: --from is after --to\n", cmd);
+		cp_error(cmd, "--from is after --to");
 		return 2;
 	}
 	return 0;
 }
 
-/* -o: request names and paths (TLS plaintext among them) are as private
- * as the recording they come from: 0600, no link followed */
+/* -o: as private as the recording: 0600, no link followed */
 static FILE *open_output(const char *cmd, const char *out)
 {
 	struct stat st;
@@ -450,12 +445,12 @@ static FILE *open_output(const char *cmd, const char *out)
 		return stdout;
 	fd = output__open(out, &st);
 	if (fd < 0) {
-		fprintf(stderr, "critpath %s: cannot write %s: %s\n", cmd, out, output__why(fd));
+		cp_error(cmd, "cannot write %s: %s", out, output__why(fd));
 		return NULL;
 	}
 	f = fdopen(fd, "w");
 	if (!f) {
-		fprintf(stderr, "critpath %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+		cp_error(cmd, "cannot write %s: %s", out, strerror(errno));
 		close(fd);
 	}
 	return f;
@@ -466,7 +461,7 @@ static int close_output(const char *cmd, const struct report_args *a, FILE *f, i
 	if (a->out && fclose(f) && !err)
 		err = -errno;
 	if (err) {
-		fprintf(stderr, "critpath %s: writing the %s output to %s failed: %s\n", cmd,
+		cp_error(cmd, "writing the %s output to %s failed: %s",
 			formats[a->fmt].name, a->out ? a->out : "stdout", strerror(-err));
 		return 1;
 	}
@@ -487,13 +482,12 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (optind >= argc) {
-		fprintf(stderr, "critpath report: no input (recordings, trace files or "
-				"directories)\n");
+		cp_error("report", "no input (recordings, trace files or "
+				"directories)");
 		report_usage(stderr);
 		return 2;
 	}
-	/* what the format shows decides what the engine keeps; json streams
-	 * every request out as it comes, so memory does not grow with them */
+	/* what the format shows decides what is kept; json streams requests */
 	a.eo.keep_slowest = a.fmt == FMT_JSON ? 0 : a.oo.requests;
 	a.eo.sorted_top = a.fmt == FMT_TEXT ? a.oo.top : 0;
 	if (a.fmt == FMT_HTML && !a.requests_set)
@@ -506,7 +500,7 @@ int cmd_report(int argc, char **argv)
 			return 1;
 		js = out_json__begin(out);
 		if (!js) {
-			fprintf(stderr, "critpath report: out of memory\n");
+			cp_error("report", "out of memory");
 			close_output("report", &a, out, 0);
 			return 1;
 		}
@@ -515,7 +509,7 @@ int cmd_report(int argc, char **argv)
 	}
 	e = engine__new(&a.eo);
 	if (!e) {
-		fprintf(stderr, "critpath report: out of memory\n");
+		cp_error("report", "out of memory");
 		rc = 1;
 		goto cleanup;
 	}
@@ -525,7 +519,7 @@ int cmd_report(int argc, char **argv)
 	ao.quiet = a.quiet;
 	n = report__analyze(argv + optind, argc - optind, e, &ao, &why);
 	if (n <= 0) {
-		fprintf(stderr, "critpath report: nothing analysed: %s\n",
+		cp_error("report", "nothing analysed: %s",
 			n < 0 ? strerror(-n) : why);
 		rc = 1;
 	}
@@ -614,14 +608,14 @@ static int diff_load(const char *path, const struct report_args *a, struct diff_
 
 			rc = read_file(path, &buf, &len);
 			if (rc) {
-				fprintf(stderr, "critpath diff: %s: cannot read: %s\n", path,
+				cp_error("diff", "%s: cannot read: %s", path,
 					strerror(-rc));
 				return 1;
 			}
 			rc = diff_side__from_json(s, path, buf, len, err, sizeof(err));
 			free(buf);
 			if (rc) {
-				fprintf(stderr, "critpath diff: %s: %s\n", path,
+				cp_error("diff", "%s: %s", path,
 					rc == -ENOMEM ? "out of memory" : err);
 				return 1;
 			}
@@ -633,13 +627,13 @@ static int diff_load(const char *path, const struct report_args *a, struct diff_
 	eo.sorted_top = 0;
 	e = engine__new(&eo);
 	if (!e) {
-		fprintf(stderr, "critpath diff: out of memory\n");
+		cp_error("diff", "out of memory");
 		return 1;
 	}
 	engine__set_quiet(e, a->quiet);
 	n = report__analyze((char *const *)&path, 1, e, &ao, &why);
 	if (n <= 0) {
-		fprintf(stderr, "critpath diff: %s: nothing analysed: %s\n", path,
+		cp_error("diff", "%s: nothing analysed: %s", path,
 			n < 0 ? strerror(-n) : why);
 		engine__free(e);
 		return 1;
@@ -647,7 +641,7 @@ static int diff_load(const char *path, const struct report_args *a, struct diff_
 	rc = diff_side__from_result(s, path, engine__result(e));
 	engine__free(e);
 	if (rc) {
-		fprintf(stderr, "critpath diff: out of memory\n");
+		cp_error("diff", "out of memory");
 		return 1;
 	}
 	return 0;
@@ -664,12 +658,12 @@ int cmd_diff(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (argc - optind != 2) {
-		fprintf(stderr, "critpath diff: expected two inputs, A and B (got %d)\n",
+		cp_error("diff", "expected two inputs, A and B (got %d)",
 			argc - optind);
 		return 2;
 	}
 	if (a.out || a.requests_set) {
-		fprintf(stderr, "critpath diff: -o and --requests are report options\n");
+		cp_error("diff", "-o and --requests are report options");
 		return 2;
 	}
 	rc = diff_load(argv[optind], &a, &sa);
@@ -681,7 +675,7 @@ int cmd_diff(int argc, char **argv)
 		o.min_change_ns = a.min_change_ns;
 		rc = diff__write(stdout, &sa, &sb, &o);
 		if (rc < 0)
-			fprintf(stderr, "critpath diff: writing the result failed: %s\n",
+			cp_error("diff", "writing the result failed: %s",
 				strerror(-rc));
 		rc = rc < 0 ? 1 : 0;
 	}

@@ -1,9 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * Shared by `critpath report` and `critpath diff` (user/cmd/report*.c,
- * user/cmd/diff.c): argument parsing, input discovery, input analysis, and the
- * comparison of two profiles.
- */
+/* Shared by report and diff: arguments, inputs, analysis, comparison. */
 #ifndef CRITPATH_REPORT_CMD_H
 #define CRITPATH_REPORT_CMD_H
 
@@ -15,20 +11,14 @@
 #include "engine.h"
 #include "util.h"
 
-/* --from/--to: RFC 3339 ("2024-05-01T12:00:00.5Z", "+02:00" offsets,
- * "YYYY-MM-DD HH:MM:SS" taken as UTC), Unix epoch seconds ("1714564800.25"),
- * or a duration ("120s": that many ns on the requests' own clock, which for
- * recordings is CLOCK_MONOTONIC, i.e. time since boot). 0 or -EINVAL. */
+/* --from/--to: RFC 3339 (no zone = UTC), Unix seconds, or a duration on the
+ * input's clock (since boot for recordings). 0 or -EINVAL. */
 int parse_time(const char *s, uint64_t *ns);
-/* The same; *realtime says whether it was a wall-clock time (RFC 3339 or
- * Unix seconds) rather than a duration on the input's clock. */
 int parse_time_kind(const char *s, uint64_t *ns, bool *realtime);
 
-/* The input files named by paths: regular files as given, directories
- * walked recursively in name order (non-regular entries skipped, symlinked
- * directories not followed). Problems are warned through e (if not NULL)
- * or stderr. *files is a NULL-terminated strdup'd list; free with
- * input_list__free. 0 or -errno (only for out of memory). */
+/* The input files: regular files, directories walked in name order (symlinked
+ * dirs not followed); problems warned through e or stderr. *files a
+ * NULL-terminated list (input_list__free). -errno only for ENOMEM. */
 int input_list__collect(char *const *paths, int npaths, struct engine *e, char ***files,
 			int *nfiles);
 void input_list__free(char **files);
@@ -41,10 +31,8 @@ struct analyze_opts {
 	uint64_t window_bytes, window_ns; /* --trace-window-bytes, --trace-window (0: default) */
 };
 
-/* Recordings (recording__sniff) go together to kpath__analyze, other files
- * to span__analyze_file. Returns how many inputs were analysed (>= 0), or
- * -errno when the input list could not be built; *why says why nothing was
- * analysed when it returns 0. */
+/* Analyses recordings together and other files as traces: how many inputs (0:
+ * *why says why), or -errno. */
 int report__analyze(char *const *paths, int npaths, struct engine *e, const struct analyze_opts *o,
 		    const char **why);
 
@@ -71,8 +59,6 @@ struct diff_side {
 	bool has_samples; /* every step has its samples (fewer than ENGINE_FEW requests) */
 };
 
-/* True when head (the first bytes of a file) is a saved `report --format
- * json` document: an object whose first key is "critpath_report". */
 bool diff__is_saved_profile(const char *head, size_t len);
 int diff_side__from_result(struct diff_side *s, const char *label, const struct engine_result *r);
 /* Reads a saved report's "summary" and "profile"; on error err names what
@@ -87,8 +73,6 @@ struct diff_opts {
 	uint64_t min_change_ns; /* smaller changes are not differences */
 };
 
-/* Writes the steps whose per-request time changed most; returns the number
- * of differences (0: "no differences" was written) or -errno. */
 int diff__write(FILE *f, const struct diff_side *a, const struct diff_side *b,
 		const struct diff_opts *o);
 

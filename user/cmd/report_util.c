@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "msg.h"
 #include "report_cmd.h"
 
 /* "2024-05-01T12:00:00[.frac](Z|±hh:mm)" or with a space, no zone = UTC */
@@ -120,7 +121,7 @@ static void warn_input(struct engine *e, const char *path, const char *what)
 	if (e)
 		engine__warn(e, "%s: %s", path, what);
 	else
-		fprintf(stderr, "critpath: %s: %s\n", path, what);
+		cp_error(NULL, "%s: %s", path, what);
 }
 
 static int skip_dot(const struct dirent *d)

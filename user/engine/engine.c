@@ -1,21 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The engine (engine.h): filters requests, then aggregates their critical
- * paths as they arrive.
- *
- * Per frame stack (frames + category) it keeps the total time, the number of
- * requests having it, a log-linear histogram of the step's time per request
- * (engine_int.h: quantiles within 0.8%) and the step's time split by the
- * latency bucket of the request it belonged to. End-to-end latencies go into
- * the same kind of histogram. Percentile views (CRISP) need P50/P95/P99 of
- * latency, known only at the end: the view "at or below Pxx" is computed as
- * the requests in the latency buckets up to the one holding Pxx. That costs
- * stacks x latency buckets of memory, never anything per request; the price
- * is that a view may include requests up to 1/64 (1.6%) slower than the
- * exact nearest-rank Pxx, and the engine reports the largest latency it
- * included (latency_pct_ns), so "pct_nrequests requests at or below
- * latency_pct_ns" is exact. Whole requests are kept only as engine_opts asks.
- */
+/* The engine: filters requests and aggregates their critical paths as they
+ * arrive. Per frame stack: total, count, a log-linear histogram and the time by
+ * latency bucket, so percentile views (CRISP) cost stacks × buckets, never per
+ * request; a view may include requests up to 1/64 slower than exact Pxx, and
+ * says the largest latency included. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +12,7 @@
 
 #include "engine.h"
 #include "engine_int.h"
+#include "msg.h"
 
 const double engine_pct[ENGINE_NPCT] = {0.50, 0.95, 0.99};
 
@@ -175,11 +164,11 @@ void engine__warn(struct engine *e, const char *fmt, ...)
 	va_end(ap);
 	if (!e->quiet && s) {
 		if (n < WARN_PRINT)
-			fprintf(stderr, "critpath: warning: %s\n", s);
+			cp_warn(NULL, "%s", s);
 		else if (n == WARN_PRINT)
-			fprintf(stderr,
-				"critpath: warning: more than %d warnings; the rest are "
-				"in the report only\n",
+			cp_warn(NULL,
+				"more than %d warnings; the rest are "
+				"in the report only",
 				WARN_PRINT);
 	}
 	if (!s || e->nwarnings >= WARN_KEEP ||
@@ -246,8 +235,7 @@ struct stack_key {
 	uint64_t hash;
 };
 
-/* Stacks are looked up by their interned frames: the same strings are the
- * same pointers, so hashing and comparing pointers compares contents. */
+/* Stacks are keyed by interned frames: comparing pointers compares contents. */
 static uint64_t frames_hash(const char *const *frames, uint32_t n, uint64_t seed)
 {
 	uint64_t h = hash__u64(seed, n);
@@ -287,9 +275,7 @@ static uint64_t stack_hash_of(const void *ctx, uint32_t i)
 
 static const char *engine__frame_uninterned(struct engine *e, const char *f);
 
-/* The interned copy of a frame of the request being added (NULL: "?").
- * Inline: with an interned request (the kernel walk's), it is f, asked for
- * every frame and culprit. */
+/* The interned copy of a frame (NULL: "?"); with an interned request it is f. */
 static inline const char *engine__frame(struct engine *e, const char *f)
 {
 	if (f && e->interned)
@@ -349,11 +335,8 @@ static uint64_t stack_hash(uint64_t frames_h, enum cp_category cat)
 	return h ^ (h >> 32);
 }
 
-/* Before the segments are looked up one by one: their keys and hashes
- * (into e->gkeys, e->ghash), and prefetches of what the lookups will touch,
- * as engine__spans does. (The cache holds nothing of this gen yet.) A
- * segment whose frames array is one of the last RECENT_FRAMES seen
- * (producers share it between segments alike) takes its keys as they are. */
+/* Keys, hashes and prefetches of the segments before their lookups; a segment
+ * sharing one of the last RECENT_FRAMES frames arrays reuses its keys. */
 #define RECENT_FRAMES 4
 static inline __attribute__((always_inline)) int engine__stacks_ahead(struct engine *e,
 								      const struct cp_request *req)
@@ -379,9 +362,6 @@ static inline __attribute__((always_inline)) int engine__stacks_ahead(struct eng
 	mask = e->stack_index.cap - 1;
 	kf = e->gkeys;
 	for (uint32_t i = 0; i < n; kf += g[i++].nframes) {
-		/* producers share one frames array among a request's segments
-		 * alike, which alternate (own cpu, run queue, other requests):
-		 * the last few arrays seen are looked up by pointer */
 		uint32_t r = 0;
 
 		while (r < nrecent &&
@@ -423,8 +403,7 @@ static inline __attribute__((always_inline)) int engine__stacks_ahead(struct eng
 	return 0;
 }
 
-/* The stack id of segment g, its frames interned in kf with hash h
- * (engine__stacks_ahead), creating it on first sight; -ENOMEM. */
+/* The stack id of segment g, created on first sight; -ENOMEM. */
 static inline __attribute__((always_inline)) int64_t
 engine__stack(struct engine *e, const struct cp_segment *g, const char *const *kf, uint64_t h)
 {
@@ -598,11 +577,8 @@ static int engine__span(struct engine *e, const struct cp_span_stat *st, const c
 	return 0;
 }
 
-/* A request's span stats in passes: keys and hashes first, prefetching the
- * index slots, then the entries those slots hold and their frames, then the
- * lookups proper. The table outgrows the caches (a few thousand call paths
- * with their frames), and a miss after a miss per span (slot, entry,
- * frames) cost more than all the rest of the engine. */
+/* A request's span stats in passes (keys and prefetches, entries and frames,
+ * lookups), so cache misses overlap instead of following one another. */
 static int engine__spans(struct engine *e, const struct cp_request *req)
 {
 	uint32_t n = req->nspans, total = 0, mask;
@@ -863,9 +839,8 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 	lat = req->end_ns - req->start_ns;
 	e->gen++;
 	e->interned = req->interned;
-	/* A request served to a traced caller is in that caller's path: the
-	 * profile counts it once, there (CPT's average critical path is per
-	 * entry request), unless the report asks for its service. */
+	/* a request served to a traced caller is counted once, in the caller's
+	 * path (CPT), unless its service is asked for */
 	if (req->downstream && !e->opts.filter.service) {
 		err = engine__frames(e, req);
 		err = err ?: engine__keep(e, req);

@@ -1,16 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * The engine: takes critical paths (struct cp_request, model.h) from any
- * producer, aggregates them (average critical path, percentile views,
- * per-step distributions, contention), and hands a finished result to the
- * output writers (user/out/). DESIGN.md section 6.
- *
- * Memory: the engine keeps aggregates whose size depends on the number of
- * distinct frame stacks, not on the number of requests; it keeps whole
- * requests only as far as engine_opts asks (all of them with
- * keep_all_requests, the slowest N for --requests N / html / perfetto);
- * report --format json streams every request through on_request instead.
- */
+/* The engine (DESIGN.md 6): critical paths in from any producer, aggregates out
+ * to the writers. Memory grows with distinct frame stacks, not requests; whole
+ * requests are kept only as engine_opts asks. */
 #ifndef CRITPATH_ENGINE_H
 #define CRITPATH_ENGINE_H
 
@@ -21,8 +12,8 @@
 #include "model.h"
 
 #define ENGINE_NPCT 3	/* P50, P95, P99 */
-/* Below this many requests the profile keeps each step's time per request
- * (engine_profile_entry.samples_ns): diff bootstraps its interval there */
+/* Below this many requests each step's per-request times are kept (diff's
+ * bootstrap). */
 #define ENGINE_FEW 30
 extern const double engine_pct[ENGINE_NPCT];	/* 0.50, 0.95, 0.99 */
 
@@ -31,12 +22,9 @@ struct engine_filter {
 	const char *name;		/* root operation / request name */
 	uint64_t min_latency_ns, max_latency_ns;	/* 0 = unbounded */
 	uint64_t from_ns, to_ns;	/* request start within, 0 = unbounded */
-	/* from_ns / to_ns are Unix-epoch times (RFC 3339, Unix
-	 * seconds), compared with start_ns + realtime_offset_ns; otherwise
-	 * times on the input's own clock (since boot for recordings) */
+	/* from_ns / to_ns are Unix-epoch times, else on the input's own clock */
 	bool from_realtime, to_realtime;
-	/* from_ns / to_ns are offsets from the start of the input ("+2.5s"):
-	 * engine__set_time_base's, else the first request's start */
+	/* from_ns / to_ns are offsets from the input's start */
 	bool from_rel, to_rel;
 	const char *host;
 	const char *tag;		/* "key=value" on any span of the trace */
@@ -47,13 +35,10 @@ struct engine_opts {
 	bool keep_all_requests;		/* json: every request with its path */
 	uint32_t keep_slowest;		/* keep the N slowest requests (0 = none) */
 	double overlap_tolerance;	/* span level: fraction of parent, default 0.01 */
-	/* > 0: the result orders only the first N profile entries,
-	 * spans and contention rows (text shows no more); the rest follow
-	 * unordered. 0: all ordered */
+	/* > 0: only the first N rows are ordered (text shows no more) */
 	uint32_t sorted_top;
-	/* called with every request the filters let through, right
-	 * after it is aggregated (the producer's request, valid during the call
-	 * only). Lets --format json stream requests instead of keeping them. */
+	/* every request that passes the filters, valid during the call (json
+	 * streams them) */
 	void (*on_request)(void *ctx, const struct cp_request *req);
 	void *on_request_ctx;
 };
@@ -66,11 +51,8 @@ struct engine *engine__new(const struct engine_opts *opts);
 void engine__free(struct engine *e);
 /* Filters, then aggregates; copies what it keeps. 1 = taken, 0 = filtered out. */
 int engine__add_request(struct engine *e, const struct cp_request *req);
-/* the engine's copy of s (equal contents, one pointer), valid
- * until engine__free; NULL for NULL or on ENOMEM. For cp_request.interned. */
 const char *engine__intern(struct engine *e, const char *s);
-/* A warning for the report ("traces/a.json: trace 4bf9…: span 00f0…: negative
- * duration, span dropped"). Also printed to stderr unless quiet. */
+/* A warning for the report; printed to stderr too unless quiet. */
 void engine__warn(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void engine__set_quiet(struct engine *e, bool quiet);
 /* The engine as a producer's sink: requests to engine__add_request,
@@ -86,14 +68,11 @@ struct engine_profile_entry {
 	uint64_t pct_total_ns[ENGINE_NPCT];	/* over the requests at or below P50/P95/P99 */
 	/* the step's own latency distribution (its time per request) */
 	uint64_t q50_ns, q90_ns, q99_ns, max_ns;
-	/* the same as a histogram with power-of-two buckets: hist[k]
-	 * counts requests whose time in this step was in [2^(hist_log2 + k),
-	 * 2^(hist_log2 + k + 1)) ns (the bucket of 2^0 also holds 0) */
+	/* power-of-two histogram: hist[k] counts [2^(hist_log2 + k),
+	 * 2^(hist_log2 + k + 1)) ns */
 	const uint32_t *hist;
 	uint32_t nhist;
 	uint32_t hist_log2;
-	/* the standard deviation of its time per request, over all requests
-	 * (0 in those without it): its mean's confidence in diff */
 	double sd_ns;
 	/* with fewer than ENGINE_FEW requests in all, its time in
 	 * each request that had it (requests values): diff's bootstrap */
@@ -121,15 +100,9 @@ struct engine_span_entry {
 	uint64_t exclusive_ns;		/* sum of time on the critical path */
 };
 
-/*
- * CPU time by SKU (DESIGN.md section 5, "CPU and SKU"): a cpu segment's SKU
- * is its recording's --sku label, or else its CPU's model name. Per cpu
- * step, and over all cpu steps of a request, the time a request spent there
- * on each SKU; a SKU is compared with the baseline (the SKU most requests
- * ran on) by the ratio of the means and its 95% confidence interval. A step
- * is SKU-sensitive when that interval lies wholly beyond ENGINE_SKU_MARGIN
- * either way: slower or faster by more than 10%, at 95% confidence.
- */
+/* CPU time by SKU (DESIGN.md 5): a SKU is compared with the baseline by the
+ * ratio of means and its 95% interval; SKU-sensitive when the interval lies
+ * beyond ENGINE_SKU_MARGIN. */
 #define ENGINE_SKU_MIN_REQUESTS 10	/* on each side, or no verdict */
 #define ENGINE_SKU_MARGIN 1.10
 
@@ -193,10 +166,8 @@ struct engine_result {
 	const struct engine_span_entry *spans;
 	uint32_t nspans;
 	uint64_t nfiltered;		/* requests the filters left out */
-	/* CPU time by SKU. skus: the SKUs seen, the baseline (most
-	 * requests) first; sku_steps: the cpu steps, and the request kinds'
-	 * whole cpu time, that ran on two SKUs or more, by total_ns
-	 * descending. Outputs show them when nskus >= 2. */
+	/* the SKUs seen (baseline first) and the cpu steps that ran on two or
+	 * more */
 	const struct engine_sku *skus;
 	uint32_t nskus;
 	const struct engine_sku_step *sku_steps;
@@ -219,10 +190,8 @@ struct out_opts {
 /* Output writers, one file each (user/out/<fmt>.c). 0 or -errno. */
 int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o);
 int out_json(FILE *f, const struct engine_result *r, const struct out_opts *o);
-/* out_json in two halves, so requests can be written as they
- * arrive (engine_opts.on_request = out_json__request) and memory does not
- * grow with them. out_json__end writes the rest (summary, profile, …; any
- * kept requests are not written again) and frees s. */
+/* out_json in two halves so requests stream as they arrive; out_json__end
+ * writes the rest and frees s. */
 struct out_json_stream;
 struct out_json_stream *out_json__begin(FILE *f);
 void out_json__request(void *s, const struct cp_request *req);

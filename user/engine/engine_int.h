@@ -1,15 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * Engine internals shared by user/engine/ (not part of the engine API).
- *
- * Distributions use one log-linear bucketing everywhere (HDR-histogram
- * style): values below 64 have a bucket each; above, every power of two is
- * split into 64 equal buckets, so a bucket is at most 1/64 of its lower
- * bound wide. Reporting a bucket's midpoint is within 0.8% of any value in
- * it. Bucket arrays are dense over the range of buckets actually seen and
- * grow on demand, so a distribution costs a few KiB whatever the number of
- * values put into it.
- */
+/* Engine internals. One log-linear bucketing everywhere: a bucket each below
+ * 64, then 64 per power of two (midpoints within 0.8%); arrays dense over the
+ * buckets seen. */
 #ifndef CRITPATH_ENGINE_INT_H
 #define CRITPATH_ENGINE_INT_H
 
@@ -69,8 +61,8 @@ static inline uint64_t barr__get(const struct barr *a, uint32_t b)
 }
 void barr__free(struct barr *a);
 
-/* The q-quantile (nearest rank) of a histogram of count values within
- * [min, max]: the bucket's midpoint, clipped to [min, max]. */
+/* The q-quantile (nearest rank) of a histogram: the bucket's midpoint clipped
+ * to [min, max]. */
 uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t min, uint64_t max,
 			double q);
 /* The bucket holding the nearest-rank q-quantile of count values. */
@@ -78,10 +70,8 @@ uint32_t barr__quantile_bucket(const struct barr *counts, uint64_t count, double
 
 
 struct cp_request;
-/* A deep copy of req in one allocation (free() releases it); strings that
- * repeat across requests (frames, comm, service, …) come from in. When
- * seg_frames is not NULL, segment i's frames become seg_frames[i] (arrays
- * that outlive the copy: the engine's interned stacks). */
+/* A deep copy of req in one allocation, repeated strings from in; seg_frames
+ * (if not NULL) replaces each segment's frames. */
 struct cp_request *request__copy(const struct cp_request *req, struct intern *in,
 				 const char *const *const *seg_frames);
 
@@ -102,8 +92,6 @@ struct stack {
 	uint64_t *few;	    /* its time in each request, while fewer than ENGINE_FEW */
 };
 
-/* A request's time in one place (a step on a SKU), over the requests that
- * had some: count, sum, extremes and the distribution (variance from it). */
 struct sku_acc {
 	uint64_t n, total, min, max;
 	struct barr dist;
@@ -165,8 +153,7 @@ struct engine {
 	struct culprit *culprits;
 	uint32_t nculprits, capculprits;
 	struct index culprit_index;
-	/* culprits met lately, by tid: the same few repeat across segments and
-	 * requests, and their comms are interned, so a match needs no hash */
+	/* culprits met lately, by tid (comms interned: no hash needed) */
 	struct {
 		int32_t pid, tid;
 		const char *comm;
@@ -189,10 +176,7 @@ struct engine {
 		uint64_t gen;
 		uint32_t stack;
 	} cache[CACHE_SLOTS];
-	/* A request's frame strings, interned: producers share one string
-	 * among the frames of many segments and spans, so each is hashed and
-	 * compared once per request rather than once per use (span input: a
-	 * third of the engine's time). Valid for one gen. */
+	/* a request's frame strings interned once per request, not per use */
 	struct {
 		const char *from, *to;
 		uint64_t gen;
@@ -231,10 +215,8 @@ struct engine {
 	uint32_t nsku_touched, capsku_touched;
 	uint32_t *sku_kinds_touched;
 	uint32_t nsku_kinds_touched, capsku_kinds_touched;
-	/* Until a second SKU appears, a cpu step's own totals are its time on
-	 * the one SKU seen (sku_only): no sku_steps are kept, and the request's
-	 * cpu time there adds up in sku_cur. The second SKU seeds sku_steps
-	 * from the steps (engine__sku_split). */
+	/* until a second SKU appears, a cpu step's own totals are the one
+	 * SKU's; the second seeds sku_steps */
 	const char *sku_only;
 	uint64_t sku_cur, sku_cur_gen;
 	bool sku_multi;
@@ -263,9 +245,8 @@ static inline const char *sku__key(const struct cp_segment *g)
 	return g->sku ? g->sku : g->cpu_model;
 }
 
-/* engine/sku.c: a request's cpu segment seg (stack id, d ns) on its SKU; at
- * the end of the request, its sums into the accumulators; the result's
- * tables; freeing. 0 or -ENOMEM. */
+/* engine/sku.c: a cpu segment on its SKU, end-of-request sums, the result's
+ * tables. 0 or -ENOMEM. */
 int engine__sku_segment(struct engine *e, const struct cp_request *req, uint32_t seg,
 			uint32_t stack, uint64_t d);
 int engine__sku_flush(struct engine *e, const struct cp_request *req);

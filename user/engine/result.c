@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The engine's result (engine__result): what engine/engine.c aggregated, sorted
- * and turned into the tables of struct engine_result -- profile entries
- * with their quantiles, histograms and percentile views, contention,
- * spans, kept requests and warnings. Computed once, at the end.
- */
+/* The engine's result, computed once at the end: sorted tables of struct
+ * engine_result. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -117,9 +113,8 @@ static void sift_down(char *base, size_t n, size_t size, size_t i, char *tmp,
 	}
 }
 
-/* qsort, or, with 0 < k < n: the k first elements in order, then the rest in
- * no order. A heap of the best k seen: most of the n compare once with its
- * root. For a total order the first k are qsort's first k. */
+/* qsort, or with 0 < k < n the first k in order and the rest unordered (a heap
+ * of the best k). */
 static void sort_first(void *base, size_t n, size_t size, size_t k,
 		       int (*cmp)(const void *, const void *))
 {

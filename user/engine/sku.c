@@ -1,26 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * CPU time by SKU (DESIGN.md section 5, "CPU and SKU"): how a cpu step's
- * critical-path time depends on the CPU model it ran on. A cpu segment's SKU
- * is its recording's --sku label, or else its CPU's model name, so
- * recordings of several machines (or of one machine under two labels)
- * reported together compare step by step.
- *
- * The unit is a request: per step and SKU, the time one request spent in
- * that step on that SKU (requests with none there are not counted, as in
- * the step's own distribution). Means come from sums, variances from the
- * distributions (bucket midpoints, within 0.8%), so memory depends on
- * steps × SKUs, not on requests. While one SKU is all there is, the steps'
- * own totals are its (no work per segment beyond a compare); the second
- * SKU splits them (engine__sku_split).
- *
- * A SKU is compared with the baseline by the ratio of the means, r =
- * m / m_base, with a 95% confidence interval from the delta method on log r:
- * se² = s²/(n m²) + s_base²/(n_base m_base²), r · exp(±1.96 se). The verdict
- * says what the interval allows: slower or faster (SKU-sensitive) when it
- * lies wholly beyond ENGINE_SKU_MARGIN, the same when wholly within, unclear
- * otherwise; too few requests under ENGINE_SKU_MIN_REQUESTS on either side.
- */
+/* CPU time by SKU (DESIGN.md 5): per cpu step and SKU, one request's time
+ * there. Means from sums, variances from the distributions. A SKU is compared
+ * with the baseline by r = m / m_base with a 95% delta-method interval on log
+ * r: se² = s²/(n m²) + s_base²/(n_base m_base²). Slower/faster beyond
+ * ENGINE_SKU_MARGIN, same within, else unclear. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -229,11 +212,8 @@ static int acc__copy(struct sku_acc *a, const struct stack *s)
 	return 0;
 }
 
-/*
- * A second SKU: every cpu step so far ran on sku_only, so its totals become
- * that SKU's, and the request being added (segments before seg, which went
- * into the steps' cur_ns only) is redone SKU by SKU.
- */
+/* A second SKU: the steps' totals become sku_only's, and the request being
+ * added is redone SKU by SKU. */
 static int engine__sku_split(struct engine *e, const struct cp_request *req, uint32_t seg)
 {
 	const char *only = e->sku_only;
@@ -460,9 +440,8 @@ static int seen_cmp(const void *pa, const void *pb)
 	return strcmp(a->sku, b->sku);
 }
 
-/* One compared place: its SKUs' stats from pool, the baseline's first
- * (base: the global baseline; a place it never ran on compares with its
- * busiest SKU). */
+/* One compared place from pool, the baseline first (its busiest SKU where the
+ * global one never ran). */
 static void place__fill(struct engine_sku_step *out, const struct sku_acc *const *accs,
 			const char *const *skus, uint32_t n, const char *base,
 			struct engine_sku_stat *pool)

@@ -1,8 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The engine's building blocks: log-linear buckets, growing bucket arrays,
- * string interning and deep copies of requests (see engine_int.h).
- */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -132,8 +128,7 @@ uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t min,
 
 
 
-/* Deep copy in one block: the request, then segments, span stats, culprit
- * and frame arrays, then the strings that are unique per request (ids). */
+/* Deep copy in one block: request, arrays, then its unique strings. */
 static size_t align8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
@@ -175,9 +170,7 @@ static const char *const *copy_frames(char **p, const char *const *frames, uint3
 	return d;
 }
 
-/* Within one copy the producer's pointers identify their contents: most
- * segments of a request repeat a handful of comm / cpu_model / … pointers,
- * so a small cache keyed by pointer saves hashing them again. */
+/* a pointer-keyed cache: a request repeats a handful of string pointers */
 struct icache {
 	struct intern *in;
 	const char *src[8];

@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * TLS on memory buffers (Node.js, Go): the library's plaintext calls are
- * matched to the socket calls of their thread that carry them (a TLS read
- * after the socket read it decrypts, a TLS write before the socket write
- * that sends it), and name the requests of that connection.
- */
+/* TLS on memory buffers (Node.js, Go): the library's plaintext calls matched to
+ * the socket calls of their thread that carry them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
@@ -15,16 +11,13 @@
 
 #include "kpath_internal.h"
 
-/* Whether a TLS library's call on memory buffers and its thread's socket
- * call at then and now go together: a socket read and the TLS read that
- * decrypts it, a TLS write and the socket write that carries it. */
+/* A socket call and its TLS call on memory buffers are this close. */
 static bool bio_near(uint64_t then, uint64_t now)
 {
 	return then <= now && now - then < KP_TLS_BIO_NS;
 }
 
-/* TLS writes waiting for a socket write, dropped (counted) when the first
- * is too old for the socket call at ts to be the one that carries them. */
+/* Drops (counted) TLS writes too old for the socket write at ts. */
 static void bio_wr_expire(struct kp *kp, struct kp_bio_wr *q, uint64_t ts)
 {
 	if (q->n && !bio_near(q->ts, ts)) {
@@ -33,11 +26,7 @@ static void bio_wr_expire(struct kp *kp, struct kp_bio_wr *q, uint64_t ts)
 	}
 }
 
-/* A TLS write on memory buffers (Node.js, Go): its plaintext, kept in q
- * (its connection's, or its thread's while that is not known) for the
- * socket write that carries its ciphertext (conn_write). Writes left
- * waiting past KP_TLS_BIO_NS, or past KP_BIO_WR_MAX, had none: counted,
- * not used. */
+/* Keeps a TLS write's plaintext in q for the socket write that carries it. */
 static int bio_wr_keep(struct kp *kp, struct kp_bio_wr *q, const struct cp_ev_tls_read *e,
 		       uint64_t ts)
 {
@@ -69,8 +58,6 @@ static int bio_wr_keep(struct kp *kp, struct kp_bio_wr *q, const struct cp_ev_tl
 	return 0;
 }
 
-/* The tlsmap key of a TLS record's library connection: its host, process
- * and id; 0 when the record has no id (an older recorder). */
 uint64_t kp__tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e)
 {
 	uint64_t id = cp_tls_id(e);
@@ -78,9 +65,8 @@ uint64_t kp__tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e)
 	return id ? (id << 16 | host) ^ (uint64_t)e->h.pid * 0x9e3779b97f4a7c15ull : 0;
 }
 
-/* The TLS writes a socket write at ts on ci by thread carries: its
- * connection's, else (the connection not known when they were made) its
- * thread's; NULL for none. */
+/* The TLS writes a socket write carries: its connection's, else its
+ * thread's. */
 struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, uint64_t ts)
 {
 	struct kp_bio_wr *c = &kp->cn[ci].bw, *t = &kp->th[thread].bw;
@@ -91,16 +77,14 @@ struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, ui
 	bio_wr_expire(kp, t, ts);
 	if (c->n)
 		return c;
-	/* the thread's, unless they are another library connection's (Go's
-	 * HTTP/2 server writes its SETTINGS before it reads) */
+	/* the thread's, unless another library connection's (Go's HTTP/2
+	 * server) */
 	if (!t->n)
 		return NULL;
 	theirs = kp__tls_conn_key(kp->cn[ci].host, r);
 	return key && theirs && theirs != key ? NULL : t;
 }
 
-/* The open connection a TLS library connection (a record's tls_id) was
- * seen reading on, or KP_NONE. */
 static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
 			  uint64_t *key)
 {
@@ -113,9 +97,6 @@ static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_r
 	return ci;
 }
 
-/* ci is a connection of a library on memory buffers (or Go's), its
- * library connection's key (0: not recorded) is key: ci, or KP_NONE when
- * out of memory. */
 uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
 {
 	kp->cn[ci].tls_bio = 1;
@@ -127,18 +108,9 @@ uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
 	return ci;
 }
 
-/*
- * The connection of a TLS read on memory buffers (Node.js, Go): the
- * thread's last socket read's (a moment before, in the same loop turn: its
- * ciphertext), unless the read's library connection (tls_id) was seen
- * reading on another that is still open and that one is not new. Go's
- * runtime may resume a goroutine whose read its library answers from
- * records an earlier socket read brought on another thread, whose last
- * socket read was another connection's; and it gives a closed
- * connection's memory to a new one, whose close the recording may not
- * show (the peer reset it first), so a connection none of whose reads
- * had an id before (a new one) takes the id over.
- */
+/* The connection of a TLS read on memory buffers: the thread's last socket
+ * read's, unless its tls_id names another open connection (Go moves
+ * goroutines between threads). */
 static uint32_t bio_conn(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e,
 			 uint32_t thread, uint64_t ts)
 {
@@ -180,8 +152,7 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		ci = kp_map__get(&kp->cnmap, addr_hash(host, &a));
 		if (ci != KP_NONE && (kp->cn[ci].host != host || !kp__addr_eq(&kp->cn[ci].a, &a)))
 			ci = KP_NONE;
-		/* Go's: its writes and its reads answered from the library's
-		 * buffer are this connection's too */
+		/* Go's writes and buffered reads are this connection's too */
 		if (ci != KP_NONE && e->call == CP_TLS_GO_READ)
 			ci = kp__bio_learn(kp, ci, kp__tls_conn_key(host, e));
 	} else if (e->fd < 0 && !e->family) {
@@ -201,17 +172,13 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	c = &kp->cn[ci];
 	if (c->h2)
 		return kp__h2_tls_read(kp, ci, e, thread, ts);
-	/* the client's last flight and its request came in one read (a
-	 * library that reads ahead: nginx), and the library answered the
-	 * flight (TLS 1.3's session tickets) before the server read the
-	 * request from its buffer: one request, begun by that read, named
-	 * now, its status and end the answer's still to come */
+	/* nginx reads ahead: the client's last flight and its request in one
+	 * read */
 	if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING && c->req.tls_fin &&
 	    c->req.tls_wait && c->req.reader == thread && !c->tls_bio) {
 		c->phase = KP_PH_READING;
 		c->req.status = 0;
 	}
-	/* the request that read began, not named yet; a client reads responses */
 	if (c->role != KP_ROLE_SERVER || c->phase != KP_PH_READING || !c->req.tls_wait ||
 	    (c->req.reader != thread && !c->tls_bio)) /* Go resumes a reader anywhere */
 		return 0;
@@ -230,8 +197,8 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	if (pr == KP_PROTO_HTTP)
 		proto__http_meta(p, n, &c->req.meta, kp->want != NULL);
 	if (!c->req.name[0] && n <= CP_SHORT_READ && e->bytes <= CP_SHORT_READ) {
-		/* its first bytes alone (Go's HTTP/1 server reads one, then
-		 * the rest): named with the next read's */
+		/* a first byte alone (Go's HTTP/1 server): named with the
+		 * next read's */
 		memcpy(c->req.head, p, n);
 		c->req.nhead = (uint8_t)n;
 		snprintf(c->req.name, sizeof(c->req.name), "request");

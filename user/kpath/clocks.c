@@ -19,8 +19,6 @@ struct cl_ep {
 	uint8_t addr[CP_ADDR_LEN];
 };
 
-/* A send (bytes [seq, seq + len) whose call began at t) or an arrival
- * (byte seq was there at t; len 0) */
 struct cl_obs {
 	uint64_t t;
 	uint32_t seq, len;
@@ -33,11 +31,9 @@ struct cl_bucket {
 	struct cl_obs o[CL_RING];
 };
 
-/* sends and arrivals, each by the sender's end and by the receiver's */
 enum { CL_SEND_BY_SENDER, CL_SEND_BY_RECEIVER, CL_ARR_BY_SENDER, CL_ARR_BY_RECEIVER, CL_TABLES };
 
-/* A thread's last step known to come before its next send began: the end
- * of a recorded call, or a wakeup */
+/* A thread's last step known to precede its next send. */
 struct cl_thread {
 	uint64_t key; /* host << 32 | tid, + 1 (0: empty) */
 	uint64_t ts;
@@ -117,7 +113,6 @@ static void bound(struct kp_clocks *cl, uint32_t x, uint32_t y, uint64_t ts, uin
 		cl->bound[x][y] = d;
 }
 
-/* the messages between o and what table holds under e; whether any */
 static bool match(struct kp_clocks *cl, int table, const struct cl_ep *e, const struct cl_obs *o,
 		  bool o_sends)
 {
@@ -156,7 +151,6 @@ static void arrival_obs(struct kp_clocks *cl, const struct cl_ep *from, const st
 	put(cl, CL_ARR_BY_RECEIVER, to, o);
 }
 
-/* the local and remote ends of a record's 4-tuple, IPv4-mapped as IPv4 */
 static bool ends(uint16_t family, uint16_t lport, uint16_t rport, const uint8_t *laddr,
 		 const uint8_t *raddr, struct cl_ep *l, struct cl_ep *r)
 {
@@ -173,8 +167,7 @@ static bool ends(uint16_t family, uint16_t lport, uint16_t rport, const uint8_t 
 	return true;
 }
 
-/* one stream transfer whose bytes the record's bytes and tcp_seq give (a
- * recvmmsg/sendmmsg is several datagrams, not one run of a stream) */
+/* one stream transfer (recvmmsg/sendmmsg are several datagrams) */
 static bool sock_read(uint8_t call)
 {
 	return kp__sock_read(call) && call != CP_SOCK_RECVMMSG;
@@ -206,15 +199,8 @@ static void thread_step(struct kp_clocks *cl, uint32_t host, uint32_t tid, uint6
 		t->ts = ts;
 }
 
-/*
- * When a write's bytes can have left at the earliest. The record's
- * enter_ts is not always the call's start: without --all-syscalls it is
- * when the socket layer was done sending, and on a veth the bytes reached
- * the other end inside the call, before it. The write began after the
- * thread's last recorded call ended and after its last wakeup (it ran):
- * the later of those bounds it, as long as the write did not block before
- * sending. 0: nothing known of the thread.
- */
+/* The earliest a write's bytes can have left: enter_ts may be late, so the
+ * thread's last call end or wakeup bounds it. 0: unknown. */
 static uint64_t send_began(struct kp_clocks *cl, uint32_t host, const struct cp_ev_sock *e)
 {
 	struct cl_thread *t = thread_slot(cl, host, e->h.tid);
@@ -313,12 +299,8 @@ uint64_t kp_clocks__pair_messages(const struct kp_clocks *cl, uint32_t a, uint32
 	return cl->count[a][b] + cl->count[b][a];
 }
 
-/*
- * c[h]: the correction added to h's times (c[ref] = 0). Hosts bounded both
- * ways are reached first, each through the chain of pairs whose
- * uncertainties add up least; then hosts bounded one way by a host placed,
- * moved from their realtime offset only as far as the bound asks.
- */
+/* c[h]: the correction added to h's times (c[ref] = 0), along the least
+ * uncertain chains. */
 void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_est *est)
 {
 	uint32_t n = cl->nhosts;
@@ -358,8 +340,6 @@ void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_
 			/* c_y - c_x in [lo, hi] */
 			lo = cl->bound[x][y];
 			hi = -cl->bound[y][x];
-			/* bounds that contradict each other are as uncertain
-			 * as they are apart */
 			u = (uint64_t)(lo <= hi ? hi - lo : lo - hi) / 2;
 			if (unc[x] + u >= unc[y] && reached[y])
 				continue;
@@ -371,8 +351,7 @@ void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_
 			basis[y] = KP_CLOCK_MESSAGES;
 		}
 	}
-	/* bytes one way: from every host placed, the tightest bounds; the
-	 * realtime offset (0) moved into them, or their middle if they clash */
+	/* one way: the realtime offset moved into the bounds */
 	for (bool moved = true; moved;) {
 		moved = false;
 		for (uint32_t y = 0; y < n; y++) {

@@ -1,40 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Connections and the requests served on them (DESIGN.md section 5).
- *
- * A connection is one socket of a traced process, keyed by host and 4-tuple
- * (so both ends of a loopback connection are two entries, and the peer of
- * one is the other with the tuple swapped, on any host). Requests on a
- * server connection are framed by direction changes — reads, then writes,
- * then the next read begins the next request — and named by the protocol of
- * their first bytes; the payload prefix the recorder keeps (first read after
- * a write, first write after a read) is exactly what that needs. A read that
- * carries several requests (pipelining) gives one request each, framed by
- * the protocol in that prefix (proto/frame.c). On a TLS connection recorded
- * with its plaintext, the socket reads carry ciphertext and the request is
- * named a moment later, by the plaintext the TLS library's read returned
- * (CP_EV_TLS_READ); its times stay the socket calls'.
- *
- * Start of a request: the sk_data_ready that delivered its first byte (the
- * byte at the read's tcp_seq) after the previous response ended — that is
- * when its bytes reached the process, whether the reader was blocked in the
- * read, in epoll, or busy. Without such a record: the wakeup that ended a
- * block inside the first read, else the read's entry. Never before the
- * previous response's end. End: the exit of the last write before the next
- * read (or close, EOF, or KP_IDLE_FINISH_NS of silence).
- *
- * UDP: each remote address and pair of ports a socket exchanges datagrams
- * on is a connection (a flow), framed the same way: a datagram read on a
- * server's flow, then its replies. Its own address is not in the key: an
- * unconnected socket's is a wildcard. A read says its datagram's sender
- * (the recorder's cgroup recvmsg hook) and takes that flow's oldest
- * datagram from the socket's queue of arrivals; sk_data_ready says each
- * arrival's sender, unless the reader took it first. A read that does not
- * say (an older recorder's, or one that asked for no address) takes the
- * oldest datagram the socket has not read yet, and with it the flow. A
- * write says where it sends. Flows have no close: one idle for KP_KEEP_NS
- * is recycled.
- */
+/* Connections and the requests on them (DESIGN.md 5): framed by direction
+ * changes, named by their first bytes. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
@@ -45,8 +11,7 @@
 
 #include "kpath_internal.h"
 
-/* An arrival on conn ci at ts, in its time order (one learnt late, from
- * the read that took it, may be older than the last). */
+/* An arrival on ci at ts (one learnt late may be older than the last). */
 int kp__conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -64,8 +29,7 @@ int kp__conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt)
 
 static void conn_reset(struct kp_conn *c)
 {
-	/* a new connection on a 4-tuple used before: the old one's data
-	 * arrivals and writes are not its own (another sequence space) */
+	/* a new connection on a reused 4-tuple: another sequence space */
 	c->ndr = c->nwr = 0;
 	c->service[0] = '\0';
 	c->phase = KP_PH_IDLE;
@@ -91,9 +55,7 @@ uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64
 	const struct kp_thread *t = &kp->th[thread];
 	uint64_t s = enter;
 	bool found = false;
-	/* the first arrival after the previous response: near the end of the
-	 * window (a second of arrivals), so galloping back from it touches a
-	 * few cache lines where bisecting the whole window missed on each step */
+	/* gallop back from the end: the arrival wanted is near it */
 	uint32_t lo = kp__lower_bound_from_end(c->dr, c->ndr, sizeof(*c->dr),
 					       offsetof(struct kp_dready, ts), lower);
 
@@ -129,15 +91,7 @@ uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64
 	return s;
 }
 
-/*
- * Pipelining: several requests in the read that began this one (their bytes
- * all came before any response). Each is a request of its own, named by its
- * own first bytes; all of them start when the read's first byte arrived and
- * end with the last byte written before the next read — which response
- * bytes belong to which request is not known from syscalls — so they share
- * this exchange's critical path. Only the payload prefix can be framed:
- * reads whose requests went on past it are counted (kp->pipe_beyond).
- */
+/* Pipelining: the requests in one read share its exchange's times and path. */
 #define KP_PIPE_MAX 256
 
 int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
@@ -173,8 +127,8 @@ int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload,
 	return 0;
 }
 
-/* The request's first read was short and named nothing: named by its
- * bytes and this read's, once (a length prefix, then its message). */
+/* A short first read that named nothing: named with this read's bytes
+ * (MySQL). */
 static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 {
 	uint8_t buf[CP_SHORT_READ + CP_PAYLOAD_MAX];
@@ -189,9 +143,6 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 		memcpy(c->req.name, name, sizeof(c->req.name));
 }
 
-/* A payload p[0..len) that begins HTTP/2 on a connection not known to
- * speak it: from now on its streams are its requests (kpath/h2.c). On TLS,
- * a write's payload is its plaintext, a read's comes in kp__conn_tls_read. */
 int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -202,9 +153,8 @@ int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 	if (!kp__h2_detect(p, len, &from_start))
 		return 0;
 	if (c->role == KP_ROLE_SERVER && c->phase == KP_PH_WRITING) {
-		/* an exchange answered before it (TLS 1.3: the client's
-		 * Finished, answered by session tickets) is a request of its
-		 * own; the streams are from here on */
+		/* an exchange answered before it (TLS 1.3 tickets): a
+		 * request of its own */
 		int err = kp__conn_finish_req(kp, ci);
 
 		if (err)
@@ -214,11 +164,8 @@ int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len)
 	return kp__h2_new(c, from_start, p[0] == 'P');
 }
 
-/* A socket read of TLS records (content type first: 20 change cipher spec
- * to 23 application data), outside the TLS library's read, in a process
- * whose TLS calls are captured: a flight of the handshake (below), or a
- * request's ciphertext read before the library decrypts it from memory
- * buffers (Node.js; the client's last handshake flight may come with it). */
+/* TLS records read outside the library: a handshake flight, or ciphertext
+ * for memory buffers (Node.js). */
 static bool tls_record_outside(struct kp *kp, const struct kp_conn *c, const struct cp_ev_sock *e,
 			       uint64_t ts, bool data)
 {
@@ -229,14 +176,8 @@ static bool tls_record_outside(struct kp *kp, const struct kp_conn *c, const str
 	       p->tls_since <= ts;
 }
 
-/*
- * TLS 1.3 after a HelloRetryRequest takes a third flight: the client's
- * Finished, then the server's session ticket. It is encrypted, so it is an
- * application data record, read outside the TLS library's read. In a process
- * whose TLS calls are captured, such a read right after a handshake
- * exchange and before any call inside the library is that flight, not a
- * request (with --no-tls every request would look so: not named then).
- */
+/* TLS 1.3 after a HelloRetryRequest: a third, encrypted flight, not a
+ * request. */
 static bool tls13_flight(struct kp *kp, const struct kp_conn *c, const struct cp_ev_sock *e,
 			 uint64_t ts)
 {
@@ -244,8 +185,6 @@ static bool tls13_flight(struct kp *kp, const struct kp_conn *c, const struct cp
 	       !strcmp(c->last_name, "TLS handshake");
 }
 
-/* The datagram query being read waits for its answer in the flow's queue;
- * the oldest is dropped (counted) when KP_DQ_MAX wait. */
 static int dq_push(struct kp *kp, struct kp_conn *c)
 {
 	if (!c->dq && !(c->dq = calloc(KP_DQ_MAX, sizeof(*c->dq))))
@@ -259,9 +198,6 @@ static int dq_push(struct kp *kp, struct kp_conn *c)
 	return 0;
 }
 
-/* A datagram answer on a flow with queries waiting: the query its id names
- * becomes the request answered (the one it takes the place of waits, or is
- * finished when already answered). */
 static int dq_answer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -319,8 +255,6 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		return 0;
 	}
 	if (c->phase == KP_PH_READING && c->a.proto == IPPROTO_UDP && c->req.xid_ok) {
-		/* another datagram before the answer: another query; this
-		 * one waits for its answer */
 		err = dq_push(kp, c);
 		if (err)
 			return err;
@@ -331,8 +265,6 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 			name_after_head(c, e);
 		return 0;
 	}
-	/* the last flight's read had no answer: the request's bytes came
-	 * after it */
 	tls_fin = c->phase == KP_PH_READING;
 	if (c->phase == KP_PH_WRITING) {
 		err = kp__conn_finish_req(kp, ci);
@@ -350,8 +282,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.first_read_enter = enter;
 	c->req.first_read_exit = ts;
 	c->req.start = kp__req_start(kp, c, thread, enter, ts, e->tcp_seq, lower);
-	/* its plaintext comes in a CP_EV_TLS_READ: read inside the library,
-	 * or on its memory buffers after this read (Node.js) */
+	/* its plaintext comes in a CP_EV_TLS_READ */
 	c->req.tls_wait = ((e->flags & CP_SOCK_F_TLS) && !e->payload_len) ||
 			  tls_record_outside(kp, c, e, ts, false) || tls_fin;
 	pr = proto__request_name(e->payload, e->payload_len, c->req.name, sizeof(c->req.name));
@@ -362,10 +293,6 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c->req.xid = (uint16_t)(e->payload[0] << 8 | e->payload[1]);
 		c->req.xid_ok = true;
 	}
-	/* the whole change_cipher_spec record and the next record's header
-	 * in one read: the client's last flight read at once (a library
-	 * that reads record by record, OpenSSL's own, reads on inside its
-	 * handshake) */
 	c->req.tls_fin = c->req.tls_wait && e->payload_len >= 9 && e->payload[0] == 20 &&
 			 e->payload[5] == 1 && e->payload[6] == 23;
 	if (!c->req.name[0] && tls13_flight(kp, c, e, ts)) {
@@ -394,10 +321,8 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	bool bio;
 	int err;
 
-	/* a client's first TLS record out, its plaintext waiting on the
-	 * thread (no read of the connection named it yet; a recorder that
-	 * names library connections leaves only such writes there): the
-	 * library is on memory buffers there too */
+	/* a client's first TLS record with plaintext waiting on the thread:
+	 * memory buffers */
 	if (!c->tls_bio && kp->th[thread].bw.n &&
 	    cp_tls_id((const struct cp_ev_tls_read *)kp->th[thread].bw.buf) &&
 	    tls_record_outside(kp, c, e, ts, true))
@@ -425,10 +350,6 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		w->name = c->iname;
 	}
 	if (bio) {
-		/* the plaintext of the thread's TLS writes before it (Node.js;
-		 * an HTTP/2 client's preface shows what the connection speaks);
-		 * an HTTP/1 response's status from the first, the writes after
-		 * the handshake's coming first */
 		const struct cp_ev_tls_read *r = (const void *)q->buf;
 
 		c->bio_wr_seen = 1;
@@ -448,8 +369,6 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 		q->n = q->len = q->nsure = 0;
 	if (c->role == KP_ROLE_CLIENT) {
 		if (c->phase != KP_PH_WRITING) {
-			/* a call over TLS on memory buffers: named by its
-			 * plaintext (its first write's) */
 			const struct cp_ev_tls_read *r = bio ? (const void *)q->buf : NULL;
 
 			proto__request_name(r ? r->payload : e->payload,
@@ -470,9 +389,6 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	if (c->phase == KP_PH_READING && c->req.tls_wait && !bio &&
 	    ((c->tls_bio && c->bio_wr_seen) || (c->tls_seen && !(e->flags & CP_SOCK_F_TLS))) &&
 	    !strcmp(c->req.name, "request")) {
-		/* TLS records that brought no plaintext answered by the
-		 * library's own (a close_notify alert answered with one as
-		 * the connection closes): no request */
 		c->phase = KP_PH_IDLE;
 		return 0;
 	}
@@ -489,9 +405,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	return 0;
 }
 
-/* A server connection's requests still open end here (closed, exited,
- * end of input): the response being written, and HTTP/2's answered
- * streams. */
+/* Ends the requests still open on a server connection. */
 int kp__conn_finish_open(struct kp *kp, uint32_t ci)
 {
 	if (kp->cn[ci].role == KP_ROLE_SERVER && kp->cn[ci].phase == KP_PH_WRITING) {
@@ -512,8 +426,7 @@ static void conn_forget_fd(struct kp *kp, uint32_t ci, uint64_t fk)
 		kp->cn[ci].fdkey = 0;
 }
 
-/* Its process closed it: it waits in kp->closed to be recycled (another
- * process holding the same socket keeps using it: then it is not). */
+/* Its process closed it: recycled unless another process still holds it. */
 int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts)
 {
 	if (kp->cn[ci].closed_at) {
@@ -527,14 +440,8 @@ int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts)
 	return 0;
 }
 
-/*
- * A process's exit closes its sockets without a close record (the kernel
- * closes them in do_exit): the connections it used last are closed then, a
- * response it was writing is finished, and its descriptors name nothing any
- * more, so a later process on the same pid and fd begins a connection of its
- * own. Without this a forked server's connections (one child per
- * connection, or workers that exit) would never be recycled.
- */
+/* A process's exit closes its sockets without a record: connections close
+ * and fds name nothing. */
 int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts)
 {
 	for (uint32_t ci = 0; ci < kp->ncn; ci++) {
@@ -626,7 +533,7 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		return 0; /* other datagrams have no requests to frame */
 	if (udp && !(kp__sock_read(e->call) && e->bytes >= 0) &&
 	    !(kp__sock_write(e->call) && e->bytes > 0))
-		return 0; /* a flow has no accept, connect or close; a failed read took nothing */
+		return 0;
 	thread = kp__thread(kp, host, (int32_t)e->h.pid, (int32_t)e->h.tid);
 	if (thread == KP_NONE)
 		return -ENOMEM;
@@ -703,8 +610,6 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 			int err = conn_read(kp, ci, e, thread, ts, enter);
 			uint32_t works_for;
 
-			/* request bytes in: the thread works on this request;
-			 * a downstream reply: on the request it was asked for */
 			c = &kp->cn[ci];
 			if (c->role == KP_ROLE_SERVER && c->a.family == AF_UNIX && c->proc != KP_NONE)
 				kp->pr[c->proc].serves_unix = true;
@@ -721,19 +626,15 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 		return 0;
 	}
 	if (kp__sock_write(e->call) && e->bytes > 0) {
-		/* a response write is its request's since the call before it:
-		 * its syscall (the default capture sees only its end) and what
-		 * made the response; set before, as the write may end the
-		 * request a walk then follows */
+		/* a response write is its request's since the call before it */
 		int err;
 
 		if (c->role == KP_ROLE_SERVER) {
 			struct kp_thread *th = &kp->th[thread];
 			uint32_t rc = th->read_conn;
 
-			/* a call made from nobody's context (a loop writes it
-			 * when the socket becomes writable) whose reply this
-			 * response follows: made for this request */
+			/* a call from nobody's context whose reply this
+			 * response follows is this request's */
 			if (th->read_ts && th->read_ts == th->last_call && rc != ci && rc < kp->ncn &&
 			    kp->cn[rc].role == KP_ROLE_CLIENT && !kp->cn[rc].ctx_owner1)
 				kp->cn[rc].ctx_owner1 = ci + 1;
@@ -751,8 +652,6 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	return 0;
 }
 
-/* The last arrival on the event's CPU, for the NET_RX wakeup that follows
- * it (kp__tl_waking): on conn ci (KP_NONE: its sender not known). */
 static int dready_cpu(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e,
 		      uint64_t ts, uint32_t ci)
 {
@@ -780,16 +679,13 @@ int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_rea
 	struct kp_conn *c;
 	uint32_t ci;
 
-	/* a Unix-domain peer wakes its reader from its own task: no 4-tuple
-	 * and no sequence to match, and not a NET_RX wakeup to explain */
+	/* a Unix-domain peer wakes its reader itself */
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return 0;
 	if (e->protocol == IPPROTO_UDP) {
 		int err;
 
 		if (!e->rport) {
-			/* its sender not known yet: the read that takes it
-			 * will say (udpq_take) */
 			err = kp__udpq_push(kp, host, e->family, e->lport, ts, KP_NONE);
 			return err ? err : dready_cpu(kp, host, e, ts, KP_NONE);
 		}
@@ -820,10 +716,8 @@ const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, 
 		const struct kp_write *w = &c->wr[i - 1];
 		int32_t d = (int32_t)(rcv_nxt - w->seq);
 
-		/* The write that holds the arrived bytes. Its call may end
-		 * after they arrived (loopback delivers inside the send), and
-		 * the default capture, which sees a call that did not block at
-		 * its end, records its start there too. */
+		/* the write holding the arrived bytes (loopback delivers
+		 * inside the send) */
 		if (have_seq && d > 0 && d <= w->bytes && w->enter <= ts + KP_WRITE_SLACK_NS)
 			return w;
 		if (w->enter > ts)
@@ -844,10 +738,6 @@ const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, 
 {
 	const struct kp_write *after = NULL;
 
-	/* On one host the datagram is delivered inside the send (loopback):
-	 * the first write to end at or after its arrival, as the default
-	 * capture sees a send at its end. From another host: the last write
-	 * to end before it. */
 	for (uint32_t i = c->nwr; i > 0; i--) {
 		const struct kp_write *w = &c->wr[i - 1];
 
@@ -863,7 +753,6 @@ const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, 
 
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt)
 {
-	/* the walk asks about the last few: a scan from the end beats a search */
 	for (uint32_t i = c->ndr; i > 0; i--) {
 		if (c->dr[i - 1].ts <= ts) {
 			*rcv_nxt = c->dr[i - 1].rcv_nxt;

@@ -1,11 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Finding connections (conn.c frames the requests on them): one entry per
- * socket of a traced process, keyed by host and 4-tuple (so both ends of a
- * loopback connection are two entries, and the peer of one is the other
- * with the tuple swapped, on any host); UDP flows and their sockets' queues
- * of arrivals; Unix-domain sockets by inode; a connection's peer.
- */
+/* Finding connections: by 4-tuple, UDP flow, Unix inode; peers. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
@@ -35,18 +29,12 @@ static bool addr_none(const uint8_t *a)
 	return !memcmp(a, (uint8_t[CP_ADDR_LEN]){0}, CP_ADDR_LEN);
 }
 
-/* An IPv6 address that is an IPv4 one (::ffff:a.b.c.d), or none (::). */
 static bool v4_or_none(const uint8_t *a)
 {
 	return !memcmp(a, v4_prefix, sizeof(v4_prefix)) || addr_none(a);
 }
 
-/*
- * A record's 4-tuple as an address (padding 0, as addr_hash reads it). A
- * dual-stack socket (AF_INET6) talking IPv4 — Java's, for one — sees
- * IPv4-mapped addresses where its peer's AF_INET socket sees the IPv4
- * ones: such a tuple is the IPv4 one, so the two ends match.
- */
+/* A record's 4-tuple as an address; IPv4-mapped addresses as IPv4. */
 void kp__addr_of(struct kp_addr *a, uint16_t family, uint16_t lport, uint16_t rport,
 		    const uint8_t *laddr, const uint8_t *raddr)
 {
@@ -70,15 +58,12 @@ static uint32_t *conn_hint(struct kp *kp, const struct kp_addr *a)
 	return &kp->cn_hint[(a->lport * 31u + a->rport) % KP_CN_HINTS];
 }
 
-/* The conn of a's host and address, or KP_NONE; then key is a's and other
- * the conn cnmap names for it (a hash collision), or KP_NONE. */
 static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_addr *a,
 				 uint64_t *key, uint32_t *other)
 {
 	uint32_t *hint = conn_hint(kp, a), i = *hint;
 
-	/* a conn with a's host and address, in use (a recycled slot's family
-	 * is 0) and not displaced, is the one cnmap names for a */
+	/* in use (recycled slots have family 0) and not displaced */
 	if (a->family && i < kp->ncn && kp->cn[i].host == host && !kp->cn[i].displaced &&
 	    kp__addr_eq(&kp->cn[i].a, a))
 		return i;
@@ -92,7 +77,6 @@ static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_a
 	return KP_NONE;
 }
 
-/* A new conn for a, after conn_find missed it (key, other: its answers). */
 static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, uint64_t key,
 			 uint32_t other)
 {
@@ -144,7 +128,6 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 
 
 
-/* The flow uportmap names for a's host and ports, if it is still one. */
 static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
 {
 	uint32_t i = kp_map__get(&kp->uportmap, uport_key(host, a));
@@ -156,15 +139,7 @@ static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
 	return i;
 }
 
-/*
- * A UDP flow: found, or begun and listed for recycling once idle. inbound:
- * a datagram that came from raddr. Its key is its ports and the remote
- * address (two hosts' clients may pick the same port); a datagram from
- * another address than a client's flow sent to (a server that answers
- * from another of its addresses) is that flow's reply all the same. The
- * local address, which the socket's own says only when bound to one, is
- * the flow's once a datagram or a bound socket says it.
- */
+/* A UDP flow, keyed by ports and remote address, found or begun. */
 uint32_t kp__udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
 			 uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
 			 bool inbound)
@@ -211,8 +186,6 @@ static struct kp_udpq *udpq(struct kp *kp, uint32_t host, uint16_t family, uint1
 	return &kp->uq[kp->nuq++];
 }
 
-/* A socket holds this many unread datagrams at most (more are ones it
- * read before the recording or outside the calls seen). */
 #define KP_UDPQ_MAX 4096
 
 int kp__udpq_push(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts,
@@ -232,8 +205,6 @@ int kp__udpq_push(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, 
 	return 0;
 }
 
-/* The flow of the oldest datagram the socket had not read by ts, taken
- * (left in the queue by a peek). */
 static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, uint64_t ts,
 			 bool take)
 {
@@ -253,17 +224,10 @@ static uint32_t udpq_pop(struct kp *kp, uint32_t host, uint16_t family, uint16_t
 }
 
 
-/* Looked at from the head by a read that knows its flow: past this many
- * other flows' datagrams, its own is not queued. */
 #define KP_UDPQ_SCAN 16
 
-/*
- * A read that knows its datagram's flow (its record says the sender) takes
- * that datagram from the socket's queue: the oldest of the flow's, or of
- * those whose sender sk_data_ready could not see (the reader had already
- * moved the queue), which becomes the flow's arrival. Datagrams left
- * behind for longer than KP_KEEP_NS were read unseen: dropped.
- */
+/* A read that knows its sender takes the flow's oldest datagram from the
+ * socket's queue. */
 static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
 		     uint32_t ci)
 {
@@ -287,9 +251,7 @@ static int udpq_take(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, u
 	return 0;
 }
 
-/* The flow of a datagram call: a read's from its record's sender (a
- * connected socket's peer, or the datagram's as udp_recvmsg() told the
- * recorder), else from the datagram it took; a write's from where it sent. */
+/* The flow of a datagram call: by sender, datagram taken, or destination. */
 uint32_t kp__udp_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e, uint64_t ts,
 			 bool read)
 {
@@ -319,14 +281,7 @@ static uint64_t unix_ino(const uint8_t *a)
 	return v;
 }
 
-/*
- * A Unix-domain socket has no 4-tuple. Recorders since ABI 5 give its
- * inode (and its peer's): the key, as the kernel socket is the
- * connection, whatever descriptor names it. Before, it is known by its
- * descriptor: accept and connect begin a connection of its own, with a
- * serial number for an address; other calls find the one on the fd (not
- * an Internet connection the fd named before), or begin one.
- */
+/* A Unix-domain socket: by inode since ABI 5, else by descriptor. */
 static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
 {
 	uint64_t fk = fd_key(host, e->h.pid, e->fd), ino = unix_ino(e->laddr);
@@ -361,8 +316,6 @@ static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	return i;
 }
 
-/* The traced peer of a Unix-domain connection: the socket its peer inode
- * names, on its host */
 static uint32_t unix_peer(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
@@ -392,13 +345,8 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 		return unix_conn(kp, host, e);
 	if ((e->family != AF_INET && e->family != AF_INET6) || (!e->lport && !e->rport))
 		return kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
-	/*
-	 * Most calls are on a connection its fd already names: checked against
-	 * the record's address, that conn is the one the address lookup below
-	 * would find (each address has one conn in cnmap, unless a collision
-	 * displaced it), without hashing and finding the address (2% of
-	 * report, most of it cache misses in cnmap).
-	 */
+	/* the fd usually names the conn: checked against the address, no
+	 * hashing */
 	if (e->fd >= 0) {
 		uint64_t fk = fd_key(host, e->h.pid, e->fd);
 		struct kp_conn *c;
@@ -421,10 +369,7 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	return i;
 }
 
-/* Whether a and b can be the two ends of one TCP stream: where both have
- * bytes in one direction, the sender's last write and the receiver's last
- * arrival are near in sequence space (ISNs are random: two streams' are
- * 2^31 apart on average). Nothing known against it: they can. */
+/* Whether a and b can be one TCP stream's ends: sequence numbers near. */
 static bool seq_near(uint32_t x, uint32_t y)
 {
 	return (uint32_t)(x - y + KP_SEQ_NEAR) < 2 * KP_SEQ_NEAR;
@@ -442,22 +387,13 @@ static bool seq_agree(const struct kp_conn *a, const struct kp_conn *b)
 	return true;
 }
 
-/*
- * Behind destination NAT (a Kubernetes Service, an nft/iptables DNAT) a
- * client sees a virtual address the server does not have: no host has its
- * mirror. The client's own address and port are seen by both ends: the
- * client's conn is the one of another host whose local end is the server
- * conn's remote end (repmap from the client's side, lepmap from the
- * server's), when their sequence numbers agree both ways.
- */
+/* Behind destination NAT: the other host's conn whose local end is our
+ * remote end, sequence numbers agreeing. */
 static uint32_t nat_peer(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
 	struct kp_addr me;
 
-	/* the end both see: asked from the client, its local end, found as
-	 * another conn's remote end; from the server, its remote end, found
-	 * as another conn's local end */
 	memset(&me, 0, sizeof(me));
 	me.family = c->a.family;
 	for (int side = 0; side < 2; side++) {
@@ -505,8 +441,7 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 	r.proto = c->a.proto;
 	memcpy(r.laddr, c->a.raddr, CP_ADDR_LEN);
 	memcpy(r.raddr, c->a.laddr, CP_ADDR_LEN);
-	/* the same host first (loopback), then the others: addresses as seen
-	 * from both ends agree when no NAT sits between the hosts */
+	/* the same host first (loopback), then the others */
 	for (uint32_t k = 0; k <= kp->nsrc; k++) {
 		uint32_t host = k == 0 ? c->host : kp->src[k - 1].host;
 		uint32_t i;
@@ -515,9 +450,6 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 			continue;
 		i = kp_map__get(&kp->cnmap, addr_hash(host, &r));
 		if ((i == KP_NONE || !kp__addr_eq(&kp->cn[i].a, &r)) && r.proto == IPPROTO_UDP)
-			/* a flow whose own address is not known (an
-			 * unconnected socket that has only sent), or seen
-			 * through NAT: the peer's flow on those ports */
 			i = uport_get(kp, host, &r);
 		if (i != KP_NONE && i != conn && kp->cn[i].host == host &&
 		    (kp__addr_eq(&kp->cn[i].a, &r) || r.proto == IPPROTO_UDP) &&
@@ -538,7 +470,6 @@ const char *kp__conn_addr(struct kp_conn *c, bool local)
 	const uint8_t *addr = local ? c->a.laddr : c->a.raddr;
 	unsigned int port = local ? c->a.lport : c->a.rport;
 
-	/* the walk asks for them on every request: formatted once per conn */
 	if (!str[0]) {
 		if (c->a.family == AF_UNIX) {
 			snprintf(str, KP_ADDR_STR_LEN, "unix socket"); /* no address recorded */

@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The kernel-path core: records in (any source, in time order), requests
- * out (struct cp_request through a callback). Dispatches each record to the
- * thread timelines (kpath/timeline.c) or the connections (kpath/conn.c), finishes
- * a request when its response is complete (walk, kpath/walk.c), and prunes
- * state that no open request can reach any more.
- */
+/* The kernel-path core: records in, requests out; dispatch, finishing,
+ * pruning. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,7 +12,6 @@
 
 #define KP_PRUNE_EVERY 65536u
 
-/* From 8: a connection's or thread's arrays are many and mostly short. */
 int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	return grow_array(arr, cap, need, elem, 8);
@@ -131,8 +125,6 @@ uint32_t kp_map__get(const struct kp_map *m, uint64_t key)
 	return KP_NONE;
 }
 
-/* Linear probing: the entries after the hole move back when their home
- * slot is not between the hole and them. */
 void kp_map__del(struct kp_map *m, uint64_t key)
 {
 	uint32_t h, j, mask = m->cap - 1;
@@ -338,8 +330,7 @@ static int kp_prune(struct kp *kp)
 				return err;
 			continue;
 		}
-		/* an open request holds state back, but not forever: one open
-		 * longer than KP_HOLD_MAX_NS is walked over what is left */
+		/* an open request holds state back, but not past KP_HOLD_MAX_NS */
 		if (c->req.start < mark && c->req.start + KP_HOLD_MAX_NS > kp->now)
 			mark = c->req.start;
 	}
@@ -371,8 +362,6 @@ static int md_process(struct kp *kp, uint32_t host, const struct cp_md_process *
 	return 0;
 }
 
-/* A process's TLS capture attached, or not (record/tls.c's "tls pid N"
- * hook: then a warning says how many, and why for the first). */
 static int md_hook(struct kp *kp, uint32_t host, const struct cp_md_hook *m, uint64_t ts)
 {
 	uint32_t p;
@@ -515,9 +504,7 @@ static int dispatch(struct kp *kp, uint32_t si, const struct cp_hdr *rec, uint64
 		err = on_syscall_block(kp, host, rec, e->enter_ts + (uint64_t)src->delta, ts,
 				       KP_BR_POLL, 0);
 		if (!err) {
-			/* in a wait, and out of it, an event loop takes up what
-			 * comes: nobody's request (the one it worked for last
-			 * does not own its wait, nor its wakeup) */
+			/* an event loop's wait belongs to nobody's request */
 			uint32_t ti = kp__thread(kp, host, (int32_t)rec->pid, (int32_t)rec->tid);
 
 			if (ti == KP_NONE)
@@ -610,7 +597,6 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	if (src >= kp->nsrc || rec->size < sizeof(*rec))
 		return -EINVAL;
 	ts = rec->ts + (uint64_t)kp->src[src].delta;
-	/* metadata written at the start may carry no time; it never moves the stream */
 	if (rec->type < CP_MD_PROCESS) {
 		if (ts > kp->now)
 			kp->now = ts;
@@ -620,8 +606,7 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	err = dispatch(kp, src, rec, ts);
 	if (err)
 		return err;
-	/* the requests the record finished were queued: out once their wait
-	 * is over (at once when no loss window can come) */
+	/* queued requests go out once their wait is over */
 	if (kp->pend_head < kp->npend &&
 	    (kp->no_loss_wait || kp->pend[kp->pend_head].req->end_ns + KP_LOSS_LAG_NS <= kp->now ||
 	     kp->pend_bytes > KP_PEND_MAX_BYTES))
@@ -629,9 +614,6 @@ int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec)
 	if (kp->err)
 		return kp->err;
 	kp->records++;
-	/* every KP_PRUNE_EVERY records, and every KP_KEEP_NS of stream time
-	 * at least: a slow stream of short-lived processes leaves seconds of
-	 * exited ones between prunes by count alone */
 	if (++kp->since_prune >= KP_PRUNE_EVERY || kp->now >= kp->pruned_at + KP_KEEP_NS) {
 		kp->since_prune = 0;
 		kp->pruned_at = kp->now;

@@ -1,16 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Requests out of the kernel path: the walk's segments become a struct
- * cp_request, which waits KP_LOSS_LAG_NS of stream time before it goes to
- * the emit callback, so a loss window the recorder writes after the fact
- * (it notices drops ~100 ms late, and the record sits at that time in the
- * stream) still marks the requests it overlaps partial (DESIGN.md sections
- * 6 and 8: nothing lost without saying so).
- *
- * Pipelined requests (several in one read, kpath/conn.c) share one walk:
- * they go out one by one, each with its own name and id, all with the
- * read-then-write exchange's start, end and critical path.
- */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +7,8 @@
 
 #include "kpath_internal.h"
 
-/* The recording of host that was running at ts: of the ones begun by
- * then, the last to begin. Recordings of one boot under two --sku labels
- * (one after the other) give each request its own label and CPU models. */
+/* Requests out: each waits KP_LOSS_LAG_NS so a late loss window still marks
+ * it partial (DESIGN.md 6, 8). */
 static const struct kp_source *host_source(const struct kp *kp, uint32_t host, uint64_t ts)
 {
 	const struct kp_source *any = NULL, *begun = NULL;
@@ -41,8 +28,7 @@ static const struct kp_source *host_source(const struct kp *kp, uint32_t host, u
 	return begun ? begun : any;
 }
 
-/* kp->loss stays sorted by end; windows of one host tile its time, so a
- * new one almost always goes last. */
+/* The recording of host running at ts. */
 int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end)
 {
 	uint32_t i;
@@ -94,8 +80,6 @@ static bool overlaps_loss(const struct kp *kp, uint32_t host, uint64_t a, uint64
 	return false;
 }
 
-/* "pid:conn:n" without printf: it is written for every request. Two
- * digits at a time, from the end, once the count of digits is known. */
 static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
 			    "31323334353637383940414243444546474849505152535455565758596061"
 			    "62636465666768697071727374757677787980818283848586878889909192"
@@ -123,7 +107,7 @@ static void put_u(char **o, uint64_t v)
 					 100000000000000000ull,
 					 1000000000000000000ull,
 					 10000000000000000000ull};
-	/* the digits from the bit length (1233 / 4096 ~ log10(2)), corrected once */
+	/* "pid:conn:n" without printf. */
 	uint32_t t = ((64 - (uint32_t)__builtin_clzll(v | 1)) * 1233) >> 12;
 	uint32_t n = t + (v >= p10[t]) + !v;
 	char *p;
@@ -160,12 +144,6 @@ static void req_id(char *buf, int32_t pid, uint32_t conn, uint32_t n)
 	*o = '\0';
 }
 
-/*
- * Waiting requests live in chunks taken in FIFO order: a request is built in
- * place at the tail of the last chunk (no copy, no malloc per request), and
- * a chunk whose requests have all gone out is used again. Memory follows
- * the requests waiting, as before.
- */
 #define KP_CHUNK_BYTES (1u << 20)
 
 struct kp_chunk {
@@ -241,7 +219,6 @@ static void pend_free(struct kp *kp, struct kp_pend *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* Sends one waiting request (all of a pipelined read's) to the callback. */
 static int pend_send(struct kp *kp, struct kp_pend *p)
 {
 	struct cp_request *r = p->req;
@@ -261,8 +238,7 @@ static int pend_send(struct kp *kp, struct kp_pend *p)
 			err = -ENOMEM;
 			break;
 		}
-		/* every segment's second frame is the request's name (already,
-		 * when the read carried one request) */
+		/* every segment's second frame is the request's name */
 		for (uint32_t i = 0; p->runs && i < r->nsegs; i++)
 			if (r->segs[i].nframes > 1)
 				((const char **)r->segs[i].frames)[1] = name;
@@ -280,8 +256,6 @@ static int pend_send(struct kp *kp, struct kp_pend *p)
 	return err;
 }
 
-/* Sends the requests whose wait is over (all of them with all), oldest
- * first; early ones too while more than KP_PEND_MAX_BYTES wait. */
 int kp__pend_flush(struct kp *kp, bool all)
 {
 	int err = 0;
@@ -326,14 +300,7 @@ void kp__pend_free(struct kp *kp)
 	kp->pend_bytes = 0;
 }
 
-/*
- * The strings that repeat across requests (services, names, frames, comms)
- * are interned (kp->intern) and not copied. A peer's address lives in its
- * connection, which may be recycled while the request waits: it is copied
- * into the request's block, once for the segments that repeat it (a small
- * cache keyed by pointer remembers the copies). Strings of the sources
- * (host, CPU models, SKU) live as long as kp and are not copied.
- */
+/* Sends the requests whose wait is over (all with all), oldest first. */
 #define PC_SLOTS 16
 
 struct pcache {
@@ -360,8 +327,7 @@ static const char *pc_copy(struct pcache *c, const char *s)
 	return c->dst[j];
 }
 
-/* Bytes a request's block needs at most: a status tag, and a peer's
- * address (shorter than KP_NAME_LEN) per segment. */
+/* Bytes a request's block needs at most. */
 static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t nfr)
 {
 	size_t strs = 32 + (size_t)kp->nws * KP_NAME_LEN;
@@ -373,7 +339,8 @@ static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t n
 	       2 * KP_ADDR_STR_LEN + strs;
 }
 
-/* Frames per segment: service, name, the downstream (if any), the probed calls. */
+/* Repeated strings are interned; peers' addresses are copied (their
+ * connection may be recycled). */
 static uint32_t count_frames(const struct kp *kp)
 {
 	uint32_t nfr = 0;
@@ -391,11 +358,6 @@ static uint32_t count_frames(const struct kp *kp)
 	return nfr;
 }
 
-/* Segment i of the walk (kp->ws) into s, its frames at fr (svc and name
- * first), its peer copied through pc. Returns the number of frames taken
- * at fr: none when they are those of a recent segment (recent: the last
- * few with frames of their own), whose array s then shares, so the engine
- * sees one stack by one pointer. */
 #define KP_RECENT_FRAMES 4
 static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_t i,
 			     struct cp_segment *s, const struct cp_segment *const *recent,
@@ -405,8 +367,7 @@ static uint32_t fill_segment(struct kp *kp, const struct kp_source *src, uint32_
 	const struct kp_wseg *w = &kp->ws[i];
 	uint32_t taken;
 
-	/* every field set once, no memset: for a struct this small the
-	 * rep stos it compiles to costs more than the stores themselves */
+	/* every field set once: cheaper than a memset here */
 	s->start_ns = w->start;
 	s->end_ns = w->end;
 	s->category = (enum cp_category)w->cat;
@@ -496,9 +457,8 @@ static const char *proto_name(const struct kp_req *q)
 	}
 }
 
-/* What the request's bytes and connection say of it (cp_request.wire),
- * its strings copied through copy (NULL: pointed at, valid until the
- * connection changes) */
+/* Segment i of the walk into s; the frames taken at fr, none when shared
+ * with a recent segment. */
 static void wire_fill(struct kp *kp, struct kp_conn *c, struct cp_request_wire *w,
 		      struct pcache *copy)
 {
@@ -538,7 +498,6 @@ static int req_names(struct kp *kp, struct kp_conn *c)
 	return c->iservice && c->iname ? 0 : -ENOMEM;
 }
 
-/* Whether the sink wants the request open on ci walked (cp_sink.want) */
 static bool wanted(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -569,8 +528,7 @@ static bool wanted(struct kp *kp, uint32_t ci)
 	return kp->want(kp->emit_arg, &h);
 }
 
-/* The walk's segments (kp->ws) as a struct cp_request built in place in the
- * FIFO, with the conn's pipelined names, to wait there for loss windows. */
+/* The walk's segments as a cp_request built in place in the FIFO. */
 int kp__emit_request(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -677,7 +635,6 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	return 0;
 }
 
-/* A request whose response was not all sent when its last write returned. */
 static void note_unsent(struct kp *kp, const struct kp_conn *c)
 {
 	uint32_t i;
@@ -700,8 +657,6 @@ static void note_unsent(struct kp *kp, const struct kp_conn *c)
 	kp->unsent_svc[i].n++;
 }
 
-/* The request open on ci is over: walked, queued for the sink (kp__add_record
- * drains the queue after each record), and the connection idle. */
 int kp__conn_finish_req(struct kp *kp, uint32_t ci)
 {
 	struct kp_conn *c = &kp->cn[ci];

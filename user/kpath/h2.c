@@ -1,30 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * HTTP/2 on a connection (DESIGN.md section 5, framing: "HTTP/2 / gRPC:
- * stream and method"). A client opens a stream per request and the server
- * answers several at once on one connection, so a request is not the time
- * between two changes of direction: it is a stream, from the read that
- * brought its HEADERS frame to the write that carried its END_STREAM.
- *
- * The frames are followed in the payload prefix of every transfer (the
- * recorder takes one on every transfer of a connection it saw speak
- * HTTP/2, bpf/common.h sock_h2), each transfer's byte count saying where
- * the next one begins. Past the prefix, the recorder follows the frames
- * too and keeps pieces of the transfer: each frame header and the header
- * blocks (CP_SOCK_F_PIECES), a DATA frame's payload being the gap between
- * two. Header blocks are decoded with HPACK (proto/hpack.c) for :method and
- * :path, and :status. What is in neither (a TLS write's plaintext past its
- * prefix, pieces past their room, an older recorder's transfers) is not
- * seen: a frame that begins there loses the frame boundaries until a
- * transfer begins with a frame header again, and the streams whose
- * END_STREAM may have been in the bytes not seen end, if nothing later
- * says otherwise, at the first such write (counted: kp->h2_uncertain).
- *
- * A connection seen from its start (the client's preface or the server's
- * SETTINGS) has its HPACK tables whole; one open before the recording has
- * them from the first block seen, so a field that refers to an older entry
- * is not known ("request" unless the block also says :path).
- */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +14,9 @@
 #define H2_HDR 9
 #define H2_FRAME_SANE (1u << 20) /* no frame a peer sends is longer, in practice */
 #define H2_BLOCK_MAX 4096	 /* header block bytes kept for decoding */
-/* open streams kept per connection at most (servers allow 100-250 at once):
- * past it the oldest not answered goes, counted as never answered */
+/* HTTP/2 on a connection (DESIGN.md 5): a request is a stream, from its
+ * HEADERS' read to its END_STREAM's write; frames followed through prefixes
+ * and pieces, boundaries found again after a gap. */
 #define H2_STREAMS_MAX 1024
 
 enum {
@@ -57,18 +32,12 @@ enum { H2_END_STREAM = 0x1, H2_END_HEADERS = 0x4, H2_PADDED = 0x8, H2_PRIORITY =
 /* Directions: toward the server (the client's frames) and back. */
 enum { H2_UP = 0, H2_DOWN = 1 };
 
-/* A stream: the connection's request it is (req.sid its id; req.reader
- * the thread of its HEADERS' read, req.end the exit of the last write known
- * to carry its frames, 0 = none), walked as the connection's own when it
- * ends (stream_finish). */
 struct h2_stream {
 	struct kp_req req;
 	bool ended;	/* END_STREAM (or RST_STREAM) seen */
 	bool tentative; /* end: a write whose unseen bytes may have ended it */
 };
 
-/* Where a frame's first byte was read: the transfer (thread, call), its
- * sequence, and the exit of the transfer toward the server before it. */
 struct h2_at {
 	uint32_t thread;
 	uint64_t seq, enter, exit, prev_exit;
@@ -83,8 +52,6 @@ struct h2_dir {
 	uint32_t sid;
 	struct h2_at at; /* the current frame's first byte */
 	bool lost;	 /* frame boundaries not known */
-	/* the header block being gathered: its stream, the flags of its
-	 * HEADERS frame, and where that frame's first byte was read */
 	bool hb_open, hb_cut;
 	uint8_t hb_type, hb_flags; /* HEADERS or PUSH_PROMISE */
 	uint32_t hb_sid;
@@ -129,15 +96,12 @@ int kp__h2_new(struct kp_conn *c, bool from_start, bool preface)
 		return -ENOMEM;
 	for (int d = 0; d < 2; d++) {
 		hpack__init(&h->tab[d], from_start);
-		/* mid-stream, each direction's frames are found where a
-		 * transfer begins with one (the one that told us does) */
+		/* mid-stream, frames are found where a transfer begins with one */
 		h->dir[d].lost = !from_start;
 	}
 	if (preface)
 		h->dir[H2_UP].pre = H2_PREFACE_LEN;
 	c->h2 = h;
-	/* a request begun by changes of direction (the read that brought the
-	 * preface) is none: the streams are */
 	c->phase = KP_PH_IDLE;
 	return 0;
 }
@@ -161,8 +125,6 @@ static struct h2_stream *stream_of(struct kp_h2 *h, uint32_t sid)
 	return NULL;
 }
 
-/* The request of stream s walked and emitted as the connection's request
- * (kp__conn_finish_req), the connection's own state kept around it. */
 static int stream_finish(struct kp *kp, uint32_t ci, uint32_t i)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -206,16 +168,10 @@ static int finish_ended(struct kp *kp, uint32_t ci)
 	return 0;
 }
 
-/* One transfer, as the parser sees it: the bytes of the HTTP/2 stream it
- * moved (a socket call's, or on TLS the library call's plaintext), of which
- * the first plen are in the payload; `more`: an unknown number past those
- * (a TLS write's plaintext cut by the prefix); tls: seq is the ciphertext's,
- * so no offset in the plaintext is one in it. */
+/* A stream: the connection's request, walked as the connection's own. */
 struct h2_xfer {
 	const uint8_t *payload;
 	uint32_t plen;
-	/* the pieces past the prefix (CP_SOCK_F_PIECES), and the first one
-	 * not yet passed (known()) */
 	const uint8_t *pieces;
 	uint32_t npieces, pc;
 	uint64_t bytes;
@@ -227,8 +183,7 @@ struct h2_xfer {
 	uint32_t sid_lo, sid_hi; /* the streams a server's write carried frames of */
 };
 
-/* Named as its HTTP/1.x twin would be ("GET /item/{n}"); "" when the
- * block did not say both. */
+/* One transfer as the parser sees it: plen bytes seen, `more` past them. */
 static void name_of(const struct hp_fields *f, char *name)
 {
 	char line[2 * HP_VAL_LEN + 32];
@@ -310,8 +265,6 @@ static void stream_wrote(struct kp_h2 *h, struct h2_xfer *x, uint32_t sid, bool 
 	s->ended = end;
 }
 
-/* The rest of this write is not seen: any stream asked for before it may
- * have ended in it. Its end is this write unless a later one shows more. */
 static void write_lost(struct kp_h2 *h, const struct h2_xfer *x)
 {
 	for (uint32_t i = 0; i < h->nst; i++) {
@@ -360,9 +313,7 @@ static int block_done(struct kp *kp, uint32_t ci, struct h2_dir *dr, int d)
 	return 0;
 }
 
-/* Header block bytes p[0..n) of the current frame, the first seen of them
- * in the payload prefix. HPACK decodes a block's bytes only up to its first
- * gap: the ones after one are not kept. */
+/* Named like its HTTP/1.x twin ("GET /item/{n}"). */
 static void block_bytes(struct h2_dir *dr, const uint8_t *p, uint64_t n, uint64_t seen)
 {
 	uint64_t k = seen < n ? seen : n;
@@ -390,8 +341,7 @@ static int frame_begin(struct kp *kp, uint32_t ci, struct h2_dir *dr, struct h2_
 	dr->sid = be31(dr->hdr + 5);
 	switch (dr->type) {
 	case H2_HEADERS:
-	case H2_PUSH_PROMISE: /* a pushed request's headers: no request, but
-				 its block changes the HPACK table */
+	case H2_PUSH_PROMISE:
 		dr->hb_open = true;
 		dr->hb_cut = false;
 		dr->hb_type = dr->type;
@@ -432,9 +382,6 @@ static int frame_end(struct kp *kp, uint32_t ci, struct h2_dir *dr, int d)
 	    (dr->type != H2_HEADERS && dr->type != H2_PUSH_PROMISE && dr->type != H2_CONTINUATION))
 		return 0;
 	if (dr->type != H2_CONTINUATION) {
-		/* the block is what is left of the frame's payload after its
-		 * pad length and priority (PUSH_PROMISE: the promised stream),
-		 * less its padding */
 		uint32_t skip = 0, pad = 0;
 
 		if (dr->hb_flags & H2_PADDED) {
@@ -457,8 +404,6 @@ static int frame_end(struct kp *kp, uint32_t ci, struct h2_dir *dr, int d)
 	return block_done(kp, ci, dr, d);
 }
 
-/* Bytes of direction d not seen: where its frames begin, and what its
- * header blocks put in the HPACK table, are not known until found again. */
 static void dir_lost(struct kp_h2 *h, int d)
 {
 	struct h2_dir *dr = &h->dir[d];
@@ -470,8 +415,6 @@ static void dir_lost(struct kp_h2 *h, int d)
 	dr->hb_open = false;
 }
 
-/* The transfer's bytes seen at offset off: *p, and how many follow it
- * (0: not seen); the pieces passed are not looked at again. */
 static uint64_t known(struct h2_xfer *x, uint64_t off, const uint8_t **p)
 {
 	return cp_sock_bytes_at(x->payload, x->plen, x->pieces, x->npieces, &x->pc, off, p);
@@ -483,14 +426,11 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 	struct kp_h2 *h = kp->cn[ci].h2;
 	struct h2_dir *dr = &h->dir[x->d];
 	const uint8_t *p = x->payload;
-	/* past a cut TLS write's plaintext, where its frames go is not known */
 	uint64_t seen = x->plen, bytes = x->more ? x->plen + (1ull << 40) : x->bytes, off = 0;
 	const uint8_t *q;
 	int err;
 
 	if (x->d == H2_UP && seen >= H2_PREFACE_LEN && !memcmp(p, H2_PREFACE, H2_PREFACE_LEN)) {
-		/* the client's preface, after the server's SETTINGS made this
-		 * an HTTP/2 connection */
 		dr->lost = false;
 		dr->left = 0;
 		dr->nhdr = 0;
@@ -552,10 +492,6 @@ static int parse(struct kp *kp, uint32_t ci, struct h2_xfer *x)
 		if (dr->nhdr < H2_HDR)
 			break; /* the rest comes in the next transfer */
 		dr->nhdr = 0;
-		/* in step, a frame of the extension types (ALTSVC, ORIGIN,
-		 * PRIORITY_UPDATE, ...) too, and longer than the default
-		 * largest (a peer may raise it); past that, the boundaries were
-		 * lost (a transfer not recorded) */
 		if (dr->hdr[3] > 0x10 || (dr->hdr[5] & 0x80) || be24(dr->hdr) > H2_FRAME_SANE)
 			goto lost;
 		err = frame_begin(kp, ci, dr, x);
@@ -582,8 +518,6 @@ static int xfer_dir(const struct kp_conn *c, bool read)
 	return read == (c->role != KP_ROLE_CLIENT) ? H2_UP : H2_DOWN;
 }
 
-/* A transfer's frames all passed (x: its direction, exit, thread, and the
- * streams its frames carried): what comes after them. */
 static int transfer_end(struct kp *kp, uint32_t ci, const struct h2_xfer *x)
 {
 	struct kp_conn *c = &kp->cn[ci];
@@ -594,8 +528,6 @@ static int transfer_end(struct kp *kp, uint32_t ci, const struct h2_xfer *x)
 	if (c->role != KP_ROLE_SERVER)
 		return 0;
 	if (x->d == H2_DOWN) {
-		/* the thread worked for the streams this write answers since its
-		 * call before (struct kp_ctx), set before a walk follows it */
 		err = kp__tl_call_streams(kp, x->thread, x->ts, ci, x->sid_lo, x->sid_hi);
 		if (err)
 			return err;
@@ -624,10 +556,7 @@ static int transfer(struct kp *kp, uint32_t ci, struct h2_xfer x, bool read)
 	return transfer_end(kp, ci, &x);
 }
 
-/* A socket write (x) of a library on memory buffers: the frames are the
- * plaintext of the TLS writes it carries (kp__bio_wr_for), each passed as
- * a transfer of its own that left at x's exit. A write with none carries
- * the library's own records (a session ticket, an alert). */
+/* extension frames too; past the largest size the boundaries were lost */
 static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 {
 	struct kp_bio_wr *q = kp__bio_wr_for(kp, ci, x.thread, x.ts), keep;
@@ -637,8 +566,6 @@ static int bio_writes(struct kp *kp, uint32_t ci, struct h2_xfer x)
 	if (!q)
 		return 0;
 	x.d = xfer_dir(&kp->cn[ci], false);
-	/* the thread's and the connection's state may move while the
-	 * frames are passed */
 	keep = *q;
 	memset(q, 0, sizeof(*q));
 	for (uint32_t off = 0; off < keep.len && !err;) {
@@ -681,10 +608,8 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 
 	x.pieces = cp_pieces(e, &x.npieces);
 	if (!(e->flags & CP_SOCK_F_TLS) && kp->cn[ci].tls_bio) {
-		/* ciphertext of a library on memory buffers: the reads'
-		 * plaintext comes in CP_EV_TLS_READs, the writes' in the
-		 * thread's TLS writes before this one (an older recorder kept
-		 * none: their streams' ends are not seen) */
+		/* A socket write on memory buffers: its frames are its TLS
+		 * writes' plaintext. */
 		if (read)
 			return 0;
 		if (kp->cn[ci].bio_wr_seen)
@@ -693,9 +618,6 @@ int kp__h2_transfer(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uint
 		x.pieces = NULL;
 		x.npieces = 0;
 	} else if (e->flags & CP_SOCK_F_TLS) {
-		/* ciphertext: a read's plaintext comes in its CP_EV_TLS_READ
-		 * (kp__h2_tls_read), a write's is its payload, taken at the
-		 * first socket write of the library call */
 		uint64_t end;
 
 		if (read || !e->payload_len)

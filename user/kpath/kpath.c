@@ -1,13 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * kpath.h's API over the analysis core (kpath_internal.h), and
- * kpath__analyze: recordings in, requests to a sink. Each recording is
- * read in time order (RECORDING_TIME_ORDER, bounded reorder window); several
- * recordings are merged by time into one stream so connections between
- * their processes (and hosts) can be followed. Sources of other hosts
- * (another boot id) are aligned on CLOCK_REALTIME through the offsets their
- * headers carry; request times stay in the first source's CLOCK_MONOTONIC.
- */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,18 +9,13 @@
 #include "clocks.h"
 #include "kpath.h"
 #include "kpath_internal.h"
+#include "msg.h"
 #include "recording.h"
 
-/* The first pass that places hosts' clocks stops after this many records,
- * or once every pair of hosts that talks has this many messages each way */
 #define KP_CLOCK_RECORDS (8u << 20)
 #define KP_CLOCK_ENOUGH 256
-/* a clock placed by its realtime offset or one way: no step is said to be
- * clipped for differences under this */
 #define KP_CLOCK_UNKNOWN_NS 1000000000ull
 
-/* What the recorder keeps of an HTTP/2 transfer (bpf/h2.bpf.c cp_h2_walk),
- * for the warnings of what it did not: a printf argument, CP_PAYLOAD_MAX. */
 #define H2_KEPT                                                                                    \
 	"(the recorder keeps a transfer's first %d bytes, or --payload-bytes, then the headers "   \
 	"and header blocks of up to 448 frames more, 4082 bytes of them; older recorders kept "    \
@@ -79,9 +65,6 @@ struct kpath *kpath__new(const struct cp_sink *sink)
 	return k;
 }
 
-/* The name a host goes by in the report: its own, unless another host
- * (another boot: the machine rebooted, VMs all named "ubuntu") has it
- * already: then "name#2", "name#3", … */
 static const char *host_label(struct kpath *k, const char *key, const char *name)
 {
 	static char buf[128];
@@ -115,8 +98,6 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 	int64_t delta = 0;
 	int src;
 
-	/* one kernel's network namespaces or containers are hosts of their
-	 * own when their recordings name them so (record --host) */
 	snprintf(key, sizeof(key), "%s/%s", info->boot_id ? info->boot_id : "",
 		 info->host ? info->host : "");
 	if (!k->nsources) {
@@ -131,8 +112,6 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 		bool known = false;
 
 		k->kp.no_loss_wait &= lossless;
-		/* a host seen before keeps its alignment; another host's
-		 * monotonic clock is aligned on the real-time clock */
 		for (uint32_t i = 0; i < k->kp.nsrc && !known; i++)
 			if (!strcmp(k->kp.src[i].key, key)) {
 				delta = k->kp.src[i].delta;
@@ -339,8 +318,6 @@ struct input {
 	uint32_t src;
 };
 
-/* cur's time on the common base: metadata may carry no time (0), it goes
- * first, never wrapped around by another host's negative offset */
 static void input_at(struct input *in)
 {
 	uint64_t ts = in->cur->ts;
@@ -362,8 +339,8 @@ static void input_next(struct input *in, const struct cp_sink *sink)
 		sink->warn(sink->ctx, recording_reader__stopped(in->r));
 }
 
-/* The merge's next input: the one whose record comes first on the common
- * time base */
+/* kpath.h's API over the core; kpath__analyze merges recordings by time,
+ * hosts aligned on CLOCK_REALTIME. */
 static struct input *input_first(struct input *ins, int n)
 {
 	struct input *best = NULL;
@@ -381,8 +358,6 @@ static const char *const clock_basis[] = {
     [KP_CLOCK_REALTIME] = "realtime",
 };
 
-/* What the report says of each host's clock, and the warnings of those
- * placed by less than messages both ways */
 static void say_hosts(struct kpath *k, const struct kp_clock_est *est, uint32_t nest)
 {
 	uint32_t ref = k->kp.src[0].host;
@@ -427,15 +402,6 @@ static void say_hosts(struct kpath *k, const struct kp_clock_est *est, uint32_t 
 	}
 }
 
-/*
- * Puts every host on the first input's time base: the realtime offsets
- * did (kpath__add_source), the messages between hosts refine it
- * (clocks.h). A first pass reads the inputs' socket records, in file order,
- * until every pair of hosts that talks has KP_CLOCK_ENOUGH messages each
- * way, or KP_CLOCK_RECORDS records; each source's delta then moves by its
- * host's offset. The estimate holds for the recording's start: clocks that
- * drift apart during it leave their drift to the walk's clipping.
- */
 static int place_hosts(struct kpath *k, struct input *ins, int n)
 {
 	struct kp_clock_est est[KP_CLOCK_HOSTS];
@@ -459,8 +425,6 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 		if (!ins[i].r)
 			continue;
 		pass[i] = ins[i];
-		/* the file was read once: a failure now leaves this host to
-		 * its realtime offset (the main pass says what is wrong) */
 		if (recording_reader__open(&pass[i].r, ins[i].path, RECORDING_FILE_ORDER)) {
 			pass[i].r = NULL;
 			continue;
@@ -486,8 +450,6 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 			const struct kp_clock_est *e = &est[k->kp.src[s].host];
 
 			k->kp.src[s].delta -= e->offset_ns;
-			/* placed by NTP or one way only: how well is not
-			 * known, and a warning says so already */
 			k->kp.src[s].clock_unc = e->basis == KP_CLOCK_MESSAGES ||
 							 e->basis == KP_CLOCK_REFERENCE
 						     ? e->uncertainty_ns
@@ -530,10 +492,7 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 		in->path = paths[i];
 		rc = recording_reader__open(&in->r, paths[i], RECORDING_TIME_ORDER);
 		if (rc) {
-			/* the reader's line names the file and what is wrong, as
-			 * dump prints it ("cut short in the header: 100 of 255
-			 * bytes present") */
-			fprintf(stderr, "critpath report: %s\n", recording_reader__open_error());
+			cp_error("report", "%s", recording_reader__open_error());
 			err = rc;
 			in->r = NULL;
 			continue;
@@ -566,7 +525,7 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 			break;
 		err = kpath__add(k, best->src, best->cur);
 		if (err) {
-			fprintf(stderr, "critpath report: %s: analysis failed: %s\n", best->path,
+			cp_error("report", "%s: analysis failed: %s", best->path,
 				strerror(-err));
 			goto cleanup;
 		}
@@ -577,11 +536,9 @@ int kpath__analyze(const char *const *paths, int npaths, const struct cp_sink *s
 		input_next(best, sink);
 	}
 	if (!k->kp.records) {
-		/* a header and nothing after it: the recorder stopped while
-		 * it started (killed, or its ring never delivered) */
-		fprintf(stderr,
-			"critpath report: %s%s: no events: the recording ends after its header "
-			"(the recorder stopped before any event was written)\n",
+		cp_error("report",
+			"%s%s: no events: the recording ends after its header "
+			"(the recorder stopped before any event was written)",
 			paths[0], npaths > 1 ? " and the others" : "");
 		err = -ENODATA;
 		goto cleanup;

@@ -1,27 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * The kernel-level analysis behind kpath__analyze() (DESIGN.md section 5),
- * split so its core takes records from any source: the recording reader
- * (user/kpath/kpath.c), hand-built arrays (tests/unit/test_kpath*.c) or a synthetic
- * stream (tools/bench/bench_kpath.c).
- *
- *   kpath/timeline.c    per-thread intervals: running / runnable / blocked + wakeup
- *   kpath/conntab.c  finding connections: addresses, UDP flows, Unix sockets, peers
- *   kpath/roles.c    which end serves: listening ports, guessed roles
- *   kpath/conn.c  connections, their writes, data arrivals, request framing
- *   kpath/bio.c   TLS libraries on memory buffers: plaintext matched to socket calls
- *   ../proto/     protocol names (HTTP/1.x, memcached text, Redis RESP, ...)
- *   kpath/walk.c  the backward walk of one request and its ownership rules
- *   kpath/steps.c what the walk's steps are called, and their off-path culprits
- *   kpath/core.c  record dispatch, finishing requests, pruning old state
- *   kpath/emit.c  requests out, after a wait for late loss windows
- *
- * Records must arrive in time order of hdr.ts (syscall records sit at their
- * exit time and carry enter_ts). Memory: per-thread intervals and
- * per-connection writes are pruned behind a watermark (the oldest start of
- * a request still open, and never more than KP_KEEP_NS behind the stream),
- * so it follows the open window, not the file.
- */
+/* The stream ended: open requests go out, then the warnings. */
 #ifndef CRITPATH_KPATH_INTERNAL_H
 #define CRITPATH_KPATH_INTERNAL_H
 
@@ -38,24 +16,18 @@
 #define KP_NONE UINT32_MAX
 #define KP_OPEN UINT64_MAX		/* end of an interval still open */
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
-#define KP_WRITE_SLACK_NS 5000000ull	/* a write seen at its end ends this long after its bytes arrived, at most */
-#define KP_IDLE_FINISH_NS 1000000000ull
-#define KP_ADVANCE_PRUNE_NS 100000000ull /* kp__advance prunes this often at most */ /* a response idle this long is complete */
+#define KP_WRITE_SLACK_NS 5000000ull	/* Recordings (merged by time) to sink: 0, or -errno after a message. */
+#define KP_IDLE_FINISH_NS 1000000000ull	/* a response idle this long is complete */
+#define KP_ADVANCE_PRUNE_NS 100000000ull /* kp__advance prunes this often at most */
 #define KP_HOLD_MAX_NS 30000000000ull	/* an open request holds state back this long at most */
 #define KP_DR_WINDOW_NS 2000000ull	/* sk_data_ready → the wakeup it caused */
-/* a socket read → the TLS read on memory buffers that decrypts it (and a
- * TLS write there → the socket write that carries it) */
-#define KP_TLS_BIO_NS 100000000ull
-/* a thread's TLS writes on memory buffers waiting for its socket write, at
- * most (bytes of their records) */
-#define KP_BIO_WR_MAX (256u << 10)
-/* A finished request waits this long (stream time past its end) before it
- * goes out: the recorder writes a loss window when it notices the drops,
- * ~100 ms after them, and a request overlapping one must be marked partial. */
+#define KP_TLS_BIO_NS 100000000ull	/* a socket call and its TLS call on memory buffers */
+#define KP_BIO_WR_MAX (256u << 10)	/* bytes of a thread's TLS writes waiting */
+/* The kernel-level analysis behind kpath__analyze() (DESIGN.md 5). State is
+ * pruned behind the oldest open request, so memory follows the open window. */
 #define KP_LOSS_LAG_NS 1000000000ull
 #define KP_PEND_MAX_BYTES (64ull << 20) /* waiting requests beyond this go out early */
-/* A write smaller than a TCP segment on Ethernet (1500 - 52): one Nagle's
- * algorithm holds back whole while data before it is unacknowledged */
+/* a write under one Ethernet segment: Nagle's algorithm holds it whole */
 #define KP_SMALL_SEGMENT 1448
 #define KP_TH_HINTS 256 /* kp->th_hint slots */
 #define KP_CN_HINTS 64	/* kp->cn_hint slots */
@@ -111,9 +83,6 @@ struct kp_culprit {
 	const char *icomm; /* comm interned (kp__intern), once a walk names it */
 };
 
-/* A --probe function entered or returned on a thread, with the stack of
- * probed calls active right after it (outermost first; deeper calls than
- * KP_PROBE_DEPTH are counted, not named). */
 #define KP_PROBE_DEPTH 6
 
 struct kp_probe_ev {
@@ -122,51 +91,25 @@ struct kp_probe_ev {
 	uint8_t depth;
 };
 
-/*
- * Whose request a thread works on, as its socket calls say (an event loop
- * serves many connections on one thread): after a read of request bytes on
- * a server connection, that connection's; from the end of the call before
- * a response write to the write's end, the response's connection's (the
- * default capture sees a call at its end only: the write's syscall is in
- * that stretch, with the making of the response); after that and after a
- * wait in poll, nobody's in particular (KP_NONE). A downstream (client)
- * connection works for the request its last write was made for: a write
- * on it leaves the thread's context as it is, a read of its reply takes
- * the thread back to that request. The walk counts a request's own cpu
- * time as time spent on other requests where the loop worked for another
- * connection.
- */
+/* loss windows are written ~100 ms after the drops */
 struct kp_ctx {
 	uint64_t ts;
 	uint32_t conn;
-	/* an HTTP/2 connection's streams it worked for, the ones whose frames
-	 * the write that ended the stretch carried; 0, 0: any of conn's */
 	uint32_t sid_lo, sid_hi;
-	/* the connection whose read began it (a downstream reply, the
-	 * request's own bytes), or KP_NONE: the walk's dependency there */
 	uint32_t via;
 };
 
-/* A run-queue wait's culprit for the tasks the recorder does not name one
- * by one (past the four that held the CPU longest, or before the CPU's
- * last 16 time slices); fits CP_COMM_LEN */
+/* A run-queue culprit for the tasks the recorder does not name one by one. */
 #define KP_OTHER_TASKS "[other tasks]"
 
-/* The frame of cpu time a thread spent on other connections' requests */
 #define KP_QUEUED_FRAME "(other requests)"
 
-/* TLS writes on memory buffers (Node.js, Go) no socket write has carried
- * yet: copies of their records, n of them in len bytes, the first at ts
- * (kp__conn_tls_read), for the socket write that carries their ciphertext
- * (conn_write: an HTTP/1 response's status; HTTP/2's frames,
- * kp__h2_transfer). */
+/* TLS writes on memory buffers not yet carried by a socket write. */
 struct kp_bio_wr {
 	uint8_t *buf;
 	uint32_t n, len, cap;
 	uint64_t ts;
-	/* of the n, the writes known to have succeeded: OpenSSL's, recorded
-	 * at their return (Go's are recorded at their entry, and one that
-	 * fails, the peer gone, makes no socket write) */
+	/* writes known to have succeeded (OpenSSL's, recorded at return) */
 	uint32_t nsure;
 };
 
@@ -176,8 +119,6 @@ struct kp_thread {
 	uint32_t host;
 	uint32_t proc; /* process index; KP_NONE: a recycled slot, in kp->freeth */
 	char comm[CP_COMM_LEN];
-	/* kp__thread_comm: the comm it names, interned, and what that was made
-	 * from (comms change at exec and with metadata) */
 	const char *icomm;
 	char icomm_of[CP_COMM_LEN];
 	/* iv, cul and pev are windows (kp__win_more): pruning moves their start */
@@ -187,22 +128,16 @@ struct kp_thread {
 	struct kp_culprit *cul;
 	uint32_t ncul, capcul, culoff;
 	uint64_t cul_base; /* absolute index of cul[0] */
-	/* a wakeup seen while we still thought the thread was running (the
-	 * waking and the switch-out raced on two CPUs) */
+	/* a wakeup seen while it still seemed running (two CPUs raced) */
 	uint64_t pend_wake_ts;
 	uint32_t pend_waker, pend_conn;
 	uint8_t pend_wake;
 	struct kp_ctx *ctx; /* a window too, like pev */
 	uint32_t nctx, capctx, ctxoff;
 	uint64_t last_call; /* the end of its last socket call or poll wait */
-	/* the connection of its last socket read that moved bytes, and that
-	 * read's end: a TLS read on a library's memory buffers (Node.js) is
-	 * given it (kp__conn_tls_read) */
+	/* its last data read's connection and end */
 	uint32_t read_conn;
 	uint64_t read_ts;
-	/* its TLS writes on memory buffers whose connection is not known
-	 * yet (kp_conn.bw), for its next socket write on a connection of
-	 * such a library */
 	struct kp_bio_wr bw;
 	uint32_t ctx_hint;  /* kpath/walk.c: the context it looked at last */
 	struct kp_probe_ev *pev;
@@ -211,9 +146,7 @@ struct kp_thread {
 	uint32_t pstack[KP_PROBE_DEPTH]; /* probed calls active now */
 	uint8_t pdepth;
 	uint32_t pinned; /* kp__tl_recycle: still referred to (its pass's stamp) */
-	/* its exit record came while it ran: it runs its exit (waking a
-	 * parent in wait4, say) until the final switch-out, which ends the
-	 * timeline; 0 when it has not exited */
+	/* its exit came while it ran: the final switch-out ends the timeline */
 	uint64_t exit_ts;
 };
 
@@ -223,36 +156,24 @@ struct kp_proc {
 	char comm[CP_COMM_LEN];
 	bool comm_from_md; /* CP_MD_PROCESS named it: keep that name */
 	bool serves_unix;  /* it read requests on a Unix-domain socket: "comm:unix" */
-	/* since when its TLS library calls are captured (its "tls pid N" hook
-	 * record), 0 = not */
 	uint64_t tls_since;
-	/* listening ports: the first nsure known (listen metadata, accept),
-	 * the rest guessed from a connection read first mid-stream */
+	/* listening ports: the first nsure known, the rest guessed */
 	uint16_t *listen;
 	uint32_t nlisten, caplisten, nsure;
-	/* kp__proc_frame_service: the walk names other processes on every
-	 * request; the name, and the comm and port it was made from */
 	char svc[KP_NAME_LEN];
 	const char *isvc; /* svc interned */
 	char svc_comm[CP_COMM_LEN];
 	int32_t svc_port;
 	bool svc_ok;
-	/* the last "service call" frame named (proc_frame, interned), and the
-	 * service and call it was made from */
 	const char *call_frame, *call_svc;
 	char call_of[KP_NAME_LEN];
 	bool exited;	 /* its last thread exited (group_dead): recycled once unreferenced */
 	uint32_t pinned; /* kp__tl_recycle: still referred to (its pass's stamp) */
-	/* its exit record came while it ran: it runs its exit (waking a
-	 * parent in wait4, say) until the final switch-out, which ends the
-	 * timeline; 0 when it has not exited */
+	/* its exit came while it ran: the final switch-out ends the timeline */
 	uint64_t exit_ts;
 };
 
-/* A connection's key. proto IPPROTO_UDP: a datagram flow, one per pair of
- * ports, whose key leaves the addresses out: an unconnected socket knows
- * neither its own address (a wildcard) nor, before a datagram says, its
- * peer's, and each end sees the other's only; they are kept for display. */
+/* A connection's key; a UDP flow's leaves the addresses out. */
 struct kp_addr {
 	uint16_t family, lport, rport, proto;
 	uint8_t laddr[CP_ADDR_LEN];
@@ -266,8 +187,6 @@ struct kp_write {
 	uint32_t thread;
 	uint32_t seq;
 	int64_t bytes;
-	/* a server side's: the request it answers (interned), or NULL; the
-	 * walk names a downstream call by it, as the connection moves on */
 	const char *name;
 };
 
@@ -288,8 +207,6 @@ struct kp_udpq {
 
 enum kp_phase { KP_PH_IDLE = 0, KP_PH_READING, KP_PH_WRITING };
 
-/* Pipelining: the requests one read carried, as runs of equal names (the
- * first run starts with the request's own name). */
 struct kp_name_run {
 	char name[KP_NAME_LEN];
 	uint32_t count;
@@ -308,26 +225,16 @@ struct kp_req {
 	struct proto_meta meta; /* its target and trace context, as sent */
 	uint8_t proto;		/* enum kp_proto of its first bytes */
 	bool grpc;		/* HTTP/2 with a gRPC content-type */
-	/* several requests in its first read (pipelined): the runs of names in
-	 * kp_conn.runs, all of them served by this one read-then-write exchange;
-	 * 0 = just this one */
+	/* pipelined: the runs of names in kp_conn.runs; 0 = one request */
 	uint16_t nruns;
-	/* its first read was inside a TLS read (ciphertext): named by the
-	 * plaintext that read returned (CP_EV_TLS_READ), when it comes */
+	/* named by the plaintext of its TLS read, when it comes */
 	bool tls_wait;
-	/* its first read was a TLS client's last flight (change_cipher_spec
-	 * first, or TLS 1.3's third flight): only application data follows,
-	 * so a later read before any write begins a request of its own (a
-	 * client that sends its request after the handshake, Nagle's 40 ms
-	 * later: Python's ssl) */
+	/* its first read was a TLS client's last flight */
 	bool tls_fin;
-	/* bytes its last write left unsent by TCP (struct cp_ev_sock.unsent),
-	 * and whether that write was held whole and smaller than a segment:
-	 * Nagle's algorithm, not a full window */
+	/* bytes its last write left unsent, and whether Nagle held it */
 	uint32_t unsent;
 	bool nagle;
-	/* its first read was short (a length prefix: MySQL) and named
-	 * nothing: its bytes, named with the next read's (conn_read) */
+	/* a short first read (a length prefix: MySQL), named with the next */
 	uint8_t nhead;
 	uint8_t head[CP_SHORT_READ];
 	/* a DNS message's id (xid_ok): the answer that is this query's */
@@ -335,8 +242,6 @@ struct kp_req {
 	bool xid_ok;
 };
 
-/* Datagram queries of one flow waiting for their answers while a later
- * one is read (a resolver's A and AAAA from one port) */
 #define KP_DQ_MAX 8
 
 struct kp_conn {
@@ -349,26 +254,15 @@ struct kp_conn {
 	uint8_t displaced; /* another conn took its cnmap key (a hash collision) */
 	uint8_t role_guessed; /* role from who spoke first: kp__proc_listen may correct it */
 	uint8_t tls_seen;     /* a call of it ran inside a TLS library's (CP_SOCK_F_TLS) */
-	/* its TLS library runs on memory buffers (Node.js: a CP_EV_TLS_READ
-	 * without a connection was given it): its socket transfers are all
-	 * ciphertext, none inside a library call */
+	/* its TLS library runs on memory buffers (Node.js) */
 	uint8_t tls_bio;
-	/* and its writes' plaintext was recorded (TLS writes of such a
-	 * library, kp_thread.bio_wr): a socket write without one carries the
-	 * library's own records */
 	uint8_t bio_wr_seen;
-	/* its TLS library connection's tlsmap key (tls_bio), 0 for none,
-	 * and that connection's writes waiting for a socket write */
 	uint64_t tls_key;
 	struct kp_bio_wr bw;
 	uint8_t peer_eof;  /* a read of it returned 0: the peer closed */
-	/* a request's end found no traced peer (kp__emit_request: it was there
-	 * by then if its client is traced, as the client wrote first) */
 	uint8_t peer_missed;
 	uint32_t peer;	   /* the other end, traced, or KP_NONE (cached) */
 	uint64_t unix_peer; /* AF_UNIX: the peer socket's inode (its key), 0: not known */
-	/* a client connection: the server connection whose request its
-	 * last write was made for (struct kp_ctx), index + 1, 0 = none */
 	uint32_t ctx_owner1;
 	uint64_t prev_end; /* end of the last request served */
 	uint32_t nreq;	   /* requests finished on it */
@@ -386,7 +280,7 @@ struct kp_conn {
 	uint32_t capruns;
 	uint64_t last_used; /* the latest record on it */
 	uint32_t last_proc; /* the process of that record */
-	uint64_t closed_at; /* closed by its process (0 = open); recycled once behind the window */
+	uint64_t closed_at; /* closed by its process, 0 = open */
 	uint64_t fdkey;	    /* the fdmap key that last named it, 0 for none */
 	struct kp_h2 *h2;   /* HTTP/2: its streams are its requests (kpath/h2.c) */
 	struct kp_req *dq;  /* a datagram flow's queries not answered, oldest first */
@@ -410,8 +304,6 @@ struct kp_loss {
 	uint64_t start, end;
 };
 
-/* A finished request waiting for KP_LOSS_LAG_NS (a deep copy in one block).
- * Pipelined requests wait as one, with their names. */
 struct kp_chunk;
 
 struct kp_pend {
@@ -430,8 +322,6 @@ struct kp_lastdr {
 	uint32_t conn;
 };
 
-/* A segment while the walk builds it (pointers are resolved at the end,
- * when the scratch arrays no longer move). */
 struct kp_wseg {
 	uint64_t start, end;
 	uint32_t thread;	  /* KP_NONE: no thread (network, unexplained) */
@@ -454,8 +344,6 @@ struct kp_own {
 };
 
 typedef int (*kp_emit_fn)(void *arg, const struct cp_request *req);
-/* One pointer per contents, valid as long as the requests' consumer needs
- * it (engine__intern), or NULL on ENOMEM. */
 typedef const char *(*kp_intern_fn)(void *arg, const char *s);
 
 /* A --probe symbol, and the same interned */
@@ -488,16 +376,11 @@ struct kp {
 	struct kp_thread *th;
 	uint32_t nth, capth;
 	struct kp_map thmap; /* host << 32 | tid → thread index */
-	/* by tid: the thread kp__thread found last there (most records are of
-	 * a few threads; the map's probe missed the cache) */
 	uint32_t th_hint[KP_TH_HINTS];
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
 	struct kp_map prmap; /* host << 32 | pid → process index */
-	/* by pid: prmap's answer kp__proc_find gave last (every switch asks
-	 * for both its pids; the map's probe missed the cache) */
 	uint32_t pr_hint[KP_PR_HINTS];
-	/* slots of exited threads and processes, recycled (kp__tl_recycle) */
 	uint32_t *freeth, nfreeth, capfreeth;
 	uint32_t *freepr, nfreepr, capfreepr;
 	uint32_t npr_exited; /* processes exited, not recycled yet */
@@ -506,38 +389,22 @@ struct kp {
 	struct kp_conn *cn;
 	uint32_t ncn, capcn;
 	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
-	/* several hosts: (host, remote end) and (host, local end) → the last
-	 * TCP conn with it, for a peer seen through destination NAT
-	 * (kp__conn_peer) */
+	/* (host, remote/local end) → the last TCP conn, for peers behind
+	 * DNAT */
 	struct kp_map repmap, lepmap;
 	bool multi_host;
-	/* steps into another host's write that began after its bytes arrived
-	 * (clocks not reconciled that far): clipped, and the most by how much */
 	uint64_t skew_clipped, skew_clipped_max;
 	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
-	/* host, pid, TLS library connection (cp_tls_id) → conn index, on
-	 * memory buffers: kp_conn.tls_key says whether it still holds */
 	struct kp_map tlsmap;
-	/* by ports: the conn kp__conn found last there (the cnmap probe
-	 * after hashing the address missed the cache) */
 	uint32_t cn_hint[KP_CN_HINTS];
-	/* connections closed, waiting to be recycled; recycled slots for reuse
-	 * (memory follows the open connections, not all there ever were) */
 	uint32_t *closed, nclosed, capclosed;
 	uint32_t *freecn, nfreecn, capfreecn;
-	/* conns whose role was guessed (kp__proc_listen checks them again);
-	 * some may since have been decided or recycled */
 	uint32_t *guessed, nguessed, capguessed;
 	uint64_t conns_recycled;
 	uint64_t unix_serial; /* Unix-domain connections: their "address" */
-	/* UDP sockets' datagrams not read yet, oldest first (a read takes
-	 * its sender from the one it takes), by host, family and port */
 	struct kp_udpq *uq;
 	uint32_t nuq, capuq;
 	struct kp_map uqmap;
-	/* UDP flows by host, family and ports only: the one begun last there
-	 * (a peer whose address this end does not know, a reply from another
-	 * address than the call went to) */
 	struct kp_map uportmap;
 	uint64_t udp_unknown; /* datagram reads whose sender was not known */
 	uint64_t dq_dropped;  /* datagram queries past KP_DQ_MAX waiting on a flow */
@@ -563,38 +430,17 @@ struct kp {
 	struct kp_chunk *chunk_tail, *chunk_spare; /* kpath/emit.c */
 	uint64_t pend_early;   /* sent before their wait was over (too many waiting) */
 	bool loss_after_early; /* and a loss window came after one of them */
-	/* Every input's trailer counts no lost events, so no loss window can
-	 * come: a request goes out as soon as it is built, from memory still in
-	 * cache, instead of waiting in the FIFO (tens of MiB written and read
-	 * back a second later). A loss window that comes all the same (a
-	 * trailer that does not match its records) ends it, and is told. */
+	/* no input lost events: requests go out at once */
 	bool no_loss_wait;
 	bool loss_unpromised;
 
-	/* pipelining: reads that carried several requests; of those, reads
-	 * whose bytes went on past the recorded payload prefix (requests there
-	 * not seen, not counted) */
 	uint64_t pipe_reads, pipe_requests, pipe_beyond;
-	/* switches of target threads the kernel did not report, inferred by
-	 * the recorder (CP_SW_INFERRED) */
 	uint64_t inferred_switches;
-	/* processes whose TLS capture the recorder could not attach (a "tls
-	 * pid N" hook unavailable), and the first one's reason */
 	uint64_t tls_uncaptured;
 	char tls_uncaptured_why[200];
-	/* requests whose last write left bytes unsent: how many, how many of
-	 * them by Nagle's algorithm, and the first services those were of */
 	uint64_t unsent_reqs, nagle_reqs;
-	/* HTTP/2 (kpath/h2.c): streams answered; of them, ended at a write
-	 * whose unseen bytes may have ended them; not named; asked for and
-	 * never answered; transfers whose frames went on past the prefix */
 	uint64_t h2_requests, h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
-	/* TLS writes on memory buffers no socket write of their thread
-	 * carried within KP_TLS_BIO_NS (or past KP_BIO_WR_MAX waiting) */
 	uint64_t bio_wr_unsent;
-	/* TLS reads on memory buffers whose connection was not found: no
-	 * socket read of their thread before them within KP_TLS_BIO_NS, and
-	 * their library connection not seen reading before */
 	uint64_t bio_rd_lost;
 	struct {
 		char service[KP_NAME_LEN];
@@ -604,11 +450,6 @@ struct kp {
 	bool unsent_more; /* of more services than unsent_svc holds */
 	int err; /* first error of the emit callback */
 
-	/* The strings requests name that repeat (services, request names,
-	 * frames, comms) are interned where they are made and kept with what
-	 * they name, so no request copies or hashes them again: through
-	 * intern (the engine's, and requests go out with interned set), or
-	 * without one in own_intern, which lives as long as kp. */
 	kp_intern_fn intern;
 	void *intern_arg;
 	struct intern *own_intern;
@@ -623,10 +464,7 @@ struct kp {
 	uint32_t nws, capws;
 	struct cp_culprit *culs; /* comms interned */
 	uint32_t nculs, capculs;
-	/* the strings that name segments (frame3: interned; peer: a
-	 * connection's address, which lives until the request is copied
-	 * out). Every use gets an id of its own, as seg_add merges segments
-	 * only when their ids are equal. */
+	/* strings naming segments; seg_add merges equal ids only */
 	const char **strs;
 	uint32_t nstrs, capstrs;
 	struct kp_own *own; /* KP_OWN_SLOTS, open addressing, kept by walk */
@@ -640,10 +478,8 @@ static inline uint64_t kp__key_at(const char *a, size_t elem, uint32_t i)
 	return *(const uint64_t *)(a + (size_t)i * elem);
 }
 
-/* The first index in [0, n) whose key (the uint64_t at offset off of an
- * element of size elem) is >= ts, or n; keys ascend. Walks ask about recent
- * times, near the end of a thread's arrays: gallop back from the end to
- * bracket the answer, then bisect the bracket. */
+/* The first index whose key at off is >= ts: gallops back from the end, then
+ * bisects. */
 static inline __attribute__((always_inline)) uint32_t
 kp__lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off, uint64_t ts)
 {
@@ -672,30 +508,23 @@ kp__lower_bound_from_end(const void *arr, uint32_t n, size_t elem, size_t off, u
 
 /* kpath/core.c */
 int kp__init(struct kp *kp, kp_emit_fn emit, void *arg);
-/* Strings of the requests out come from fn (engine__intern of the engine
- * they go to), and requests say so (cp_request.interned). */
 void kp__set_intern(struct kp *kp, kp_intern_fn fn, void *arg);
 /* s interned (kp->intern or kp's own table); NULL on ENOMEM */
 const char *kp__intern(struct kp *kp, const char *s);
 void kp__free(struct kp *kp);
-/* A source (one recording); returns its index. host_key tells hosts apart
- * (recordings of one host share tids and sockets): same key, same host. */
 /* The name of host (its first source's), or NULL */
 const char *kp__host_name(const struct kp *kp, uint32_t host);
 /* How well host's clock is placed (kp_source.clock_unc) */
 uint64_t kp__host_uncertainty(const struct kp *kp, uint32_t host);
-/* A write's recorded start can follow its bytes' arrival by its own time
- * in the socket layer (without --all-syscalls the start is taken there;
- * a veth delivers inside the call): not a clock difference up to this */
+/* Slack between a write's recorded start and its bytes' arrival. */
 #define KP_SEND_SLACK_NS 200000ull
+/* A source (one recording): its index; same host_key, same host. */
 int kp__add_source(struct kp *kp, const char *host_key, int64_t delta, const char *host_name,
 		   const char *sku, uint32_t ncpus, const char *const *cpu_model);
 int kp__add_record(struct kp *kp, uint32_t src, const struct cp_hdr *rec);
-/* Ends the stream: finishes requests whose response is complete, and sends
- * every request still waiting for loss windows. */
-/* Time passed on src with no record (a live stream gone quiet): requests
- * idle long enough finish, and queued ones go out */
+/* Time passed on src with no record: idle requests finish, queued ones go out. */
 int kp__advance(struct kp *kp, uint32_t src, uint64_t ts);
+/* Ends the stream: finishes requests, sends every one still waiting. */
 int kp__finish(struct kp *kp);
 
 /* maps (kpath/core.c) */
@@ -704,26 +533,19 @@ uint32_t kp_map__get(const struct kp_map *m, uint64_t key);
 void kp_map__del(struct kp_map *m, uint64_t key);
 void kp_map__free(struct kp_map *m);
 int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem);
-/* Room for need elements in *arr (doubling); 0 or -ENOMEM. Inline: the walk
- * adds several elements per step, and they almost always fit. */
 static inline int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	return need <= *cap ? 0 : kp__grow_to(arr, cap, need, elem);
 }
-/* Arrays pruned at the front: the window [*arr, *arr + n) starts *off
- * elements into an allocation of *cap. Dropping moves the start instead of
- * the data; kp__win_more makes room for one more element, moving the window
- * back to the front only when the part dropped is at least as long as it
- * (each element moves a bounded number of times, and the allocation stays
- * within a small multiple of the largest window). */
+/* Arrays pruned at the front: the window starts *off elements in, moved back
+ * only when the gap is as long as it. */
 int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
 void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t elem);
 void kp__win_free(void **arr, uint32_t *off, size_t elem);
 
 /* kpath/timeline.c */
 uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
-/* A thread just created (fork, wakeup_new): fresh state when its tid (or,
- * for a main thread, its pid) belonged to one that exited. */
+/* A thread just created: fresh state when its tid belonged to one that exited. */
 uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid);
 uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid);
 uint32_t kp__proc(struct kp *kp, uint32_t host, int32_t pid);
@@ -732,27 +554,19 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking *e, uint64_t ts);
 int kp__tl_new(struct kp *kp, uint32_t host, const struct cp_ev_wakeup_new *e, uint64_t ts);
 int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit *e, uint64_t ts);
-/* A syscall record of a thread with no timeline yet: it was running. */
 int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu);
 /* uprobes (kpath/timeline.c): --probe definitions and calls */
 int kp__tl_probe_def(struct kp *kp, uint32_t host, const struct cp_md_probe *m);
 int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uint64_t ts);
-/* The probe event (absolute index) whose stack holds just before ts, or -1.
- * Inline for threads without probe events (most, and all without --probe):
- * the walk asks for every segment. */
+/* The probe event whose stack holds just before ts, or -1. */
 int64_t kp__tl_probe_at_any(const struct kp_thread *t, uint64_t ts);
-/* A call of thread that moved data ended at end (struct kp_ctx): it
- * worked for `before` (KP_NONE: as it was) since its call before, and
- * works for `after` (KP_NONE: nobody's) from end on. */
+/* A data call of thread ended: it worked for `before`, works for `after`
+ * from now. */
 int kp__tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before, uint32_t after);
-/* A wait in poll began at enter: from then on the thread works for
- * nobody's request (it waits for what comes) */
+/* A poll wait began at enter: the thread works for nobody's request. */
 int kp__tl_idle(struct kp *kp, uint32_t thread, uint64_t enter);
-/* the same for a read of conn `via` that makes it work for `after` */
 int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t end, uint32_t after,
 		     uint32_t via);
-/* the same for a write on an HTTP/2 connection: `before` only for its
- * streams sid_lo..sid_hi */
 int kp__tl_call_streams(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before,
 			uint32_t sid_lo, uint32_t sid_hi);
 /* the index in t->ctx of the last context begun before ts, or -1 */
@@ -767,29 +581,15 @@ static inline int64_t kp__tl_probe_at(const struct kp_thread *t, uint64_t ts)
 	return t->npev ? kp__tl_probe_at_any(t, ts) : -1;
 }
 int kp__tl_exit(struct kp *kp, uint32_t host, const struct cp_hdr *h, uint64_t ts);
-/* Marks the thread's blocked intervals inside [enter, exit] with a reason. */
 void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t exit, uint8_t reason,
 		     uint64_t uaddr, uint32_t conn);
-/* A read's bytes were what the thread's last poll wait, ended by an
- * untraced thread, was for (kp__tl_poll_source in kpath/timeline.c). */
 void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t conn);
-/* The interval of thread holding time t (start < t <= end), or -1. */
 int64_t kp__tl_find(struct kp_thread *t, uint64_t ts);
 void kp__tl_prune(struct kp_thread *t, uint64_t before);
-/* Recycles threads that exited more than KP_KEEP_NS before mark, and
- * processes that exited and have no thread left, when nothing a walk can
- * still reach refers to them. Call after pruning to mark. */
 void kp__tl_recycle(struct kp *kp, uint64_t mark);
 
-/*
- * Addresses are built field by field just before they are looked up: loads
- * that span several of those stores wait until they retire (no store
- * forwarding), which made hashing an address and comparing it with memcmp
- * the costliest lines of the per-event path. So the header word is made
- * from its fields (the value the struct's bytes have on a little-endian
- * machine, padding 0), and the addresses are compared and read as the
- * 16-byte arrays they were copied as.
- */
+/* Addresses are compared and hashed as the words they were stored as (no
+ * store-forwarding stalls). */
 static inline uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 {
 	uint64_t w[1 + 2 * CP_ADDR_LEN / 8], h = 0x9e3779b97f4a7c15ull ^ host;
@@ -800,8 +600,6 @@ static inline uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 	memcpy(&w[1], a->laddr, CP_ADDR_LEN);
 	memcpy(&w[1 + CP_ADDR_LEN / 8], a->raddr, CP_ADDR_LEN);
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		/* a UDP flow's key is its ports and remote address: its own
-		 * (struct kp_addr) an unconnected socket does not know */
 		if (a->proto == IPPROTO_UDP && i && i <= CP_ADDR_LEN / 8)
 			continue;
 		h ^= w[i];
@@ -811,8 +609,7 @@ static inline uint64_t addr_hash(uint32_t host, const struct kp_addr *a)
 	return h;
 }
 
-/* A TCP connection's key in repmap: host and its remote end (a client's
- * address and port, as the server sees it) */
+/* A TCP connection's key in repmap: host and remote end. */
 static inline uint64_t rep_key(uint32_t host, const struct kp_addr *a)
 {
 	uint64_t w[2], h = 0xc2b2ae3d27d4eb4full ^ host ^ (uint64_t)a->family << 32 ^
@@ -861,8 +658,6 @@ static inline uint64_t uport_key(uint32_t host, const struct kp_addr *a)
 }
 
 /* kpath/conntab.c: finding connections */
-/* The UDP flow of a datagram with these ports and addresses (inbound: one
- * read), made when new; the flow of a datagram call (kp__udp_conn). */
 uint32_t kp__udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lport,
 		      uint16_t rport, const uint8_t *laddr, const uint8_t *raddr, uint64_t ts,
 		      bool inbound);
@@ -882,79 +677,55 @@ int kp__udpq_push(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, 
 int kp__conn_arrival(struct kp *kp, uint32_t ci, uint64_t ts, uint32_t rcv_nxt);
 
 /* kpath/roles.c: which end serves */
-/* A connection open before the recording: its side from listening ports,
- * else from who spoke first (a guess kp__proc_listen corrects). */
 void kp__conn_guess_role_slow(struct kp *kp, uint32_t ci, bool reading, uint8_t flags);
 static inline void kp__conn_guess_role(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
 {
 	if (kp->cn[ci].role == KP_ROLE_UNKNOWN) /* most calls: known */
 		kp__conn_guess_role_slow(kp, ci, reading, flags);
 }
-/* The first n of the guessed list: the ones still guessed stay on it. */
 void kp__guessed_compact(struct kp *kp, uint32_t n);
 
 /* kpath/conn.c: requests framed on connections */
 int kp__conn_closed(struct kp *kp, uint32_t ci, uint64_t ts);
-/* The requests a read's payload holds (pipelining), framed as protocol pr. */
 int kp__conn_pipelined(struct kp *kp, struct kp_conn *c, const uint8_t *payload, size_t len,
 		       int64_t bytes, enum kp_proto pr);
-/* A payload that begins HTTP/2 on connection ci: its streams are its requests. */
 int kp__h2_check(struct kp *kp, uint32_t ci, const uint8_t *p, size_t len);
 
 /* kpath/bio.c: TLS libraries on memory buffers */
-/* A TLS record's library connection (host, process, id), 0 without an id. */
 uint64_t kp__tls_conn_key(uint32_t host, const struct cp_ev_tls_read *e);
-/* ci belongs to the library connection key from now on: ci, or KP_NONE
- * out of memory. */
 uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key);
 int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint64_t ts,
 		  uint64_t enter);
 int kp__conn_dready(struct kp *kp, uint32_t host, const struct cp_ev_sk_data_ready *e, uint64_t ts);
-/* The plaintext of a TLS read: names the request its socket read began. */
 struct kp_bio_wr *kp__bio_wr_for(struct kp *kp, uint32_t ci, uint32_t thread, uint64_t ts);
 int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read *e, uint64_t ts);
-/* The peer's write that carried the byte before rcv_nxt (or the last one
- * begun before ts); NULL when none is known. */
+/* The peer's write that carried the byte before rcv_nxt, or NULL. */
 const struct kp_write *kp__conn_write_for(const struct kp_conn *c, uint64_t ts, uint32_t rcv_nxt,
 					  bool have_seq);
 /* The peer's datagram (a write on the flow c) that arrived at ts. */
 const struct kp_write *kp__conn_dgram_for(const struct kp_conn *c, uint64_t ts, bool same_host);
-/* The latest sk_data_ready on conn at or before ts (rcv_nxt), or false. */
 bool kp__conn_dready_at(const struct kp_conn *c, uint64_t ts, uint32_t *rcv_nxt);
 void kp__conn_prune(struct kp_conn *c, uint64_t before);
-/* Recycles connections closed more than KP_KEEP_NS before mark that nothing
- * used since (no walk can reach them any more). */
 void kp__conn_recycle(struct kp *kp, uint64_t mark);
 int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
 void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len);
-/* The same, formatted once and kept in the connection (until it is recycled). */
 const char *kp__conn_addr(struct kp_conn *c, bool local);
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);
 /* Requests: finish the one open on conn (walk + emit). */
 int kp__conn_finish_req(struct kp *kp, uint32_t conn);
-/* ... and on a server connection every one still open: the response being
- * written, HTTP/2's answered streams (closed, exited, end of input). */
+/* ... and on a server connection every request still open. */
 int kp__conn_finish_open(struct kp *kp, uint32_t conn);
-/* When a request whose first read was [enter, exit] on thread, at TCP
- * sequence seq, began: its bytes' arrival, not before lower (DESIGN.md
- * section 5). */
+/* When a request began: its bytes' arrival, not before lower. */
 uint64_t kp__req_start(struct kp *kp, struct kp_conn *c, uint32_t thread, uint64_t enter,
 		       uint64_t exit, uint32_t seq, uint64_t lower);
-/* A response write of `bytes` left unsent whole, and smaller than a
- * segment: held by Nagle's algorithm, not by a full window. */
+/* A write held whole under a segment: Nagle, not a full window. */
 static inline bool kp__nagle_held(uint64_t unsent, uint64_t bytes)
 {
 	return unsent && bytes && unsent >= bytes && bytes < KP_SMALL_SEGMENT;
 }
 
-/* kpath/h2.c: HTTP/2. kp__h2_detect says whether a payload begins a
- * connection's HTTP/2 (the client preface or the server's SETTINGS:
- * *from_start) or is one seen mid-stream; kp__h2_new gives the connection
- * its state; kp__h2_transfer frames a read or write; kp__h2_close
- * finishes its answered streams (closed, EOF, exited, end of input);
- * kp__h2_prune finishes the ones idle since their end and lowers *mark to
- * what open ones need kept. */
+/* kpath/h2.c: detection, per-connection state, transfers, close and prune. */
 int kp__h2_detect(const uint8_t *p, size_t len, bool *from_start);
 int kp__h2_new(struct kp_conn *c, bool from_start, bool preface);
 void kp__h2_free(struct kp_conn *c);
@@ -965,30 +736,22 @@ int kp__h2_tls_read(struct kp *kp, uint32_t ci, const struct cp_ev_tls_read *e, 
 int kp__h2_close(struct kp *kp, uint32_t ci);
 int kp__h2_prune(struct kp *kp, uint32_t ci, uint64_t *mark);
 
-/* kpath/emit.c: the walk's result as a request, waiting KP_LOSS_LAG_NS for
- * loss windows before it goes to kp->emit */
 int kp__emit_request(struct kp *kp, uint32_t conn);
 int kp__loss_add(struct kp *kp, uint32_t host, uint64_t start, uint64_t end);
 /* Sends the requests whose wait is over (every one with all). */
 int kp__pend_flush(struct kp *kp, bool all);
 void kp__pend_free(struct kp *kp);
 
-/* kpath/walk.c: fills kp->ws (time order) for the request open on conn */
 int kp__walk(struct kp *kp, uint32_t conn);
-/* "comm:port" of a process that listens (port 0: its first listening port),
- * "comm:unix" for KP_PORT_UNIX, else its comm (into buf) */
+/* "comm:port", "comm:unix", else the comm */
 #define KP_PORT_UNIX (-1) /* kp__proc_service: a Unix-domain socket's service */
 void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *buf, size_t len);
-/* kp__proc_service with port 0, interned, kept in the process until its
- * comm or first listening port changes; NULL on ENOMEM */
 const char *kp__proc_frame_service(struct kp *kp, uint32_t proc);
 /* The string behind an id of kp->strs */
 static inline const char *kp__str(const struct kp *kp, int32_t id)
 {
 	return kp->strs[id];
 }
-/* The thread's comm (its process's for a main thread not named yet, else
- * "?"), interned; NULL on ENOMEM */
 const char *kp__thread_comm(struct kp *kp, uint32_t thread);
 
 #endif /* CRITPATH_KPATH_INTERNAL_H */

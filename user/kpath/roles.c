@@ -1,9 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Which end of a connection serves: the ports each process listens on (sure
- * from a listen or accept, or guessed from who read first), and the role a
- * connection takes from them.
- */
+/* Which end of a connection serves: listening ports, sure or guessed. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +21,6 @@ static bool proc_listens_sure(const struct kp_proc *p, uint16_t port)
 	return i >= 0 && (uint32_t)i < p->nsure;
 }
 
-/* A port p listens on, sure or guessed; a guess never displaces a sure one
- * from the front (the first is the service's port). */
 static int listen_add(struct kp_proc *p, uint16_t port, bool sure)
 {
 	int i = listen_at(p, port);
@@ -49,8 +43,6 @@ static int listen_add(struct kp_proc *p, uint16_t port, bool sure)
 	return 0;
 }
 
-/* Whether a process of host listens on port: 2 for sure, 1 by a guess
- * only, 0 not. */
 static int host_listens(const struct kp *kp, uint32_t host, uint16_t port)
 {
 	int best = 0;
@@ -70,7 +62,6 @@ static int host_listens(const struct kp *kp, uint32_t host, uint16_t port)
 	return best;
 }
 
-/* A guessed port that was not one: gone, sure ones keep their order. */
 static void listen_unguess(struct kp_proc *p, uint16_t port)
 {
 	int i = listen_at(p, port);
@@ -79,8 +70,7 @@ static void listen_unguess(struct kp_proc *p, uint16_t port)
 		p->listen[i] = p->listen[--p->nlisten];
 }
 
-/* A guessed connection takes its real role: what it was doing under the
- * wrong one is dropped (a client's call, or a request that was a reply). */
+/* A guessed connection takes its real role. */
 static void conn_correct(struct kp *kp, struct kp_conn *c, uint8_t role)
 {
 	if (role == KP_ROLE_CLIENT && c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
@@ -95,7 +85,6 @@ static void conn_correct(struct kp *kp, struct kp_conn *c, uint8_t role)
 	c->iservice = c->iname = NULL;
 }
 
-/* The first n of the guessed list: the ones still guessed stay on it. */
 void kp__guessed_compact(struct kp *kp, uint32_t n)
 {
 	uint32_t keep = 0;
@@ -109,14 +98,8 @@ void kp__guessed_compact(struct kp *kp, uint32_t n)
 	kp->nguessed -= n - keep;
 }
 
-/*
- * proc listens on port, for sure: connections whose role was guessed from
- * who spoke first are checked again, by the rules conn_guess_role applies
- * first. At attach the recorder writes its metadata (listening sockets
- * among them) after the first events: a server's connection open before
- * the recording, whose first record is the write of a reply in flight,
- * was taken for a client's until this says otherwise.
- */
+/* proc surely listens on port: guessed connections are checked again
+ * (listening sockets are written after the first events). */
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
 {
 	struct kp_proc *p = &kp->pr[proc];
@@ -148,8 +131,6 @@ int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port)
 	return 0;
 }
 
-/* c (index ci) has a guessed role: on the list kp__proc_listen checks
- * (without room, it keeps its guess) */
 static void conn_guessed(struct kp *kp, uint32_t ci)
 {
 	kp->cn[ci].role_guessed = 1;
@@ -158,22 +139,19 @@ static void conn_guessed(struct kp *kp, uint32_t ci)
 		kp->guessed[kp->nguessed++] = ci;
 }
 
-/* A connection that was open before the recording started: decide its
- * side from listening ports, else from who spoke first (a guess, which
- * kp__proc_listen corrects when a listening port comes to be known). */
+/* A connection open before the recording: its side from listening ports,
+ * else guessed. */
 void kp__conn_guess_role_slow(struct kp *kp, uint32_t ci, bool reading, uint8_t flags)
 {
 	struct kp_conn *c = &kp->cn[ci];
 	int l;
 
-	/* a Unix-domain socket with its listener's address: the accepted end */
 	if (c->a.family == AF_UNIX && (flags & CP_SOCK_F_BOUND)) {
 		c->role = KP_ROLE_SERVER;
 		return;
 	}
-	/* its local port is one a process of its host listens on: not
-	 * necessarily its own process (a forking server's child, like
-	 * PostgreSQL's backends, has the connection its parent accepted) */
+	/* a port its host listens on, maybe another process's (forked
+	 * servers) */
 	l = host_listens(kp, c->host, c->a.lport);
 	if (l) {
 		c->role = KP_ROLE_SERVER;
@@ -190,8 +168,6 @@ void kp__conn_guess_role_slow(struct kp *kp, uint32_t ci, bool reading, uint8_t 
 	}
 	c->role = reading ? KP_ROLE_SERVER : KP_ROLE_CLIENT;
 	conn_guessed(kp, ci);
-	/* a server side seen first mid-stream: its port is one the process
-	 * listens on, a guess too (ENOMEM: the next connection guesses again) */
 	if (c->role == KP_ROLE_SERVER && c->proc != KP_NONE)
 		(void)listen_add(&kp->pr[c->proc], c->a.lport, false);
 }

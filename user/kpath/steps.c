@@ -1,9 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * What the walk's steps are called and who they cost: thread and process
- * names, a service's frames, the peer write behind a network wakeup, and
- * the off-path culprits of run-queue and lock time.
- */
+/* What the walk's steps are called and who they cost. */
 #include <netinet/in.h>
 #include <errno.h>
 #include <stdio.h>
@@ -13,8 +9,6 @@
 #include "walk_int.h"
 
 
-/* "a b", a cut to alen bytes, b to blen, the whole to KP_NAME_LEN - 1 (what
- * snprintf "%.<alen>s %.<blen>s" made), interned; NULL on ENOMEM */
 const char *kw__join_interned(struct kp *kp, const char *a, size_t alen, const char *b,
 				 size_t blen)
 {
@@ -43,7 +37,6 @@ const char *kp__thread_comm(struct kp *kp, uint32_t thread)
 		s = t->comm;
 	else if (t->tid == t->pid && kp->pr[t->proc].comm[0])
 		s = kp->pr[t->proc].comm;
-	/* every candidate is a CP_COMM_LEN array: compared whole, in two words */
 	if (!t->icomm || memcmp(s, t->icomm_of, CP_COMM_LEN)) {
 		t->icomm = kp__intern(kp, s);
 		memcpy(t->icomm_of, s, CP_COMM_LEN);
@@ -117,7 +110,6 @@ void kp__proc_service(const struct kp *kp, uint32_t proc, int32_t port, char *bu
 		snprintf(buf, len, "pid%d", p->pid);
 }
 
-/* The peer's write whose bytes ended thread's block on conn at ts. */
 const struct kp_write *kw__net_source(struct kp *kp, uint32_t conn, uint64_t ts)
 {
 	uint32_t peer, rcv = 0;
@@ -141,7 +133,6 @@ int32_t kw__conn_peer_str(struct kp *kp, uint32_t conn)
 {
 	if (conn == KP_NONE)
 		return -1;
-	/* name the server end of the hop: the downstream, whichever side we are on */
 	return kw__str_ref(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
 }
 

@@ -1,12 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Thread timelines (DESIGN.md section 5): every traced thread is a gapless
- * sequence of intervals — running on a CPU, runnable (with the tasks that
- * held the CPU meanwhile), blocked (with the reason, known once the syscall
- * that blocked exits, and the wakeup that ended it). Only threads of target
- * processes get a timeline: a waker outside them is a blind spot, never a
- * half-known thread the walk could wander into.
- */
+/* Thread timelines (DESIGN.md 5): gapless running, runnable and blocked
+ * intervals, for target threads only. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,13 +9,10 @@
 
 #include "kpath_internal.h"
 
-/* A waking that raced ahead of the wakee's switch-out still ends the block
- * that follows within this long. */
 #define KP_PEND_WAKE_NS 100000ull
 
-/* pr_hint follows prmap: set to its answer here and to a new process in
- * proc_new (the pid's newest), forgotten when its slot is recycled. So a
- * hint naming a process with this host and pid is the map's answer. */
+/* pr_hint is set to prmap's answers and cleared at recycling: a matching
+ * hint is the answer. */
 uint32_t kp__proc_find(struct kp *kp, uint32_t host, int32_t pid)
 {
 	uint32_t *hint = &kp->pr_hint[(uint32_t)pid % KP_PR_HINTS], i = *hint;
@@ -34,8 +25,6 @@ uint32_t kp__proc_find(struct kp *kp, uint32_t host, int32_t pid)
 	return i;
 }
 
-/* The slot a new process or thread takes: a recycled one first, else one
- * more at the end (kept only once slot_commit says so). */
 static uint32_t slot_peek(void **arr, uint32_t n, uint32_t *cap, size_t elem, const uint32_t *freel,
 			  uint32_t nfree)
 {
@@ -83,8 +72,6 @@ uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
 	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
 	uint32_t i = kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
 
-	/* the hint's rule, in kp__thread: one naming a thread with this key
-	 * is the map's answer */
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
 	return kp_map__get(&kp->thmap, key);
@@ -121,9 +108,6 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 	uint32_t *hint = &kp->th_hint[(uint32_t)tid % KP_TH_HINTS];
 	uint32_t i = *hint, p;
 
-	/* a hint is set to the tid's newest state (thread_new, or the map's
-	 * answer) and forgotten when its slot is recycled: one that names a
-	 * thread with this key is the map's answer */
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
 	i = kp_map__get(&kp->thmap, key);
@@ -137,8 +121,6 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 	return thread_new(kp, host, pid, tid, p);
 }
 
-/* When the thread exited (KP_OPEN: it has not): its timeline's dead end,
- * or its exit record if the final switch-out never came. */
 static uint64_t tl_exit_at(const struct kp_thread *t)
 {
 	if (t->niv && t->iv[t->niv - 1].state == KP_ST_DEAD)
@@ -151,10 +133,8 @@ static bool tl_exited(const struct kp_thread *t)
 	return tl_exit_at(t) != KP_OPEN;
 }
 
-/* The kernel gives tids and pids out again once their task is reaped: a new
- * thread on a tid whose thread exited, or a new process on a pid whose
- * group exited, is another one. The old state stays, out of the maps, for
- * the walks that can still reach it, until kp__tl_recycle frees it. */
+/* Tids and pids are reused once reaped; the old state stays until
+ * kp__tl_recycle. */
 uint32_t kp__thread_born(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 {
 	uint32_t i = kp__thread_find(kp, host, tid), p;
@@ -174,9 +154,8 @@ static struct kp_iv *tl_cur(struct kp_thread *t)
 	return t->niv && t->iv[t->niv - 1].end == KP_OPEN ? &t->iv[t->niv - 1] : NULL;
 }
 
-/* Closes the current interval at ts and opens one in state; the timeline
- * stays gapless (a time going backwards, CPU clocks being a few ns apart,
- * is clamped). */
+/* Closes the current interval at ts and opens one in state (backwards times
+ * clamped). */
 static struct kp_iv *tl_open(struct kp_thread *t, uint8_t state, uint64_t ts)
 {
 	struct kp_iv *c = tl_cur(t), *n;
@@ -201,9 +180,6 @@ static struct kp_iv *tl_open(struct kp_thread *t, uint8_t state, uint64_t ts)
 	return n;
 }
 
-/* The thread's first event: what came before is unknown, except that a
- * wakeup says it was blocked. Starting that interval at 0 keeps it
- * unbounded; walks never go before their request's start anyway. */
 static int tl_begin(struct kp_thread *t, uint8_t state)
 {
 	struct kp_iv *iv;
@@ -226,9 +202,8 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 	if (c->state == KP_ST_RUNNING && c->start == ts && t->niv >= 2 &&
 	    t->iv[t->niv - 2].state == KP_ST_BLOCKED && t->iv[t->niv - 2].end == ts &&
 	    t->iv[t->niv - 2].wake == KP_WK_NONE) {
-		/* the switch-in came first at the same instant: an inferred
-		 * one, put at the wakeup it follows (the waker's record, from
-		 * another CPU, sorts after it) */
+		/* an inferred switch-in at the same instant: put at its
+		 * wakeup */
 		c = &t->iv[t->niv - 2];
 		c->wake = wake;
 		c->waker = waker;
@@ -252,8 +227,6 @@ static int tl_wake(struct kp_thread *t, uint64_t ts, uint8_t wake, uint32_t wake
 	return tl_open(t, KP_ST_RUNNABLE, ts) ? 0 : -ENOMEM;
 }
 
-/* CP_SW_PREV_CULPRIT: the switch's prev held the CPU for all of next's
- * run-queue wait, which just ended: the culprit record the recorder left out. */
 static int tl_prev_culprit(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch *e,
 			   uint32_t next, uint64_t ts)
 {
@@ -327,9 +300,6 @@ int kp__tl_switch(struct kp *kp, uint32_t host, const struct cp_ev_sched_switch 
 		if (ti == KP_NONE)
 			return -ENOMEM;
 		t = &kp->th[ti];
-		/* the name it has now: a thread renamed after it began
-		 * (pthread_setname_np, an io-wq worker) was recorded by its
-		 * parent's name */
 		if (e->next_comm[0])
 			memcpy(t->comm, e->next_comm, CP_COMM_LEN);
 		t->comm[CP_COMM_LEN - 1] = '\0';
@@ -361,11 +331,8 @@ int kp__tl_waking(struct kp *kp, uint32_t host, const struct cp_ev_sched_waking 
 	    (e->waker_ctx == CP_CTX_TASK ||
 	     (e->waker_ctx == CP_CTX_SOFTIRQ && e->softirq_vec == CP_SOFTIRQ_NET_RX)) &&
 	    (size_t)host * KP_MAX_CPUS + e->h.cpu < kp->nlastdr) {
-		/* data arriving on a socket wakes its reader from the same
-		 * softirq, on the same CPU, right after sock:sk_data_ready.
-		 * A hard interrupt or another softirq there meanwhile is not
-		 * the packet's: a lock holder woken by its sleep's hrtimer,
-		 * taken for it, became the request's own work, not `lock`. */
+		/* arriving data wakes its reader from the same softirq right
+		 * after sk_data_ready */
 		const struct kp_lastdr *d = &kp->lastdr[(size_t)host * KP_MAX_CPUS + e->h.cpu];
 
 		if (d->conn != KP_NONE && d->ts <= ts && ts - d->ts <= KP_DR_WINDOW_NS)
@@ -421,10 +388,7 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 
 	if (ti == KP_NONE)
 		return 0;
-	/* pid 0 is the idle task (swapper/N), or the recorder's "[other]":
-	 * a thread woken onto an idle CPU waits for it to leave idle (wakeup
-	 * latency), behind no task. That is run-queue time without a culprit,
-	 * not contention. */
+	/* pid 0: wakeup latency, without a culprit */
 	if (!e->culprit_pid && strncmp(e->culprit_comm, "[other]", CP_COMM_LEN))
 		return 0;
 	t = &kp->th[ti];
@@ -445,8 +409,6 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 	c->tid = (int32_t)e->culprit_tid;
 	memcpy(c->comm, e->culprit_comm, CP_COMM_LEN);
 	c->comm[CP_COMM_LEN - 1] = '\0';
-	/* the recorder's sum of the tasks past its top four and of the part
-	 * of the wait older than the CPU's last slices it keeps: named so */
 	if (!e->culprit_pid && !strncmp(e->culprit_comm, "[other]", CP_COMM_LEN))
 		memcpy(c->comm, KP_OTHER_TASKS, sizeof(KP_OTHER_TASKS));
 	c->icomm = NULL;
@@ -507,8 +469,6 @@ int kp__tl_probe(struct kp *kp, uint32_t host, const struct cp_ev_uprobe *e, uin
 		if (t->pdepth < UINT8_MAX)
 			t->pdepth++;
 	} else {
-		/* pop to the call this returns from; a return without its entry
-		 * (before the recording, or a longjmp past it) pops nothing */
 		for (int d = (t->pdepth < KP_PROBE_DEPTH ? t->pdepth : KP_PROBE_DEPTH) - 1; d >= 0;
 		     d--) {
 			if (t->pstack[d] == name) {
@@ -548,17 +508,11 @@ static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo,
 	if (t->nctx && t->ctx[t->nctx - 1].ts == ts && t->ctx[t->nctx - 1].via != KP_NONE &&
 	    t->ctx[t->nctx - 1].via != t->ctx[t->nctx - 1].conn &&
 	    t->ctx[t->nctx - 1].conn != conn && via == KP_NONE) {
-		/* a downstream reply read for one request, then at once a
-		 * response for another: the read stays, as the first's
-		 * dependency (a loop reads a reply, answers another client
-		 * first), for a nanosecond */
+		/* a reply read for one request, then a response for another:
+		 * the read stays the first's */
 		ts++;
 	} else if (t->nctx && t->ctx[t->nctx - 1].ts >= ts) {
-		/* from the same instant (or, in a damaged stream, earlier): the
-		 * later word replaces the earlier */
 		c = &t->ctx[t->nctx - 1];
-		/* a response write's stretch begun by the read it follows
-		 * keeps that read's connection */
 		if (via != KP_NONE || c->conn != conn)
 			c->via = via;
 		c->conn = conn;
@@ -588,12 +542,8 @@ static int tl_call(struct kp *kp, uint32_t thread, uint64_t end, uint32_t before
 	int err = 0;
 
 	if (before != KP_NONE) {
-		/* the stretch of a response begun by a read of another
-		 * connection (a downstream reply read in a context that was
-		 * nobody's): that read is its dependency, unless the thread
-		 * waited in poll since (what woke it began the stretch: a
-		 * loop reads one request's reply, waits, and answers another
-		 * when its connection's EOF comes) */
+		/* a response stretch begun by another connection's read
+		 * depends on it, unless polled since */
 		const struct kp_ctx *l = t->nctx ? &t->ctx[t->nctx - 1] : NULL;
 		uint32_t bvia = t->read_ts && t->read_ts == t->last_call && t->read_conn != before &&
 					!(l && l->ts == t->last_call && l->conn != KP_NONE &&
@@ -622,9 +572,6 @@ int kp__tl_call_read(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t en
 {
 	struct kp_thread *t = &kp->th[thread];
 
-	/* a read of a request's bytes that blocked: the thread waited for
-	 * them, for it, since the read began (not for the request it served
-	 * before) */
 	if (after == via && after != KP_NONE && enter < end && enter > t->last_call &&
 	    (!t->nctx || t->ctx[t->nctx - 1].ts < enter)) {
 		for (uint32_t k = t->niv; k > 0 && k + 4 > t->niv; k--) {
@@ -669,8 +616,6 @@ int kp__tl_seen_running(struct kp *kp, uint32_t thread, uint32_t cpu)
 	struct kp_thread *t = &kp->th[thread];
 	struct kp_iv *iv;
 
-	/* every switch of a target is traced: a thread first seen at a
-	 * syscall's exit has been on its CPU since before the recording */
 	if (t->niv)
 		return 0;
 	iv = tl_open(t, KP_ST_RUNNING, 0);
@@ -731,12 +676,8 @@ void kp__tl_annotate(struct kp *kp, uint32_t thread, uint64_t enter, uint64_t ex
 	}
 }
 
-/* thread read from conn at enter: when its last wait before that was in
- * poll/epoll and ended by a thread we do not trace, or by an arrival whose
- * connection was not known, that wait was for these bytes (a Unix-domain
- * peer wakes its reader from its own task, not from NET_RX, so nothing
- * else ties the wait to the connection; a datagram's sender may be known
- * only to the read that takes it). */
+/* A poll wait ended by an untraced waker was for the bytes then read from
+ * conn. */
 void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t conn)
 {
 	struct kp_thread *t = &kp->th[thread];
@@ -753,9 +694,6 @@ void kp__tl_poll_source(struct kp *kp, uint32_t thread, uint64_t enter, uint32_t
 	}
 }
 
-/* The walk asks a thread about times near the one it asked last (earlier
- * within a walk, later by about a request between walks): gallop from the
- * interval found last, either way, to bracket the answer, then bisect. */
 int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 {
 	uint32_t n = t->niv, h, lo, hi, step = 1;
@@ -792,8 +730,6 @@ int64_t kp__tl_find(struct kp_thread *t, uint64_t ts)
 	return lo;
 }
 
-/* Of n entries in time order (a uint64 time at off), how many to drop so
- * the last one before `before` stays first: what it says holds there. */
 static uint32_t drop_before_last(const void *arr, uint32_t n, size_t elem, size_t off,
 				 uint64_t before)
 {
@@ -820,8 +756,6 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 		cdrop++;
 	kp__win_drop((void **)&t->cul, &t->culoff, &t->ncul, cdrop, sizeof(*t->cul));
 	t->cul_base += cdrop;
-	/* keep the last probe event before the mark (its stack holds there)
-	 * and the last context begun before it */
 	cdrop = drop_before_last(t->pev, t->npev, sizeof(*t->pev), offsetof(struct kp_probe_ev, ts),
 				 before);
 	kp__win_drop((void **)&t->pev, &t->pevoff, &t->npev, cdrop, sizeof(*t->pev));
@@ -838,16 +772,8 @@ static void pin_thread(struct kp *kp, uint32_t i)
 		kp->th[i].pinned = kp->pin_stamp;
 }
 
-/*
- * What a walk can still reach an exited thread through, once the window
- * has passed its exit: not other threads' intervals (a wakeup it made ended
- * an interval before the mark, pruned; a thread's last interval is never
- * the blocked one a wakeup ends), but a request still open on a server
- * connection (its reader and writer: one held open past KP_HOLD_MAX_NS does
- * not hold the mark back) and a connection's writes (pruning keeps each
- * connection's last one, which net_source may still pick). Processes are
- * reached through their threads and their connections.
- */
+/* What a walk can still reach an exited thread through: open requests and
+ * connections' last writes. */
 static void pin_referenced(struct kp *kp)
 {
 	if (!++kp->pin_stamp)

@@ -1,20 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The kernel-level critical path of one request (DESIGN.md section 5,
- * SCENARIOS.md kernel cases): walk backwards from the exit of the write that
- * carried the response's last byte to the request's start. Running time is
- * `cpu`, runnable time `runqueue` (culprits from runq_culprit records), and a
- * block is explained by what ended it: a waker thread (jump to it at the
- * wakeup and keep walking), a network wakeup (into the traced peer's write
- * that carried the data, or a `network` blind spot naming the peer), a timer
- * (`sleep`), a block device (`disk`), else `unexplained`. The walk is bounded
- * only by the request's start — not by the start of each block — which is
- * what puts B, not A1's parallel work, on the path in CPT figure 2c.
- *
- * Segments are produced back to front and tile [start, end] exactly: every
- * step consumes time from the cursor t down to some a >= start, or jumps to
- * another thread at the same t.
- */
+/* The kernel-level critical path of one request (DESIGN.md 5): a backward
+ * walk from the last response write to the request's start, bounded only by
+ * that start (CPT figure 2c). Segments tile [start, end]. */
 #include <netinet/in.h>
 #include <errno.h>
 #include <stdio.h>
@@ -42,8 +29,6 @@ static const char *culprit_comm(struct kp *kp, struct kp_culprit *c)
 	return c->icomm;
 }
 
-/* The k-th culprit of a run-queue interval, or NULL when the timeline has
- * already pruned it. */
 static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp_iv *iv, uint32_t k)
 {
 	uint64_t abs = (uint64_t)iv->cul_first + k;
@@ -53,8 +38,6 @@ static struct kp_culprit *iv_culprit(const struct kp_thread *th, const struct kp
 	return &th->cul[abs - th->cul_base];
 }
 
-/* Did a task of neither the waiting thread's process nor the serving
- * process hold the CPU during this run-queue wait? */
 static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
 			     const struct kp_iv *iv)
 {
@@ -69,9 +52,7 @@ static bool outside_culprits(const struct walk *w, const struct kp_thread *th,
 	return false;
 }
 
-/* ns * part / whole in doubles, as it always was; a segment covering the
- * whole wait skips the division (a tenth of the walk's time): ns * whole /
- * whole is ns exactly while ns * whole fits a double's 53-bit mantissa. */
+/* ns * part / whole, exact without the division for a whole wait. */
 static inline uint64_t cul_share(uint64_t ns, uint64_t part, uint64_t whole)
 {
 	uint64_t p;
@@ -83,9 +64,8 @@ static inline uint64_t cul_share(uint64_t ns, uint64_t part, uint64_t whole)
 	return (uint64_t)((double)ns * (double)part / (double)whole);
 }
 
-/* The third frame of segments outside the serving process: the peer's
- * service (and the call made to it). A new id on every use; the string is
- * made once for a run of uses alike. */
+/* The third frame outside the serving process: the peer's service (and
+ * call). */
 static int32_t kw__proc_frame(struct walk *w, uint32_t thread)
 {
 	struct kp *kp = w->kp;
@@ -96,8 +76,6 @@ static int32_t kw__proc_frame(struct walk *w, uint32_t thread)
 	if (proc != w->f3_proc || w->call != w->f3_call) {
 		const char *svc = kp__proc_frame_service(kp, proc);
 
-		/* with a call: what snprintf(" %s") after the service made,
-		 * kept in the process while its calls repeat */
 		if (svc && w->call && w->call[0]) {
 			struct kp_proc *p = &kp->pr[proc];
 
@@ -127,13 +105,8 @@ static int kw__runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv 
 	uint64_t dur = iv->end - iv->start;
 	int err;
 
-	/* DESIGN: the serving thread owns what it *ran* after the start; while
-	 * it waited for a CPU the culprits ran, so that wait is interference.
-	 * Another thread's activation begun by an owned wakeup is the
-	 * request's own, but not the time a task from outside took its CPU
-	 * (a hog, another service): that is interference there too. Its own
-	 * process's and the serving process's threads do not count: they are
-	 * the request's hand-offs (a waker finishing its slice) or its peers. */
+	/* DESIGN: CPU waits of owned time are interference, so is an outside
+	 * task taking an owned activation's CPU. */
 	if (iv->ncul && (thread == w->serving || outside_culprits(w, th, iv)))
 		interf = true;
 	err = kw__seg_addq(kp, a, t, CP_CAT_RUNQUEUE, thread, iv->cpu, interf || queued, -1,
@@ -158,14 +131,8 @@ static int kw__runqueue_seg(struct walk *w, uint32_t thread, const struct kp_iv 
 	return 0;
 }
 
-/*
- * Ownership follows a chain of wakeups back, one step per blocked interval,
- * and the chains of one walk share their tails (the walk itself goes back
- * through the same wakers). What a chain found is kept for the walk: per
- * blocked interval the answer and how many steps on it took, so a chain
- * that meets one stops there with the answer it would have reached (or
- * none, had the steps run past KP_OWN_MAX_DEPTH).
- */
+/* Ownership chains of a walk share their tails: answers cached per blocked
+ * interval. */
 #define KP_OWN_SLOTS 4096u
 
 static const struct kp_own *own_get(const struct kp *kp, uint64_t key)
@@ -200,13 +167,8 @@ static void own_put(struct kp *kp, uint64_t key, bool owned, uint32_t steps)
 	kp->own[i] = (struct kp_own){key, kp->own_gen, (uint16_t)steps, owned};
 }
 
-/*
- * DESIGN: an interval is owned by the request if its serving thread ran it
- * after the request started, or it began with a wakeup from an owned
- * interval (hand-off to a worker, reply from a downstream) — followed back
- * through wakers, through the traced peer's write for network wakeups, and
- * to the request's own connection (its data arriving is the request).
- */
+/* DESIGN: owned if the serving thread ran it after the start, or begun by a
+ * wakeup from owned time. */
 static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 {
 	struct kp *kp = w->kp;
@@ -225,7 +187,6 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 			res = true;
 			break;
 		}
-		/* a blocked interval belongs with the activation its wakeup begins */
 		while (j >= 0 && t->iv[j].state != KP_ST_BLOCKED)
 			j--;
 		if (j < 0)
@@ -261,11 +222,8 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 		} else if ((b->wake == KP_WK_TIMER || b->wake == KP_WK_DISK ||
 			    b->reason == KP_BR_DISK) &&
 			   b->reason != KP_BR_POLL) {
-			/* a sleep, a timed wait or a disk read ends by itself:
-			 * the activation after it goes on with the work of the
-			 * one before (a downstream that sleeps while serving our
-			 * call still serves it). A poll's timeout does not: an
-			 * event loop's next round is its own. */
+			/* sleeps, timed waits and disk reads end by
+			 * themselves: the work goes on */
 			idx = j - 1;
 		} else {
 			break;
@@ -343,10 +301,8 @@ static void enter_conn(struct walk *w, uint32_t conn)
 	w->nentered++; /* counted past the end too: see ctx_ours */
 }
 
-/* The walk goes into thread's process: through its reply to a call the
- * walk had made (conn a client end: that call, remembered), or back
- * through a request the process made (the call it was serving, if the walk
- * came into it so). */
+/* Into thread's process: through its reply to our call, or back through its
+ * own request. */
 static void enter_call(struct walk *w, uint32_t thread, uint32_t conn,
 		       const struct kp_write *src)
 {
@@ -361,9 +317,6 @@ static void enter_call(struct walk *w, uint32_t thread, uint32_t conn,
 		return;
 	}
 	w->call = c->last_name;
-	/* the call is the request the traced server side answered with the
-	 * write the walk came through (the connection has moved on since),
-	 * else the one it serves */
 	if (src && src->name) {
 		w->call = src->name;
 	} else if (c->peer != KP_NONE && w->kp->cn[c->peer].role == KP_ROLE_SERVER) {
@@ -382,14 +335,11 @@ static void enter_call(struct walk *w, uint32_t thread, uint32_t conn,
 	}
 }
 
-/* The context is the request's connection, and on an HTTP/2 one, the
- * streams it worked for include the request's. */
 static bool ctx_mine(const struct walk *w, const struct kp_ctx *x)
 {
 	return x->conn == w->conn && (!x->sid_hi || (w->sid >= x->sid_lo && w->sid <= x->sid_hi));
 }
 
-/* x's connection is the request's, or a downstream end the walk came through */
 static bool ctx_ours(const struct walk *w, const struct kp_ctx *x)
 {
 	uint32_t conn = x->conn;
@@ -405,11 +355,7 @@ static bool ctx_ours(const struct walk *w, const struct kp_ctx *x)
 	return w->nentered > KP_WALK_ENTERED;
 }
 
-/* Whether the thread works for another request than the walk's in the
- * context k (-1: before its first): for an owned stretch, where its calls
- * say so; for one not owned, unless they say it works on the request's own
- * connection (not a downstream end the walk came through: that may be a
- * lock holder's call, met on the way to it). */
+/* Whether the thread works for another request in context k. */
 static bool ctx_theirs(const struct walk *w, const struct kp_thread *th, int64_t k, bool own)
 {
 	if (own)
@@ -417,9 +363,6 @@ static bool ctx_theirs(const struct walk *w, const struct kp_thread *th, int64_t
 	return !(k >= 0 && ctx_mine(w, &th->ctx[k]));
 }
 
-/* The context of th at t (the last begun before t: an index into th->ctx,
- * or -1), from where the last question about th left off (a walk asks about
- * one stretch after the other, back in time), or a search. */
 static int64_t ctx_at(struct kp_thread *th, uint64_t t)
 {
 	int64_t k = th->ctx_hint < th->nctx ? (int64_t)th->ctx_hint : -1;
@@ -434,18 +377,8 @@ static int64_t ctx_at(struct kp_thread *th, uint64_t t)
 	return k;
 }
 
-/*
- * A request's cpu time on a thread, [a, t], owned or not by DESIGN's rule
- * (wakeups followed back). Where the thread worked for another connection's
- * request (struct kp_ctx says whose request a thread works on, from its
- * socket calls), own time is the other request's: interference, under
- * KP_QUEUED_FRAME. DESIGN.md section 5 calls all of a serving thread's time
- * after the request's start own; on a loop that serves many connections,
- * most of it is not. And where its calls say it works for this request,
- * time not owned by the rule is own: a runtime that switches between its
- * requests in user space (Go's goroutines on one thread) leaves no wakeup
- * to follow, only the calls.
- */
+/* A request's cpu time on a thread: the calls decide whose it is where they
+ * say (event loops, goroutines). */
 static int ctx_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
 		       int32_t frame3, bool own)
 {
@@ -474,15 +407,11 @@ static int ctx_cpu_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a,
 	return err;
 }
 
-/* The context k works for another request (a server connection that is
- * not the walk's, nor one it came into) */
 static bool ctx_other(const struct walk *w, const struct kp_thread *th, int64_t k)
 {
 	return k >= 0 && th->ctx[k].conn != KP_NONE && !ctx_ours(w, &th->ctx[k]);
 }
 
-/* When the bytes a read of conn v took in arrived, the read ending at end:
- * the last sk_data_ready on v before it, else the traced peer's write. */
 static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta,
 		    const struct kp_write **src)
 {
@@ -501,12 +430,8 @@ static bool arrival(struct kp *kp, uint32_t v, uint64_t end, uint64_t *ta,
 	return true;
 }
 
-/*
- * The request's next dependency on th after t: the first context after t
- * that works for the request and was begun by a read of another
- * connection than the request's own (a downstream reply, the request that
- * a downstream serves). Its connection and when its bytes arrived.
- */
+/* The request's next dependency on th after t: a context begun by another
+ * connection's read. */
 static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uint32_t *via,
 		     uint64_t *ta, const struct kp_write **src)
 {
@@ -525,10 +450,8 @@ static bool dep_find(const struct walk *w, struct kp_thread *th, uint64_t t, uin
 	return false;
 }
 
-/* The time [from, t] went to data arriving on conn v (a block it ended, or
- * the request's dependency): into the traced peer's write that carried it,
- * or a `network` blind spot naming the peer. *thread, *t: where the walk
- * goes on; false: no traced peer's write is known. */
+/* Time on data arriving on v: into the peer's write, or a `network` blind
+ * spot. */
 static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uint32_t *thread,
 			  uint64_t *t, int *err, const struct kp_write *src)
 {
@@ -540,12 +463,8 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 		src = kw__net_source(kp, v, *t);
 	if (!src)
 		return false;
-	/* the peer may write after t (its reply came while the thread ran):
-	 * its thread is on the path from t back */
 	t2 = src->exit < *t ? src->exit : *t;
-	/* bytes from another host that arrived before their write began, by
-	 * more than the write's own time and the clocks' uncertainty: clocks
-	 * still apart; clipped, and counted */
+	/* bytes that arrived before their write began: clipped and counted */
 	if (src->enter > *t + KP_SEND_SLACK_NS && src->thread != KP_NONE &&
 	    kp->th[src->thread].host != kp->cn[v].host &&
 	    src->enter - *t > KP_SEND_SLACK_NS + kp__host_uncertainty(kp, kp->cn[v].host) +
@@ -555,8 +474,6 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 			kp->skew_clipped_max = src->enter - *t;
 	}
 	pc = kp__conn_peer(kp, v);
-	/* into a downstream service's reply: what its threads do for that
-	 * call is ours */
 	if (pc != KP_NONE && kp->cn[pc].role == KP_ROLE_SERVER)
 		enter_conn(w, pc);
 	if (t2 < lo)
@@ -569,8 +486,6 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 	return true;
 }
 
-/* A `network` blind spot [a, t] on conn v, named by the peer's address (and
- * the call made to it: "%.40s %.20s") */
 static int net_blind(struct walk *w, uint32_t v, uint64_t a, uint64_t t, bool own)
 {
 	struct kp *kp = w->kp;
@@ -583,9 +498,6 @@ static int net_blind(struct walk *w, uint32_t v, uint64_t a, uint64_t t, bool ow
 	return seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps, fs);
 }
 
-/* The request's dependency, cut_conn's bytes arrived at *t: into the peer
- * that sent them, or a blind spot back to the last write on the
- * connection (the call they answer), where the path goes on. */
 static int dep_follow(struct walk *w, uint64_t lo, uint32_t *thread, uint64_t *t)
 {
 	struct kp *kp = w->kp;
@@ -611,8 +523,6 @@ static int dep_follow(struct walk *w, uint64_t lo, uint32_t *thread, uint64_t *t
 	return err;
 }
 
-/* [a, t] of interval iv of a thread working for other requests than the
- * walk's: interference, under KP_QUEUED_FRAME, whatever its state */
 static int queued_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t a,
 		      uint64_t t)
 {
@@ -630,8 +540,6 @@ static int queued_seg(struct walk *w, uint32_t thread, const struct kp_iv *iv, u
 	}
 }
 
-/* Whether waker's time at t is interference for the walk's request: not
- * owned (DESIGN.md section 5), or working for another request by its calls */
 static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 {
 	struct kp_thread *th = &w->kp->th[waker];
@@ -641,18 +549,12 @@ static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 		return true;
 	if (!th->nctx)
 		return false;
-	/* working for another request, or just done with one and on to
-	 * nobody's (a thread that answered another client releases its GIL) */
 	k = ctx_at(th, t);
 	if (k >= 0 && th->ctx[k].conn == KP_NONE && k > 0 && t - th->ctx[k].ts < KP_RECENT_NS)
 		k--;
 	return ctx_other(w, th, k);
 }
 
-/* The waker of a socket or poll wait serves a call the walk's request made
- * (the server end of a connection of the waiting thread's process, whose
- * calls were made for the request): into that call. The waker's recent
- * contexts say which connection it served (a close follows its last). */
 static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t)
 {
 	struct kp *kp = w->kp;
@@ -687,7 +589,6 @@ static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv
 	}
 }
 
-/* [a, t] a wait for a lock on thread, holder its culprit for all of it */
 static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
 		    uint32_t holder)
 {
@@ -700,10 +601,8 @@ static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, ui
 	return err;
 }
 
-/* A futex wait that timed out and was waited again on the same word at
- * once, until another thread woke it: a lock taken in timed waits (an
- * interpreter's GIL asks its holder to drop it after each 5 ms timeout).
- * The thread that woke the last wait, or KP_NONE: a timed sleep. */
+/* A futex wait retried after timeouts until woken: a lock taken in timed
+ * waits (a GIL). */
 #define KP_RETRY_NS 1000000ull
 
 static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv *iv)
@@ -728,8 +627,6 @@ static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv
 
 
 
-/* One interval of the walk's thread, [a, t] of iv, in the request's own
- * time: its category, or a jump (*thread, *t changed, *jumped). */
 static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uint64_t a,
 		   uint64_t *t, uint64_t lo, bool own, bool *lock_chain, uint32_t *jumps,
 		   bool *jumped)
@@ -741,10 +638,7 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 	switch (iv->state) {
 	case KP_ST_RUNNING:
 	case KP_ST_RUNNABLE:
-		/* DESIGN: interference reached through a futex wait is `lock`,
-		 * its thread (the holder) the culprit. While the holder waits
-		 * for a CPU it stays `runqueue`, with the tasks that held the
-		 * CPU: that names who starved it. */
+		/* DESIGN: interference through a futex wait is `lock` */
 		if (!own && *lock_chain && iv->state == KP_ST_RUNNING) {
 			err = lock_seg(w, *thread, iv->cpu, a, *t, *thread);
 		} else if (iv->state == KP_ST_RUNNABLE) {
@@ -766,12 +660,8 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		/* a lock holder is reached through a futex wait */
 		if (iv->reason == KP_BR_FUTEX)
 			*lock_chain = true;
-		/* a wait woken by a traced peer's write or close (a
-		 * Unix-domain socket's writer wakes the reader itself) */
 		if (iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL)
 			enter_waker_call(w, *thread, iv, *t);
-		/* the waker's time before this wait began is not the request's
-		 * unless the waker worked for it */
 		if (iv->start > lo && w->nret < KP_WALK_RET &&
 		    (!own || waker_interferes(w, iv->waker, *t))) {
 			w->ret[w->nret].thread = *thread;
@@ -790,14 +680,10 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 	}
 	if (iv->wake == KP_WK_NET && iv->conn != KP_NONE &&
 	    (iv->conn == w->conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
-		/* bytes of this (or another) request on their way in: name the
-		 * client, no downstream frame */
 		return seg_add(kp, a, *t, CP_CAT_NETWORK, KP_NONE, -1, !own,
 			       kw__str_ref(kp, kp__conn_addr(&kp->cn[iv->conn], false)), -1);
 	}
-	/* data from an untraced peer: a network blind spot too (a Unix-domain
-	 * peer wakes the reader from its own task, not from NET_RX; in poll,
-	 * the connection is the one read next: kp__tl_poll_source) */
+	/* data from an untraced peer: a network blind spot too */
 	if (iv->wake == KP_WK_NET || (iv->reason == KP_BR_SOCK && iv->wake == KP_WK_NONE) ||
 	    ((iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL) && iv->wake == KP_WK_TASK &&
 	     iv->waker == KP_NONE && iv->conn != KP_NONE))
@@ -812,22 +698,14 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		       kw__proc_frame(w, *thread));
 }
 
-/* A poll wait that ended at or before t with a wakeup the walk would
- * follow elsewhere than into the request's own data: its dependency may be
- * another connection's (dep_cut) */
 static inline bool dep_poll(const struct walk *w, const struct kp_iv *iv, uint64_t t)
 {
 	return iv->state == KP_ST_BLOCKED && iv->reason == KP_BR_POLL && iv->end <= t &&
 	       (iv->wake == KP_WK_TASK || (iv->wake == KP_WK_NET && iv->conn != w->conn));
 }
 
-/*
- * The request's own time on a thread that works for other requests at t
- * (by its calls), or waits in poll for what turns out to be another
- * connection's data: where the request's next dependency is known and
- * arrived before t, the thread's time back to its arrival is interference
- * and the path then follows it (w->cut_*). Returns whether it set one.
- */
+/* Time on a thread working for other requests: interference back to when the
+ * next dependency arrived. */
 static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t,
 		    uint64_t lo, bool other)
 {
@@ -881,8 +759,6 @@ int kp__walk(struct kp *kp, uint32_t conn)
 		int64_t idx;
 
 		if (t <= lo) {
-			/* the interference reached the moment its waiter began
-			 * to wait: the path goes on in the waiter */
 			thread = w.ret[--w.nret].thread;
 			lock_chain = false;
 			continue;
@@ -914,10 +790,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				bool other = false, mine = false;
 
 				if (!w.nret && th->nctx) {
-					/* one stretch of the thread's calls at a time:
-					 * working for the request (its own connection or a
-					 * call the walk came through) is owning the time,
-					 * whatever woke the thread (a downstream's GIL) */
+					/* working for the request by its
+					 * calls owns the time */
 					int64_t k = ctx_at(th, t);
 
 					other = ctx_other(&w, th, k);

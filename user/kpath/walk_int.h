@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* One request's walk (walk.c): its state, shared with the steps it makes
- * (steps.c: names, segments' culprits). */
+/* One request's walk (walk.c), shared with steps.c. */
 #ifndef CRITPATH_WALK_INT_H
 #define CRITPATH_WALK_INT_H
 
@@ -22,42 +21,29 @@ struct walk {
 	uint32_t proc;	  /* the serving process */
 	uint64_t start;
 	const char *call; /* the downstream call the walk went through, or NULL */
-	/* the last activation asked about: intervals of one activation share
-	 * their owner, and the walk asks about them one after the other */
 	uint32_t memo_thread;
 	int64_t memo_block;
-	/* and the intervals (memo_block, memo_hi] of it are not blocked: a
-	 * query there has memo_block for its activation without a scan */
 	int64_t memo_hi;
 	bool memo_owned;
 	/* the last third frame named (proc_frame): process, call, string */
 	uint32_t f3_proc;
 	const char *f3_call;
 	const char *f3;
-	/* the downstream services' ends of the calls the walk went into: the
-	 * requests a downstream thread works on for this one (kp_ctx) */
 	uint32_t entered[KP_WALK_ENTERED];
 	uint32_t nentered;
-	/* the call each process the walk went into served: back in it through
-	 * a request it made further down, its steps keep that name */
 	struct {
 		uint32_t proc;
 		const char *call;
 	} calls[KP_WALK_ENTERED];
 	uint32_t ncalls;
-	/* Interference entered from a waiting thread (a lock holder, a
-	 * thread serving another request): its time is on the path only back
-	 * to when the waiter began to wait (floor), then the path goes on in
-	 * the waiter (SCENARIOS.md cases 4, 8). Innermost last. */
+	/* Interference entered from a waiter (SCENARIOS.md 4, 8). */
 	struct {
 		uint32_t thread;
 		uint64_t floor;
 	} ret[KP_WALK_RET];
 	uint32_t nret;
-	/* A thread busy with other requests while this one's dependency (the
-	 * data of cut_conn, arrived at cut_ts) waited for it: its time back to
-	 * cut_ts is `(other requests)`, then the path follows the dependency
-	 * (SCENARIOS.md case 9). cut_thread KP_NONE: none. */
+	/* A thread busy while this request's dependency waited (SCENARIOS.md
+	 * 9). */
 	uint32_t cut_thread, cut_conn;
 	uint64_t cut_ts;
 	const struct kp_write *cut_src; /* the traced peer's write that carried it, or NULL */
@@ -132,8 +118,6 @@ static inline uint8_t kw__block_category(const struct kp_iv *iv)
 	return CP_CAT_UNEXPLAINED;
 }
 
-/* A new id for a string (a segment's frame3 or peer), or -1 (s NULL:
- * ENOMEM). */
 static inline int32_t kw__str_ref(struct kp *kp, const char *s)
 {
 	if (!s || kp__grow((void **)&kp->strs, &kp->capstrs, kp->nstrs + 1, sizeof(*kp->strs)))

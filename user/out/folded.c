@@ -1,17 +1,11 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * --format folded: one line per frame stack, "frame;frame;category value",
- * the input of flamegraph.pl and speedscope. The value is the stack's total
- * critical-path time in nanoseconds (integers, as both tools want; divide by
- * the request count for the average path). The category is the leaf frame.
- */
+/* --format folded: "frame;frame;category value" per stack for flamegraph.pl and
+ * speedscope; the value is total ns. */
 #include <errno.h>
 #include <stdio.h>
 
 #include "engine.h"
 
-/* ';' separates frames and the last ' ' the value: a ';' or a line break
- * inside a name would split it, so they become ':' and ' '. */
 static void put_frame(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {

@@ -1,15 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * `report --format html`: one self-contained, offline page. The engine
- * result goes into the page as JSON in a <script type="application/json">
- * element (every "<" escaped, see out_yajl.h, so no data can close it); the
- * style and the script that renders flame graph, heat map, tables and
- * request timelines come from out_html_assets.h. Nothing is fetched.
- *
- * Request timelines carry offsets from the request's start rather than
- * absolute times: span input uses Unix-epoch nanoseconds, beyond the 2^53
- * that a JavaScript number holds exactly.
- */
+/* --format html: one offline page; the result as a JSON data island (every "<"
+ * escaped), style and script from out_html_assets.h. Timelines use offsets from
+ * the request's start (epoch ns exceed 2^53). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

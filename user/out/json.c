@@ -1,19 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * --format json: the stable contract of DESIGN.md section 6, written with
- * yajl_gen, but for the requests (nearly all of the bytes), which are written
- * directly with the bytes yajl_gen made (out/json_req.c). Fields that do not
- * apply are omitted; times are integers in ns.
- * Additive fields beyond the contract: "summary" (request count, latency
- * mean and percentiles), per profile entry the step's distribution
- * ("q50_ns", "q90_ns", "q99_ns", "max_ns", "sd_ns" (the standard deviation
- * of the step's time per request, over all requests), and a "histogram" of
- * power-of-two buckets [lo_ns, hi_ns) with their request counts, empty
- * buckets left out) and its "percentiles" views
- * (CRISP: the same totals over the requests at or below P50/P95/P99),
- * "span_profile" (inclusive/exclusive per span call path) and per request
- * "spans".
- */
+/* --format json: DESIGN.md 6's contract, with yajl_gen except for the requests
+ * (out/json_req.c). Inapplicable fields are omitted; times are integer ns.
+ * README describes the additive fields. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +12,7 @@
 #include "engine.h"
 #include "out_json_int.h"
 
-/* yajl writes strings as given: bytes that are not UTF-8 (payload-derived
- * names) would make the document invalid, so they become U+FFFD. */
+/* bytes that are not UTF-8 become U+FFFD (yajl writes strings as given) */
 size_t out_json__utf8_seq(const unsigned char *s, size_t left)
 {
 	size_t n;

@@ -9,14 +9,8 @@
 #include "engine.h"
 #include "out_json_int.h"
 
-/*
- * Requests are written without yajl: they are nearly all of a report's
- * bytes, and yajl's call and state check per token cost more than the
- * analysis. The bytes are the ones yajl_gen (no beautify, no escaped
- * solidus) made: '"', '\\' and control characters escaped as it does,
- * bytes that are not UTF-8 replaced as gen_str does. yajl sees none of
- * it: the array it opened holds them, and it closes it after them.
- */
+/* Requests are written without yajl (most of the bytes; its per-token checks
+ * cost more than the analysis), byte for byte as yajl_gen would. */
 static inline void rq_room(struct out_json_stream *s, size_t n)
 {
 	if (s->n + n > sizeof(s->buf))
@@ -133,8 +127,7 @@ static void rq_str(struct out_json_stream *s, const char *str)
 	rq_c(s, '"');
 }
 
-/* Two digits at a time, written from the end, in 32-bit arithmetic below
- * 10^8 (times in ns are 12 digits or more): a report is mostly numbers. */
+/* Two digits at a time, from the end, 32-bit below 10^8. */
 static const char rq_d2[201] = "00010203040506070809101112131415161718192021222324252627282930"
 			       "31323334353637383940414243444546474849505152535455565758596061"
 			       "62636465666768697071727374757677787980818283848586878889909192"
@@ -157,12 +150,7 @@ static char *rq_u32_digits(char *p, uint32_t v)
 	return p;
 }
 
-/*
- * The hot path writes through a cursor o into s->buf (s->n is brought up to
- * date only around the slow paths): a segment's keys, numbers and cached
- * strings are bounded, so one check for room covers many of them instead of
- * one per byte, and fixed-size copies replace calls to memcpy.
- */
+/* A cursor into s->buf: one room check covers a bounded run of writes. */
 static inline char *rq_at(struct out_json_stream *s, char *o, size_t n)
 {
 	if ((size_t)(o - s->buf) + n > sizeof(s->buf)) {
@@ -185,8 +173,6 @@ static inline char rq_last(const struct out_json_stream *s, const char *o)
 static const uint32_t rq_pow10[10] = {1,      10,      100,	 1000,	    10000,
 				      100000, 1000000, 10000000, 100000000, 1000000000};
 
-/* Digits of v (< 10^8, at least one) at o; returns the end. The number of
- * digits from the bit length (1233 / 4096 ~ log10(2)), corrected once. */
 static inline char *rq_u32_at(char *o, uint32_t v)
 {
 	uint32_t t = ((32 - (uint32_t)__builtin_clz(v | 1)) * 1233) >> 12;
@@ -224,9 +210,8 @@ static inline char *rq_u64_at(char *o, uint64_t v)
 	return rq_u32_8_at(o, (uint32_t)(v % 100000000));
 }
 
-/* A time (ns since boot or since the epoch): those of a request share
- * their digits above the last eight, which are written once and then
- * copied. At most 20 bytes. */
+/* A time: a request's times share their upper digits, written once then copied.
+ * At most 20 bytes. */
 static inline char *rq_time_at(struct out_json_stream *s, char *o, uint64_t v)
 {
 	uint64_t hi = v / 100000000;
@@ -259,13 +244,9 @@ static void rq_u64(struct out_json_stream *s, uint64_t v)
 	s->n = (size_t)(rq_u64_at(o, v) - s->buf);
 }
 
-/* A string whose contents stay as long as the report is written (stable:
- * the engine's interned strings, category names) repeats over and over:
- * its JSON is kept by pointer and copied whole when it comes again. Other
- * strings that repeat (a host's CPU model, a peer's address) are kept too,
- * but used again only when their contents are still the same. Returns the
- * cursor past the string. The caller made room for RQ_KEPT_MAX + RQ_TAIL
- * bytes; RQ_TAIL are left after it. */
+/* Strings that stay valid (interned) are kept as JSON by pointer and copied
+ * when they come again; others only while their contents match. The caller made
+ * room for RQ_KEPT_MAX + RQ_TAIL. */
 static __attribute__((noinline)) char *rq_str_miss(struct out_json_stream *s, char *o,
 						   const char *str, bool stable, uint32_t k)
 {
@@ -356,14 +337,8 @@ static inline char *rq_ki32_at(char *o, const char *kq, size_t klen, int32_t v)
 /* Bytes of a segment (or culprit) but its strings, at most */
 #define RQ_SEG_FIXED 256
 
-/*
- * A segment's JSON is mostly fragments that repeat from segment to segment
- * and request to request: its category and frames, and a thread's pid, tid
- * and comm (the segment's, its culprits'). With interned strings (stable
- * pointers) a fragment is a function of a few words, its key, and is kept
- * by them: written once, then copied (numbers and strings are most of the
- * writer's time).
- */
+/* Repeating fragments of a segment (category and frames, pid/tid/comm) are
+ * keyed by their interned pointers, written once, then copied. */
 static inline struct rq_frag *rq_frag_find(struct out_json_stream *s, const uint64_t *key)
 {
 	const uint64_t m = 0x9e3779b97f4a7c15ull;
@@ -434,9 +409,6 @@ static char *rq_seg_frames(struct out_json_stream *s, char *o, const struct cp_s
 	return o;
 }
 
-/* A thread: ,"pid":…,"tid":…,"comm":… after other fields, or the same
- * first in a culprit's object (no comma before its first field); each
- * left out when it does not apply. */
 static char *rq_who(struct out_json_stream *s, char *o, int32_t pid, int32_t tid, const char *comm,
 		    bool first)
 {

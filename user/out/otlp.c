@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * A request and its critical path as OTLP spans (opentelemetry-proto's
- * trace.proto, written by hand: a few message types): one SERVER span with
- * semantic-convention attributes and the path's time per category, and a
- * CLIENT child span per stretch of the path spent in another process.
- * README "critpath agent" has the schema.
- */
+/* A request and its critical path as OTLP spans (trace.proto by hand): a SERVER
+ * span with per-category times, a CLIENT child per stretch in another process.
+ * README "critpath agent" has the schema. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,7 +501,7 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 		i = j;
 	}
 	/* an INTERNAL span per stretch in a --probe'd call of the serving
-	 * process (its outermost one; the stack in critpath.frames) */
+	 * process */
 	for (uint32_t i = 0; i < r->nsegs;) {
 		const char *fn = probed(&r->segs[i], w);
 		uint32_t j = i + 1;

@@ -1,10 +1,6 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * OTLP out: a kernel request and its critical path as OTLP spans (otlp.c),
- * and the exporter that sends them (otlp_export.c: a bounded queue, one
- * thread, OTLP/HTTP protobuf with gzip and retries). README "critpath
- * agent" has the schema.
- */
+/* OTLP out: requests as spans (otlp.c) and the exporter (otlp_export.c: queue,
+ * thread, gzip, retries). */
 #ifndef CRITPATH_OTLP_H
 #define CRITPATH_OTLP_H
 
@@ -25,8 +21,8 @@ enum otlp_why {
  * (flags' sampled bit in *sampled) */
 bool traceparent__parse(const char *s, uint8_t trace_id[16], uint8_t span_id[8], bool *sampled);
 
-/* One request as OTLP protobuf: a ResourceSpans message (field 1 of an
- * ExportTraceServiceRequest), so a batch is its items one after another. */
+/* One request as a ResourceSpans message; a batch is its items one after
+ * another. */
 struct otlp_resource {
 	const char *service;	/* OTEL_SERVICE_NAME, or NULL: the request's service */
 	const char *host;
@@ -60,8 +56,8 @@ struct exporter *exporter__new(const struct exporter_opts *o);
  * counted. */
 void exporter__push(struct exporter *e, const uint8_t *p, size_t n);
 void exporter__stats(struct exporter *e, struct exporter_stats *s);
-/* Sends what is queued until deadline_ns (CLOCK_MONOTONIC), then stops:
- * what is left is counted as dropped; the final counts in *s. */
+/* Sends the queue until deadline_ns, the rest counted dropped; final counts in
+ * *s. */
 void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_stats *s);
 /* "http://h:p/v1/traces" checked: NULL when fine, else why not */
 const char *exporter__check_url(const char *url);

@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * OTLP/HTTP protobuf export off the agent's loop: encoded requests wait in a
- * bounded queue (a full queue drops, counted); one thread sends batches,
- * gzipped, and retries 429/502/503/504 and connection errors with
- * exponential backoff, honouring Retry-After. Other answers drop the batch,
- * counted as failed.
- */
+/* OTLP/HTTP protobuf export off the agent's loop: a bounded queue (full:
+ * dropped), one thread sending gzipped batches, retrying 429/502/503/504 and
+ * connection errors with backoff and Retry-After. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

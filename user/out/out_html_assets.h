@@ -1,14 +1,8 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * The html report's style sheet and script, inlined by user/out/html.c so
- * the page is one offline file (no CDN, no external URL). The script reads
- * the JSON data island <script id="cp-data">, renders the flame graph of the
- * average critical path, the steps x percentiles heat map, the profile and
- * contention tables and the slowest requests' timelines, then marks the page
- * rendered (#cp-status, body[data-rendered="ok"]) or shows #cp-error: the
- * headless-browser test checks those. Only textContent carries data into
- * the DOM, never innerHTML.
- */
+/* The html report's style and script, inlined for one offline page. The script
+ * renders from the data island, then marks body[data-rendered="ok"] or shows
+ * #cp-error (the browser test checks those); data goes in through textContent
+ * only. */
 #ifndef CRITPATH_OUT_HTML_ASSETS_H
 #define CRITPATH_OUT_HTML_ASSETS_H
 

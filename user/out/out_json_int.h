@@ -1,9 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * --format json internals shared by out/json.c (the report around the
- * requests, with yajl_gen) and out/json_req.c (the requests, written
- * directly: nearly all of the bytes).
- */
+/* --format json internals shared by json.c and json_req.c. */
 #ifndef CRITPATH_OUT_JSON_INT_H
 #define CRITPATH_OUT_JSON_INT_H
 
@@ -14,12 +10,9 @@
 
 #include <yajl/yajl_gen.h>
 
-/* yajl hands over every token on its own: a buffer of our own saves a
- * locked fwrite per token (which was half the time of a large report). */
+/* our own buffer: a locked fwrite per yajl token was half a large report's time */
 #define OUT_BUF 65536
 
-/* JSON of strings kept by pointer (rq_str_kept), up to this long, of
- * strings up to RQ_RAW_MAX long; room rq_str_kept leaves after one */
 #define RQ_KEPT_SLOTS 256
 #define RQ_KEPT_MAX 128
 #define RQ_RAW_MAX 96

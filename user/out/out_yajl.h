@@ -1,11 +1,6 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * A thin layer over yajl_gen for the JSON-producing writers (perfetto, the
- * data island of the html page): output goes straight to a FILE, the first
- * error sticks (so call sites need not check every token), and strings that
- * are not valid UTF-8 (thread names, payload-derived request names) are
- * written with the offending bytes replaced rather than failing the report.
- */
+/* A thin layer over yajl_gen: straight to a FILE, the first error sticks,
+ * invalid UTF-8 replaced. */
 #ifndef CRITPATH_OUT_YAJL_H
 #define CRITPATH_OUT_YAJL_H
 
@@ -31,10 +26,7 @@ static inline void jw__write(struct jw *w, const char *s, size_t len)
 		w->err = -errno ?: -EIO;
 }
 
-/* html_safe: every "<" is written as the escape \u003c. JSON has "<" only
- * inside strings, where the escape means the same, and without "<" no
- * "</script>" or "<!--" can end or confuse the <script> element the html
- * writer embeds the data in. */
+/* html_safe: "<" written as \u003c, so no "</script>" can end the data island. */
 static inline void jw__print(void *ctx, const char *s, size_t len)
 {
 	struct jw *w = ctx;

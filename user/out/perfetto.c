@@ -1,23 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * `report --format perfetto`: the kept requests' critical paths as Chrome
- * trace-event JSON, which ui.perfetto.dev and chrome://tracing load.
- *
- * Kernel requests: one process per pid (per host and pid when there are
- * several hosts: a process group of each host), one thread track per tid, each path
- * segment a complete ("X") event named by its category on the thread it ran
- * or waited on; flow arrows ("s"/"f") join consecutive segments that change
- * thread, so the path can be followed across hand-offs and into downstream
- * processes. Span requests: one process per service. Every request also gets
- * an async slice spanning its whole latency.
- *
- * Two kept requests can use the same thread at overlapping times (the
- * acceptor of concurrent requests); X events on one track must nest, so a
- * segment that would overlap is moved to an extra lane: a thread track with
- * a synthetic tid named "comm [2]". Timestamps are microseconds relative to
- * the earliest request of the same clock (kernel CLOCK_MONOTONIC or span
- * Unix time), printed exactly from integer nanoseconds.
- */
+/* --format perfetto: kept requests as Chrome trace-event JSON. Kernel requests:
+ * a process per pid (per host), a track per tid, each segment an "X" event,
+ * flows across hand-offs; span requests a process per service; an async slice
+ * per request. Overlapping segments on one thread go to extra lanes ("comm
+ * [2]"). Times are µs from the earliest request of the same clock. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +15,6 @@
 #define PF_SPAN_PID_BASE 5000000
 #define PF_LANE_TID_BASE 6000000
 #define PF_NOTHREAD_PID 4999999
-/* The processes of the k-th host (k >= 1) are drawn with pid and tid + k *
- * this (above every id the ones before use); at most PF_MAX_HOSTS apart */
 #define PF_HOST_STRIDE 10000000
 #define PF_MAX_HOSTS 64
 
@@ -289,8 +273,7 @@ static void pf__sort_index(struct jw *w, int64_t pid, uint32_t host)
 	jw__map_close(w);
 }
 
-/* process_name once per pid, thread_name once per drawn track. Lanes of a
- * track are created in order, so lane l first shows up after lanes < l. */
+/* process_name once per pid, thread_name once per track; lanes appear in order. */
 static void pf__write_meta(struct pf *p, struct jw *w)
 {
 	uint32_t i, j, named = 0;

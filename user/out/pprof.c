@@ -1,17 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * `report --format pprof`: the aggregated profile as a gzipped out/profile.proto
- * (user/out/profile.proto) that `go tool pprof` reads.
- *
- * One sample per profile entry. Its stack is the entry's frames with the
- * category as the leaf (except for span input, where the deepest span is
- * the leaf), leaf first as pprof wants. Every distinct frame name
- * is one Function and one Location, so pprof merges equal names across
- * stacks (flat time of "lock" = all lock time on critical paths). Values:
- * critical_path/nanoseconds (the default: total over all requests),
- * requests/count, and per_request/nanoseconds (the average critical path,
- * CPT's view: `go tool pprof -sample_index=per_request`).
- */
+/* --format pprof: the profile as gzipped profile.proto. A sample per entry,
+ * leaf first (the category, or the deepest span); a Function and Location per
+ * frame name so equal names merge. Values: total ns, request count, per-request
+ * ns. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +244,8 @@ static int pprof__samples(struct pprof_build *b, const struct engine_result *r)
 
 		*s = (Perftools__Profiles__Sample)PERFTOOLS__PROFILES__SAMPLE__INIT;
 		s->location_id = loc;
-		/* span input: the leaf is the span itself, whose flat time is its
-		 * exclusive time; a "span" leaf under every span would say nothing */
+		/* span input: the span is the leaf (its flat time is its
+		 * exclusive time) */
 		if (pe->category != CP_CAT_SPAN || !pe->nframes) {
 			id = pprof__location(b, cat);
 			if (id < 0)

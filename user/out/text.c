@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * --format text: what a person reads first. A header (requests, latency
- * percentiles), the average critical path (CPT) with CRISP's percentile
- * views as columns, span inclusive/exclusive time where the input had spans,
- * the off-path contention, CPU time by SKU (when the input ran on two or
- * more), the slowest requests' full paths (--requests N) and the warnings.
- */
+/* --format text: the header, the average critical path with CRISP's percentile
+ * columns, spans, contention, CPU by SKU, the slowest requests and the
+ * warnings. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,8 +211,6 @@ static void put_sku_row(FILE *f, const struct engine_sku_stat *st)
 		    : "");
 }
 
-/* DESIGN.md section 5, CPU and SKU: shown when the input ran on two SKUs or
- * more (recordings of several machines, or --sku labels). */
 static void put_skus(FILE *f, const struct engine_result *r, uint32_t top)
 {
 	uint32_t n = r->nsku_steps < top ? r->nsku_steps : top, sensitive = 0;
@@ -273,9 +267,8 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 		fprintf(f, " cpu%d", g->cpu);
 	if (g->host && (!q->host || strcmp(g->host, q->host)))
 		fprintf(f, " on %s", g->host);
-	/* where in the request: the downstream call or probed functions
-	 * (frames past service and name), which tell apart consecutive
-	 * segments of one thread */
+	/* frames past service and name tell apart consecutive segments of one
+	 * thread */
 	for (uint32_t i = 2; i < g->nframes; i++)
 		fprintf(f, "%s%s", i == 2 ? " in " : " ; ", g->frames[i] ? g->frames[i] : "?");
 	if (g->interference)
@@ -298,9 +291,8 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 	fputc('\n', f);
 }
 
-/* Consecutive segments of one thread and category, in the same frames:
- * one line in the text (a loop busy with others' requests makes
- * thousands; the JSON keeps them all) */
+/* Consecutive segments of one thread, category and frames: one line (a busy
+ * loop makes thousands). */
 static bool same_line(const struct cp_segment *a, const struct cp_segment *b)
 {
 	if (a->tid != b->tid || a->pid != b->pid || a->host != b->host ||

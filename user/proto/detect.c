@@ -1,13 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Request names from the first bytes a server read (DESIGN.md section 5):
- * HTTP/1.x "METHOD /path" (query dropped, numeric path segments folded to
- * "{n}" so /item/17 and /item/18 aggregate as one step), memcached text and
- * Redis RESP by command, PostgreSQL and MySQL by SQL verb, DNS queries by
- * type and name. The recorder
- * keeps only a payload prefix, so these parsers look at one line, never at
- * a whole message.
- */
+/* Request names from the first bytes a server read (DESIGN.md 5): HTTP/1.x
+ * "METHOD /path" (numbers folded to "{n}"), memcached, Redis, PostgreSQL,
+ * MySQL, DNS. Only a payload prefix is kept, so parsers look at one line. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,8 +45,7 @@ static const char *const mc_commands[] = {
     "shutdown",
 };
 
-/* snprintf(name, namelen, "%.*s", n, s) for s without NUL bytes in its
- * first n: every request is named, and snprintf was most of the cost */
+/* snprintf("%.*s") for s without NUL in its first n, without snprintf's cost */
 static size_t put_trunc(char *name, size_t namelen, const char *s, size_t n)
 {
 	size_t k = n < namelen ? n : namelen - 1;
@@ -178,8 +171,8 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* The first word of SQL text, upper case ("update pgbench_accounts ..." ->
- * "UPDATE"), past blanks and parentheses; 0 when it has none. */
+/* The first word of SQL text, upper case, past blanks and parentheses; 0 when
+ * none. */
 static size_t sql_verb(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	size_t i = 0, o = 0;
@@ -194,14 +187,9 @@ static size_t sql_verb(const uint8_t *p, size_t len, char *name, size_t namelen)
 	return o;
 }
 
-/*
- * PostgreSQL's frontend protocol (version 3): a message is a type byte and
- * a big-endian length that counts itself; the startup and SSL requests
- * have no type byte. A simple query ('Q') is named by its SQL verb, an
- * extended-protocol exchange by its Parse ('P': the verb of the statement
- * it prepares) or its Bind ('B': "EXECUTE" and the prepared statement's
- * name). The length and a NUL-free verb keep other binary protocols out.
- */
+/* PostgreSQL v3: 'Q' named by its SQL verb, an extended exchange by its Parse's
+ * verb or Bind's "EXECUTE name". The length and a NUL-free verb keep other
+ * protocols out. */
 static enum kp_proto pg_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	uint32_t l;
@@ -256,12 +244,8 @@ static enum kp_proto pg_name(const uint8_t *p, size_t len, char *name, size_t na
 	}
 }
 
-/*
- * MySQL's and MariaDB's client protocol: a packet is a 3-byte little-endian
- * length, a sequence number (0 for a command's first packet) and the
- * payload, whose first byte is the command. A query (COM_QUERY) is named by
- * its SQL verb like PostgreSQL's; the other commands by what they do.
- */
+/* MySQL/MariaDB: 3-byte length, sequence 0, command byte; COM_QUERY named by
+ * its SQL verb. */
 static enum kp_proto mysql_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	static const struct {
@@ -298,13 +282,8 @@ static enum kp_proto mysql_name(const uint8_t *p, size_t len, char *name, size_t
 	return KP_PROTO_NONE;
 }
 
-/*
- * A TLS record header (RFC 8446 section 5.1: content type, legacy version
- * 3.x, length) of a handshake or change_cipher_spec record: the exchanges
- * that open a TLS connection, before any request. Application data records
- * are left unnamed: a request is in them, but only its plaintext (record
- * --no-tls not given) can say which.
- */
+/* A TLS handshake or change_cipher_spec record header: a connection's opening,
+ * not a request. */
 static enum kp_proto tls_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	if (len < 5 || (p[0] != 22 && p[0] != 20) || p[1] != 3 || p[2] > 4)
@@ -318,13 +297,8 @@ static uint16_t be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/*
- * A DNS query (RFC 1035 section 4.1) as a UDP datagram carries it: a
- * header with QR 0, opcode QUERY and one question (an EDNS record at most
- * besides), then the question's name and type: "A example.com". Labels of
- * digits fold to "{n}" (reverse lookups, "4.3.2.1.in-addr.arpa", would
- * otherwise be a step each).
- */
+/* A DNS query as a UDP datagram carries it: "A example.com"; digit labels fold
+ * to "{n}" (reverse lookups). */
 static enum kp_proto dns_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	static const struct {

@@ -1,22 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Pipelining (DESIGN.md section 5, framing): a client may send several
- * requests before it reads a response (redis-benchmark -P, memtier
- * --pipeline, HTTP/1.1 pipelining), and the server then reads them in one
- * call. proto__split finds the requests in the payload prefix the recorder
- * kept of such a read, by each protocol's own framing:
- *
- *   Redis RESP   *<n>\r\n then n × $<len>\r\n<len bytes>\r\n; inline
- *                commands one line each
- *   memcached    one command line; storage commands (set, add, replace,
- *                append, prepend, cas; meta ms) then <bytes>\r\n of data
- *   HTTP/1.x     request line and headers up to the empty line, then a
- *                Content-Length body (chunked bodies end the framing)
- *
- * Only the prefix is known: a request whose name is cut off by its end is
- * not counted (it cannot be named), and *beyond says the read went on past
- * what could be framed, so the caller can say requests were not seen.
- */
+/* Pipelining (DESIGN.md 5): several requests in one read, found by each
+ * protocol's framing (RESP, memcached, HTTP/1.x with Content-Length). Only the
+ * prefix is known: *beyond says the read went on past what could be framed. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +38,8 @@ static int64_t num_crlf(const uint8_t *p, size_t len, size_t *i)
 	return v;
 }
 
-/* One RESP multibulk command; *name_end: where its first bulk string (the
- * command name) ends, 0 when that is past the prefix. */
+/* One RESP multibulk command; *name_end: where its command name ends, 0 past
+ * the prefix. */
 static int64_t resp_len(const uint8_t *p, size_t len, size_t *name_end)
 {
 	size_t i = 1;

@@ -1,18 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * HPACK (RFC 7541) header blocks, decoded far enough to name an HTTP/2
- * request: :method, :path, :authority, content-type and :status.
- *
- * The recorder keeps payload prefixes, so a block may be cut and the
- * connection may have started before recording did. The dynamic table is
- * therefore tracked as "the newest n entries are known; older ones may
- * exist" (struct hpack.partial). That much stays exact: new entries go to
- * the front and eviction takes the oldest first, so unknown entries always
- * go before known ones. What breaks it is an insertion whose size is not
- * known (its name is an unknown entry) or not seen (after a cut): every
- * known index then shifts by an unknown amount, so the table is reset to
- * empty and partial.
- */
+/* HPACK (RFC 7541) decoded far enough to name an HTTP/2 request. The dynamic
+ * table is known as "the newest n entries; older may exist" (eviction keeps
+ * that exact); an insertion of unknown size resets it to empty and partial. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -25,12 +14,8 @@
 #define HP_STATIC_N 61
 #define HP_SHORT 1 /* internal: the representation runs past the captured bytes */
 
-/*
- * RFC 7541 Appendix B's code is canonical: codes are handed out in order of
- * length, then of symbol, each one the previous plus one (shifted left when
- * the length grows). So the bytes of each code length, in order, are the
- * whole table; EOS (256) is the last code of all, thirty 1 bits.
- */
+/* RFC 7541 Appendix B's code is canonical: the bytes of each code length, in
+ * order, are the whole table. */
 /* sizeof, not strlen: the 13-bit string holds byte 0 */
 /* clang-format off */
 #define SYMS(s) {(s), sizeof(s) - 1}
@@ -78,8 +63,8 @@ static const char *const key_names[] = {
     [HP_K_TRACESTATE] = "tracestate",
 };
 
-/* Fields whose values the recorder keeps besides those (hpack__redact):
- * framing, status and trace context; no credential, cookie or body. */
+/* Fields whose values the recorder keeps: framing, status, trace context; no
+ * credential, cookie or body. */
 static const char *const kept_names[] = {
     ":scheme", ":protocol", "content-length", "grpc-status",
 };
@@ -220,8 +205,6 @@ static bool marked(const uint8_t *p, size_t n)
 	return n >= 7 && (p[0] & p[1] & p[2] & p[3]) == 0xff;
 }
 
-/* Its decoded length, from its last three bytes; -EINVAL if they are not
- * a length (a split value's whose end was not written). */
 static int marked_len(const uint8_t *p, size_t n)
 {
 	const uint8_t *e = p + n - 3;
@@ -263,8 +246,8 @@ static int get_int(const uint8_t *p, size_t len, size_t *pos, unsigned int prefi
 	return 0;
 }
 
-/* RFC 7541 5.2: a string, raw or Huffman, into buf (truncated); *full its whole length.
- * value: a field's value, which the recorder may have redacted (marked). */
+/* RFC 7541 5.2: a raw or Huffman string into buf (truncated), *full its length;
+ * a value may be redacted (marked). */
 static int get_str(const uint8_t *p, size_t len, size_t *pos, char *buf, size_t buflen,
 		   uint32_t *full, bool value)
 {
@@ -418,11 +401,8 @@ static void set_size(struct hpack *t, uint32_t max)
 {
 	t->max = max;
 	table_evict(t, max);
-	/*
-	 * The limit was just stated, so it is exact even in a table seen from
-	 * mid-stream (whose limit until now was a guess): if not even the
-	 * smallest entry fits behind the known ones, nothing unknown is left.
-	 */
+	/* a limit just stated is exact: if not even the smallest entry fits
+	 * behind the known ones, nothing unknown is left */
 	if (t->partial && (uint64_t)t->size + HP_ENTRY_OVERHEAD > max)
 		t->partial = false;
 }
@@ -599,11 +579,8 @@ void hpack__forget(struct hpack *t)
 	table_reset(t);
 }
 
-/*
- * The recorder's side (hpack__redact): a block's representations followed
- * byte by byte, since a block comes in pieces (frames, transfers), with the
- * table kept as the report's decoder keeps it.
- */
+/* The recorder's side (hpack__redact): a block followed byte by byte across
+ * pieces, its table kept as the decoder keeps it. */
 enum {
 	R_REP,	/* a representation's first byte */
 	R_INT,	/* the rest of its integer */
@@ -629,10 +606,8 @@ int hpack__huffman_fill(uint8_t *p, uint32_t n, uint32_t m)
 		return -EINVAL;
 	}
 	huff_tables(hf_first, hf_count);
-	/* 5 bits a symbol, and the rest to reach lo handed out from the first
-	 * symbol on: one whose length overshoots what was wanted (there is no
-	 * 9, 16-18 or 29) is the last to grow, so the end stays within 7 bits
-	 * of padding */
+	/* 5 bits a symbol; longer codes fill the rest so padding stays within 7
+	 * bits */
 	extra = lo > (uint64_t)m * 5 ? lo - (uint64_t)m * 5 : 0;
 	for (uint32_t i = 0; i < m; i++) {
 		uint64_t want = 5 + (extra < 25 ? extra : 25);
@@ -781,8 +756,6 @@ static void value_done(struct hp_redact *r)
 	r->st = R_REP;
 }
 
-/* The bytes of the string from p on (n of them): the name collected, a
- * value passed, or redacted. Returns how many were taken. */
 static size_t str_bytes(struct hp_redact *r, uint8_t *p, size_t n)
 {
 	uint32_t k = r->slen - r->sat;
@@ -803,9 +776,6 @@ static size_t str_bytes(struct hp_redact *r, uint8_t *p, size_t n)
 		return k;
 	}
 	if (r->huff && !r->sat && k == r->slen) {
-		/* all here: its length as the report's decoder reads it (one
-		 * marked already stays so), and a redacted one as many filler
-		 * symbols */
 		bool mk = marked(p, k);
 		int m = mk ? marked_len(p, k) : hpack__huffman(p, k, NULL, 0);
 
@@ -832,9 +802,8 @@ static size_t str_bytes(struct hp_redact *r, uint8_t *p, size_t n)
 			if (r->keep)
 				continue;
 			p[i] = 0xff;
-			/* the decoded length in the last three bytes, each
-			 * written as it passes: the symbols through the third
-			 * last (14 bits), then how many more the rest held */
+			/* the decoded length in the last three bytes, written
+			 * as they pass */
 			if (r->slen < 7 || pos < r->slen - 3)
 				continue;
 			if (pos == r->slen - 3)
@@ -857,8 +826,6 @@ static size_t str_bytes(struct hp_redact *r, uint8_t *p, size_t n)
 	return k;
 }
 
-/* A representation's integer, or a string's length: its first byte (true
- * when that is all of it), then the ones after it (true at its last). */
 static bool int_first(struct hp_redact *r, uint8_t b)
 {
 	uint32_t mask = (1u << r->prefix) - 1;

@@ -21,16 +21,15 @@ enum kp_proto {
 	KP_PROTO_MYSQL, /* MySQL's and MariaDB's client protocol */
 	KP_PROTO_DNS,	/* a DNS query (over UDP) */
 };
-/* Names a request from the first bytes the server read ("GET /cart",
- * "get", "SET", "TLS handshake", "UPDATE"); returns the protocol, name "" when
+/* Names a request from its first bytes; returns the protocol, name "" when
  * unknown. */
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen);
 
 #define KP_TARGET_LEN 128
 #define KP_TRACEPARENT_LEN 64
 #define KP_TRACESTATE_LEN 64
-/* What a request says beside its name: its target as sent (an HTTP path
- * with its query), and its W3C trace context headers; "" where absent. */
+/* What a request says beside its name: its target (path and query) and W3C
+ * trace context; "" when absent. */
 struct proto_meta {
 	char target[KP_TARGET_LEN];
 	char traceparent[KP_TRACEPARENT_LEN];
@@ -43,14 +42,9 @@ void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m, bool t
 /* HTTP status of a response's first bytes, 0 when not HTTP. */
 int proto__http_status(const uint8_t *p, size_t len);
 
-/* proto/frame.c: pipelining. The requests in the first bytes p[0..len) of
- * a read that returned total bytes, whose first request is of protocol pr
- * (what proto__request_name said of p; KP_PROTO_NONE: one request). Fills up to max messages
- * (offset and length within p; a message cut by the end of p runs to len) and returns how many: 1
- * for a read holding one request (or none that can be framed), 0 only when len is 0. A message
- * after the first counts only when its name is whole in p. *beyond: the read carried more requests
- * than p shows (bytes past p after a message boundary, or a cut message after the first), so some
- * were not seen. */
+/* proto/frame.c: the requests in p[0..len) of a read of total bytes whose first
+ * is protocol pr. Fills up to max messages, returns how many (1 when none can
+ * be framed, 0 only for len 0); *beyond: requests past what p shows. */
 struct proto_msg {
 	uint32_t off, len;
 };

@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * HPACK (RFC 7541) header-block decoding, to name HTTP/2 requests from the
- * payload prefixes the recorder keeps. A prefix is often cut short and a
- * connection is often seen mid-stream, so the decoder tracks which part of
- * the peer's dynamic table it really knows and reports a field it cannot
- * resolve as unknown instead of guessing.
- */
+/* HPACK header-block decoding to name HTTP/2 requests from cut prefixes of
+ * connections seen mid-stream: fields it cannot resolve are unknown, never
+ * guessed. */
 #ifndef CRITPATH_PROTO_HPACK_H
 #define CRITPATH_PROTO_HPACK_H
 
@@ -24,8 +20,7 @@ enum hp_key {
 	HP_K_CONTENT_TYPE,
 	HP_K_TRACEPARENT,
 	HP_K_TRACESTATE,
-	/* a field whose value the recorder keeps (hpack__redact) that
-	 * naming does not use: :scheme, content-length, grpc-status, ... */
+	/* a field the recorder keeps that naming does not use */
 	HP_K_KEPT
 };
 
@@ -56,34 +51,18 @@ struct hp_fields {
 /* from_start false: partial from the start (a connection seen mid-stream) */
 void hpack__init(struct hpack *t, bool from_start);
 void hpack__free(struct hpack *t);
-/* Bytes of the direction were not seen: the blocks in them may have added
- * entries, so none is known any more (empty, partial). */
 void hpack__forget(struct hpack *t);
-/* Decodes one whole header block p[0..len) (HEADERS + CONTINUATION fragments joined). cut: the
- * block goes on past len (only its first len bytes were captured). Fills f (zeroed first). Returns
- * 0, or -EINVAL on a malformed block. */
+/* Decodes one whole header block (cut: it goes on past len) into f. 0 or
+ * -EINVAL. */
 int hpack__decode(struct hpack *t, const uint8_t *p, size_t len, bool cut, struct hp_fields *f);
-/* Huffman-decodes p[0..len) (RFC 7541 5.2, Appendix B) into out, NUL-terminated, truncated to
- * outlen - 1; returns the full decoded length (even if truncated), or -EINVAL (EOS in the data,
- * padding longer than 7 bits or not all ones). */
+/* Huffman-decodes p into out (NUL-terminated, truncated); the full length or
+ * -EINVAL. */
 int hpack__huffman(const uint8_t *p, size_t len, char *out, size_t outlen);
 
-/*
- * One direction's header blocks rewritten in place as they pass, so that a
- * recording keeps the values of only the fields that name and frame a
- * request (HP_K_* other than HP_K_OTHER: the pseudo-headers, content-type,
- * content-length, grpc-status, traceparent, tracestate). Every other value
- * keeps its encoded length and its decoded length (the dynamic table's
- * accounting, so that the report's decoder stays in step) but not its
- * bytes: a raw one becomes '*'s, a Huffman one a Huffman string of as many
- * filler symbols; one cut between two calls (its decoded length not known
- * at its start) becomes 0xff bytes, which no valid Huffman string begins
- * with, ending in three of 7 bits: the symbols through the third last byte
- * (high 7 bits, low 7 bits), then how many the last two completed.
- * Literal names are kept. What cannot be parsed (bytes not seen, a
- * malformed block, a name from a table entry not known) is redacted:
- * 0xff to the block's end, values of unknown names as above.
- */
+/* One direction's header blocks rewritten in place: only the fields that name
+ * and frame a request keep their values. Others keep their encoded and decoded
+ * lengths (so the report's decoder stays in step) but not their bytes; what
+ * cannot be parsed is redacted to the block's end. */
 struct hp_redact {
 	struct hpack t;
 	uint8_t st;	    /* where in a representation (proto/hpack.c) */
@@ -117,9 +96,8 @@ void hpack__redact_end(struct hp_redact *r);
 /* Bytes of the direction were not seen (or a new connection may have
  * begun): the table is known only from here on. */
 void hpack__redact_forget(struct hp_redact *r);
-/* The n bytes at p a Huffman string of m symbols of the same length code,
- * padded as RFC 7541 5.2 says; 0, or -EINVAL when no such string exists
- * (all 0xff then). */
+/* n bytes of a padded Huffman string of m same-length symbols; -EINVAL (all
+ * 0xff) when none exists. */
 int hpack__huffman_fill(uint8_t *p, uint32_t n, uint32_t m);
 
 #endif /* CRITPATH_PROTO_HPACK_H */

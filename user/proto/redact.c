@@ -1,21 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The recorder's redaction of HTTP/2 (proto_redact.h). A connection is
- * HTTP/2 once a transfer shows it (the client's preface, a SETTINGS frame,
- * a HEADERS frame on a client stream at a transfer's start) or the BPF
- * side kept pieces of its frames. Each direction is then followed as the
- * report follows it (kpath/h2.c): frames by their lengths through the
- * prefix and the pieces, found again where a transfer begins with a frame
- * header after bytes were not seen. Header blocks go through
- * hpack__redact; DATA bytes past the first `keep` of the transfer are
- * zeroed; bytes of a direction whose frames are not known are 0xff, since
- * what they are cannot be told (the report skips them too).
- *
- * A direction is keyed by its connection's addresses (a Unix socket's by
- * its inodes), or for a TLS library's plaintext by the process and the
- * library's connection (tls_id), which both stay the same for each record
- * of that direction whatever thread moves it.
- */
+/* The recorder's HTTP/2 redaction: each direction followed as kpath/h2.c
+ * follows it; header blocks through hpack__redact, DATA past `keep` zeroed,
+ * bytes of unknown framing 0xff. Directions keyed by addresses, inodes, or for
+ * TLS plaintext by process and tls_id. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -406,9 +393,8 @@ static void walk(struct redact *rd, struct rd_dir *dr, struct xfer *x)
 				if (k > off + n - at)
 					k = off + n - at;
 				if (!k) {
-					/* not seen: nor is the rest of the frame (the
-					 * recorder keeps a block's bytes to the end of
-					 * its room, and no DATA past the prefix) */
+					/* not seen: nor is the rest of the
+					 * frame */
 					k = off + n - at;
 					q = NULL;
 				}
@@ -454,12 +440,8 @@ static void walk(struct redact *rd, struct rd_dir *dr, struct xfer *x)
 	}
 }
 
-/*
- * HTTP/1.x: a message's header values, other than those that name and
- * frame it, become '*' (their length stays, so framing does); its first
- * line, the names and the body as they were. Each message that begins in
- * the prefix (pipelined ones after a Content-Length body too).
- */
+/* HTTP/1.x: header values other than those that name and frame a message become
+ * '*' (lengths kept). */
 static const char *const h1_kept[] = {
     "host",	  "content-length", "content-type", "transfer-encoding", "connection",
     "upgrade",	  "te",		    "traceparent",  "tracestate",	 "grpc-status",
@@ -617,10 +599,8 @@ static bool classify(const struct cp_hdr *h, struct xrec *r)
 			return false;
 		r->read = !(e->call == CP_TLS_SSL_WRITE || e->call == CP_TLS_SSL_WRITE_EX ||
 			    e->call == CP_TLS_GO_WRITE);
-		/* by the library's connection (tls_id): a read answered from
-		 * its buffer may name no socket. Its addresses, when named,
-		 * tell a new connection under a reused tls_id (freed and
-		 * allocated again: an HTTP/1.1 connection after an HTTP/2 one) */
+		/* by the library's connection (tls_id); addresses, when given,
+		 * tell a reused tls_id */
 		if (e->family)
 			key_addrs(&r->addr, e->family, e->lport, e->rport, e->laddr, e->raddr);
 		if ((r->k.tls_id = cp_tls_id(e)))
@@ -686,8 +666,7 @@ static const struct cp_hdr *redact(struct redact *rd, const struct cp_hdr *h, ui
 	}
 	if (c && h1_line((const uint8_t *)h + r.at, r.plen, true) && c->d[!r.read].used &&
 	    (!c->d[!r.read].sync || (!c->d[!r.read].nhdr && !c->d[!r.read].len))) {
-		/* HTTP/1 where a frame would begin: another connection under a
-		 * reused key (a library's connection freed and allocated again) */
+		/* HTTP/1 where a frame would begin: a reused key */
 		conn_del(rd, c);
 		c = NULL;
 	}

@@ -1,12 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * critpath agent: the recorder's capture (session.h) with no file. Records
- * go to a reorder buffer (the rings are per CPU), then in time order to the
- * path analysis (kpath); each finished request is judged (user/agent:
- * slow, sampled, opted in) before it is walked, so only the requests kept
- * cost a walk. Kept requests go out as OTLP spans; a random sample makes the
- * profile written every --profile-every.
- */
+/* critpath agent: the recorder's capture analysed live, kept requests
+ * exported as OTLP spans. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,15 +20,15 @@
 #include "engine.h"
 #include "flight.h"
 #include "kpath.h"
+#include "msg.h"
 #include "recording.h"
 #include "session.h"
 #include "util.h"
 
-#define CMD "critpath agent"
+#define CMD "agent"
 #define POLL_MS 10
 #define TICK_MS 100
-/* a record is in its ring this long after its time stamp (events.c HOLD_NS),
- * and a held socket record one drain later */
+/* a record reaches its ring within HOLD_NS, a held one a drain later */
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
 #define MAX_WATCH 32
@@ -165,8 +159,8 @@ static bool watching(const struct agent *a)
 	return a->ncomm || a->nexe || a->ncgroup;
 }
 
-/* Every running process that matches: into the target list (before load)
- * or the running capture (after) */
+/* Every running process that matches: a target (before load) or captured
+ * (after). */
 static void scan(struct agent *a, bool running)
 {
 	DIR *d = opendir("/proc");
@@ -207,8 +201,8 @@ static void on_spawn(void *ctx, pid_t pid, const char *file)
 	const char *base = strrchr(file, '/');
 	bool named = false;
 
-	/* the comm the exec gave it (the file's name), which the process may
-	 * change before we look (prctl PR_SET_NAME) */
+	/* the exec's file name (the process may rename itself before we
+	 * look) */
 	base = base ? base + 1 : file;
 	for (int i = 0; i < a->ncomm; i++)
 		named |= !strncmp(base, a->comm[i], 15);
@@ -242,8 +236,6 @@ static int tap(void *ctx, const struct cp_hdr *rec)
 	return 0;
 }
 
-/* ix in time order, stable: a merge of its runs (each ring's records come
- * in order, so there are few) */
 static int order(struct agent *a)
 {
 	uint32_t n = a->nix;
@@ -322,8 +314,8 @@ static int release(struct agent *a, uint64_t cut)
 		a->nbuf = 0;
 		return 0;
 	}
-	/* the records still held, copied to the spare buffer, which becomes
-	 * the buffer (no allocation once both are grown) */
+	/* the records still held move to the spare buffer, which becomes the
+	 * buffer */
 	if (a->capbuf2 < a->capbuf) {
 		uint8_t *nb = realloc(a->buf2, a->capbuf);
 
@@ -369,7 +361,7 @@ static const char *sink_intern(void *ctx, const char *s)
 
 static void sink_warn(void *ctx, const char *msg)
 {
-	fprintf(stderr, CMD ": warning: %s\n", msg);
+	cp_warn(CMD, "%s", msg);
 }
 
 static bool sink_want(void *ctx, const struct cp_request *h)
@@ -389,9 +381,9 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 		int err = flight__dump(a->fl, h->end_ns, a->s->r->lost, path, sizeof(path));
 
 		if (err)
-			fprintf(stderr, CMD ": flight recording not written: %s\n", strerror(-err));
+			cp_error(CMD, "flight recording not written: %s", strerror(-err));
 		else if (path[0] && !a->s->o.quiet)
-			fprintf(stderr, CMD ": slow %s %s: the last seconds in %s\n", h->service,
+			cp_error(CMD, "slow %s %s: the last seconds in %s", h->service,
 				h->name, path);
 	}
 	if (!a->ex)
@@ -402,8 +394,7 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 		return false;
 	if (grow_array((void **)&a->vq, &a->capvq, a->nvq + 1, sizeof(*a->vq), 64))
 		return false;
-	/* the verdicts handed out go: there are always some waiting (a
-	 * request reaches the sink a second after it is judged) */
+	/* verdicts handed out leave the queue */
 	if (a->vhead && a->vhead >= a->nvq / 2) {
 		memmove(a->vq, a->vq + a->vhead, (a->nvq - a->vhead) * sizeof(*a->vq));
 		a->nvq -= a->vhead;
@@ -483,7 +474,7 @@ static FILE *out_file(struct agent *a, const char *stamp, const char *ext)
 	snprintf(path, sizeof(path), "%s/profile-%s%s", a->out_dir, stamp, ext);
 	fd = output__open(path, &st);
 	if (fd < 0) {
-		fprintf(stderr, CMD ": cannot write %s: %s\n", path, output__why(fd));
+		cp_error(CMD, "cannot write %s: %s", path, output__why(fd));
 		return NULL;
 	}
 	return fdopen(fd, "w");
@@ -558,10 +549,10 @@ static void status(struct agent *a, const char *when)
 		if (sscanf(buf, "%lu %lu", &size, &res) == 2)
 			rss_kb = res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 	}
-	fprintf(stderr,
-		CMD ": %s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
+	cp_error(CMD,
+		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
-		    "%d targets, cpu %.1f%%, rss %llu MiB\n",
+		    "%d targets, cpu %.1f%%, rss %llu MiB",
 		when, (unsigned long long)a->seen, (unsigned long long)a->slow,
 		(unsigned long long)a->sampled, (unsigned long long)a->optin,
 		(unsigned long long)a->exported, (unsigned long long)st.sent,
@@ -665,8 +656,82 @@ static bool uint_arg(const char *s, unsigned long max, unsigned long *out)
 
 static int bad(const char *opt, const char *val, const char *want)
 {
-	fprintf(stderr, CMD ": %s '%s': expected %s\n", opt, val, want);
+	cp_error(CMD, "%s '%s': expected %s", opt, val, want);
 	return 2;
+}
+
+/* Options for the requests seen: 0, 2 on a bad value, -ENOENT when not one. */
+static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct exporter_opts *eo,
+			     const char **url, int c, const char *arg)
+{
+	unsigned long v;
+	uint64_t ns;
+
+	switch (c) {
+	case O_SLOW:
+		if (arg[0] == 'p' && arg[1]) {
+			char *end;
+			double p = strtod(arg + 1, &end);
+
+			if (*end || !(p > 0 && p < 100))
+				return bad("--slow", arg, "a duration or pNN (0 < NN < 100)");
+			to->slow_pct = p / 100;
+			to->slow_ns = 0;
+		} else if (parse_duration(arg, &ns) || !ns) {
+			return bad("--slow", arg, "a duration (\"50ms\") or pNN");
+		} else {
+			to->slow_ns = ns;
+			to->slow_pct = 0;
+		}
+		return 0;
+	case O_SAMPLE:
+		if (!rate(arg, &to->sample))
+			return bad("--sample", arg, "a rate from 0 to 1");
+		return 0;
+	case O_PSAMPLE:
+		if (!rate(arg, &to->profile))
+			return bad("--profile-sample", arg, "a rate from 0 to 1");
+		return 0;
+	case O_POPTIN:
+		a->include_optin = true;
+		return 0;
+	case O_OTLP:
+		*url = arg;
+		return 0;
+	case O_QUEUE:
+		if (!uint_arg(arg, 1u << 20, &v) || !v)
+			return bad("--queue", arg, "1 to 1048576 requests");
+		eo->queue_max = (uint32_t)v;
+		return 0;
+	case O_OUT:
+		a->out_dir = arg;
+		return 0;
+	case O_EVERY:
+		if (parse_duration(arg, &ns) || ns < 1000000000ull)
+			return bad("--profile-every", arg, "a duration of 1s or more");
+		a->every_ns = ns;
+		return 0;
+	case O_STATUS:
+		if (parse_duration(arg, &ns) || ns < 1000000000ull)
+			return bad("--status-every", arg, "a duration of 1s or more");
+		a->status_every = ns;
+		return 0;
+	case O_FLIGHT:
+		a->flo.dir = arg;
+		return 0;
+	case O_FLIGHT_SECS:
+		if (!uint_arg(arg, 600, &v) || !v)
+			return bad("--flight-seconds", arg, "1 to 600 seconds");
+		a->flo.keep_ns = (uint64_t)v * 1000000000ull;
+		return 0;
+	case O_FLIGHT_MB:
+		if (!uint_arg(arg, 4096, &v) || !v)
+			return bad("--flight-mb", arg, "1 to 4096 MiB");
+		a->flo.max_bytes = (uint64_t)v << 20;
+		return 0;
+	default:
+		return -ENOENT;
+	}
 }
 
 static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts *eo,
@@ -688,7 +753,6 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	};
 	struct rec_opts *o = &a->s->o;
 	unsigned long v;
-	uint64_t ns;
 	int c;
 
 	optind = 1;
@@ -729,73 +793,12 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 			int *n = c == O_COMM ? &a->ncomm : c == O_EXE ? &a->nexe : &a->ncgroup;
 
 			if (*n == MAX_WATCH || !*optarg) {
-				fprintf(stderr, CMD ": too many or empty --comm/--exe/--cgroup\n");
+				cp_error(CMD, "too many or empty --comm/--exe/--cgroup");
 				return 2;
 			}
 			l[(*n)++] = optarg;
 			break;
 		}
-		case O_SLOW:
-			if (optarg[0] == 'p' && optarg[1]) {
-				char *end;
-				double p = strtod(optarg + 1, &end);
-
-				if (*end || !(p > 0 && p < 100))
-					return bad("--slow", optarg, "a duration or pNN (0 < NN < 100)");
-				to->slow_pct = p / 100;
-				to->slow_ns = 0;
-			} else if (parse_duration(optarg, &ns) || !ns) {
-				return bad("--slow", optarg, "a duration (\"50ms\") or pNN");
-			} else {
-				to->slow_ns = ns;
-				to->slow_pct = 0;
-			}
-			break;
-		case O_SAMPLE:
-			if (!rate(optarg, &to->sample))
-				return bad("--sample", optarg, "a rate from 0 to 1");
-			break;
-		case O_PSAMPLE:
-			if (!rate(optarg, &to->profile))
-				return bad("--profile-sample", optarg, "a rate from 0 to 1");
-			break;
-		case O_POPTIN:
-			a->include_optin = true;
-			break;
-		case O_OTLP:
-			*url = optarg;
-			break;
-		case O_QUEUE:
-			if (!uint_arg(optarg, 1u << 20, &v) || !v)
-				return bad("--queue", optarg, "1 to 1048576 requests");
-			eo->queue_max = (uint32_t)v;
-			break;
-		case O_OUT:
-			a->out_dir = optarg;
-			break;
-		case O_EVERY:
-			if (parse_duration(optarg, &ns) || ns < 1000000000ull)
-				return bad("--profile-every", optarg, "a duration of 1s or more");
-			a->every_ns = ns;
-			break;
-		case O_STATUS:
-			if (parse_duration(optarg, &ns) || ns < 1000000000ull)
-				return bad("--status-every", optarg, "a duration of 1s or more");
-			a->status_every = ns;
-			break;
-		case O_FLIGHT:
-			a->flo.dir = optarg;
-			break;
-		case O_FLIGHT_SECS:
-			if (!uint_arg(optarg, 600, &v) || !v)
-				return bad("--flight-seconds", optarg, "1 to 600 seconds");
-			a->flo.keep_ns = (uint64_t)v * 1000000000ull;
-			break;
-		case O_FLIGHT_MB:
-			if (!uint_arg(optarg, 4096, &v) || !v)
-				return bad("--flight-mb", optarg, "1 to 4096 MiB");
-			a->flo.max_bytes = (uint64_t)v << 20;
-			break;
 		case O_PROBE:
 			if (o->nprobes == REC_MAX_PROBES || rec_probe_spec_check(optarg))
 				return 2;
@@ -821,17 +824,24 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 		case O_NOTLS:
 			o->bo.tls = false;
 			break;
-		default:
-			fprintf(stderr, CMD ": '" CMD " --help' lists the options\n");
-			return 2;
+		default: {
+			int rc = parse_trigger_opt(a, to, eo, url, c, optarg);
+
+			if (rc == -ENOENT) {
+				cp_error(CMD, "'critpath " CMD " --help' lists the options");
+				return 2;
+			}
+			if (rc)
+				return rc;
+		}
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, CMD ": unexpected argument '%s'\n", argv[optind]);
+		cp_error(CMD, "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
 	if (!o->npids && !watching(a)) {
-		fprintf(stderr, CMD ": no targets: give -p, --comm, --exe or --cgroup\n");
+		cp_error(CMD, "no targets: give -p, --comm, --exe or --cgroup");
 		return 2;
 	}
 	return 0;
@@ -852,7 +862,7 @@ static int check(struct agent *a, const char **url)
 			g += 14;
 		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%s", g[0] == '/' ? "" : "/", g);
 		if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, CMD ": --cgroup %s: no cgroup v2 directory %s\n", a->cgroup[i],
+			cp_error(CMD, "--cgroup %s: no cgroup v2 directory %s", a->cgroup[i],
 				dir);
 			return 1;
 		}
@@ -864,16 +874,16 @@ static int check(struct agent *a, const char **url)
 	for (int i = 0; i < a->nexe; i++) {
 		a->exe_real[i] = realpath(a->exe[i], NULL);
 		if (!a->exe_real[i]) {
-			fprintf(stderr, CMD ": --exe %s: %s\n", a->exe[i], strerror(errno));
+			cp_error(CMD, "--exe %s: %s", a->exe[i], strerror(errno));
 			return 1;
 		}
 	}
 	if (a->flo.dir && mkdir(a->flo.dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, CMD ": --flight %s: %s\n", a->flo.dir, strerror(errno));
+		cp_error(CMD, "--flight %s: %s", a->flo.dir, strerror(errno));
 		return 1;
 	}
 	if (a->out_dir && mkdir(a->out_dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, CMD ": --out %s: %s\n", a->out_dir, strerror(errno));
+		cp_error(CMD, "--out %s: %s", a->out_dir, strerror(errno));
 		return 1;
 	}
 	if (!*url) {
@@ -892,7 +902,7 @@ static int check(struct agent *a, const char **url)
 		}
 	}
 	if (*url && (why = exporter__check_url(*url))) {
-		fprintf(stderr, CMD ": OTLP endpoint '%s': %s\n", *url, why);
+		cp_error(CMD, "OTLP endpoint '%s': %s", *url, why);
 		return 1;
 	}
 	return 0;
@@ -931,7 +941,7 @@ static void loop(struct agent *a)
 
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR) {
-			fprintf(stderr, CMD ": reading the ring buffer: %s\n", strerror(-err));
+			cp_error(CMD, "reading the ring buffer: %s", strerror(-err));
 			break;
 		}
 		a->err = release(a, t0 - REORDER_NS);
@@ -954,7 +964,7 @@ static void loop(struct agent *a)
 			break;
 	}
 	if (a->err)
-		fprintf(stderr, CMD ": analysis stopped: %s\n", strerror(-a->err));
+		cp_error(CMD, "analysis stopped: %s", strerror(-a->err));
 }
 
 int cmd_agent(int argc, char **argv)
@@ -968,7 +978,7 @@ int cmd_agent(int argc, char **argv)
 	int ret;
 
 	if (!s || !a || !(s->r = calloc(1, sizeof(*s->r)))) {
-		fprintf(stderr, CMD ": out of memory\n");
+		cp_error(CMD, "out of memory");
 		free(s);
 		free(a);
 		return 1;
@@ -1017,13 +1027,13 @@ int cmd_agent(int argc, char **argv)
 		eo.headers = getenv("OTEL_EXPORTER_OTLP_HEADERS");
 		a->ex = exporter__new(&eo);
 		if (!a->ex) {
-			fprintf(stderr, CMD ": cannot start the exporter: %s\n", strerror(errno));
+			cp_error(CMD, "cannot start the exporter: %s", strerror(errno));
 			ret = 1;
 		}
 	}
 	ret = ret || rec_session__open(s) || rec_session__load(s);
 	if (!ret && start_analysis(a)) {
-		fprintf(stderr, CMD ": out of memory\n");
+		cp_error(CMD, "out of memory");
 		ret = 1;
 	}
 	ret = ret || rec_session__attach(s);
@@ -1033,8 +1043,8 @@ int cmd_agent(int argc, char **argv)
 		if (a->out_dir)
 			window_close(a, false);
 		if (!s->o.quiet)
-			fprintf(stderr,
-				CMD ": following %d process%s%s; exporting to %s; Ctrl-C to stop\n",
+			cp_error(CMD,
+				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
 				rec__live_targets(s->r), rec__live_targets(s->r) == 1 ? "" : "es",
 				watching(a) ? " and the ones that match as they start" : "",
 				url ? url : "(nowhere: no --otlp)");
@@ -1050,15 +1060,15 @@ int cmd_agent(int argc, char **argv)
 		if (a->ex) {
 			exporter__close(a->ex, mono_ns() + 4000000000ull, &fin);
 			a->ex = NULL;
-			fprintf(stderr,
-				CMD ": export: %llu sent in %llu batches, %llu dropped (queue full or "
-				    "backend down at exit), %llu failed (refused), %llu retries\n",
+			cp_error(CMD,
+				"export: %llu sent in %llu batches, %llu dropped (queue full or "
+				    "backend down at exit), %llu failed (refused), %llu retries",
 				(unsigned long long)fin.sent, (unsigned long long)fin.batches,
 				(unsigned long long)fin.dropped, (unsigned long long)fin.failed,
 				(unsigned long long)fin.retries);
 		}
 		if (a->late)
-			fprintf(stderr, CMD ": %llu records came later than the reorder window\n",
+			cp_error(CMD, "%llu records came later than the reorder window",
 				(unsigned long long)a->late);
 		ret = a->err ? 1 : 0;
 	}

@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * What the rings deliver, and the targets it concerns: records held and put
- * in time order where the rings' order is not (process lives, socket
- * transfers for the redaction), the processes that become targets by fork,
- * exec and exit, their TLS capture, and the ticks that keep the target map
- * and the loss counters current.
- */
+/* What the rings deliver: records reordered, targets followed by fork, exec
+ * and exit. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "msg.h"
 #include "recorder.h"
 
 struct target *rec__target_find(struct recorder *r, pid_t pid)
@@ -32,13 +28,9 @@ struct target *rec__target_add(struct recorder *r, pid_t pid, bool top)
 
 	if (t && !t->dead)
 		return t;
-	/* a pid given out again takes its old slot: a new process (and, if
-	 * the tick has not taken the old one out of the map yet, it won't) */
+	/* a reused pid takes its old slot */
 	if (!t && r->ntargets < MAX_TARGETS)
 		t = &r->targets[r->ntargets++];
-	/* a fork-heavy target: the slot of a group already out of the map,
-	 * else its children's pids would stay in the map after they exit,
-	 * for whatever process gets them next */
 	for (int i = 0; i < r->ntargets && !t; i++)
 		if (r->targets[i].dead == 2)
 			t = &r->targets[i];
@@ -79,12 +71,12 @@ void rec__write_error(struct recorder *r, int err)
 		return;
 	r->write_err = err;
 	if (err == -ENOSPC)
-		fprintf(stderr,
-			"critpath record: %s: disk full (ENOSPC); the recording is readable up "
-			"to the last frame written\n",
+		cp_error("record",
+			"%s: disk full (ENOSPC); the recording is readable up "
+			"to the last frame written",
 			r->out);
 	else
-		fprintf(stderr, "critpath record: %s: write failed: %s\n", r->out, strerror(-err));
+		cp_error("record", "%s: write failed: %s", r->out, strerror(-err));
 }
 
 static int append(struct recorder *r, const struct cp_hdr *h)
@@ -103,20 +95,15 @@ static int append(struct recorder *r, const struct cp_hdr *h)
 static void say_exited(pid_t pid, int32_t exit_code)
 {
 	if (exit_code & 0x7f)
-		fprintf(stderr, "critpath record: target %d killed by signal %d\n", pid,
+		cp_error("record", "target %d killed by signal %d", pid,
 			exit_code & 0x7f);
 	else
-		fprintf(stderr, "critpath record: target %d exited (exit code %d)\n", pid,
+		cp_error("record", "target %d exited (exit code %d)", pid,
 			(exit_code >> 8) & 0xff);
 }
 
-/*
- * Metadata of a process that just forked or exec'd, read from /proc now
- * rather than at the next tick: a child that runs for a few milliseconds is
- * gone by then, and the recording would not name it. Stamped with the
- * event's time, so it comes right after it in time order. What /proc no
- * longer has (exited, or a zombie without exe) comes from the event.
- */
+/* Metadata of a just forked or exec'd process, read now (a short-lived child
+ * is gone by the tick). */
 static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct rec_meta_seen *seen)
 {
 	int err;
@@ -128,9 +115,7 @@ static void meta_now(struct recorder *r, pid_t pid, uint64_t ts, const struct re
 		rec__write_error(r, err);
 }
 
-/* Looks for libssl in t at ts (both CLOCK_MONOTONIC), and when to look
- * again: 1 s after a new process or an exec, twice as long after each look
- * since, up to TLS_AGAIN_MAX_NS (a library dlopen'd later). -ESRCH: t is
+/* Looks for libssl in t, and when to look again (a later dlopen). -ESRCH:
  * gone. */
 int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts)
 {
@@ -149,11 +134,8 @@ int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts)
 	return err;
 }
 
-/* A fork of a TLS process that exited before its own uprobes were attached
- * (tls_gap): a hook record saying so, at ts. Its exec clears tls_gap, and
- * the records of a child are read in time order but can come after the
- * tick has seen it gone, so this waits for the end of the recording, or
- * for its target slot to be taken by another process. */
+/* A TLS process's fork exited before its uprobes were attached: said once
+ * its records are read. */
 void rec__tls_gap_say(struct recorder *r, struct target *t, uint64_t ts)
 {
 	int err;
@@ -182,8 +164,6 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 			struct rec_meta_seen seen = {f->child_tid, f->parent_pid, comm, NULL};
 
 			memcpy(comm, f->child_comm, CP_COMM_LEN);
-			/* the parent's state as it was: it may have exited since
-			 * (and been forgotten by the tick), its slot taken next */
 			parent = rec__target_find(r, f->parent_pid);
 			parent_tls = parent && parent->tls_on;
 			t = rec__target_add(r, f->child_pid, false);
@@ -192,10 +172,8 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 				t->ppid = f->parent_pid;
 			}
 			meta_now(r, f->child_pid, h->ts, &seen);
-			/* a fork maps what its parent maps: TLS capture from its
-			 * first requests (a pre-fork server's workers), not from
-			 * the next tick; an exec is left to the tick, whose
-			 * loader has mapped libssl by then */
+			/* a fork maps its parent's libssl: attach now; an
+			 * exec waits for the tick */
 			if (t && ((pid_t)f->parent_pid != r->child || r->child_exec) && !r->write_err &&
 			    rec__tls_look(r, t, h->ts) == -ESRCH && parent_tls) {
 				t->tls_gap = true;
@@ -290,8 +268,6 @@ static int hold(struct held *q, const struct cp_hdr *h, size_t len)
 	return 0;
 }
 
-/* The records held that are older than before (all of them: UINT64_MAX), to
- * fn in time order; the others stay for the next pass. */
 static void held_follow(struct recorder *r, struct held *q,
 			void (*fn)(struct recorder *r, const struct cp_hdr *h), uint64_t before)
 {
@@ -349,9 +325,6 @@ static void on_sock_rec(struct recorder *r, const struct cp_hdr *h)
 		r->events++;
 }
 
-/* Ring buffer callback: store the record; lifecycle records are followed
- * after the pass (held_follow), and HTTP/2 records are redacted and stored
- * after it. */
 int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
 	struct recorder *r = ctx;
@@ -398,15 +371,11 @@ int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 	return 0;
 }
 
-/* One drain of the rings, its lifecycle records followed in time order. */
-/* A record is in the ring it was written to HOLD_NS after its time stamp
- * at the latest (the BPF program's last steps after it took the time). */
+/* A record is in its ring HOLD_NS after its time stamp at the latest. */
 #define HOLD_NS (2 * 1000000ull)
 
-/* One drain of the rings. Its lifecycle records are followed in time order;
- * HTTP/2 records are redacted in time order up to where every ring has
- * given all its records (what began before this drain did), the rest in
- * the next (final: all of them). */
+/* One drain: lifecycle records in time order, HTTP/2 redaction up to where
+ * every ring delivered. */
 int rec__drain(struct recorder *r, int timeout_ms, bool final)
 {
 	uint64_t t0 = rec_meta__now();
@@ -443,8 +412,6 @@ void rec__check_drops(struct recorder *r, uint64_t now)
 	r->last_check = now;
 }
 
-/* Per tick: metadata for the processes named on the command line, TLS
- * capture for new and exec'd ones, dead groups out of the map. */
 void rec__tick(struct recorder *r, uint64_t now)
 {
 	rec__check_drops(r, now);
@@ -466,8 +433,6 @@ void rec__tick(struct recorder *r, uint64_t now)
 			if (err && err != -ESRCH)
 				rec__write_error(r, err);
 		}
-		/* the launched command maps the recorder's libraries until it
-		 * has exec'd */
 		if ((t->need_tls || now >= t->tls_again) && (t->pid != r->child || r->child_exec) &&
 		    !r->write_err)
 			rec__tls_look(r, t, now);
@@ -475,19 +440,13 @@ void rec__tick(struct recorder *r, uint64_t now)
 		if (!rec_meta__alive(t->pid)) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
-				fprintf(stderr, "critpath record: target %d exited\n", t->pid);
+				cp_error("record", "target %d exited", t->pid);
 		}
 	}
 }
 
 
-/*
- * The processes the targets started before the recording, and theirs:
- * targets too, as the ones they start during it are (sched_process_fork).
- * A server's workers are children of the pid a user has at hand (nginx's
- * pid file names its master); they were left out, and the recording of
- * `-p MASTER` had nothing to report.
- */
+/* Processes the targets started before the recording become targets too. */
 int rec__add_children(struct recorder *r)
 {
 	struct rec_meta_pp *pp;
@@ -505,9 +464,9 @@ int rec__add_children(struct recorder *r)
 			    rec__target_find(r, pp[k].pid))
 				continue;
 			if (!rec__target_add(r, pp[k].pid, false)) {
-				fprintf(stderr,
-					"critpath record: more than %d processes under the targets: "
-					"process %d and later ones left out\n",
+				cp_error("record",
+					"more than %d processes under the targets: "
+					"process %d and later ones left out",
 					MAX_TARGETS, pp[k].pid);
 				i = r->ntargets;
 				break;
@@ -522,9 +481,9 @@ int rec__add_children(struct recorder *r)
 	}
 	free(pp);
 	if (added && !r->quiet)
-		fprintf(stderr,
-			"critpath record: with the %d process%s the target%s started before the "
-			"recording: %s\n",
+		cp_error("record",
+			"with the %d process%s the target%s started before the "
+			"recording: %s",
 			added, added == 1 ? "" : "es", ntop == 1 ? "" : "s", list);
 	return 0;
 }

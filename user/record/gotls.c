@@ -1,24 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Go's crypto/tls in an executable (record/tls.c attaches bpf/tls.bpf.c's
- * go_tls_enter and go_tls_return where this says): the file offsets of
- * crypto/tls.(*Conn).Read, Write, serverHandshake and clientHandshake, from
- * the symbol table, and of each RET instruction of Read, from its machine
- * code. Go's runtime grows a
- * goroutine's stack by copying it and reads every return address on it, so
- * a uretprobe (which replaces one) would crash the process: Read's returns
- * are probed where they are instead, as Pixie and Beyla do. A RET is
- * single-stepped, though (11 us a hit here), so when Read calls
- * runtime.memmove once, that call is probed instead (a call is emulated):
- * it is bytes.Reader.Read's copy(b, ...), inlined, of the plaintext Read
- * returns (bpf/tls.bpf.c checks that it copies into b).
- *
- * Only Go executables whose build info says go1.18 or later (inline in
- * .go.buildinfo), on x86-64: the programs read the register ABI's
- * arguments and results. The instructions are decoded with Capstone from
- * the function's start to its end; a function that does not decode into
- * whole instructions exactly is refused, never probed mid-instruction.
- */
+/* Go's crypto/tls in an executable: offsets of Read, Write and the
+ * handshakes, and of Read's RETs or its one memmove call (a uretprobe would
+ * crash Go). go1.18+, x86-64. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -50,9 +33,6 @@ enum { GO_SYM_READ, GO_SYM_WRITE, GO_SYM_SERVER_HS, GO_SYM_CLIENT_HS, GO_SYM_MEM
 static const char *const go_names[GO_NSYMS] = {GO_READ, GO_WRITE, GO_SERVER_HS, GO_CLIENT_HS,
 					       GO_MEMMOVE};
 
-/* The Go version of .go.buildinfo's data (Go 1.18 and later: flags bit 2,
- * the version a varint-prefixed string at offset 32) into out; -ENOTSUP
- * when it is older, -EINVAL when it is not build info. */
 static int buildinfo_version(const uint8_t *d, size_t n, char *out, size_t nout)
 {
 	static const char magic[] = "\xff Go buildinf:";
@@ -85,8 +65,6 @@ static bool version_new_enough(const char *v)
 	return major > 1 || (major == 1 && minor >= 18);
 }
 
-/* Read's RET instructions, decoded from its code, as file offsets, and its
- * call of runtime.memmove (at memmove, 0: not known) when it has one. */
 static int find_rets(int fd, const struct go_sym *s, uint64_t memmove, struct go_tls_fns *f,
 		     const char **why)
 {
@@ -145,8 +123,6 @@ static int find_rets(int fd, const struct go_sym *s, uint64_t memmove, struct go
 		}
 		f->rets[f->nrets++] = s->off + (insn->address - s->addr);
 	}
-	/* Go pads between functions with INT3, inside the symbol's size only
-	 * at its very end */
 	while (!err && left && *code == 0xcc) {
 		code++;
 		left--;
@@ -166,17 +142,8 @@ static int find_rets(int fd, const struct go_sym *s, uint64_t memmove, struct go
 	return err;
 }
 
-/*
- * Where an entry probe of the function s is emulated rather than
- * single-stepped (record/tls_at.c: 0.6 us a hit against 11): Go's prologue
- * compares the stack pointer, or r12 after a lea into it, with the
- * goroutine's stack guard and branches to morestack when the stack must
- * grow. The conditional branch is emulated, and nothing before it changes a
- * register the programs read (the receiver and arguments in rax, rbx and
- * rcx, g in r14; r12 and r13 are scratch registers of Go's ABI). A growing
- * stack enters the function again from its start, past the probe again, as
- * it did at the entry. The entry when the prologue is of another shape.
- */
+/* Where an entry probe of s is emulated: the branch of Go's stack-guard
+ * prologue. */
 static uint64_t entry_point(int fd, const struct go_sym *s)
 {
 	uint8_t buf[32];
@@ -214,8 +181,6 @@ static uint64_t entry_point(int fd, const struct go_sym *s)
 	return at;
 }
 
-/* The crypto/tls functions in the symbol table symtab: their addresses,
- * sizes and file offsets into syms. */
 static int find_syms(Elf *elf, Elf_Scn *symtab, struct go_sym *syms)
 {
 	Elf_Data *d = elf_getdata(symtab, NULL);
@@ -253,8 +218,6 @@ static int find_syms(Elf *elf, Elf_Scn *symtab, struct go_sym *syms)
 	return syms[GO_SYM_READ].found && syms[GO_SYM_WRITE].found ? 0 : -ENOENT;
 }
 
-/* The build info's version, and the symbols (find_syms), of the ELF file:
- * *go when it is a Go executable. */
 static int scan_elf(Elf *elf, struct go_sym *syms, char *version, size_t nv, bool *go)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL;
@@ -330,8 +293,6 @@ int rec_gotls__find(const char *bin, struct go_tls_fns *f, const char **why)
 	if (!err) {
 		f->read = entry_point(fd, &syms[GO_SYM_READ]);
 		f->write = entry_point(fd, &syms[GO_SYM_WRITE]);
-		/* optional: without them a *tls.Conn's memory reused by a new
-		 * connection keeps a closed one's state */
 		f->server_hs =
 		    syms[GO_SYM_SERVER_HS].found ? entry_point(fd, &syms[GO_SYM_SERVER_HS]) : 0;
 		f->client_hs =

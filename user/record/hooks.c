@@ -1,16 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Open → configure → load → attach of the BPF object (build/critpath.skel.h).
- * Every kernel hook has a tp_btf program NAME_btf and a raw_tp twin NAME_raw
- * with the same body; exactly one of the two is loaded. Two captures of
- * syscalls (bpf/blocked.h): by default the scheduler and the socket layer
- * (sock_send_length / sock_recv_length, inet_sock_set_state: tp_btf only)
- * see the calls that block, move data or end a connection, with no syscall
- * tracepoint at all; --all-syscalls, or a kernel where tp_btf or those
- * tracepoints do not load, takes every call from the raw_syscalls
- * tracepoints sys_enter / sys_exit instead. Both look calls up by number
- * in a table * (sys_traced below).
- */
+/* Open → configure → load → attach of the BPF object; tp_btf or raw_tp per
+ * hook. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +18,7 @@
 
 #include "critpath.skel.h"
 #include "critpath_inflight.h"
+#include "msg.h"
 #include "record_int.h"
 
 #define MAX_HOOKS 64
@@ -92,8 +83,6 @@ static bool btf_has_tp(const struct btf *vmlinux, const char *name)
 	return vmlinux && btf__find_by_name_kind(vmlinux, t, BTF_KIND_TYPEDEF) > 0;
 }
 
-/* Whether a program belongs to the capture b->lean chose (and the --probe
- * and TLS programs to a recording with probes, with TLS capture). */
 static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
 	if (!strcmp(name, "probe_enter") || !strcmp(name, "probe_return"))
@@ -114,10 +103,6 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 	return true;
 }
 
-/*
- * Chooses, per hook, which program loads. force_raw: tp_btf did not load as
- * a whole, use every raw_tp twin. Records one struct hook per hook.
- */
 static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
@@ -127,7 +112,7 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	if (b->lean && (force_raw || !btf_has_tp(vmlinux, "sock_send_length") ||
 			!btf_has_tp(vmlinux, "sock_recv_length") ||
 			!btf_has_tp(vmlinux, "inet_sock_set_state"))) {
-		fprintf(stderr, "critpath record: %s: recording every syscall from raw_syscalls\n",
+		cp_error("record", "%s: recording every syscall from raw_syscalls",
 			force_raw
 			    ? "tp_btf did not load"
 			    : "no sock_send_length/sock_recv_length tracepoints (kernel < 6.3)");
@@ -197,8 +182,6 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	return 0;
 }
 
-/* Newer than this system's headers; the generic numbers every 64-bit
- * architecture shares from 424 on. */
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449
 #endif
@@ -265,8 +248,8 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	b->skel->rodata->cfg_watch_execs = o->watch_execs;
 	b->skel->rodata->cfg_lean = b->lean;
 	b->skel->rodata->cfg_tls = b->tls;
-	/* --buffer-mb split between the CPUs' ring buffers (each a power of
-	 * 2, at least 1 MiB) */
+	/* --buffer-mb split between the CPUs' rings (powers of 2, 1 MiB at
+	 * least) */
 	b->nrings = libbpf_num_possible_cpus();
 	if (b->nrings <= 0 || b->nrings > CP_MAX_RINGS)
 		return b->nrings <= 0 ? b->nrings : -E2BIG;
@@ -281,8 +264,6 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 					   sizeof(b->skel->rodata->cfg_sys_calls[0])))
 			b->skel->rodata->cfg_sys_calls[nr] = sys_traced[i].code;
 	}
-	/* the inner maps' size is not part of their type (the kernel compares
-	 * type, key, value and flags): the 1 MiB of ring_proto stays */
 	return bpf_map__set_max_entries(b->skel->maps.rings, b->nrings);
 }
 
@@ -304,8 +285,6 @@ static int rings__create(struct rec_bpf *b)
 	return 0;
 }
 
-/* The object opened again, configured and loaded, with the hooks chosen
- * anew (force_raw: every raw_tp twin, for why). */
 static int skel__reload(struct rec_bpf *b, const struct rec_bpf_opts *o, bool force_raw,
 			const char *why)
 {
@@ -320,13 +299,7 @@ static int skel__reload(struct rec_bpf *b, const struct rec_bpf_opts *o, bool fo
 	return critpath_bpf__load(b->skel);
 }
 
-/*
- * The object did not load (err) with the TLS programs: TLS capture is
- * optional, so the rest records without it (a kernel whose uprobe programs
- * lack task storage or BPF cookies). When it does not load without them
- * either, they were not the cause: TLS stays on for the caller's raw_tp
- * fallback, which reopens the object.
- */
+/* Loads without the (optional) TLS programs when they failed. */
 static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int err)
 {
 	snprintf(b->tls_off, sizeof(b->tls_off), "its programs did not load: %s", strerror(-err));
@@ -339,11 +312,6 @@ static int load_without_tls(struct rec_bpf *b, const struct rec_bpf_opts *o, int
 	return err;
 }
 
-/*
- * The same for the io_uring programs, whose types (io_kiocb and its ops'
- * data) are the kernel's internals and may not match: without them,
- * io_uring's transfers are plain reads and writes.
- */
 static int load_without_uring(struct rec_bpf *b, const struct rec_bpf_opts *o, int err)
 {
 	snprintf(b->uring_off, sizeof(b->uring_off),
@@ -389,24 +357,21 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 		snprintf(why, sizeof(why), "failed to load: %s", strerror(-err));
 		err = skel__reload(b, o, true, why);
 		if (err && b->senders) {
-			/* nor with raw_tp: without the cgroup programs (a
-			 * kernel without CONFIG_CGROUP_BPF), datagram reads
-			 * not saying their sender */
 			b->senders = false;
 			err = skel__reload(b, o, true, why);
 		}
 		if (err) {
-			fprintf(stderr,
-				"critpath record: cannot load the BPF programs: %s "
-				"(CRITPATH_DEBUG_BPF=1 shows the verifier log)\n",
+			cp_error("record",
+				"cannot load the BPF programs: %s "
+				"(CRITPATH_DEBUG_BPF=1 shows the verifier log)",
 				strerror(-err));
 			goto cleanup;
 		}
 	}
 	err = rings__create(b);
 	if (err) {
-		fprintf(stderr,
-			"critpath record: cannot create the ring buffers (%u MiB each): %s\n",
+		cp_error("record",
+			"cannot create the ring buffers (%u MiB each): %s",
 			b->ring_bytes >> 20, strerror(-err));
 		goto cleanup;
 	}
@@ -414,13 +379,13 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 		const struct hook *h = &b->hooks[i];
 
 		if (h->status == CP_HOOK_FALLBACK)
-			fprintf(stderr, "critpath record: hook %s: %s\n", h->name, h->detail);
+			cp_error("record", "hook %s: %s", h->name, h->detail);
 		else if (h->status != CP_HOOK_ATTACHED)
-			fprintf(stderr, "critpath record: hook %s: unavailable%s%s\n", h->name,
+			cp_error("record", "hook %s: unavailable%s%s", h->name,
 				h->detail[0] ? ": " : "", h->detail);
 	}
 	if (o->tls && !b->tls)
-		fprintf(stderr, "critpath record: hook tls: %s: TLS connections carry ciphertext\n",
+		cp_error("record", "hook tls: %s: TLS connections carry ciphertext",
 			b->tls_off);
 	*out = b;
 	return 0;
@@ -429,9 +394,7 @@ cleanup:
 	return err;
 }
 
-/* One bit per tgid in the BPF object's global target_bits (bpf/common.h),
- * set and cleared atomically: sched_process_fork sets bits of children
- * meanwhile. */
+/* One bit per tgid in target_bits, changed atomically. */
 #define TARGET_PID_LIMIT (1u << 22)
 
 static uint64_t *target_word(struct rec_bpf *b, pid_t pid, uint64_t *bit)
@@ -452,9 +415,6 @@ int rec_bpf__add_target(struct rec_bpf *b, pid_t pid)
 	return 0;
 }
 
-/* A target listens on a TCP port, or has an unconnected UDP socket bound
- * to a port (the default capture: connections established on it, or
- * datagrams to it, are known before its first read, bpf/sock.bpf.c). */
 void rec_bpf__listen_port(void *bpf, uint16_t port, pid_t pid, bool udp)
 {
 	struct rec_bpf *b = bpf;
@@ -473,8 +433,6 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
 	if (!w)
 		return -EINVAL;
 	__atomic_fetch_and(w, ~bit, __ATOMIC_SEQ_CST);
-	/* and what bpf/tls.bpf.c learned of its TLS library (tls_fd_bits):
-	 * a process given the pid later is looked at afresh */
 	__atomic_fetch_and((uint64_t *)&b->skel->bss->tls_fd_bits[pid >> 6], ~bit,
 			   __ATOMIC_SEQ_CST);
 	__atomic_fetch_and((uint64_t *)&b->skel->bss->go_tls_bits[pid >> 6], ~bit,
@@ -484,7 +442,6 @@ int rec_bpf__forget_target(struct rec_bpf *b, pid_t pid)
 	return 0;
 }
 
-/* Sets pid's bit in words, one of the per-pid bitsets beside target_bits. */
 static int bit_set(struct rec_bpf *b, void *words, pid_t pid)
 {
 	uint64_t bit;
@@ -505,11 +462,6 @@ int rec_bpf__go_tls(struct rec_bpf *b, pid_t pid)
 	return bit_set(b, b->skel->bss ? b->skel->bss->go_tls_bits : NULL, pid);
 }
 
-/*
- * The root of the cgroup v2 hierarchy, opened (-errno when there is none):
- * where it is mounted, else mounted for the moment (a host with only v1
- * controllers mounted still has the one v2 hierarchy).
- */
 static int cgroup2_root(void)
 {
 	char line[1024], dir[] = "/tmp/critpath-cgroup2.XXXXXX";
@@ -562,12 +514,8 @@ static struct hook *hook__find(struct rec_bpf *b, const char *name)
 	return NULL;
 }
 
-/*
- * The cgroup recvmsg programs, on the root of the cgroup v2 hierarchy (so
- * every socket's datagram reads), alongside any others there. Optional:
- * without them, a read on an unconnected UDP socket takes the sender the
- * report finds in the socket's arrivals.
- */
+/* The cgroup recvmsg programs: every datagram read says its sender.
+ * Optional. */
 static void senders__attach(struct rec_bpf *b)
 {
 	struct bpf_program *progs[] = {b->skel->progs.udp_recvmsg4, b->skel->progs.udp_recvmsg6};
@@ -605,9 +553,9 @@ static void senders__attach(struct rec_bpf *b)
 			 "cgroup/recvmsg%c on the cgroup v2 root only (recvmsg%c: %s)",
 			 which ? '4' : '6', which ? '6' : '4', strerror(-err[which]));
 	}
-	fprintf(stderr,
-		"critpath record: hook udp_recvmsg: %s: a read on an unconnected %s socket "
-		"takes its sender from the arrivals seen\n",
+	cp_error("record",
+		"hook udp_recvmsg: %s: a read on an unconnected %s socket "
+		"takes its sender from the arrivals seen",
 		h->detail, failed == 2 ? "UDP" : fam[which]);
 }
 
@@ -615,8 +563,8 @@ int rec_bpf__attach(struct rec_bpf *b)
 {
 	struct bpf_program *p;
 
-	/* Exits before entries (pass 0, then 1): an irq/softirq context entered
-	 * with only its entry hook attached would otherwise stick. */
+	/* exits before entries: an irq context entered with only its entry
+	 * hook would stick */
 	for (int pass = 0; pass < 2; pass++)
 		bpf_object__for_each_program(p, b->skel->obj)
 		{
@@ -625,8 +573,6 @@ int rec_bpf__attach(struct rec_bpf *b)
 			if (!bpf_program__autoload(p) ||
 			    (strstr(bpf_program__name(p), "_exit") != NULL) != (pass == 0))
 				continue;
-			/* uprobes: per probe and process (rec_probes__attach);
-			 * cgroup programs: senders__attach */
 			if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE ||
 			    bpf_program__type(p) == BPF_PROG_TYPE_CGROUP_SOCK_ADDR)
 				continue;
@@ -634,7 +580,7 @@ int rec_bpf__attach(struct rec_bpf *b)
 			if (!l) {
 				int err = -errno;
 
-				fprintf(stderr, "critpath record: cannot attach %s (%s): %s\n",
+				cp_error("record", "cannot attach %s (%s): %s",
 					bpf_program__name(p), bpf_program__section_name(p),
 					strerror(-err));
 				return err;
@@ -695,8 +641,6 @@ int rec_bpf__nhooks(const struct rec_bpf *b)
 	return b->nhooks;
 }
 
-/* A sample is one record, or a CP_RING_BATCH: records back to back up to
- * the sample's end, CP_RING_PAD ones skipped (critpath_abi.h). */
 static int ring__sample(void *ctx, void *data, size_t len)
 {
 	struct rec_bpf *b = ctx;
@@ -738,8 +682,7 @@ int rec_bpf__poll(struct rec_bpf *b, int timeout_ms)
 {
 	int n = ring_buffer__poll(b->rb, timeout_ms);
 
-	/* Records are submitted without wakeups (bpf/common.h): after the
-	 * timeout, take whatever is there. */
+	/* records come without wakeups: take what is there */
 	if (n < 0)
 		return n;
 	return ring_buffer__consume(b->rb);
@@ -822,7 +765,6 @@ static int inflight__write(struct recording_writer *w, uint32_t tid, const struc
 #define PIDFD_THREAD O_EXCL /* linux/pidfd.h, 6.9+ */
 #endif
 
-/* The slot of one thread (inflight is task storage, keyed by a pidfd). */
 static int inflight__lookup(int map_fd, pid_t pid, pid_t tid, struct cp_inflight *in)
 {
 	int pidfd = syscall(SYS_pidfd_open, tid, PIDFD_THREAD), err;

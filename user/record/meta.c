@@ -1,9 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * What the recorder learns from /proc and /sys: the recording header (host,
- * kernel, boot id, CPUs) and the metadata records of target processes,
- * threads and sockets.
- */
+/* What the recorder learns from /proc and /sys. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -51,7 +47,6 @@ int64_t rec_meta__realtime_offset(void)
 	return rt - ((int64_t)m.tv_sec * 1000000000ll + m.tv_nsec);
 }
 
-/* Reads a small file into buf (NUL-terminated); returns bytes or -errno. */
 static ssize_t read_small(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -66,8 +61,6 @@ static ssize_t read_small(const char *path, char *buf, size_t cap)
 	return total;
 }
 
-/* *v, of *cap elements of size elem, twice as large (64 the first time);
- * -ENOMEM leaves it as it was. */
 static int grow(void **v, size_t *cap, size_t elem)
 {
 	size_t ncap = *cap ? 2 * *cap : 64;
@@ -80,8 +73,6 @@ static int grow(void **v, size_t *cap, size_t elem)
 	return 0;
 }
 
-/* The processes alive now as (pid, parent pid) pairs (*out, malloc'd);
- * returns how many, or -errno. */
 ssize_t rec_meta__processes(struct rec_meta_pp **out)
 {
 	struct rec_meta_pp *v = NULL;
@@ -244,7 +235,6 @@ uint64_t rec_meta__records(void)
 	return records_written;
 }
 
-/* Every metadata append goes through here, so the summary can count them. */
 static int md_append(struct recording_writer *w, const struct cp_hdr *h)
 {
 	int err = recording_writer__append(w, h);
@@ -331,7 +321,6 @@ static int threads__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 	return err;
 }
 
-/* A socket descriptor of the process, and its /proc/net table row. */
 struct sock_row {
 	unsigned long inode;
 	int fd;
@@ -368,8 +357,8 @@ static int row_fd_cmp(const void *a, const void *b)
 	return (x->fd > y->fd) - (x->fd < y->fd);
 }
 
-/* A table line's inode, the 10th field, without parsing the rest: a busy
- * host's tables have tens of thousands of lines (TIME_WAIT among them). */
+/* A line's inode without parsing the rest (tables of tens of thousands of
+ * lines). */
 static unsigned long line_inode(const char *s)
 {
 	for (int f = 0; f < 9; f++) {
@@ -381,8 +370,6 @@ static unsigned long line_inode(const char *s)
 	return strtoul(s, NULL, 10);
 }
 
-/* One pass over /proc/PID/net/<table>: the rows (sorted by inode) found in
- * it are filled in; returns how many. */
 static size_t net_table_scan(pid_t pid, const char *table, uint16_t family, uint8_t type,
 			     struct sock_row *rows, size_t n)
 {
@@ -440,8 +427,6 @@ void rec_meta__on_listen(void (*fn)(void *ctx, uint16_t port, pid_t pid, bool ud
 	listen_ctx = ctx;
 }
 
-/* The process's socket descriptors, sorted by inode (*out, malloc'd);
- * returns how many, or -ENOMEM. */
 static ssize_t socket_fds(pid_t pid, struct sock_row **out)
 {
 	char path[64], fpath[352], link[64];
@@ -484,12 +469,7 @@ static ssize_t socket_fds(pid_t pid, struct sock_row **out)
 	return (ssize_t)n;
 }
 
-/*
- * A socket record for each socket descriptor of pid, with its addresses
- * from /proc/PID/net: each table read once for all of them (it was read
- * per descriptor, four times over: on a host with 16,000 sockets in
- * TIME_WAIT the start of a recording of three nginx processes took seconds).
- */
+/* A socket record per socket fd of pid, each /proc/PID/net table read once. */
 static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 {
 	static const struct {
@@ -537,7 +517,6 @@ static int sockets__write(struct recording_writer *w, pid_t pid, uint64_t ts)
 	return err;
 }
 
-/* The main thread of a process gone from /proc, named as its process. */
 static int thread_seen(struct recording_writer *w, pid_t pid, const char *comm, uint64_t ts,
 		       const struct rec_meta_seen *seen)
 {
@@ -573,9 +552,7 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 		sscanf(p + 1, " %*c %u", &ppid);
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	exe_len = readlink(path, exe, sizeof(exe) - 1);
-	/* a zombie has no exe link: the file it exec'd, resolved as the link
-	 * would be when named from / (a script names itself there, where the
-	 * link names its interpreter) */
+	/* a zombie has no exe link: the file it exec'd, resolved from / */
 	if (exe_len < 0 && seen && seen->exe) {
 		if (seen->exe[0] == '/' && realpath(seen->exe, exe))
 			exe_len = (ssize_t)strlen(exe);

@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* `critpath record`'s command line: parsed and checked before anything is
- * loaded (no libbpf, no root: test_record_opts). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -8,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msg.h"
 #include "record_int.h"
 #include "util.h"
 
@@ -72,12 +71,12 @@ static int parse_pids(struct rec_opts *o, const char *arg)
 		long v = strtol(tok, &end, 10);
 
 		if (*end || v <= 0 || v > INT_MAX) {
-			fprintf(stderr, "critpath record: -p: '%s' is not a process id\n", tok);
+			cp_error("record", "-p: '%s' is not a process id", tok);
 			err = -EINVAL;
 			break;
 		}
 		if (o->npids >= REC_MAX_TARGETS) {
-			fprintf(stderr, "critpath record: -p: more than %d targets\n",
+			cp_error("record", "-p: more than %d targets",
 				REC_MAX_TARGETS);
 			err = -E2BIG;
 			break;
@@ -95,25 +94,24 @@ int rec_probe_spec_check(const char *spec)
 	size_t blen = colon ? (size_t)(colon - spec) : 0;
 
 	if (!*sym || (colon && !blen)) {
-		fprintf(stderr, "critpath record: --probe '%s': expected [BINARY:]FUNCTION\n",
+		cp_error("record", "--probe '%s': expected [BINARY:]FUNCTION",
 			spec);
 		return -EINVAL;
 	}
 	if (strlen(sym) >= REC_PROBE_SYMBOL || blen >= REC_PROBE_BINARY) {
-		fprintf(stderr, "critpath record: --probe '%s': name too long\n", spec);
+		cp_error("record", "--probe '%s': name too long", spec);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* A host name is a label in reports and matches (--host filters): printable,
- * no blanks, and short enough for every output's columns */
+/* A host name: printable, no blanks, short. */
 static int host_name_check(const char *s)
 {
 	size_t n = strlen(s);
 
 	if (!n || n > REC_MAX_HOST) {
-		fprintf(stderr, "critpath record: --host: '%s' is not a name of 1 to %d characters\n",
+		cp_error("record", "--host: '%s' is not a name of 1 to %d characters",
 			s, REC_MAX_HOST);
 		return -EINVAL;
 	}
@@ -121,9 +119,9 @@ static int host_name_check(const char *s)
 		unsigned char c = (unsigned char)s[i];
 
 		if (c <= ' ' || c == 0x7f) {
-			fprintf(stderr,
-				"critpath record: --host: '%s' has a blank or control character at "
-				"%zu\n",
+			cp_error("record",
+				"--host: '%s' has a blank or control character at "
+				"%zu",
 				s, i + 1);
 			return -EINVAL;
 		}
@@ -133,7 +131,7 @@ static int host_name_check(const char *s)
 
 static int bad(const char *opt, const char *arg, const char *want)
 {
-	fprintf(stderr, "critpath record: %s: '%s' is not %s\n", opt, arg, want);
+	cp_error("record", "%s: '%s' is not %s", opt, arg, want);
 	return 2;
 }
 
@@ -190,9 +188,9 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 			break;
 		case 'P':
 			if (!parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
-				fprintf(stderr,
-					"critpath record: --payload-bytes: '%s' is not a number "
-					"between 0 and %d\n",
+				cp_error("record",
+					"--payload-bytes: '%s' is not a number "
+					"between 0 and %d",
 					optarg, CP_PAYLOAD_MAX);
 				return 2;
 			}
@@ -234,7 +232,7 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 			if (rec_probe_spec_check(optarg))
 				return 2;
 			if (o->nprobes >= REC_MAX_PROBES) {
-				fprintf(stderr, "critpath record: --probe: at most %d probes\n",
+				cp_error("record", "--probe: at most %d probes",
 					REC_MAX_PROBES);
 				return 2;
 			}
@@ -256,9 +254,9 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 		}
 	}
 	if ((optind < argc) == (o->npids > 0)) {
-		fprintf(stderr, o->npids ? "critpath record: give -p PID or -- CMD, not both\n"
-					 : "critpath record: nothing to record: give -p PID or -- "
-					   "CMD\n");
+		cp_error("record", "%s",
+			 o->npids ? "give -p PID or -- CMD, not both"
+				  : "nothing to record: give -p PID or -- CMD");
 		rec_opts__usage(stderr);
 		return 2;
 	}

@@ -1,22 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * record --probe [BINARY:]SYMBOL: user-named functions as subcomponents of
- * the critical path (DESIGN.md sections 3 and 5). Each probe is one
- * function in one binary, with an id; bpf/uprobe.bpf.c's probe_enter and
- * probe_return are attached at its entry and return with the id as the BPF
- * cookie: a uprobe and a uretprobe, on an instruction the kernel emulates
- * when one is near the entry (record_tls_at.h: tls_at__fn_entry; a
- * single-stepped one costs ten times as much). Without a BINARY the
- * function is looked up in each target's executable, and the probe exists
- * where it is found. A Go executable's functions are refused: its runtime
- * reads the return address a uretprobe replaces, and dies of it.
- *
- * Attached per target process, not host-wide: a probe on a shared library
- * (libc.so.6:malloc) then traps in the targets only, since the kernel puts
- * the breakpoint into the address spaces its filter matches. A process the
- * recording follows later (a fork) keeps its parent's breakpoints until it
- * execs; one that execs another program is not probed.
- */
+/* record --probe [BINARY:]SYMBOL: user functions on the critical path
+ * (DESIGN.md 3, 5), probed per target process; Go executables refused. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,6 +10,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "msg.h"
 #include "record_int.h"
 #include "record_tls_at.h"
 
@@ -37,13 +22,10 @@ struct probe {
 	char symbol[REC_PROBE_SYMBOL];
 };
 
-/* One function in one binary: what CP_MD_PROBE records and the cookie names. */
 struct probe_site {
 	char binary[256];
 	char symbol[128];
 	uint32_t nprocs; /* processes it is attached in */
-	/* where in the function (record_tls_at.h: tls_at__fn_entry), planned
-	 * on the first attach in the file at path */
 	bool planned;
 	bool go; /* in a Go executable: not probed (plan_site) */
 	uint8_t how; /* enum tls_at_how, or HOW_UNKNOWN (not planned) */
@@ -77,7 +59,7 @@ int rec_probes__add(struct rec_probes **pp, const char *spec)
 		*pp = p;
 	}
 	if (p->nprobes >= REC_MAX_PROBES) {
-		fprintf(stderr, "critpath record: --probe: at most %d probes\n", REC_MAX_PROBES);
+		cp_error("record", "--probe: at most %d probes", REC_MAX_PROBES);
 		return -E2BIG;
 	}
 	pr = &p->probes[p->nprobes++];
@@ -109,7 +91,6 @@ int rec_probes__which(const char *cmd, char *out, size_t n)
 	return -ENOENT;
 }
 
-/* The site of symbol in binary, made on first use: its index is the id. */
 static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 {
 	struct probe_site *s;
@@ -129,11 +110,7 @@ static int site_of(struct rec_probes *p, const char *binary, const char *symbol)
 	return p->nsites++;
 }
 
-/* Where site s is attached: the file (its path as given, or the library
- * the process mapped), and the place in the function, planned once. A
- * place past the entry is only taken from the file attached to: a plan
- * made on another copy of a library could put the breakpoint inside an
- * instruction. */
+/* Where site s is attached, planned once on the file attached to. */
 static void plan_site(struct probe_site *s, pid_t pid)
 {
 	char lib[PATH_MAX];
@@ -147,16 +124,10 @@ static void plan_site(struct probe_site *s, pid_t pid)
 	_Static_assert(sizeof(s->path) == sizeof(s->binary), "a binary's path fits");
 	if (strchr(s->binary, '/'))
 		memcpy(s->path, s->binary, sizeof(s->path));
-	/* a library by name: the one the process mapped, seen through its
-	 * root (a process in another mount namespace too); none, or a path
-	 * too long: libbpf looks for it where the loader would */
 	else if (!rec_meta__mapped(pid, s->binary, false, lib, sizeof(lib)) &&
 		 (size_t)snprintf(s->path, sizeof(s->path), "/proc/%d/root%s", (int)pid, lib) >=
 		     sizeof(s->path))
 		s->path[0] = 0;
-	/* Go's runtime reads every return address on a goroutine's stack
-	 * when it grows or scans it, and dies on a uretprobe's ("unexpected
-	 * return pc"): its executable's functions are not probed, nor planned */
 	s->go = rec_gotls__is_go(s->path[0] ? s->path : s->binary);
 	if (!s->go && s->path[0] && tls_at__fn_entry_elf(s->path, s->symbol, &s->skip, &s->how)) {
 		s->skip = 0;
@@ -164,7 +135,6 @@ static void plan_site(struct probe_site *s, pid_t pid)
 	}
 }
 
-/* Entry and return of site id in process pid; -ENOENT: no such function. */
 static int attach_one(struct rec_probes *p, struct rec_bpf *b, int id, pid_t pid)
 {
 	struct probe_site *s = &p->sites[id];
@@ -218,11 +188,11 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				/* said once a site, at its first process */
 				if (!p->sites[id].nprocs++ && !quiet &&
 				    p->sites[id].how == TLS_AT_ENTRY)
-					fprintf(stderr,
-						"critpath record: --probe %s: single-stepped in "
+					cp_error("record",
+						"--probe %s: single-stepped in "
 						"%s (no instruction the kernel emulates where "
 						"its entry can be probed): about 11 us a call, "
-						"against 1 us\n",
+						"against 1 us",
 						pr->symbol, bin);
 				found++;
 				continue;
@@ -232,11 +202,8 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				continue;
 			}
 			if (e != -ENOENT && e != -ESRCH) {
-				fprintf(
-				    stderr,
-				    "critpath record: --probe %s: cannot attach in %s (pid %d): "
-				    "%s\n",
-				    pr->symbol, bin, pids[i], strerror(-e));
+				cp_error("record", "--probe %s: cannot attach in %s (pid %d): %s",
+					 pr->symbol, bin, pids[i], strerror(-e));
 				return e;
 			}
 			err = e;
@@ -245,10 +212,10 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 					 "%s%s", *tried ? ", " : "", bin);
 		}
 		if (go)
-			fprintf(stderr,
-				"critpath record: --probe %s: %s is a Go executable: its "
+			cp_error("record",
+				"--probe %s: %s is a Go executable: its "
 				"functions are not probed (Go's runtime reads the return "
-				"addresses a uretprobe replaces, and kills the process)%s\n",
+				"addresses a uretprobe replaces, and kills the process)%s",
 				pr->symbol, go, found ? "; probed in the other targets" : "");
 		if (!found && go)
 			return -EPERM;
@@ -256,13 +223,13 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 			const char *bin = pr->binary[0] ? pr->binary : NULL;
 
 			if (bin && strchr(bin, '/') && access(bin, R_OK))
-				fprintf(stderr, "critpath record: --probe %s:%s: %s: %s\n", bin,
+				cp_error("record", "--probe %s:%s: %s: %s", bin,
 					pr->symbol, bin, strerror(errno));
 			else
-				fprintf(stderr,
-					"critpath record: --probe %s%s%s: no function '%s' in %s%s "
+				cp_error("record",
+					"--probe %s%s%s: no function '%s' in %s%s "
 					"(a symbol of the binary's symbol table is needed: not "
-					"stripped, not inlined)\n",
+					"stripped, not inlined)",
 					pr->binary, bin ? ":" : "", pr->symbol, pr->symbol,
 					*tried ? tried : "the targets' executables",
 					bin && !strchr(bin, '/') ? ", or no such library where the "
@@ -296,7 +263,6 @@ int rec_probes__write(const struct rec_probes *p, struct recording_writer *w, ui
 		h.h.ts = ts;
 		h.status = CP_HOOK_ATTACHED;
 		snprintf(h.name, sizeof(h.name), "probe %.57s", s->symbol);
-		/* single-stepped: ~11 us a call here, where emulated ones take 0.8 */
 		snprintf(h.detail, sizeof(h.detail), "uprobe+uretprobe%s, %u process%s: %.80s",
 			 s->how == TLS_AT_ENTRY ? " (stepped)" : "", s->nprocs,
 			 s->nprocs == 1 ? "" : "es", s->binary);

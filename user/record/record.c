@@ -1,14 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * critpath record: its phases and the main loop. Open → configure → load →
- * attach (record/hooks.c), then the ring buffer is drained into the
- * recording writer; every ~100 ms the drop counters become loss records,
- * dead groups leave the target map and new processes get their metadata;
- * every second the writer flushes, so a killed recorder leaves a readable
- * file. Frames are compressed and written by the writer's own thread, in
- * idle time while it keeps up (recording_writer__background): this loop only
- * copies records, so it never holds a CPU for the milliseconds a frame takes.
- */
+/* critpath record: its phases and the main loop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -21,6 +12,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "msg.h"
 #include "proto_redact.h"
 #include "record_int.h"
 #include "recorder.h"
@@ -28,10 +20,7 @@
 
 #define TICK_MS 100
 #define POLL_MS 10 /* the ring buffer wakes us only when filling up */
-/* a target without libssl is looked at again after 1 s, then 2, 4, … 32 */
 #define FLUSH_NS 1000000000ull
-/* Full frames waiting for the compression thread: 16 × ~576 KiB of memory,
- * ~0.3 s of a 30 MB/s event stream before the queue holds the loop up. */
 #define WRITER_QUEUE_FRAMES 16
 
 volatile sig_atomic_t rec_stop_signal;
@@ -43,7 +32,6 @@ static void on_signal(int sig)
 
 
 
-/* -- CMD: the child waits on a pipe until the probes are attached. */
 static pid_t launch(char **argv, int *go_fd)
 {
 	int p[2];
@@ -61,7 +49,7 @@ static pid_t launch(char **argv, int *go_fd)
 		if (read(p[0], &c, 1) != 1)
 			_exit(127); /* the recorder gave up */
 		execvp(argv[0], argv);
-		fprintf(stderr, "critpath record: cannot run %s: %s\n", argv[0], strerror(errno));
+		cp_error("record", "cannot run %s: %s", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(p[0]);
@@ -69,8 +57,8 @@ static pid_t launch(char **argv, int *go_fd)
 	return pid;
 }
 
-/* --probe in the targets named at the start: their executables, or the
- * launched command's (cmd), which has not been exec'd yet. */
+/* --probe in the targets named at start, or in the launched command's
+ * executable. */
 static int attach_probes(struct recorder *r, struct rec_probes *probes, const char *cmd)
 {
 	char(*exes)[PATH_MAX] = calloc(r->ntargets, sizeof(*exes));
@@ -79,7 +67,7 @@ static int attach_probes(struct recorder *r, struct rec_probes *probes, const ch
 	int n = 0, err = -ENOMEM;
 
 	if (!exes || !exe || !pids) {
-		fprintf(stderr, "critpath record: --probe: out of memory\n");
+		cp_error("record", "--probe: out of memory");
 		goto out;
 	}
 	for (int i = 0; i < r->ntargets; i++) {
@@ -117,31 +105,31 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 	uint64_t md = r->metadata + rec_meta__records();
 	uint64_t total = r->events + md;
 
-	fprintf(stderr,
-		"critpath record: %.2f s, %llu events, %llu metadata records, %llu bytes written "
-		"(%.1f bytes/event), %llu lost events, file %s\n",
+	cp_error("record",
+		"%.2f s, %llu events, %llu metadata records, %llu bytes written "
+		"(%.1f bytes/event), %llu lost events, file %s",
 		secs, (unsigned long long)r->events, (unsigned long long)md,
 		(unsigned long long)bytes, total ? (double)bytes / total : 0.0,
 		(unsigned long long)(r->lost + r->unwritten), r->out);
 	if (r->unwritten)
-		fprintf(stderr,
-			"critpath record: %llu records were not written to %s after its write "
+		cp_error("record",
+			"%llu records were not written to %s after its write "
 			"failed (counted among the lost events); the file ends at its last whole "
-			"frame\n",
+			"frame",
 			(unsigned long long)r->unwritten, r->out);
 	if (r->inferred)
-		fprintf(stderr,
-			"critpath record: %llu switches into target threads were missing from the "
-			"kernel's trace and were inferred (dump shows them as inferred)\n",
+		cp_error("record",
+			"%llu switches into target threads were missing from the "
+			"kernel's trace and were inferred (dump shows them as inferred)",
 			(unsigned long long)r->inferred);
 	if (r->redact) {
 		struct redact_stats rs;
 
 		redact__stats(r->redact, &rs);
 		if (rs.values + rs.h1_values + rs.data)
-			fprintf(stderr,
-				"critpath record: not kept: %llu HTTP/1.x and %llu HTTP/2 header "
-				"values, %llu bytes of HTTP/2 DATA (--payload-bytes says what is)\n",
+			cp_error("record",
+				"not kept: %llu HTTP/1.x and %llu HTTP/2 header "
+				"values, %llu bytes of HTTP/2 DATA (--payload-bytes says what is)",
 				(unsigned long long)rs.h1_values, (unsigned long long)rs.values,
 				(unsigned long long)rs.data);
 	}
@@ -161,8 +149,7 @@ static uint64_t file_size(const char *path)
 	return n > 0 ? (uint64_t)n : 0;
 }
 
-/* Checks that need no BPF (root, the targets alive), the host's facts, and
- * the output: a bad path fails before anything is loaded. 0 or 1. */
+/* Checks that need no BPF, the host's facts, the output. 0 or 1. */
 int rec_session__open(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -170,19 +157,19 @@ int rec_session__open(struct rec_session *s)
 	int err;
 
 	if (why) {
-		fprintf(stderr, "%s: %s\n", s->cmd, why);
+		cp_error(s->cmd, "%s", why);
 		return 1;
 	}
 	for (int i = 0; i < s->o.npids; i++) {
 		if (!rec_meta__alive(s->o.pids[i])) {
-			fprintf(stderr, "%s: no process with PID %d\n", s->cmd, s->o.pids[i]);
+			cp_error(s->cmd, "no process with PID %d", s->o.pids[i]);
 			return 1;
 		}
 		rec__target_add(r, s->o.pids[i], true);
 	}
 	err = rec__add_children(r);
 	if (err) {
-		fprintf(stderr, "%s: cannot list the targets' child processes: %s\n", s->cmd,
+		cp_error(s->cmd, "cannot list the targets' child processes: %s",
 			strerror(-err));
 		return 1;
 	}
@@ -191,14 +178,14 @@ int rec_session__open(struct rec_session *s)
 			return 1;
 	err = rec_meta__host(&s->host, s->o.argc, s->o.argv);
 	if (err) {
-		fprintf(stderr, "%s: cannot read host facts: %s\n", s->cmd, strerror(-err));
+		cp_error(s->cmd, "cannot read host facts: %s", strerror(-err));
 		return 1;
 	}
 	r->ncpus = s->host.ncpus;
 	r->drops_seen = calloc(r->ncpus, sizeof(*r->drops_seen));
 	r->redact = redact__new(s->o.bo.payload_bytes);
 	if (!r->drops_seen || !r->redact) {
-		fprintf(stderr, "%s: out of memory\n", s->cmd);
+		cp_error(s->cmd, "out of memory");
 		return 1;
 	}
 	s->start = rec_meta__now();
@@ -220,28 +207,26 @@ int rec_session__open(struct rec_session *s)
 	if (s->tap) { /* critpath agent: records analysed as they come */
 		err = recording_writer__open_tap(&r->w, s->tap, s->tap_ctx);
 		if (err) {
-			fprintf(stderr, "%s: out of memory\n", s->cmd);
+			cp_error(s->cmd, "out of memory");
 			return 1;
 		}
 		return 0;
 	}
 	err = recording_writer__open(&r->w, r->out, &s->info);
 	if (err) {
-		fprintf(stderr, "%s: cannot create %s: %s\n", s->cmd, r->out, output__why(err));
+		cp_error(s->cmd, "cannot create %s: %s", r->out, output__why(err));
 		return 1;
 	}
 	/* compression off the loop that drains the ring buffer */
 	err = recording_writer__background(r->w, WRITER_QUEUE_FRAMES);
 	if (err)
-		fprintf(stderr,
-			"%s: no compression thread (%s): compressing in the "
-			"main loop\n", s->cmd,
+		cp_error(s->cmd,
+			"no compression thread (%s): compressing in the "
+			"main loop",
 			strerror(-err));
 	return 0;
 }
 
-/* The programs loaded, the command started (held until rec_attach), the
- * targets in the map, the ring buffers open. 0 or 1. */
 int rec_session__load(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -253,14 +238,14 @@ int rec_session__load(struct rec_session *s)
 	if (!err)
 		err = rec_tls__new(&r->tls, rec_bpf__tls_off(r->bpf), r->quiet, s->unlink);
 	if (err) {
-		fprintf(stderr, "%s: out of memory\n", s->cmd);
+		cp_error(s->cmd, "out of memory");
 		return 1;
 	}
 	rec_meta__on_listen(rec_bpf__listen_port, r->bpf);
 	if (s->o.cmd) {
 		r->child = launch(s->o.cmd, &s->go_fd);
 		if (r->child < 0) {
-			fprintf(stderr, "%s: cannot start %s: %s\n", s->cmd, s->o.cmd[0],
+			cp_error(s->cmd, "cannot start %s: %s", s->o.cmd[0],
 				strerror(-r->child));
 			return 1;
 		}
@@ -269,37 +254,31 @@ int rec_session__load(struct rec_session *s)
 	for (int i = 0; i < r->ntargets; i++) {
 		err = rec_bpf__add_target(r->bpf, r->targets[i].pid);
 		if (err) {
-			fprintf(stderr, "%s: cannot add target %d: %s\n", s->cmd,
+			cp_error(s->cmd, "cannot add target %d: %s",
 				r->targets[i].pid, strerror(-err));
 			return 1;
 		}
 	}
 	err = rec_bpf__ring(r->bpf, rec__on_event, r);
 	if (err) {
-		fprintf(stderr, "%s: cannot set up the ring buffer: %s\n", s->cmd,
+		cp_error(s->cmd, "cannot set up the ring buffer: %s",
 			strerror(-err));
 		return 1;
 	}
 	return 0;
 }
 
-/* TLS uprobes, the programs and --probe attached; the start's metadata
- * written; the command let go. 0 or 1. */
 int rec_session__attach(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 	struct sigaction sa = {.sa_handler = on_signal};
 	int err;
 
-	/* The metadata of the start (hooks, probes, the targets' processes,
-	 * threads and sockets) is stamped with the time before the programs
-	 * are attached, so it comes before every event in time order: read
-	 * after the first events, it would name a server's connection whose
-	 * first record is a reply in flight too late to say it is a server's. */
+	/* the start's metadata precedes every event (connections known as
+	 * servers' first) */
 	s->attached = rec_meta__now();
-	/* TLS uprobes on the targets first: their first socket records are
-	 * then known to be inside SSL_read/SSL_write, where they came ~40 ms
-	 * late and a busy HTTPS server's first requests went unnamed */
+	/* TLS uprobes first, so the first socket records are known to be
+	 * inside SSL calls */
 	for (int i = 0; i < r->ntargets && !r->write_err; i++)
 		if (r->targets[i].need_tls && r->targets[i].pid != r->child)
 			rec__tls_look(r, &r->targets[i], s->attached);
@@ -326,12 +305,12 @@ int rec_session__attach(struct rec_session *s)
 	rec__tick(r, s->attached); /* process, thread and socket metadata of the targets */
 	if (s->go_fd >= 0) {
 		if (write(s->go_fd, "g", 1) != 1)
-			fprintf(stderr, "%s: cannot start the command\n", s->cmd);
+			cp_error(s->cmd, "cannot start the command");
 		close(s->go_fd);
 		s->go_fd = -1;
 	}
 	if (!r->quiet && !s->tap)
-		fprintf(stderr, "%s: recording %d process%s to %s%s\n", s->cmd, r->ntargets,
+		cp_error(s->cmd, "recording %d process%s to %s%s", r->ntargets,
 			r->ntargets == 1 ? "" : "es", r->out,
 			s->deadline ? "" : " (Ctrl-C to stop)");
 	return 0;
@@ -352,8 +331,6 @@ void rec_session__reap_child(struct recorder *r)
 	r->child = -r->child; /* reaped */
 }
 
-/* Drains the rings until a signal, the deadline, a write error or every
- * target's exit. */
 static void rec_loop(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -363,7 +340,7 @@ static void rec_loop(struct rec_session *s)
 	while (!rec_stop_signal && !r->write_err) {
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR && !r->write_err) {
-			fprintf(stderr, "critpath record: reading the ring buffer: %s\n",
+			cp_error("record", "reading the ring buffer: %s",
 				strerror(-err));
 			break;
 		}
@@ -387,8 +364,6 @@ static void rec_loop(struct rec_session *s)
 	}
 }
 
-/* What the rings still hold, the drops and the calls still blocked, the
- * trailer, the summary. The exit code. */
 static int rec_close(struct rec_session *s)
 {
 	struct recorder *r = s->r;
@@ -396,8 +371,6 @@ static int rec_close(struct rec_session *s)
 	uint64_t now, bytes, inflight = 0, unwritten = 0;
 	int err;
 
-	/* what is still in the ring buffer (counted as lost after a write
-	 * error), then the drops and blocked calls */
 	rec__drain(r, 0, true);
 	now = rec_meta__now();
 	for (int i = 0; i < r->ntargets; i++)
@@ -417,7 +390,7 @@ static int rec_close(struct rec_session *s)
 		r->events += inflight;
 	}
 	if (s->all_exited && !r->quiet)
-		fprintf(stderr, "critpath record: all targets exited\n");
+		cp_error("record", "all targets exited");
 	totals.end_ns = now;
 	totals.lost = r->lost;
 	bytes = recording_writer__bytes(r->w);
@@ -473,9 +446,9 @@ int cmd_record(int argc, char **argv)
 	int ret;
 
 	if (s)
-		s->cmd = "critpath record";
+		s->cmd = "record";
 	if (!s || !(s->r = calloc(1, sizeof(*s->r)))) {
-		fprintf(stderr, "critpath record: out of memory\n");
+		cp_error("record", "out of memory");
 		free(s);
 		return 1;
 	}

@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The recorder's state, shared by its main loop (record.c) and what handles
- * the records the rings deliver (events.c). */
 #ifndef CRITPATH_RECORDER_H
 #define CRITPATH_RECORDER_H
 
@@ -22,14 +20,9 @@ struct target {
 	uint8_t dead;	/* 1: group exited, 2: removed from the target map */
 	bool need_meta; /* named on the command line: metadata at the next tick */
 	bool need_tls;	/* new, or exec'd: look for libssl at the next tick */
-	/* libssl can come later (dlopen: Python's ssl module): looked for
-	 * again at tls_again, each time twice as long after */
 	uint64_t tls_again, tls_every;
 	uint32_t ppid;	/* who forked it (0: not seen): its exec record does not say */
 	bool tls_on; /* its TLS capture attached at its last look */
-	/* a fork of a process with TLS capture, gone before its own attach
-	 * (and not exec'd since): said once every record up to its exit has
-	 * been read (tls_gap_say), with its fork's and exit's times */
 	bool tls_gap;
 	uint64_t forked, exited;
 };
@@ -44,8 +37,6 @@ struct recorder {
 	struct target targets[MAX_TARGETS];
 	int ntargets;
 	uint64_t events, metadata, lost;
-	/* records read after a write failed, and records the writer had that
-	 * never reached the file: lost too */
 	uint64_t unwritten;
 	uint64_t inferred; /* switch-ins the kernel did not report (CP_SW_INFERRED) */
 	uint64_t *drops_seen;
@@ -58,22 +49,15 @@ struct recorder {
 	bool child_exec;  /* it reached exec */
 	struct rec_tls *tls;
 	struct redact *redact; /* what records must not keep (proto_redact.h) */
-	/* Records of a drain pass taken in time order after it: the rings are
-	 * per CPU and drained one after the other, so a child's exec on one
-	 * CPU can come before its fork on another, and a connection's transfer
-	 * before the one it follows. fork, exec and exit records (on_life),
-	 * and the sockets' transfers and closes, which the redaction follows
-	 * (an HTTP/2 connection frame by frame: proto_redact.h). */
+	/* Records of a drain pass put in time order after it (per-CPU
+	 * rings). */
 	struct held {
 		char *buf;
 		size_t n, cap;
 	} life, socks;
 };
 
-/* events.c: the targets, their processes' lives, and what the rings deliver */
 struct target *rec__target_find(struct recorder *r, pid_t pid);
-/* pid a target from now on (top: named, or the launched command); NULL
- * when the table is full */
 struct target *rec__target_add(struct recorder *r, pid_t pid, bool top);
 int rec__live_targets(const struct recorder *r);
 /* the first writer error stops the recording; it is said once */
@@ -83,7 +67,6 @@ int rec__tls_look(struct recorder *r, struct target *t, uint64_t ts);
 void rec__tls_gap_say(struct recorder *r, struct target *t, uint64_t ts);
 /* a record from the rings (rec_bpf__ring's callback) */
 int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len);
-/* the rings drained for up to timeout_ms; final: everything held goes out */
 int rec__drain(struct recorder *r, int timeout_ms, bool final);
 /* the BPF side's drop counters, as loss records */
 void rec__check_drops(struct recorder *r, uint64_t now);

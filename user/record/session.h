@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* A recorder's life, phase by phase: open → load → attach, then the caller's
- * loop (record: into a file; agent: into the path analysis), then free. */
 #ifndef CRITPATH_REC_SESSION_H
 #define CRITPATH_REC_SESSION_H
 
@@ -11,7 +9,7 @@
 #include "recording.h"
 
 struct rec_session {
-	const char *cmd; /* "critpath record": the start of its messages */
+	const char *cmd; /* "record": cp_error's command */
 	struct rec_opts o;
 	struct recorder *r;
 	struct rec_probes *probes;
@@ -29,9 +27,7 @@ struct rec_session {
 /* Set by SIGINT, SIGTERM and SIGHUP once attached */
 extern volatile sig_atomic_t rec_stop_signal;
 
-/* Root, the targets alive, the host's facts, the output. 0 or 1 (said). */
 int rec_session__open(struct rec_session *s);
-/* The programs loaded, targets in the map, the rings open. 0 or 1. */
 int rec_session__load(struct rec_session *s);
 /* Probes attached, the start's metadata written. 0 or 1. */
 int rec_session__attach(struct rec_session *s);

@@ -1,23 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * TLS plaintext capture (DESIGN.md section 3: uprobes on TLS library
- * functions; bpf/tls.h says what the programs do with them). A target
- * process that maps OpenSSL's libssl gets bpf/tls.bpf.c's tls_enter and
- * tls_return at the entry and return of SSL_read, SSL_read_ex, SSL_write,
- * SSL_write_ex and SSL_do_handshake, with enum cp_tls_call as the BPF
- * cookie. One that maps
- * none but whose executable has OpenSSL linked in with those symbols
- * (Node.js: Debian's node exports them for addons) gets them in the
- * executable. Per process,
- * not host-wide (the kernel puts the breakpoints into the address spaces of
- * the processes attached only), as --probe does (record/probe.c).
- *
- * A process is looked at when the recording starts, when a fork of it is
- * drained, at the tick after each exec (a launched command, -- CMD, once it
- * has exec'd and its loader has mapped libssl), and again at growing
- * intervals for a libssl loaded later with dlopen() (record/record.c's tick). Its
- * uprobes come off when it exits (rec_tls__forget).
- */
+/* TLS plaintext capture (DESIGN.md 3): uprobes on OpenSSL's read, write and
+ * handshake, per target process. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -28,6 +11,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "msg.h"
 #include "record_int.h"
 #include "record_tls_at.h"
 
@@ -57,7 +41,6 @@ struct rec_tls {
 	/* forks of attached processes gone before their own attach */
 	int missed;
 	char missed_list[128];
-	/* executables without SSL_read and SSL_write, not looked into again */
 	struct tls_exe *plain;
 	int nplain, capplain;
 };
@@ -73,10 +56,6 @@ int rec_tls__new(struct rec_tls **t, const char *off, bool quiet, struct rec_unl
 	return 0;
 }
 
-/* pid's executable, when it maps no libssl: the path to attach to (its
- * /proc link, which reaches the file in any mount namespace) into bin, and
- * its name as the process sees it into out. 1: known to have no OpenSSL
- * functions (t->plain), 0, or -ESRCH when it is gone. */
 static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *out, size_t n,
 		  struct tls_exe *id)
 {
@@ -98,15 +77,12 @@ static int exe_of(struct rec_tls *t, pid_t pid, char *bin, size_t nbin, char *ou
 	return 0;
 }
 
-/* The summary's lists: the count-th pid, appended ("a, b, c") while the
- * list shows the first max. */
 static void list_pid(char *list, size_t n, int count, int max, pid_t pid)
 {
 	if (count <= max)
 		snprintf(list + strlen(list), n - strlen(list), "%s%d", count > 1 ? ", " : "", pid);
 }
 
-/* An executable without OpenSSL's functions: not looked into again. */
 static int plain_add(struct rec_tls *t, struct tls_exe id)
 {
 	if (t->nplain == t->capplain) {
@@ -122,16 +98,12 @@ static int plain_add(struct rec_tls *t, struct tls_exe id)
 	return 0;
 }
 
-/* p's uprobes, destroyed off the recorder's loop (record/unlink.c) */
 static void proc_detach(struct rec_unlinker *u, struct tls_proc *p)
 {
 	while (p->nlinks)
 		rec_unlinker__put(u, p->links[--p->nlinks]);
 }
 
-/* Entry and return of each OpenSSL function in the ELF file bin, where
- * record/tls_at.c says, into p's links; what was attached into fns. On
- * failure, what this call attached is detached again. */
 static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
 		      const char *bin, char *fns, size_t n)
 {
@@ -160,7 +132,6 @@ static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf
 		snprintf(fns + strlen(fns), n - strlen(fns), "%s%s", *fns ? ", " : "",
 			 tls_at__name(&pts[i]));
 	}
-	/* single-stepped: ~11 us a call here, where emulated ones take 0.6 */
 	if (stepped)
 		snprintf(fns + strlen(fns), n - strlen(fns), ", %d stepped", stepped);
 	if (err)
@@ -168,10 +139,6 @@ static int attach_lib(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf
 	return err;
 }
 
-/* Go's crypto/tls in the executable bin (f: where), into p's links: the
- * entries of Read, Write and the handshakes, and Read's copy of its
- * plaintext or else each RET of Read. On failure, what this call attached
- * is detached again. */
 static int attach_go(struct rec_unlinker *u, struct tls_proc *p, struct rec_bpf *b, pid_t pid,
 		     const char *bin, const struct go_tls_fns *f)
 {
@@ -269,7 +236,6 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 		if (t->procs[i].pid == pid)
 			return 0; /* an exec keeps the process's uprobes (same library) */
 	if (!rec_meta__mapped(pid, "libssl.so", true, lib, sizeof(lib))) {
-		/* seen through pid's root: a process in another mount namespace too */
 		snprintf(bin, sizeof(bin), "/proc/%d/root%s", pid, lib);
 	} else if (!(err = exe_of(t, pid, bin, sizeof(bin), lib, sizeof(lib), &exe))) {
 		in_exe = true;
@@ -317,19 +283,17 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 	if (err == -ENOMEM || err == -ESRCH)
 		return err; /* gone: nothing to say */
 	if (err) {
-		/* the rest of the recording goes on: that process's TLS
-		 * connections are framed on their ciphertext */
 		if (!why)
 			why = err == -ENOENT ? "no SSL_read/SSL_write symbols" : strerror(-err);
 
 		snprintf(detail, sizeof(detail), "no TLS plaintext: %.64s: %.40s", lib, why);
-		fprintf(stderr, "critpath record: process %d: no TLS plaintext: %s: %s\n", pid, lib,
+		cp_error("record", "process %d: no TLS plaintext: %s: %s", pid, lib,
 			why);
 		return hook_write(w, ts, pid, CP_HOOK_UNAVAILABLE, detail, records);
 	}
 	snprintf(detail, sizeof(detail), "uprobes on %.74s in %.38s", fns, lib);
 	if (!t->quiet)
-		fprintf(stderr, "critpath record: process %d: TLS plaintext from %s\n", pid, lib);
+		cp_error("record", "process %d: TLS plaintext from %s", pid, lib);
 	return hook_write(w, ts, pid, CP_HOOK_ATTACHED, detail, records);
 }
 
@@ -359,11 +323,6 @@ int rec_tls__missed(struct rec_tls *t, struct recording_writer *w, pid_t pid, ui
 	return hook_write(w, ts, pid, CP_HOOK_UNAVAILABLE, detail, records);
 }
 
-/*
- * A process that exited: its uprobes come off (each holds a perf event, so
- * a forking TLS server would otherwise run the recorder out of file
- * descriptors), and a process given its pid later is looked at afresh.
- */
 void rec_tls__forget(struct rec_tls *t, pid_t pid)
 {
 	for (int i = 0; t && i < t->nprocs; i++) {
@@ -378,13 +337,13 @@ void rec_tls__forget(struct rec_tls *t, pid_t pid)
 void rec_tls__summary(const struct rec_tls *t)
 {
 	if (t && t->attached)
-		fprintf(stderr, "critpath record: TLS plaintext captured in %d process%s (%s%s)\n",
+		cp_error("record", "TLS plaintext captured in %d process%s (%s%s)",
 			t->attached, t->attached == 1 ? "" : "es", t->list,
 			t->attached > 16 ? ", …" : "");
 	if (t && t->missed)
-		fprintf(stderr,
-			"critpath record: %d fork%s of them exited before %s uprobes were "
-			"attached (%s%s): TLS calls made there are not in the recording\n",
+		cp_error("record",
+			"%d fork%s of them exited before %s uprobes were "
+			"attached (%s%s): TLS calls made there are not in the recording",
 			t->missed, t->missed == 1 ? "" : "s", t->missed == 1 ? "its" : "their",
 			t->missed_list, t->missed > 8 ? ", …" : "");
 }

@@ -1,42 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Where OpenSSL's SSL_read, SSL_read_ex, SSL_write, SSL_write_ex and
- * SSL_do_handshake are probed (record/tls.c attaches bpf/tls.bpf.c there).
- *
- * A uprobe costs what the kernel does to step over the instruction its
- * breakpoint replaced. One it emulates (a push of a register, a relative
- * call or jump, a conditional jump, a nop or nopl) costs about 0.6 us a
- * hit on this project's VMs, a uretprobe with it 0.8 us; any other is single-stepped out of line,
- * through a debug trap, and costs about 11 us (an entry probe on
- * `sub $8,%rsp` against one on `push %rbp`, 100,000 calls each; endbr64 and
- * ret are not emulated either). Debian's libssl.so.3 begins SSL_read and
- * SSL_write with `sub $0x18,%rsp`: with its three calls a request
- * single-stepped, nginx served HTTPS at a quarter of its untraced throughput.
- *
- * So each function is probed where the same call is seen for less:
- *   - at its entry when its first instruction is emulated, or just past a
- *     leading endbr64 when the next one is (the return address is still on
- *     top of the stack there, as a uretprobe needs);
- *   - else, when SSL_read and SSL_read_ex both begin by calling one function
- *     whose entry is emulated, there, once for both: SSL_read_ex must reach
- *     that call with its arguments untouched, so the callee takes them and
- *     answers as SSL_read_ex does (OpenSSL 1.1.1 to 3.x: ssl_read_internal,
- *     and likewise SSL_write and SSL_write_ex: ssl_write_internal). Its
- *     cookie says so (CP_TLS_SSL_READ_ANY), and the programs read it with
- *     the _ex convention. Where SSL_write_ex goes through SSL_write_ex2
- *     first (OpenSSL 3.2 on) the two callees differ, and the writes stay
- *     single-stepped;
- *   - else at its entry, single-stepped, as before.
- * The decision changes what a probe costs, never what it sees: each point
- * is entered once for each call of the functions it stands for.
- *
- * The functions of record --probe (tls_at__fn_entry) read no register, only
- * the time of entry and return, so their probes can go further in: past
- * endbr64 and up to a few instructions that neither branch nor move the
- * stack pointer, to the first emulated one (a leaf's first conditional
- * jump, a wrapper's tail jump), when no code of the function jumps back
- * into what was passed over.
- */
+/* Where OpenSSL's functions are probed: on an emulated instruction (a
+ * single-stepped uprobe costs ten times as much, README "TLS"): the entry,
+ * past endbr64, or a callee shared by SSL_read and SSL_read_ex; else
+ * single-stepped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -74,9 +40,7 @@ bool tls_at__emulated(const uint8_t *c, size_t n)
 		return true;
 	if (n >= 2 && c[0] == 0x0f && c[1] >= 0x80 && c[1] <= 0x8f) /* jcc rel32 */
 		return true;
-	/* nopl (0f 1f /0), what compilers pad with before a loop: emulated on
-	 * this project's kernels (6.18: 0.54 us a hit for the 5-byte form,
-	 * 0.78 for the 8-byte one) */
+	/* nopl (0f 1f /0), compilers' loop padding: emulated */
 	if (n >= 3 && c[0] == 0x0f && c[1] == 0x1f && !((c[2] >> 3) & 7))
 		return true;
 	return c[0] == 0xe8 || c[0] == 0xe9 || c[0] == 0xeb || c[0] == 0x90;
@@ -87,8 +51,6 @@ static bool is_endbr64(const uint8_t *c, size_t n)
 	return n >= 4 && c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa;
 }
 
-/* Where an entry probe on the function at addr is emulated: addr, or past
- * a leading endbr64; 0 when at neither. */
 static uint64_t cheap_entry(const struct tls_image *img, uint64_t addr)
 {
 	uint8_t c[8];
@@ -123,11 +85,6 @@ static bool writes_args(csh cs, const cs_insn *insn)
 	return false;
 }
 
-/* The target of the first call in the function at addr, along the code
- * that falls through from its start (a conditional jump is passed over,
- * as not taken; an unconditional one or a return ends the search); 0 for
- * none. With args_kept, 0 also when an instruction before the call writes
- * one of the first four argument registers. */
 static uint64_t first_call(csh cs, cs_insn *insn, const struct tls_image *img, uint64_t addr,
 			   bool args_kept)
 {
@@ -163,7 +120,6 @@ static void point(struct tls_point *p, uint64_t addr, uint8_t call, uint8_t how,
 	p->fn = fn;
 }
 
-/* A function alone: at its entry, or past endbr64 when that is emulated. */
 static void point_alone(const struct tls_image *img, struct tls_point *p, uint8_t fn, uint8_t call)
 {
 	uint64_t at = cheap_entry(img, img->fn[fn]);
@@ -224,15 +180,10 @@ const char *tls_at__name(const struct tls_point *p)
 	return p->fn < TLS_FN_N ? fn_names[p->fn] : "?";
 }
 
-/* --- any function: record --probe ---------------------------------------- */
 
-/* How many instructions may be passed over before an emulated one, and the
- * longest function searched for jumps back into them */
 #define PASS_INSNS 8
 #define BODY_BYTES (64u << 10)
 
-/* Whether insn writes the stack pointer (a push or pop included: the
- * access lists take implicit operands). */
 static bool writes_sp(csh cs, const cs_insn *insn)
 {
 	cs_regs rd, wr;
@@ -259,9 +210,6 @@ static bool is_flow(const cs_insn *insn)
 	return false;
 }
 
-/* Whether code of the function [addr, addr + size) can land in (lo, hi]:
- * a direct jump there, an indirect jump (a table could go anywhere), or
- * code that does not decode, which is not known. */
 static bool lands_in(csh cs, cs_insn *insn, const struct tls_image *img, uint64_t addr,
 		     uint64_t size, uint64_t lo, uint64_t hi)
 {
@@ -359,15 +307,12 @@ uint64_t tls_at__fn_entry(const struct tls_image *img, uint64_t addr, uint64_t s
 	return past - addr;
 }
 
-/* --- an ELF file as a tls_image ------------------------------------------ */
 
 struct elf_image {
 	int fd;
 	Elf *elf;
 };
 
-/* The file offset of virtual address addr, from the loadable segments; -1
- * outside them (or in bytes the file does not hold). */
 static int64_t file_offset(Elf *elf, uint64_t addr, uint64_t *room)
 {
 	size_t n;
@@ -401,8 +346,6 @@ static int elf_read(void *arg, uint64_t addr, uint8_t *buf, size_t n)
 	return got < 0 ? -1 : (int)got;
 }
 
-/* bin opened for reading as ELF: 0, -errno, -ENOENT when it is no ELF
- * file, -ENOTSUP without libelf. elf_image_close releases it either way. */
 static int elf_image_open(struct elf_image *im, const char *bin)
 {
 	im->fd = -1;
@@ -482,11 +425,7 @@ out:
 	return n;
 }
 
-/* The address and size of the function symbol in the symbol table scn,
- * chosen as libbpf chooses the one it attaches to (a plan for another
- * would put the breakpoint at the wrong place): named so, or so with a
- * version after '@'; a global one before a weak one. 1: found, 0: none, -1:
- * two global ones at different addresses (libbpf refuses those). */
+/* The function symbol as libbpf picks it: 1 found, 0 none, -1 ambiguous. */
 static int find_fn(Elf *elf, Elf_Scn *scn, const char *symbol, uint64_t *addr, uint64_t *size)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);

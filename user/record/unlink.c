@@ -1,17 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Uprobe links destroyed off the recorder's loop. Closing a uprobe's perf
- * event waits in the kernel for a grace period (the uprobe's consumers are
- * freed after an RCU Tasks Trace one), about 100 ms here for each link, and
- * with the kernel's event_mutex held, so that closes run one after another
- * whatever thread makes them: the six links of a TLS process that exited
- * held the loop 0.6 s, while the forks it should have acted on and the ring
- * buffers waited. A thread destroys them instead. An attach made meanwhile
- * (perf_event_open of a uprobe) still waits for the close in progress.
- *
- * The thread starts with the first link given, so a recording without
- * uprobes has none, and it blocks every signal, which stay the main loop's.
- */
+/* Uprobe links destroyed off the loop: each close waits for an RCU grace
+ * period. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

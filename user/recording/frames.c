@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * A frame's records made ready to deliver: read, checked against its
- * header, decompressed (lz4 or zstd), each record checked, and sorted by
- * time; on the read-ahead thread while the caller consumes the frame
- * before.
- */
+/* A frame made ready: read, checked, decompressed, sorted (on the read-ahead
+ * thread). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -40,10 +36,6 @@ static int frame__reserve(struct rframe *f, size_t raw, size_t count)
 	return 0;
 }
 
-/* Stable: equal ts keep file order (off grows with it). A natural merge:
- * the ring buffer hands each CPU's records over in order, in batches, so a
- * frame is a few ascending runs, and merging those costs n log(runs) where
- * merging from single records cost n log n (2% of a report). */
 static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 {
 	struct rkey *a = k, *b;
@@ -99,13 +91,6 @@ static int reader__sort(struct loader *r, struct rkey *k, uint32_t n)
 	return 0;
 }
 
-/*
- * The record types that need no check past their size, with that size (0
- * for the others): most of a recording's records. Checking them by this
- * table saves recfile__check_walk's and recfile__check_type's calls and
- * switch per record (~2% of report); any record it does not pass gets the
- * full checks, which say why.
- */
 static const uint16_t fixed_size[CP_EV_TLS_READ + 1] = {
 #define FIXED(t, name, size) [t] = CP_FIXED_SIZE(t) ? (size) : 0,
     CP_EVENT_TYPES(FIXED)
@@ -128,9 +113,6 @@ static bool record_plainly_ok(const struct cp_hdr *rec, uint32_t avail)
 	return need <= CP_PAYLOAD_MAX && offsetof(struct cp_ev_sock, payload) + need <= rec->size;
 }
 
-/* Decompresses the lz4 frame in ld->cbuf (h->comp bytes) into raw: true
- * when its checksum holds and it is one whole frame of exactly h->raw
- * bytes, else false and x->why says what is wrong. */
 static bool lz4_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, struct fetch *x)
 {
 	LZ4F_decompressOptions_t o = {.stableDst = 1};
@@ -187,9 +169,6 @@ static bool zstd_frame(struct loader *ld, const struct fhdr *h, uint8_t *raw, st
 	return true;
 }
 
-/* Reads frame h's compressed bytes, decompresses them into f and checks
- * its records, sorted by time when sort: the part of loading a frame the
- * helper thread can do, touching nothing of the reader's but the file. */
 void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rframe *f,
 			   bool sort, struct fetch *x)
 {
@@ -220,9 +199,7 @@ void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rfra
 		return;
 	x->zbad = false;
 
-	/* Every record checked before anyone reads a field. One whose size
-	 * cannot be stepped over ends the frame there (the records before it
-	 * are kept); one that is only wrong for its type is skipped alone. */
+	/* a bad size ends the frame, a bad type skips the record */
 	while (off < h->raw && seen < h->count) {
 		struct cp_hdr *rec = (struct cp_hdr *)(f->raw + off);
 		const char *bad;
@@ -315,8 +292,6 @@ static void prefetch__free(struct prefetch *pf)
 	free(pf);
 }
 
-/* The helper's frame once it is done with it (NULL: none asked for), with
- * its header and what fetching it came to. */
 struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct fetch *x)
 {
 	struct rframe *f;
@@ -333,7 +308,6 @@ struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct fetch 
 	return f;
 }
 
-/* The helper, started; NULL when it cannot be (no thread, no memory). */
 static struct prefetch *prefetch__start(int fd)
 {
 	struct prefetch *pf = calloc(1, sizeof(*pf));
@@ -372,8 +346,6 @@ struct rframe *prefetch__stop(struct prefetch *pf)
 	return f;
 }
 
-/* Asks the helper for frame h, starting it the first time. Without it
- * (no thread, no memory) frames load as before, all here. */
 void prefetch__ask(struct recording_reader *r, const struct fhdr *h)
 {
 	struct prefetch *pf;

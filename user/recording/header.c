@@ -1,9 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The file header of a recording (layout: the top of recording/write.c), read
- * and checked before any frame: magic, version, CRC, then every length
- * inside checked against the bytes that are there.
- */
+/* The file header: magic, version, CRC, lengths checked. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +17,6 @@ const char *recording_reader__open_error(void)
 	return recfile_open_error;
 }
 
-/* Reads up to len bytes at off; returns the count (short only at EOF) or -errno. */
 ssize_t recfile__read_at(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t got = 0;
@@ -65,7 +60,6 @@ static uint64_t cur_u64(struct cursor *c)
 	return rec_get64(c->p - 8);
 }
 
-/* Copies a string into *dst (NUL-terminated) and returns its start, or NULL. */
 static const char *cur_str(struct cursor *c, char **dst)
 {
 	uint32_t n = cur_u32(c);

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* Names of record types and of the enums inside records, for dump and reports. */
 #include <stdio.h>
 
 #include "recording.h"
@@ -9,7 +8,6 @@
 static __thread char unknown_buf[4][48];
 static __thread unsigned int unknown_next;
 
-/* Four rotating buffers: one printf may hold several unknown names. */
 static const char *unknown(const char *what, unsigned long v)
 {
 	char *b = unknown_buf[unknown_next++ % N_ELEMS(unknown_buf)];
@@ -152,7 +150,6 @@ const char *recording_codec_name(uint32_t codec)
 	}
 }
 
-/* From include/uapi/linux/futex.h: the command is op & 127, flags above. */
 #define FUTEX_PRIVATE_FLAG 128
 #define FUTEX_CLOCK_REALTIME 256
 #define FUTEX2_PRIVATE 128

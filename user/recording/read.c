@@ -1,28 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The recording reader (layout: the top of recording/write.c). A fuzzing
- * target: every length read from the file is checked before it is used,
- * every record is checked against its type's size before anyone reads a
- * field, and damage costs as little data as it can. A bad frame whose header
- * is intact is skipped (its size says where the next one starts); a bad frame
- * header makes the reader scan forward for the next header with a good CRC.
- * A file cut short is read up to its last whole frame.
- *
- * Time order: records are sorted inside each frame (the ring buffer delivers
- * them almost in order, so this is mostly a check), then frames are merged.
- * A frame header carries the smallest ts in the frame, and the reader looks
- * WINDOW_FRAMES frame headers ahead (48 bytes each, read without the
- * contents), so a record is delivered once none of those frames can hold an
- * older one. At most WINDOW_FRAMES frames (WINDOW_BYTES raw) are held
- * decompressed; a record later than that window goes out late, and is
- * counted (reorder_forced). Memory is bounded by the window, not the file.
- *
- * In time order a helper thread reads, decompresses, checks and sorts the
- * next frame in the file while the caller works on the ones loaded (struct
- * prefetch): decompression is a fifth of a report's time. What it finds is
- * noted here, at the frame's load, in the same order and words, so a file
- * reads the same with or without it.
- */
+/* The recording reader (layout: top of write.c), a fuzzing target: lengths
+ * checked before use, damage skipped. Frames are merged in time order within
+ * a window of headers read ahead; a helper thread prepares the next frame. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -57,7 +36,6 @@ __attribute__((format(printf, 2, 3))) static void reader__problem(struct recordi
 	r->nproblems++;
 }
 
-/* --- frames ------------------------------------------------------------- */
 
 static bool fhdr__parse(const uint8_t *b, uint64_t off, struct fhdr *h)
 {
@@ -76,7 +54,6 @@ static bool fhdr__parse(const uint8_t *b, uint64_t off, struct fhdr *h)
 	return true;
 }
 
-/* Sizes a good CRC can still not excuse (a writer bug, or a forged file). */
 static const char *fhdr__insane(const struct fhdr *h)
 {
 	if (!h->count || h->raw < h->count * (uint64_t)sizeof(struct cp_hdr))
@@ -108,8 +85,6 @@ static bool trailer__parse(const uint8_t *b, struct recording_totals *t, uint64_
 	return true;
 }
 
-/* Scans forward from r->off + 1 for a frame header or trailer with a good CRC.
- * Returns true with r->off there, false when none is left. */
 static bool reader__resync(struct recording_reader *r)
 {
 	uint8_t *buf = malloc(RESYNC_CHUNK + REC_TRAILER_SIZE);
@@ -165,8 +140,6 @@ static void ahead__update_min(struct recording_reader *r)
 	}
 }
 
-/* A good frame header at r->off: queued (true), or skipped when its frame
- * came before (a file spliced or appended to itself). */
 static bool reader__accept(struct recording_reader *r, const struct fhdr *h)
 {
 	bool resynced = r->resynced;
@@ -190,9 +163,6 @@ static bool reader__accept(struct recording_reader *r, const struct fhdr *h)
 	return true;
 }
 
-/* Reads what comes at r->off: a frame header (appended to ahead[], r->off
- * moves past its contents, read later) or the trailer, or notes why there
- * is neither. */
 static void reader__peek(struct recording_reader *r)
 {
 	uint8_t b[REC_TRAILER_SIZE];
@@ -210,8 +180,6 @@ static void reader__peek(struct recording_reader *r)
 			r->reading_done = true;
 			return;
 		}
-		/* Past the end: the last frame's contents are cut short, which
-		 * loading it will report. */
 		if (n == 0 && r->nahead && fstat(r->fd, &st) == 0 &&
 		    (uint64_t)st.st_size < r->off) {
 			r->reading_done = true;
@@ -303,9 +271,6 @@ static void reader__peek(struct recording_reader *r)
 	}
 }
 
-/* Loads the first frame ahead, prepared by the helper or here. Returns 0
- * (frame loaded, or skipped with a problem noted) or -errno on a failure
- * that stops reading. */
 static int reader__load(struct recording_reader *r)
 {
 	struct fhdr h = r->ahead[r->ahead_first], ph;
@@ -388,7 +353,6 @@ static int reader__load(struct recording_reader *r)
 	return 0;
 }
 
-/* --- API ---------------------------------------------------------------- */
 
 int recording_reader__open(struct recording_reader **rp, const char *path,
 			   enum recording_order order)

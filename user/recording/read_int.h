@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The reader's state (read.c), shared with the loading of frames
- * (frames.c). */
 #ifndef CRITPATH_READ_INT_H
 #define CRITPATH_READ_INT_H
 
@@ -38,9 +36,6 @@ struct fhdr {
 	uint64_t min_ts, max_ts;
 };
 
-/* What loading a frame needs of its own: the compressed bytes, zstd's and
- * lz4's contexts, the sort's scratch (one for the reader, one for its
- * helper). */
 struct loader {
 	uint8_t *cbuf;
 	size_t ccap;
@@ -52,8 +47,6 @@ struct loader {
 	size_t runs_cap;
 };
 
-/* What reading, decompressing and checking a frame came to (frame__prepare),
- * for reader__load to note and count in order. */
 struct fetch {
 	ssize_t n;	  /* compressed bytes read (< h.comp: cut short), or -errno */
 	int err;	  /* -ENOMEM: nothing else is known */
@@ -63,11 +56,6 @@ struct fetch {
 	uint32_t nbad, k; /* k records kept (f->keys, sorted in time order) */
 };
 
-/*
- * The helper thread: the reader asks for one frame (h, prepared into f)
- * and takes the answer at its load, or drops it when the frame it loads is
- * another (reading stopped, say). Its own loader.
- */
 struct prefetch {
 	int fd; /* the reader's */
 	pthread_t th;
@@ -102,15 +90,10 @@ struct recording_reader {
 	struct rframe *loaded[WINDOW_FRAMES];
 	int nloaded;
 	size_t loaded_bytes;
-	/* frames in use at once: the loaded, the one loading, the helper's */
 	struct rframe *spare[WINDOW_FRAMES + 3];
 	int nspare;
 	struct prefetch *pf; /* NULL: not started (or not startable) */
 	bool pf_failed;
-	/* the frame next() took the last record from, while it is the only
-	 * one that can hold the next (its next ts below fast_limit, the
-	 * smallest of the other loaded frames', and not past ahead_min_ts):
-	 * next() then takes from it without looking at the others */
 	struct rframe *fast;
 	uint64_t fast_limit;
 
@@ -127,15 +110,10 @@ struct recording_reader {
 };
 
 /* frames.c */
-/* Reads the frame h names from fd and makes its records ready in f: checked,
- * decompressed, each record checked, sorted by time when sort; what went
- * wrong in x. */
 void frame__prepare(int fd, const struct fhdr *h, struct loader *ld, struct rframe *f,
 		    bool sort, struct fetch *x);
 int loader__init(struct loader *ld);
 void loader__free(struct loader *ld);
-/* The read-ahead thread: asked for the frame after h, it prepares it while
- * the caller reads h's; take gives it back when it is the one wanted. */
 void prefetch__ask(struct recording_reader *r, const struct fhdr *h);
 struct rframe *prefetch__take(struct prefetch *pf, struct fhdr *h, struct fetch *x);
 struct rframe *prefetch__stop(struct prefetch *pf);

@@ -14,23 +14,13 @@
 
 /* The smallest valid hdr.size of a record type (24 for types not known). */
 size_t recfile__min_size(uint16_t type);
-/* NULL when rec's size lets a reader step over it (>= 24, a multiple of 8,
- * within the avail bytes left in its frame), else why not. */
+/* NULL when rec's size lets a reader step over it, else why not. */
 const char *recfile__check_walk(const struct cp_hdr *rec, size_t avail);
-/* NULL when rec (whose size passed recfile__check_walk) is big enough for
- * its type and its variable parts stay inside it, else why not. With fix,
- * also NUL-terminates its fixed-size strings in place, so readers can print
- * them as C strings. */
+/* NULL when rec fits its type, else why not; fix NUL-terminates its strings. */
 const char *recfile__check_type(struct cp_hdr *rec, bool fix);
 
-/* Reads up to len bytes at off; returns the count (short only at EOF) or
- * -errno. */
 ssize_t recfile__read_at(int fd, void *buf, size_t len, uint64_t off);
 
-/* Reads and checks the file header: fills info (its strings in *strings,
- * its CPUs in *cpus, both malloc'ed, freed by the caller even on error) and
- * *data_off, where the first frame starts. On error, recfile_open_error says why,
- * naming path. */
 #define RECFILE_OPEN_ERROR_LEN 512
 extern __thread char recfile_open_error[RECFILE_OPEN_ERROR_LEN];
 int recfile__read_header(int fd, const char *path, struct recording_info *info, char **strings,

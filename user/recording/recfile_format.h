@@ -1,9 +1,4 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * The on-disk layout of a recording, shared by recording/write.c and
- * recording/read.c only (everyone else uses recording.h). The layout itself
- * is described at the top of recording/write.c.
- */
 #ifndef CRITPATH_RECORDING_FORMAT_H
 #define CRITPATH_RECORDING_FORMAT_H
 
@@ -26,24 +21,14 @@
 #define REC_TRAILER_MAGIC 0x52545043u /* "CPTR" */
 #define REC_TRAILER_SIZE 64
 
-/* A frame is cut when its raw batch reaches REC_FRAME_RAW_TARGET; the reader
- * accepts up to REC_FRAME_RAW_MAX so the target can grow without a new
- * format version. */
 #define REC_FRAME_RAW_TARGET (512u * 1024)
 #define REC_FRAME_RAW_MAX (16u << 20)
 #ifndef REC_ZSTD_LEVEL
 #define REC_ZSTD_LEVEL 1
 #endif
-/* Frame flags (RF_FLAGS): the frame is one lz4 frame, not one zstd frame,
- * and its compressed bytes have their crc32 at RF_COMP_CRC (lz4's own
- * content checksum, XXH32, is built slowly in Debian's liblz4 and took
- * longer than decompressing). The header's flags carry the same bit when
- * the writer used lz4. */
+/* lz4 frame, crc32 at RF_COMP_CRC (lz4's XXH32 is slow in Debian's build) */
 #define REC_FRAME_F_LZ4 0x1u
 #define REC_HDR_F_LZ4 0x1u
-/* The most an lz4 frame of raw bytes can take and still be sane: lz4's
- * worst case is raw + raw/255 + 16 per block, and no writer of ours makes
- * blocks under 64 KiB. */
 static inline uint64_t rec_lz4_bound(uint64_t raw)
 {
 	return raw + raw / 255 + (raw / 65536 + 1) * 24 + 64;

@@ -1,13 +1,6 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/*
- * Recording files (DESIGN.md section 4): a header, then independently
- * decompressible zstd or lz4 frames with checksums, each a batch of records (struct
- * cp_hdr + body, see include/critpath_abi.h), then a trailer with totals.
- *
- * The writer is used by the recorder only; the reader by dump, report and the
- * tests. Neither includes libbpf. All functions return 0 or -errno unless
- * said otherwise.
- */
+/* Recording files (DESIGN.md 4): header, independent zstd or lz4 frames,
+ * trailer. Functions return 0 or -errno. */
 #ifndef CRITPATH_RECORDING_H
 #define CRITPATH_RECORDING_H
 
@@ -18,12 +11,6 @@
 
 #include "critpath_abi.h"
 
-/*
- * Every record type, once: X(type, name, smallest size). The tables of
- * names (cp_rec_type_name), sizes (recfile__min_size) and the reader's
- * plain checks come from these lists. Events are what bpf/ emits (their
- * fixed-size ones need no check past their size); metadata the recorder's.
- */
 #define CP_EVENT_TYPES(X)                                                                          \
 	X(CP_EV_SCHED_SWITCH, "sched_switch", sizeof(struct cp_ev_sched_switch))                   \
 	X(CP_EV_SCHED_WAKING, "sched_waking", sizeof(struct cp_ev_sched_waking))                   \
@@ -47,19 +34,13 @@
 	X(CP_MD_LOSS, "loss", sizeof(struct cp_md_loss))                                           \
 	X(CP_MD_HOOK, "hook", sizeof(struct cp_md_hook))                                           \
 	X(CP_MD_PROBE, "probe", sizeof(struct cp_md_probe))
-/* the types whose size says all: not variable (exec's filename, a payload) */
 #define CP_FIXED_SIZE(type) ((type) != CP_EV_PROCESS_EXEC && (type) != CP_EV_SOCK && \
 			     (type) != CP_EV_TLS_READ)
 
-/* Format 2 is format 1 whose frames may be lz4 (frame flags bit 0). A
- * writer writes 2 only when it compresses with lz4, so a reader of format 1
- * still reads every zstd recording and refuses an lz4 one by its version. */
+/* Format 2: format 1 with lz4 frames allowed (written only for lz4). */
 #define RECORDING_FORMAT_VERSION 2
 #define RECORDING_FORMAT_VERSION_MIN 1
 
-/* How frames are compressed (record --compress). lz4 decompresses about
- * three times as fast as zstd level 1 and compresses half as fast again,
- * for files 1.6 to 2 times the size. */
 enum recording_codec {
 	RECORDING_ZSTD = 0,
 	RECORDING_LZ4 = 1,
@@ -72,8 +53,6 @@ struct recording_cpu {
 	uint32_t capacity;	/* /sys/devices/system/cpu/cpuN/cpu_capacity, 1024 if absent */
 };
 
-/* What the header says. Strings are owned by whoever filled the struct
- * (writer: the caller; reader: the reader, valid until close). */
 struct recording_info {
 	uint32_t format_version; /* reader: the file's; the writer picks its own */
 	uint32_t codec;		 /* enum recording_codec (header flags bit 0) */
@@ -88,12 +67,9 @@ struct recording_info {
 	uint32_t payload_bytes;		/* --payload-bytes in force */
 	uint32_t ncpus;
 	const struct recording_cpu *cpus;
-	/* writer only: added to every time written, the header's start and
-	 * the trailer's end too (record --clock-skew); not in the file */
 	int64_t clock_shift_ns;
 };
 
-/* What the trailer says; a file cut short has none (has_trailer false). */
 struct recording_totals {
 	uint64_t end_ns;
 	uint64_t events;		/* kernel events written */
@@ -104,41 +80,24 @@ struct recording_totals {
 
 struct recording_writer;
 
-/* Creates path with mode 0600 (O_EXCL not used: an existing file is
- * truncated, its mode forced to 0600). */
 struct stat;
-/* An output file, safely as root: no symbolic link followed, no file of
- * another user's (or with other hard links) overwritten, 0600. The fd, or
- * -errno; output__why(err) says why in words. */
 int output__open(const char *path, struct stat *st);
 const char *output__why(int err);
 
 int recording_writer__open(struct recording_writer **w, const char *path,
 			   const struct recording_info *info);
-/* A writer with no file (critpath agent): each record appended, checked as
- * for a file, goes to tap, whose error append returns. */
 typedef int (*recording_tap_fn)(void *ctx, const struct cp_hdr *rec);
 int recording_writer__open_tap(struct recording_writer **w, recording_tap_fn tap, void *ctx);
-/* Appends one record (rec->size bytes, a multiple of 8). Compresses and
- * writes a frame when the batch is full. */
+/* One record (rec->size a multiple of 8); a full batch is compressed and written. */
 int recording_writer__append(struct recording_writer *w, const struct cp_hdr *rec);
-/* Ends the current frame and writes it (no-op when empty); with a
- * background thread, hands it to that thread and returns the first error
- * the thread met so far. */
+/* Ends and writes the current frame; with a background thread, its first error. */
 int recording_writer__flush(struct recording_writer *w);
-/* From now on frames are compressed and written by a thread of their own,
- * at SCHED_IDLE while it keeps up, raised to SCHED_OTHER when it falls
- * behind; up to frames full batches wait for it, then append and flush wait
- * for a slot. Write errors come back from a later append, flush or close. */
+/* Frames compressed and written by a thread of their own from now on. */
 int recording_writer__background(struct recording_writer *w, unsigned frames);
-/* Flushes, writes the trailer, fsyncs and closes; frees w even on error.
- * totals may be NULL: events, metadata and frames are counted by the writer
- * itself; end_ns (0: the last record's ts) and lost (at least the sum of the
- * CP_MD_LOSS records written) come from totals. After a failed flush no
- * trailer is written, so the file reads as cut short. */
+/* Flushes, writes the trailer, fsyncs, closes, frees w. No trailer after a
+ * failed flush. */
 int recording_writer__close(struct recording_writer *w, const struct recording_totals *totals);
-/* The same, and how many records it was given never reached the file (a
- * write that failed: disk full) */
+/* The same, and how many records never reached the file. */
 int recording_writer__close_counted(struct recording_writer *w,
 				    const struct recording_totals *totals, uint64_t *unwritten);
 /* Bytes written so far (for the recorder's summary). */
@@ -148,40 +107,26 @@ struct recording_reader;
 
 enum recording_order {
 	RECORDING_FILE_ORDER = 0,
-	/* Time order (hdr.ts, ties keep file order), merged with a bounded
-	 * reorder window: the ring buffer delivers records almost, not exactly,
-	 * in time order. Memory stays bounded by the window, not the file. */
+	/* time order, merged within a bounded reorder window */
 	RECORDING_TIME_ORDER = 1,
 };
 
-/* True when head (the first len bytes of a file, len >= 8 to be sure) starts
- * like a recording; report uses it to tell recordings from trace files. */
+/* True when the first len (>= 8) bytes look like a recording. */
 bool recording__sniff(const void *head, size_t len);
 
 int recording_reader__open(struct recording_reader **r, const char *path, enum recording_order order);
-/* After a failed recording_reader__open in this thread: one line naming the
- * file and what is wrong ("x.rec: not a critpath recording (no CRITPREC
- * magic)"). */
+/* Why the last open in this thread failed, naming the file. */
 const char *recording_reader__open_error(void);
 const struct recording_info *recording_reader__info(const struct recording_reader *r);
-/* 1 and *rec set: a record (valid until the next call); 0: end of what is
- * readable; <0: an error that stopped reading (the records before it were
- * all delivered). Either way recording_reader__stopped() then says why. */
+/* 1 and *rec set (valid until the next call), 0 at the end, <0 on an error. */
 int recording_reader__next(struct recording_reader *r, const struct cp_hdr **rec);
-/* NULL after a clean end with trailer; otherwise one line naming the file,
- * the byte offset and what was wrong ("cut short in frame 12 at byte 40960:
- * 213 of 4096 bytes present"). */
+/* NULL after a clean end, else one line saying where and why it stopped. */
 const char *recording_reader__stopped(const struct recording_reader *r);
-/* The trailer's totals, or NULL when the file has none (cut short). */
+/* The trailer's totals, or NULL for a file cut short. */
 const struct recording_totals *recording_reader__totals(const struct recording_reader *r);
-/* The totals of the trailer the file ends with, read ahead of the records
- * (the report uses lost == 0 to know no loss record can come): 0, or
- * -ENOENT when the file does not end with a good one. */
 int recording_reader__end_totals(const struct recording_reader *r, struct recording_totals *t);
 void recording_reader__close(struct recording_reader *r);
 
-/* Names for dump and reports: "sched_switch", "FUTEX_WAIT_PRIVATE", "recvfrom",
- * "softirq:NET_RX", … Never NULL ("unknown(42)" into a static buffer). */
 const char *cp_rec_type_name(uint16_t type);
 const char *cp_sock_call_name(uint8_t call);
 const char *cp_tls_call_name(uint8_t call); /* "SSL_read", … */
@@ -190,8 +135,6 @@ const char *cp_softirq_name(uint8_t vec);	/* "NET_RX" */
 /* "task", "hardirq", "softirq:NET_RX", "nmi" */
 const char *cp_waker_ctx_name(uint8_t ctx, uint8_t softirq_vec);
 const char *cp_prev_state_name(uint8_t state);	/* "preempted", "blocked", "dead" */
-/* futex(2): "FUTEX_WAIT_PRIVATE", "FUTEX_WAIT_BITSET|FUTEX_CLOCK_REALTIME", …;
- * futex_wait/futex_wake/futex_waitv(2): "FUTEX2_WAIT_PRIVATE", … */
 const char *cp_futex_op_name(uint8_t call, uint32_t op);
 const char *cp_futex_call_name(uint8_t call);	/* "futex", "futex_wait", … */
 const char *recording_codec_name(uint32_t codec); /* "zstd", "lz4" (record --compress) */
@@ -202,12 +145,6 @@ static inline uint64_t cp_piece_le32(const uint8_t *p)
 	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
 }
 
-/*
- * The pieces of a socket record past its prefix (CP_SOCK_F_PIECES): the
- * one at *pc of the n bytes at p, its offset in the transfer, its bytes and
- * their length. Returns false at their end (padding, or a piece cut short);
- * *pc moves past the piece returned.
- */
 static inline bool cp_sock_piece_next(const uint8_t *p, uint32_t n, uint32_t *pc, uint64_t *off,
 				      const uint8_t **bytes, uint32_t *len)
 {
@@ -224,10 +161,6 @@ static inline bool cp_sock_piece_next(const uint8_t *p, uint32_t n, uint32_t *pc
 	return true;
 }
 
-/* The transfer's bytes seen at offset off, in its prefix (payload[0, plen))
- * or its pieces: *at them, and how many follow (0: not seen). off only
- * grows from one call to the next: *pc, the first piece not yet passed,
- * moves on (0 at the transfer's start). */
 static inline uint64_t cp_sock_bytes_at(const uint8_t *payload, uint32_t plen, const uint8_t *pieces,
 					uint32_t npieces, uint32_t *pc, uint64_t off,
 					const uint8_t **at)
@@ -252,10 +185,7 @@ static inline uint64_t cp_sock_bytes_at(const uint8_t *payload, uint32_t plen, c
 	return 0;
 }
 
-/* An HTTP/2 frame header as a peer sends one (9 bytes at h): a known type
- * on the stream kind it belongs to, at most the default largest frame.
- * Where a transfer begins with one, a direction's frames are found again
- * (the report's kpath/h2.c, the recorder's proto/redact.c). */
+/* A plausible HTTP/2 frame header: where frames are found again. */
 static inline bool cp_h2_frame_plausible(const uint8_t *h)
 {
 	uint32_t len = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
@@ -285,8 +215,6 @@ static inline bool cp_h2_frame_plausible(const uint8_t *h)
 	}
 }
 
-/* The transfer's length as the piece of no bytes after the pieces gives it
- * (a TLS write's plaintext), 0 when there is none. */
 static inline uint64_t cp_sock_pieces_end(const uint8_t *p, uint32_t n)
 {
 	uint32_t pc = 0, len;
@@ -300,9 +228,6 @@ static inline uint64_t cp_sock_pieces_end(const uint8_t *p, uint32_t n)
 	return cp_piece_le32(p + pc);
 }
 
-/* The pieces of record h (a socket record or a TLS read: payload, its
- * payload_len and flags): where they begin, and *n their bytes (0: none).
- * cp_pieces(e, &n) for either record. */
 static inline const uint8_t *cp_rec_pieces(const struct cp_hdr *h, const uint8_t *payload,
 					   uint16_t payload_len, uint8_t flags, uint32_t *n)
 {

@@ -64,15 +64,8 @@
 #include "recfile_format.h"
 #include "recording.h"
 
-/* While it keeps up, the thread compresses one block (128 KiB: what zstd
- * compresses at once, ~0.2 ms; an lz4 block of its own) per call and calls
- * sched_yield() between blocks, so a woken server thread gets the CPU soon
- * (the README's "Compression" has the numbers); behind, it compresses
- * without yielding. */
 #define BG_BLOCK (128u * 1024)
 
-/* lz4's blocks are BG_BLOCK of input each: a block's size is what one
- * LZ4F_compressUpdate gets, with autoFlush. */
 static LZ4F_preferences_t lz4_prefs(size_t content)
 {
 	LZ4F_preferences_t p = {
@@ -223,8 +216,6 @@ static int wbuf__str(struct wbuf *b, const char *s)
 	return err;
 }
 
-/* Writes all of iov or fails; a short write is a failure (-ENOSPC), never
- * half a success. */
 static int write_all(int fd, struct iovec *iov, int iovcnt)
 {
 	while (iovcnt > 0) {
@@ -249,8 +240,7 @@ static int write_all(int fd, struct iovec *iov, int iovcnt)
 	return 0;
 }
 
-/* Writes at the end of what is complete; on failure cuts the file back so a
- * later retry (or the reader) does not meet half a frame. */
+/* On failure the file is cut back: no half frame. */
 static int writer__commit(struct recording_writer *w, struct iovec *iov, int iovcnt)
 {
 	size_t total = 0;
@@ -339,9 +329,7 @@ static void writer__free(struct recording_writer *w)
 	free(w);
 }
 
-/* Writes b as one frame, its clen compressed bytes in w->cbuf (< 0: a
- * compression error, nothing written); on failure nothing of it is in the
- * file. */
+/* Writes b as one frame; on failure nothing of it is in the file. */
 static int writer__frame(struct recording_writer *w, const struct batch *b, int64_t clen)
 {
 	uint8_t hdr[REC_FRAME_HDR_SIZE] = {};
@@ -369,15 +357,8 @@ static int writer__frame(struct recording_writer *w, const struct batch *b, int6
 	return 0;
 }
 
-/*
- * An output file for a tool that runs as root in directories others may
- * write: never through a symbolic link (O_NOFOLLOW), never into a file
- * another user owns or that has other names (a hard link to someone's
- * file), truncated only after those checks, and 0600 (open() keeps the
- * mode of an existing file). Devices and pipes (-o /dev/null) are written
- * as they are. Returns the fd or -errno: -ELOOP for a link, -EEXIST for a
- * file not the writer's (output__why says it in words).
- */
+/* An output file safe for a root tool: no symlink, no other user's or linked
+ * file, 0600. */
 int output__open(const char *path, struct stat *st)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600), err;
@@ -438,7 +419,6 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 	if (!w)
 		return -ENOMEM;
 	w->fd = -1;
-	/* A batch never exceeds the target by more than one record (≤ 64 KiB). */
 	w->cap = REC_FRAME_RAW_TARGET + 65536;
 	w->cur.buf = malloc(w->cap);
 	w->codec = info->codec;
@@ -485,29 +465,9 @@ cleanup:
 	return err;
 }
 
-/*
- * The compression thread (recording_writer__background). The caller's thread
- * only copies records into batches; a full batch goes through a bounded queue
- * to a thread that compresses and writes it, so the caller (the recorder,
- * draining the ring buffer) never holds a CPU for the milliseconds one frame
- * takes to compress.
- *
- * That thread runs under SCHED_IDLE while it keeps up: it takes CPU time no
- * other thread wants, and any thread waking on its CPU preempts it (see
- * BG_BLOCK for what makes that prompt). When it falls behind (half the queue
- * full, or a batch waiting longer than BG_WAIT_NS) the caller raises it to
- * SCHED_OTHER, and lowers it again at a hand-over that finds it caught up;
- * only the caller changes its policy. When the queue is full the caller
- * waits for a slot: memory stays bounded and nothing is dropped here (the
- * recorder's ring buffer holds the events meanwhile, and what does not fit
- * there the kernel side counts as lost).
- *
- * The queue is a ring of slots, each with its own buffer, between exactly
- * two threads, with a semaphore each way and no lock: a SCHED_IDLE thread
- * starved by a busy machine must never hold anything the caller waits for
- * (with a mutex it did, preempted inside it, and the recorder stopped
- * draining: the storm benchmark lost events).
- */
+/* The compression thread: SCHED_IDLE while it keeps up, raised when behind;
+ * a lock-free ring, so a starved SCHED_IDLE thread never holds what the
+ * caller waits for. */
 #define BG_WAIT_NS 1000000000ull
 struct bg {
 	pthread_t thread;
@@ -531,8 +491,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* Whether a thread of ours that entered SCHED_IDLE may return to
- * SCHED_OTHER: with CAP_SYS_NICE, or when RLIMIT_NICE allows nice 0. */
 static bool can_leave_idle(void)
 {
 	struct rlimit rl;
@@ -604,9 +562,7 @@ static int64_t compress_zstd(struct recording_writer *w, const struct batch *b)
 	return (int64_t)out.pos;
 }
 
-/* One lz4 frame (content size; the checksum is in our frame header), one
- * block per BG_BLOCK of input, linked (a block's matches reach into the one
- * before); the compressed size or -EIO. */
+/* One lz4 frame, one linked block per BG_BLOCK; the compressed size or -EIO. */
 static int64_t compress_lz4(struct recording_writer *w, const struct batch *b)
 {
 	LZ4F_preferences_t p = lz4_prefs(b->len);
@@ -874,9 +830,8 @@ int recording_writer__close_counted(struct recording_writer *w,
 		goto cleanup;
 	rec_put32(t + RT_MAGIC, REC_TRAILER_MAGIC);
 	rec_put32(t + RT_FRAMES, w->frames);
-	/* Counts of what is in the file come from the writer, which saw every
-	 * record; the end time and the losses (drops may not all have become
-	 * loss records) from the caller when it has them. */
+	/* counts from the writer, which saw every record; end time and losses
+	 * from the caller */
 	rec_put64(t + RT_END_NS,
 		  totals && totals->end_ns ? shifted(totals->end_ns, w->shift) : w->max_ts);
 	rec_put64(t + RT_EVENTS, w->events);

@@ -21,8 +21,7 @@ struct intern *intern__new(void);
 void intern__free(struct intern *in);
 const char *intern__get(struct intern *in, const char *s);
 
-/* A string's hash, eight bytes a step (ids and tags are hashed for every
- * span: a byte-wise FNV cost 3% of a trace file's parse). NULL as "". */
+/* A string's hash, eight bytes a step (hashed for every span). NULL as "". */
 uint64_t hash__cstr(const char *s);
 /* s's hash mixed into h (NULL has its own) */
 uint64_t hash__str(uint64_t h, const char *s);
