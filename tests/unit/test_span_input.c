@@ -158,6 +158,23 @@ static void test_negative_duration(void **state)
 	assert_string_equal(c.r[0].secs, "svc:a:40 svc:c:20 svc:a:40");
 }
 
+/* a time before 1970 (a fuzzer's: it wrapped as an unsigned time and put a
+ * step outside its request) drops its span, said */
+static void test_negative_start(void **state)
+{
+	static const char j[] =
+	    "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+	    "\"value\":{\"stringValue\":\"svc\"}}]},\"scopeSpans\":[{\"spans\":["
+	    "{\"traceId\":\"t1\",\"spanId\":\"a\",\"name\":\"opa\",\"startTimeUnixNano\":"
+	    "\"1000\",\"endTimeUnixNano\":\"101000\"},"
+	    "{\"traceId\":\"t1\",\"spanId\":\"b\",\"parentSpanId\":\"a\",\"name\":\"opb\","
+	    "\"startTimeUnixNano\":\"-10\",\"endTimeUnixNano\":\"2000\"}]}]}]}";
+	struct capture c;
+
+	assert_int_equal(buf(&c, j), 1);
+	expect_one(&c, "span b: a time is not a number, span dropped");
+}
+
 static void test_duplicate_ids(void **state)
 {
 	const char *s[][2] = {{"a", NULL}, {"b", "a"}, {"b", "a"}};
@@ -455,7 +472,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_missing_id),
-	    cmocka_unit_test(test_negative_duration),
+	    cmocka_unit_test(test_negative_duration), cmocka_unit_test(test_negative_start),
 	    cmocka_unit_test(test_duplicate_ids),
 	    cmocka_unit_test(test_parent_cycle),
 	    cmocka_unit_test(test_orphan),

@@ -175,12 +175,14 @@ int span_json__field(void *ctx, enum span_json_field f, const char *s, size_t le
 		sp->shared = len == 4 && !memcmp(s, "true", 4);
 		break;
 	case SPAN_JSON_START:
-		if (parse_num(s, len, p->otlp && !p->zipkin ? 1 : 1000, &sp->start_ns))
+		/* a time before 1970 is none (and would wrap as an unsigned time) */
+		if (parse_num(s, len, p->otlp && !p->zipkin ? 1 : 1000, &sp->start_ns) ||
+		    sp->start_ns < 0)
 			sp->bad_number = true;
 		sp->has_start = true;
 		break;
 	case SPAN_JSON_END:
-		if (parse_num(s, len, 1, &sp->end_ns))
+		if (parse_num(s, len, 1, &sp->end_ns) || sp->end_ns < 0)
 			sp->bad_number = true;
 		sp->has_end = true;
 		break;
