@@ -402,6 +402,61 @@ static const char *probed(const struct cp_segment *s, const struct cp_request_wi
 	return s->frames[s->nframes - s->probe_frames];
 }
 
+/* The ids and clock a request's child spans share */
+struct parent {
+	const uint8_t *trace_id, *span_id, *rnd;
+	uint64_t off;
+	uint32_t nspan;
+};
+
+/* A child span of kind per maximal run of the request's segments that
+ * of() names alike (NULL: none) */
+static void child_spans(struct pbuf *b, const struct cp_request *r, struct parent *p,
+			uint32_t kind,
+			const char *(*of)(const struct cp_segment *, const struct cp_request_wire *))
+{
+	const struct cp_segment *g = r->segs;
+
+	for (uint32_t i = 0; i < r->nsegs;) {
+		const char *name = of(&g[i], r->wire);
+		uint32_t j = i + 1;
+		uint8_t cid[8];
+		size_t c;
+
+		if (!name) {
+			i++;
+			continue;
+		}
+		while (j < r->nsegs && of(&g[j], r->wire) == name)
+			j++;
+		span_ids(cid, p->rnd, p->nspan++);
+		c = msg_begin(b, 2);
+		put_bytes(b, 1, p->trace_id, 16);
+		put_bytes(b, 2, cid, 8);
+		put_bytes(b, 4, p->span_id, 8);
+		put_str(b, 5, name);
+		put_tag(b, 6, WT_VARINT);
+		put_varint(b, kind);
+		put_fixed64(b, 7, g[i].start_ns + p->off);
+		put_fixed64(b, 8, g[j - 1].end_ns + p->off);
+		if (kind == KIND_INTERNAL) {
+			attr_str(b, 9, "code.function.name", name);
+		} else {
+			if (g[i].peer)
+				attr_addr(b, "server", g[i].peer);
+			if (g[i].pid >= 0) {
+				attr_int(b, 9, "critpath.pid", g[i].pid);
+				attr_str(b, 9, "critpath.comm", g[i].comm);
+			}
+			if (g[i].host)
+				attr_str(b, 9, "critpath.host", g[i].host);
+		}
+		attr_path(b, g, i, j);
+		msg_end(b, c);
+		i = j;
+	}
+}
+
 int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 			 const struct otlp_resource *res, unsigned why, const uint8_t rnd[24])
 {
@@ -412,13 +467,13 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 	uint64_t off = (uint64_t)r->realtime_offset_ns;
 	int32_t pid = w ? w->pid : -1;
 	char trig[40] = "";
-	uint32_t nspan = 0;
+	struct parent ids = {.trace_id = trace_id, .span_id = sid, .rnd = rnd, .off = off};
 
 	if (w && w->traceparent && (why & OTLP_OPTIN))
 		opted = traceparent__parse(w->traceparent, trace_id, parent, &sampled);
 	if (!opted)
 		memcpy(trace_id, rnd, 16);
-	span_ids(sid, rnd, nspan++);
+	span_ids(sid, rnd, ids.nspan++);
 	rs = msg_begin(b, 1); /* ResourceSpans */
 	rsrc = msg_begin(b, 1); /* Resource */
 	attr_str(b, 1, "service.name", res && res->service ? res->service : r->service);
@@ -465,70 +520,10 @@ int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 	}
 	msg_end(b, sp);
 
-	/* a CLIENT span per stretch of the path in another process */
-	for (uint32_t i = 0; i < r->nsegs;) {
-		const char *what = elsewhere(&r->segs[i], w);
-		uint32_t j = i + 1;
-		uint8_t cid[8];
-		size_t c;
-
-		if (!what) {
-			i++;
-			continue;
-		}
-		while (j < r->nsegs && elsewhere(&r->segs[j], w) == what)
-			j++;
-		span_ids(cid, rnd, nspan++);
-		c = msg_begin(b, 2);
-		put_bytes(b, 1, trace_id, 16);
-		put_bytes(b, 2, cid, 8);
-		put_bytes(b, 4, sid, 8);
-		put_str(b, 5, what);
-		put_tag(b, 6, WT_VARINT);
-		put_varint(b, KIND_CLIENT);
-		put_fixed64(b, 7, r->segs[i].start_ns + off);
-		put_fixed64(b, 8, r->segs[j - 1].end_ns + off);
-		if (r->segs[i].peer)
-			attr_addr(b, "server", r->segs[i].peer);
-		if (r->segs[i].pid >= 0) {
-			attr_int(b, 9, "critpath.pid", r->segs[i].pid);
-			attr_str(b, 9, "critpath.comm", r->segs[i].comm);
-		}
-		if (r->segs[i].host)
-			attr_str(b, 9, "critpath.host", r->segs[i].host);
-		attr_path(b, r->segs, i, j);
-		msg_end(b, c);
-		i = j;
-	}
-	/* an INTERNAL span per stretch in a --probe'd call of the serving
-	 * process */
-	for (uint32_t i = 0; i < r->nsegs;) {
-		const char *fn = probed(&r->segs[i], w);
-		uint32_t j = i + 1;
-		uint8_t cid[8];
-		size_t c;
-
-		if (!fn) {
-			i++;
-			continue;
-		}
-		while (j < r->nsegs && probed(&r->segs[j], w) == fn)
-			j++;
-		span_ids(cid, rnd, nspan++);
-		c = msg_begin(b, 2);
-		put_bytes(b, 1, trace_id, 16);
-		put_bytes(b, 2, cid, 8);
-		put_bytes(b, 4, sid, 8);
-		put_str(b, 5, fn);
-		put_tag(b, 6, WT_VARINT);
-		put_varint(b, KIND_INTERNAL);
-		put_fixed64(b, 7, r->segs[i].start_ns + off);
-		put_fixed64(b, 8, r->segs[j - 1].end_ns + off);
-		attr_str(b, 9, "code.function.name", fn);
-		attr_path(b, r->segs, i, j);
-		msg_end(b, c);
-		i = j;
-	}
+	/* a CLIENT span per stretch of the path in another process, an
+	 * INTERNAL one per stretch in a --probe'd call of the serving process */
+	child_spans(b, r, &ids, KIND_CLIENT, elsewhere);
+	child_spans(b, r, &ids, KIND_INTERNAL, probed);
 	msg_end(b, ss);
 	msg_end(b, rs);
 	return b->err ? -ENOMEM : 0;
