@@ -641,19 +641,6 @@ static bool rate(const char *s, double *out)
 	return true;
 }
 
-static bool uint_arg(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || !*s || *s == '-' || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static int bad(const char *opt, const char *val, const char *want)
 {
 	cp_error(CMD, "%s '%s': expected %s", opt, val, want);
@@ -699,7 +686,7 @@ static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct ex
 		*url = arg;
 		return 0;
 	case O_QUEUE:
-		if (!uint_arg(arg, 1u << 20, &v) || !v)
+		if (!rec_parse_uint(arg, 1u << 20, &v) || !v)
 			return bad("--queue", arg, "1 to 1048576 requests");
 		eo->queue_max = (uint32_t)v;
 		return 0;
@@ -720,12 +707,12 @@ static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct ex
 		a->flo.dir = arg;
 		return 0;
 	case O_FLIGHT_SECS:
-		if (!uint_arg(arg, 600, &v) || !v)
+		if (!rec_parse_uint(arg, 600, &v) || !v)
 			return bad("--flight-seconds", arg, "1 to 600 seconds");
 		a->flo.keep_ns = (uint64_t)v * 1000000000ull;
 		return 0;
 	case O_FLIGHT_MB:
-		if (!uint_arg(arg, 4096, &v) || !v)
+		if (!rec_parse_uint(arg, 4096, &v) || !v)
 			return bad("--flight-mb", arg, "1 to 4096 MiB");
 		a->flo.max_bytes = (uint64_t)v << 20;
 		return 0;
@@ -762,7 +749,7 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 			char *copy = strdup(optarg), *save = NULL, *tok;
 
 			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				if (!uint_arg(tok, INT_MAX, &v) || !v) {
+				if (!rec_parse_uint(tok, INT_MAX, &v) || !v) {
 					free(copy);
 					return bad("-p", optarg, "a process id");
 				}
@@ -806,12 +793,12 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 			o->bo.probes = true;
 			break;
 		case O_PAYLOAD:
-			if (!uint_arg(optarg, CP_PAYLOAD_MAX, &v))
+			if (!rec_parse_uint(optarg, CP_PAYLOAD_MAX, &v))
 				return bad("--payload-bytes", optarg, "0 to 512");
 			o->bo.payload_bytes = o->bo.h2_payload_bytes = (uint32_t)v;
 			break;
 		case O_BUFFER:
-			if (!uint_arg(optarg, 4096, &v) || !v || (v & (v - 1)))
+			if (!rec_parse_uint(optarg, 4096, &v) || !v || (v & (v - 1)))
 				return bad("--buffer-mb", optarg, "a power of 2 up to 4096");
 			o->bo.buffer_mb = (uint32_t)v;
 			break;

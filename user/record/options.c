@@ -46,7 +46,7 @@ void rec_opts__usage(FILE *f)
 	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT, CP_PAYLOAD_MAX);
 }
 
-static bool parse_uint(const char *s, unsigned long max, unsigned long *out)
+bool rec_parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
 	char *end;
 	unsigned long v;
@@ -182,12 +182,12 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 				return bad("-d", optarg, "a positive number of seconds");
 			break;
 		case 'B':
-			if (!parse_uint(optarg, 4096, &v) || v == 0 || (v & (v - 1)))
+			if (!rec_parse_uint(optarg, 4096, &v) || v == 0 || (v & (v - 1)))
 				return bad("--buffer-mb", optarg, "a power of 2 between 1 and 4096");
 			o->bo.buffer_mb = v;
 			break;
 		case 'P':
-			if (!parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
+			if (!rec_parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
 				cp_error("record",
 					"--payload-bytes: '%s' is not a number "
 					"between 0 and %d",

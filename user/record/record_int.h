@@ -54,6 +54,8 @@ struct rec_opts {
 };
 /* 0: record; 1: --help printed; 2: a usage error, said on stderr. */
 int rec_opts__parse(struct rec_opts *o, int argc, char **argv);
+/* s a decimal of at most max, nothing after it: into *out */
+bool rec_parse_uint(const char *s, unsigned long max, unsigned long *out);
 void rec_opts__usage(FILE *f);
 int rec_probe_spec_check(const char *spec);
 
