@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "agent_int.h"
 #include "commands.h"
 #include "engine.h"
 #include "flight.h"
@@ -25,61 +25,14 @@
 #include "session.h"
 #include "util.h"
 
-#define CMD "agent"
+#define CMD AGENT_CMD
 #define POLL_MS 10
 #define TICK_MS 100
 /* a record reaches its ring within HOLD_NS, a held one a drain later */
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
-#define MAX_WATCH 32
 
-struct held_rec {
-	uint64_t ts;
-	uint64_t off;
-};
-
-struct agent {
-	struct rec_session *s;
-	struct kpath *kp;
-	int src;
-	struct intern *in;
-	struct trigger *tr;
-	struct exporter *ex;
-	struct otlp_resource res;
-	struct pbuf pb;
-	uint64_t rng;
-	/* the reorder buffer: records held, and their order */
-	uint8_t *buf, *buf2; /* buf2: the spare release() copies into */
-	size_t nbuf, capbuf, capbuf2;
-	struct held_rec *ix, *tmp;
-	uint32_t nix, capix;
-	uint64_t released, late;
-	/* verdicts of requests wanted, waiting for their request */
-	struct verdict {
-		uint64_t start, end;
-		unsigned v;
-	} *vq;
-	uint32_t vhead, nvq, capvq;
-	struct flight *fl;
-	struct flight_opts flo;
-	/* the profile window */
-	struct engine *win;
-	uint64_t win_start, every_ns;
-	const char *out_dir;
-	bool include_optin;
-	uint32_t windows;
-	/* what to follow */
-	const char *comm[MAX_WATCH], *exe[MAX_WATCH], *cgroup[MAX_WATCH];
-	int ncomm, nexe, ncgroup;
-	char *exe_real[MAX_WATCH];
-	/* counts */
-	uint64_t seen, walked, exported, slow, sampled, optin, profiled;
-	uint64_t status_every, last_status, last_cpu_ns, ntargets_added;
-	const char *service_env;
-	int err;
-};
-
-static uint64_t mono_ns(void)
+uint64_t agent_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -210,329 +163,13 @@ static void on_spawn(void *ctx, pid_t pid, const char *file)
 		a->ntargets_added++;
 }
 
-/* --- records in time order ------------------------------------------------- */
-
-static int tap(void *ctx, const struct cp_hdr *rec)
-{
-	struct agent *a = ctx;
-
-	if (a->nbuf + rec->size > a->capbuf) {
-		size_t cap = a->capbuf ? a->capbuf : 1 << 20;
-		uint8_t *p;
-
-		while (cap < a->nbuf + rec->size)
-			cap *= 2;
-		p = realloc(a->buf, cap);
-		if (!p)
-			return -ENOMEM;
-		a->buf = p;
-		a->capbuf = cap;
-	}
-	if (grow_array((void **)&a->ix, &a->capix, a->nix + 1, sizeof(*a->ix), 4096))
-		return -ENOMEM;
-	memcpy(a->buf + a->nbuf, rec, rec->size);
-	a->ix[a->nix++] = (struct held_rec){rec->ts, a->nbuf};
-	a->nbuf += rec->size;
-	return 0;
-}
-
-static int order(struct agent *a)
-{
-	uint32_t n = a->nix;
-	struct held_rec *src = a->ix, *dst;
-	uint32_t captmp = a->capix;
-
-	if (n < 2)
-		return 0;
-	dst = realloc(a->tmp, captmp * sizeof(*dst));
-	if (!dst)
-		return -ENOMEM;
-	a->tmp = dst;
-	for (;;) {
-		uint32_t runs = 0, i = 0, o = 0;
-
-		while (i < n) {
-			uint32_t m = i + 1, e;
-
-			while (m < n && src[m - 1].ts <= src[m].ts)
-				m++;
-			e = m;
-			if (m < n) {
-				e = m + 1;
-				while (e < n && src[e - 1].ts <= src[e].ts)
-					e++;
-			}
-			/* merge [i,m) and [m,e) */
-			for (uint32_t x = i, y = m; x < m || y < e;)
-				dst[o++] = y >= e || (x < m && src[x].ts <= src[y].ts) ? src[x++] : src[y++];
-			runs++;
-			i = e;
-		}
-		{
-			struct held_rec *t = src;
-
-			src = dst;
-			dst = t;
-		}
-		if (runs <= 1)
-			break;
-	}
-	if (src != a->ix) {
-		a->tmp = a->ix;
-		a->ix = src;
-	}
-	return 0;
-}
-
-/* Records up to cut go to the analysis, in time order */
-static int release(struct agent *a, uint64_t cut)
-{
-	uint32_t k = 0;
-	int err = order(a);
-
-	if (err)
-		return err;
-	while (k < a->nix && a->ix[k].ts <= cut) {
-		const struct cp_hdr *h = (const void *)(a->buf + a->ix[k].off);
-
-		if (h->type < CP_MD_PROCESS && h->ts < a->released)
-			a->late++;
-		if (a->fl && (err = flight__add(a->fl, h)))
-			return err;
-		err = kpath__add(a->kp, (uint32_t)a->src, h);
-		if (err)
-			return err;
-		if (h->type < CP_MD_PROCESS && h->ts > a->released)
-			a->released = h->ts;
-		k++;
-	}
-	if (!k)
-		return 0;
-	/* what is held moves to the front (offsets rebased) */
-	if (k == a->nix) {
-		a->nix = 0;
-		a->nbuf = 0;
-		return 0;
-	}
-	/* the records still held move to the spare buffer, which becomes the
-	 * buffer */
-	if (a->capbuf2 < a->capbuf) {
-		uint8_t *nb = realloc(a->buf2, a->capbuf);
-
-		if (!nb)
-			return -ENOMEM;
-		a->buf2 = nb;
-		a->capbuf2 = a->capbuf;
-	}
-	{
-		size_t o = 0;
-		uint8_t *t;
-
-		for (uint32_t i = k; i < a->nix; i++) {
-			const struct cp_hdr *h = (const void *)(a->buf + a->ix[i].off);
-
-			memcpy(a->buf2 + o, h, h->size);
-			a->ix[i - k] = (struct held_rec){h->ts, o};
-			o += h->size;
-		}
-		t = a->buf;
-		a->buf = a->buf2;
-		a->buf2 = t;
-		{
-			size_t c = a->capbuf;
-
-			a->capbuf = a->capbuf2;
-			a->capbuf2 = c;
-		}
-		a->nbuf = o;
-		a->nix -= k;
-	}
-	return 0;
-}
-
-/* --- requests -------------------------------------------------------------- */
-
-static const char *sink_intern(void *ctx, const char *s)
-{
-	struct agent *a = ctx;
-
-	return intern__get(a->in, s);
-}
-
-static void sink_warn(void *ctx, const char *msg)
-{
-	cp_warn(CMD, "%s", msg);
-}
-
-static bool sink_want(void *ctx, const struct cp_request *h)
-{
-	struct agent *a = ctx;
-	unsigned v;
-
-	a->seen++;
-	v = trigger__judge(a->tr, h, h->end_ns);
-	if (!a->include_optin && (v & AG_OPTIN))
-		v &= ~(unsigned)AG_PROFILE;
-	a->slow += !!(v & AG_SLOW);
-	a->sampled += !!(v & AG_SAMPLED);
-	a->optin += !!(v & AG_OPTIN);
-	if ((v & AG_SLOW) && a->fl) {
-		char path[PATH_MAX];
-		int err = flight__dump(a->fl, h->end_ns, a->s->r->lost, path, sizeof(path));
-
-		if (err)
-			cp_error(CMD, "flight recording not written: %s", strerror(-err));
-		else if (path[0] && !a->s->o.quiet)
-			cp_error(CMD, "slow %s %s: the last seconds in %s", h->service,
-				h->name, path);
-	}
-	if (!a->ex)
-		v &= AG_PROFILE; /* nowhere to export to */
-	if (!a->out_dir)
-		v &= ~(unsigned)AG_PROFILE;
-	if (!v)
-		return false;
-	if (grow_array((void **)&a->vq, &a->capvq, a->nvq + 1, sizeof(*a->vq), 64))
-		return false;
-	/* verdicts handed out leave the queue */
-	if (a->vhead && a->vhead >= a->nvq / 2) {
-		memmove(a->vq, a->vq + a->vhead, (a->nvq - a->vhead) * sizeof(*a->vq));
-		a->nvq -= a->vhead;
-		a->vhead = 0;
-	}
-	a->vq[a->nvq++] = (struct verdict){h->start_ns, h->end_ns, v};
-	a->walked++;
-	return true;
-}
-
-static unsigned verdict_of(struct agent *a, const struct cp_request *r)
-{
-	while (a->vhead < a->nvq) {
-		struct verdict *q = &a->vq[a->vhead];
-
-		if (q->start == r->start_ns && q->end == r->end_ns)
-			return q->v; /* pipelined requests share one */
-		a->vhead++;
-	}
-	return AG_PROFILE;
-}
-
-static void rnd_bytes(struct agent *a, uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i += 8) {
-		uint64_t x = (a->rng += 0x9e3779b97f4a7c15ull);
-
-		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-		x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-		x ^= x >> 31;
-		memcpy(p + i, &x, n - i < 8 ? n - i : 8);
-	}
-}
-
-static int sink_request(void *ctx, const struct cp_request *r)
-{
-	struct agent *a = ctx;
-	unsigned v = verdict_of(a, r);
-
-	if (v & (AG_SLOW | AG_SAMPLED | AG_OPTIN)) {
-		uint8_t rnd[24];
-		char exe[PATH_MAX] = "", path[64];
-		ssize_t n = -1;
-
-		if (r->wire && r->wire->pid > 0) {
-			snprintf(path, sizeof(path), "/proc/%d/exe", r->wire->pid);
-			n = readlink(path, exe, sizeof(exe) - 1);
-		}
-		exe[n > 0 ? n : 0] = '\0';
-		a->res.exe = exe[0] ? exe : NULL;
-		rnd_bytes(a, rnd, sizeof(rnd));
-		a->pb.n = 0;
-		a->pb.err = false;
-		if (!otlp__encode_request(&a->pb, r, &a->res, v, rnd)) {
-			exporter__push(a->ex, a->pb.p, a->pb.n);
-			a->exported++;
-		}
-	}
-	if ((v & AG_PROFILE) && a->win) {
-		struct cp_request c = *r;
-
-		c.interned = false; /* the window's engine keeps its own copies */
-		engine__add_request(a->win, &c);
-		a->profiled++;
-	}
-	return 0;
-}
-
-/* --- profile windows ------------------------------------------------------- */
-
-static FILE *out_file(struct agent *a, const char *stamp, const char *ext)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/profile-%s%s", a->out_dir, stamp, ext);
-	fd = output__open(path, &st);
-	if (fd < 0) {
-		cp_error(CMD, "cannot write %s: %s", path, output__why(fd));
-		return NULL;
-	}
-	return fdopen(fd, "w");
-}
-
-static void window_close(struct agent *a, bool last)
-{
-	char stamp[32], *counts = NULL;
-	size_t ncounts = 0;
-	struct tm tm;
-	time_t now = time(NULL);
-	struct out_opts oo = {.top = 20};
-	FILE *f;
-
-	if (!a->out_dir)
-		return;
-	if (a->win) {
-		const struct engine_result *res = engine__result(a->win);
-
-		gmtime_r(&now, &tm);
-		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-		/* two windows can end in one second (the last one at exit) */
-		snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), "-%04u", a->windows);
-		if (res && (f = out_file(a, stamp, ".json"))) {
-			out_json(f, res, &oo);
-			fclose(f);
-		}
-		if (res && (f = out_file(a, stamp, ".pb.gz"))) {
-			out_pprof(f, res, &oo);
-			fclose(f);
-		}
-		if (trigger__window_json(a->tr, &counts, &ncounts) >= 0 &&
-		    (f = out_file(a, stamp, ".counts.json"))) {
-			fwrite(counts, 1, ncounts, f);
-			fclose(f);
-		}
-		free(counts);
-		engine__free(a->win);
-		a->win = NULL;
-		a->windows++;
-	}
-	if (!last) {
-		struct engine_opts eo = {0};
-
-		a->win = engine__new(&eo);
-		if (a->win)
-			engine__set_quiet(a->win, true);
-		a->win_start = mono_ns();
-	}
-}
-
 /* --- status ---------------------------------------------------------------- */
 
 static void status(struct agent *a, const char *when)
 {
 	struct exporter_stats st = {0};
 	struct rusage ru;
-	uint64_t cpu, now = mono_ns(), rss_kb = 0;
+	uint64_t cpu, now = agent_mono_ns(), rss_kb = 0;
 	double share;
 	char buf[256];
 
@@ -553,11 +190,11 @@ static void status(struct agent *a, const char *when)
 		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
 		    "%d targets, cpu %.1f%%, rss %llu MiB",
-		when, (unsigned long long)a->seen, (unsigned long long)a->slow,
-		(unsigned long long)a->sampled, (unsigned long long)a->optin,
-		(unsigned long long)a->exported, (unsigned long long)st.sent,
+		when, (unsigned long long)cnt_get(a->seen), (unsigned long long)cnt_get(a->slow),
+		(unsigned long long)cnt_get(a->sampled), (unsigned long long)cnt_get(a->optin),
+		(unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
-		(unsigned long long)a->profiled, (unsigned long long)a->s->r->lost,
+		(unsigned long long)cnt_get(a->profiled), (unsigned long long)a->s->r->lost,
 		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024));
 	a->last_status = now;
 	a->last_cpu_ns = cpu;
@@ -897,44 +534,22 @@ static int check(struct agent *a, const char **url)
 
 /* --- the loop -------------------------------------------------------------- */
 
-static int start_analysis(struct agent *a)
-{
-	struct cp_sink sink = {
-	    .request = sink_request,
-	    .warn = sink_warn,
-	    .ctx = a,
-	    .intern = sink_intern,
-	    .want = sink_want,
-	};
-
-	a->in = intern__new();
-	a->kp = a->in ? kpath__new(&sink) : NULL;
-	if (!a->kp)
-		return -ENOMEM;
-	a->src = kpath__add_source(a->kp, a->s->info.host, &a->s->info, false);
-	if (a->src >= 0 && a->flo.dir && !(a->fl = flight__new(&a->flo, &a->s->info)))
-		return -ENOMEM;
-	return a->src < 0 ? a->src : 0;
-}
-
 static void loop(struct agent *a)
 {
 	struct recorder *r = a->s->r;
-	uint64_t last_tick = mono_ns(), last_scan = last_tick, now;
+	uint64_t last_tick = agent_mono_ns(), last_scan = last_tick, now;
 	int err;
 
-	while (!rec_stop_signal && !r->write_err && !a->err) {
-		uint64_t t0 = mono_ns();
+	while (!rec_stop_signal && !r->write_err && !__atomic_load_n(&a->err, __ATOMIC_ACQUIRE)) {
+		uint64_t t0 = agent_mono_ns();
 
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR) {
 			cp_error(CMD, "reading the ring buffer: %s", strerror(-err));
 			break;
 		}
-		a->err = release(a, t0 - REORDER_NS);
-		if (!a->err)
-			a->err = kpath__advance(a->kp, (uint32_t)a->src, t0 - REORDER_NS);
-		now = mono_ns();
+		live__post(a, t0 - REORDER_NS);
+		now = agent_mono_ns();
 		if (now - last_tick >= TICK_MS * 1000000ull) {
 			rec__tick(r, now);
 			last_tick = now;
@@ -943,15 +558,11 @@ static void loop(struct agent *a)
 			scan(a, true); /* processes moved into a cgroup, renamed */
 			last_scan = now;
 		}
-		if (a->out_dir && now - a->win_start >= a->every_ns)
-			window_close(a, false);
 		if (now - a->last_status >= a->status_every)
 			status(a, "status");
 		if (a->s->deadline && now >= a->s->deadline)
 			break;
 	}
-	if (a->err)
-		cp_error(CMD, "analysis stopped: %s", strerror(-a->err));
 }
 
 int cmd_agent(int argc, char **argv)
@@ -962,7 +573,8 @@ int cmd_agent(int argc, char **argv)
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
 	const char *url = NULL;
-	int ret;
+	uint64_t waits, raised;
+	int ret, err;
 
 	if (!s || !a || !(s->r = calloc(1, sizeof(*s->r)))) {
 		cp_error(CMD, "out of memory");
@@ -997,11 +609,11 @@ int cmd_agent(int argc, char **argv)
 	s->r->quiet = s->o.quiet;
 	s->r->spawn = on_spawn;
 	s->r->spawn_ctx = a;
-	s->tap = tap;
+	s->tap = live__tap;
 	s->tap_ctx = a;
 	a->service_env = getenv("OTEL_SERVICE_NAME");
 	a->res.service = a->service_env && *a->service_env ? a->service_env : NULL;
-	to.seed = (uint64_t)mono_ns() ^ (uint64_t)getpid() << 32;
+	to.seed = (uint64_t)agent_mono_ns() ^ (uint64_t)getpid() << 32;
 	a->rng = to.seed * 0x9e3779b97f4a7c15ull;
 	ret = check(a, &url);
 	if (!ret && watching(a))
@@ -1019,16 +631,14 @@ int cmd_agent(int argc, char **argv)
 		}
 	}
 	ret = ret || rec_session__open(s) || rec_session__load(s);
-	if (!ret && start_analysis(a)) {
+	if (!ret && live__start(a)) {
 		cp_error(CMD, "out of memory");
 		ret = 1;
 	}
 	ret = ret || rec_session__attach(s);
 	if (!ret) {
 		a->res.host = s->info.host;
-		a->last_status = mono_ns();
-		if (a->out_dir)
-			window_close(a, false);
+		a->last_status = agent_mono_ns();
 		if (!s->o.quiet)
 			cp_error(CMD,
 				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
@@ -1037,15 +647,13 @@ int cmd_agent(int argc, char **argv)
 				url ? url : "(nowhere: no --otlp)");
 		loop(a);
 		rec__drain(s->r, 0, true);
-		rec__check_drops(s->r, mono_ns());
-		if (!a->err)
-			a->err = release(a, UINT64_MAX);
-		if (!a->err)
-			a->err = kpath__flush(a->kp);
-		window_close(a, true);
+		rec__check_drops(s->r, agent_mono_ns());
+		err = live__finish(a);
+		if (err)
+			cp_error(CMD, "analysis stopped: %s", strerror(-err));
 		status(a, "total");
 		if (a->ex) {
-			exporter__close(a->ex, mono_ns() + 4000000000ull, &fin);
+			exporter__close(a->ex, agent_mono_ns() + 4000000000ull, &fin);
 			a->ex = NULL;
 			cp_error(CMD,
 				"export: %llu sent in %llu batches, %llu dropped (queue full or "
@@ -1057,23 +665,18 @@ int cmd_agent(int argc, char **argv)
 		if (a->late)
 			cp_error(CMD, "%llu records came later than the reorder window",
 				(unsigned long long)a->late);
-		ret = a->err ? 1 : 0;
+		live__queue_stats(a, &waits, &raised);
+		if ((waits || raised) && !s->o.quiet)
+			cp_error(CMD, "the analysis fell behind: raised from idle priority %llu "
+				    "times, the rings waited for it %llu times",
+				(unsigned long long)raised, (unsigned long long)waits);
+		ret = err ? 1 : 0;
 	}
-	exporter__close(a->ex, mono_ns(), NULL);
-	if (a->kp)
-		kpath__free(a->kp);
-	engine__free(a->win);
-	flight__free(a->fl);
+	exporter__close(a->ex, agent_mono_ns(), NULL);
+	live__free(a);
 	trigger__free(a->tr);
-	intern__free(a->in);
 	for (int i = 0; i < a->nexe; i++)
 		free(a->exe_real[i]);
-	free(a->buf);
-	free(a->buf2);
-	free(a->ix);
-	free(a->tmp);
-	free(a->vq);
-	pbuf__free(&a->pb);
 	free(a);
 	rec_session__free(s);
 	return ret;

@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* critpath agent's analysis: batches of records from the loop that drains
+ * the rings, put in time order, walked when triggered, exported, profiled.
+ * It runs in a thread of its own at SCHED_IDLE while it keeps up, so the
+ * traced servers' threads take the CPU first (the p99 budget), and at
+ * SCHED_OTHER when it falls behind (no events lost to a starved thread). */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_int.h"
+#include "engine.h"
+#include "kpath.h"
+#include "msg.h"
+#include "recording.h"
+#include "util.h"
+
+#define CMD AGENT_CMD
+#define SLOTS 64		   /* batches queued at most */
+#define BATCH_BYTES (256u << 10)   /* a batch is posted once this full, */
+#define BATCH_NS 10000000ull	   /* or this old */
+#define QUEUE_BYTES (32u << 20)	   /* bytes queued at most */
+#define URGENT_BYTES (8u << 20)	   /* behind: more than this queued, */
+#define URGENT_NS 250000000ull	   /* or the oldest batch waited this long */
+#define KEEP_CAP (1u << 20)	   /* a batch buffer grown past this is freed */
+#define SPARES 4		   /* buffers kept for the next batches */
+
+struct batch {
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t cut, posted_ns;
+	bool last;
+};
+
+struct held_rec {
+	uint64_t ts;
+	uint64_t off;
+};
+
+struct live {
+	/* the queue: slots [head, head + n) are the analysis's; tail fills */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t more, room;
+	struct batch q[SLOTS];
+	unsigned head, n, tail;
+	struct batch cur;    /* the loop's, being filled */
+	uint64_t filling_ns; /* when cur got its first record */
+	struct batch spare[SPARES];
+	unsigned nspare;
+	size_t queued;
+	bool started, use_idle, urgent;
+	uint64_t waits, raised;
+	/* the analysis thread's own */
+	struct kpath *kp;
+	int src;
+	struct intern *in;
+	struct pbuf pb;
+	struct flight *fl;
+	/* the reorder buffer: records held, and their order */
+	uint8_t *buf, *buf2; /* buf2: the spare release() copies into */
+	size_t nbuf, capbuf, capbuf2;
+	struct held_rec *ix, *tmp;
+	uint32_t nix, capix;
+	uint64_t released;
+	/* verdicts of requests wanted, waiting for their request */
+	struct verdict {
+		uint64_t start, end;
+		unsigned v;
+	} *vq;
+	uint32_t vhead, nvq, capvq;
+	struct engine *win;
+	uint64_t win_start;
+	uint32_t windows;
+};
+
+/* --- records in time order ------------------------------------------------- */
+
+static int grow_buf(uint8_t **p, size_t *cap, size_t need)
+{
+	size_t c = *cap ? *cap : BATCH_BYTES + (64 << 10);
+	uint8_t *n;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	n = realloc(*p, c);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = c;
+	return 0;
+}
+
+/* A batch's records join the ones held */
+static int hold(struct live *l, const struct batch *b)
+{
+	size_t base = l->nbuf;
+
+	if (grow_buf(&l->buf, &l->capbuf, l->nbuf + b->len))
+		return -ENOMEM;
+	memcpy(l->buf + base, b->buf, b->len);
+	for (size_t o = 0; o < b->len;) {
+		const struct cp_hdr *h = (const void *)(b->buf + o);
+
+		if (grow_array((void **)&l->ix, &l->capix, l->nix + 1, sizeof(*l->ix), 4096))
+			return -ENOMEM;
+		l->ix[l->nix++] = (struct held_rec){h->ts, base + o};
+		o += h->size;
+	}
+	l->nbuf += b->len;
+	return 0;
+}
+
+/* The held records sorted by time: a natural merge of the runs (one per
+ * CPU's ring and drain). */
+static int order(struct live *l)
+{
+	uint32_t n = l->nix;
+	struct held_rec *src = l->ix, *dst;
+
+	if (n < 2)
+		return 0;
+	dst = realloc(l->tmp, l->capix * sizeof(*dst));
+	if (!dst)
+		return -ENOMEM;
+	l->tmp = dst;
+	for (;;) {
+		uint32_t runs = 0, i = 0, o = 0;
+
+		while (i < n) {
+			uint32_t m = i + 1, e;
+
+			while (m < n && src[m - 1].ts <= src[m].ts)
+				m++;
+			e = m;
+			if (m < n) {
+				e = m + 1;
+				while (e < n && src[e - 1].ts <= src[e].ts)
+					e++;
+			}
+			/* merge [i,m) and [m,e) */
+			for (uint32_t x = i, y = m; x < m || y < e;)
+				dst[o++] = y >= e || (x < m && src[x].ts <= src[y].ts) ? src[x++] : src[y++];
+			runs++;
+			i = e;
+		}
+		{
+			struct held_rec *t = src;
+
+			src = dst;
+			dst = t;
+		}
+		if (runs <= 1)
+			break;
+	}
+	if (src != l->ix) {
+		l->tmp = l->ix;
+		l->ix = src;
+	}
+	return 0;
+}
+
+/* The records still held from k on move to the spare buffer, which becomes
+ * the buffer. */
+static int keep_from(struct live *l, uint32_t k)
+{
+	size_t o = 0, c;
+	uint8_t *t;
+
+	if (k == l->nix) {
+		l->nix = 0;
+		l->nbuf = 0;
+		return 0;
+	}
+	if (grow_buf(&l->buf2, &l->capbuf2, l->capbuf))
+		return -ENOMEM;
+	for (uint32_t i = k; i < l->nix; i++) {
+		const struct cp_hdr *h = (const void *)(l->buf + l->ix[i].off);
+
+		memcpy(l->buf2 + o, h, h->size);
+		l->ix[i - k] = (struct held_rec){h->ts, o};
+		o += h->size;
+	}
+	t = l->buf;
+	l->buf = l->buf2;
+	l->buf2 = t;
+	c = l->capbuf;
+	l->capbuf = l->capbuf2;
+	l->capbuf2 = c;
+	l->nbuf = o;
+	l->nix -= k;
+	return 0;
+}
+
+/* Records up to cut go to the analysis, in time order */
+static int release(struct agent *a, uint64_t cut)
+{
+	struct live *l = a->live;
+	uint32_t k = 0;
+	int err = order(l);
+
+	if (err)
+		return err;
+	while (k < l->nix && l->ix[k].ts <= cut) {
+		const struct cp_hdr *h = (const void *)(l->buf + l->ix[k].off);
+
+		if (h->type < CP_MD_PROCESS && h->ts < l->released)
+			cnt_add(a->late, 1);
+		if (l->fl && (err = flight__add(l->fl, h)))
+			return err;
+		err = kpath__add(l->kp, (uint32_t)l->src, h);
+		if (err)
+			return err;
+		if (h->type < CP_MD_PROCESS && h->ts > l->released)
+			l->released = h->ts;
+		k++;
+	}
+	return k ? keep_from(l, k) : 0;
+}
+
+/* --- requests -------------------------------------------------------------- */
+
+static const char *sink_intern(void *ctx, const char *s)
+{
+	struct agent *a = ctx;
+
+	return intern__get(a->live->in, s);
+}
+
+static void sink_warn(void *ctx, const char *msg)
+{
+	cp_warn(CMD, "%s", msg);
+}
+
+static void flight_dump(struct agent *a, const struct cp_request *h)
+{
+	char path[PATH_MAX];
+	uint64_t lost = __atomic_load_n(&a->s->r->lost, __ATOMIC_RELAXED);
+	int err = flight__dump(a->live->fl, h->end_ns, lost, path, sizeof(path));
+
+	if (err)
+		cp_error(CMD, "flight recording not written: %s", strerror(-err));
+	else if (path[0] && !a->s->o.quiet)
+		cp_error(CMD, "slow %s %s: the last seconds in %s", h->service, h->name, path);
+}
+
+static bool sink_want(void *ctx, const struct cp_request *h)
+{
+	struct agent *a = ctx;
+	struct live *l = a->live;
+	unsigned v;
+
+	cnt_add(a->seen, 1);
+	v = trigger__judge(a->tr, h, h->end_ns);
+	if (!a->include_optin && (v & AG_OPTIN))
+		v &= ~(unsigned)AG_PROFILE;
+	cnt_add(a->slow, !!(v & AG_SLOW));
+	cnt_add(a->sampled, !!(v & AG_SAMPLED));
+	cnt_add(a->optin, !!(v & AG_OPTIN));
+	if ((v & AG_SLOW) && l->fl)
+		flight_dump(a, h);
+	if (!a->ex)
+		v &= AG_PROFILE; /* nowhere to export to */
+	if (!a->out_dir)
+		v &= ~(unsigned)AG_PROFILE;
+	if (!v)
+		return false;
+	if (grow_array((void **)&l->vq, &l->capvq, l->nvq + 1, sizeof(*l->vq), 64))
+		return false;
+	/* verdicts handed out leave the queue */
+	if (l->vhead && l->vhead >= l->nvq / 2) {
+		memmove(l->vq, l->vq + l->vhead, (l->nvq - l->vhead) * sizeof(*l->vq));
+		l->nvq -= l->vhead;
+		l->vhead = 0;
+	}
+	l->vq[l->nvq++] = (struct verdict){h->start_ns, h->end_ns, v};
+	cnt_add(a->walked, 1);
+	return true;
+}
+
+static unsigned verdict_of(struct live *l, const struct cp_request *r)
+{
+	while (l->vhead < l->nvq) {
+		struct verdict *q = &l->vq[l->vhead];
+
+		if (q->start == r->start_ns && q->end == r->end_ns)
+			return q->v; /* pipelined requests share one */
+		l->vhead++;
+	}
+	return AG_PROFILE;
+}
+
+static void rnd_bytes(struct agent *a, uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t x = (a->rng += 0x9e3779b97f4a7c15ull);
+
+		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+		x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+		x ^= x >> 31;
+		memcpy(p + i, &x, n - i < 8 ? n - i : 8);
+	}
+}
+
+static void export(struct agent *a, const struct cp_request *r, unsigned v)
+{
+	struct live *l = a->live;
+	uint8_t rnd[24];
+	char exe[PATH_MAX] = "", path[64];
+	ssize_t n = -1;
+
+	if (r->wire && r->wire->pid > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/exe", r->wire->pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+	}
+	exe[n > 0 ? n : 0] = '\0';
+	a->res.exe = exe[0] ? exe : NULL;
+	rnd_bytes(a, rnd, sizeof(rnd));
+	l->pb.n = 0;
+	l->pb.err = false;
+	if (!otlp__encode_request(&l->pb, r, &a->res, v, rnd)) {
+		exporter__push(a->ex, l->pb.p, l->pb.n);
+		cnt_add(a->exported, 1);
+	}
+}
+
+static int sink_request(void *ctx, const struct cp_request *r)
+{
+	struct agent *a = ctx;
+	struct live *l = a->live;
+	unsigned v = verdict_of(l, r);
+
+	if (v & (AG_SLOW | AG_SAMPLED | AG_OPTIN))
+		export(a, r, v);
+	if ((v & AG_PROFILE) && l->win) {
+		struct cp_request c = *r;
+
+		c.interned = false; /* the window's engine keeps its own copies */
+		engine__add_request(l->win, &c);
+		cnt_add(a->profiled, 1);
+	}
+	return 0;
+}
+
+/* --- profile windows ------------------------------------------------------- */
+
+static FILE *out_file(struct agent *a, const char *stamp, const char *ext)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/profile-%s%s", a->out_dir, stamp, ext);
+	fd = output__open(path, &st);
+	if (fd < 0) {
+		cp_error(CMD, "cannot write %s: %s", path, output__why(fd));
+		return NULL;
+	}
+	return fdopen(fd, "w");
+}
+
+static void window_write(struct agent *a)
+{
+	struct live *l = a->live;
+	const struct engine_result *res = engine__result(l->win);
+	struct out_opts oo = {.top = 20};
+	char stamp[32], *counts = NULL;
+	size_t ncounts = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+	FILE *f;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	/* two windows can end in one second (the last one at exit) */
+	snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), "-%04u", l->windows);
+	if (res && (f = out_file(a, stamp, ".json"))) {
+		out_json(f, res, &oo);
+		fclose(f);
+	}
+	if (res && (f = out_file(a, stamp, ".pb.gz"))) {
+		out_pprof(f, res, &oo);
+		fclose(f);
+	}
+	if (trigger__window_json(a->tr, &counts, &ncounts) >= 0 &&
+	    (f = out_file(a, stamp, ".counts.json"))) {
+		fwrite(counts, 1, ncounts, f);
+		fclose(f);
+	}
+	free(counts);
+}
+
+/* The window's profile written (if any), the next one begun unless last */
+static void window_close(struct agent *a, bool last)
+{
+	struct live *l = a->live;
+	struct engine_opts eo = {0};
+
+	if (!a->out_dir)
+		return;
+	if (l->win) {
+		window_write(a);
+		engine__free(l->win);
+		l->win = NULL;
+		l->windows++;
+	}
+	if (last)
+		return;
+	l->win = engine__new(&eo);
+	if (l->win)
+		engine__set_quiet(l->win, true);
+	l->win_start = agent_mono_ns();
+}
+
+/* --- the thread ------------------------------------------------------------ */
+
+/* One batch analysed; the analysis's first error stops it (later batches
+ * are only counted off). */
+static int analyse(struct agent *a, const struct batch *b)
+{
+	struct live *l = a->live;
+	int err = hold(l, b);
+
+	if (!err)
+		err = release(a, b->cut);
+	if (!err && !b->last)
+		err = kpath__advance(l->kp, (uint32_t)l->src, b->cut);
+	if (!err && b->last)
+		err = kpath__flush(l->kp);
+	if (a->out_dir && (b->last || agent_mono_ns() - l->win_start >= a->every_ns))
+		window_close(a, b->last);
+	return err;
+}
+
+static void *run(void *arg)
+{
+	struct agent *a = arg;
+	struct live *l = a->live;
+	int err = 0;
+
+	for (;;) {
+		struct batch *b;
+		bool last;
+
+		pthread_mutex_lock(&l->mu);
+		while (!l->n)
+			pthread_cond_wait(&l->more, &l->mu);
+		b = &l->q[l->head];
+		pthread_mutex_unlock(&l->mu);
+
+		if (!err && (err = analyse(a, b)))
+			__atomic_store_n(&a->err, err, __ATOMIC_RELEASE);
+		last = b->last;
+
+		pthread_mutex_lock(&l->mu);
+		l->queued -= b->len;
+		b->len = 0;
+		if (b->cap <= KEEP_CAP && l->nspare < SPARES)
+			l->spare[l->nspare++] = *b;
+		else
+			free(b->buf);
+		*b = (struct batch){0};
+		l->head = (l->head + 1) % SLOTS;
+		l->n--;
+		pthread_cond_signal(&l->room);
+		pthread_mutex_unlock(&l->mu);
+		if (last)
+			return NULL;
+	}
+}
+
+/* SCHED_IDLE while the analysis keeps up; called with l->mu held. */
+static void set_urgent(struct live *l, bool on, bool count)
+{
+	struct sched_param sp = {0};
+
+	if (l->urgent == on)
+		return;
+	l->urgent = on;
+	l->raised += on && count;
+	if (l->use_idle && pthread_setschedparam(l->th, on ? SCHED_OTHER : SCHED_IDLE, &sp))
+		l->use_idle = false;
+}
+
+int live__tap(void *ctx, const struct cp_hdr *rec)
+{
+	struct agent *a = ctx;
+	struct batch *b = &a->live->cur;
+
+	if (grow_buf(&b->buf, &b->cap, b->len + rec->size))
+		return -ENOMEM;
+	memcpy(b->buf + b->len, rec, rec->size);
+	b->len += rec->size;
+	return 0;
+}
+
+static void post(struct live *l, uint64_t cut, bool last)
+{
+	struct batch *b = &l->cur;
+	uint64_t now = agent_mono_ns();
+	bool behind;
+
+	b->cut = cut;
+	b->last = last;
+	b->posted_ns = now;
+	pthread_mutex_lock(&l->mu);
+	l->q[l->tail] = *b;
+	*b = l->nspare ? l->spare[--l->nspare] : (struct batch){0};
+	l->queued += l->q[l->tail].len;
+	l->n++;
+	l->tail = (l->tail + 1) % SLOTS;
+	pthread_cond_signal(&l->more);
+	behind = l->queued > URGENT_BYTES || now - l->q[l->head].posted_ns > URGENT_NS;
+	if (behind || last)
+		set_urgent(l, true, !last); /* the end is not falling behind */
+	else if (l->n <= 2)
+		set_urgent(l, false, false);
+	/* the next slot must be free, and the bytes within bound */
+	while (l->n == SLOTS || l->queued > QUEUE_BYTES) {
+		set_urgent(l, true, true);
+		l->waits++;
+		pthread_cond_wait(&l->room, &l->mu);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+void live__post(struct agent *a, uint64_t cut)
+{
+	struct live *l = a->live;
+	const struct batch *b = &l->cur;
+	uint64_t now = agent_mono_ns();
+
+	if (!l->filling_ns)
+		l->filling_ns = now;
+	if (b->len < BATCH_BYTES && now - l->filling_ns < BATCH_NS)
+		return;
+	post(l, cut, false);
+	l->filling_ns = 0;
+}
+
+int live__start(struct agent *a)
+{
+	struct cp_sink sink = {
+	    .request = sink_request,
+	    .warn = sink_warn,
+	    .ctx = a,
+	    .intern = sink_intern,
+	    .want = sink_want,
+	};
+	struct sched_param sp = {0};
+	struct live *l = calloc(1, sizeof(*l));
+	sigset_t all, old;
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	a->live = l;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->more, NULL);
+	pthread_cond_init(&l->room, NULL);
+	l->in = intern__new();
+	l->kp = l->in ? kpath__new(&sink) : NULL;
+	if (!l->kp)
+		return -ENOMEM;
+	l->src = kpath__add_source(l->kp, a->s->info.host, &a->s->info, false);
+	if (l->src < 0)
+		return l->src;
+	if (a->flo.dir && !(l->fl = flight__new(&a->flo, &a->s->info)))
+		return -ENOMEM;
+	if (a->out_dir)
+		window_close(a, false);
+	/* signals stay with the loop's thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&l->th, NULL, run, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return err;
+	l->started = true;
+	/* the agent runs as root: it can leave SCHED_IDLE again */
+	l->use_idle = !pthread_setschedparam(l->th, SCHED_IDLE, &sp);
+	return 0;
+}
+
+int live__finish(struct agent *a)
+{
+	struct live *l = a->live;
+
+	if (!l || !l->started)
+		return 0;
+	post(l, UINT64_MAX, true);
+	pthread_join(l->th, NULL);
+	l->started = false;
+	return __atomic_load_n(&a->err, __ATOMIC_ACQUIRE);
+}
+
+void live__queue_stats(struct agent *a, uint64_t *waits, uint64_t *raised)
+{
+	struct live *l = a->live;
+
+	pthread_mutex_lock(&l->mu);
+	*waits = l->waits;
+	*raised = l->raised;
+	pthread_mutex_unlock(&l->mu);
+}
+
+void live__free(struct agent *a)
+{
+	struct live *l = a->live;
+
+	if (!l)
+		return;
+	live__finish(a); /* a thread started and never finished */
+	if (l->kp)
+		kpath__free(l->kp);
+	engine__free(l->win);
+	flight__free(l->fl);
+	intern__free(l->in);
+	for (unsigned i = 0; i < SLOTS; i++)
+		free(l->q[i].buf);
+	for (unsigned i = 0; i < l->nspare; i++)
+		free(l->spare[i].buf);
+	free(l->cur.buf);
+	free(l->buf);
+	free(l->buf2);
+	free(l->ix);
+	free(l->tmp);
+	free(l->vq);
+	pbuf__free(&l->pb);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->more);
+	pthread_cond_destroy(&l->room);
+	free(l);
+	a->live = NULL;
+}
