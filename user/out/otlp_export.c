@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* OTLP/HTTP protobuf export off the agent's loop: a bounded queue (full:
  * dropped), one thread sending gzipped batches, retrying 429/502/503/504 and
- * connection errors with backoff and Retry-After. */
+ * connection errors with backoff and Retry-After. The queue's bytes are one
+ * ring allocated once, so a backend that is down never grows memory; a batch
+ * goes when full or when its oldest request waited LINGER_NS (as the
+ * OpenTelemetry SDKs' batch processors do). */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
 #include <curl/curl.h>
 #include <zlib.h>
 
@@ -17,10 +23,12 @@
 
 #define BACKOFF_MIN_NS 250000000ull
 #define BACKOFF_MAX_NS 30000000000ull
+#define LINGER_NS 1000000000ull
+#define ITEM_BYTES 2048 /* the ring's bytes per request queued, on average */
 
 struct item {
-	uint8_t *p;
-	size_t n;
+	size_t off, n;
+	uint64_t at;
 };
 
 struct exporter {
@@ -30,6 +38,8 @@ struct exporter {
 	pthread_cond_t cv;
 	struct item *q; /* ring of queue_max */
 	uint32_t head, len;
+	uint8_t *ring; /* the items' bytes, in queue order */
+	size_t rcap, wpos;
 	bool stop;
 	uint64_t deadline;
 	struct exporter_stats st;
@@ -48,6 +58,20 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits for cv until the CLOCK_MONOTONIC time until (0: no limit) */
+static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t until)
+{
+	struct timespec ts;
+
+	if (!until) {
+		pthread_cond_wait(cv, mu);
+		return;
+	}
+	ts.tv_sec = (time_t)(until / 1000000000ull);
+	ts.tv_nsec = (long)(until % 1000000000ull);
+	pthread_cond_timedwait(cv, mu, &ts);
 }
 
 const char *exporter__check_url(const char *url)
@@ -143,19 +167,11 @@ static bool retryable(long code)
 static bool wait_retry(struct exporter *e, uint64_t ns)
 {
 	uint64_t until = mono_ns() + ns;
-	struct timespec ts;
 	bool go_on;
 
 	pthread_mutex_lock(&e->mu);
-	while (mono_ns() < until && !(e->stop && mono_ns() >= e->deadline)) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-	}
+	while (mono_ns() < until && !(e->stop && mono_ns() >= e->deadline))
+		cond_wait_until(&e->cv, &e->mu, mono_ns() + 50000000ull);
 	go_on = !(e->stop && mono_ns() >= e->deadline);
 	pthread_mutex_unlock(&e->mu);
 	return go_on;
@@ -166,14 +182,18 @@ static void *run(void *arg)
 	struct exporter *e = arg;
 	struct pbuf b = {0};
 
+	/* below the traced servers: sends are never urgent, the queue's
+	 * bound is what protects the agent */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
 	for (;;) {
 		uint32_t k = 0;
 		uint64_t backoff = BACKOFF_MIN_NS;
 		long code;
 
 		pthread_mutex_lock(&e->mu);
-		while (!e->len && !e->stop)
-			pthread_cond_wait(&e->cv, &e->mu);
+		while (!e->stop && (!e->len || (e->len < e->o.batch_max &&
+						mono_ns() - e->q[e->head].at < LINGER_NS)))
+			cond_wait_until(&e->cv, &e->mu, e->len ? e->q[e->head].at + LINGER_NS : 0);
 		if (!e->len || (e->stop && mono_ns() >= e->deadline)) {
 			pthread_mutex_unlock(&e->mu);
 			break;
@@ -196,7 +216,7 @@ static void *run(void *arg)
 				b.p = p;
 				b.cap = cap;
 			}
-			memcpy(b.p + b.n, it->p, it->n);
+			memcpy(b.p + b.n, e->ring + it->off, it->n);
 			b.n += it->n;
 			k++;
 		}
@@ -214,10 +234,7 @@ static void *run(void *arg)
 			backoff = backoff * 2 < BACKOFF_MAX_NS ? backoff * 2 : BACKOFF_MAX_NS;
 		}
 		pthread_mutex_lock(&e->mu);
-		for (uint32_t i = 0; i < k; i++) {
-			free(e->q[e->head].p);
-			e->head = (e->head + 1) % e->o.queue_max;
-		}
+		e->head = (e->head + k) % e->o.queue_max;
 		e->len -= k;
 		if (code >= 200 && code < 300) {
 			e->st.sent += k;
@@ -247,9 +264,11 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	if (!e->o.batch_max)
 		e->o.batch_max = 256;
 	e->q = calloc(e->o.queue_max, sizeof(*e->q));
+	e->rcap = (size_t)e->o.queue_max * ITEM_BYTES;
+	e->ring = malloc(e->rcap);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	e->curl = curl_easy_init();
-	if (!e->q || !e->curl)
+	if (!e->q || !e->ring || !e->curl)
 		goto fail;
 	e->hdrs = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
 	e->hdrs = curl_slist_append(e->hdrs, "Content-Encoding: gzip");
@@ -278,8 +297,22 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
 	pthread_mutex_init(&e->mu, NULL);
-	pthread_cond_init(&e->cv, NULL);
-	err = pthread_create(&e->th, NULL, run, e);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&e->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	{
+		sigset_t all, old;
+
+		sigfillset(&all); /* signals stay with the caller's threads */
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = pthread_create(&e->th, NULL, run, e);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (err) {
 		errno = err;
 		goto fail;
@@ -290,25 +323,44 @@ fail:
 	if (e->curl)
 		curl_easy_cleanup(e->curl);
 	free(e->q);
+	free(e->ring);
 	free(e);
 	return NULL;
 }
 
+/* Where n bytes go in the ring after the queued items, or -1: no room */
+static ssize_t ring_room(const struct exporter *e, size_t n)
+{
+	size_t head;
+
+	if (!e->len)
+		return n <= e->rcap ? 0 : -1;
+	head = e->q[e->head].off;
+	if (e->wpos >= head) { /* free: [wpos, rcap) and [0, head) */
+		if (e->wpos + n <= e->rcap)
+			return (ssize_t)e->wpos;
+		return n < head ? 0 : -1;
+	}
+	return e->wpos + n < head ? (ssize_t)e->wpos : -1;
+}
+
 void exporter__push(struct exporter *e, const uint8_t *p, size_t n)
 {
-	uint8_t *c;
+	ssize_t off;
 
 	pthread_mutex_lock(&e->mu);
 	e->st.queued++;
-	if (e->len == e->o.queue_max || !(c = malloc(n))) {
+	if (e->len == e->o.queue_max || (off = ring_room(e, n)) < 0) {
 		e->st.dropped++;
 		pthread_mutex_unlock(&e->mu);
 		return;
 	}
-	memcpy(c, p, n);
-	e->q[(e->head + e->len) % e->o.queue_max] = (struct item){c, n};
+	memcpy(e->ring + off, p, n);
+	e->q[(e->head + e->len) % e->o.queue_max] = (struct item){(size_t)off, n, mono_ns()};
+	e->wpos = (size_t)off + n;
 	e->len++;
-	pthread_cond_signal(&e->cv);
+	if (e->len == 1 || e->len == e->o.batch_max) /* a linger to begin, or a batch */
+		pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -329,8 +381,6 @@ void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_s
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 	pthread_join(e->th, NULL); /* a send in flight ends by its timeout */
-	for (uint32_t i = 0; i < e->len; i++)
-		free(e->q[(e->head + i) % e->o.queue_max].p);
 	e->st.dropped += e->len;
 	if (s)
 		*s = e->st;
@@ -342,5 +392,6 @@ void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_s
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);
 	free(e->q);
+	free(e->ring);
 	free(e);
 }
