@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "msg.h"
+#include "record_int.h"
 #include "recorder.h"
 
 struct target *rec__target_find(struct recorder *r, pid_t pid)
@@ -71,12 +72,12 @@ void rec__write_error(struct recorder *r, int err)
 		return;
 	r->write_err = err;
 	if (err == -ENOSPC)
-		cp_error("record",
+		cp_error(rec_cmd,
 			"%s: disk full (ENOSPC); the recording is readable up "
 			"to the last frame written",
 			r->out);
 	else
-		cp_error("record", "%s: write failed: %s", r->out, strerror(-err));
+		cp_error(rec_cmd, "%s: write failed: %s", r->out, strerror(-err));
 }
 
 static int append(struct recorder *r, const struct cp_hdr *h)
@@ -95,10 +96,10 @@ static int append(struct recorder *r, const struct cp_hdr *h)
 static void say_exited(pid_t pid, int32_t exit_code)
 {
 	if (exit_code & 0x7f)
-		cp_error("record", "target %d killed by signal %d", pid,
+		cp_error(rec_cmd, "target %d killed by signal %d", pid,
 			exit_code & 0x7f);
 	else
-		cp_error("record", "target %d exited (exit code %d)", pid,
+		cp_error(rec_cmd, "target %d exited (exit code %d)", pid,
 			(exit_code >> 8) & 0xff);
 }
 
@@ -440,7 +441,7 @@ void rec__tick(struct recorder *r, uint64_t now)
 		if (!rec_meta__alive(t->pid)) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
-				cp_error("record", "target %d exited", t->pid);
+				cp_error(rec_cmd, "target %d exited", t->pid);
 		}
 	}
 }
@@ -464,7 +465,7 @@ int rec__add_children(struct recorder *r)
 			    rec__target_find(r, pp[k].pid))
 				continue;
 			if (!rec__target_add(r, pp[k].pid, false)) {
-				cp_error("record",
+				cp_error(rec_cmd,
 					"more than %d processes under the targets: "
 					"process %d and later ones left out",
 					MAX_TARGETS, pp[k].pid);
@@ -481,7 +482,7 @@ int rec__add_children(struct recorder *r)
 	}
 	free(pp);
 	if (added && !r->quiet)
-		cp_error("record",
+		cp_error(rec_cmd,
 			"with the %d process%s the target%s started before the "
 			"recording: %s",
 			added, added == 1 ? "" : "es", ntop == 1 ? "" : "s", list);

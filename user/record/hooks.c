@@ -112,7 +112,7 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	if (b->lean && (force_raw || !btf_has_tp(vmlinux, "sock_send_length") ||
 			!btf_has_tp(vmlinux, "sock_recv_length") ||
 			!btf_has_tp(vmlinux, "inet_sock_set_state"))) {
-		cp_error("record", "%s: recording every syscall from raw_syscalls",
+		cp_error(rec_cmd, "%s: recording every syscall from raw_syscalls",
 			force_raw
 			    ? "tp_btf did not load"
 			    : "no sock_send_length/sock_recv_length tracepoints (kernel < 6.3)");
@@ -361,7 +361,7 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 			err = skel__reload(b, o, true, why);
 		}
 		if (err) {
-			cp_error("record",
+			cp_error(rec_cmd,
 				"cannot load the BPF programs: %s "
 				"(CRITPATH_DEBUG_BPF=1 shows the verifier log)",
 				strerror(-err));
@@ -370,7 +370,7 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	}
 	err = rings__create(b);
 	if (err) {
-		cp_error("record",
+		cp_error(rec_cmd,
 			"cannot create the ring buffers (%u MiB each): %s",
 			b->ring_bytes >> 20, strerror(-err));
 		goto cleanup;
@@ -379,13 +379,13 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 		const struct hook *h = &b->hooks[i];
 
 		if (h->status == CP_HOOK_FALLBACK)
-			cp_error("record", "hook %s: %s", h->name, h->detail);
+			cp_error(rec_cmd, "hook %s: %s", h->name, h->detail);
 		else if (h->status != CP_HOOK_ATTACHED)
-			cp_error("record", "hook %s: unavailable%s%s", h->name,
+			cp_error(rec_cmd, "hook %s: unavailable%s%s", h->name,
 				h->detail[0] ? ": " : "", h->detail);
 	}
 	if (o->tls && !b->tls)
-		cp_error("record", "hook tls: %s: TLS connections carry ciphertext",
+		cp_error(rec_cmd, "hook tls: %s: TLS connections carry ciphertext",
 			b->tls_off);
 	*out = b;
 	return 0;
@@ -553,7 +553,7 @@ static void senders__attach(struct rec_bpf *b)
 			 "cgroup/recvmsg%c on the cgroup v2 root only (recvmsg%c: %s)",
 			 which ? '4' : '6', which ? '6' : '4', strerror(-err[which]));
 	}
-	cp_error("record",
+	cp_error(rec_cmd,
 		"hook udp_recvmsg: %s: a read on an unconnected %s socket "
 		"takes its sender from the arrivals seen",
 		h->detail, failed == 2 ? "UDP" : fam[which]);
@@ -580,7 +580,7 @@ int rec_bpf__attach(struct rec_bpf *b)
 			if (!l) {
 				int err = -errno;
 
-				cp_error("record", "cannot attach %s (%s): %s",
+				cp_error(rec_cmd, "cannot attach %s (%s): %s",
 					bpf_program__name(p), bpf_program__section_name(p),
 					strerror(-err));
 				return err;

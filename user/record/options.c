@@ -71,12 +71,12 @@ static int parse_pids(struct rec_opts *o, const char *arg)
 		long v = strtol(tok, &end, 10);
 
 		if (*end || v <= 0 || v > INT_MAX) {
-			cp_error("record", "-p: '%s' is not a process id", tok);
+			cp_error(rec_cmd, "-p: '%s' is not a process id", tok);
 			err = -EINVAL;
 			break;
 		}
 		if (o->npids >= REC_MAX_TARGETS) {
-			cp_error("record", "-p: more than %d targets",
+			cp_error(rec_cmd, "-p: more than %d targets",
 				REC_MAX_TARGETS);
 			err = -E2BIG;
 			break;
@@ -94,16 +94,19 @@ int rec_probe_spec_check(const char *spec)
 	size_t blen = colon ? (size_t)(colon - spec) : 0;
 
 	if (!*sym || (colon && !blen)) {
-		cp_error("record", "--probe '%s': expected [BINARY:]FUNCTION",
+		cp_error(rec_cmd, "--probe '%s': expected [BINARY:]FUNCTION",
 			spec);
 		return -EINVAL;
 	}
 	if (strlen(sym) >= REC_PROBE_SYMBOL || blen >= REC_PROBE_BINARY) {
-		cp_error("record", "--probe '%s': name too long", spec);
+		cp_error(rec_cmd, "--probe '%s': name too long", spec);
 		return -EINVAL;
 	}
 	return 0;
 }
+
+
+const char *rec_cmd = "record";
 
 /* A host name: printable, no blanks, short. */
 static int host_name_check(const char *s)
@@ -111,7 +114,7 @@ static int host_name_check(const char *s)
 	size_t n = strlen(s);
 
 	if (!n || n > REC_MAX_HOST) {
-		cp_error("record", "--host: '%s' is not a name of 1 to %d characters",
+		cp_error(rec_cmd, "--host: '%s' is not a name of 1 to %d characters",
 			s, REC_MAX_HOST);
 		return -EINVAL;
 	}
@@ -119,7 +122,7 @@ static int host_name_check(const char *s)
 		unsigned char c = (unsigned char)s[i];
 
 		if (c <= ' ' || c == 0x7f) {
-			cp_error("record",
+			cp_error(rec_cmd,
 				"--host: '%s' has a blank or control character at "
 				"%zu",
 				s, i + 1);
@@ -131,7 +134,7 @@ static int host_name_check(const char *s)
 
 static int bad(const char *opt, const char *arg, const char *want)
 {
-	cp_error("record", "%s: '%s' is not %s", opt, arg, want);
+	cp_error(rec_cmd, "%s: '%s' is not %s", opt, arg, want);
 	return 2;
 }
 
@@ -188,7 +191,7 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 			break;
 		case 'P':
 			if (!rec_parse_uint(optarg, CP_PAYLOAD_MAX, &v)) {
-				cp_error("record",
+				cp_error(rec_cmd,
 					"--payload-bytes: '%s' is not a number "
 					"between 0 and %d",
 					optarg, CP_PAYLOAD_MAX);
@@ -232,7 +235,7 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 			if (rec_probe_spec_check(optarg))
 				return 2;
 			if (o->nprobes >= REC_MAX_PROBES) {
-				cp_error("record", "--probe: at most %d probes",
+				cp_error(rec_cmd, "--probe: at most %d probes",
 					REC_MAX_PROBES);
 				return 2;
 			}
@@ -254,7 +257,7 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 		}
 	}
 	if ((optind < argc) == (o->npids > 0)) {
-		cp_error("record", "%s",
+		cp_error(rec_cmd, "%s",
 			 o->npids ? "give -p PID or -- CMD, not both"
 				  : "nothing to record: give -p PID or -- CMD");
 		rec_opts__usage(stderr);

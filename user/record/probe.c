@@ -59,7 +59,7 @@ int rec_probes__add(struct rec_probes **pp, const char *spec)
 		*pp = p;
 	}
 	if (p->nprobes >= REC_MAX_PROBES) {
-		cp_error("record", "--probe: at most %d probes", REC_MAX_PROBES);
+		cp_error(rec_cmd, "--probe: at most %d probes", REC_MAX_PROBES);
 		return -E2BIG;
 	}
 	pr = &p->probes[p->nprobes++];
@@ -188,7 +188,7 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				/* said once a site, at its first process */
 				if (!p->sites[id].nprocs++ && !quiet &&
 				    p->sites[id].how == TLS_AT_ENTRY)
-					cp_error("record",
+					cp_error(rec_cmd,
 						"--probe %s: single-stepped in "
 						"%s (no instruction the kernel emulates where "
 						"its entry can be probed): about 11 us a call, "
@@ -202,7 +202,7 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 				continue;
 			}
 			if (e != -ENOENT && e != -ESRCH) {
-				cp_error("record", "--probe %s: cannot attach in %s (pid %d): %s",
+				cp_error(rec_cmd, "--probe %s: cannot attach in %s (pid %d): %s",
 					 pr->symbol, bin, pids[i], strerror(-e));
 				return e;
 			}
@@ -212,7 +212,7 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 					 "%s%s", *tried ? ", " : "", bin);
 		}
 		if (go)
-			cp_error("record",
+			cp_error(rec_cmd,
 				"--probe %s: %s is a Go executable: its "
 				"functions are not probed (Go's runtime reads the return "
 				"addresses a uretprobe replaces, and kills the process)%s",
@@ -223,10 +223,10 @@ int rec_probes__attach(struct rec_probes *p, struct rec_bpf *b, const pid_t *pid
 			const char *bin = pr->binary[0] ? pr->binary : NULL;
 
 			if (bin && strchr(bin, '/') && access(bin, R_OK))
-				cp_error("record", "--probe %s:%s: %s: %s", bin,
+				cp_error(rec_cmd, "--probe %s:%s: %s: %s", bin,
 					pr->symbol, bin, strerror(errno));
 			else
-				cp_error("record",
+				cp_error(rec_cmd,
 					"--probe %s%s%s: no function '%s' in %s%s "
 					"(a symbol of the binary's symbol table is needed: not "
 					"stripped, not inlined)",

@@ -49,7 +49,7 @@ static pid_t launch(char **argv, int *go_fd)
 		if (read(p[0], &c, 1) != 1)
 			_exit(127); /* the recorder gave up */
 		execvp(argv[0], argv);
-		cp_error("record", "cannot run %s: %s", argv[0], strerror(errno));
+		cp_error(rec_cmd, "cannot run %s: %s", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(p[0]);
@@ -67,7 +67,7 @@ static int attach_probes(struct recorder *r, struct rec_probes *probes, const ch
 	int n = 0, err = -ENOMEM;
 
 	if (!exes || !exe || !pids) {
-		cp_error("record", "--probe: out of memory");
+		cp_error(rec_cmd, "--probe: out of memory");
 		goto out;
 	}
 	for (int i = 0; i < r->ntargets; i++) {
@@ -105,20 +105,20 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 	uint64_t md = r->metadata + rec_meta__records();
 	uint64_t total = r->events + md;
 
-	cp_error("record",
+	cp_error(rec_cmd,
 		"%.2f s, %llu events, %llu metadata records, %llu bytes written "
 		"(%.1f bytes/event), %llu lost events, file %s",
 		secs, (unsigned long long)r->events, (unsigned long long)md,
 		(unsigned long long)bytes, total ? (double)bytes / total : 0.0,
 		(unsigned long long)(r->lost + r->unwritten), r->out);
 	if (r->unwritten)
-		cp_error("record",
+		cp_error(rec_cmd,
 			"%llu records were not written to %s after its write "
 			"failed (counted among the lost events); the file ends at its last whole "
 			"frame",
 			(unsigned long long)r->unwritten, r->out);
 	if (r->inferred)
-		cp_error("record",
+		cp_error(rec_cmd,
 			"%llu switches into target threads were missing from the "
 			"kernel's trace and were inferred (dump shows them as inferred)",
 			(unsigned long long)r->inferred);
@@ -127,7 +127,7 @@ static void summary(const struct recorder *r, uint64_t start, uint64_t end, uint
 
 		redact__stats(r->redact, &rs);
 		if (rs.values + rs.h1_values + rs.data)
-			cp_error("record",
+			cp_error(rec_cmd,
 				"not kept: %llu HTTP/1.x and %llu HTTP/2 header "
 				"values, %llu bytes of HTTP/2 DATA (--payload-bytes says what is)",
 				(unsigned long long)rs.h1_values, (unsigned long long)rs.values,
@@ -156,6 +156,7 @@ int rec_session__open(struct rec_session *s)
 	const char *why = rec_meta__missing_privilege();
 	int err;
 
+	rec_cmd = s->cmd;
 	if (why) {
 		cp_error(s->cmd, "%s", why);
 		return 1;
@@ -340,7 +341,7 @@ static void rec_loop(struct rec_session *s)
 	while (!rec_stop_signal && !r->write_err) {
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR && !r->write_err) {
-			cp_error("record", "reading the ring buffer: %s",
+			cp_error(rec_cmd, "reading the ring buffer: %s",
 				strerror(-err));
 			break;
 		}
@@ -390,7 +391,7 @@ static int rec_close(struct rec_session *s)
 		r->events += inflight;
 	}
 	if (s->all_exited && !r->quiet)
-		cp_error("record", "all targets exited");
+		cp_error(rec_cmd, "all targets exited");
 	totals.end_ns = now;
 	totals.lost = r->lost;
 	bytes = recording_writer__bytes(r->w);
@@ -448,7 +449,7 @@ int cmd_record(int argc, char **argv)
 	if (s)
 		s->cmd = "record";
 	if (!s || !(s->r = calloc(1, sizeof(*s->r)))) {
-		cp_error("record", "out of memory");
+		cp_error(rec_cmd, "out of memory");
 		free(s);
 		return 1;
 	}

@@ -15,6 +15,10 @@ struct bpf_link;
 struct bpf_program;
 struct rec_unlinker;
 
+/* The command the recorder's messages name: "record", or "agent" (the
+ * session sets it) */
+extern const char *rec_cmd;
+
 #define REC_MAX_TARGETS 4096 /* processes: named, their children, theirs */
 #define REC_MAX_PROBES 64
 #define REC_MAX_HOST 63			    /* --host NAME's length */

@@ -287,13 +287,13 @@ int rec_tls__scan(struct rec_tls *t, struct rec_bpf *b, pid_t pid, struct record
 			why = err == -ENOENT ? "no SSL_read/SSL_write symbols" : strerror(-err);
 
 		snprintf(detail, sizeof(detail), "no TLS plaintext: %.64s: %.40s", lib, why);
-		cp_error("record", "process %d: no TLS plaintext: %s: %s", pid, lib,
+		cp_error(rec_cmd, "process %d: no TLS plaintext: %s: %s", pid, lib,
 			why);
 		return hook_write(w, ts, pid, CP_HOOK_UNAVAILABLE, detail, records);
 	}
 	snprintf(detail, sizeof(detail), "uprobes on %.74s in %.38s", fns, lib);
 	if (!t->quiet)
-		cp_error("record", "process %d: TLS plaintext from %s", pid, lib);
+		cp_error(rec_cmd, "process %d: TLS plaintext from %s", pid, lib);
 	return hook_write(w, ts, pid, CP_HOOK_ATTACHED, detail, records);
 }
 
@@ -337,11 +337,11 @@ void rec_tls__forget(struct rec_tls *t, pid_t pid)
 void rec_tls__summary(const struct rec_tls *t)
 {
 	if (t && t->attached)
-		cp_error("record", "TLS plaintext captured in %d process%s (%s%s)",
+		cp_error(rec_cmd, "TLS plaintext captured in %d process%s (%s%s)",
 			t->attached, t->attached == 1 ? "" : "es", t->list,
 			t->attached > 16 ? ", …" : "");
 	if (t && t->missed)
-		cp_error("record",
+		cp_error(rec_cmd,
 			"%d fork%s of them exited before %s uprobes were "
 			"attached (%s%s): TLS calls made there are not in the recording",
 			t->missed, t->missed == 1 ? "" : "s", t->missed == 1 ? "its" : "their",
