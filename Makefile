@@ -119,7 +119,10 @@ $(BUILD)/user/%.o: user/%.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
+# made anew: ar r would keep the objects of deleted sources, and members of
+# one name from two folders (util.o) replace each other
 $(LIB): $(LIB_OBJS)
+	@rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/critpath: $(BUILD)/user/cmd/main.o $(REC_OBJS) $(LIB)

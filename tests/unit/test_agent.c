@@ -437,6 +437,26 @@ static void test_exporter_refused(void **state)
 	assert_null(exporter__check_url("https://collector:4318/v1/traces"));
 }
 
+static void test_exporter_bytes_bound(void **state)
+{
+	/* --queue 4 holds 8 KiB: a third request of 3 KiB does not fit while
+	 * the first two wait for their batch, and is counted as dropped */
+	struct exporter_opts o = {.url = "http://127.0.0.1:1/v1/traces", .queue_max = 4,
+				  .timeout_ns = 100000000};
+	struct exporter *e = exporter__new(&o);
+	struct exporter_stats st;
+	static uint8_t x[3072];
+
+	assert_non_null(e);
+	for (int i = 0; i < 3; i++)
+		exporter__push(e, x, sizeof(x));
+	exporter__stats(e, &st);
+	assert_int_equal(st.queued, 3);
+	assert_int_equal(st.dropped, 1);
+	exporter__close(e, 0, &st);
+	assert_int_equal(st.dropped + st.failed, 3);
+}
+
 static void exit_rec(struct cp_ev_process_exit *e, uint32_t pid, uint64_t ts)
 {
 	memset(e, 0, sizeof(*e));
@@ -521,7 +541,8 @@ int main(void)
 	    cmocka_unit_test(test_traceparent),	     cmocka_unit_test(test_trigger_duration_and_optin),
 	    cmocka_unit_test(test_trigger_percentile), cmocka_unit_test(test_trigger_sample),
 	    cmocka_unit_test(test_otlp_encoding),    cmocka_unit_test(test_http_meta),
-	    cmocka_unit_test(test_exporter_refused), cmocka_unit_test(test_flight),
+	    cmocka_unit_test(test_exporter_refused),
+	    cmocka_unit_test(test_exporter_bytes_bound), cmocka_unit_test(test_flight),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
