@@ -234,10 +234,21 @@ def main():
                        text=True) if len(profiles) >= 2 else None
     tap.ok(f"{len(profiles)} profile windows; critpath diff reads two of them",
            r is not None and r.returncode == 0, r.stderr[-800:] if r else profiles)
-    total = sum(x["requests"] for c in counts for x in json.load(open(c)))
+    windows = [json.load(open(c)) for c in counts]
+    total = sum(w["requests"] for w in windows)
+    by_name = sum(x["requests"] for w in windows for x in w["names"])
     e = re.search(r"total: (\d+) requests", text)
     tap.ok(f"the windows' counts hold every request ({total})",
-           e and total == int(e.group(1)) and total >= results["loadgen"], counts)
+           e and total == by_name == int(e.group(1)) and total >= results["loadgen"], counts)
+    # each window's profile is the sample its counts say, at the rate asked
+    sampled = [json.load(open(c[:-len(".counts.json")] + ".json"))["summary"]["nrequests"]
+               for c in counts]
+    tap.ok("each window's profile holds the requests its counts say were sampled "
+           f"({sum(sampled)} at --profile-sample {windows[0]['profile_sample_rate'] if windows else '?'})",
+           windows and all(w["profiled"] == n for w, n in zip(windows, sampled))
+           and all(w["profile_sample_rate"] == 0.01 for w in windows)
+           and all(w["start"] <= w["end"] for w in windows),
+           [(w["profiled"], n) for w, n in zip(windows, sampled)])
     flights = sorted(glob.glob(os.path.join(flight_dir, "flight-*.rec")))
     rep = subprocess.run([CRITPATH, "report", flights[0], "--format", "json", "-q"],
                          capture_output=True, text=True) if flights else None

@@ -38,9 +38,13 @@ void trigger__free(struct trigger *t);
 /* A finished request's verdict (AG_* bits); now: the stream's time. Every
  * request counts towards its service and name's running percentiles. */
 unsigned trigger__judge(struct trigger *t, const struct cp_request *head, uint64_t now);
-/* Every request seen since the last call: per service and name, counts and
- * latency percentiles (from a log histogram, ~3% wide buckets), as a JSON
- * array; then starts over. Returns bytes written or -errno. */
-int trigger__window_json(struct trigger *t, char **out, size_t *len);
+/* Every request seen since the last call, per service and name (latency
+ * percentiles from a log histogram, ~3% wide buckets); then starts over. */
+struct trigger_count {
+	const char *service, *name;
+	uint64_t requests, p50_ns, p90_ns, p99_ns, max_ns;
+};
+typedef void (*trigger_count_fn)(void *ctx, const struct trigger_count *c);
+void trigger__window_each(struct trigger *t, trigger_count_fn fn, void *ctx);
 
 #endif

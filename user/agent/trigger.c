@@ -233,51 +233,18 @@ static uint64_t win_pct(const struct key *k, double q)
 	return k->win_max;
 }
 
-static void json_str(FILE *f, const char *s)
+void trigger__window_each(struct trigger *t, trigger_count_fn fn, void *ctx)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-int trigger__window_json(struct trigger *t, char **out, size_t *len)
-{
-	FILE *f = open_memstream(out, len);
-	bool first = true;
-
-	if (!f)
-		return -errno;
-	fputc('[', f);
 	for (uint32_t i = 0; i < t->nkeys; i++) {
 		struct key *k = t->keys[i];
+		struct trigger_count c;
 
 		if (!k->win_n)
 			continue;
-		fprintf(f, "%s\n{\"service\":", first ? "" : ",");
-		json_str(f, k->service);
-		fprintf(f, ",\"name\":");
-		json_str(f, k->name);
-		fprintf(f,
-			",\"requests\":%llu,\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,"
-			"\"max_ns\":%llu}",
-			(unsigned long long)k->win_n, (unsigned long long)win_pct(k, 0.5),
-			(unsigned long long)win_pct(k, 0.9), (unsigned long long)win_pct(k, 0.99),
-			(unsigned long long)k->win_max);
-		first = false;
+		c = (struct trigger_count){k->service, k->name, k->win_n, win_pct(k, 0.5),
+					   win_pct(k, 0.9), win_pct(k, 0.99), k->win_max};
+		fn(ctx, &c);
 		memset(k->win, 0, sizeof(k->win));
 		k->win_n = k->win_max = 0;
 	}
-	fputs("\n]\n", f);
-	if (fclose(f))
-		return -ENOMEM;
-	return (int)*len;
 }

@@ -618,6 +618,7 @@ int cmd_agent(int argc, char **argv)
 	ret = check(a, &url);
 	if (!ret && watching(a))
 		scan(a, false);
+	a->profile_rate = to.profile;
 	a->tr = ret ? NULL : trigger__new(&to);
 	if (!ret && !a->tr)
 		ret = 1;

@@ -30,6 +30,7 @@ struct agent {
 	uint64_t rng;
 	/* the profile window */
 	uint64_t every_ns;
+	double profile_rate; /* --profile-sample */
 	const char *out_dir;
 	bool include_optin;
 	/* what to follow */

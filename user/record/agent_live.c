@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "kpath.h"
 #include "msg.h"
+#include "out_yajl.h"
 #include "recording.h"
 #include "util.h"
 
@@ -79,6 +80,8 @@ struct live {
 	uint32_t vhead, nvq, capvq;
 	struct engine *win;
 	uint64_t win_start;
+	time_t win_wall;
+	uint64_t win_seen, win_profiled; /* the counts when it began */
 	uint32_t windows;
 };
 
@@ -346,8 +349,9 @@ static int sink_request(void *ctx, const struct cp_request *r)
 		struct cp_request c = *r;
 
 		c.interned = false; /* the window's engine keeps its own copies */
-		engine__add_request(l->win, &c);
-		cnt_add(a->profiled, 1);
+		/* a downstream request is in its caller's path, not a sample */
+		if (engine__add_request(l->win, &c) > 0 && !r->downstream)
+			cnt_add(a->profiled, 1);
 	}
 	return 0;
 }
@@ -369,13 +373,75 @@ static FILE *out_file(struct agent *a, const char *stamp, const char *ext)
 	return fdopen(fd, "w");
 }
 
+static void count_row(void *ctx, const struct trigger_count *c)
+{
+	struct jw *w = ctx;
+
+	yajl_gen_map_open(w->g);
+	jw__key(w, "service");
+	jw__str(w, c->service);
+	jw__key(w, "name");
+	jw__str(w, c->name);
+	jw__key(w, "requests");
+	jw__int(w, (int64_t)c->requests);
+	jw__key(w, "p50_ns");
+	jw__int(w, (int64_t)c->p50_ns);
+	jw__key(w, "p90_ns");
+	jw__int(w, (int64_t)c->p90_ns);
+	jw__key(w, "p99_ns");
+	jw__int(w, (int64_t)c->p99_ns);
+	jw__key(w, "max_ns");
+	jw__int(w, (int64_t)c->max_ns);
+	yajl_gen_map_close(w->g);
+}
+
+static void jw__time(struct jw *w, const char *key, time_t t)
+{
+	char buf[32];
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	jw__key(w, key);
+	jw__str(w, buf);
+}
+
+/* The window's counts: every request seen, per service and name, and what
+ * the profile is a sample of */
+static void counts_write(struct agent *a, FILE *f, time_t now)
+{
+	struct live *l = a->live;
+	struct jw w;
+
+	if (jw__init(&w, f, 0))
+		return;
+	yajl_gen_config(w.g, yajl_gen_beautify, 1);
+	yajl_gen_map_open(w.g);
+	jw__time(&w, "start", l->win_wall);
+	jw__time(&w, "end", now);
+	jw__key(&w, "requests");
+	jw__int(&w, (int64_t)(cnt_get(a->seen) - l->win_seen));
+	jw__key(&w, "profile_sample_rate");
+	yajl_gen_double(w.g, a->profile_rate);
+	jw__key(&w, "profiled");
+	jw__int(&w, (int64_t)(cnt_get(a->profiled) - l->win_profiled));
+	jw__key(&w, "profile_has_opt_in");
+	jw__bool(&w, a->include_optin);
+	jw__key(&w, "names");
+	yajl_gen_array_open(w.g);
+	trigger__window_each(a->tr, count_row, &w);
+	yajl_gen_array_close(w.g);
+	yajl_gen_map_close(w.g);
+	if (jw__finish(&w))
+		cp_error(CMD, "profile window counts not written in full");
+}
+
 static void window_write(struct agent *a)
 {
 	struct live *l = a->live;
 	const struct engine_result *res = engine__result(l->win);
 	struct out_opts oo = {.top = 20};
-	char stamp[32], *counts = NULL;
-	size_t ncounts = 0;
+	char stamp[32];
 	time_t now = time(NULL);
 	struct tm tm;
 	FILE *f;
@@ -392,12 +458,10 @@ static void window_write(struct agent *a)
 		out_pprof(f, res, &oo);
 		fclose(f);
 	}
-	if (trigger__window_json(a->tr, &counts, &ncounts) >= 0 &&
-	    (f = out_file(a, stamp, ".counts.json"))) {
-		fwrite(counts, 1, ncounts, f);
+	if ((f = out_file(a, stamp, ".counts.json"))) {
+		counts_write(a, f, now);
 		fclose(f);
 	}
-	free(counts);
 }
 
 /* The window's profile written (if any), the next one begun unless last */
@@ -420,6 +484,9 @@ static void window_close(struct agent *a, bool last)
 	if (l->win)
 		engine__set_quiet(l->win, true);
 	l->win_start = agent_mono_ns();
+	l->win_wall = time(NULL);
+	l->win_seen = cnt_get(a->seen);
+	l->win_profiled = cnt_get(a->profiled);
 }
 
 /* --- the thread ------------------------------------------------------------ */
