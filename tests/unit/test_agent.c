@@ -457,13 +457,13 @@ static void test_exporter_refused(void **state)
 
 static void test_exporter_bytes_bound(void **state)
 {
-	/* --queue 4 holds 8 KiB: a third request of 3 KiB does not fit while
+	/* --queue 4 holds 4 KiB: a third request of 1.5 KiB does not fit while
 	 * the first two wait for their batch, and is counted as dropped */
 	struct exporter_opts o = {.url = "http://127.0.0.1:1/v1/traces", .queue_max = 4,
 				  .timeout_ns = 100000000};
 	struct exporter *e = exporter__new(&o);
 	struct exporter_stats st;
-	static uint8_t x[3072];
+	static uint8_t x[1536];
 
 	assert_non_null(e);
 	for (int i = 0; i < 3; i++)

@@ -24,7 +24,7 @@
 #define BACKOFF_MIN_NS 250000000ull
 #define BACKOFF_MAX_NS 30000000000ull
 #define LINGER_NS 1000000000ull
-#define ITEM_BYTES 2048 /* the ring's bytes per request queued, on average */
+#define ITEM_BYTES 1024 /* the ring's bytes per request queued, on average */
 
 struct item {
 	size_t off, n;

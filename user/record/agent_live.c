@@ -6,6 +6,7 @@
  * SCHED_OTHER when it falls behind (no events lost to a starved thread). */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -28,8 +29,8 @@
 #define SLOTS 64		   /* batches queued at most */
 #define BATCH_BYTES (256u << 10)   /* a batch is posted once this full, */
 #define BATCH_NS 10000000ull	   /* or this old */
-#define QUEUE_BYTES (32u << 20)	   /* bytes queued at most */
-#define URGENT_BYTES (8u << 20)	   /* behind: more than this queued, */
+#define QUEUE_BYTES (16u << 20)	   /* bytes queued at most */
+#define URGENT_BYTES (4u << 20)	   /* behind: more than this queued, */
 #define URGENT_NS 250000000ull	   /* or the oldest batch waited this long */
 #define KEEP_CAP (1u << 20)	   /* a batch buffer grown past this is freed */
 #define SPARES 4		   /* buffers kept for the next batches */
@@ -480,6 +481,7 @@ static void window_close(struct agent *a, bool last)
 	}
 	if (last)
 		return;
+	malloc_trim(0); /* what the last minute freed goes back to the system */
 	l->win = engine__new(&eo);
 	if (l->win)
 		engine__set_quiet(l->win, true);
@@ -632,6 +634,10 @@ int live__start(struct agent *a)
 	if (!l)
 		return -ENOMEM;
 	a->live = l;
+	/* a fixed threshold (glibc raises it as big blocks are freed): batches
+	 * and grown buffers are mapped, and unmapped when freed, whichever
+	 * thread frees them */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->more, NULL);
 	pthread_cond_init(&l->room, NULL);
