@@ -573,7 +573,7 @@ int cmd_agent(int argc, char **argv)
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
 	const char *url = NULL;
-	uint64_t waits, raised;
+	uint64_t waits, raised, stop_ns;
 	int ret, err;
 
 	if (!s || !a || !(s->r = calloc(1, sizeof(*s->r)))) {
@@ -647,6 +647,7 @@ int cmd_agent(int argc, char **argv)
 				watching(a) ? " and the ones that match as they start" : "",
 				url ? url : "(nowhere: no --otlp)");
 		loop(a);
+		stop_ns = agent_mono_ns();
 		rec__drain(s->r, 0, true);
 		rec__check_drops(s->r, agent_mono_ns());
 		err = live__finish(a);
@@ -654,7 +655,8 @@ int cmd_agent(int argc, char **argv)
 			cp_error(CMD, "analysis stopped: %s", strerror(-err));
 		status(a, "total");
 		if (a->ex) {
-			exporter__close(a->ex, agent_mono_ns() + 4000000000ull, &fin);
+			/* out within 5 s of the signal, whatever the backend does */
+			exporter__close(a->ex, stop_ns + 4500000000ull, &fin);
 			a->ex = NULL;
 			cp_error(CMD,
 				"export: %llu sent in %llu batches, %llu dropped (queue full or "
