@@ -46,6 +46,25 @@ void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t 
 	*n -= drop;
 }
 
+/* A window grown for a busy stretch and now mostly empty (an idle
+ * connection or thread) gives its memory back. */
+void kp__win_fit(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem)
+{
+	uint32_t want = n * 2 > 64 ? n * 2 : 64;
+	char *nb;
+
+	if ((size_t)*cap * elem < (64u << 10) || (uint64_t)n * 8 >= *cap)
+		return;
+	nb = malloc((size_t)want * elem);
+	if (!nb)
+		return; /* keeps the big one */
+	memcpy(nb, *arr, (size_t)n * elem);
+	free((char *)*arr - (size_t)*off * elem);
+	*arr = nb;
+	*off = 0;
+	*cap = want;
+}
+
 void kp__win_free(void **arr, uint32_t *off, size_t elem)
 {
 	if (*arr)

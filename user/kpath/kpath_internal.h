@@ -541,6 +541,7 @@ static inline int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem
  * only when the gap is as long as it. */
 int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
 void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t elem);
+void kp__win_fit(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
 void kp__win_free(void **arr, uint32_t *off, size_t elem);
 
 /* kpath/timeline.c */
