@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* The building blocks every module uses: growing arrays, hashing, an open
- * addressing index, interned strings. */
+ * addressing index over the caller's entries, a map from 64-bit keys,
+ * interned strings. */
 #ifndef CRITPATH_UTIL_H
 #define CRITPATH_UTIL_H
 
@@ -78,6 +79,20 @@ static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t mor
 	ix->cap = cap;
 	return 0;
 }
+
+/* 64-bit keys to 32-bit values (U64MAP_NONE: absent), linear probing with
+ * the keys in the table (a probe touches no entry) and backward-shift delete.
+ * Zeroed is empty. */
+#define U64MAP_NONE UINT32_MAX
+struct u64map {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t cap, n; /* cap is a power of two */
+};
+int u64map__put(struct u64map *m, uint64_t key, uint32_t val);
+uint32_t u64map__get(const struct u64map *m, uint64_t key);
+void u64map__del(struct u64map *m, uint64_t key);
+void u64map__free(struct u64map *m);
 
 /* "20ms", "1.5s", "250us" (ns, us, µs, ms, s, m, min, h; a bare number
  * only when 0) → *ns; -EINVAL otherwise. */
