@@ -53,6 +53,28 @@ static inline uint32_t *index__find(struct index *ix, uint64_t hash,
 	return &ix->slots[j];
 }
 
+/* Empties *slot (from index__find), moving back the entries after it that
+ * probed past it; hashes come from hash_of(i). */
+static inline void index__del(struct index *ix, uint32_t *slot,
+			      uint64_t (*hash_of)(const void *, uint32_t), const void *ctx)
+{
+	uint32_t mask = ix->cap - 1, i = (uint32_t)(slot - ix->slots), j = i, home;
+
+	ix->slots[i] = 0;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!ix->slots[j])
+			return;
+		home = (uint32_t)hash_of(ctx, ix->slots[j] - 1) & mask;
+		/* stays when its home lies cyclically in (i, j] */
+		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+			continue;
+		ix->slots[i] = ix->slots[j];
+		ix->slots[j] = 0;
+		i = j;
+	}
+}
+
 /* Keeps the load under 1/2 with room for `more` entries after the n there
  * are; hashes come from hash_of(i). */
 static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t more,
