@@ -4,7 +4,7 @@
 # location, so adding a source file needs no change here:
 #   bpf/*.bpf.c        → one linked BPF object and one skeleton (critpath.skel.h)
 #   user/record/       → the recorder: the only code that sees libbpf
-#   user/cmd/cmd/main.c    → the CLI entry point
+#   user/cmd/main.c    → the CLI entry point
 #   user/MODULE/*.c    → libcritpath.a, a folder a module (recording, kpath,
 #                        span, engine, out, cmd, proto, util, agent): no libbpf
 #   user/*/*.cpp       → libcritpath.a too: thin C++ shims with a C interface

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Block requests issued by target threads (for D-state waits): the issue
- * records who, the completion (interrupt context, arbitrary current) is
- * matched by (dev, sector) and carries the issuer's pid/tid.
- */
+/* Block requests of target threads: the completion (any current) is matched
+ * by (dev, sector) and carries the issuer's pid/tid. */
 #include "common.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

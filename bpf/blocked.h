@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The default capture sees futex, poll and socket waits at sched_switch, not
- * at syscall entry and exit (a syscall hook slows every syscall of the host):
- * blk_note() keeps the blocked call from the saved user registers; on resume a
- * futex or poll block becomes a CP_PHASE_BLOCKED record (blk_resume()), a
- * socket block the enter_ts of the call's socket record (blk_take()). */
+/* The default capture sees waits at sched_switch, not at syscall entry and
+ * exit (a syscall hook slows every syscall of the host): the blocked call is
+ * read from the user registers and becomes a CP_PHASE_BLOCKED record on
+ * resume, or a socket record's enter_ts (blk_take). */
 #ifndef CRITPATH_BPF_BLOCKED_H
 #define CRITPATH_BPF_BLOCKED_H
 
@@ -23,17 +22,14 @@ struct cp_blocked {
 	__u16 __pad[3];
 };
 
-/* A target thread waiting for a CPU since when, on which CPU (since 0: not
- * waiting): sched.bpf.c's run-queue culprits. */
+/* A target thread's run-queue wait (since 0: none). */
 struct cp_rq_wait {
 	__u64 since;
 	__u32 cpu;
 	__u32 pid;
 };
 
-/* A target thread's own slot (task storage): what the scheduler hooks and
- * the socket-layer hooks keep of it, found with one lookup per side of a
- * context switch. */
+/* A target thread's slot: one lookup per side of a context switch. */
 struct cp_task_slot {
 	struct cp_rq_wait rq;
 	struct cp_blocked blk;
@@ -57,8 +53,8 @@ static __always_inline struct cp_task_slot *task_slot(struct task_struct *t, boo
 	return s;
 }
 
-/* The syscall a task's user registers say it is in, or -1: x86-64 keeps
- * -ENOSYS in ax until the call returns; an exception leaves the user's ax. */
+/* The syscall the user registers say the task is in, or -1 (x86-64 keeps
+ * -ENOSYS in ax until the call returns). */
 static __always_inline long regs_syscall(struct pt_regs *regs)
 {
 #if defined(__TARGET_ARCH_x86)
@@ -77,14 +73,11 @@ static __always_inline __u16 syscall_code(long nr)
 	return cfg_sys_calls[nr & (CP_SYS_TABLE - 1)];
 }
 
-/* sched.bpf.c: the blocked thread's call into its slot s, at sched_switch
- * (the current task is the one blocking); the record of a futex or poll
- * block when the thread (pid/tid) runs again. */
+/* sched.bpf.c: note a block at sched_switch, record it at resume. */
 int cp_blk_note(struct cp_task_slot *s, __u64 now);
 int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64 now);
 
-/* The current task's socket call code/fd completes: when it blocked in that
- * call, else 0. The block is used up either way. */
+/* When the completing socket call blocked, else 0; the block is used up. */
 static __always_inline __u64 blk_take(struct task_struct *task, __u16 code, int fd)
 {
 	struct cp_task_slot *s = task_slot(task, false);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* What every BPF file shares: target filter, ring buffers, drop counters,
- * configuration. Maps are __weak (libbpf 1.1's linker misplaces an extern map
- * declared before its definition); variables extern, defined in globals.bpf.c. */
+/* What every BPF file shares. Maps are __weak (libbpf 1.1's linker misplaces
+ * an extern map declared before its definition); variables are defined in
+ * globals.bpf.c. */
 #ifndef CRITPATH_BPF_COMMON_H
 #define CRITPATH_BPF_COMMON_H
 
@@ -15,32 +15,23 @@
 #include "critpath_h2.h"
 #include "core_fixes.bpf.h"
 
-/* Configuration, set by the recorder before load (rodata). */
+/* Set by the recorder before load. */
 extern const volatile __u32 cfg_payload_bytes;
-/* The prefix on an HTTP/2 connection (cp_sock_state.every): longer, its
- * frames are followed through several requests a transfer. */
-extern const volatile __u32 cfg_h2_payload_bytes;
-/* Every program returns at its first instruction: the overhead floor of the
- * hooks themselves (--empty-programs). */
-extern const volatile __u8 cfg_empty_programs;
-/* critpath agent --comm/--exe/--cgroup: every exec is reported (a candidate) */
-extern const volatile __u8 cfg_watch_execs;
-/* Wake the recorder only when this much is waiting: a wakeup per record would
- * preempt the target for every event. The recorder polls on a timer otherwise. */
+extern const volatile __u32 cfg_h2_payload_bytes; /* longer: several frames a transfer */
+extern const volatile __u8 cfg_empty_programs;	  /* return at once: the hooks' floor */
+extern const volatile __u8 cfg_watch_execs;	  /* agent: report every exec */
+/* Wake the recorder only past this: a wakeup per record preempts the target. */
 extern const volatile __u64 cfg_wakeup_bytes;
 
-/* Thread groups being recorded, one bit per tgid, tested first by every hook.
- * Set by the recorder and by sched_process_fork; cleared by the recorder only
- * after the group's exit is recorded. */
+/* Thread groups recorded, a bit per tgid, tested first by every hook;
+ * cleared only after the group's exit is recorded. */
 #define TARGET_WORDS (1 << 16)
 extern __u64 target_bits[TARGET_WORDS];
 
-/* Targets whose forks wake the recorder at once (TLS capture: the child
- * needs its uprobes before its first requests). */
+/* Targets whose forks wake the recorder at once (TLS: the child needs uprobes). */
 extern __u64 fork_wake_bits[TARGET_WORDS];
 
-/* One ring buffer per CPU (no shared lock or cache lines), created and
- * sized by the recorder; its reader merges the CPUs' streams by time. */
+/* A ring buffer per CPU: no shared lock or cache lines. */
 struct ring_proto {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
@@ -53,7 +44,7 @@ struct {
 	__array(values, struct ring_proto);
 } rings SEC(".maps") __weak;
 
-/* This CPU's ring buffer (programs do not migrate while they run). */
+/* This CPU's ring buffer (programs do not migrate). */
 static __always_inline void *cpu_ring(void)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
@@ -68,7 +59,7 @@ static __always_inline void *cpu_ring(void)
 		__rb ? bpf_ringbuf_reserve(__rb, (size), 0) : NULL;                                \
 	})
 
-/* Failed ring-buffer reserves, per CPU: loss is never silent. */
+/* Failed reserves, per CPU: loss is never silent. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -76,16 +67,13 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps") __weak;
 
-/* Sockets a target touched (struct sock * → state), for sk_data_ready, which
- * runs in softirq with an arbitrary current. */
+/* Sockets a target touched, for sk_data_ready (softirq, any current). */
 struct cp_sock_state {
 	__u32 tgid;
 	__u8 last_dir;	 /* SOCK_DIR_* */
 	__u8 last_short; /* that call moved at most CP_SHORT_READ bytes */
 	__u8 every;	 /* a payload on every transfer: HTTP/2 (sock_h2) */
-	/* cp_h2_walk's state per direction d: bit d of h2_sync: frames known;
-	 * h2_next[d]: the next transfer's first header, or h2_npart[d] bytes of a
-	 * cut header in h2_part[d] */
+	/* cp_h2_walk's per direction: frames known, next header, a cut header */
 	__u8 h2_sync;
 	__u32 h2_next[2];
 	__u8 h2_npart[2];
@@ -100,8 +88,7 @@ struct {
 	__type(value, struct cp_sock_state);
 } sock_states SEC(".maps") __weak;
 
-/* The same state in the socket, for the default capture's trusted-pointer
- * programs: no hashing, freed with the socket. */
+/* The same state in the socket, for trusted-pointer programs: no hashing. */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -109,12 +96,10 @@ struct {
 	__type(value, struct cp_sock_state);
 } sock_slots SEC(".maps") __weak;
 
-/* Room for the pieces after a walked prefix: a power of 2, at least
- * CP_PAYLOAD_MAX (payload_gather's room past its last offset). */
+/* Room for pieces after a prefix: a power of 2, at least CP_PAYLOAD_MAX. */
 #define H2_ROOM 4096
 
-/* The iovecs a vectored transfer's payload is gathered from (payload_gather,
- * cp_h2_walk). */
+/* iovecs a payload is gathered from */
 #define GATHER_IOVS 8
 
 /* A record's payload with room for pieces after its prefix. */
@@ -122,13 +107,11 @@ struct h2_room {
 	__u8 b[CP_PAYLOAD_MAX + H2_ROOM];
 };
 
-/* cp_h2_walk's one argument for four values (a subprogram has five): ret
- * bytes in direction d with a flat-byte prefix; end: pieces end with ret. */
+/* Four values in one argument: a subprogram has five. */
 #define H2_XFER(ret, flat, d, end)                                                                 \
 	((__u64)(ret) << 12 | (__u64)(end) << 11 | (__u64)(flat) << 1 | (d))
 
-/* HTTP/2 multiplexes streams, so a connection that shows it keeps a payload
- * on every transfer and its frames followed (cp_h2_walk). */
+/* HTTP/2 multiplexes streams: its connections keep a payload on every transfer. */
 static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 {
 	int from_start;
@@ -136,15 +119,14 @@ static __always_inline bool sock_h2(const __u8 *buf, __u64 len)
 	return cp_h2_detect(buf, len, &from_start);
 }
 
-/* HTTP/2 frames past a record's prefix (h2.bpf.c): the pieces' bytes
- * appended to p, 0 for none. */
+/* h2.bpf.c: frames past the prefix as pieces; returns their bytes. */
 int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov, __u64 xfer);
 
 #define SOCK_DIR_NONE 0
 #define SOCK_DIR_READ 1
 #define SOCK_DIR_WRITE 2
 
-/* id's bit in one of the per-pid bitsets (target_bits and its kin). */
+/* id's bit in a per-pid bitset */
 static __always_inline bool pid_bit(const __u64 *words, __u32 id)
 {
 	return (words[(id >> 6) & (TARGET_WORDS - 1)] >> (id & 63)) & 1;
@@ -174,7 +156,7 @@ static __always_inline void count_drop(void)
 		*n += 1; /* per CPU: no atomics needed */
 }
 
-/* Fills the common header with the current task, CPU and time. */
+/* The common header, for the current task and CPU. */
 static __always_inline void hdr_fill(struct cp_hdr *h, __u16 type, __u16 size, __u64 ts)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -187,8 +169,7 @@ static __always_inline void hdr_fill(struct cp_hdr *h, __u16 type, __u16 size, _
 	h->ts = ts;
 }
 
-/* Reserves a fixed-size record and fills its header; counts a drop when the
- * ring buffer is full. */
+/* A fixed-size record with its header, or NULL (a drop). */
 static __always_inline void *ev_reserve(__u16 type, __u16 size, __u64 ts)
 {
 	struct cp_hdr *h = ring_reserve(size);
@@ -215,14 +196,14 @@ static __always_inline void ev_submit(void *rec)
 	bpf_ringbuf_submit(rec, wakeup_flag());
 }
 
-/* Submits a record the recorder acts on at once (a TLS target's fork), not
- * every fork or exec: the recorder reading /proc slows the child. */
+/* For records the recorder acts on at once; not every fork: its /proc reads
+ * slow the child. */
 static __always_inline void ev_submit_now(void *rec)
 {
 	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
 }
 
-/* Sends a variable-size record built in a scratch buffer (exact size). */
+/* A variable-size record built in scratch, sent at its size. */
 static __always_inline void ev_output(void *rec, __u64 size)
 {
 	void *rb = cpu_ring();
@@ -231,8 +212,7 @@ static __always_inline void ev_output(void *rec, __u64 size)
 		count_drop();
 }
 
-/* A socket call's connection, from one struct holding it to another (the
- * inflight entry, a TLS slot, a record: the same field names). */
+/* A connection between structs with the same field names. */
 #define CONN_COPY(dst, src)                                                                        \
 	do {                                                                                       \
 		(dst)->family = (src)->family;                                                     \
@@ -255,9 +235,8 @@ static __always_inline __u32 task_cpu_of(struct task_struct *p)
 	return BPF_CORE_READ(p, thread_info.cpu);
 }
 
-/* A field of a kernel object: a direct load through a BTF-typed pointer (btf,
- * constant after inlining; far cheaper than bpf_probe_read_kernel), else
- * BPF_CORE_READ (raw_tp arguments are plain numbers). */
+/* A direct load through a BTF-typed pointer (far cheaper than a probe read),
+ * else BPF_CORE_READ (raw_tp arguments are plain numbers). */
 #define KREAD(btf, p, ...) ((btf) ? (p)->__VA_ARGS__ : BPF_CORE_READ(p, __VA_ARGS__))
 
 static __always_inline void comm_copy(bool btf, char *dst, struct task_struct *p)

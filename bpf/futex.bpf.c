@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * futex(2), futex_wait(2), futex_wake(2), futex_waitv(2) of target threads:
- * one CP_EV_FUTEX per call, at exit, with the enter time. Reached from the
- * raw_syscalls programs (syscalls.bpf.c) through cp_futex_enter/exit.
- */
+/* futex, futex_wait, futex_wake, futex_waitv (--all-syscalls): one record
+ * per call, at exit. */
 #include "syscalls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -51,14 +48,8 @@ out:
 	return 0;
 }
 
-/*
- * The arguments by call:
- *   futex(uaddr, op, val, utime, uaddr2, val3)
- *   futex_wait(uaddr, val, mask, flags, timeout, clockid): op = flags
- *   futex_wake(uaddr, mask, nr, flags): op = flags, val = nr
- *   futex_waitv(waiters, nr, flags, timeout, clockid): uaddr and val of the
- *     first waiter, op = flags
- */
+/* Arguments mapped to futex's (uaddr, op, val): the newer calls' op is their
+ * flags; futex_waitv's uaddr and val are its first waiter's. */
 __noinline int cp_futex_enter(__u32 call, __u64 a0, __u64 a1, __u64 a2, __u64 a3)
 {
 	struct futex_waitv w = {};

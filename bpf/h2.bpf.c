@@ -3,17 +3,14 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* HTTP/2 frames past the prefix: a large DATA frame can push the next stream's
- * HEADERS past any prefix, so the frames are followed through each transfer by
- * their lengths and every frame header and header block is appended as pieces
- * (CP_SOCK_F_PIECES). Subprograms, verified once: H2_WALK_FRAMES frames are
- * walked in the prefix, the rest in a bpf_loop whose state is in a map (a plain
- * loop costs the verifier ~5,000 instructions a turn in every caller). */
+/* HTTP/2 frames past the prefix (a large DATA frame pushes the next HEADERS
+ * past any prefix): followed by their lengths, headers and header blocks
+ * appended as pieces. Past H2_WALK_FRAMES, a bpf_loop with its state in a map:
+ * a plain loop is verified again every turn in every caller. */
 #define H2_HDR 9
 #define H2_WALK_FRAMES 16  /* whole in the prefix, read there (more: h2_frame's) */
 #define H2_LOOP_FRAMES 448 /* past it, at most */
-/* room for pieces after a prefix: the reservation's H2_ROOM bytes past
- * CP_PAYLOAD_MAX, less the word of padding after them and an end piece */
+/* H2_ROOM less the padding word and an end piece */
 #define H2_PIECES (H2_ROOM - 8 - sizeof(struct cp_sock_piece))
 #define H2_FRAME_SANE (1u << 20)
 
@@ -31,11 +28,9 @@ struct h2_walk {
 	__u8 part[8]; /* the start of a header cut by the transfer's end */
 };
 
-/* User memory is read to an offset below H2_ROOM of pieces or hdr, at
- * most H2_ROOM - 1 bytes: bounds the verifier can follow. */
+/* Reads land below H2_ROOM, at most H2_ROOM - 1 bytes: bounds for the verifier. */
 struct h2_scratch {
-	/* the walk's state: in the map, not on the stack, so that bpf_loop's
-	 * callback is verified once, not for each value it leaves there */
+	/* in the map, not on the stack: bpf_loop's callback is verified once */
 	struct h2_walk w;
 	__u8 pieces[2 * H2_ROOM]; /* the pieces built */
 	__u8 hdr[2 * H2_ROOM];	  /* a frame header read from user memory */
@@ -48,9 +43,7 @@ struct {
 	__type(value, struct h2_scratch);
 } h2_scratch SEC(".maps");
 
-/* The length of the frame whose 9-byte header is at h, or -1 when h is not
- * one (a type past the extensions, the reserved bit, longer than any peer
- * sends): the frames were lost. */
+/* The frame's length, or -1 when h is no frame header (the frames were lost). */
 static __always_inline __s64 h2_frame_len(const __u8 *h)
 {
 	__u32 flen = (__u32)h[0] << 16 | (__u32)h[1] << 8 | h[2];
@@ -61,8 +54,7 @@ static __always_inline __s64 h2_frame_len(const __u8 *h)
 /* Where cp_h2_read puts the bytes: the pieces, or the frame header. */
 #define H2_TO_HDR 0x80000000u
 
-/* n bytes at the transfer's offset off into the pieces at offset at, or into
- * hdr (at: H2_TO_HDR): 0, or -1 when not all in the call's user memory. */
+/* n bytes at transfer offset off into the pieces at at (or hdr); -1: not read. */
 __noinline int cp_h2_read(__u64 off, __u32 at, __u32 n)
 {
 	__u32 zero = 0, got = 0;
@@ -93,8 +85,7 @@ __noinline int cp_h2_read(__u64 off, __u32 at, __u32 n)
 	return got == n ? 0 : -1;
 }
 
-/* The transfer's bytes [from, to) (past the prefix) as a piece, or as many
- * of them as there is room for. */
+/* Bytes [from, to) as a piece, as many as there is room for. */
 static __always_inline void h2_piece(struct h2_walk *w, struct h2_scratch *s, __u64 from, __u64 to)
 {
 	struct cp_sock_piece *ph;
@@ -127,17 +118,13 @@ static __always_inline void h2_piece(struct h2_walk *w, struct h2_scratch *s, __
 	w->last_end = from + n == to ? to : 0; /* a cut piece is not extended */
 }
 
-/* Frames of this type carry a header block, which the report decodes
- * (HPACK's tables change with every block): HEADERS, PUSH_PROMISE,
- * CONTINUATION. */
+/* HEADERS, PUSH_PROMISE, CONTINUATION: blocks the report must decode (HPACK). */
 static __always_inline bool h2_has_block(__u8 type)
 {
 	return type == 1 || type == 5 || type == 9;
 }
 
-/* One frame past those the prefix shows whole (cp_h2_walk): its header at
- * w->off, read from user memory, the piece it needs, the next one's
- * offset. Returns 1 to stop. */
+/* bpf_loop's step: the frame at w->off and its piece; 1 stops. */
 static long h2_frame(__u32 i, void *ctx)
 {
 	__u32 zero = 0;
@@ -156,9 +143,7 @@ static long h2_frame(__u32 i, void *ctx)
 		return 1;
 	}
 	if (off < 0) {
-		/* npart bytes of the header came in the last transfer; the rest
-		 * begins this one (at least 9 of its bytes, or it too ends in
-		 * the header: not followed) */
+		/* the header began in the last transfer: its rest begins this one */
 		__u32 np = w->npart;
 
 		if (np > 8 || w->ret < H2_HDR - np || cp_h2_read(0, H2_TO_HDR, H2_HDR - np)) {
@@ -195,8 +180,7 @@ static long h2_frame(__u32 i, void *ctx)
 		w->lost = 1;
 		return 1;
 	}
-	/* HEADERS, PUSH_PROMISE and CONTINUATION: the block; others: the
-	 * header */
+	/* the block, or the header alone */
 	body = h2_has_block(h[3]) ? flen : 0;
 	from = off > (__s64)w->flat ? off : w->flat;
 	to = off + H2_HDR + body;
@@ -208,9 +192,8 @@ static long h2_frame(__u32 i, void *ctx)
 	return 0;
 }
 
-/* Follows the frames of a transfer (xfer: H2_XFER) past prefix p, from buf or
- * the iovecs uiov; updates st's frame state, appends the pieces, returns their
- * bytes (0: none). */
+/* Follows a transfer's frames past prefix p (from buf or iovecs uiov),
+ * appends the pieces; returns their bytes. */
 __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov,
 			  __u64 xfer)
 {
@@ -240,8 +223,7 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 	} else {
 		return 0;
 	}
-	/* the frames the prefix shows whole, read there: the ones after the
-	 * first that goes on past it are bpf_loop's */
+	/* frames whole in the prefix are read there; the rest are bpf_loop's */
 	if (!w->npart) {
 		__s64 off = w->off;
 

@@ -1,26 +1,15 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * Scheduler hooks: context switches, wakeups (with the waker's context),
- * fork/exec/exit (targets follow forks), and the run-queue culprits of target
- * threads. Each hook has a tp_btf program and a raw_tp twin with the same
- * arguments; the recorder loads one of the two (raw_tp when tp_btf does not
- * load). The bodies take a constant `btf`: tp_btf programs read task fields
- * with direct loads (KREAD, bpf/common.h), their raw_tp twins through
- * BPF_CORE_READ.
- */
+/* Scheduler hooks: switches, wakeups, fork/exec/exit, run-queue culprits.
+ * Each has a tp_btf program and a raw_tp twin (loaded when tp_btf does not);
+ * the constant `btf` picks direct loads or BPF_CORE_READ (KREAD). */
 #include "blocked.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define TASK_DEAD_BIT 0x80
 
-/*
- * In which context a wakeup happens. preempt_count is a per-CPU variable the
- * kernel does not export to BPF here (no address in kallsyms), so each CPU
- * tracks it from tracepoints: device interrupts (irq_handler_entry/exit),
- * hrtimer expiry (timer wakeups: hardirq, or the HRTIMER softirq) and
- * softirqs (softirq_entry/exit, which also say the vector).
- */
+/* The wakeup's context, tracked per CPU from the irq, hrtimer and softirq
+ * tracepoints: preempt_count has no kallsyms address to read it by. */
 struct irq_ctx {
 	__u32 hardirq; /* nesting depth of irq handlers */
 	__u32 hrtimer; /* nesting depth of hrtimer callbacks */
@@ -42,15 +31,9 @@ static __always_inline struct irq_ctx *irq_ctx_get(void)
 	return bpf_map_lookup_elem(&irq_ctxs, &zero);
 }
 
-/*
- * Run-queue culprits. Each CPU keeps, in the kernel only, a ring of the last
- * RQ_SLICES tasks that ran there and when. A target thread that becomes
- * runnable without running (preempted, or woken) gets an rq_wait entry; when
- * it is switched in, the slices of its CPU overlapping the wait are summed
- * per task and emitted, with the switch, as at most RQ_TOP culprit records
- * plus one "[other]" record for the rest (including time older than the
- * ring). No record per foreign switch.
- */
+/* Run-queue culprits: each CPU keeps a ring of its last RQ_SLICES slices; a
+ * target's wait is summed over them per task at its switch-in, into at most
+ * RQ_TOP records and one "[other]". No record per foreign switch. */
 #define RQ_SLICES 16
 #define RQ_TOP 4
 
@@ -78,10 +61,7 @@ struct {
 	__type(value, struct cp_cpu_rq);
 } cpu_rqs SEC(".maps");
 
-/* A target thread waiting for a CPU (struct cp_rq_wait, blocked.h). tp_btf
- * programs keep it in the task's own slot (no hashing, no bucket lock);
- * their raw_tp twins, which have no BTF task pointer to key it by, in a
- * hash by tid. */
+/* Waits of the raw_tp twins, by tid (tp_btf keeps them in the task's slot). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -109,8 +89,7 @@ static __always_inline bool rq_slot_take(struct cp_task_slot *s, struct cp_rq_wa
 	return true;
 }
 
-/* t became runnable without running. A slot that cannot be had loses the
- * wait's culprits: counted as a drop. */
+/* t became runnable without running. */
 static __always_inline void rq_wait_begin(bool btf, struct task_struct *t, __u32 pid, __u32 tid,
 					  __u32 cpu, __u64 now)
 {
@@ -142,12 +121,8 @@ static __always_inline bool rq_wait_take(bool btf, struct task_struct *t, __u32 
 	return true;
 }
 
-/*
- * The current task (the previous one of a sched_switch: the hook runs
- * before the switch), slot s, blocks. A global function, verified once
- * rather than on every path of the switch hook (0.5 s of load time). s is
- * never NULL at the call; the check is for the verifier.
- */
+/* The current task (sched_switch's prev), slot s, blocks. Global: verified
+ * once, not on every path of the switch hook; the NULL check is the verifier's. */
 __noinline int cp_blk_note(struct cp_task_slot *s, __u64 now)
 {
 	struct pt_regs *regs;
@@ -196,8 +171,7 @@ __noinline int cp_blk_note(struct cp_task_slot *s, __u64 now)
 	return 0;
 }
 
-/* next (pid/tid, slot s) runs again at now: its futex or poll block, as a
- * record. */
+/* next runs again at now: its futex or poll block as a record. */
 __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64 now)
 {
 	struct cp_blocked *b;
@@ -257,19 +231,13 @@ struct cp_culprit {
 	__u32 used;
 };
 
-/*
- * A switch to a thread that waited for its CPU, with the culprits of that
- * wait, in one ring-buffer reservation (a CP_RING_BATCH, see the ABI
- * header): at most RQ_TOP tasks and one "[other]" for the rest; slots not
- * needed are CP_RING_PAD.
- */
+/* A switch with its wait's culprits, sent as one CP_RING_BATCH. */
 struct cp_switch_batch {
 	struct cp_hdr batch;
 	struct cp_ev_sched_switch sw;
 	struct cp_ev_runq_culprit c[RQ_TOP + 1];
-	/* cp_rq_culprits' working set: in the map value, not on the stack, where
-	 * the verifier would follow every combination of its flags (~1M
-	 * instructions to verify, near its limit; here it is unknown data) */
+	/* cp_rq_culprits' working set: on the stack the verifier would follow
+	 * every combination of its flags, near its instruction limit */
 	struct cp_culprit top[RQ_TOP];
 };
 
@@ -295,10 +263,8 @@ static __always_inline void culprit_fill(struct cp_ev_runq_culprit *e, struct cp
 	e->runnable_since = wait->since;
 }
 
-/* The victim tid, waiting since wait->since, got the CPU at now: who held
- * its CPU meanwhile, into b->c; returns how many records. A global function:
- * verified once per program, not once per call site with each site's
- * states (sched_switch has two). */
+/* Who held the CPU while tid waited, into b->c; returns the record count.
+ * Global: verified once, not per call site. */
 __noinline int cp_rq_culprits(struct cp_switch_batch *b, struct cp_rq_wait *wait, __u32 tid,
 			      __u64 now)
 {
@@ -411,10 +377,7 @@ static __always_inline void switch_fill(bool btf, struct cp_ev_sched_switch *e, 
 	comm_copy(btf, e->next_comm, next);
 }
 
-/*
- * The switch record, with the culprits of next's run-queue wait when it
- * had one (wait: NULL for none). flags: CP_SW_INFERRED or 0.
- */
+/* The switch record, with next's run-queue culprits when wait is not NULL. */
 static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u32 prev_tid,
 					__u32 next_pid, __u32 next_tid, __u8 state,
 					unsigned int prev_state, struct task_struct *comm_of,
@@ -425,9 +388,7 @@ static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u
 	if (wait && now > wait->since) {
 		/* culprits from the CPU it waited on last: this one */
 		wait->cpu = bpf_get_smp_processor_id();
-		/* built aside and copied at its size: a reservation for the
-		 * most culprits would move ~400 bytes of ring for the one or
-		 * two a wait usually has */
+		/* built aside and copied at its size: a wait has one or two */
 		struct cp_switch_batch *b = bpf_map_lookup_elem(&switch_scratch, &zero);
 		__u64 n;
 
@@ -442,8 +403,7 @@ static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u
 		switch_fill(btf, &b->sw, now, prev_pid, prev_tid, next_pid, next_tid, state,
 			    prev_state, comm_of);
 		b->sw.flags = flags;
-		/* a global's result is any int to the verifier: bounded
-		 * here, in 64 bits, where the record's size is computed */
+		/* a global's result is any int to the verifier: bound it */
 		n = (__u32)cp_rq_culprits(b, wait, next_tid, now);
 		if (n > RQ_TOP + 1)
 			n = RQ_TOP + 1;
@@ -488,18 +448,13 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	bool pt, nt;
 	__u8 state;
 
-	/* Every switch logs its slice: cheaper than knowing, host-wide,
-	 * whether some target waits for a CPU (a shared atomic counter). */
+	/* every switch logs its slice: cheaper than a shared "someone waits" */
 	rq = bpf_map_lookup_elem(&cpu_rqs, &zero);
 	if (rq) {
 		struct cp_rq_slice *s = &rq->s[rq->head & (RQ_SLICES - 1)];
 
-		/* prev is not the task the last switch seen here gave the CPU
-		 * to: a switch went unreported. This VM's kernel, for one,
-		 * leaves every switch out of its init's (pid 1) threads out of
-		 * the tracepoint (0 of ~10^5 reported, the switches into them
-		 * all are), so a target following one on a CPU had no
-		 * switch-in. */
+		/* prev is not who the last switch here ran: a switch went
+		 * unreported (some kernels skip switches out of pid 1's threads) */
 		last_ts = rq->last_ts;
 		hid_pid = rq->last_pid;
 		hid_tid = rq->last_tid;
@@ -538,9 +493,8 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 		waited = nt && rq_wait_take(false, next, next_tid, &wait);
 
 	if (unseen && pt) {
-		/* prev's switch-in, at the earliest it can have been: the last
-		 * switch seen on this CPU, or prev's wakeup if later (its
-		 * run-queue wait ended there) */
+		/* prev's switch-in at the earliest: the last switch here, or
+		 * its wakeup if later */
 		struct cp_rq_wait pw;
 		bool pwaited =
 		    btf ? rq_slot_take(ps, &pw) : rq_wait_take(false, prev, prev_tid, &pw);
@@ -595,13 +549,8 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	return on_switch(false, preempt, prev, next, prev_state);
 }
 
-/*
- * A target is woken: the record, and its run-queue wait begins (culprits
- * are taken at its switch-in, from that CPU). One hook where sched_wakeup,
- * which fires once the CPU is chosen, cost another program per wakeup of
- * the host. A task woken while still on its CPU (on its way out) has no
- * wait: it did not leave the run queue.
- */
+/* A target is woken: the record, and its run-queue wait begins unless it is
+ * still on its CPU. One hook: sched_wakeup would cost a program per wakeup. */
 static __always_inline int on_waking(bool btf, struct task_struct *p)
 {
 	__u32 pid = KREAD(btf, p, tgid), tid;
@@ -739,16 +688,14 @@ static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct 
 
 	if (cand && !cfg_watch_execs)
 		return 0;
-	/* Reserved at full size, stored at hdr.size: the tail never reaches
-	 * the file. */
+	/* reserved at full size; the file keeps hdr.size */
 	e = ev_reserve(CP_EV_PROCESS_EXEC, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
 	e->old_tid = old_pid;
 	e->__pad = cand ? CP_EXEC_CANDIDATE : 0;
 	fn = BPF_CORE_READ(bprm, filename);
-	/* zero the filename first: the alignment padding after the NUL must
-	 * not carry stale ring-buffer bytes into the file */
+	/* zeroed first: no stale ring bytes in the padding */
 	__builtin_memset(e->filename, 0, CP_FILENAME_MAX);
 	n = bpf_probe_read_kernel_str(e->filename, CP_FILENAME_MAX, fn);
 	if (n < 1) {

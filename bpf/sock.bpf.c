@@ -1,28 +1,21 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/*
- * The socket programs: data moving (sock_send/recv_length), TCP state changes,
- * arrivals (sk_data_ready), io_uring requests, and the socket and poll calls
- * syscalls.bpf.c hands over. One object: every kernel_cast() caller is here.
- */
+/* Socket programs: transfers, TCP state changes, arrivals, io_uring, and the
+ * calls syscalls.bpf.c hands over. Every kernel_cast() caller is here. */
 #include "sock_record.bpf.h"
 #include "uring.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Which target listens on a local TCP port (tgid, 0: none), from listen()
- * or the recorder (sockets listening before the recording). */
+/* The target (tgid, 0: none) listening on a local TCP port. */
 __u32 listen_tgid[65536];
-/* The same for a UDP port a target's socket is bound to, unconnected (a
- * datagram server): its datagrams are known before its first call. */
+/* The same for an unconnected UDP port: datagrams known before any call. */
 __u32 udp_tgid[65536];
-/* the io_uring programs are attached: transfers outside socket syscalls
- * look for the request they are (uring_take) */
+/* the io_uring programs are attached (uring_take) */
 const volatile __u8 cfg_uring = 0;
 
-/* The default capture's socket records: sock_send/recv_length run only on
- * socket I/O. Call, fd and buffer come from the syscall registers or an
- * io_uring request (uring_take); other transfers (sendfile) are plain reads or
- * writes with fd -1. Failed calls are not recorded. */
+/* The default capture's transfers (sock_send/recv_length run only on socket
+ * I/O): call, fd and buffer from the syscall registers or an io_uring request;
+ * others (sendfile) are reads or writes with fd -1. Failures go unrecorded. */
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -74,8 +67,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	if (sk_is_tcp(true, sk, in.family)) {
 		struct tcp_sock *tp = kernel_cast(sk, struct tcp_sock);
 
-		/* the sequence of the call's first byte, as the exit of the
-		 * raw_syscalls capture records it */
+		/* the call's first byte, as the raw_syscalls capture has it */
 		if (dir == SOCK_DIR_WRITE) {
 			in.tcp_seq = tp->write_seq - ret;
 			unsent = tp->write_seq - tp->snd_nxt;
@@ -103,10 +95,9 @@ int BPF_PROG(sock_recv_length_btf, struct sock *sk, int ret, int flags)
 	return on_sock_io(sk, ret, flags, SOCK_DIR_READ);
 }
 
-/* Connections from TCP's state changes, not syscall hooks: a target's listen()
- * records its port, connections established on it are known from then on, and
- * a target's close() or shutdown() that sends FIN or RST is a CP_SOCK_CLOSE /
- * SHUTDOWN record. Connects, accepts and Unix-domain closes are not recorded. */
+/* TCP state changes instead of syscall hooks: listen() records the port, a
+ * close() or shutdown() sending FIN or RST becomes its record. Connects,
+ * accepts and Unix-domain closes go unrecorded. */
 static __always_inline int on_set_state(struct sock *sk, int old, int new)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -145,8 +136,7 @@ static __always_inline int on_set_state(struct sock *sk, int old, int new)
 			listen_tgid[lport] = 0;
 		return 0;
 	}
-	/* the call's own socket, locked in the target's close() or shutdown():
-	 * not another socket the task processes (loopback), not the peer's FIN */
+	/* the call's own socket (locked), not loopback's other end or a peer's FIN */
 	if (!tgid_is_target(tgid) || (old != TCP_ESTABLISHED && old != TCP_CLOSE_WAIT) ||
 	    !sk->sk_lock.owned)
 		return 0;
@@ -174,8 +164,7 @@ int BPF_PROG(inet_sock_set_state_btf, const struct sock *sk, const int oldstate,
 	return on_set_state((struct sock *)sk, oldstate, newstate);
 }
 
-/* A target's socket is known by its sock_slots state or, before any, by a
- * local port a target listens on: other sockets' arrivals cost one load. */
+/* A target's socket, by its state or a listening port: one load for others. */
 static __always_inline bool lean_sock_known(struct sock *sk)
 {
 	struct cp_sock_state *st = bpf_sk_storage_get(&sock_slots, sk, 0, 0);
@@ -249,8 +238,7 @@ int BPF_PROG(sk_data_ready_raw, struct sock *sk)
 	return on_data_ready(false, sk);
 }
 
-/* fd, buf (or iovec / msghdr), len (recvmsg's: its flags) of the call;
- * extra: recvfrom's flags, else its 5th argument (sendto's dest_addr). */
+/* extra: recvfrom's flags, else the 5th argument (sendto's dest_addr). */
 static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u64 extra, __u8 call)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -314,10 +302,8 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		bpf_map_delete_elem(&sock_states, &key);
 	}
 
-	/* Payload only where protocol detection needs it: the first transfer and
-	 * the first after a change of direction, decided at exit (a hand-off's read
-	 * may start before the response is written). A call of at most CP_SHORT_READ
-	 * bytes leaves it to the next one too. */
+	/* A payload only where protocol detection needs it: the first transfer
+	 * after a turn of direction (decided at exit), or after a short one. */
 	dir = call_dir(call);
 	if (ret > 0 && dir == SOCK_DIR_WRITE && in->sock_type == SOCK_DGRAM && !in->rport &&
 	    (in->family == AF_INET || in->family == AF_INET6)) {
@@ -379,8 +365,7 @@ out:
 	return 0;
 }
 
-/* Entry points for the raw_syscalls programs (syscalls.bpf.c): fd, buf (or
- * iovec / msghdr), len of a socket call of a target thread. */
+/* Entry points for the raw_syscalls programs (syscalls.bpf.c). */
 __noinline int cp_sock_enter(__u32 call, __u64 fd, __u64 buf, __u64 len, __u64 extra)
 {
 	if (call == CP_SOCK_CLOSE || call == CP_SOCK_SHUTDOWN)

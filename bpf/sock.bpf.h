@@ -26,13 +26,9 @@
 #define TCP_LAST_ACK 9
 #define TCP_LISTEN 10
 
-/*
- * The socket behind a descriptor of the current task, or NULL. Direct loads
- * through BTF-typed pointers (KREAD in common.h): the task from
- * bpf_get_current_task_btf(), the file and the socket cast from the numbers
- * the fd table holds. The returned sock is such a pointer too.
- */
 static __always_inline struct sock *file_sock(struct file *file);
+
+/* The current task's socket at fd, or NULL; a BTF-typed pointer (direct loads). */
 
 static __always_inline struct sock *fd_sock(int fd)
 {
@@ -81,8 +77,7 @@ static __always_inline __u64 sk_ino(struct sock *sk)
 	return kernel_cast(so, struct socket_alloc)->vfs_inode.i_ino;
 }
 
-/* sk from a number (the inflight entry): a pointer fd_sock()-like code can
- * load through. */
+/* sk from a number (the inflight entry), as a BTF-typed pointer. */
 static __always_inline struct sock *sk_ptr(__u64 sk)
 {
 	return kernel_cast(sk, struct sock);
@@ -105,8 +100,7 @@ static __always_inline __u32 tcp_unsent(struct sock *sk, __u16 family)
 	return tp->write_seq - tp->snd_nxt;
 }
 
-/* Family, type and the 4-tuple; addresses network order, ports host order.
- * btf: sk is a BTF-typed pointer (direct loads), else a raw_tp argument. */
+/* Family, type and the 4-tuple (addresses network order, ports host order). */
 static __always_inline void sk_info(bool btf, struct sock *sk, struct cp_inflight *in)
 {
 	__u16 family = KREAD(btf, sk, __sk_common.skc_family);
@@ -131,8 +125,7 @@ static __always_inline void sk_info(bool btf, struct sock *sk, struct cp_infligh
 	if (family == AF_INET || family == AF_INET6) {
 		in->lport = KREAD(btf, sk, __sk_common.skc_num);
 		in->rport = bpf_ntohs(KREAD(btf, sk, __sk_common.skc_dport));
-		/* a connection the peer reset is unhashed, its local port
-		 * number cleared (__inet_put_port): the source port stays */
+		/* a reset connection's local port is cleared (__inet_put_port) */
 		if (!in->lport)
 			in->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 	}
@@ -143,8 +136,7 @@ static __always_inline void sk_read_info(struct sock *sk, struct cp_inflight *in
 	sk_info(true, sk, in);
 }
 
-/* An IPv4 address as the 16 bytes an AF_INET6 socket sees it as
- * (::ffff:a.b.c.d), or as itself for an AF_INET one. */
+/* An IPv4 address as its family's socket sees it (::ffff:a.b.c.d on AF_INET6). */
 static __always_inline void addr4_put(__u8 *dst, __u32 a, __u16 family)
 {
 	if (family == AF_INET6) {
@@ -156,8 +148,7 @@ static __always_inline void addr4_put(__u8 *dst, __u32 a, __u16 family)
 	}
 }
 
-/* A UDP datagram's addresses: the IP version (0 = none), ports host
- * order, addresses as in the packet (daddr: when known). */
+/* A UDP datagram's addresses (ver 0: none; ports host order). */
 struct cp_udp_from {
 	__u8 ver;
 	__u8 __pad;
@@ -169,10 +160,7 @@ struct cp_udp_from {
 	__u64 ts; /* udp_senders: when the read took it */
 };
 
-/*
- * The addresses of a UDP datagram, from its headers (as udp_recvmsg()
- * reads the sender it reports): false when skb is not one.
- */
+/* A UDP datagram's addresses from its headers; false when skb is not one. */
 static __always_inline bool skb_udp_from(bool btf, struct sk_buff *skb, struct cp_udp_from *f)
 {
 	__u8 ip[10]; /* iphdr up to protocol; ipv6hdr up to nexthdr */
@@ -204,9 +192,7 @@ static __always_inline bool skb_udp_from(bool btf, struct sk_buff *skb, struct c
 	return true;
 }
 
-/* A datagram's addresses as the remote (its source) and, when local, the
- * local (its destination) end of a call or arrival on a socket of
- * in->family. */
+/* A datagram's source as the remote end and, when local, its destination. */
 static __always_inline void udp_from_put(struct cp_inflight *in, const struct cp_udp_from *f,
 					 bool local)
 {
@@ -229,15 +215,9 @@ static __always_inline void udp_from_put(struct cp_inflight *in, const struct cp
 		in->lport = f->dport;
 }
 
-/*
- * A datagram that just arrived on a UDP socket: the receive queue's tail,
- * where __udp_enqueue_schedule_skb() put it before calling sk_data_ready.
- * Its source is the remote end and its destination the local one: an
- * unconnected socket's own addresses say neither (a wildcard, no peer).
- * A reader on another CPU may have moved the queue to its own
- * (udp_sk()->reader_queue) by now: then the sender is not known here, and
- * the read says it (udp_read_from).
- */
+/* A datagram just queued on a UDP socket: the queue's tail (an unconnected
+ * socket's own addresses say nothing). A reader may have taken the queue
+ * already (reader_queue): then the read says it (udp_read_from). */
 static __always_inline void udp_arrival(bool btf, struct sock *sk, struct cp_inflight *in)
 {
 	struct cp_udp_from f = {};
@@ -250,8 +230,7 @@ static __always_inline void udp_arrival(bool btf, struct sock *sk, struct cp_inf
 		udp_from_put(in, &f, true);
 }
 
-/* A sockaddr_in or sockaddr_in6 of in's family (user memory, or kernel
- * memory for !user) as in's remote end. */
+/* A sockaddr_in/_in6 of in's family as its remote end. */
 static __always_inline void sockaddr_put(struct cp_inflight *in, const void *name, bool user)
 {
 	__u16 sa[2]; /* family, port */
@@ -280,9 +259,7 @@ static __always_inline void sockaddr_put(struct cp_inflight *in, const void *nam
 	in->rport = bpf_ntohs(sa[1]);
 }
 
-/* Where an unconnected UDP socket's write goes: the call's own address
- * (sendto's dest_addr, its 5th argument; sendmsg's msg_name, in the msghdr
- * in->arg0 points to; sendmmsg's first message's). */
+/* An unconnected UDP write's destination: sendto's dest_addr or msg_name. */
 static __always_inline void udp_dest(struct cp_inflight *in, __u64 arg5)
 {
 	const void *name = NULL;
@@ -320,14 +297,9 @@ static __always_inline int call_dir(__u8 call)
 	return SOCK_DIR_NONE;
 }
 
-/*
- * The sender of the datagram a target thread's read just took, by
- * pid_tgid, as udp_recvmsg() tells the cgroup recvmsg hooks (when the
- * caller asked for it: recvfrom's src_addr, recvmsg's msg_name), until the
- * read's record takes it (udp_read_from). Not from the datagram itself:
- * no tracepoint sees it in the reader's task (udp_recvmsg() copies a
- * linear one itself, and frees it on the CPU that made it).
- */
+/* The sender of a target's UDP read, by pid_tgid, from the cgroup recvmsg
+ * hook until the read's record takes it: no tracepoint sees the datagram in
+ * the reader's task. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -336,9 +308,7 @@ struct {
 } udp_senders SEC(".maps") __weak;
 
 
-/* A read on an unconnected UDP socket (use): its datagram's sender (the
- * socket has no peer of its own). Taken by every datagram read, used or
- * not. */
+/* An unconnected UDP read's sender (use); taken by every datagram read. */
 static __always_inline void udp_read_from(struct cp_inflight *in, bool use)
 {
 	__u64 id = bpf_get_current_pid_tgid();

@@ -14,8 +14,7 @@ static __always_inline const struct iovec *msghdr_iov(const void *msg)
 	return p;
 }
 
-/* The user iovec array of a vectored call (readv/writev, a msghdr's), or
- * NULL. */
+/* A vectored call's user iovec array, or NULL. */
 static __always_inline const struct iovec *payload_iov(struct cp_inflight *in)
 {
 	const void *msg = (const void *)in->arg0;
@@ -82,9 +81,8 @@ static __always_inline const void *payload_src(struct cp_inflight *in, __u64 *ma
 	return iov.iov_base;
 }
 
-/* The payload prefix into buf (CP_PAYLOAD_MAX bytes of ring buffer): its
- * length, 0 when there is none to take. tls: the call writes for an
- * SSL_write, whose plaintext buffer is the payload. */
+/* The payload prefix into buf; its length, 0 for none. Inside an SSL_write
+ * (tls) the plaintext is the payload. */
 static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, long ret, __u8 *buf,
 					  __u64 cap, struct cp_tls_slot *tls, __u32 limit)
 {
@@ -103,19 +101,15 @@ static __always_inline __u64 sock_payload(struct cp_inflight *in, __u8 call, lon
 	barrier_var(len);
 	if (!src || !len || len > cap)
 		return 0;
-	/* zero the 8-byte word the data ends in: the alignment padding must
-	 * not carry stale ring-buffer bytes into the file */
+	/* zero the word the data ends in: no stale ring bytes in the padding */
 	*(__u64 *)(buf + (len & 0x1f8)) = 0;
 	if (bpf_probe_read_user(buf, len, src))
 		return 0;
 	return len;
 }
 
-/* A payload that begins with a TLS record of application data (content
- * type 23, version 3.x) is ciphertext: its 5-byte header is all the report
- * reads of it (user/kpath/conn.c: tls_record_outside), and the rest, random
- * bytes, would not compress (Go's crypto/tls and --no-tls recordings:
- * about 200 bytes a request). Cut to the header, the padding zeroed. */
+/* TLS application data (type 23, version 3.x) is cut to its 5-byte header:
+ * all the report reads of it, and the rest would not compress. */
 static __always_inline __u64 tls_ciphertext_cut(__u8 *p, __u64 len)
 {
 	if (len > 5 && p[0] == 23 && p[1] == 3 && p[2] >= 1 && p[2] <= 4) {
@@ -125,14 +119,9 @@ static __always_inline __u64 tls_ciphertext_cut(__u8 *p, __u64 len)
 	return len;
 }
 
-/*
- * An HTTP/2 writer hands a frame's header and its payload over in separate
- * iovecs (Node.js: writev), so the first iovec alone ends in the middle of
- * the frames: the prefix is gathered from the first bytes of up to
- * GATHER_IOVS of them. buf has CP_PAYLOAD_MAX bytes of room past any offset
- * below CP_PAYLOAD_MAX (the reservation is twice the payload), so each
- * read's bounds are plain masks the verifier can follow.
- */
+/* The prefix gathered from up to GATHER_IOVS iovecs: HTTP/2 writers (Node.js)
+ * put a frame's header and payload in separate ones. buf has CP_PAYLOAD_MAX
+ * of room past any offset below it, so bounds are masks the verifier follows. */
 static __always_inline __u64 payload_gather(const struct iovec *uiov, long ret, __u8 *buf)
 {
 	__u64 max = ret, off = 0;
@@ -161,20 +150,18 @@ static __always_inline __u64 payload_gather(const struct iovec *uiov, long ret, 
 	}
 	if (off > CP_PAYLOAD_MAX)
 		off = CP_PAYLOAD_MAX;
-	/* no stale ring-buffer bytes in the alignment padding after the data */
+	/* no stale ring bytes in the padding */
 	for (int k = 0; k < 7 && ((off + k) & 7); k++)
 		buf[(off + k) & (2 * CP_PAYLOAD_MAX - 1)] = 0;
 	return off;
 }
 
-/* A payload of at most the default size; the reservation holds the 8-byte
- * word sock_payload() zeroes at the end of the data. */
+/* The default payload, with the word sock_payload() zeroes past the data. */
 #define PAYLOAD_SMALL CP_PAYLOAD_DEFAULT
 #define SOCK_SMALL (offsetof(struct cp_ev_sock, payload) + PAYLOAD_SMALL + 8)
 
-/* A socket read inside a TLS read: ciphertext, no payload. When it is the
- * one that would have had one, the plaintext is recorded at the TLS call's
- * return (tls.bpf.c), with this read's connection. */
+/* A socket read inside a TLS read: no payload; when it would have had one,
+ * the TLS call's return records the plaintext (tls.bpf.c). */
 static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inflight *in,
 					  struct cp_sock_state *st)
 {
@@ -187,9 +174,8 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 	CONN_COPY(tls, in);
 }
 
-/* The call's record; st: the socket's state, which says whether a payload
- * is taken (NULL: none); tls: the TLS call the thread is in, moving data
- * the same way as this call (NULL: none). */
+/* The call's record; st: the socket's state (NULL: no payload); tls: the
+ * TLS call moving data the same way (NULL: none). */
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
 				     struct cp_tls_slot *tls, __u32 unsent)
 {
@@ -216,13 +202,11 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			tls_read_note(tls, in, st);
 		st = NULL;
 	}
-	/* HTTP/2 takes a write call's plaintext once, at its first socket
-	 * write: the ones after it would repeat the same first bytes */
+	/* HTTP/2 takes a write's plaintext once: later writes repeat its bytes */
 	if (tls && st && st->every && tls->wrote)
 		st = NULL;
 	limit = st && st->every ? cfg_h2_payload_bytes : cfg_payload_bytes;
-	/* HTTP/2, in the clear or a TLS write's plaintext: room for the
-	 * pieces after the prefix */
+	/* HTTP/2: room for the pieces after the prefix */
 	walk = st && st->every && (!tls || dir == SOCK_DIR_WRITE);
 	/* reserved in place, at full size when a payload is taken */
 	if (walk && !tls && (iov = payload_iov(in))) {
@@ -236,8 +220,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		st->last_dir = dir;
 		st->last_short = 0;
 	} else if (st && !walk && limit <= PAYLOAD_SMALL) {
-		/* the default prefix: a reservation of its size (the ring
-		 * buffer's space, and the consumer's reads, follow it) */
+		/* the default prefix: a reservation of its size */
 		e = ring_reserve(SOCK_SMALL);
 		if (!e) {
 			count_drop();

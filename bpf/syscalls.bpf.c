@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* --all-syscalls: sys_enter hands a traced call's arguments to its family
- * (futex.bpf.c, sock.bpf.c) by cfg_sys_calls; sys_exit passes the result on.
- * raw_syscalls, not the per-syscall tracepoints, whose perf glue costs more
- * per event (README, What recording costs). */
+/* --all-syscalls: raw_syscalls hand a traced call to its family by
+ * cfg_sys_calls (the per-syscall tracepoints cost more per event). */
 #include "syscalls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,18 +1,15 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* OpenSSL's SSL_read/SSL_write (and _ex) in target processes, a uprobe and a
- * uretprobe each (user/record/tls.c, cookie enum cp_tls_call). The entry keeps
- * the buffer for the socket hooks; a read's return records its plaintext when
- * a socket read inside it asked for it. */
+/* SSL_read/SSL_write (and _ex), Go's crypto/tls: the entry keeps the buffer
+ * for the socket hooks; a read's return records its plaintext when a socket
+ * read inside it asked for it. */
 #include "tls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* The default payload's reservation holds the 8-byte word the copy zeroes
- * at the end of the data (as sock_record.bpf.h's SOCK_SMALL). */
+/* with the 8-byte word zeroed past the data (as SOCK_SMALL) */
 #define TLS_SMALL (offsetof(struct cp_ev_tls_read, payload) + CP_PAYLOAD_DEFAULT + 8)
 
-/* An HTTP/2 connection over TLS, by its SSL *: cp_h2_walk's state for its
- * plaintext and its connection from the last socket read inside a read. */
+/* An HTTP/2 connection over TLS, by SSL *: walk state and its socket. */
 struct tls_h2_conn {
 	struct cp_sock_state st;
 	struct tls_sock c;
@@ -25,9 +22,9 @@ struct {
 	__type(value, struct tls_h2_conn);
 } tls_h2 SEC(".maps");
 
-/* A library on memory buffers (Node.js reads the socket itself): no socket
- * read is inside SSL_read, so plaintext is recorded with fd -1 for the report
- * to pair; tls_bio keeps the direction of each SSL *'s last call. */
+/* On memory buffers (Node.js) no socket read is inside SSL_read: plaintext
+ * goes out with fd -1 for the report to pair; tls_bio: each SSL *'s last
+ * direction. */
 __u64 tls_fd_bits[TARGET_WORDS]; /* tgids whose calls move the socket's bytes inside */
 
 struct {
@@ -38,8 +35,7 @@ struct {
 } tls_bio SEC(".maps");
 
 /* A handshake's connection, by SSL *: a library that reads ahead (nginx)
- * returns the request in its first read with no socket read inside. A
- * handshake also starts a new connection on a reused SSL * address. */
+ * returns the first request with no socket read inside. */
 struct tls_hs {
 	struct tls_sock c;
 	__u64 ts; /* when the handshake's last call began */
@@ -100,8 +96,7 @@ int tls_enter(struct pt_regs *ctx)
 	struct cp_tls_slot *s;
 
 	EMPTY_GUARD();
-	/* attached per target process, but a target's fork inherits the
-	 * breakpoints before the recorder knows whether to follow it */
+	/* a fork inherits the breakpoints before the recorder decides on it */
 	if (!tgid_is_target(id >> 32))
 		return 0;
 	s = bpf_task_storage_get(&tls_slots, bpf_get_current_task_btf(), 0,
@@ -132,8 +127,7 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 	__u32 limit = cfg_payload_bytes;
 	__u64 len = n, cap, pieces = 0, head[2] = {}, hn = n >= 16 ? 16 : 9;
 
-	/* HTTP/2 from here on: a client's preface before any server write, or on
-	 * memory buffers the first plaintext either way */
+	/* HTTP/2 from here on: a preface, or on memory buffers any first plaintext */
 	if (!h2 && cfg_payload_bytes &&
 	    (s->h2 || (n >= 9 && !bpf_probe_read_user(head, hn, (const void *)s->buf) &&
 		       sock_h2((const __u8 *)head, hn)))) {
@@ -151,9 +145,7 @@ static __always_inline void tls_read_emit(struct cp_tls_slot *s, const struct tl
 	}
 	if (len > limit)
 		len = limit;
-	/* reserved at the default payload's size when that is the most
-	 * --payload-bytes takes, as sock_emit does; on HTTP/2 with room for
-	 * the pieces past the prefix */
+	/* sized as sock_emit does; on HTTP/2 with room for the pieces */
 	if (h2) {
 		e = ring_reserve(sizeof(*e) + H2_ROOM);
 		cap = CP_PAYLOAD_MAX;
@@ -254,10 +246,8 @@ int tls_return(struct pt_regs *ctx)
 		return 0;
 	}
 	if (tls_call_writes(s->call)) {
-		/* on memory buffers, for the socket write the thread makes
-		 * next: the first write after a read (the response's status
-		 * line), and on HTTP/2 every write, its frames followed (the
-		 * streams' ends) */
+		/* on memory buffers: the first write after a read, and every
+		 * HTTP/2 write */
 		n = tls_moved(ctx, s);
 		if (n <= 0 || s->nested || tls_fd_style(tgid) || !cfg_payload_bytes)
 			return 0;
@@ -266,9 +256,8 @@ int tls_return(struct pt_regs *ctx)
 			tls_read_emit(s, &k, n, h2, false, 1);
 		return 0;
 	}
-	/* another connection's read (an event loop) leaves it for its own,
-	 * but HTTP/2's reads are all recorded, and on memory buffers each
-	 * read is without a socket read */
+	/* another connection's read leaves it for its own, but HTTP/2's and
+	 * memory buffers' reads are all recorded */
 	if (!cfg_payload_bytes)
 		return 0;
 	sock = s->want_ssl && s->want_ssl == k.ssl;
@@ -276,9 +265,7 @@ int tls_return(struct pt_regs *ctx)
 	bio = !sock && !tls_fd_style(tgid);
 	hs = bio ? NULL : bpf_map_lookup_elem(&tls_hs, &k);
 	if (sock && hs && hs->ts > s->want_ts) {
-		/* the socket read this thread left waiting was an earlier
-		 * connection's on this SSL *: one has begun on it since (its
-		 * handshake on another thread) */
+		/* the waiting socket read was an earlier connection's on this SSL * */
 		sock = false;
 		s->want_ssl = 0;
 	}
@@ -291,8 +278,7 @@ int tls_return(struct pt_regs *ctx)
 		return 0; /* no data yet (SSL_ERROR_WANT_READ): the next call's */
 	if (hs) {
 		/* the first data since the handshake: what it read ahead,
-		 * unless a socket read inside this read brought it (and said
-		 * whether it is a request's first, as any other) */
+		 * unless a socket read inside brought it */
 		hs->fresh = 0;
 		if (!sock && s->nested && (!h2 || !h2->c.fd))
 			return 0;
@@ -311,11 +297,9 @@ int tls_return(struct pt_regs *ctx)
 	return 0;
 }
 
-/* Go's crypto/tls (user/record/gotls.c): calls are keyed by goroutine (the g
- * register; the runtime moves goroutines between threads). Read's return is
- * a uprobe on each RET (a uretprobe breaks stack growth) or on its one
- * runtime.memmove(to, from, n) call (CP_TLS_GO_AT_COPY: read at from). Register
- * ABI (Go 1.17+): receiver, then b's pointer, length, capacity; n in the first. */
+/* Go's crypto/tls: calls keyed by goroutine (g moves between threads). Read's
+ * return is a uprobe on each RET (a uretprobe breaks stack growth) or on its
+ * memmove (CP_TLS_GO_AT_COPY). Register ABI, Go 1.17+. */
 #if defined(__TARGET_ARCH_x86)
 #define GO_RECV(x) ((x)->ax)
 #define GO_BUF(x) ((x)->bx)
@@ -363,9 +347,7 @@ int go_tls_enter(struct pt_regs *ctx)
 	s->ssl = GO_RECV(ctx);
 	s->buf = GO_BUF(ctx);
 	if (s->call == CP_TLS_GO_HANDSHAKE) {
-		/* a new connection, in a *tls.Conn the runtime may have
-		 * given a closed one's memory: nothing of that one holds;
-		 * its socket reads say which it is (go_read_conn) */
+		/* a new connection, maybe in a closed one's memory: forget that one */
 		bpf_map_delete_elem(&tls_h2, &k);
 		bpf_map_delete_elem(&tls_bio, &k);
 		bpf_map_delete_elem(&go_conns, &k);
@@ -378,15 +360,13 @@ int go_tls_enter(struct pt_regs *ctx)
 			count_drop();
 		return 0;
 	}
-	/* a Write: the goroutine's handshake is over (its socket reads
-	 * from now on may be another socket's) */
+	/* a Write: the goroutine's handshake is over */
 	gk.g = GO_G(ctx);
 	gk.tgid = tgid;
 	hs = bpf_map_lookup_elem(&go_reads, &gk);
 	if (hs && hs->call == CP_TLS_GO_HANDSHAKE)
 		hs->active = 0;
-	/* its plaintext is all there at the entry (Write writes all of b
-	 * or fails) */
+	/* Write writes all of b or fails: the plaintext is there at entry */
 	n = (__s64)GO_LEN(ctx);
 	if (n <= 0)
 		return 0;
@@ -434,9 +414,8 @@ int go_tls_return(struct pt_regs *ctx)
 	h2 = bpf_map_lookup_elem(&tls_h2, &k);
 	if (!tls_bio_turn(&k, SOCK_DIR_READ, n) && !h2)
 		return 0;
-	/* its connection: a socket read inside it gave it (go_read_conn),
-	 * or one inside an earlier Read or the handshake; else the report
-	 * finds it */
+	/* its connection: from a socket read inside it or an earlier Read,
+	 * else the report finds it */
 	if (!s->nested) {
 		gc = bpf_map_lookup_elem(&go_conns, &k);
 		if (gc) {
@@ -450,9 +429,8 @@ int go_tls_return(struct pt_regs *ctx)
 	return 0;
 }
 
-/* go_read_conn's work (g: the goroutine). A global function: inlined, its
- * early returns would each be verified through the socket programs' record
- * building. */
+/* go_read_conn's work. Global: inlined, each early return would be verified
+ * through the socket programs' record building. */
 __noinline int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in)
 {
 	struct tls_key ck = {};

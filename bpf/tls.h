@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* TLS plaintext: while a thread is inside a probed SSL_read/SSL_write its slot
- * holds the call's buffer; socket writes take their payload from it, socket
- * reads leave it to the read's CP_EV_TLS_READ. */
+/* TLS plaintext: a thread inside SSL_read/SSL_write holds the buffer in its
+ * slot; socket writes take their payload from it. */
 #ifndef CRITPATH_BPF_TLS_H
 #define CRITPATH_BPF_TLS_H
 
 #include "common.h"
 #include "syscalls.h" /* struct cp_inflight */
 
-/* Whether the TLS programs are loaded (not --no-tls): the socket hooks
- * skip the check below when they are not. */
+/* the TLS programs are loaded (not --no-tls) */
 extern const volatile __u8 cfg_tls;
 
-/* Threads inside a traced TLS call, one bit per tid: a load where a
- * task-storage lookup would be a helper call. */
+/* Threads inside a TLS call, a bit per tid: a load, not a helper call. */
 extern __u64 tls_busy_bits[TARGET_WORDS];
 
 /* A thread's TLS call in progress, and what its socket reads found. */
@@ -23,13 +20,9 @@ struct cp_tls_slot {
 	__u64 buf;
 	__u64 num;
 	__u64 out; /* _ex: where the library stores the byte count */
-	/* a socket read inside a read on this SSL * was the first after a change
-	 * of direction: the next read returning data records its plaintext; 0: none */
-	__u64 want_ssl;
-	__u64 want_ts; /* when that socket read began */
-	/* a read returned the handshake's read-ahead: the next socket write
-	 * counts as a change of direction */
-	__u64 turn_ssl;
+	__u64 want_ssl; /* a read's plaintext is wanted (a turn of direction); 0: none */
+	__u64 want_ts;	/* when that socket read began */
+	__u64 turn_ssl; /* the handshake's read-ahead came back: the next write turns */
 	__u8 call;   /* enum cp_tls_call */
 	__u8 active; /* inside the call */
 	__u8 h2;     /* want_ssl's connection speaks HTTP/2: the longer prefix */
@@ -67,9 +60,8 @@ static __always_inline bool tls_call_writes(__u8 call)
 	return cp_tls_call_writes(call);
 }
 
-/* The current thread's TLS call if it moves data in direction dir, else NULL
- * (a read inside SSL_write is the protocol's own). Inside a handshake none;
- * a socket read there gives the SSL *'s connection. */
+/* The thread's TLS call if it moves data in direction dir, else NULL (a read
+ * inside SSL_write is the protocol's own); a handshake's read notes the socket. */
 static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir,
 						       const struct cp_inflight *in)
 {
@@ -93,8 +85,7 @@ static __always_inline struct cp_tls_slot *tls_current(__u32 tid, int dir,
 	return s;
 }
 
-/* Go's crypto/tls: processes whose Read/Write are probed (one bit per tgid)
- * and the goroutines inside a Read. */
+/* Go processes whose Read/Write are probed, and goroutines inside a Read. */
 extern __u64 go_tls_bits[TARGET_WORDS];
 
 struct go_key {
@@ -110,16 +101,14 @@ struct {
 	__type(value, struct cp_tls_slot);
 } go_reads SEC(".maps") __weak;
 
-/* A connection's SSL * (Go: *tls.Conn), in its process: forked workers
- * have the same addresses. */
+/* SSL * (Go: *tls.Conn) with its process: forked workers share addresses. */
 struct tls_key {
 	__u64 ssl;
 	__u32 tgid;
 	__u32 pad;
 };
 
-/* A TLS connection's socket: its fd and 4-tuple as a socket read inside
- * one of its library calls gave them (CONN_COPY's field names). */
+/* A TLS connection's socket, from a socket read inside one of its calls. */
 struct tls_sock {
 	__s32 fd;
 	__u16 family;
@@ -131,8 +120,7 @@ struct tls_sock {
 	__u8 raddr[CP_ADDR_LEN];
 };
 
-/* A Go connection's socket by *tls.Conn, for Reads answered from records
- * read before (net/http reads the first request in the handshake). */
+/* A Go connection's socket, for Reads answered from buffered records. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -144,8 +132,7 @@ struct {
 /* go_read_conn's work (tls.bpf.c) */
 int cp_go_read_conn(__u64 g, __u32 tgid, const struct cp_inflight *in);
 
-/* A socket read inside a Go Read or handshake (its goroutine, in the g
- * register, is in go_reads) gives the Read and its *tls.Conn their connection. */
+/* A socket read inside a Go Read or handshake names its connection. */
 static __always_inline void go_read_conn(struct pt_regs *regs, __u32 tgid,
 					 const struct cp_inflight *in)
 {

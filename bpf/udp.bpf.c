@@ -13,13 +13,10 @@ static __always_inline int on_udp_recvmsg(struct bpf_sock_addr *ctx, __u8 ver)
 
 	if (cfg_empty_programs || !tgid_is_target(id >> 32))
 		return 1; /* 1: the call goes on, its address untouched */
-	/* the default capture records every datagram read, in a syscall or
-	 * an io_uring request, at sock_recv_length right after this: its
-	 * record takes the sender. --all-syscalls records read syscalls. */
+	/* the default capture's record at sock_recv_length takes the sender */
 	if (!cfg_lean) {
-		/* --all-syscalls: the record is made at the call's exit, from
-		 * its slot; none for a call begun before the recording. One
-		 * record for a recvmmsg: its first message's sender. */
+		/* --all-syscalls: kept in the call's slot for its exit (recvmmsg:
+		 * the first message's sender) */
 		struct cp_inflight *in = inflight_get();
 		struct cp_udp_from *kept;
 

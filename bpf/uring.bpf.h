@@ -4,16 +4,12 @@
 
 #include "sock.bpf.h"
 
-/* io_uring socket requests move data in io_uring_enter, task work or io-wq,
- * where no syscall registers say the fd or buffer: uring_note keeps them per
- * socket and direction at submission and at each poll wakeup, for the
- * transfer that follows (uring_take); close and shutdown for their state
- * change (uring_end_take). */
+/* io_uring moves data where no syscall registers say the fd or buffer:
+ * uring_note keeps them per socket and direction at submission and poll
+ * wakeup for the transfer that follows (uring_take). */
 struct cp_uring_op {
 	__u64 buf[2]; /* by direction: [SOCK_DIR_READ - 1], [SOCK_DIR_WRITE - 1] */
-	/* struct io_kiocb *: a recv's with a provided buffer, a send's or
-	 * sendmsg's (its destination, for an unconnected UDP socket); else 0 */
-	__u64 req[2];
+	__u64 req[2]; /* io_kiocb * of a provided-buffer recv or a send, else 0 */
 	__s32 fd[2];
 	__u8 call[2];  /* enum cp_sock_call; 0 (accept, never one): none pending */
 	__u8 multi[2]; /* a multishot recv: pending until replaced */
@@ -24,8 +20,7 @@ struct cp_uring_op {
 	__u64 end_ts; /* when it was submitted */
 };
 
-/* A close's state change follows its submission at once; one pending longer
- * changed nothing, and its entry may outlive its socket. */
+/* A close's state change follows at once; older, it changed nothing. */
 #define URING_END_NS 1000000000ull
 
 struct {
@@ -36,8 +31,7 @@ struct {
 } uring_ops SEC(".maps") __weak;
 
 
-/* The socket behind a fixed file (the SQE's fd indexes the ring's table), or
- * NULL with a table layout older than uring_nodes_hold_files(). */
+/* The socket behind a fixed file, or NULL on older table layouts. */
 static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 {
 	struct io_ring_ctx *ctx = BPF_CORE_READ(req, ctx);
@@ -56,8 +50,7 @@ static __always_inline struct sock *fixed_sock(struct io_kiocb *req, int idx)
 	return file_sock((struct file *)(fp & ~3ul));
 }
 
-/* sk's entry, made (no request pending, no fd known) when it has none;
- * NULL when the map cannot take it. */
+/* sk's entry, made empty when it has none; NULL when the map is full. */
 static __always_inline struct cp_uring_op *uring_op_of(struct sock *sk)
 {
 	struct cp_uring_op fresh = {.fd = {-1, -1}}, *op;
@@ -70,8 +63,7 @@ static __always_inline struct cp_uring_op *uring_op_of(struct sock *sk)
 	return bpf_map_lookup_elem(&uring_ops, &key);
 }
 
-/* An io_uring close or shutdown of fd, for the state change it makes
- * (on_set_state): a socket's, kept with the socket's transfers. */
+/* An io_uring close or shutdown of fd, for its state change (on_set_state). */
 static __always_inline int uring_end(int fd, __u8 call)
 {
 	struct sock *sk = fd_sock(fd);
@@ -85,9 +77,8 @@ static __always_inline int uring_end(int fd, __u8 call)
 	return 0;
 }
 
-/* Keeps a request's transfer to come for its socket: at submission, or when a
- * poll wakeup queues its retry (also a multishot recv armed before the
- * recording). A retry's fd is unknown (the wakeup overwrote it): the socket's last. */
+/* Keeps a request's coming transfer for its socket, at submission or a poll
+ * wakeup's retry (whose fd is overwritten: the socket's last is kept). */
 static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 {
 	__u64 buf = 0, reqp = 0;
@@ -183,8 +174,7 @@ static __always_inline int uring_note(struct io_kiocb *req, bool submit)
 	return 0;
 }
 
-/* The provided buffer a recv request on sk was issued with (its message
- * iterator's), or 0; the request must still be sk's (its memory is reused). */
+/* The provided buffer of sk's recv request, or 0 when req is no longer sk's. */
 static __always_inline __u64 uring_selected(struct io_kiocb *req, struct sock *sk)
 {
 	struct io_async_msghdr *m;
@@ -199,9 +189,8 @@ static __always_inline __u64 uring_selected(struct io_kiocb *req, struct sock *s
 	return (__u64)BPF_CORE_READ(m, msg.msg_iter.ubuf);
 }
 
-/* The submitted request this transfer on sk is, if one is pending in its
- * direction: its call, fd and buffer into in; a send's request (for its
- * destination, uring_dest), else 0. */
+/* The pending request this transfer is: call, fd and buffer into in;
+ * returns a send's request (uring_dest), else 0. */
 static __always_inline __u64 uring_take(struct sock *sk, int dir, struct cp_inflight *in)
 {
 	__u64 key = (__u64)sk, req;
@@ -215,8 +204,7 @@ static __always_inline __u64 uring_take(struct sock *sk, int dir, struct cp_infl
 	in->fd = op->fd[i];
 	in->uring = URING_REQ;
 	if (req && dir == SOCK_DIR_READ) {
-		/* a multishot recvmsg's iterator is past the header, name and
-		 * control it puts first in the buffer: at the payload */
+		/* a multishot recvmsg's iterator is past its header: at the payload */
 		in->arg0 = uring_selected((struct io_kiocb *)req, sk);
 		in->uring |= URING_BUF;
 	} else {
@@ -227,8 +215,7 @@ static __always_inline __u64 uring_take(struct sock *sk, int dir, struct cp_infl
 	return dir == SOCK_DIR_WRITE ? req : 0;
 }
 
-/* An io_uring send's destination on an unconnected UDP socket: the address
- * its preparation copied into the request (kernel memory). */
+/* An io_uring send's destination on an unconnected UDP socket. */
 static __always_inline void uring_dest(struct cp_inflight *in, struct io_kiocb *req)
 {
 	struct io_async_msghdr *m;
@@ -242,8 +229,7 @@ static __always_inline void uring_dest(struct cp_inflight *in, struct io_kiocb *
 		sockaddr_put(in, name, false);
 }
 
-/* An io_uring close or shutdown of sk is pending (the state change is
- * its): its call and fd into in. */
+/* A pending io_uring close or shutdown of sk: call and fd into in. */
 static __always_inline bool uring_end_take(struct sock *sk, struct cp_inflight *in)
 {
 	__u64 key = (__u64)sk;

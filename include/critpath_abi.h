@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The event ABI shared by bpf/ and user space, stored unchanged in recordings.
- * Every record starts with struct cp_hdr; hdr.size is the whole record, a
- * multiple of 8, so a reader skips types it does not know. Fields are only
- * added at the end of a struct (bump CP_ABI_VERSION), never change meaning. */
+/* The records bpf/ and user space share, stored unchanged in recordings.
+ * hdr.size is the whole record, a multiple of 8 (readers skip unknown types);
+ * fields are only added at a struct's end (bump CP_ABI_VERSION). */
 #ifndef CRITPATH_ABI_H
 #define CRITPATH_ABI_H
 
@@ -36,8 +35,7 @@ enum cp_rec_type {
 	CP_EV_UPROBE = 13,
 	CP_EV_TLS_READ = 14,
 
-	/* ring framing, never stored: a CP_RING_BATCH header says records follow
-	 * back to back to the sample's end; CP_RING_PAD fills unused slots */
+	/* ring framing, never stored: records follow a BATCH to the sample's end */
 	CP_RING_BATCH = 0xfe,
 	CP_RING_PAD = 0xff,
 
@@ -50,8 +48,7 @@ enum cp_rec_type {
 	CP_MD_PROBE = 0x105,
 };
 
-/* pid/tid: the task current when the event fired (any task in interrupt
- * context); ts: bpf_ktime_get_ns() (CLOCK_MONOTONIC). */
+/* pid/tid: the current task (any in interrupt context); ts: CLOCK_MONOTONIC. */
 struct cp_hdr {
 	__u16 type;
 	__u16 size;
@@ -81,12 +78,8 @@ struct cp_ev_sched_switch {
 	char next_comm[CP_COMM_LEN];
 };
 
-/* prev (a target thread) alone ran while next waited for the CPU: the one
- * culprit, no CP_EV_RUNQ_CULPRIT records follow. */
-#define CP_SW_PREV_CULPRIT 0x01
-/* Inferred: next was found running though no switch to it was reported;
- * hdr.ts is the earliest the switch can have been. */
-#define CP_SW_INFERRED 0x02
+#define CP_SW_PREV_CULPRIT 0x01 /* prev was next's one run-queue culprit */
+#define CP_SW_INFERRED 0x02	/* not reported: next was found running; ts the earliest */
 
 enum cp_waker_ctx {
 	CP_CTX_TASK = 0,	/* woken by the thread waker_pid/waker_tid */
@@ -95,7 +88,7 @@ enum cp_waker_ctx {
 	CP_CTX_NMI = 3,
 };
 
-/* The kernel's softirq vectors (include/linux/interrupt.h). */
+/* as include/linux/interrupt.h */
 enum cp_softirq {
 	CP_SOFTIRQ_HI = 0,
 	CP_SOFTIRQ_TIMER = 1,
@@ -142,10 +135,9 @@ struct cp_ev_process_fork {
 	char child_comm[CP_COMM_LEN];
 };
 
-/* hdr.size = CP_ALIGN(offsetof(filename) + filename_len + 1). */
-/* cp_ev_process_exec.__pad: a process not traced exec'd (critpath agent's
- * watch); the recorder reads it and never writes it */
+/* in __pad: an untraced process exec'd (the agent's watch); never written by the recorder */
 #define CP_EXEC_CANDIDATE 1
+/* hdr.size = CP_ALIGN(offsetof(filename) + filename_len + 1) */
 struct cp_ev_process_exec {
 	struct cp_hdr h;
 	__u32 old_tid;
@@ -162,15 +154,12 @@ struct cp_ev_process_exit {
 	__u8 __pad[3];
 };
 
-/* Syscall records (futex, sock, poll) are written once per call, at exit,
- * with enter_ts; an enter record (enter_ts == h.ts) only for a call still in
- * progress when the recording ends. */
+/* Syscall records are written once per call, at exit, with enter_ts; ENTER
+ * only for a call still in progress at the end. */
 enum cp_phase {
 	CP_PHASE_ENTER = 0,
 	CP_PHASE_EXIT = 1,
-	/* blocked from enter_ts until h.ts, when the thread ran again (the
-	 * default capture); no result */
-	CP_PHASE_BLOCKED = 2,
+	CP_PHASE_BLOCKED = 2, /* blocked from enter_ts until h.ts; no result */
 };
 
 enum cp_futex_call {
@@ -212,9 +201,8 @@ enum cp_sock_call {
 	CP_SOCK__COUNT,
 };
 
-/* Socket calls. Addresses network order, ports host order (AF_UNIX: inode
- * numbers of the socket and its peer); tcp_seq: snd_nxt or copied_seq before
- * the call; hdr.size = CP_ALIGN(offsetof(payload) + payload_len). */
+/* Addresses network order, ports host order (AF_UNIX: the two inodes);
+ * tcp_seq: before the call; hdr.size = CP_ALIGN(offsetof(payload) + payload_len). */
 struct cp_ev_sock {
 	struct cp_hdr h;
 	__u64 enter_ts;
@@ -231,32 +219,20 @@ struct cp_ev_sock {
 	__u16 payload_len;
 	__u8 sock_type;		/* SOCK_STREAM, SOCK_DGRAM, … */
 	__u8 flags;		/* CP_SOCK_F_* */
-	/* TCP write: bytes not yet sent at the call's return (Nagle, congestion or
-	 * receive window): the peer gets them later */
-	__u32 unsent;
+	__u32 unsent;		/* TCP write: bytes still unsent at return */
 	__u8 payload[CP_PAYLOAD_MAX];
 };
 
-/* A read or write of at most this many bytes (a length prefix, as MySQL's)
- * keeps the payload for the next call in its direction too. */
+/* A transfer this short (a length prefix) leaves the payload to the next one too. */
 #define CP_SHORT_READ 16
 
-/* Inside a TLS library call: a write's payload is its plaintext, a read's
- * plaintext follows in a CP_EV_TLS_READ. */
-#define CP_SOCK_F_TLS 0x01
-/* A Unix-domain socket with its own address (not an autobind's): tells a
- * server's side of a connection open before the recording. */
-#define CP_SOCK_F_BOUND 0x02
-/* A MSG_PEEK read: its bytes stay queued for the next read. */
-#define CP_SOCK_F_PEEK 0x04
-/* An io_uring request's transfer: call, fd and payload as submitted (fd -1
- * on a fixed file). */
-#define CP_SOCK_F_URING 0x08
-/* A TLS write's plaintext went on past payload_len (bytes counts the
- * ciphertext, so it cannot say). */
-#define CP_SOCK_F_CUT 0x10
-/* HTTP/2: after the payload, struct cp_sock_piece headers each followed by
- * its bytes (frame headers, header blocks); a zero-length piece ends them. */
+#define CP_SOCK_F_TLS 0x01   /* in a TLS call: a write's payload is plaintext */
+#define CP_SOCK_F_BOUND 0x02 /* AF_UNIX with its own address: a server's side */
+#define CP_SOCK_F_PEEK 0x04  /* MSG_PEEK */
+#define CP_SOCK_F_URING 0x08 /* an io_uring request's (fd -1: a fixed file) */
+#define CP_SOCK_F_CUT 0x10   /* the plaintext went on past payload_len */
+/* HTTP/2: after the payload, cp_sock_piece headers each followed by its
+ * bytes; a zero-length piece ends them. */
 #define CP_SOCK_F_PIECES 0x20
 
 struct cp_sock_piece {
@@ -264,8 +240,7 @@ struct cp_sock_piece {
 	__u8 len[2]; /* little-endian length */
 };
 
-/* Data arrived on a target's socket (softirq, usually). TCP: rcv_nxt after
- * the data. UDP: the datagram's addresses (source = remote), rcv_nxt 0. */
+/* Data arrived on a target's socket. UDP: the datagram's addresses, rcv_nxt 0. */
 struct cp_ev_sk_data_ready {
 	struct cp_hdr h;
 	__u16 family;
@@ -304,8 +279,7 @@ enum cp_block_phase {
 	CP_BLOCK_COMPLETE = 1,
 };
 
-/* Block requests of a target, completion matched by (dev, sector); the
- * complete record's pid/tid are the issuer's, not current's. */
+/* pid/tid: the issuer's, also at completion */
 struct cp_ev_block {
 	struct cp_hdr h;
 	__u64 sector;
@@ -315,8 +289,7 @@ struct cp_ev_block {
 	__u8 __pad[7];
 };
 
-/* While the victim (hdr.pid/tid) was runnable on hdr.cpu, culprit held the
- * CPU for ns; written when the victim runs again, one per culprit. */
+/* culprit held hdr.cpu for ns while the victim (hdr.pid/tid) waited for it */
 struct cp_ev_runq_culprit {
 	struct cp_hdr h;
 	__u32 culprit_pid;
@@ -339,32 +312,26 @@ enum cp_tls_call {
 	CP_TLS_SSL_READ_EX = 1,
 	CP_TLS_SSL_WRITE = 2,
 	CP_TLS_SSL_WRITE_EX = 3,
-	/* Go's crypto/tls (*Conn).Read and Write */
-	CP_TLS_GO_READ = 4,
+	CP_TLS_GO_READ = 4, /* Go's crypto/tls */
 	CP_TLS_GO_WRITE = 5,
-	/* probe cookies only, never in a record */
-	CP_TLS_GO_HANDSHAKE = 6,
+	CP_TLS_GO_HANDSHAKE = 6, /* probe cookies only */
 	CP_TLS_SSL_HANDSHAKE = 7,
-	/* SSL_read/SSL_read_ex (SSL_write/_ex) probed where both begin
-	 * (user/record/tls_at.c) */
-	CP_TLS_SSL_READ_ANY = 8,
+	CP_TLS_SSL_READ_ANY = 8, /* SSL_read and _ex probed where both begin */
 	CP_TLS_SSL_WRITE_ANY = 9,
 };
 
-/* go_tls_return's cookie bit: probed at Read's copy of the plaintext, not a
- * RET (user/record/gotls.c). */
+/* cookie bit: probed at Read's copy of the plaintext, not a RET */
 #define CP_TLS_GO_AT_COPY 0x100
 
-/* Whether a TLS call code is a write (its plaintext goes out). */
 static inline int cp_tls_call_writes(__u8 call)
 {
 	return call == CP_TLS_SSL_WRITE || call == CP_TLS_SSL_WRITE_EX ||
 	       call == CP_TLS_SSL_WRITE_ANY || call == CP_TLS_GO_WRITE;
 }
 
-/* A TLS read's plaintext, written when a socket read inside it was the first
- * after a change of direction (every read on HTTP/2); fd and addresses are
- * that read's. Over memory buffers (Node.js): fd -1, and writes too. */
+/* A TLS read's plaintext, when a socket read inside it turned the direction
+ * (every read on HTTP/2), with that read's connection. On memory buffers: fd
+ * -1, and writes too. */
 struct cp_ev_tls_read {
 	struct cp_hdr h;
 	__u64 enter_ts;		/* when the library call began */
@@ -379,13 +346,10 @@ struct cp_ev_tls_read {
 	__u8 laddr[CP_ADDR_LEN];
 	__u8 raddr[CP_ADDR_LEN];
 	__u16 payload_len;
-	/* the call's SSL * (Go: *tls.Conn), low 48 bits little-endian
-	 * (0: not recorded) */
-	__u8 tls_id[6];
+	__u8 tls_id[6];		/* SSL * (Go: *tls.Conn), low 48 bits LE; 0: none */
 	__u8 payload[CP_PAYLOAD_MAX];
 };
 
-/* A CP_EV_TLS_READ's tls_id as a number, 0 when not recorded. */
 static inline __u64 cp_tls_id(const struct cp_ev_tls_read *e)
 {
 	__u64 id = 0;
@@ -395,10 +359,7 @@ static inline __u64 cp_tls_id(const struct cp_ev_tls_read *e)
 	return id;
 }
 
-/* Metadata records, written by the recorder. */
-
-/* hdr.pid: the process; data: exe (exe_len bytes) then cmdline
- * (cmdline_len bytes, NUL-separated). */
+/* Metadata, written by the recorder. data: exe, then cmdline (NUL-separated). */
 struct cp_md_process {
 	struct cp_hdr h;
 	__u32 ppid;
@@ -408,13 +369,12 @@ struct cp_md_process {
 	char data[];
 };
 
-/* hdr.pid/tid = the thread. */
 struct cp_md_thread {
 	struct cp_hdr h;
 	char comm[CP_COMM_LEN];
 };
 
-/* A socket a target had open when recording started (or learned later). */
+/* A socket open before the recording (or learned later). */
 struct cp_md_socket {
 	struct cp_hdr h;
 	__s32 fd;
@@ -442,7 +402,7 @@ enum cp_hook_status {
 	CP_HOOK_UNAVAILABLE = 2,
 };
 
-/* Which hooks the recorder used. name/detail NUL-terminated. */
+/* Which hooks the recorder used. */
 struct cp_md_hook {
 	struct cp_hdr h;
 	__u8 status;		/* enum cp_hook_status */
@@ -451,7 +411,7 @@ struct cp_md_hook {
 	char detail[128];
 };
 
-/* A --probe definition: probe_id, binary path, symbol. */
+/* A --probe definition. */
 struct cp_md_probe {
 	struct cp_hdr h;
 	__u32 probe_id;

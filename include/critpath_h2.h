@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* The one HTTP/2 detector, compiled by the BPF programs, the redaction and
- * the report alike so they cannot disagree. */
+/* The one HTTP/2 detector: BPF, redaction and report cannot disagree. */
 #ifndef CRITPATH_H2_H
 #define CRITPATH_H2_H
 
@@ -23,9 +22,8 @@ static __always_inline int cp_h2_preface(const __u8 *b)
 	       b[15] == '\n';
 }
 
-/* 1 when a transfer's first len bytes show HTTP/2; *from_start: they begin
- * a direction (preface, SETTINGS), not a connection joined midway (SETTINGS
- * ACK, a client's HEADERS). */
+/* 1 when a transfer's first bytes show HTTP/2; *from_start: they begin a
+ * direction (preface, SETTINGS), not a connection joined midway. */
 static __always_inline int cp_h2_detect(const __u8 *b, __u64 len, int *from_start)
 {
 	__u32 flen, sid;

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only) */
-/* Shared with the recorder besides the records: a syscall's state in flight
- * (read back at stop for calls still blocked) and the syscall table. */
+/* A syscall's state in flight (the recorder reads it at stop) and the syscall table. */
 #ifndef CRITPATH_INFLIGHT_H
 #define CRITPATH_INFLIGHT_H
 
@@ -12,9 +11,8 @@ enum cp_inflight_kind {
 	INFLIGHT_POLL = 3,
 };
 
-/* cp_inflight.uring */
-#define URING_REQ 1 /* an io_uring request's transfer (CP_SOCK_F_URING) */
-#define URING_BUF 2 /* its arg0 is the data's buffer, whatever the call */
+#define URING_REQ 1 /* cp_inflight.uring: an io_uring request's transfer */
+#define URING_BUF 2 /* arg0 is the data's buffer, whatever the call */
 
 struct cp_inflight {
 	__u64 ts;
@@ -24,9 +22,9 @@ struct cp_inflight {
 	__u64 sk;   /* struct sock * */
 	__u32 pid;
 	__s32 fd;
-	__u8 kind; /* enum cp_inflight_kind; 0: the slot is free */
+	__u8 kind; /* enum cp_inflight_kind; 0: free */
 	__u8 call;
-	__u8 peek; /* a read with MSG_PEEK: CP_SOCK_F_PEEK */
+	__u8 peek; /* MSG_PEEK */
 	__u8 sock_type;
 	__u16 family;
 	__u16 lport;

@@ -91,7 +91,7 @@ static uint32_t bio_known(struct kp *kp, uint32_t host, const struct cp_ev_tls_r
 	uint32_t ci;
 
 	*key = kp__tls_conn_key(host, e);
-	ci = *key ? kp_map__get(&kp->tlsmap, *key) : KP_NONE;
+	ci = *key ? u64map__get(&kp->tlsmap, *key) : KP_NONE;
 	if (ci != KP_NONE && (kp->cn[ci].tls_key != *key || kp->cn[ci].closed_at))
 		return KP_NONE;
 	return ci;
@@ -101,7 +101,7 @@ uint32_t kp__bio_learn(struct kp *kp, uint32_t ci, uint64_t key)
 {
 	kp->cn[ci].tls_bio = 1;
 	if (key && kp->cn[ci].tls_key != key) {
-		if (kp_map__put(&kp->tlsmap, key, ci))
+		if (u64map__put(&kp->tlsmap, key, ci))
 			return KP_NONE; /* out of memory: as if unknown */
 		kp->cn[ci].tls_key = key;
 	}
@@ -149,7 +149,7 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 	/* the connection of the socket read inside it: known by then */
 	if ((e->family == AF_INET || e->family == AF_INET6) && (e->lport || e->rport)) {
 		kp__addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
-		ci = kp_map__get(&kp->cnmap, addr_hash(host, &a));
+		ci = u64map__get(&kp->cnmap, addr_hash(host, &a));
 		if (ci != KP_NONE && (kp->cn[ci].host != host || !kp__addr_eq(&kp->cn[ci].a, &a)))
 			ci = KP_NONE;
 		/* Go's writes and buffered reads are this connection's too */
@@ -160,7 +160,7 @@ int kp__conn_tls_read(struct kp *kp, uint32_t host, const struct cp_ev_tls_read 
 		if (ci == KP_NONE)
 			kp->bio_rd_lost++;
 	} else {
-		ci = kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
+		ci = u64map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
 	}
 	if (ci == KP_NONE)
 		return 0;

@@ -420,8 +420,8 @@ int kp__conn_finish_open(struct kp *kp, uint32_t ci)
 /* The fd no longer names the connection. */
 static void conn_forget_fd(struct kp *kp, uint32_t ci, uint64_t fk)
 {
-	if (kp_map__get(&kp->fdmap, fk) == ci)
-		kp_map__del(&kp->fdmap, fk);
+	if (u64map__get(&kp->fdmap, fk) == ci)
+		u64map__del(&kp->fdmap, fk);
 	if (kp->cn[ci].fdkey == fk)
 		kp->cn[ci].fdkey = 0;
 }
@@ -489,15 +489,15 @@ void kp__conn_recycle(struct kp *kp, uint64_t mark)
 			kp->closed[keep++] = ci;
 			continue;
 		}
-		if (kp_map__get(&kp->cnmap, addr_hash(c->host, &c->a)) == ci)
-			kp_map__del(&kp->cnmap, addr_hash(c->host, &c->a));
-		if (kp->multi_host && kp_map__get(&kp->repmap, rep_key(c->host, &c->a)) == ci)
-			kp_map__del(&kp->repmap, rep_key(c->host, &c->a));
-		if (kp->multi_host && kp_map__get(&kp->lepmap, lep_key(c->host, &c->a)) == ci)
-			kp_map__del(&kp->lepmap, lep_key(c->host, &c->a));
+		if (u64map__get(&kp->cnmap, addr_hash(c->host, &c->a)) == ci)
+			u64map__del(&kp->cnmap, addr_hash(c->host, &c->a));
+		if (kp->multi_host && u64map__get(&kp->repmap, rep_key(c->host, &c->a)) == ci)
+			u64map__del(&kp->repmap, rep_key(c->host, &c->a));
+		if (kp->multi_host && u64map__get(&kp->lepmap, lep_key(c->host, &c->a)) == ci)
+			u64map__del(&kp->lepmap, lep_key(c->host, &c->a));
 		if (c->a.proto == IPPROTO_UDP &&
-		    kp_map__get(&kp->uportmap, uport_key(c->host, &c->a)) == ci)
-			kp_map__del(&kp->uportmap, uport_key(c->host, &c->a));
+		    u64map__get(&kp->uportmap, uport_key(c->host, &c->a)) == ci)
+			u64map__del(&kp->uportmap, uport_key(c->host, &c->a));
 		if (c->fdkey)
 			conn_forget_fd(kp, ci, c->fdkey);
 		peer = c->peer;

@@ -68,7 +68,7 @@ static inline uint32_t conn_find(struct kp *kp, uint32_t host, const struct kp_a
 	    kp__addr_eq(&kp->cn[i].a, a))
 		return i;
 	*key = addr_hash(host, a);
-	i = kp_map__get(&kp->cnmap, *key);
+	i = u64map__get(&kp->cnmap, *key);
 	if (i != KP_NONE && kp->cn[i].host == host && kp__addr_eq(&kp->cn[i].a, a)) {
 		*hint = i;
 		return i;
@@ -99,7 +99,7 @@ static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, 
 	c->proc = c->last_proc = KP_NONE;
 	c->peer = KP_NONE;
 	c->req.reader = c->req.writer = KP_NONE;
-	if (kp_map__put(&kp->cnmap, key, i)) {
+	if (u64map__put(&kp->cnmap, key, i)) {
 		c->a.family = 0; /* free, as kp__conn's hint check reads it */
 		if (i < kp->ncn)
 			kp->freecn[kp->nfreecn++] = i; /* still free */
@@ -110,8 +110,8 @@ static uint32_t conn_new(struct kp *kp, uint32_t host, const struct kp_addr *a, 
 	*conn_hint(kp, a) = i;
 	if (kp->multi_host && a->proto != IPPROTO_UDP && a->family != AF_UNIX) {
 		/* hints for nat_peer: no loss if not taken */
-		kp_map__put(&kp->repmap, rep_key(host, a), i);
-		kp_map__put(&kp->lepmap, lep_key(host, a), i);
+		u64map__put(&kp->repmap, rep_key(host, a), i);
+		u64map__put(&kp->lepmap, lep_key(host, a), i);
 	}
 	return i;
 }
@@ -130,7 +130,7 @@ uint32_t kp__conn(struct kp *kp, uint32_t host, const struct kp_addr *a)
 
 static uint32_t uport_get(struct kp *kp, uint32_t host, const struct kp_addr *a)
 {
-	uint32_t i = kp_map__get(&kp->uportmap, uport_key(host, a));
+	uint32_t i = u64map__get(&kp->uportmap, uport_key(host, a));
 	const struct kp_conn *c = i < kp->ncn ? &kp->cn[i] : NULL;
 
 	if (!c || c->host != host || c->a.proto != IPPROTO_UDP || c->a.family != a->family ||
@@ -159,7 +159,7 @@ uint32_t kp__udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lp
 	}
 	if (ci == KP_NONE) {
 		ci = conn_new(kp, host, &a, key, other);
-		if (ci == KP_NONE || kp_map__put(&kp->uportmap, uport_key(host, &a), ci))
+		if (ci == KP_NONE || u64map__put(&kp->uportmap, uport_key(host, &a), ci))
 			return KP_NONE;
 	}
 	c = &kp->cn[ci];
@@ -175,12 +175,12 @@ uint32_t kp__udp_flow(struct kp *kp, uint32_t host, uint16_t family, uint16_t lp
 static struct kp_udpq *udpq(struct kp *kp, uint32_t host, uint16_t family, uint16_t port, bool make)
 {
 	uint64_t key = (uint64_t)host << 32 | (uint64_t)family << 16 | port;
-	uint32_t i = kp_map__get(&kp->uqmap, key);
+	uint32_t i = u64map__get(&kp->uqmap, key);
 
 	if (i != KP_NONE)
 		return &kp->uq[i];
 	if (!make || kp__grow((void **)&kp->uq, &kp->capuq, kp->nuq + 1, sizeof(*kp->uq)) ||
-	    kp_map__put(&kp->uqmap, key, kp->nuq))
+	    u64map__put(&kp->uqmap, key, kp->nuq))
 		return NULL;
 	memset(&kp->uq[kp->nuq], 0, sizeof(kp->uq[kp->nuq]));
 	return &kp->uq[kp->nuq++];
@@ -285,7 +285,7 @@ static uint64_t unix_ino(const uint8_t *a)
 static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock *e)
 {
 	uint64_t fk = fd_key(host, e->h.pid, e->fd), ino = unix_ino(e->laddr);
-	uint32_t i = kp_map__get(&kp->fdmap, fk);
+	uint32_t i = u64map__get(&kp->fdmap, fk);
 	bool begins =
 	    e->call == CP_SOCK_ACCEPT || e->call == CP_SOCK_ACCEPT4 || e->call == CP_SOCK_CONNECT;
 	struct kp_addr a;
@@ -298,7 +298,7 @@ static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 		if (i == KP_NONE || unix_ino(kp->cn[i].a.laddr) != ino) {
 			memcpy(a.laddr, &ino, sizeof(ino));
 			i = kp__conn(kp, host, &a);
-			if (i != KP_NONE && e->fd >= 0 && !kp_map__put(&kp->fdmap, fk, i))
+			if (i != KP_NONE && e->fd >= 0 && !u64map__put(&kp->fdmap, fk, i))
 				kp->cn[i].fdkey = fk;
 		}
 		if (i != KP_NONE && !kp->cn[i].unix_peer)
@@ -311,7 +311,7 @@ static uint32_t unix_conn(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	memcpy(a.laddr, &kp->unix_serial, sizeof(kp->unix_serial));
 	a.laddr[CP_ADDR_LEN - 1] = 1; /* never an inode's key */
 	i = kp__conn(kp, host, &a);
-	if (i != KP_NONE && !kp_map__put(&kp->fdmap, fk, i))
+	if (i != KP_NONE && !u64map__put(&kp->fdmap, fk, i))
 		kp->cn[i].fdkey = fk;
 	return i;
 }
@@ -344,14 +344,14 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	if (e->family == AF_UNIX)
 		return unix_conn(kp, host, e);
 	if ((e->family != AF_INET && e->family != AF_INET6) || (!e->lport && !e->rport))
-		return kp_map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
+		return u64map__get(&kp->fdmap, fd_key(host, e->h.pid, e->fd));
 	/* the fd usually names the conn: checked against the address, no
 	 * hashing */
 	if (e->fd >= 0) {
 		uint64_t fk = fd_key(host, e->h.pid, e->fd);
 		struct kp_conn *c;
 
-		i = kp_map__get(&kp->fdmap, fk);
+		i = u64map__get(&kp->fdmap, fk);
 		c = i != KP_NONE ? &kp->cn[i] : NULL;
 		if (c && c->host == host && !c->displaced && c->a.family == e->family &&
 		    c->a.lport == e->lport && c->a.rport == e->rport &&
@@ -364,7 +364,7 @@ uint32_t kp__conn_by_sock(struct kp *kp, uint32_t host, const struct cp_ev_sock 
 	kp__addr_of(&a, e->family, e->lport, e->rport, e->laddr, e->raddr);
 	i = kp__conn(kp, host, &a);
 	if (i != KP_NONE && e->fd >= 0 &&
-	    !kp_map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i))
+	    !u64map__put(&kp->fdmap, fd_key(host, e->h.pid, e->fd), i))
 		kp->cn[i].fdkey = fd_key(host, e->h.pid, e->fd);
 	return i;
 }
@@ -397,7 +397,7 @@ static uint32_t nat_peer(struct kp *kp, uint32_t conn)
 	memset(&me, 0, sizeof(me));
 	me.family = c->a.family;
 	for (int side = 0; side < 2; side++) {
-		const struct kp_map *m = side ? &kp->lepmap : &kp->repmap;
+		const struct u64map *m = side ? &kp->lepmap : &kp->repmap;
 
 		me.rport = side ? c->a.rport : c->a.lport;
 		memcpy(me.raddr, side ? c->a.raddr : c->a.laddr, CP_ADDR_LEN);
@@ -407,7 +407,7 @@ static uint32_t nat_peer(struct kp *kp, uint32_t conn)
 
 			if (host == c->host)
 				continue;
-			i = kp_map__get(m, rep_key(host, &me));
+			i = u64map__get(m, rep_key(host, &me));
 			if (i == KP_NONE || i == conn)
 				continue;
 			s = &kp->cn[i];
@@ -448,7 +448,7 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 
 		if (k && host == c->host)
 			continue;
-		i = kp_map__get(&kp->cnmap, addr_hash(host, &r));
+		i = u64map__get(&kp->cnmap, addr_hash(host, &r));
 		if ((i == KP_NONE || !kp__addr_eq(&kp->cn[i].a, &r)) && r.proto == IPPROTO_UDP)
 			i = uport_get(kp, host, &r);
 		if (i != KP_NONE && i != conn && kp->cn[i].host == host &&

@@ -73,110 +73,6 @@ void kp__win_free(void **arr, uint32_t *off, size_t elem)
 	*off = 0;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
-static int map_rehash(struct kp_map *m, uint32_t cap)
-{
-	uint64_t *keys = calloc(cap, sizeof(*keys));
-	uint32_t *vals = malloc((size_t)cap * sizeof(*vals));
-
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < cap; i++)
-		vals[i] = KP_NONE;
-	for (uint32_t i = 0; i < m->cap; i++) {
-		uint32_t h;
-
-		if (m->vals[i] == KP_NONE)
-			continue;
-		h = (uint32_t)mix64(m->keys[i]) & (cap - 1);
-		while (vals[h] != KP_NONE)
-			h = (h + 1) & (cap - 1);
-		keys[h] = m->keys[i];
-		vals[h] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = keys;
-	m->vals = vals;
-	m->cap = cap;
-	return 0;
-}
-
-int kp_map__put(struct kp_map *m, uint64_t key, uint32_t val)
-{
-	uint32_t h;
-
-	if ((m->n + 1) * 2 > m->cap && map_rehash(m, m->cap ? m->cap * 2 : 64))
-		return -ENOMEM;
-	h = (uint32_t)mix64(key) & (m->cap - 1);
-	while (m->vals[h] != KP_NONE && m->keys[h] != key)
-		h = (h + 1) & (m->cap - 1);
-	if (m->vals[h] == KP_NONE)
-		m->n++;
-	m->keys[h] = key;
-	m->vals[h] = val;
-	return 0;
-}
-
-uint32_t kp_map__get(const struct kp_map *m, uint64_t key)
-{
-	uint32_t h;
-
-	if (!m->cap)
-		return KP_NONE;
-	h = (uint32_t)mix64(key) & (m->cap - 1);
-	while (m->vals[h] != KP_NONE) {
-		if (m->keys[h] == key)
-			return m->vals[h];
-		h = (h + 1) & (m->cap - 1);
-	}
-	return KP_NONE;
-}
-
-void kp_map__del(struct kp_map *m, uint64_t key)
-{
-	uint32_t h, j, mask = m->cap - 1;
-
-	if (!m->cap)
-		return;
-	h = (uint32_t)mix64(key) & mask;
-	while (m->vals[h] != KP_NONE && m->keys[h] != key)
-		h = (h + 1) & mask;
-	if (m->vals[h] == KP_NONE)
-		return;
-	m->vals[h] = KP_NONE;
-	m->n--;
-	for (j = (h + 1) & mask; m->vals[j] != KP_NONE; j = (j + 1) & mask) {
-		uint32_t home = (uint32_t)mix64(m->keys[j]) & mask;
-
-		/* stays when home lies cyclically in (h, j] */
-		if (h <= j ? (home > h && home <= j) : (home > h || home <= j))
-			continue;
-		m->keys[h] = m->keys[j];
-		m->vals[h] = m->vals[j];
-		m->vals[j] = KP_NONE;
-		h = j;
-	}
-}
-
-void kp_map__free(struct kp_map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
-}
-
 int kp__init(struct kp *kp, kp_emit_fn emit, void *arg)
 {
 	memset(kp, 0, sizeof(*kp));
@@ -212,7 +108,7 @@ void kp__free(struct kp *kp)
 		free(t->bw.buf);
 	}
 	free(kp->probes);
-	kp_map__free(&kp->probemap);
+	u64map__free(&kp->probemap);
 	for (uint32_t i = 0; i < kp->npr; i++)
 		free(kp->pr[i].listen);
 	for (uint32_t i = 0; i < kp->ncn; i++) {
@@ -242,20 +138,20 @@ void kp__free(struct kp *kp)
 	for (uint32_t i = 0; i < kp->nuq; i++)
 		kp__win_free((void **)&kp->uq[i].e, &kp->uq[i].off, sizeof(*kp->uq[i].e));
 	free(kp->uq);
-	kp_map__free(&kp->uqmap);
-	kp_map__free(&kp->uportmap);
+	u64map__free(&kp->uqmap);
+	u64map__free(&kp->uportmap);
 	free(kp->ws);
 	free(kp->culs);
 	free(kp->strs);
 	free(kp->own);
 	intern__free(kp->own_intern);
-	kp_map__free(&kp->thmap);
-	kp_map__free(&kp->prmap);
-	kp_map__free(&kp->cnmap);
-	kp_map__free(&kp->repmap);
-	kp_map__free(&kp->lepmap);
-	kp_map__free(&kp->fdmap);
-	kp_map__free(&kp->tlsmap);
+	u64map__free(&kp->thmap);
+	u64map__free(&kp->prmap);
+	u64map__free(&kp->cnmap);
+	u64map__free(&kp->repmap);
+	u64map__free(&kp->lepmap);
+	u64map__free(&kp->fdmap);
+	u64map__free(&kp->tlsmap);
 	memset(kp, 0, sizeof(*kp));
 }
 

@@ -12,8 +12,9 @@
 #include "critpath_abi.h"
 #include "model.h"
 #include "proto.h"
+#include "util.h"
 
-#define KP_NONE UINT32_MAX
+#define KP_NONE U64MAP_NONE /* no index; also what the maps answer for absent */
 #define KP_OPEN UINT64_MAX		/* end of an interval still open */
 #define KP_KEEP_NS 1000000000ull	/* state kept behind the stream at least */
 #define KP_WRITE_SLACK_NS 5000000ull	/* Recordings (merged by time) to sink: 0, or -errno after a message. */
@@ -354,12 +355,6 @@ struct kp_probe_name {
 
 struct intern;
 
-struct kp_map {
-	uint64_t *keys;
-	uint32_t *vals;
-	uint32_t cap, n; /* cap is a power of two */
-};
-
 struct kp {
 	kp_emit_fn emit;
 	void *emit_arg;
@@ -375,11 +370,11 @@ struct kp {
 
 	struct kp_thread *th;
 	uint32_t nth, capth;
-	struct kp_map thmap; /* host << 32 | tid → thread index */
+	struct u64map thmap; /* host << 32 | tid → thread index */
 	uint32_t th_hint[KP_TH_HINTS];
 	struct kp_proc *pr;
 	uint32_t npr, cappr;
-	struct kp_map prmap; /* host << 32 | pid → process index */
+	struct u64map prmap; /* host << 32 | pid → process index */
 	uint32_t pr_hint[KP_PR_HINTS];
 	uint32_t *freeth, nfreeth, capfreeth;
 	uint32_t *freepr, nfreepr, capfreepr;
@@ -388,14 +383,14 @@ struct kp {
 	uint64_t threads_recycled, procs_recycled;
 	struct kp_conn *cn;
 	uint32_t ncn, capcn;
-	struct kp_map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
+	struct u64map cnmap; /* hash of (host, tuple) → conn index (chained by probing) */
 	/* (host, remote/local end) → the last TCP conn, for peers behind
 	 * DNAT */
-	struct kp_map repmap, lepmap;
+	struct u64map repmap, lepmap;
 	bool multi_host;
 	uint64_t skew_clipped, skew_clipped_max;
-	struct kp_map fdmap; /* host, pid, fd → conn index (records without addresses) */
-	struct kp_map tlsmap;
+	struct u64map fdmap; /* host, pid, fd → conn index (records without addresses) */
+	struct u64map tlsmap;
 	uint32_t cn_hint[KP_CN_HINTS];
 	uint32_t *closed, nclosed, capclosed;
 	uint32_t *freecn, nfreecn, capfreecn;
@@ -404,8 +399,8 @@ struct kp {
 	uint64_t unix_serial; /* Unix-domain connections: their "address" */
 	struct kp_udpq *uq;
 	uint32_t nuq, capuq;
-	struct kp_map uqmap;
-	struct kp_map uportmap;
+	struct u64map uqmap;
+	struct u64map uportmap;
 	uint64_t udp_unknown; /* datagram reads whose sender was not known */
 	uint64_t dq_dropped;  /* datagram queries past KP_DQ_MAX waiting on a flow */
 	struct kp_loss *loss;
@@ -413,7 +408,7 @@ struct kp {
 	struct kp_lastdr *lastdr;     /* [host * KP_MAX_CPUS + cpu] */
 	struct kp_probe_name *probes; /* --probe symbols */
 	uint32_t nprobes, capprobes;
-	struct kp_map probemap; /* host << 32 | probe_id → probes index */
+	struct u64map probemap; /* host << 32 | probe_id → probes index */
 	uint32_t nlastdr;
 
 	uint64_t now;		    /* the stream's time (latest hdr.ts) */
@@ -527,11 +522,6 @@ int kp__advance(struct kp *kp, uint32_t src, uint64_t ts);
 /* Ends the stream: finishes requests, sends every one still waiting. */
 int kp__finish(struct kp *kp);
 
-/* maps (kpath/core.c) */
-int kp_map__put(struct kp_map *m, uint64_t key, uint32_t val);
-uint32_t kp_map__get(const struct kp_map *m, uint64_t key);
-void kp_map__del(struct kp_map *m, uint64_t key);
-void kp_map__free(struct kp_map *m);
 int kp__grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 static inline int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {

@@ -19,7 +19,7 @@ uint32_t kp__proc_find(struct kp *kp, uint32_t host, int32_t pid)
 
 	if (i < kp->npr && kp->pr[i].pid == pid && kp->pr[i].host == host)
 		return i;
-	i = kp_map__get(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid);
+	i = u64map__get(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid);
 	if (i != KP_NONE)
 		*hint = i;
 	return i;
@@ -49,7 +49,7 @@ static uint32_t proc_new(struct kp *kp, uint32_t host, int32_t pid)
 			       kp->nfreepr);
 	struct kp_proc *p;
 
-	if (i == KP_NONE || kp_map__put(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid, i))
+	if (i == KP_NONE || u64map__put(&kp->prmap, (uint64_t)host << 32 | (uint32_t)pid, i))
 		return KP_NONE;
 	slot_commit(i, &kp->npr, &kp->nfreepr);
 	p = &kp->pr[i];
@@ -74,7 +74,7 @@ uint32_t kp__thread_find(const struct kp *kp, uint32_t host, int32_t tid)
 
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
-	return kp_map__get(&kp->thmap, key);
+	return u64map__get(&kp->thmap, key);
 }
 
 static uint32_t thread_new(struct kp *kp, uint32_t host, int32_t pid, int32_t tid, uint32_t p)
@@ -84,7 +84,7 @@ static uint32_t thread_new(struct kp *kp, uint32_t host, int32_t pid, int32_t ti
 	uint64_t key = (uint64_t)host << 32 | (uint32_t)tid;
 	struct kp_thread *t;
 
-	if (i == KP_NONE || kp_map__put(&kp->thmap, key, i))
+	if (i == KP_NONE || u64map__put(&kp->thmap, key, i))
 		return KP_NONE;
 	slot_commit(i, &kp->nth, &kp->nfreeth);
 	t = &kp->th[i];
@@ -110,7 +110,7 @@ uint32_t kp__thread(struct kp *kp, uint32_t host, int32_t pid, int32_t tid)
 
 	if (i < kp->nth && kp->th[i].key == key && kp->th[i].proc != KP_NONE)
 		return i;
-	i = kp_map__get(&kp->thmap, key);
+	i = u64map__get(&kp->thmap, key);
 	if (i != KP_NONE) {
 		*hint = i;
 		return i;
@@ -422,7 +422,7 @@ int kp__tl_culprit(struct kp *kp, uint32_t host, const struct cp_ev_runq_culprit
 static uint32_t probe_name(struct kp *kp, uint32_t host, uint32_t id, const char *sym)
 {
 	uint64_t key = (uint64_t)host << 32 | id;
-	uint32_t i = kp_map__get(&kp->probemap, key);
+	uint32_t i = u64map__get(&kp->probemap, key);
 
 	if (i == KP_NONE) {
 		if (kp__grow((void **)&kp->probes, &kp->capprobes, kp->nprobes + 1,
@@ -431,7 +431,7 @@ static uint32_t probe_name(struct kp *kp, uint32_t host, uint32_t id, const char
 		i = kp->nprobes;
 		snprintf(kp->probes[i].name, KP_NAME_LEN, "probe%u", id);
 		kp->probes[i].iname = kp__intern(kp, kp->probes[i].name);
-		if (!kp->probes[i].iname || kp_map__put(&kp->probemap, key, i))
+		if (!kp->probes[i].iname || u64map__put(&kp->probemap, key, i))
 			return KP_NONE;
 		kp->nprobes++;
 	}
@@ -797,8 +797,8 @@ static void thread_recycle(struct kp *kp, uint32_t i)
 {
 	struct kp_thread *t = &kp->th[i];
 
-	if (kp_map__get(&kp->thmap, t->key) == i)
-		kp_map__del(&kp->thmap, t->key);
+	if (u64map__get(&kp->thmap, t->key) == i)
+		u64map__del(&kp->thmap, t->key);
 	kp__win_free((void **)&t->iv, &t->ivoff, sizeof(*t->iv));
 	kp__win_free((void **)&t->cul, &t->culoff, sizeof(*t->cul));
 	kp__win_free((void **)&t->pev, &t->pevoff, sizeof(*t->pev));
@@ -817,8 +817,8 @@ static void proc_recycle(struct kp *kp, uint32_t i)
 	struct kp_proc *p = &kp->pr[i];
 	uint64_t key = (uint64_t)p->host << 32 | (uint32_t)p->pid;
 
-	if (kp_map__get(&kp->prmap, key) == i)
-		kp_map__del(&kp->prmap, key);
+	if (u64map__get(&kp->prmap, key) == i)
+		u64map__del(&kp->prmap, key);
 	if (kp->pr_hint[(uint32_t)p->pid % KP_PR_HINTS] == i)
 		kp->pr_hint[(uint32_t)p->pid % KP_PR_HINTS] = KP_NONE;
 	free(p->listen);

@@ -10,83 +10,60 @@
 
 #include "engine.h"
 #include "profile.pb-c.h"
+#include "util.h"
 
 #define PPROF_NVALUES 3
 
-/* string → string_table index, open addressing over a power-of-two table */
+/* string → string_table index, through util's index */
 struct strtab {
 	char **strs; /* string_table, strs[0] = "" */
 	uint32_t n, cap;
-	uint32_t *slots; /* index + 1, 0 = empty */
-	uint32_t nslots;
+	struct index ix;
 };
 
-static uint64_t strtab__hash(const char *s)
+static uint64_t strtab__hash_of(const void *ctx, uint32_t i)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return hash__cstr(((const struct strtab *)ctx)->strs[i]);
 }
 
-static int strtab__grow_slots(struct strtab *t)
-{
-	uint32_t nslots = t->nslots ? t->nslots * 2 : 256, i, j;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+struct strtab_key {
+	const struct strtab *t;
+	const char *s;
+};
 
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < t->n; i++) {
-		j = strtab__hash(t->strs[i]) & (nslots - 1);
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return 0;
+static bool strtab__eq(const void *ctx, uint32_t i)
+{
+	const struct strtab_key *k = ctx;
+
+	return !strcmp(k->t->strs[i], k->s);
 }
 
 /* The index of s, added when new; -errno on failure. The table points at s,
  * which must outlive it (engine results do). */
 static int64_t strtab__get(struct strtab *t, const char *s)
 {
-	uint32_t j;
+	struct strtab_key k = {t, s ? s : ""};
+	uint32_t *slot;
 	int err;
 
-	if (!s)
-		s = "";
-	if ((t->n + 1) * 2 > t->nslots) {
-		err = strtab__grow_slots(t);
-		if (err)
-			return err;
-	}
-	j = strtab__hash(s) & (t->nslots - 1);
-	while (t->slots[j]) {
-		if (!strcmp(t->strs[t->slots[j] - 1], s))
-			return t->slots[j] - 1;
-		j = (j + 1) & (t->nslots - 1);
-	}
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 64;
-		char **strs = realloc(t->strs, cap * sizeof(*strs));
-
-		if (!strs)
-			return -ENOMEM;
-		t->strs = strs;
-		t->cap = cap;
-	}
-	t->strs[t->n] = (char *)s;
-	t->slots[j] = ++t->n;
+	err = index__reserve_more(&t->ix, t->n, 1, strtab__hash_of, t);
+	if (err)
+		return err;
+	slot = index__find(&t->ix, hash__cstr(k.s), strtab__eq, &k);
+	if (*slot)
+		return *slot - 1;
+	err = grow_array((void **)&t->strs, &t->cap, t->n + 1, sizeof(*t->strs), 64);
+	if (err)
+		return err;
+	t->strs[t->n] = (char *)k.s;
+	*slot = ++t->n;
 	return t->n - 1;
 }
 
 static void strtab__free(struct strtab *t)
 {
 	free(t->strs);
-	free(t->slots);
+	free(t->ix.slots);
 }
 
 /* Everything a Profile message points at, in a few flat arrays. */

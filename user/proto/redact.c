@@ -14,6 +14,7 @@
 #include "proto_hpack.h"
 #include "proto_redact.h"
 #include "recording.h"
+#include "util.h"
 
 #define H2_HDR 9
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -49,16 +50,16 @@ struct rd_dir {
 struct rd_conn {
 	struct rd_key key;
 	uint64_t last; /* the last record's time */
-	bool used;
-	bool tls; /* its plaintext seen (addresses' key): its other records are ciphertext */
+	bool tls;      /* its plaintext seen (addresses' key): its other records are ciphertext */
 	struct rd_key addr; /* a tls_id key's socket, last named */
 	struct rd_dir d[2]; /* read, write */
 };
 
 struct redact {
 	uint32_t keep;
-	struct rd_conn *c; /* open addressing, linear probing */
+	struct rd_conn *c; /* n of them, found through ix */
 	uint32_t cap, n;
+	struct index ix;
 	struct redact_stats st;
 	uint8_t *buf; /* the rewritten record */
 };
@@ -90,10 +91,10 @@ void redact__free(struct redact *rd)
 {
 	if (!rd)
 		return;
-	for (uint32_t i = 0; i < rd->cap; i++)
-		if (rd->c[i].used)
-			conn_free(&rd->c[i]);
+	for (uint32_t i = 0; i < rd->n; i++)
+		conn_free(&rd->c[i]);
 	free(rd->c);
+	free(rd->ix.slots);
 	free(rd->buf);
 	free(rd);
 }
@@ -101,9 +102,9 @@ void redact__free(struct redact *rd)
 void redact__stats(const struct redact *rd, struct redact_stats *s)
 {
 	*s = rd->st;
-	for (uint32_t i = 0; i < rd->cap; i++)
+	for (uint32_t i = 0; i < rd->n; i++)
 		for (int d = 0; d < 2; d++)
-			if (rd->c[i].used && rd->c[i].d[d].used)
+			if (rd->c[i].d[d].used)
 				s->values += rd->c[i].d[d].hp.redacted;
 }
 
@@ -120,74 +121,66 @@ static uint64_t key_hash(const struct rd_key *k)
 	return h;
 }
 
-static struct rd_conn *conn_find(struct redact *rd, const struct rd_key *k)
+static uint64_t conn_hash_of(const void *ctx, uint32_t i)
 {
-	if (!rd->cap)
-		return NULL;
-	for (uint32_t i = (uint32_t)key_hash(k) & (rd->cap - 1);; i = (i + 1) & (rd->cap - 1)) {
-		if (!rd->c[i].used)
-			return NULL;
-		if (!memcmp(&rd->c[i].key, k, sizeof(*k)))
-			return &rd->c[i];
-	}
+	return key_hash(&((const struct redact *)ctx)->c[i].key);
 }
 
-/* Takes connection c out, moving back the ones after it that probed past. */
+struct conn_lookup {
+	const struct redact *rd;
+	const struct rd_key *k;
+};
+
+static bool conn_eq(const void *ctx, uint32_t i)
+{
+	const struct conn_lookup *l = ctx;
+
+	return !memcmp(&l->rd->c[i].key, l->k, sizeof(*l->k));
+}
+
+/* k's slot in rd->ix: its connection's index + 1, or the empty slot for it */
+static uint32_t *conn_slot(struct redact *rd, const struct rd_key *k)
+{
+	struct conn_lookup l = {rd, k};
+
+	return index__find(&rd->ix, key_hash(k), conn_eq, &l);
+}
+
+static struct rd_conn *conn_find(struct redact *rd, const struct rd_key *k)
+{
+	uint32_t *slot;
+
+	if (!rd->ix.cap)
+		return NULL;
+	slot = conn_slot(rd, k);
+	return *slot ? &rd->c[*slot - 1] : NULL;
+}
+
+/* Takes connection c out; the last one moves into its place. */
 static void conn_del(struct redact *rd, struct rd_conn *c)
 {
-	uint32_t mask = rd->cap - 1, i = (uint32_t)(c - rd->c), j = i;
+	uint32_t i = (uint32_t)(c - rd->c), last = rd->n - 1;
 
 	for (int d = 0; d < 2; d++) /* its count outlives it */
 		rd->st.values += c->d[d].used ? c->d[d].hp.redacted : 0;
+	index__del(&rd->ix, conn_slot(rd, &c->key), conn_hash_of, rd);
 	conn_free(c);
+	if (i != last) {
+		*conn_slot(rd, &rd->c[last].key) = i + 1;
+		rd->c[i] = rd->c[last];
+	}
 	rd->n--;
-	for (;;) {
-		uint32_t home;
-
-		j = (j + 1) & mask;
-		if (!rd->c[j].used)
-			return;
-		home = (uint32_t)key_hash(&rd->c[j].key) & mask;
-		/* stays when its home lies cyclically in (i, j] */
-		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
-			continue;
-		rd->c[i] = rd->c[j];
-		memset(&rd->c[j], 0, sizeof(rd->c[j]));
-		i = j;
-	}
-}
-
-static int grow(struct redact *rd)
-{
-	uint32_t cap = rd->cap ? rd->cap * 2 : 64;
-	struct rd_conn *old = rd->c, *c = calloc(cap, sizeof(*c));
-
-	if (!c)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < rd->cap; i++) {
-		uint32_t h;
-
-		if (!old[i].used)
-			continue;
-		for (h = (uint32_t)key_hash(&old[i].key) & (cap - 1); c[h].used; h = (h + 1) & (cap - 1))
-			;
-		c[h] = old[i];
-	}
-	free(old);
-	rd->c = c;
-	rd->cap = cap;
-	return 0;
 }
 
 /* Past RD_MAX_CONNS, connections idle for RD_IDLE_NS go (one that was
  * open is found again at its next HEADERS). */
 static void prune(struct redact *rd, uint64_t now)
 {
-	for (uint32_t i = 0; i < rd->cap;) {
+	for (uint32_t i = 0; i < rd->n;) {
 		struct rd_conn *c = &rd->c[i];
 
-		if (c->used && c->last + RD_IDLE_NS < now)
-			conn_del(rd, c); /* may move another into slot i */
+		if (c->last + RD_IDLE_NS < now)
+			conn_del(rd, c); /* moves the last one into i */
 		else
 			i++;
 	}
@@ -195,18 +188,18 @@ static void prune(struct redact *rd, uint64_t now)
 
 static struct rd_conn *conn_add(struct redact *rd, const struct rd_key *k, uint64_t now)
 {
-	uint32_t i;
+	struct rd_conn *c;
 
 	if (rd->n >= RD_MAX_CONNS)
 		prune(rd, now);
-	if ((rd->n + 1) * 2 > rd->cap && grow(rd))
+	if (index__reserve_more(&rd->ix, rd->n, 1, conn_hash_of, rd) ||
+	    grow_array((void **)&rd->c, &rd->cap, rd->n + 1, sizeof(*rd->c), 64))
 		return NULL;
-	for (i = (uint32_t)key_hash(k) & (rd->cap - 1); rd->c[i].used; i = (i + 1) & (rd->cap - 1))
-		;
-	rd->c[i].key = *k;
-	rd->c[i].used = true;
-	rd->n++;
-	return &rd->c[i];
+	*conn_slot(rd, k) = rd->n + 1;
+	c = &rd->c[rd->n++];
+	memset(c, 0, sizeof(*c));
+	c->key = *k;
+	return c;
 }
 
 /* As the recorder's BPF side decides a connection is HTTP/2 (sock_h2). */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
-/* util.h's growing arrays, string hash, interning and durations. */
+/* util.h's growing arrays, string hash, u64map, interning and durations. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -47,6 +47,110 @@ uint64_t hash__cstr(const char *s)
 uint64_t hash__str(uint64_t h, const char *s)
 {
 	return hash__u64(h, s ? hash__cstr(s) : 0x5bd1e995);
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static int u64map__rehash(struct u64map *m, uint32_t cap)
+{
+	uint64_t *keys = calloc(cap, sizeof(*keys));
+	uint32_t *vals = malloc((size_t)cap * sizeof(*vals));
+
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < cap; i++)
+		vals[i] = U64MAP_NONE;
+	for (uint32_t i = 0; i < m->cap; i++) {
+		uint32_t h;
+
+		if (m->vals[i] == U64MAP_NONE)
+			continue;
+		h = (uint32_t)mix64(m->keys[i]) & (cap - 1);
+		while (vals[h] != U64MAP_NONE)
+			h = (h + 1) & (cap - 1);
+		keys[h] = m->keys[i];
+		vals[h] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = keys;
+	m->vals = vals;
+	m->cap = cap;
+	return 0;
+}
+
+int u64map__put(struct u64map *m, uint64_t key, uint32_t val)
+{
+	uint32_t h;
+
+	if ((m->n + 1) * 2 > m->cap && u64map__rehash(m, m->cap ? m->cap * 2 : 64))
+		return -ENOMEM;
+	h = (uint32_t)mix64(key) & (m->cap - 1);
+	while (m->vals[h] != U64MAP_NONE && m->keys[h] != key)
+		h = (h + 1) & (m->cap - 1);
+	if (m->vals[h] == U64MAP_NONE)
+		m->n++;
+	m->keys[h] = key;
+	m->vals[h] = val;
+	return 0;
+}
+
+uint32_t u64map__get(const struct u64map *m, uint64_t key)
+{
+	uint32_t h;
+
+	if (!m->cap)
+		return U64MAP_NONE;
+	h = (uint32_t)mix64(key) & (m->cap - 1);
+	while (m->vals[h] != U64MAP_NONE) {
+		if (m->keys[h] == key)
+			return m->vals[h];
+		h = (h + 1) & (m->cap - 1);
+	}
+	return U64MAP_NONE;
+}
+
+void u64map__del(struct u64map *m, uint64_t key)
+{
+	uint32_t h, j, mask = m->cap - 1;
+
+	if (!m->cap)
+		return;
+	h = (uint32_t)mix64(key) & mask;
+	while (m->vals[h] != U64MAP_NONE && m->keys[h] != key)
+		h = (h + 1) & mask;
+	if (m->vals[h] == U64MAP_NONE)
+		return;
+	m->vals[h] = U64MAP_NONE;
+	m->n--;
+	for (j = (h + 1) & mask; m->vals[j] != U64MAP_NONE; j = (j + 1) & mask) {
+		uint32_t home = (uint32_t)mix64(m->keys[j]) & mask;
+
+		/* stays when home lies cyclically in (h, j] */
+		if (h <= j ? (home > h && home <= j) : (home > h || home <= j))
+			continue;
+		m->keys[h] = m->keys[j];
+		m->vals[h] = m->vals[j];
+		m->vals[j] = U64MAP_NONE;
+		h = j;
+	}
+}
+
+void u64map__free(struct u64map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
 }
 
 /* Interning: open addressing over pointers into arena chunks. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* The building blocks every module uses: growing arrays, hashing, an open
- * addressing index, interned strings. */
+ * addressing index over the caller's entries, a map from 64-bit keys,
+ * interned strings. */
 #ifndef CRITPATH_UTIL_H
 #define CRITPATH_UTIL_H
 
@@ -52,6 +53,28 @@ static inline uint32_t *index__find(struct index *ix, uint64_t hash,
 	return &ix->slots[j];
 }
 
+/* Empties *slot (from index__find), moving back the entries after it that
+ * probed past it; hashes come from hash_of(i). */
+static inline void index__del(struct index *ix, uint32_t *slot,
+			      uint64_t (*hash_of)(const void *, uint32_t), const void *ctx)
+{
+	uint32_t mask = ix->cap - 1, i = (uint32_t)(slot - ix->slots), j = i, home;
+
+	ix->slots[i] = 0;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!ix->slots[j])
+			return;
+		home = (uint32_t)hash_of(ctx, ix->slots[j] - 1) & mask;
+		/* stays when its home lies cyclically in (i, j] */
+		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+			continue;
+		ix->slots[i] = ix->slots[j];
+		ix->slots[j] = 0;
+		i = j;
+	}
+}
+
 /* Keeps the load under 1/2 with room for `more` entries after the n there
  * are; hashes come from hash_of(i). */
 static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t more,
@@ -78,6 +101,20 @@ static inline int index__reserve_more(struct index *ix, uint32_t n, uint32_t mor
 	ix->cap = cap;
 	return 0;
 }
+
+/* 64-bit keys to 32-bit values (U64MAP_NONE: absent), linear probing with
+ * the keys in the table (a probe touches no entry) and backward-shift delete.
+ * Zeroed is empty. */
+#define U64MAP_NONE UINT32_MAX
+struct u64map {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t cap, n; /* cap is a power of two */
+};
+int u64map__put(struct u64map *m, uint64_t key, uint32_t val);
+uint32_t u64map__get(const struct u64map *m, uint64_t key);
+void u64map__del(struct u64map *m, uint64_t key);
+void u64map__free(struct u64map *m);
 
 /* "20ms", "1.5s", "250us" (ns, us, µs, ms, s, m, min, h; a bare number
  * only when 0) → *ns; -EINVAL otherwise. */
