@@ -3,12 +3,15 @@
  * the rings, put in time order, walked when triggered, exported, profiled.
  * It runs in a thread of its own at SCHED_IDLE while it keeps up, so the
  * traced servers' threads take the CPU first (the p99 budget), and at
- * SCHED_OTHER when it falls behind (no events lost to a starved thread). */
+ * SCHED_OTHER when it falls behind. The queue is a single-producer ring
+ * without a lock: a starved SCHED_IDLE thread never holds what the loop
+ * waits for, and while the loop waits for a slot the rings fill, counted. */
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,14 +29,12 @@
 #include "util.h"
 
 #define CMD AGENT_CMD
-#define SLOTS 64		   /* batches queued at most */
+#define SLOTS 16		   /* batches queued at most, the loop's included */
 #define BATCH_BYTES (256u << 10)   /* a batch is posted once this full, */
 #define BATCH_NS 10000000ull	   /* or this old */
-#define QUEUE_BYTES (16u << 20)	   /* bytes queued at most */
-#define URGENT_BYTES (4u << 20)	   /* behind: more than this queued, */
+#define URGENT_SLOTS (SLOTS / 2)   /* behind: this many batches queued, */
 #define URGENT_NS 250000000ull	   /* or the oldest batch waited this long */
-#define KEEP_CAP (1u << 20)	   /* a batch buffer grown past this is freed */
-#define SPARES 4		   /* buffers kept for the next batches */
+#define KEEP_CAP (1u << 20)	   /* a batch buffer grown past this shrinks */
 
 struct batch {
 	uint8_t *buf;
@@ -48,17 +49,14 @@ struct held_rec {
 };
 
 struct live {
-	/* the queue: slots [head, head + n) are the analysis's; tail fills */
+	/* the queue: slots [head, tail) are the analysis's, the loop fills
+	 * tail; head is written by the analysis, tail by the loop */
 	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t more, room;
+	sem_t more, room; /* batches queued; slots free besides the loop's */
 	struct batch q[SLOTS];
-	unsigned head, n, tail;
-	struct batch cur;    /* the loop's, being filled */
-	uint64_t filling_ns; /* when cur got its first record */
-	struct batch spare[SPARES];
-	unsigned nspare;
-	size_t queued;
+	uint64_t head, tail;
+	uint64_t filling_ns; /* when the loop's batch got its first record */
+	/* the loop's own */
 	bool started, use_idle, urgent;
 	uint64_t waits, raised;
 	/* the analysis thread's own */
@@ -518,37 +516,23 @@ static void *run(void *arg)
 	int err = 0;
 
 	for (;;) {
-		struct batch *b;
+		uint64_t h = __atomic_load_n(&l->head, __ATOMIC_RELAXED);
+		struct batch *b = &l->q[h % SLOTS];
 		bool last;
 
-		pthread_mutex_lock(&l->mu);
-		while (!l->n)
-			pthread_cond_wait(&l->more, &l->mu);
-		b = &l->q[l->head];
-		pthread_mutex_unlock(&l->mu);
-
+		while (sem_wait(&l->more) && errno == EINTR)
+			;
 		if (!err && (err = analyse(a, b)))
 			__atomic_store_n(&a->err, err, __ATOMIC_RELEASE);
 		last = b->last;
-
-		pthread_mutex_lock(&l->mu);
-		l->queued -= b->len;
-		b->len = 0;
-		if (b->cap <= KEEP_CAP && l->nspare < SPARES)
-			l->spare[l->nspare++] = *b;
-		else
-			free(b->buf);
-		*b = (struct batch){0};
-		l->head = (l->head + 1) % SLOTS;
-		l->n--;
-		pthread_cond_signal(&l->room);
-		pthread_mutex_unlock(&l->mu);
+		__atomic_store_n(&l->head, h + 1, __ATOMIC_RELEASE);
+		sem_post(&l->room);
 		if (last)
 			return NULL;
 	}
 }
 
-/* SCHED_IDLE while the analysis keeps up; called with l->mu held. */
+/* SCHED_IDLE while the analysis keeps up (the loop's thread only) */
 static void set_urgent(struct live *l, bool on, bool count)
 {
 	struct sched_param sp = {0};
@@ -563,8 +547,8 @@ static void set_urgent(struct live *l, bool on, bool count)
 
 int live__tap(void *ctx, const struct cp_hdr *rec)
 {
-	struct agent *a = ctx;
-	struct batch *b = &a->live->cur;
+	struct live *l = ((struct agent *)ctx)->live;
+	struct batch *b = &l->q[l->tail % SLOTS];
 
 	if (grow_buf(&b->buf, &b->cap, b->len + rec->size))
 		return -ENOMEM;
@@ -573,40 +557,46 @@ int live__tap(void *ctx, const struct cp_hdr *rec)
 	return 0;
 }
 
+/* The loop's batch goes to the analysis; the next slot is taken, waited
+ * for when every one is queued. */
 static void post(struct live *l, uint64_t cut, bool last)
 {
-	struct batch *b = &l->cur;
-	uint64_t now = agent_mono_ns();
-	bool behind;
+	struct batch *b = &l->q[l->tail % SLOTS];
+	uint64_t now = agent_mono_ns(), head, queued;
 
 	b->cut = cut;
 	b->last = last;
 	b->posted_ns = now;
-	pthread_mutex_lock(&l->mu);
-	l->q[l->tail] = *b;
-	*b = l->nspare ? l->spare[--l->nspare] : (struct batch){0};
-	l->queued += l->q[l->tail].len;
-	l->n++;
-	l->tail = (l->tail + 1) % SLOTS;
-	pthread_cond_signal(&l->more);
-	behind = l->queued > URGENT_BYTES || now - l->q[l->head].posted_ns > URGENT_NS;
-	if (behind || last)
+	__atomic_store_n(&l->tail, l->tail + 1, __ATOMIC_RELEASE);
+	sem_post(&l->more);
+	head = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
+	queued = l->tail - head;
+	if (last || queued >= URGENT_SLOTS ||
+	    (queued && now - l->q[head % SLOTS].posted_ns > URGENT_NS))
 		set_urgent(l, true, !last); /* the end is not falling behind */
-	else if (l->n <= 2)
+	else if (queued <= 1)
 		set_urgent(l, false, false);
-	/* the next slot must be free, and the bytes within bound */
-	while (l->n == SLOTS || l->queued > QUEUE_BYTES) {
+	if (last)
+		return;
+	if (sem_trywait(&l->room)) {
 		set_urgent(l, true, true);
 		l->waits++;
-		pthread_cond_wait(&l->room, &l->mu);
+		while (sem_wait(&l->room) && errno == EINTR)
+			;
 	}
-	pthread_mutex_unlock(&l->mu);
+	b = &l->q[l->tail % SLOTS]; /* free: the analysis is done with it */
+	b->len = 0;
+	if (b->cap > KEEP_CAP) {
+		free(b->buf);
+		b->buf = NULL;
+		b->cap = 0;
+	}
 }
 
 void live__post(struct agent *a, uint64_t cut)
 {
 	struct live *l = a->live;
-	const struct batch *b = &l->cur;
+	const struct batch *b = &l->q[l->tail % SLOTS];
 	uint64_t now = agent_mono_ns();
 
 	if (!l->filling_ns)
@@ -634,13 +624,12 @@ int live__start(struct agent *a)
 	if (!l)
 		return -ENOMEM;
 	a->live = l;
+	sem_init(&l->more, 0, 0);
+	sem_init(&l->room, 0, SLOTS - 1);
 	/* a fixed threshold (glibc raises it as big blocks are freed): batches
 	 * and grown buffers are mapped, and unmapped when freed, whichever
 	 * thread frees them */
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
-	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->more, NULL);
-	pthread_cond_init(&l->room, NULL);
 	l->in = intern__new();
 	l->kp = l->in ? kpath__new(&sink) : NULL;
 	if (!l->kp)
@@ -681,10 +670,8 @@ void live__queue_stats(struct agent *a, uint64_t *waits, uint64_t *raised)
 {
 	struct live *l = a->live;
 
-	pthread_mutex_lock(&l->mu);
 	*waits = l->waits;
 	*raised = l->raised;
-	pthread_mutex_unlock(&l->mu);
 }
 
 void live__free(struct agent *a)
@@ -701,18 +688,14 @@ void live__free(struct agent *a)
 	intern__free(l->in);
 	for (unsigned i = 0; i < SLOTS; i++)
 		free(l->q[i].buf);
-	for (unsigned i = 0; i < l->nspare; i++)
-		free(l->spare[i].buf);
-	free(l->cur.buf);
 	free(l->buf);
 	free(l->buf2);
 	free(l->ix);
 	free(l->tmp);
 	free(l->vq);
 	pbuf__free(&l->pb);
-	pthread_mutex_destroy(&l->mu);
-	pthread_cond_destroy(&l->more);
-	pthread_cond_destroy(&l->room);
+	sem_destroy(&l->more);
+	sem_destroy(&l->room);
 	free(l);
 	a->live = NULL;
 }
