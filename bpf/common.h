@@ -20,6 +20,9 @@ extern const volatile __u32 cfg_payload_bytes;
 extern const volatile __u32 cfg_h2_payload_bytes; /* longer: several frames a transfer */
 extern const volatile __u8 cfg_empty_programs;	  /* return at once: the hooks' floor */
 extern const volatile __u8 cfg_watch_execs;	  /* agent: report every exec */
+/* agent --comm names, zero-padded to 16 bytes: traced from their exec on */
+extern const volatile __u64 cfg_watch_comm[CP_WATCH_COMMS][2];
+extern const volatile __u32 cfg_nwatch_comm;
 /* Wake the recorder only past this: a wakeup per record preempts the target. */
 extern const volatile __u64 cfg_wakeup_bytes;
 

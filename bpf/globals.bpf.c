@@ -9,6 +9,8 @@ const volatile __u32 cfg_payload_bytes = CP_PAYLOAD_DEFAULT;
 const volatile __u32 cfg_h2_payload_bytes = CP_PAYLOAD_MAX;
 const volatile __u8 cfg_empty_programs = 0;
 const volatile __u8 cfg_watch_execs = 0;
+const volatile __u64 cfg_watch_comm[CP_WATCH_COMMS][2];
+const volatile __u32 cfg_nwatch_comm = 0;
 const volatile __u64 cfg_wakeup_bytes = 1 << 20;
 const volatile __u8 cfg_lean = 0;
 const volatile __u16 cfg_sys_calls[CP_SYS_TABLE];

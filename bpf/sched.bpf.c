@@ -678,22 +678,41 @@ int BPF_PROG(sched_process_fork_raw, struct task_struct *parent, struct task_str
 	return on_fork(parent, child);
 }
 
+/* The exec's new comm is an agent --comm name */
+static __always_inline bool comm_watched(struct task_struct *p)
+{
+	__u64 c[2] = {};
+
+	bpf_core_read(c, sizeof(c), &p->comm);
+	for (__u32 i = 0; i < CP_WATCH_COMMS && i < cfg_nwatch_comm; i++)
+		if (c[0] == cfg_watch_comm[i][0] && c[1] == cfg_watch_comm[i][1])
+			return true;
+	return false;
+}
+
 static __always_inline int on_exec(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct cp_ev_process_exec *e;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	const char *fn;
+	__u16 flag = 0;
 	long n;
 
-	bool cand = !tgid_is_target(BPF_CORE_READ(p, tgid));
-
-	if (cand && !cfg_watch_execs)
-		return 0;
+	if (!tgid_is_target(tgid)) {
+		if (!cfg_watch_execs)
+			return 0;
+		flag = CP_EXEC_CANDIDATE;
+		if (comm_watched(p)) { /* no request missed while user space looks */
+			target_add(tgid);
+			flag = CP_EXEC_WATCHED;
+		}
+	}
 	/* reserved at full size; the file keeps hdr.size */
 	e = ev_reserve(CP_EV_PROCESS_EXEC, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
 	e->old_tid = old_pid;
-	e->__pad = cand ? CP_EXEC_CANDIDATE : 0;
+	e->__pad = flag;
 	fn = BPF_CORE_READ(bprm, filename);
 	/* zeroed first: no stale ring bytes in the padding */
 	__builtin_memset(e->filename, 0, CP_FILENAME_MAX);

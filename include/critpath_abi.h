@@ -137,6 +137,10 @@ struct cp_ev_process_fork {
 
 /* in __pad: an untraced process exec'd (the agent's watch); never written by the recorder */
 #define CP_EXEC_CANDIDATE 1
+/* in __pad: its new comm is a watched name, and BPF traced it at once; the
+ * recorder clears the flag when it writes the record */
+#define CP_EXEC_WATCHED 2
+#define CP_WATCH_COMMS 8 /* names BPF matches at exec (the agent's --comm) */
 /* hdr.size = CP_ALIGN(offsetof(filename) + filename_len + 1) */
 struct cp_ev_process_exec {
 	struct cp_hdr h;

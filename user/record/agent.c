@@ -606,6 +606,8 @@ int cmd_agent(int argc, char **argv)
 	s->o.argc = argc;
 	s->o.argv = argv;
 	s->o.bo.watch_execs = watching(a);
+	s->o.bo.watch_comms = a->comm;
+	s->o.bo.nwatch_comms = a->ncomm;
 	s->r->quiet = s->o.quiet;
 	s->r->spawn = on_spawn;
 	s->r->spawn_ctx = a;

@@ -329,6 +329,7 @@ static void on_sock_rec(struct recorder *r, const struct cp_hdr *h)
 int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 {
 	struct recorder *r = ctx;
+	struct cp_ev_process_exec watched;
 
 	if (r->write_err) { /* the ring drained at the end, counted */
 		r->unwritten++;
@@ -336,7 +337,7 @@ int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 	}
 	if (h->type == CP_EV_PROCESS_EXEC && len >= sizeof(struct cp_ev_process_exec) -
 							 CP_FILENAME_MAX &&
-	    (((const struct cp_ev_process_exec *)h)->__pad & CP_EXEC_CANDIDATE)) {
+	    (((const struct cp_ev_process_exec *)h)->__pad & (CP_EXEC_CANDIDATE | CP_EXEC_WATCHED))) {
 		const struct cp_ev_process_exec *x = (const void *)h;
 		size_t max = len - offsetof(struct cp_ev_process_exec, filename);
 		char file[CP_FILENAME_MAX + 1];
@@ -344,7 +345,15 @@ int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
 		snprintf(file, sizeof(file), "%.*s", (int)strnlen(x->filename, max), x->filename);
 		if (r->spawn)
 			r->spawn(r->spawn_ctx, (pid_t)h->pid, file);
-		return 0;
+		if (!(x->__pad & CP_EXEC_WATCHED))
+			return 0;
+		/* BPF traces it since its exec: a target's exec, flag cleared */
+		if (!rec__target_find(r, (pid_t)h->pid))
+			rec__target_watch(r, (pid_t)h->pid);
+		len = len < sizeof(watched) ? len : sizeof(watched);
+		memcpy(&watched, h, len);
+		watched.__pad = 0;
+		h = &watched.h;
 	}
 	if (redact__looks_at(r->redact, h)) {
 		if (hold(&r->socks, h, len)) {

@@ -246,6 +246,13 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	b->skel->rodata->cfg_h2_payload_bytes = o->h2_payload_bytes;
 	b->skel->rodata->cfg_empty_programs = o->empty_programs;
 	b->skel->rodata->cfg_watch_execs = o->watch_execs;
+	for (int i = 0; i < o->nwatch_comms && i < CP_WATCH_COMMS; i++) {
+		char c[16] = {0};
+
+		strncpy(c, o->watch_comms[i], sizeof(c) - 1); /* as the kernel keeps a comm */
+		memcpy((void *)b->skel->rodata->cfg_watch_comm[i], c, sizeof(c));
+		b->skel->rodata->cfg_nwatch_comm = (uint32_t)(i + 1);
+	}
 	b->skel->rodata->cfg_lean = b->lean;
 	b->skel->rodata->cfg_tls = b->tls;
 	/* --buffer-mb split between the CPUs' rings (powers of 2, 1 MiB at

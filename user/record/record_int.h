@@ -35,6 +35,8 @@ struct rec_bpf_opts {
 	bool probes;	   /* load the --probe programs (bpf/uprobe.bpf.c) */
 	bool tls;	   /* load the TLS plaintext programs (bpf/tls.bpf.c) */
 	bool watch_execs;  /* report every exec (critpath agent's --comm, --exe, --cgroup) */
+	const char *const *watch_comms; /* traced from their exec on by BPF (--comm) */
+	int nwatch_comms;
 	bool quiet;
 };
 
