@@ -287,6 +287,18 @@ int span_json__tag(void *ctx, enum span_json_tags where, const char *k, size_t k
 	return 0;
 }
 
+void span_json__rollback(void *ctx)
+{
+	struct span_parser *p = ctx;
+
+	/* what it wrote to the arena stays until the trace's reset */
+	p->spans.n = p->mark_spans;
+	p->tags.n = p->mark_tags;
+	p->procs.n = p->mark_procs;
+	p->f->nread = p->mark_nread;
+	p->trace_id = p->mark_trace_id;
+}
+
 int span_json__proc_begin(void *ctx, const char *id, size_t len)
 {
 	struct span_parser *p = ctx;
@@ -523,6 +535,11 @@ int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *bu
 	p->err = 0;
 	if (!p->otlp)
 		reset_trace(p);
+	p->mark_spans = p->spans.n;
+	p->mark_tags = p->tags.n;
+	p->mark_procs = p->procs.n;
+	p->mark_nread = p->f->nread;
+	p->mark_trace_id = p->trace_id;
 	r = span_json__parse(p->json,
 			     p->zipkin ? SPAN_JSON_ZIPKIN_SPANS
 			     : p->otlp ? SPAN_JSON_OTLP_RESOURCES

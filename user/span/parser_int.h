@@ -78,6 +78,10 @@ struct span_parser {
 	uint32_t *early_part, *early_ix;
 	uint32_t nearly;
 	const char *trace_id;
+	/* where the unit being read began, for span_json__rollback */
+	uint32_t mark_spans, mark_tags, mark_procs;
+	uint64_t mark_nread;
+	const char *mark_trace_id;
 	/* the span being read */
 	int64_t dur;
 	bool has_dur;
