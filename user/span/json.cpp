@@ -492,14 +492,15 @@ int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *
 		ondemand::document doc;
 		ondemand::value root;
 
-		if (!(r.err = j->parser.iterate(buf, len, len + SIMDJSON_PADDING).get(doc)) &&
-		    unit != SPAN_JSON_ZIPKIN_SPANS) {
+		/* what stage 1 would check first: the raw walk checks the rest */
+		if (unit != SPAN_JSON_ZIPKIN_SPANS && validate_utf8(buf, len)) {
 			ret = span_json__raw_walk(unit, buf, len, ctx);
 			if (ret != 1)
 				return ret;
 			span_json__rollback(ctx);
 		}
-		if (!r.err && !(r.err = doc.get_value().get(root))) {
+		if (!(r.err = j->parser.iterate(buf, len, len + SIMDJSON_PADDING).get(doc)) &&
+		    !(r.err = doc.get_value().get(root))) {
 			if (unit == SPAN_JSON_JAEGER_TRACE)
 				ret = as_object(r, root, [&](ondemand::object &o) {
 					return jaeger_trace(r, o);

@@ -51,35 +51,44 @@ static inline bool at(const struct raw *r, char c)
 	return r->p < r->end && *r->p == c;
 }
 
-static inline __attribute__((always_inline)) bool raw_string(const char *s, const char **e_out)
+/* Where the string whose bytes start at s ends: its closing quote (true),
+ * or its first backslash or control character (false); end: stop there
+ * (false), NULL: stage 1 has checked that it closes. */
+static inline __attribute__((always_inline)) bool raw_string(const char *s, const char *end,
+							     const char **e_out)
 {
 	const char *e = s;
 
 #ifdef __SSE2__
 	/* 16 bytes a step: reading past the string is fine, the input is padded */
 	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i ctl = _mm_set1_epi8(0x1f);
 	unsigned m;
 
 	for (;; e += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)e);
+		__m128i v;
 
+		if (end && e >= end)
+			return false;
+		v = _mm_loadu_si128((const __m128i *)e);
 		m = _mm_movemask_epi8(
-		    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+		    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+				 _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl)));
 		if (m)
 			break;
 	}
 	e += __builtin_ctz(m);
 #else
-	while (*e != '"' && *e != '\\')
+	while (*e != '"' && *e != '\\' && (unsigned char)*e > 0x1f && (!end || e < end))
 		e++;
 #endif
 	*e_out = e;
-	return *e == '"';
+	return *e == '"' && (!end || e < end);
 }
 
 bool span_json__raw_string(const char *s, const char **e)
 {
-	return raw_string(s, e);
+	return raw_string(s, NULL, e);
 }
 
 /* A string without escapes (cursor at its quote, then after it). */
@@ -87,7 +96,7 @@ static inline __attribute__((always_inline)) int str(struct raw *r, const char *
 {
 	const char *b = r->p + 1, *e;
 
-	if (r->p >= r->end || *r->p != '"' || !raw_string(b, &e) || e >= r->end)
+	if (r->p >= r->end || *r->p != '"' || !raw_string(b, r->end, &e))
 		return RAW_NO;
 	*s = b;
 	*n = e - b;
@@ -118,9 +127,12 @@ static int skip_container(struct raw *r)
 	for (; r->p < r->end; r->p++) {
 		switch (*r->p) {
 		case '"':
-			for (r->p++; r->p < r->end && *r->p != '"'; r->p++)
+			for (r->p++; r->p < r->end && *r->p != '"'; r->p++) {
+				if ((unsigned char)*r->p < 0x20)
+					return RAW_NO; /* stage 1 would not take it */
 				if (*r->p == '\\')
 					r->p++;
+			}
 			break;
 		case '{':
 		case '[':
