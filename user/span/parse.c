@@ -262,6 +262,17 @@ int span_json__tag(void *ctx, enum span_json_tags where, const char *k, size_t k
 	if (vlen >= TAG_VAL_MAX)
 		vlen = TAG_VAL_MAX - 1;
 	len = klen;
+	/* tags nobody filters on: only what they say about the span or process */
+	if (p->f->sink->ignores_tags) {
+		if (where == SPAN_JSON_SPAN_TAG) {
+			if (!p->otlp && KEYIS("span.kind"))
+				cur_span(p)->kind = kind_of(v, vlen);
+			return 0;
+		}
+		if (!KEYIS("hostname") && !KEYIS("host.name") &&
+		    !(p->otlp && KEYIS("service.name")))
+			return 0;
+	}
 	kv = span_arena__alloc(&p->arena, klen + vlen + 2);
 	slot = span_vec__push(&p->tags, sizeof(*slot));
 	if (!kv || !slot)
