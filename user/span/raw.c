@@ -154,9 +154,39 @@ static int skip_container(struct raw *r)
 	return RAW_NO;
 }
 
-static inline bool is_num_char(char c)
+static inline bool digit(char c)
 {
-	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+	return c >= '0' && c <= '9';
+}
+
+/* The end of the number at s in JSON's grammar (what span_json__number_ok
+ * takes), NULL when there is none. */
+static const char *number_end(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (digit(*s))
+		while (digit(*++s))
+			;
+	else
+		return NULL;
+	if (*s == '.') {
+		if (!digit(*++s))
+			return NULL;
+		while (digit(*++s))
+			;
+	}
+	if (*s == 'e' || *s == 'E') {
+		if (*++s == '+' || *s == '-')
+			s++;
+		if (!digit(*s))
+			return NULL;
+		while (digit(*++s))
+			;
+	}
+	return s;
 }
 
 /* json.cpp's text_of: a string's bytes, a number's text, "true" / "false";
@@ -175,9 +205,7 @@ static int text_of(struct raw *r, const char **s, size_t *n, bool *have, bool *i
 	switch (*b) {
 	case '-':
 	case '0' ... '9':
-		while (is_num_char(*r->p))
-			r->p++;
-		if (!scalar_ends(r) || !span_json__number_ok(b, r->p - b))
+		if (!(r->p = number_end(b)) || !scalar_ends(r))
 			return RAW_NO;
 		*s = b;
 		*n = r->p - b;
@@ -207,13 +235,26 @@ static int text_of(struct raw *r, const char **s, size_t *n, bool *have, bool *i
 	return 0;
 }
 
+/* text_of with strings, most values, read inline */
+static inline __attribute__((always_inline)) int value(struct raw *r, const char **s, size_t *n,
+						       bool *have, bool *is_string)
+{
+	if (__builtin_expect(*r->p != '"', 0))
+		return text_of(r, s, n, have, is_string);
+	*have = false;
+	CALL(str(r, s, n));
+	*is_string = true;
+	*have = true;
+	return 0;
+}
+
 static int skip(struct raw *r)
 {
 	const char *s;
 	size_t n;
 	bool have, is_string;
 
-	return text_of(r, &s, &n, &have, &is_string);
+	return value(r, &s, &n, &have, &is_string);
 }
 
 /* An object's next field (first: the cursor is at its '{'): RAW_MORE with
@@ -297,7 +338,7 @@ static int field(struct raw *r, enum span_json_field f)
 	size_t n;
 	bool have, is_string;
 
-	CALL(text_of(r, &s, &n, &have, &is_string));
+	CALL(value(r, &s, &n, &have, &is_string));
 	return have ? span_json__field(r->ctx, f, s, n, is_string) : 0;
 }
 
@@ -314,7 +355,7 @@ static int any_value(struct raw *r, const char **val, size_t *vn, bool *has_v)
 	EACH_FIELD(r, k, n, rc)
 	{
 		if (n > 5 && !memcmp(k + n - 5, "Value", 5))
-			CALL(text_of(r, val, vn, has_v, &is_string));
+			CALL(value(r, val, vn, has_v, &is_string));
 		else
 			CALL(skip(r));
 	}
@@ -331,11 +372,11 @@ static int tag(struct raw *r, bool otlp, enum span_json_tags where)
 	EACH_FIELD(r, k, n, rc)
 	{
 		if (KEY("key"))
-			CALL(text_of(r, &key, &kn, &has_k, &is_string));
+			CALL(value(r, &key, &kn, &has_k, &is_string));
 		else if (!KEY("value"))
 			CALL(skip(r));
 		else if (!otlp)
-			CALL(text_of(r, &val, &vn, &has_v, &is_string));
+			CALL(value(r, &val, &vn, &has_v, &is_string));
 		else
 			CALL(any_value(r, &val, &vn, &has_v));
 	}
@@ -365,9 +406,9 @@ static int jaeger_ref(struct raw *r)
 	EACH_FIELD(r, k, n, rc)
 	{
 		if (KEY("refType"))
-			CALL(text_of(r, &type, &tn, &has_type, &is_string));
+			CALL(value(r, &type, &tn, &has_type, &is_string));
 		else if (KEY("spanID"))
-			CALL(text_of(r, &id, &in, &has_id, &is_string));
+			CALL(value(r, &id, &in, &has_id, &is_string));
 		else
 			CALL(skip(r));
 	}
@@ -455,7 +496,7 @@ static int jaeger_process(struct raw *r, const char *id, size_t idn)
 		} else if (!KEY("serviceName")) {
 			CALL(skip(r));
 		} else {
-			CALL(text_of(r, &s, &sn, &have, &is_string));
+			CALL(value(r, &s, &sn, &have, &is_string));
 			if (have)
 				CALL(span_json__proc_service(r->ctx, s, sn));
 		}
@@ -513,7 +554,7 @@ static int jaeger_trace(struct raw *r)
 		} else if (!KEY("traceID")) {
 			CALL(skip(r));
 		} else {
-			CALL(text_of(r, &s, &sn, &have, &is_string));
+			CALL(value(r, &s, &sn, &have, &is_string));
 			if (have && is_string)
 				CALL(span_json__trace_id(r->ctx, s, sn));
 		}
