@@ -490,8 +490,10 @@ void span_parser__free(struct span_parser *p)
 
 		p->free_batches = b->next;
 		span_arena__free(&b->arena);
-		free(b);
 	}
+	for (uint32_t i = 0; i < p->slabs.n; i++)
+		free(((void **)p->slabs.v)[i]);
+	free(p->slabs.v);
 	free(p->pend.v);
 	free(p->buckets.v);
 	free(p->gather.v);
