@@ -258,7 +258,8 @@ static int skip(struct raw *r)
 }
 
 /* An object's next field (first: the cursor is at its '{'): RAW_MORE with
- * the cursor at the value, 0 after its '}', or RAW_NO. */
+ * the cursor at the value, 0 after its '}', or RAW_NO. White space is
+ * looked for where the expected byte is not. */
 static inline __attribute__((always_inline)) int next_key(struct raw *r, bool first,
 							  const char **k, size_t *n)
 {
@@ -270,22 +271,27 @@ static inline __attribute__((always_inline)) int next_key(struct raw *r, bool fi
 			return r->p <= r->end ? 0 : RAW_NO;
 		}
 	} else {
-		ws(r);
-		if (r->p >= r->end)
-			return RAW_NO;
-		if (*r->p == '}') {
-			r->p++;
-			return 0;
+		if (*r->p != ',') {
+			ws(r);
+			if (r->p >= r->end)
+				return RAW_NO;
+			if (*r->p == '}') {
+				r->p++;
+				return 0;
+			}
+			if (*r->p != ',')
+				return RAW_NO;
 		}
-		if (*r->p != ',')
-			return RAW_NO;
 		r->p++;
-		ws(r);
+		if (*r->p != '"')
+			ws(r);
 	}
 	CALL(str(r, k, n));
-	ws(r);
-	if (*r->p != ':')
-		return RAW_NO;
+	if (*r->p != ':') {
+		ws(r);
+		if (*r->p != ':')
+			return RAW_NO;
+	}
 	r->p++;
 	ws(r);
 	return r->p < r->end ? RAW_MORE : RAW_NO;
@@ -302,15 +308,17 @@ static inline __attribute__((always_inline)) int next_elem(struct raw *r, bool f
 			return r->p <= r->end ? 0 : RAW_NO;
 		}
 	} else {
-		ws(r);
-		if (r->p >= r->end)
-			return RAW_NO;
-		if (*r->p == ']') {
-			r->p++;
-			return 0;
+		if (*r->p != ',') {
+			ws(r);
+			if (r->p >= r->end)
+				return RAW_NO;
+			if (*r->p == ']') {
+				r->p++;
+				return 0;
+			}
+			if (*r->p != ',')
+				return RAW_NO;
 		}
-		if (*r->p != ',')
-			return RAW_NO;
 		r->p++;
 		ws(r);
 	}
