@@ -2,7 +2,7 @@
 /*
  * What Jaeger and OTLP values mean: span_json.h's handlers. span/scan.c
  * cuts the input into units (one Jaeger trace, or the resourceSpans of one
- * OTLP request), span/json.cpp walks each to the values that matter and
+ * OTLP request), span/raw.c or span/json.cpp walks each to the values that matter and
  * hands them here; they become struct span_in records whose strings live in
  * a per-trace arena, and a trace is analysed (span_tree__analyze) as soon as
  * its last byte is read. Then the arena is reset.

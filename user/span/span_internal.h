@@ -5,7 +5,7 @@
  *
  * Flow: the scanner (span/scan.c) reads the input in chunks and cuts it into
  * units (a Jaeger trace; OTLP: the resourceSpans of one top-level export
- * request), simdjson walks each unit (span/json.cpp) and the parser
+ * request), span/raw.c (or simdjson: span/json.cpp) walks each unit and the parser
  * (span/parse.c) collects the spans of one trace (Jaeger: one element of
  * "data"; OTLP: one top-level export request, grouped by traceId)
  * into a struct span_in array whose strings live in a per-trace arena, then
