@@ -43,6 +43,24 @@ static struct proc *cur_proc(struct span_parser *p)
 
 #define KEYIS(lit) (len == sizeof(lit) - 1 && !memcmp(s, lit, sizeof(lit) - 1))
 
+/* s[0, 8) when they are all digits: their value, combined pairwise (a
+ * timestamp has 16 to 19 of them). */
+static inline bool eight_digits(const char *s, uint64_t *out)
+{
+	uint64_t x;
+
+	memcpy(&x, s, 8);
+	if ((x & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull ||
+	    ((x + 0x0606060606060606ull) & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull)
+		return false;
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		x = __builtin_bswap64(x);
+	x = ((x & 0x0f0f0f0f0f0f0f0full) * 2561) >> 8;
+	x = ((x & 0x00ff00ff00ff00ffull) * 6553601) >> 16;
+	*out = ((x & 0x0000ffff0000ffffull) * 42949672960001ull) >> 32;
+	return true;
+}
+
 /* Integers exactly (ns since 1970 do not fit a double's mantissa), anything
  * else through strtod. 0 or -EINVAL. */
 static int parse_num(const char *s, size_t len, double scale, int64_t *out)
@@ -60,6 +78,8 @@ static int parse_num(const char *s, size_t len, double scale, int64_t *out)
 	}
 	/* up to 19 digits fit an int64 unless they pass INT64_MAX */
 	if (i < len && len - i <= 19) {
+		for (uint64_t d8; len - i >= 8 && eight_digits(s + i, &d8); i += 8)
+			v = v * 100000000 + d8;
 		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
 			v = v * 10 + (uint64_t)(s[i] - '0');
 		if (i == len && v <= (uint64_t)INT64_MAX / (uint64_t)scale) {
