@@ -472,6 +472,11 @@ int otlp_resource(reader &r, ondemand::object &o)
 
 extern "C" {
 
+bool span_json__utf8_ok(const char *buf, size_t len)
+{
+	return validate_utf8(buf, len);
+}
+
 struct span_json *span_json__new(void)
 {
 	return new (std::nothrow) span_json;
@@ -494,7 +499,7 @@ int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *
 
 		/* what stage 1 would check first: the raw walk checks the rest */
 		if (unit != SPAN_JSON_ZIPKIN_SPANS && validate_utf8(buf, len)) {
-			ret = span_json__raw_walk(unit, buf, len, ctx);
+			ret = span_json__raw_walk(unit, buf, len, ctx, nullptr);
 			if (ret != 1)
 				return ret;
 			span_json__rollback(ctx);

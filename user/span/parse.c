@@ -558,11 +558,8 @@ void span_parser__window(struct span_parser *p, uint64_t bytes, int64_t ns)
 		p->window_ns = ns;
 }
 
-int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
-		      const char **msg, size_t *at)
+static void unit_begin(struct span_parser *p, enum span_unit kind)
 {
-	int r;
-
 	p->otlp = kind == SPAN_UNIT_OTLP || kind == SPAN_UNIT_ZIPKIN;
 	p->zipkin = kind == SPAN_UNIT_ZIPKIN;
 	p->err = 0;
@@ -573,6 +570,33 @@ int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *bu
 	p->mark_procs = p->procs.n;
 	p->mark_nread = p->f->nread;
 	p->mark_trace_id = p->trace_id;
+}
+
+int span_parser__unit_raw(struct span_parser *p, enum span_unit kind, const char *buf,
+			  size_t avail, size_t *len)
+{
+	int r;
+
+	/* Jaeger after a malformed trace: what it left is still "the trace in
+	 * progress" of warnings, so the unit goes the way that clears it */
+	if (kind == SPAN_UNIT_ZIPKIN ||
+	    (kind == SPAN_UNIT_JAEGER && (p->trace_id || p->spans.n || p->tags.n || p->procs.n)))
+		return 1;
+	unit_begin(p, kind);
+	r = span_json__raw_walk(kind == SPAN_UNIT_OTLP ? SPAN_JSON_OTLP_RESOURCES
+						       : SPAN_JSON_JAEGER_TRACE,
+				buf, avail, p, len);
+	if (r == 1)
+		span_json__rollback(p);
+	return r;
+}
+
+int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
+		      const char **msg, size_t *at)
+{
+	int r;
+
+	unit_begin(p, kind);
 	r = span_json__parse(p->json,
 			     p->zipkin ? SPAN_JSON_ZIPKIN_SPANS
 			     : p->otlp ? SPAN_JSON_OTLP_RESOURCES

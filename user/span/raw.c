@@ -23,8 +23,9 @@
 #define RAW_MAX_DEPTH 64 /* containers skipped inside a skipped value */
 
 struct raw {
-	const char *p, *end;
+	const char *buf, *p, *end;
 	void *ctx;
+	size_t *used; /* not NULL: the unit ends where its bracket closes */
 };
 
 #define CALL(x)                                                                                    \
@@ -134,6 +135,10 @@ static int skip_container(struct raw *r)
 					r->p++;
 			}
 			break;
+		case '\\':
+			/* outside a string: stage 1 would take it as escaping
+			 * what follows, and see other strings */
+			return RAW_NO;
 		case '{':
 		case '[':
 			if (depth == RAW_MAX_DEPTH)
@@ -536,9 +541,14 @@ static int jaeger_spans(struct raw *r)
 	return rc;
 }
 
-/* The unit's end: white space only. */
+/* The unit's end: white space only; or, when it was not known, here
+ * (then its bytes are checked as UTF-8: they had not been). */
 static int unit_end(struct raw *r)
 {
+	if (r->used) {
+		*r->used = r->p - r->buf;
+		return span_json__utf8_ok(r->buf, *r->used) ? 0 : RAW_NO;
+	}
 	ws(r);
 	return r->p == r->end ? 0 : RAW_NO;
 }
@@ -681,9 +691,10 @@ static int otlp_resources(struct raw *r)
 	return unit_end(r);
 }
 
-int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx)
+int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx,
+			size_t *used)
 {
-	struct raw r = {buf, buf + len, ctx};
+	struct raw r = {buf, buf, buf + len, ctx, used};
 
 	if (unit == SPAN_JSON_JAEGER_TRACE)
 		return jaeger_trace(&r);

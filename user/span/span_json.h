@@ -93,12 +93,16 @@ enum span_json_unit {
 int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *buf, size_t len,
 		     void *ctx, const char **msg, size_t *at);
 
-/* span/raw.c: span/json.cpp's walk of a Jaeger or OTLP unit over its bytes,
- * once simdjson's stage 1 has checked them. 0, a handler's < 0, or 1 when
- * the unit is not as exporters write it (an escape, damage, …): then what
- * the handlers were given is undone (span_json__rollback) and simdjson
- * walks it. */
-int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx);
+/* span/raw.c: span/json.cpp's walk of a Jaeger or OTLP unit over its bytes
+ * (checked as UTF-8 first). 0, a handler's < 0, or 1 when the unit is not
+ * as exporters write it (an escape, damage, …): then what the handlers were
+ * given is to be undone (span_json__rollback) and simdjson walks it. used
+ * NULL: the unit is buf[0, len); else it starts at buf, ends where its
+ * bracket closes (*used: its length) and len is what the buffer holds. */
+int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx,
+			size_t *used);
+/* buf[0, len) is UTF-8 (simdjson's check). */
+bool span_json__utf8_ok(const char *buf, size_t len);
 /* Undoes the handlers' work since span_json__parse was called. */
 void span_json__rollback(void *ctx);
 
