@@ -158,6 +158,9 @@ struct cp_sink {
 	 * (no segments, wire valid during the call); false: neither walked
 	 * nor handed to request (an agent walks only what it keeps) */
 	bool (*want)(void *ctx, const struct cp_request *head);
+	/* optional: the sink never reads cp_request.tags (span input then
+	 * does not collect them) */
+	bool ignores_tags;
 };
 
 #endif /* CRITPATH_MODEL_H */

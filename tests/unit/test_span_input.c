@@ -432,6 +432,54 @@ static void test_tempo_batches(void **state)
 	assert_int_equal(c.r[0].latency_ns, 2000);
 }
 
+/* s with every from replaced by to (one is at most 4 bytes longer) */
+static char *replace(const char *s, const char *from, const char *to)
+{
+	size_t lf = strlen(from), lt = strlen(to), o = 0;
+	char *d = malloc(strlen(s) * (lt > lf ? lt - lf + 1 : 1) + 1);
+
+	while (*s) {
+		if (!strncmp(s, from, lf)) {
+			memcpy(d + o, to, lt);
+			o += lt;
+			s += lf;
+		} else {
+			d[o++] = *s++;
+		}
+	}
+	d[o] = 0;
+	return d;
+}
+
+/* The raw walk (span/raw.c) and simdjson's (escapes send a unit there)
+ * read the same: compact, spaced out, and escaped. */
+static void test_raw_walk_and_simdjson(void **state)
+{
+	const char *s[][2] = {{"a", NULL}, {"b", "a"}, {"c", "b"}, {"d", "a"}};
+	const long t[][2] = {{0, 100}, {10, 50}, {20, 10}, {70, 20}};
+	char *j = jtrace("t1", s, t, N(s));
+	char *spaced0 = replace(j, ",", " ,\n\t");
+	char *spaced = replace(spaced0, ":", "\r\n: ");
+	char *escaped = replace(j, "\"value\":\"v", "\"value\":\"\\u0076");
+	const char *in[] = {j, spaced, escaped};
+	struct capture c;
+	struct req first;
+
+	for (int i = 0; i < N(in); i++) {
+		assert_int_equal(buf(&c, in[i]), 1);
+		assert_int_equal(c.nwarn, 0);
+		assert_non_null(strstr(c.r[0].tags, "k=vb"));
+		if (!i)
+			first = c.r[0];
+		else
+			assert_memory_equal(&first, &c.r[0], sizeof(first));
+	}
+	free(j);
+	free(spaced0);
+	free(spaced);
+	free(escaped);
+}
+
 /* Every prefix and single-byte corruption of a small file: a clear result
  * (traces or a warning), never a crash (run under ASan by make test). */
 static void test_truncation_and_flips(void **state)
@@ -489,6 +537,7 @@ int main(void)
 	    cmocka_unit_test(test_otlp),
 	    cmocka_unit_test(test_tempo_batches),
 	    cmocka_unit_test(test_truncation_and_flips),
+	    cmocka_unit_test(test_raw_walk_and_simdjson),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

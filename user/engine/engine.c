@@ -149,7 +149,8 @@ struct cp_sink engine__sink(struct engine *e)
 				.warn = sink_warn,
 				.ctx = e,
 				.intern = sink_intern,
-				.host = sink_host};
+				.host = sink_host,
+				.ignores_tags = !e->opts.filter.tag};
 }
 
 void engine__warn(struct engine *e, const char *fmt, ...)

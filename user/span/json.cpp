@@ -11,9 +11,6 @@
 #include <cerrno>
 #include <new>
 #include <simdjson.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "span_json.h"
 
@@ -88,27 +85,9 @@ struct reader {
  * too slow for every key). */
 bool raw_string(const char *s, string_view *out)
 {
-	const char *e = s;
+	const char *e;
 
-#ifdef __SSE2__
-	/* 16 bytes a step: reading past the string is fine, the input is padded */
-	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-	unsigned m;
-
-	for (;; e += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)e);
-
-		m = _mm_movemask_epi8(
-		    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
-		if (m)
-			break;
-	}
-	e += __builtin_ctz(m);
-#else
-	while (*e != '"' && *e != '\\')
-		e++;
-#endif
-	if (*e == '\\')
+	if (!span_json__raw_string(s, &e))
 		return false;
 	*out = string_view(s, e - s);
 	return true;
@@ -493,6 +472,11 @@ int otlp_resource(reader &r, ondemand::object &o)
 
 extern "C" {
 
+bool span_json__utf8_ok(const char *buf, size_t len)
+{
+	return validate_utf8(buf, len);
+}
+
 struct span_json *span_json__new(void)
 {
 	return new (std::nothrow) span_json;
@@ -513,6 +497,13 @@ int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *
 		ondemand::document doc;
 		ondemand::value root;
 
+		/* what stage 1 would check first: the raw walk checks the rest */
+		if (unit != SPAN_JSON_ZIPKIN_SPANS && validate_utf8(buf, len)) {
+			ret = span_json__raw_walk(unit, buf, len, ctx, nullptr);
+			if (ret != 1)
+				return ret;
+			span_json__rollback(ctx);
+		}
 		if (!(r.err = j->parser.iterate(buf, len, len + SIMDJSON_PADDING).get(doc)) &&
 		    !(r.err = doc.get_value().get(root))) {
 			if (unit == SPAN_JSON_JAEGER_TRACE)

@@ -2,7 +2,7 @@
 /*
  * What Jaeger and OTLP values mean: span_json.h's handlers. span/scan.c
  * cuts the input into units (one Jaeger trace, or the resourceSpans of one
- * OTLP request), span/json.cpp walks each to the values that matter and
+ * OTLP request), span/raw.c or span/json.cpp walks each to the values that matter and
  * hands them here; they become struct span_in records whose strings live in
  * a per-trace arena, and a trace is analysed (span_tree__analyze) as soon as
  * its last byte is read. Then the arena is reset.
@@ -43,6 +43,24 @@ static struct proc *cur_proc(struct span_parser *p)
 
 #define KEYIS(lit) (len == sizeof(lit) - 1 && !memcmp(s, lit, sizeof(lit) - 1))
 
+/* s[0, 8) when they are all digits: their value, combined pairwise (a
+ * timestamp has 16 to 19 of them). */
+static inline bool eight_digits(const char *s, uint64_t *out)
+{
+	uint64_t x;
+
+	memcpy(&x, s, 8);
+	if ((x & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull ||
+	    ((x + 0x0606060606060606ull) & 0xf0f0f0f0f0f0f0f0ull) != 0x3030303030303030ull)
+		return false;
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		x = __builtin_bswap64(x);
+	x = ((x & 0x0f0f0f0f0f0f0f0full) * 2561) >> 8;
+	x = ((x & 0x00ff00ff00ff00ffull) * 6553601) >> 16;
+	*out = ((x & 0x0000ffff0000ffffull) * 42949672960001ull) >> 32;
+	return true;
+}
+
 /* Integers exactly (ns since 1970 do not fit a double's mantissa), anything
  * else through strtod. 0 or -EINVAL. */
 static int parse_num(const char *s, size_t len, double scale, int64_t *out)
@@ -60,6 +78,8 @@ static int parse_num(const char *s, size_t len, double scale, int64_t *out)
 	}
 	/* up to 19 digits fit an int64 unless they pass INT64_MAX */
 	if (i < len && len - i <= 19) {
+		for (uint64_t d8; len - i >= 8 && eight_digits(s + i, &d8); i += 8)
+			v = v * 100000000 + d8;
 		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
 			v = v * 10 + (uint64_t)(s[i] - '0');
 		if (i == len && v <= (uint64_t)INT64_MAX / (uint64_t)scale) {
@@ -262,6 +282,17 @@ int span_json__tag(void *ctx, enum span_json_tags where, const char *k, size_t k
 	if (vlen >= TAG_VAL_MAX)
 		vlen = TAG_VAL_MAX - 1;
 	len = klen;
+	/* tags nobody filters on: only what they say about the span or process */
+	if (p->f->sink->ignores_tags) {
+		if (where == SPAN_JSON_SPAN_TAG) {
+			if (!p->otlp && KEYIS("span.kind"))
+				cur_span(p)->kind = kind_of(v, vlen);
+			return 0;
+		}
+		if (!KEYIS("hostname") && !KEYIS("host.name") &&
+		    !(p->otlp && KEYIS("service.name")))
+			return 0;
+	}
 	kv = span_arena__alloc(&p->arena, klen + vlen + 2);
 	slot = span_vec__push(&p->tags, sizeof(*slot));
 	if (!kv || !slot)
@@ -285,6 +316,18 @@ int span_json__tag(void *ctx, enum span_json_tags where, const char *k, size_t k
 			pr->service = kv + klen + 1;
 	}
 	return 0;
+}
+
+void span_json__rollback(void *ctx)
+{
+	struct span_parser *p = ctx;
+
+	/* what it wrote to the arena stays until the trace's reset */
+	p->spans.n = p->mark_spans;
+	p->tags.n = p->mark_tags;
+	p->procs.n = p->mark_procs;
+	p->f->nread = p->mark_nread;
+	p->trace_id = p->mark_trace_id;
 }
 
 int span_json__proc_begin(void *ctx, const char *id, size_t len)
@@ -467,8 +510,10 @@ void span_parser__free(struct span_parser *p)
 
 		p->free_batches = b->next;
 		span_arena__free(&b->arena);
-		free(b);
 	}
+	for (uint32_t i = 0; i < p->slabs.n; i++)
+		free(((void **)p->slabs.v)[i]);
+	free(p->slabs.v);
 	free(p->pend.v);
 	free(p->buckets.v);
 	free(p->gather.v);
@@ -513,16 +558,45 @@ void span_parser__window(struct span_parser *p, uint64_t bytes, int64_t ns)
 		p->window_ns = ns;
 }
 
-int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
-		      const char **msg, size_t *at)
+static void unit_begin(struct span_parser *p, enum span_unit kind)
 {
-	int r;
-
 	p->otlp = kind == SPAN_UNIT_OTLP || kind == SPAN_UNIT_ZIPKIN;
 	p->zipkin = kind == SPAN_UNIT_ZIPKIN;
 	p->err = 0;
 	if (!p->otlp)
 		reset_trace(p);
+	p->mark_spans = p->spans.n;
+	p->mark_tags = p->tags.n;
+	p->mark_procs = p->procs.n;
+	p->mark_nread = p->f->nread;
+	p->mark_trace_id = p->trace_id;
+}
+
+int span_parser__unit_raw(struct span_parser *p, enum span_unit kind, const char *buf,
+			  size_t avail, size_t *len)
+{
+	int r;
+
+	/* Jaeger after a malformed trace: what it left is still "the trace in
+	 * progress" of warnings, so the unit goes the way that clears it */
+	if (kind == SPAN_UNIT_ZIPKIN ||
+	    (kind == SPAN_UNIT_JAEGER && (p->trace_id || p->spans.n || p->tags.n || p->procs.n)))
+		return 1;
+	unit_begin(p, kind);
+	r = span_json__raw_walk(kind == SPAN_UNIT_OTLP ? SPAN_JSON_OTLP_RESOURCES
+						       : SPAN_JSON_JAEGER_TRACE,
+				buf, avail, p, len);
+	if (r == 1)
+		span_json__rollback(p);
+	return r;
+}
+
+int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
+		      const char **msg, size_t *at)
+{
+	int r;
+
+	unit_begin(p, kind);
 	r = span_json__parse(p->json,
 			     p->zipkin ? SPAN_JSON_ZIPKIN_SPANS
 			     : p->otlp ? SPAN_JSON_OTLP_RESOURCES

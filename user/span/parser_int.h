@@ -50,6 +50,7 @@ struct pending {
 #define NONE UINT32_MAX
 #define EARLY_MAX (1u << 20) /* traces analysed by the window remembered */
 #define BATCH_CHUNK 512u
+#define BATCH_SLAB 64u
 
 struct span_parser {
 	struct span_file *f;
@@ -70,6 +71,7 @@ struct span_parser {
 	struct span_vec buckets; /* uint32_t: hash chains by trace id */
 	uint32_t npend, free_pend, lru_head, lru_tail;
 	struct batch *free_batches;
+	struct span_vec slabs; /* void *: the batches' memory, BATCH_SLAB each */
 	struct span_vec gather;	 /* struct span_in: a trace's spans, together */
 	struct span_vec gtags;	 /* const char *: their tags */
 	/* traces analysed by the window: a ring of id hashes and their parts,
@@ -78,6 +80,10 @@ struct span_parser {
 	uint32_t *early_part, *early_ix;
 	uint32_t nearly;
 	const char *trace_id;
+	/* where the unit being read began, for span_json__rollback */
+	uint32_t mark_spans, mark_tags, mark_procs;
+	uint64_t mark_nread;
+	const char *mark_trace_id;
 	/* the span being read */
 	int64_t dur;
 	bool has_dur;

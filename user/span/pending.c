@@ -152,9 +152,7 @@ void span_pend__batch_put(struct span_parser *p, struct batch *b)
 {
 	if (--b->refs)
 		return;
-	span_arena__reset(&b->arena);
-	free(b->spans.v);
-	free(b->tags.v);
+	span_arena__reset(&b->arena); /* its spans and tags too */
 	memset(&b->spans, 0, sizeof(b->spans));
 	memset(&b->tags, 0, sizeof(b->tags));
 	b->next = p->free_batches;
@@ -319,6 +317,25 @@ int span_parser__flush(struct span_parser *p)
 	return 0;
 }
 
+/* Batches a slab at a time, onto the free list: a request of a span or two
+ * is a batch of its own. */
+static struct batch *batch_slab(struct span_parser *p)
+{
+	struct batch *slab = calloc(BATCH_SLAB, sizeof(*slab));
+	void **at = slab ? span_vec__push(&p->slabs, sizeof(void *)) : NULL;
+
+	if (!at) {
+		free(slab);
+		return NULL;
+	}
+	*at = slab;
+	for (uint32_t i = 0; i < BATCH_SLAB; i++) {
+		slab[i].next = p->free_batches;
+		p->free_batches = &slab[i];
+	}
+	return p->free_batches;
+}
+
 /* The request's spans (sorted by trace) become a batch; each trace's run of
  * them joins its waiting trace. */
 int span_pend__add_runs(struct span_parser *p, uint64_t off)
@@ -327,25 +344,24 @@ int span_pend__add_runs(struct span_parser *p, uint64_t off)
 	struct span_in *sp;
 	uint32_t n = p->spans.n, i = 0;
 
-	if (b) {
-		p->free_batches = b->next;
-	} else if (!(b = calloc(1, sizeof(*b)))) {
+	if (!b && !(b = batch_slab(p)))
 		return -ENOMEM;
-	}
+	p->free_batches = b->next;
 	/* many batches wait at once (a trace over many requests, a request a
 	 * span or two): their arenas begin at 512 bytes and double */
 	b->arena.chunk = BATCH_CHUNK;
 	/* the parser's arena becomes the batch's, and the batch's (empty,
 	 * reused) the parser's; the spans and tags are copied at their size
-	 * (the parser's arrays stay, grown to the largest request) */
+	 * into it (the parser's arrays stay, grown to the largest request) */
 	{
 		struct span_arena a = b->arena;
 
 		b->arena = p->arena;
 		p->arena = a;
 	}
-	b->spans.v = malloc((size_t)(n ? n : 1) * sizeof(struct span_in));
-	b->tags.v = malloc((size_t)(p->tags.n ? p->tags.n : 1) * sizeof(char *));
+	b->spans.v = span_arena__alloc(&b->arena, (size_t)(n ? n : 1) * sizeof(struct span_in));
+	b->tags.v = span_arena__alloc(&b->arena,
+				      (size_t)(p->tags.n ? p->tags.n : 1) * sizeof(char *));
 	if (!b->spans.v || !b->tags.v) {
 		b->refs = 1;
 		span_pend__batch_put(p, b);

@@ -454,6 +454,16 @@ static int unit(struct scan *s, enum span_unit kind)
 
 	uint64_t nread = s->f->nread;
 
+	/* whole in the buffer as exporters write it: the raw walk finds its
+	 * end, and its bytes are read once */
+	r = span_parser__unit_raw(s->p, kind, s->buf + s->pos, s->hi - s->pos, &end);
+	if (r <= 0) {
+		if (r < 0)
+			s->err = r;
+		else
+			s->pos += end;
+		return r;
+	}
 	s->keep = s->pos;
 	r = scan_container(s, &end,
 			   kind == SPAN_UNIT_JAEGER ? "end of input inside a trace"

@@ -5,7 +5,7 @@
  *
  * Flow: the scanner (span/scan.c) reads the input in chunks and cuts it into
  * units (a Jaeger trace; OTLP: the resourceSpans of one top-level export
- * request), simdjson walks each unit (span/json.cpp) and the parser
+ * request), span/raw.c (or simdjson: span/json.cpp) walks each unit and the parser
  * (span/parse.c) collects the spans of one trace (Jaeger: one element of
  * "data"; OTLP: one top-level export request, grouped by traceId)
  * into a struct span_in array whose strings live in a per-trace arena, then
@@ -142,6 +142,11 @@ void span_parser__window(struct span_parser *p, uint64_t bytes, int64_t ns);
  * < 0 = the sink asked to stop or memory ran out. */
 int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
 		      const char **msg, size_t *at);
+/* The same for a unit whose end is not known yet, at buf with avail bytes
+ * read: 0 with *len, its length, when the raw walk (span/raw.c) took it
+ * whole; < 0 as above; 1 when it did not (nothing of it counts). */
+int span_parser__unit_raw(struct span_parser *p, enum span_unit kind, const char *buf,
+			  size_t avail, size_t *len);
 /* The trace in progress, for warnings: its id (NULL before it is read) and
  * how many spans were read. */
 const char *span_parser__trace_id(const struct span_parser *p);

@@ -70,6 +70,9 @@ int span_json__trace_end(void *ctx);
 
 /* s[0, n) is a number in JSON's grammar. */
 bool span_json__number_ok(const char *s, size_t n);
+/* Where the string whose bytes start at s ends (*e: its closing quote, or
+ * its first backslash: then false). */
+bool span_json__raw_string(const char *s, const char **e);
 
 struct span_json; /* a parser, reused across units (its buffers grow to the largest) */
 
@@ -89,6 +92,19 @@ enum span_json_unit {
  * not valid UTF-8, found before any handler was called. */
 int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *buf, size_t len,
 		     void *ctx, const char **msg, size_t *at);
+
+/* span/raw.c: span/json.cpp's walk of a Jaeger or OTLP unit over its bytes
+ * (checked as UTF-8 first). 0, a handler's < 0, or 1 when the unit is not
+ * as exporters write it (an escape, damage, …): then what the handlers were
+ * given is to be undone (span_json__rollback) and simdjson walks it. used
+ * NULL: the unit is buf[0, len); else it starts at buf, ends where its
+ * bracket closes (*used: its length) and len is what the buffer holds. */
+int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx,
+			size_t *used);
+/* buf[0, len) is UTF-8 (simdjson's check). */
+bool span_json__utf8_ok(const char *buf, size_t len);
+/* Undoes the handlers' work since span_json__parse was called. */
+void span_json__rollback(void *ctx);
 
 #ifdef __cplusplus
 }

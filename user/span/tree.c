@@ -746,7 +746,8 @@ static int analyze_root(struct span_file *f, struct span_tree *t, const char *tr
 	if (err)
 		return err;
 	err = build_frames(f, t, sp, n, nkept);
-	if (!err)
+	t->tags.n = 0;
+	if (!err && !f->sink->ignores_tags)
 		err = collect_tags(t, sp, nkept, tags);
 	if (err)
 		return err;
