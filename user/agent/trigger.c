@@ -6,8 +6,6 @@
  * the caller's sampled traceparent. Percentiles come from log histograms
  * (16 buckets per power of two) in six 10-second slots.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -376,7 +376,7 @@ static void count_row(void *ctx, const struct trigger_count *c)
 {
 	struct jw *w = ctx;
 
-	yajl_gen_map_open(w->g);
+	jw__map_open(w);
 	jw__key(w, "service");
 	jw__str(w, c->service);
 	jw__key(w, "name");
@@ -391,7 +391,7 @@ static void count_row(void *ctx, const struct trigger_count *c)
 	jw__int(w, (int64_t)c->p99_ns);
 	jw__key(w, "max_ns");
 	jw__int(w, (int64_t)c->max_ns);
-	yajl_gen_map_close(w->g);
+	jw__map_close(w);
 }
 
 static void jw__time(struct jw *w, const char *key, time_t t)
@@ -415,7 +415,7 @@ static void counts_write(struct agent *a, FILE *f, time_t now)
 	if (jw__init(&w, f, 0))
 		return;
 	yajl_gen_config(w.g, yajl_gen_beautify, 1);
-	yajl_gen_map_open(w.g);
+	jw__map_open(&w);
 	jw__time(&w, "start", l->win_wall);
 	jw__time(&w, "end", now);
 	jw__key(&w, "requests");
@@ -427,10 +427,10 @@ static void counts_write(struct agent *a, FILE *f, time_t now)
 	jw__key(&w, "profile_has_opt_in");
 	jw__bool(&w, a->include_optin);
 	jw__key(&w, "names");
-	yajl_gen_array_open(w.g);
+	jw__arr_open(&w);
 	trigger__window_each(a->tr, count_row, &w);
-	yajl_gen_array_close(w.g);
-	yajl_gen_map_close(w.g);
+	jw__arr_close(&w);
+	jw__map_close(&w);
 	if (jw__finish(&w))
 		cp_error(CMD, "profile window counts not written in full");
 }

@@ -72,12 +72,6 @@ struct reader {
 		if ((r.err = (x)))                                                                 \
 			return 1;                                                                  \
 	} while (0)
-#define CALL(x)                                                                                    \
-	do {                                                                                       \
-		int rc_ = (x);                                                                     \
-		if (rc_)                                                                           \
-			return rc_;                                                                \
-	} while (0)
 
 /* A string's bytes as they stand in the input (s: after its opening quote;
  * stage 1 has checked that it closes and holds no control characters):

@@ -28,13 +28,6 @@ struct raw {
 	size_t *used; /* not NULL: the unit ends where its bracket closes */
 };
 
-#define CALL(x)                                                                                    \
-	do {                                                                                       \
-		int rc_ = (x);                                                                     \
-		if (rc_)                                                                           \
-			return rc_;                                                                \
-	} while (0)
-
 static inline bool is_ws(char c)
 {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
@@ -482,7 +475,10 @@ static int jaeger_span_field(struct raw *r, const char *k, size_t n)
 	return skip(r);
 }
 
-static int jaeger_span(struct raw *r)
+/* A span object, its fields read by the format's field(): inlined with
+ * it, so the call stays direct. */
+static inline __attribute__((always_inline)) int
+span_obj(struct raw *r, int (*field)(struct raw *r, const char *k, size_t n))
 {
 	const char *k;
 	size_t n;
@@ -490,8 +486,13 @@ static int jaeger_span(struct raw *r)
 
 	CALL(span_json__span_begin(r->ctx));
 	EACH_FIELD(r, k, n, rc)
-		CALL(jaeger_span_field(r, k, n));
+		CALL(field(r, k, n));
 	return rc ? rc : span_json__span_end(r->ctx);
+}
+
+static int jaeger_span(struct raw *r)
+{
+	return span_obj(r, jaeger_span_field);
 }
 
 static int jaeger_process(struct raw *r, const char *id, size_t idn)
@@ -622,14 +623,7 @@ static int otlp_span_field(struct raw *r, const char *k, size_t n)
 
 static int otlp_span(struct raw *r)
 {
-	const char *k;
-	size_t n;
-	int rc;
-
-	CALL(span_json__span_begin(r->ctx));
-	EACH_FIELD(r, k, n, rc)
-		CALL(otlp_span_field(r, k, n));
-	return rc ? rc : span_json__span_end(r->ctx);
+	return span_obj(r, otlp_span_field);
 }
 
 static int otlp_scope(struct raw *r)

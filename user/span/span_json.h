@@ -24,6 +24,14 @@ extern "C" {
 /* Bytes after the end of the input that simdjson may read (not use). */
 #define SPAN_JSON_PADDING 64
 
+/* The walks' handlers: a non-zero return stops the walk with it */
+#define CALL(x)                                                                                    \
+	do {                                                                                       \
+		int rc_ = (x);                                                                     \
+		if (rc_)                                                                           \
+			return rc_;                                                                \
+	} while (0)
+
 /* A span's scalar fields. Values come as text: a string's (unescaped)
  * bytes, a number's text as written (checked against JSON's grammar), or
  * "true" / "false"; null is not handed on. */
