@@ -3,7 +3,6 @@
  * exported as OTLP spans. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,14 +11,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent_int.h"
 #include "commands.h"
-#include "engine.h"
 #include "flight.h"
-#include "kpath.h"
 #include "msg.h"
 #include "recording.h"
 #include "session.h"
@@ -32,30 +28,7 @@
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
 
-uint64_t agent_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* --- what to follow -------------------------------------------------------- */
-
-static bool read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	buf[n] = '\0';
-	return true;
-}
 
 /* pid matches a --comm, --exe or --cgroup */
 static bool matches(const struct agent *a, pid_t pid)
@@ -64,7 +37,7 @@ static bool matches(const struct agent *a, pid_t pid)
 
 	if (a->ncomm) {
 		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-		if (read_small(path, buf, sizeof(buf))) {
+		if (rec_meta__read_small(path, buf, sizeof(buf)) >= 0) {
 			if ((nl = strchr(buf, '\n')))
 				*nl = '\0';
 			for (int i = 0; i < a->ncomm; i++)
@@ -86,7 +59,7 @@ static bool matches(const struct agent *a, pid_t pid)
 	}
 	if (a->ncgroup) {
 		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-		if (read_small(path, buf, sizeof(buf))) {
+		if (rec_meta__read_small(path, buf, sizeof(buf)) >= 0) {
 			/* cgroup v2: "0::/system.slice/x.service" */
 			char *p = strstr(buf, "0::");
 
@@ -169,7 +142,7 @@ static void status(struct agent *a, const char *when)
 {
 	struct exporter_stats st = {0};
 	struct rusage ru;
-	uint64_t cpu, now = agent_mono_ns(), rss_kb = 0;
+	uint64_t cpu, now = rec_meta__now(), rss_kb = 0;
 	double share;
 	char buf[256];
 
@@ -180,7 +153,7 @@ static void status(struct agent *a, const char *when)
 	      (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + ru.ru_stime.tv_usec * 1000ull;
 	share = now > a->last_status ? (double)(cpu - a->last_cpu_ns) / (double)(now - a->last_status)
 				     : 0;
-	if (read_small("/proc/self/statm", buf, sizeof(buf))) {
+	if (rec_meta__read_small("/proc/self/statm", buf, sizeof(buf)) >= 0) {
 		unsigned long size, res;
 
 		if (sscanf(buf, "%lu %lu", &size, &res) == 2)
@@ -537,11 +510,11 @@ static int check(struct agent *a, const char **url)
 static void loop(struct agent *a)
 {
 	struct recorder *r = a->s->r;
-	uint64_t last_tick = agent_mono_ns(), last_scan = last_tick, now;
+	uint64_t last_tick = rec_meta__now(), last_scan = last_tick, now;
 	int err;
 
 	while (!rec_stop_signal && !r->write_err && !__atomic_load_n(&a->err, __ATOMIC_ACQUIRE)) {
-		uint64_t t0 = agent_mono_ns();
+		uint64_t t0 = rec_meta__now();
 
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR) {
@@ -549,7 +522,7 @@ static void loop(struct agent *a)
 			break;
 		}
 		live__post(a, t0 - REORDER_NS);
-		now = agent_mono_ns();
+		now = rec_meta__now();
 		if (now - last_tick >= TICK_MS * 1000000ull) {
 			rec__tick(r, now);
 			last_tick = now;
@@ -615,7 +588,7 @@ int cmd_agent(int argc, char **argv)
 	s->tap_ctx = a;
 	a->service_env = getenv("OTEL_SERVICE_NAME");
 	a->res.service = a->service_env && *a->service_env ? a->service_env : NULL;
-	to.seed = (uint64_t)agent_mono_ns() ^ (uint64_t)getpid() << 32;
+	to.seed = (uint64_t)rec_meta__now() ^ (uint64_t)getpid() << 32;
 	a->rng = to.seed * 0x9e3779b97f4a7c15ull;
 	ret = check(a, &url);
 	if (!ret && watching(a))
@@ -641,7 +614,7 @@ int cmd_agent(int argc, char **argv)
 	ret = ret || rec_session__attach(s);
 	if (!ret) {
 		a->res.host = s->info.host;
-		a->last_status = agent_mono_ns();
+		a->last_status = rec_meta__now();
 		if (!s->o.quiet)
 			cp_error(CMD,
 				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
@@ -649,9 +622,9 @@ int cmd_agent(int argc, char **argv)
 				watching(a) ? " and the ones that match as they start" : "",
 				url ? url : "(nowhere: no --otlp)");
 		loop(a);
-		stop_ns = agent_mono_ns();
+		stop_ns = rec_meta__now();
 		rec__drain(s->r, 0, true);
-		rec__check_drops(s->r, agent_mono_ns());
+		rec__check_drops(s->r, rec_meta__now());
 		err = live__finish(a);
 		if (err)
 			cp_error(CMD, "analysis stopped: %s", strerror(-err));
@@ -677,7 +650,7 @@ int cmd_agent(int argc, char **argv)
 				(unsigned long long)raised, (unsigned long long)waits);
 		ret = err ? 1 : 0;
 	}
-	exporter__close(a->ex, agent_mono_ns(), NULL);
+	exporter__close(a->ex, rec_meta__now(), NULL);
 	live__free(a);
 	trigger__free(a->tr);
 	for (int i = 0; i < a->nexe; i++)

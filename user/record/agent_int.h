@@ -48,8 +48,6 @@ struct agent {
 #define cnt_add(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
 #define cnt_get(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-uint64_t agent_mono_ns(void);
-
 /* After the session is loaded: the analysis and its thread. 0 or -errno. */
 int live__start(struct agent *a);
 /* The recorder's tap: a record into the batch being filled. */

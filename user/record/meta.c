@@ -47,7 +47,7 @@ int64_t rec_meta__realtime_offset(void)
 	return rt - ((int64_t)m.tv_sec * 1000000000ll + m.tv_nsec);
 }
 
-static ssize_t read_small(const char *path, char *buf, size_t cap)
+ssize_t rec_meta__read_small(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n, total = 0;
@@ -90,7 +90,7 @@ ssize_t rec_meta__processes(struct rec_meta_pp **out)
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		if (read_small(path, stat, sizeof(stat)) <= 0 || !(p = strrchr(stat, ')')) ||
+		if (rec_meta__read_small(path, stat, sizeof(stat)) <= 0 || !(p = strrchr(stat, ')')) ||
 		    sscanf(p + 1, " %*c %d", &ppid) != 1)
 			continue; /* gone meanwhile */
 		if (n == cap && grow((void **)&v, &cap, sizeof(*v))) {
@@ -131,11 +131,11 @@ static int cpus__read(struct rec_meta_host *m)
 		m->cpus[i].cpu = i;
 		m->cpus[i].capacity = 1024;
 		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpu_capacity", i);
-		if (read_small(path, buf, sizeof(buf)) > 0)
+		if (rec_meta__read_small(path, buf, sizeof(buf)) > 0)
 			m->cpus[i].capacity = strtoul(buf, NULL, 10);
 		snprintf(path, sizeof(path),
 			 "/sys/devices/system/cpu/cpu%d/cpufreq/cpuinfo_max_freq", i);
-		if (read_small(path, buf, sizeof(buf)) > 0)
+		if (rec_meta__read_small(path, buf, sizeof(buf)) > 0)
 			m->cpus[i].mhz = strtoul(buf, NULL, 10) / 1000;
 	}
 	f = fopen("/proc/cpuinfo", "re");
@@ -173,7 +173,7 @@ int rec_meta__host(struct rec_meta_host *m, int argc, char **argv)
 		snprintf(m->host, sizeof(m->host), "%s", u.nodename);
 		snprintf(m->kernel, sizeof(m->kernel), "%s", u.release);
 	}
-	if (read_small("/proc/sys/kernel/random/boot_id", m->boot_id, sizeof(m->boot_id)) > 0)
+	if (rec_meta__read_small("/proc/sys/kernel/random/boot_id", m->boot_id, sizeof(m->boot_id)) > 0)
 		chomp(m->boot_id);
 	for (int i = 0; i < argc; i++)
 		len += strlen(argv[i]) + 1;
@@ -204,7 +204,7 @@ bool rec_meta__alive(pid_t pid)
 		return false;
 	/* a zombie is gone for our purposes */
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
+	if (rec_meta__read_small(path, buf, sizeof(buf)) <= 0)
 		return false;
 	p = strrchr(buf, ')');
 	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
@@ -289,7 +289,7 @@ int rec_meta__thread(struct recording_writer *w, pid_t pid, pid_t tid, uint64_t 
 	char path[96], buf[CP_COMM_LEN + 2];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	if (read_small(path, buf, sizeof(buf)) < 0)
+	if (rec_meta__read_small(path, buf, sizeof(buf)) < 0)
 		return -ESRCH;
 	chomp(buf);
 	hdr_init(&r.h, CP_MD_THREAD, sizeof(r), pid, tid, ts);
@@ -541,14 +541,14 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	gone = read_small(path, comm, sizeof(comm)) < 0;
+	gone = rec_meta__read_small(path, comm, sizeof(comm)) < 0;
 	if (gone && !(seen && seen->comm))
 		return -ESRCH;
 	if (gone)
 		snprintf(comm, sizeof(comm), "%.*s", CP_COMM_LEN - 1, seen->comm);
 	chomp(comm);
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_small(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')))
+	if (rec_meta__read_small(path, stat, sizeof(stat)) > 0 && (p = strrchr(stat, ')')))
 		sscanf(p + 1, " %*c %u", &ppid);
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	exe_len = readlink(path, exe, sizeof(exe) - 1);
@@ -564,7 +564,7 @@ int rec_meta__process(struct recording_writer *w, pid_t pid, uint64_t ts,
 	if (exe_len >= (ssize_t)sizeof(exe))
 		exe_len = sizeof(exe) - 1;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	cmd_len = read_small(path, cmdline, 4096);
+	cmd_len = rec_meta__read_small(path, cmdline, 4096);
 	if (cmd_len < 0)
 		cmd_len = 0;
 	while (cmd_len > 0 && cmdline[cmd_len - 1] == 0)
