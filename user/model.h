@@ -77,6 +77,9 @@ struct cp_span_stat {
 	uint32_t nframes;
 	uint64_t inclusive_ns;
 	uint64_t exclusive_ns;
+	/* index + 1 of an earlier stat of the request whose frames begin these
+	 * (0: none): the engine then looks up only the levels below it */
+	uint32_t prefix;
 };
 
 struct cp_request {

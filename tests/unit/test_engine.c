@@ -374,7 +374,9 @@ static void test_sorted_top(void **state)
 	a = engine__result(full);
 	b = engine__result(top);
 	assert_int_equal(a->nspans, 200);
-	assert_int_equal(b->nspans, 200);
+	assert_int_equal(b->nspans, 5);
+	assert_int_equal(a->nspan_paths, 200);
+	assert_int_equal(b->nspan_paths, 200);
 	assert_int_equal(a->nprofile, b->nprofile);
 	for (int i = 0; i < 5; i++) {
 		assert_string_equal(a->spans[i].frames[1], b->spans[i].frames[1]);
@@ -383,6 +385,74 @@ static void test_sorted_top(void **state)
 	}
 	engine__free(full);
 	engine__free(top);
+}
+
+/* A stat's prefix (an earlier stat whose frames begin its own) changes
+ * nothing but the work: the same rows as full paths give, and each span
+ * step of the profile points to its path's row, in the first rows or not. */
+static void test_span_prefix(void **state)
+{
+	static const char *const lv[] = {"a x", "b y", "…", "c z", "d w"};
+	static const char *const p0[] = {"a x"}, *const p1[] = {"a x", "b y"},
+				 *const p2[] = {"a x", "b y", "…", "c z"},
+				 *const p3[] = {"a x", "b y", "…", "d w"};
+	const char *const *paths[] = {p0, p1, p2, p3};
+	const uint32_t depth[] = {1, 2, 4, 4}, prefix[] = {0, 1, 2, 2};
+	struct engine *e[2];
+	const struct engine_result *r[2];
+
+	for (int v = 0; v < 2; v++) {
+		e[v] = engine__new(&(struct engine_opts){.sorted_top = v ? 1 : 0});
+		for (int j = 0; j < 3; j++) {
+			struct cp_span_stat st[4];
+			struct cp_segment g[4];
+			struct cp_request q = {.id = "t", .service = "a", .name = "x",
+					       .start_ns = 0, .end_ns = 40 * MS, .segs = g,
+					       .nsegs = 4, .spans = st, .nspans = 4};
+
+			for (int i = 0; i < 4; i++) {
+				st[i] = (struct cp_span_stat){
+				    .span_id = "s", .service = lv[i + (i > 1)], .operation = "op",
+				    .frames = paths[i], .nframes = depth[i],
+				    .inclusive_ns = (uint64_t)(4 - i) * 10 * MS,
+				    .exclusive_ns = (uint64_t)(i + 1) * MS,
+				    .prefix = v ? prefix[i] : 0};
+				g[i] = (struct cp_segment){
+				    .start_ns = (uint64_t)i * 10 * MS,
+				    .end_ns = (uint64_t)(i + 1) * 10 * MS, .category = CP_CAT_SPAN,
+				    .frames = paths[i], .nframes = depth[i]};
+			}
+			assert_int_equal(engine__add_request(e[v], &q), 1);
+		}
+		r[v] = engine__result(e[v]);
+		assert_int_equal(r[v]->nspan_paths, 4);
+	}
+	assert_int_equal(r[0]->nspans, 4);
+	assert_int_equal(r[1]->nspans, 1);
+	for (uint32_t i = 0; i < r[1]->nspans; i++) {
+		assert_int_equal(r[0]->spans[i].nframes, r[1]->spans[i].nframes);
+		for (uint32_t k = 0; k < r[0]->spans[i].nframes; k++)
+			assert_string_equal(r[0]->spans[i].frames[k], r[1]->spans[i].frames[k]);
+		assert_int_equal(r[0]->spans[i].count, 3);
+		assert_int_equal(r[0]->spans[i].exclusive_ns, r[1]->spans[i].exclusive_ns);
+	}
+	/* by exclusive time: d w, c z, b y, a x */
+	assert_string_equal(r[0]->spans[0].frames[3], "d w");
+	assert_string_equal(r[0]->spans[1].frames[3], "c z");
+	assert_string_equal(r[0]->spans[3].frames[0], "a x");
+	assert_int_equal(r[0]->spans[3].requests, 3);
+	/* profile: every step 30 ms; each points to its own path */
+	for (int v = 0; v < 2; v++)
+		for (uint32_t i = 0; i < (v ? 1 : r[v]->nprofile); i++) {
+			const struct engine_profile_entry *p = &r[v]->profile[i];
+
+			assert_non_null(p->span);
+			assert_int_equal(p->span->nframes, p->nframes);
+			assert_string_equal(p->span->frames[p->nframes - 1],
+					    p->frames[p->nframes - 1]);
+		}
+	engine__free(e[0]);
+	engine__free(e[1]);
 }
 
 static void test_bad_request(void **state)
@@ -459,7 +529,8 @@ int main(void)
 	    cmocka_unit_test(test_percentile_views), cmocka_unit_test(test_distribution_error),
 	    cmocka_unit_test(test_filters),	     cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_keep_slowest),     cmocka_unit_test(test_keep_all_spans),
-	    cmocka_unit_test(test_sorted_top),       cmocka_unit_test(test_bad_request),	     cmocka_unit_test(test_interned),
+	    cmocka_unit_test(test_sorted_top),
+	    cmocka_unit_test(test_span_prefix),       cmocka_unit_test(test_bad_request),	     cmocka_unit_test(test_interned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

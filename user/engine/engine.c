@@ -70,16 +70,15 @@ void engine__free(struct engine *e)
 		barr__free(&e->stacks[i].by_lat);
 	}
 	free(e->stacks);
-	free(e->skeys);
-	free(e->shash);
 	free(e->gkeys);
 	free(e->ghash);
 	free(e->stack_index.slots);
 	free(e->culprits);
 	free(e->culprit_index.slots);
-	for (uint32_t i = 0; i < e->nspans; i++)
-		free((void *)e->spans[i].pub.frames);
 	free(e->spans);
+	free(e->snode);
+	free(e->so);
+	u64map__free(&e->label_so);
 	free(e->span_index.slots);
 	free(e->touched);
 	free(e->seg_frames);
@@ -530,97 +529,133 @@ static int engine__contention(struct engine *e, const struct cp_segment *g, uint
 
 /* --- span call paths ----------------------------------------------------- */
 
+struct span_key {
+	const struct engine *e;
+	uint32_t parent;
+	const char *label;
+};
+
+static uint64_t span_hash(uint32_t parent, const char *label)
+{
+	uint64_t h = hash__u64(hash__u64(0x5a5a, parent), (uintptr_t)label);
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
 static bool span_eq(const void *ctx, uint32_t i)
 {
-	const struct stack_key *k = ctx;
-	const struct span_agg *s = &k->e->spans[i];
+	const struct span_key *k = ctx;
+	const struct span_node *s = &k->e->spans[i];
 
-	return s->hash == k->hash &&
-	       frames_eq(s->pub.frames, s->pub.nframes, k->frames, k->nframes);
+	return s->label == k->label && s->parent == k->parent;
 }
 
 static uint64_t span_hash_of(const void *ctx, uint32_t i)
 {
-	return ((const struct engine *)ctx)->spans[i].hash;
+	const struct span_node *s = &((const struct engine *)ctx)->spans[i];
+
+	return span_hash(s->parent, s->label);
 }
 
-/* One span stat, its frames interned in kf with hash h. */
-static int engine__span(struct engine *e, const struct cp_span_stat *st, const char *const *kf,
-			uint64_t h)
+uint32_t engine__span_child(struct engine *e, uint32_t parent, const char *label)
 {
-	struct stack_key k = {e, kf, st->nframes, 0, h};
-	struct span_agg *s;
-	uint32_t *slot;
+	struct span_key k = {e, parent, label};
 
-	slot = index__find(&e->span_index, k.hash, span_eq, &k);
-	if (!*slot) {
-		if (engine__grow((void **)&e->spans, &e->capspans, e->nspans + 1, sizeof(*s)))
+	if (!e->span_index.cap)
+		return 0;
+	return *index__find(&e->span_index, span_hash(parent, label), span_eq, &k);
+}
+
+/* The node below parent with label (index + 1), made on first sight; 0:
+ * ENOMEM. The index has room for it. A NULL label is the empty path. */
+static uint32_t engine__span_node(struct engine *e, uint32_t parent, const char *label)
+{
+	struct span_key k = {e, parent, label};
+	uint32_t *slot = index__find(&e->span_index, span_hash(parent, label), span_eq, &k);
+
+	if (*slot)
+		return *slot;
+	if (engine__grow((void **)&e->spans, &e->capspans, e->nspans + 1, sizeof(*e->spans)))
+		return 0;
+	e->spans[e->nspans] = (struct span_node){
+	    .label = label,
+	    .parent = parent,
+	    .depth = parent ? e->spans[parent - 1].depth + 1 : label != NULL,
+	};
+	*slot = ++e->nspans;
+	return *slot;
+}
+
+/* A new path's service and operation: its label's (they make the label). */
+static int engine__span_names(struct engine *e, struct span_node *s, const struct cp_span_stat *st)
+{
+	uint32_t v = s->label ? u64map__get(&e->label_so, (uintptr_t)s->label) : U64MAP_NONE;
+
+	if (v == U64MAP_NONE) {
+		if (engine__grow((void **)&e->so, &e->capso, e->nso + 1, sizeof(*e->so)))
 			return -ENOMEM;
-		s = &e->spans[e->nspans];
-		memset(s, 0, sizeof(*s));
-		s->pub.frames = frames_dup(k.frames, k.nframes);
-		if (!s->pub.frames)
-			return -ENOMEM;
-		s->pub.nframes = st->nframes;
-		s->pub.service = intern__get(e->in, st->service);
-		s->pub.operation = intern__get(e->in, st->operation);
-		s->hash = k.hash;
-		*slot = ++e->nspans;
+		v = e->nso;
+		e->so[v].service = intern__get(e->in, st->service);
+		e->so[v].operation = intern__get(e->in, st->operation);
+		if (s->label) {
+			if (u64map__put(&e->label_so, (uintptr_t)s->label, v))
+				return -ENOMEM;
+			e->nso++;
+		}
 	}
-	s = &e->spans[*slot - 1];
-	s->pub.count++;
-	s->pub.inclusive_ns += st->inclusive_ns;
-	s->pub.exclusive_ns += st->exclusive_ns;
-	if (s->gen != e->gen) {
-		s->gen = e->gen;
-		s->pub.requests++;
-	}
+	s->service = e->so[v].service;
+	s->operation = e->so[v].operation;
 	return 0;
 }
 
-/* A request's span stats in passes (keys and prefetches, entries and frames,
- * lookups), so cache misses overlap instead of following one another. */
+/* A request's span stats into the tree of paths: a stat with a prefix
+ * starts from that stat's node, so a path costs a lookup or two, not one
+ * per level. */
 static int engine__spans(struct engine *e, const struct cp_request *req)
 {
-	uint32_t n = req->nspans, total = 0, mask;
 	const struct cp_span_stat *sp = req->spans;
-	const char **kf;
+	uint32_t n = req->nspans, walk = 0;
 
-	for (uint32_t i = 0; i < n; i++)
-		total += sp[i].nframes;
-	if (engine__grow((void **)&e->skeys, &e->capskeys, total + 1, sizeof(*e->skeys)) ||
-	    engine__grow((void **)&e->shash, &e->capshash, n + 1, sizeof(*e->shash)) ||
-	    index__reserve_more(&e->span_index, e->nspans, n, span_hash_of, e))
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t p = sp[i].prefix;
+
+		walk += 1 + sp[i].nframes;
+		if (p && p <= i && sp[p - 1].nframes <= sp[i].nframes)
+			walk -= sp[p - 1].nframes;
+	}
+	if (engine__grow((void **)&e->snode, &e->capsnode, n + 1, sizeof(*e->snode)) ||
+	    index__reserve_more(&e->span_index, e->nspans, walk, span_hash_of, e))
 		return -ENOMEM;
-	mask = e->span_index.cap - 1;
-	kf = e->skeys;
-	for (uint32_t i = 0; i < n; kf += sp[i++].nframes) {
-		for (uint32_t j = 0; j < sp[i].nframes; j++)
-			if (!(kf[j] = engine__frame(e, sp[i].frames[j])))
-				return -ENOMEM;
-		e->shash[i] = frames_hash(kf, sp[i].nframes, 0x5a5a);
-		__builtin_prefetch(&e->span_index.slots[e->shash[i] & mask]);
-	}
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t slot = e->span_index.slots[e->shash[i] & mask];
+		const struct cp_span_stat *st = &sp[i];
+		uint32_t node = 0, j = 0, p = st->prefix;
+		struct span_node *s;
 
-		if (slot)
-			__builtin_prefetch(&e->spans[slot - 1].hash);
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t slot = e->span_index.slots[e->shash[i] & mask];
-
-		if (slot) {
-			__builtin_prefetch(e->spans[slot - 1].pub.frames);
-			__builtin_prefetch(&e->spans[slot - 1].pub.count);
+		if (p && p <= i && sp[p - 1].nframes <= st->nframes) {
+			node = e->snode[p - 1];
+			j = sp[p - 1].nframes;
+		} else if (!st->nframes && !(node = engine__span_node(e, 0, NULL))) {
+			return -ENOMEM;
 		}
-	}
-	kf = e->skeys;
-	for (uint32_t i = 0; i < n; kf += sp[i++].nframes) {
-		int err = engine__span(e, &sp[i], kf, e->shash[i]);
+		for (; j < st->nframes; j++) {
+			const char *f = engine__frame(e, st->frames[j]);
 
-		if (err)
-			return err;
+			if (!f || !(node = engine__span_node(e, node, f)))
+				return -ENOMEM;
+		}
+		e->snode[i] = node;
+		s = &e->spans[node - 1];
+		if (!s->count && engine__span_names(e, s, st))
+			return -ENOMEM;
+		s->count++;
+		s->inclusive_ns += st->inclusive_ns;
+		s->exclusive_ns += st->exclusive_ns;
+		if (s->gen != e->gen) {
+			s->gen = e->gen;
+			s->requests++;
+		}
 	}
 	return 0;
 }

@@ -77,6 +77,9 @@ struct engine_profile_entry {
 	/* with fewer than ENGINE_FEW requests in all, its time in
 	 * each request that had it (requests values): diff's bootstrap */
 	const uint64_t *samples_ns;
+	/* a span step's call path totals (NULL: none, or a row past
+	 * engine_opts.sorted_top) */
+	const struct engine_span_entry *span;
 };
 
 struct engine_contention {
@@ -162,9 +165,10 @@ struct engine_result {
 	uint32_t nkept;
 	const char *const *warnings;
 	uint32_t nwarnings;
-	/* span call paths, sorted by exclusive_ns, descending */
+	/* span call paths, sorted by exclusive_ns, descending: all, or the
+	 * first engine_opts.sorted_top of the nspan_paths there are */
 	const struct engine_span_entry *spans;
-	uint32_t nspans;
+	uint32_t nspans, nspan_paths;
 	uint64_t nfiltered;		/* requests the filters left out */
 	/* the SKUs seen (baseline first) and the cpu steps that ran on two or
 	 * more */

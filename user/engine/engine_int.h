@@ -129,9 +129,15 @@ struct culprit {
 	uint64_t gen;
 };
 
-struct span_agg {
-	struct engine_span_entry pub;
-	uint64_t hash;
+/* A span call path: a node of the tree of paths, one level below its parent
+ * node; memory per path does not grow with its depth. */
+struct span_node {
+	const char *label;		  /* its last frame, interned */
+	const char *service, *operation;  /* interned, once a span ended here */
+	uint32_t parent;		  /* index + 1, 0: a root level */
+	uint32_t depth;			  /* frames from the root */
+	uint32_t requests;
+	uint64_t count, inclusive_ns, exclusive_ns;
 	uint64_t gen;
 };
 
@@ -160,9 +166,18 @@ struct engine {
 		uint32_t category;
 		uint32_t culprit; /* index + 1, 0 = empty */
 	} blame_cache[CACHE_SLOTS * 4];
-	struct span_agg *spans;
+	struct span_node *spans;
 	uint32_t nspans, capspans;
 	struct index span_index;
+	uint32_t *snode; /* the request's span stats' nodes */
+	uint32_t capsnode;
+	/* a path's last frame to its service and operation, interned once a
+	 * label, not once a path */
+	struct u64map label_so;
+	struct {
+		const char *service, *operation;
+	} *so;
+	uint32_t nso, capso;
 
 	uint64_t gen;
 	bool interned; /* the request being added has cp_request.interned */
@@ -181,9 +196,6 @@ struct engine {
 		const char *from, *to;
 		uint64_t gen;
 	} memo[1u << MEMO_BITS];
-	const char **skeys; /* the request's span stats' frame stacks, interned */
-	uint64_t *shash;
-	uint32_t capskeys, capshash;
 	const char **gkeys; /* the same for its segments */
 	uint64_t *ghash;
 	uint32_t capgkeys, capghash;
@@ -225,6 +237,7 @@ struct engine {
 	struct engine_profile_entry *res_profile;
 	struct engine_contention *res_contention;
 	struct engine_span_entry *res_spans;
+	const char **res_span_frames; /* the frames of the rows writers read */
 	const char **res_warnings;
 	const struct cp_request **res_requests;
 	uint32_t *res_hist;
@@ -235,6 +248,10 @@ struct engine {
 };
 
 void engine__free_result(struct engine *e);
+
+/* The span path node below parent (index + 1, 0: none) with label; the
+ * node's index + 1, 0 if there is none. */
+uint32_t engine__span_child(struct engine *e, uint32_t parent, const char *label);
 
 /* The engine's arrays, from 64. */
 int engine__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);

@@ -14,6 +14,7 @@ void engine__free_result(struct engine *e)
 	free(e->res_profile);
 	free(e->res_contention);
 	free(e->res_spans);
+	free(e->res_span_frames);
 	free(e->res_warnings);
 	free(e->res_requests);
 	free(e->res_hist);
@@ -23,6 +24,7 @@ void engine__free_result(struct engine *e)
 	e->res_profile = NULL;
 	e->res_contention = NULL;
 	e->res_spans = NULL;
+	e->res_span_frames = NULL;
 	e->res_warnings = NULL;
 	e->res_requests = NULL;
 	e->dropped_note = NULL;
@@ -67,15 +69,39 @@ static int contention_cmp(const void *pa, const void *pb)
 	return strcmp(a->comm ? a->comm : "", b->comm ? b->comm : "");
 }
 
+/* Span paths are sorted as node ids (index + 1): the paths live in the
+ * tree, and sort_first's comparisons take no context but this. */
+static __thread const struct span_node *span_cmp_nodes;
+
+/* Nodes a and b's paths compared frame by frame, as frames_cmp. */
+static int path_cmp(const struct span_node *nodes, uint32_t a, uint32_t b)
+{
+	uint32_t da = nodes[a - 1].depth, db = nodes[b - 1].depth, x = a, y = b, d;
+
+	for (d = da; d > db; d--)
+		x = nodes[x - 1].parent;
+	for (d = db; d > da; d--)
+		y = nodes[y - 1].parent;
+	if (x == y || !d)
+		return da < db ? -1 : da > db ? 1 : 0;
+	while (nodes[x - 1].parent != nodes[y - 1].parent) {
+		x = nodes[x - 1].parent;
+		y = nodes[y - 1].parent;
+	}
+	/* siblings: their labels differ */
+	return strcmp(nodes[x - 1].label, nodes[y - 1].label);
+}
+
 static int span_cmp(const void *pa, const void *pb)
 {
-	const struct engine_span_entry *a = pa, *b = pb;
+	uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
+	const struct span_node *a = &span_cmp_nodes[x - 1], *b = &span_cmp_nodes[y - 1];
 
 	if (a->exclusive_ns != b->exclusive_ns)
 		return a->exclusive_ns > b->exclusive_ns ? -1 : 1;
 	if (a->inclusive_ns != b->inclusive_ns)
 		return a->inclusive_ns > b->inclusive_ns ? -1 : 1;
-	return frames_cmp(a->frames, a->nframes, b->frames, b->nframes);
+	return path_cmp(span_cmp_nodes, x, y);
 }
 
 static int start_cmp(const void *pa, const void *pb)
@@ -211,10 +237,89 @@ static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], b
 	p->max_ns = s->max_ns;
 }
 
+/* The node of a span step's stack (index + 1, 0: none). */
+static uint32_t span__of_stack(struct engine *e, const struct engine_profile_entry *p)
+{
+	uint32_t node = p->nframes ? 0 : engine__span_child(e, 0, NULL);
+
+	for (uint32_t i = 0; i < p->nframes && (node || !i); i++)
+		node = engine__span_child(e, node, p->frames[i]);
+	return node;
+}
+
+/* The span rows writers read into e->res_spans, sorted: all, or the first
+ * sorted_top; after them the rows the profile's first rows point to. Their
+ * frames from the tree. The rows sorted, 0 without memory; *npaths: all. */
+static uint32_t span__result(struct engine *e, uint32_t np, uint32_t *npaths)
+{
+	uint32_t m = 0, k, kp, nrows, *ids = malloc((e->nspans + 1) * sizeof(*ids)), *pos = NULL;
+	size_t nfr = 0;
+	const char **fr;
+
+	*npaths = 0;
+	if (!ids)
+		return 0;
+	for (uint32_t i = 0; i < e->nspans; i++)
+		if (e->spans[i].count) /* else a level only longer paths have */
+			ids[m++] = i + 1;
+	*npaths = m;
+	span_cmp_nodes = e->spans;
+	sort_first(ids, m, sizeof(*ids), e->opts.sorted_top, span_cmp);
+	k = e->opts.sorted_top && e->opts.sorted_top < m ? e->opts.sorted_top : m;
+	kp = e->opts.sorted_top && e->opts.sorted_top < np ? e->opts.sorted_top : np;
+	pos = malloc((e->nspans + 1) * sizeof(*pos));
+	e->res_spans = calloc(k + kp + 1, sizeof(*e->res_spans));
+	if (!pos || !e->res_spans)
+		goto fail;
+	memset(pos, 0xff, (e->nspans + 1) * sizeof(*pos));
+	for (uint32_t i = 0; i < k; i++)
+		pos[ids[i] - 1] = i;
+	nrows = k;
+	for (uint32_t i = 0; i < kp; i++) {
+		struct engine_profile_entry *p = &e->res_profile[i];
+		uint32_t node = p->category == CP_CAT_SPAN ? span__of_stack(e, p) : 0;
+
+		if (!node || !e->spans[node - 1].count)
+			continue;
+		if (pos[node - 1] == UINT32_MAX) {
+			pos[node - 1] = nrows;
+			ids[nrows++] = node; /* ids past k are no longer needed */
+		}
+		p->span = &e->res_spans[pos[node - 1]];
+	}
+	for (uint32_t i = 0; i < nrows; i++)
+		nfr += e->spans[ids[i] - 1].depth;
+	e->res_span_frames = fr = malloc((nfr + 1) * sizeof(*fr));
+	if (!fr)
+		goto fail;
+	for (uint32_t i = 0; i < nrows; i++) {
+		const struct span_node *s = &e->spans[ids[i] - 1];
+		uint32_t d = s->depth;
+
+		for (uint32_t x = ids[i]; d; x = e->spans[x - 1].parent)
+			fr[--d] = e->spans[x - 1].label;
+		e->res_spans[i] = (struct engine_span_entry){
+		    fr, s->depth, s->service, s->operation,
+		    s->count, s->requests, s->inclusive_ns, s->exclusive_ns,
+		};
+		fr += s->depth;
+	}
+	free(pos);
+	free(ids);
+	return k;
+fail:
+	for (uint32_t i = 0; i < kp; i++)
+		e->res_profile[i].span = NULL;
+	free(pos);
+	free(ids);
+	*npaths = 0;
+	return 0;
+}
+
 const struct engine_result *engine__result(struct engine *e)
 {
 	struct engine_result *r = &e->res;
-	uint32_t pb[ENGINE_NPCT], nw, np = 0;
+	uint32_t pb[ENGINE_NPCT], nw, np = 0, nspans;
 
 	engine__free_result(e);
 	memset(r, 0, sizeof(*r));
@@ -227,10 +332,9 @@ const struct engine_result *engine__result(struct engine *e)
 
 	e->res_profile = calloc(e->nstacks + 1, sizeof(*e->res_profile));
 	e->res_contention = calloc(e->nculprits + 1, sizeof(*e->res_contention));
-	e->res_spans = calloc(e->nspans + 1, sizeof(*e->res_spans));
 	e->res_requests = calloc(e->nkept + 1, sizeof(*e->res_requests));
 	e->res_warnings = calloc(e->nwarnings + 2, sizeof(*e->res_warnings));
-	if (!e->res_profile || !e->res_contention || !e->res_spans || !e->res_requests ||
+	if (!e->res_profile || !e->res_contention || !e->res_requests ||
 	    !e->res_warnings) {
 		engine__free_result(e);
 		return r; /* the totals at least */
@@ -259,9 +363,7 @@ const struct engine_result *engine__result(struct engine *e)
 	}
 	sort_first(e->res_contention, e->nculprits, sizeof(*e->res_contention), e->opts.sorted_top,
 		   contention_cmp);
-	for (uint32_t i = 0; i < e->nspans; i++)
-		e->res_spans[i] = e->spans[i].pub;
-	sort_first(e->res_spans, e->nspans, sizeof(*e->res_spans), e->opts.sorted_top, span_cmp);
+	nspans = span__result(e, np, &r->nspan_paths);
 	if (e->nkept) {
 		memcpy(e->res_requests, e->kept, e->nkept * sizeof(*e->kept));
 		qsort(e->res_requests, e->nkept, sizeof(*e->res_requests), start_cmp);
@@ -278,7 +380,7 @@ const struct engine_result *engine__result(struct engine *e)
 	r->contention = e->res_contention;
 	r->ncontention = e->nculprits;
 	r->spans = e->res_spans;
-	r->nspans = e->nspans;
+	r->nspans = nspans;
 	r->requests = e->res_requests;
 	r->nkept = e->nkept;
 	r->warnings = e->res_warnings;

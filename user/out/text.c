@@ -80,28 +80,6 @@ static void put_categories(FILE *f, const struct engine_result *r)
 	fputc('\n', f);
 }
 
-/* The span stats of a step, when the step is a span call path. */
-static const struct engine_span_entry *span_of(const struct engine_result *r,
-					       const struct engine_profile_entry *p)
-{
-	if (p->category != CP_CAT_SPAN)
-		return NULL;
-	for (uint32_t i = 0; i < r->nspans; i++) {
-		const struct engine_span_entry *s = &r->spans[i];
-		uint32_t k;
-
-		if (s->nframes != p->nframes)
-			continue;
-		for (k = 0; k < p->nframes && s->frames[k] && p->frames[k] &&
-			    !strcmp(s->frames[k], p->frames[k]);
-		     k++)
-			;
-		if (k == p->nframes)
-			return s;
-	}
-	return NULL;
-}
-
 static void put_profile(FILE *f, const struct engine_result *r, uint32_t top)
 {
 	uint32_t n = r->nprofile < top ? r->nprofile : top;
@@ -128,7 +106,7 @@ static void put_profile(FILE *f, const struct engine_result *r, uint32_t top)
 			fprintf(f, " %9.3f", per_req_ms(p->pct_total_ns[k], r->pct_nrequests[k]));
 		fprintf(f, " %9u", p->requests);
 		if (spans) {
-			const struct engine_span_entry *s = span_of(r, p);
+			const struct engine_span_entry *s = p->span;
 
 			if (s)
 				fprintf(f, " %9.3f %9.3f",
@@ -152,7 +130,7 @@ static void put_spans(FILE *f, const struct engine_result *r, uint32_t top)
 	fprintf(f,
 		"\nSpans: top %u of %u call paths by exclusive time on the critical path, "
 		"per request\n",
-		n, r->nspans);
+		n, r->nspan_paths);
 	fprintf(f, "%10s %10s %9s  %s\n", "excl ms", "incl ms", "spans", "call path");
 	for (uint32_t i = 0; i < n; i++) {
 		const struct engine_span_entry *s = &r->spans[i];

@@ -211,6 +211,9 @@ struct span_tree {
 	struct span_vec stats;	      /* struct cp_span_stat */
 	struct span_vec frames;	      /* const char **: per span */
 	struct span_vec nframes;      /* uint32_t */
+	struct span_vec prefix;	      /* uint32_t: per span, its stat's prefix */
+	struct span_vec cut;	      /* uint32_t: per span, its stat's SPAN_MAX_FRAMES - 2 level */
+	struct span_vec kof;	      /* uint32_t: per span, its stat's index */
 	struct span_vec tagset;	      /* const char *: hash set */
 	struct span_vec tagseen;      /* uint8_t per tag index: looked at already */
 	struct span_vec tags;	      /* const char *: the request's, NULL-terminated */
@@ -528,13 +531,19 @@ static int build_frames(const struct span_file *f, struct span_tree *t, struct s
 	const char *more = f->sink->intern ? f->sink->intern(f->sink->ctx, "…") : "…";
 
 	const uint32_t *order = t->order.v, *parent = t->parent.v;
+	uint32_t *nfr, *prefix, *cut, *kof;
 	const char ***frames;
-	uint32_t *nfr;
 
 	RESERVE(frames, const char **, n);
 	RESERVE(nframes, uint32_t, n);
+	RESERVE(prefix, uint32_t, n);
+	RESERVE(cut, uint32_t, n);
+	RESERVE(kof, uint32_t, n);
 	frames = t->frames.v;
 	nfr = t->nframes.v;
+	prefix = t->prefix.v;
+	cut = t->cut.v;
+	kof = t->kof.v;
 	for (uint32_t k = 0; k < nkept; k++) {
 		uint32_t i = order[k], p = k ? parent[i] : NONE, pn = p == NONE ? 0 : nfr[p];
 		const char *label = frame_label(f, t, &sp[i]);
@@ -547,17 +556,23 @@ static int build_frames(const struct span_file *f, struct span_tree *t, struct s
 		fr = span_arena__alloc(&t->out, m * sizeof(*fr));
 		if (!fr)
 			return -ENOMEM;
+		/* prefix: the parent's stat, or below a cut path the stat of
+		 * its last level kept (the engine walks "…" and the label) */
 		if (!pn) {
-			/* the root */
+			prefix[i] = 0; /* the root */
 		} else if (pn < SPAN_MAX_FRAMES) {
 			memcpy(fr, frames[p], pn * sizeof(*fr));
+			prefix[i] = kof[p] + 1;
 		} else {
 			memcpy(fr, frames[p], (SPAN_MAX_FRAMES - 2) * sizeof(*fr));
 			fr[SPAN_MAX_FRAMES - 2] = more;
+			prefix[i] = cut[p];
 		}
 		fr[m - 1] = label;
 		frames[i] = fr;
 		nfr[i] = m;
+		kof[i] = k;
+		cut[i] = m == SPAN_MAX_FRAMES - 2 ? k + 1 : m > SPAN_MAX_FRAMES - 2 ? cut[p] : 0;
 	}
 	return 0;
 }
@@ -637,7 +652,7 @@ void span_tree__free(struct span_file *f)
 	    &t->slots,	  &t->parent,	    &t->state,	   &t->order,  &t->shift, &t->nodes,
 	    &t->children, &t->all_children, &t->all_first, &t->stack,  &t->secs,  &t->segs,
 	    &t->stats,	  &t->frames,	    &t->nframes,   &t->tagset, &t->tags,  &t->tagseen,
-	    &t->ext,	  &t->roots,	    &t->label};
+	    &t->ext,	  &t->roots,	    &t->label,	   &t->prefix, &t->cut,	  &t->kof};
 
 	if (!t)
 		return;
@@ -785,6 +800,7 @@ static int analyze_root(struct span_file *f, struct span_tree *t, const char *tr
 		    .operation = sp[i].operation,
 		    .frames = ((const char *const **)t->frames.v)[i],
 		    .nframes = ((uint32_t *)t->nframes.v)[i],
+		    .prefix = ((uint32_t *)t->prefix.v)[i],
 		    .inclusive_ns = (uint64_t)(nd->end - nd->start),
 		    .exclusive_ns = (uint64_t)nd->excl, /* 0 where the walk never went */
 		};
