@@ -24,7 +24,8 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 PKGS := libbpf libzstd liblz4 zlib yajl libprotobuf-c libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIB_LIBS := $(shell pkg-config --libs libzstd liblz4 zlib yajl libprotobuf-c simdjson libcurl 2>/dev/null) \
+# libcurl is loaded when an exporter starts (out/otlp_export.c), not linked
+LIB_LIBS := $(shell pkg-config --libs libzstd liblz4 zlib yajl libprotobuf-c simdjson 2>/dev/null) \
 	    -lstdc++ -lm -lpthread
 BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz \
 	    $(shell pkg-config --libs capstone 2>/dev/null || echo -lcapstone)

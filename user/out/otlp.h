@@ -52,6 +52,8 @@ struct exporter_stats {
 struct exporter;
 /* The thread starts; NULL with errno on failure */
 struct exporter *exporter__new(const struct exporter_opts *o);
+/* Why libcurl cannot be loaded (exporter__new fails with ELIBACC), or NULL. */
+const char *exporter__load_error(void);
 /* Takes one encoded request (its bytes are copied); a full queue drops it,
  * counted. */
 void exporter__push(struct exporter *e, const uint8_t *p, size_t n);

@@ -5,6 +5,7 @@
  * ring allocated once, so a backend that is down never grows memory; a batch
  * goes when full or when its oldest request waited LINGER_NS (as the
  * OpenTelemetry SDKs' batch processors do). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#define CURL_DISABLE_TYPECHECK /* its calls go through cu below */
 #include <curl/curl.h>
 #include <zlib.h>
 
@@ -51,6 +53,57 @@ struct exporter {
 	uint8_t *gz;
 	size_t gzcap;
 };
+
+/* libcurl is loaded by the first exporter, not at start: it brings some
+ * thirty libraries, whose loading cost every other command 3-4 ms. */
+static struct {
+	CURLcode (*global_init)(long);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	void (*easy_cleanup)(CURL *);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+static char cu_error[256];
+
+static void cu_load(void)
+{
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	struct {
+		void **fn;
+		const char *name;
+	} syms[] = {
+	    {(void **)&cu.global_init, "curl_global_init"},
+	    {(void **)&cu.easy_init, "curl_easy_init"},
+	    {(void **)&cu.easy_setopt, "curl_easy_setopt"},
+	    {(void **)&cu.easy_perform, "curl_easy_perform"},
+	    {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
+	    {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
+	    {(void **)&cu.slist_append, "curl_slist_append"},
+	    {(void **)&cu.slist_free_all, "curl_slist_free_all"},
+	};
+
+	if (!h) {
+		snprintf(cu_error, sizeof(cu_error), "cannot load libcurl: %s", dlerror());
+		return;
+	}
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
+		if (!(*syms[i].fn = dlsym(h, syms[i].name))) {
+			snprintf(cu_error, sizeof(cu_error), "libcurl.so.4 lacks %s", syms[i].name);
+			cu.easy_init = NULL;
+			return;
+		}
+	cu.global_init(CURL_GLOBAL_DEFAULT);
+}
+
+const char *exporter__load_error(void)
+{
+	pthread_once(&cu_once, cu_load);
+	return cu.easy_init ? NULL : cu_error;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -151,10 +204,10 @@ static long post(struct exporter *e, const uint8_t *body, size_t n)
 	if (gzip(e, body, n, &gzn))
 		return -1;
 	e->retry_after_ns = 0;
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, e->gz);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzn);
-	if (curl_easy_perform(e->curl) == CURLE_OK)
-		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDS, e->gz);
+	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzn);
+	if (cu.easy_perform(e->curl) == CURLE_OK)
+		cu.easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
 	return code;
 }
 
@@ -266,12 +319,18 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	e->q = calloc(e->o.queue_max, sizeof(*e->q));
 	e->rcap = (size_t)e->o.queue_max * ITEM_BYTES;
 	e->ring = malloc(e->rcap);
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	e->curl = curl_easy_init();
+	if (exporter__load_error()) {
+		free(e->q);
+		free(e->ring);
+		free(e);
+		errno = ELIBACC;
+		return NULL;
+	}
+	e->curl = cu.easy_init();
 	if (!e->q || !e->ring || !e->curl)
 		goto fail;
-	e->hdrs = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
-	e->hdrs = curl_slist_append(e->hdrs, "Content-Encoding: gzip");
+	e->hdrs = cu.slist_append(NULL, "Content-Type: application/x-protobuf");
+	e->hdrs = cu.slist_append(e->hdrs, "Content-Encoding: gzip");
 	/* OTEL_EXPORTER_OTLP_HEADERS: k=v,k2=v2 (values URL-encoded: left as they are) */
 	for (const char *s = o->headers; s && *s;) {
 		const char *c = strchr(s, ','), *eq;
@@ -281,21 +340,21 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 		if (eq && n < sizeof(h) - 4) {
 			snprintf(h, sizeof(h), "%.*s: %.*s", (int)(eq - s), s, (int)(n - (eq - s) - 1),
 				 eq + 1);
-			e->hdrs = curl_slist_append(e->hdrs, h);
+			e->hdrs = cu.slist_append(e->hdrs, h);
 		}
 		s += n + (c ? 1 : 0);
 	}
 	snprintf(ua, sizeof(ua), "critpath/%s", CRITPATH_VERSION);
-	curl_easy_setopt(e->curl, CURLOPT_URL, o->url);
-	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
-	curl_easy_setopt(e->curl, CURLOPT_USERAGENT, ua);
-	curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS,
+	cu.easy_setopt(e->curl, CURLOPT_URL, o->url);
+	cu.easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
+	cu.easy_setopt(e->curl, CURLOPT_USERAGENT, ua);
+	cu.easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS,
 			 (long)((o->timeout_ns ? o->timeout_ns : 3000000000ull) / 1000000));
-	curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
-	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+	cu.easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	cu.easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
+	cu.easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
+	cu.easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
 	pthread_mutex_init(&e->mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -319,9 +378,9 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	}
 	return e;
 fail:
-	curl_slist_free_all(e->hdrs);
+	cu.slist_free_all(e->hdrs);
 	if (e->curl)
-		curl_easy_cleanup(e->curl);
+		cu.easy_cleanup(e->curl);
 	free(e->q);
 	free(e->ring);
 	free(e);
@@ -384,8 +443,8 @@ void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_s
 	e->st.dropped += e->len;
 	if (s)
 		*s = e->st;
-	curl_slist_free_all(e->hdrs);
-	curl_easy_cleanup(e->curl);
+	cu.slist_free_all(e->hdrs);
+	cu.easy_cleanup(e->curl);
 	if (e->zinit)
 		deflateEnd(&e->zs);
 	free(e->gz);

@@ -602,7 +602,8 @@ int cmd_agent(int argc, char **argv)
 		eo.headers = getenv("OTEL_EXPORTER_OTLP_HEADERS");
 		a->ex = exporter__new(&eo);
 		if (!a->ex) {
-			cp_error(CMD, "cannot start the exporter: %s", strerror(errno));
+			cp_error(CMD, "cannot start the exporter: %s",
+				 errno == ELIBACC ? exporter__load_error() : strerror(errno));
 			ret = 1;
 		}
 	}
