@@ -480,6 +480,115 @@ static void test_raw_walk_and_simdjson(void **state)
 	free(escaped);
 }
 
+/*
+ * Tags in every form the compact reading (span/raw.c compact_tag) takes or
+ * leaves to the general one: strings, numbers, booleans, null, a key after
+ * its value, white space, escapes; with tags collected and ignored (then
+ * only Jaeger's span.kind is read). A client span and its server span on
+ * another host whose clock puts it past the client: only their kinds keep
+ * it (moved, a skew warning) instead of dropping it.
+ */
+static void test_compact_tags(void **state)
+{
+	static const char *const more =
+	    "{\"key\":\"n\",\"type\":\"int64\",\"value\":42},"
+	    "{\"key\":\"d\",\"type\":\"float64\",\"value\":-1.5e3},"
+	    "{\"key\":\"b\",\"type\":\"bool\",\"value\":true},"
+	    "{\"key\":\"f\",\"type\":\"bool\",\"value\":false},"
+	    "{\"key\":\"z\",\"type\":\"string\",\"value\":null},"
+	    "{\"value\":\"x\",\"key\":\"late\"},{\"key\":\"nt\",\"value\":\"y\"}";
+	char j[4096];
+	const char *otlp =
+	    "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+	    "\"value\":{\"stringValue\":\"api\"}}]},\"scopeSpans\":[{\"spans\":[{"
+	    "\"traceId\":\"0102\",\"spanId\":\"01\",\"name\":\"GET\",\"kind\":2,"
+	    "\"startTimeUnixNano\":\"1000\",\"endTimeUnixNano\":\"3000\",\"attributes\":["
+	    "{\"key\":\"i\",\"value\":{\"intValue\":\"7\"}},"
+	    "{\"key\":\"bo\",\"value\":{\"boolValue\":true}},"
+	    "{\"key\":\"dv\",\"value\":{\"doubleValue\":2.5}},"
+	    "{\"key\":\"arr\",\"value\":{\"arrayValue\":{\"values\":[]}}},"
+	    "{\"key\":\"nv\",\"value\":{\"stringValue\":null}},"
+	    "{\"key\":\"Value\",\"value\":{\"Value\":\"no\"}},"
+	    "{\"value\":{\"stringValue\":\"s\"},\"key\":\"late\"}]}]}]}]}";
+	struct capture c;
+	struct req first, first_o;
+
+	snprintf(j, sizeof(j),
+		 "{\"data\":[{\"traceID\":\"t1\",\"spans\":["
+		 "{\"spanID\":\"a\",\"operationName\":\"call\",\"references\":[],"
+		 "\"startTime\":1700000000000000,\"duration\":100,\"processID\":\"p1\","
+		 "\"tags\":[%s,{\"key\":\"span.kind\",\"type\":\"string\",\"value\":\"client\"}]},"
+		 "{\"spanID\":\"b\",\"operationName\":\"serve\",\"references\":["
+		 "{\"refType\":\"CHILD_OF\",\"spanID\":\"a\"}],"
+		 "\"startTime\":1700000000000500,\"duration\":50,\"processID\":\"p2\","
+		 "\"tags\":[{\"key\":\"span.kind\",\"type\":\"string\",\"value\":\"server\"},%s]}],"
+		 "\"processes\":{\"p1\":{\"serviceName\":\"front\",\"tags\":[{\"key\":"
+		 "\"hostname\",\"type\":\"string\",\"value\":\"h1\"}]},\"p2\":{\"serviceName\":"
+		 "\"back\",\"tags\":[{\"key\":\"hostname\",\"type\":\"string\",\"value\":\"h2\"}]}}}]}",
+		 more, more);
+	for (int ignore = 0; ignore < 2; ignore++) {
+		char *spaced = replace(j, ",", " , ");
+		char *escaped = replace(j, "\"value\":\"server", "\"value\":\"\\u0073erver");
+		char *o_spaced = replace(otlp, ":", " : ");
+		char *o_escaped = replace(otlp, "\"GET", "\"\\u0047ET");
+		const char *in[] = {j, spaced, escaped}, *oin[] = {otlp, o_spaced, o_escaped};
+
+		for (int i = 0; i < N(in); i++) {
+			const struct cp_sink *s = sink_of(&c);
+
+			((struct cp_sink *)s)->ignores_tags = ignore;
+			assert_int_equal(span_input__analyze_buffer("in.json", in[i], strlen(in[i]), s,
+								    NULL),
+					 1);
+			assert_int_equal(c.r[0].nspans, 2);
+			assert_non_null(strstr(c.warns, "skew"));
+			if (strstr(c.warns, "dropped"))
+				fail_msg("%d %d: %s", ignore, i, c.warns);
+			if (!ignore) {
+				assert_non_null(strstr(c.r[0].tags, "n=42"));
+				assert_non_null(strstr(c.r[0].tags, "d=-1.5e3"));
+				assert_non_null(strstr(c.r[0].tags, "b=true"));
+				assert_non_null(strstr(c.r[0].tags, "f=false"));
+				assert_non_null(strstr(c.r[0].tags, "late=x"));
+				assert_null(strstr(c.r[0].tags, "z="));
+			} else {
+				assert_string_equal(c.r[0].tags, "");
+			}
+			if (!i && !ignore)
+				first = c.r[0];
+			else if (!ignore)
+				assert_memory_equal(&first, &c.r[0], sizeof(first));
+			else
+				assert_memory_equal(&first.secs, &c.r[0].secs, sizeof(first.secs));
+
+			s = sink_of(&c);
+			((struct cp_sink *)s)->ignores_tags = ignore;
+			assert_int_equal(span_input__analyze_buffer("o.json", oin[i], strlen(oin[i]), s,
+								    NULL),
+					 1);
+			if (!ignore) {
+				assert_non_null(strstr(c.r[0].tags, "i=7"));
+				assert_non_null(strstr(c.r[0].tags, "bo=true"));
+				assert_non_null(strstr(c.r[0].tags, "dv=2.5"));
+				assert_non_null(strstr(c.r[0].tags, "late=s"));
+				assert_null(strstr(c.r[0].tags, "arr="));
+				assert_null(strstr(c.r[0].tags, "nv="));
+				assert_null(strstr(c.r[0].tags, "Value="));
+			}
+			assert_string_equal(c.r[0].service, "api");
+			assert_int_equal(c.r[0].latency_ns, 2000);
+			if (!i && !ignore)
+				first_o = c.r[0];
+			else if (!ignore)
+				assert_memory_equal(&first_o, &c.r[0], sizeof(first_o));
+		}
+		free(spaced);
+		free(escaped);
+		free(o_spaced);
+		free(o_escaped);
+	}
+}
+
 /* Every prefix and single-byte corruption of a small file: a clear result
  * (traces or a warning), never a crash (run under ASan by make test). */
 static void test_truncation_and_flips(void **state)
@@ -538,6 +647,7 @@ int main(void)
 	    cmocka_unit_test(test_tempo_batches),
 	    cmocka_unit_test(test_truncation_and_flips),
 	    cmocka_unit_test(test_raw_walk_and_simdjson),
+	    cmocka_unit_test(test_compact_tags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -265,6 +265,11 @@ int span_json__span_end(void *ctx)
 	return 0;
 }
 
+bool span_json__span_tags_ignored(void *ctx)
+{
+	return ((struct span_parser *)ctx)->f->sink->ignores_tags;
+}
+
 int span_json__tag(void *ctx, enum span_json_tags where, const char *k, size_t klen, const char *v,
 		   size_t vlen)
 {

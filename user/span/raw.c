@@ -25,7 +25,8 @@
 struct raw {
 	const char *buf, *p, *end;
 	void *ctx;
-	size_t *used; /* not NULL: the unit ends where its bracket closes */
+	size_t *used;	    /* not NULL: the unit ends where its bracket closes */
+	bool skim_tags; /* span tags matter only for "span.kind" */
 };
 
 static inline bool is_ws(char c)
@@ -391,14 +392,107 @@ static int tag(struct raw *r, bool otlp, enum span_json_tags where)
 	return span_json__tag(r->ctx, where, key, kn, val, vn);
 }
 
+/* The bytes at p are lit's (a literal: its length is known). */
+#define LIT(p, lit) (!memcmp((p), lit, sizeof(lit) - 1))
+
+/* A scalar value at p as value() reads it, ending at e: a string without
+ * escapes, a number, true or false (null and containers: not here). */
+static inline __attribute__((always_inline)) bool compact_scalar(const struct raw *r,
+								 const char *p, const char **v,
+								 size_t *vn, const char **e)
+{
+	if (*p == '"') {
+		if (!raw_string(p + 1, r->end, e))
+			return false;
+		*v = p + 1;
+		*vn = *e - p - 1;
+		++*e;
+		return true;
+	}
+	if (*p == '-' || digit(*p)) {
+		*e = number_end(p);
+		*v = p;
+		*vn = *e ? (size_t)(*e - p) : 0;
+		return *e != NULL;
+	}
+	if ((size_t)(r->end - p) >= 5 && LIT(p, "true")) {
+		*v = "true";
+		*vn = 4;
+		*e = p + 4;
+		return true;
+	}
+	if ((size_t)(r->end - p) >= 6 && LIT(p, "false")) {
+		*v = "false";
+		*vn = 5;
+		*e = p + 5;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * A tag as exporters write it, with no white space: Jaeger's
+ * {"key":"K","type":"T","value":V}, OTLP's {"key":"K","value":{"xValue":V}}
+ * with a scalar V. The same checks and values as tag() in one pass: 0 with
+ * the cursor past it, 1 (unmoved) for anything else, which tag() reads.
+ */
+static int compact_tag(struct raw *r, bool otlp, const char **k, size_t *kn, const char **v,
+		       size_t *vn)
+{
+	const char *p = r->p, *e, *x;
+
+	if ((size_t)(r->end - p) < 64 || !LIT(p, "{\"key\":\"") || !raw_string(p + 8, r->end, &e))
+		return 1;
+	*k = p + 8;
+	*kn = e - p - 8;
+	p = e;
+	if (!otlp) {
+		if (r->end - p < 10 || !LIT(p, "\",\"type\":\"") || !raw_string(p + 10, r->end, &e))
+			return 1;
+		p = e;
+	}
+	if (r->end - p < 12 || !LIT(p, "\",\"value\":"))
+		return 1;
+	p += 10;
+	if (otlp) {
+		/* {"…Value": */
+		if (!LIT(p, "{\"") || !raw_string(p + 2, r->end, &e) || e - p - 2 <= 5 ||
+		    !LIT(e - 5, "Value\":"))
+			return 1;
+		x = e + 2;
+		if (!compact_scalar(r, x, v, vn, &e) || *e != '}')
+			return 1;
+		p = e + 1;
+	} else if (!compact_scalar(r, p, v, vn, &e)) {
+		return 1;
+	} else {
+		p = e;
+	}
+	if (p >= r->end || *p != '}')
+		return 1;
+	r->p = p + 1;
+	return 0;
+}
+
 static int tags(struct raw *r, bool otlp, enum span_json_tags where)
 {
+	bool skim = r->skim_tags && where == SPAN_JSON_SPAN_TAG;
+	const char *k, *v;
+	size_t kn, vn;
 	int rc;
 
 	if (*r->p != '[')
 		return skip(r);
 	EACH_OBJECT(r, rc)
-		CALL(tag(r, otlp, where));
+	{
+		if (compact_tag(r, otlp, &k, &kn, &v, &vn)) {
+			CALL(tag(r, otlp, where));
+			continue;
+		}
+		/* only Jaeger's "span.kind" of a span's tags is read then */
+		if (!skim || (!otlp && kn == 9 && LIT(k, "span.kind")))
+			CALL(span_json__tag(r->ctx, where, k, kn, v, vn));
+	}
 	return rc;
 }
 
@@ -688,7 +782,7 @@ static int otlp_resources(struct raw *r)
 int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx,
 			size_t *used)
 {
-	struct raw r = {buf, buf, buf + len, ctx, used};
+	struct raw r = {buf, buf, buf + len, ctx, used, span_json__span_tags_ignored(ctx)};
 
 	if (unit == SPAN_JSON_JAEGER_TRACE)
 		return jaeger_trace(&r);

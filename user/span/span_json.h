@@ -67,6 +67,9 @@ int span_json__field(void *ctx, enum span_json_field f, const char *s, size_t le
 int span_json__ref(void *ctx, const char *type, size_t tlen, const char *span_id, size_t ilen);
 int span_json__span_end(void *ctx);
 /* A key=value tag (OTLP: an attribute with a scalar "…Value"). */
+/* True when span tags matter only for Jaeger's "span.kind" (no --tag): the
+ * others may be skipped unread. */
+bool span_json__span_tags_ignored(void *ctx);
 int span_json__tag(void *ctx, enum span_json_tags where, const char *k, size_t klen, const char *v,
 		   size_t vlen);
 /* Jaeger: an entry of "processes" (id: its key), OTLP: a resourceSpans
