@@ -22,6 +22,7 @@ struct proc {
 /* An OTLP request's spans, kept while a trace of it waits. */
 struct batch {
 	struct span_arena arena;
+	char *mem;	       /* or its strings, spans and tags in one block */
 	struct span_vec spans; /* struct span_in */
 	struct span_vec tags;  /* const char * */
 	uint32_t refs;	       /* traces with spans here */

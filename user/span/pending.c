@@ -153,6 +153,8 @@ void span_pend__batch_put(struct span_parser *p, struct batch *b)
 	if (--b->refs)
 		return;
 	span_arena__reset(&b->arena); /* its spans and tags too */
+	free(b->mem);
+	b->mem = NULL;
 	memset(&b->spans, 0, sizeof(b->spans));
 	memset(&b->tags, 0, sizeof(b->tags));
 	b->next = p->free_batches;
@@ -336,6 +338,71 @@ static struct batch *batch_slab(struct span_parser *p)
 	return p->free_batches;
 }
 
+/* A pointer f into the block of n bytes at from, moved to the copy at to */
+static inline void move_ptr(const char **f, const char *from, size_t n, char *to)
+{
+	uintptr_t off = (uintptr_t)*f - (uintptr_t)from;
+
+	if (*f && off < n)
+		*f = to + off;
+}
+
+/*
+ * The request's strings, spans and tags into batch b. Many batches wait at
+ * once (a trace over many requests, a request a span or two): the usual
+ * request, whose strings are in one chunk of the parser's arena, is copied
+ * at its size into one block and its pointers moved there; the parser keeps
+ * its arena. Otherwise the parser's arena becomes the batch's, and the
+ * batch's (empty, reused) the parser's.
+ */
+static int batch_compact(struct span_parser *p, struct batch *b, uint32_t n)
+{
+	size_t used = 0, so, spb = (size_t)n * sizeof(struct span_in),
+	       tb = (size_t)p->tags.n * sizeof(char *);
+	char *from = span_arena__single(&p->arena, &used);
+
+	if (from) {
+		so = (used + 7) & ~(size_t)7;
+		b->mem = malloc(so + spb + tb + 1);
+		if (!b->mem)
+			return -ENOMEM;
+		memcpy(b->mem, from, used);
+		b->spans.v = b->mem + so;
+		b->tags.v = b->mem + so + spb;
+	} else {
+		struct span_arena a = b->arena;
+
+		b->arena = p->arena;
+		p->arena = a;
+		p->arena.chunk = BATCH_CHUNK;
+		b->spans.v = span_arena__alloc(&b->arena, spb ? spb : 1);
+		b->tags.v = span_arena__alloc(&b->arena, tb ? tb : 1);
+		if (!b->spans.v || !b->tags.v)
+			return -ENOMEM;
+	}
+	memcpy(b->spans.v, p->spans.v, spb);
+	if (tb)
+		memcpy(b->tags.v, p->tags.v, tb);
+	b->spans.n = b->spans.cap = n;
+	b->tags.n = b->tags.cap = p->tags.n;
+	p->spans.n = 0;
+	p->tags.n = 0;
+	if (!from)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct span_in *s = &((struct span_in *)b->spans.v)[i];
+		const char **f[] = {&s->id,	  &s->parent_id, &s->trace_id, &s->service,
+				    &s->operation, &s->host,	  &s->hostname, &s->proc};
+
+		for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+			move_ptr(f[k], from, used, b->mem);
+	}
+	for (uint32_t i = 0; i < b->tags.n; i++)
+		move_ptr(&((const char **)b->tags.v)[i], from, used, b->mem);
+	span_arena__reset(&p->arena);
+	return 0;
+}
+
 /* The request's spans (sorted by trace) become a batch; each trace's run of
  * them joins its waiting trace. */
 int span_pend__add_runs(struct span_parser *p, uint64_t off)
@@ -347,33 +414,11 @@ int span_pend__add_runs(struct span_parser *p, uint64_t off)
 	if (!b && !(b = batch_slab(p)))
 		return -ENOMEM;
 	p->free_batches = b->next;
-	/* many batches wait at once (a trace over many requests, a request a
-	 * span or two): their arenas begin at 512 bytes and double */
-	b->arena.chunk = BATCH_CHUNK;
-	/* the parser's arena becomes the batch's, and the batch's (empty,
-	 * reused) the parser's; the spans and tags are copied at their size
-	 * into it (the parser's arrays stay, grown to the largest request) */
-	{
-		struct span_arena a = b->arena;
-
-		b->arena = p->arena;
-		p->arena = a;
-	}
-	b->spans.v = span_arena__alloc(&b->arena, (size_t)(n ? n : 1) * sizeof(struct span_in));
-	b->tags.v = span_arena__alloc(&b->arena,
-				      (size_t)(p->tags.n ? p->tags.n : 1) * sizeof(char *));
-	if (!b->spans.v || !b->tags.v) {
+	if (batch_compact(p, b, n)) {
 		b->refs = 1;
 		span_pend__batch_put(p, b);
 		return -ENOMEM;
 	}
-	memcpy(b->spans.v, p->spans.v, (size_t)n * sizeof(struct span_in));
-	if (p->tags.n)
-		memcpy(b->tags.v, p->tags.v, (size_t)p->tags.n * sizeof(char *));
-	b->spans.n = b->spans.cap = n;
-	b->tags.n = b->tags.cap = p->tags.n;
-	p->spans.n = 0;
-	p->tags.n = 0;
 	b->refs = 1; /* until every run is placed */
 	sp = b->spans.v;
 	while (i < n) {

@@ -37,6 +37,9 @@ struct span_arena {
 };
 
 void *span_arena__alloc(struct span_arena *a, size_t n);
+/* Where the arena's bytes begin when they are all in one chunk (*used of
+ * them), else NULL. */
+char *span_arena__single(const struct span_arena *a, size_t *used);
 char *span_arena__strndup(struct span_arena *a, const char *s, size_t len);
 /* Frees all chunks but the newest, which is reused. */
 void span_arena__reset(struct span_arena *a);

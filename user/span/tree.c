@@ -90,6 +90,14 @@ void *span_arena__alloc(struct span_arena *a, size_t n)
 	return a->cur - n;
 }
 
+char *span_arena__single(const struct span_arena *a, size_t *used)
+{
+	if (!a->head || a->head->next)
+		return NULL;
+	*used = (size_t)(a->cur - a->head->data);
+	return a->head->data;
+}
+
 char *span_arena__strndup(struct span_arena *a, const char *s, size_t len)
 {
 	char *p = span_arena__alloc(a, len + 1);
