@@ -429,6 +429,17 @@ static int end_jaeger_trace(struct span_parser *p)
 }
 
 /* OTLP: a top-level request is complete: its spans join their traces. */
+/* Already in span_pend__trace_cmp's order (a request of one trace's spans,
+ * as many exporters send): no sort to make. */
+static bool sorted_by_trace(const struct span_in *sp, uint32_t n)
+{
+	for (uint32_t k = 1; k < n; k++)
+		if (sp[k].trace_id != sp[k - 1].trace_id &&
+		    span_pend__trace_cmp(&sp[k - 1], &sp[k]) > 0)
+			return false;
+	return true;
+}
+
 static int end_otlp_request(struct span_parser *p, uint64_t off)
 {
 	struct span_in *sp = p->spans.v;
@@ -457,7 +468,7 @@ static int end_otlp_request(struct span_parser *p, uint64_t off)
 	if (p->err)
 		return p->err;
 	/* by trace, then input order (the first of duplicate ids wins) */
-	if (n) /* sp is NULL for a document without spans */
+	if (n && !sorted_by_trace(sp, n)) /* sp is NULL for a document without spans */
 		qsort(sp, n, sizeof(*sp), span_pend__trace_cmp);
 	if (!n) {
 		reset_trace(p);

@@ -319,25 +319,31 @@ static int scan_string(struct scan *s, char *out, size_t cap, size_t *len)
 
 	s->pos++;
 	for (;;) {
-		while (s->pos < s->hi) {
-			unsigned char c = s->buf[s->pos];
+		/* in locals: out may alias s as far as the compiler knows */
+		const unsigned char *b = (const unsigned char *)s->buf;
+		size_t pos = s->pos, hi = s->hi;
+
+		while (pos < hi) {
+			unsigned char c = b[pos];
 
 			if (esc) {
 				esc = false;
 			} else if (c == '\\') {
 				esc = true;
 			} else if (c == '"') {
-				s->pos++;
+				s->pos = pos + 1;
 				*len = n;
 				return 0;
 			} else if (c < 0x20) {
+				s->pos = pos;
 				return fail(s, "control character in a string");
 			}
 			if (n < cap)
 				out[n] = c;
 			n++;
-			s->pos++;
+			pos++;
 		}
+		s->pos = pos;
 		if (fill(s) <= 0)
 			return s->err ? s->err : fail(s, "end of input inside a string");
 	}
