@@ -11,6 +11,7 @@
  * with their brackets matched, scalars skipped are checked as if read.
  */
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -28,6 +29,45 @@ struct raw {
 	size_t *used;	    /* not NULL: the unit ends where its bracket closes */
 	bool skim_tags; /* span tags matter only for "span.kind" */
 };
+
+/* a[0, n) == b[0, n) for a constant n: a word or two compared, not a call
+ * to memcmp (which gcc makes past 8 bytes). Reading up to 8 bytes before
+ * a + n is fine: n bytes are there. */
+static inline __attribute__((always_inline)) bool bytes_eq(const char *a, const char *b, size_t n)
+{
+	uint64_t x[3], y[3];
+
+	if (n >= 8 && n <= 24) {
+		memcpy(&x[0], a, 8);
+		memcpy(&y[0], b, 8);
+		memcpy(&x[1], a + n - 8, 8);
+		memcpy(&y[1], b + n - 8, 8);
+		if (n <= 16)
+			return x[0] == y[0] && x[1] == y[1];
+		memcpy(&x[2], a + 8, 8);
+		memcpy(&y[2], b + 8, 8);
+		return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+	}
+	if (n >= 4 && n < 8) {
+		uint32_t u[2], v[2];
+
+		memcpy(&u[0], a, 4);
+		memcpy(&v[0], b, 4);
+		memcpy(&u[1], a + n - 4, 4);
+		memcpy(&v[1], b + n - 4, 4);
+		return u[0] == v[0] && u[1] == v[1];
+	}
+	if (n >= 2 && n < 4) {
+		uint16_t u[2], v[2];
+
+		memcpy(&u[0], a, 2);
+		memcpy(&v[0], b, 2);
+		memcpy(&u[1], a + n - 2, 2);
+		memcpy(&v[1], b + n - 2, 2);
+		return u[0] == v[0] && u[1] == v[1];
+	}
+	return !memcmp(a, b, n);
+}
 
 static inline bool is_ws(char c)
 {
@@ -86,6 +126,11 @@ bool span_json__raw_string(const char *s, const char **e)
 	return raw_string(s, NULL, e);
 }
 
+bool span_json__raw_string_before(const char *s, const char *end, const char **e)
+{
+	return raw_string(s, end, e);
+}
+
 /* A string without escapes (cursor at its quote, then after it). */
 static inline __attribute__((always_inline)) int str(struct raw *r, const char **s, size_t *n)
 {
@@ -106,9 +151,9 @@ static inline bool scalar_ends(const struct raw *r)
 	       (is_ws(*r->p) || *r->p == ',' || *r->p == '}' || *r->p == ']');
 }
 
-static bool atom(struct raw *r, const char *word, size_t n)
+static inline __attribute__((always_inline)) bool atom(struct raw *r, const char *word, size_t n)
 {
-	if ((size_t)(r->end - r->p) < n || strncmp(r->p, word, n))
+	if ((size_t)(r->end - r->p) < n || !bytes_eq(r->p, word, n))
 		return false;
 	r->p += n;
 	return scalar_ends(r);
@@ -324,7 +369,7 @@ static inline __attribute__((always_inline)) int next_elem(struct raw *r, bool f
 	return r->p < r->end ? RAW_MORE : RAW_NO;
 }
 
-#define KEY(lit) (n == sizeof(lit) - 1 && !memcmp(k, lit, sizeof(lit) - 1))
+#define KEY(lit) (n == sizeof(lit) - 1 && bytes_eq(k, lit, sizeof(lit) - 1))
 
 /* for (each field k[0, n) of the object at the cursor) body; then rc is 0
  * at its end or RAW_NO */
@@ -361,7 +406,7 @@ static int any_value(struct raw *r, const char **val, size_t *vn, bool *has_v)
 		return skip(r);
 	EACH_FIELD(r, k, n, rc)
 	{
-		if (n > 5 && !memcmp(k + n - 5, "Value", 5))
+		if (n > 5 && bytes_eq(k + n - 5, "Value", 5))
 			CALL(value(r, val, vn, has_v, &is_string));
 		else
 			CALL(skip(r));
@@ -393,7 +438,7 @@ static int tag(struct raw *r, bool otlp, enum span_json_tags where)
 }
 
 /* The bytes at p are lit's (a literal: its length is known). */
-#define LIT(p, lit) (!memcmp((p), lit, sizeof(lit) - 1))
+#define LIT(p, lit) bytes_eq((p), lit, sizeof(lit) - 1)
 
 /* A scalar value at p as value() reads it, ending at e: a string without
  * escapes, a number, true or false (null and containers: not here). */
@@ -750,7 +795,7 @@ static int otlp_resource(struct raw *r)
 	{
 		if (KEY("resource") && *r->p == '{') {
 			EACH_FIELD(r, rk, rn, rc2)
-				CALL(rn == 10 && !memcmp(rk, "attributes", 10)
+				CALL(rn == 10 && bytes_eq(rk, "attributes", 10)
 					 ? tags(r, true, SPAN_JSON_PROC_TAG)
 					 : skip(r));
 			CALL(rc2);

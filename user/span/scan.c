@@ -317,7 +317,18 @@ static int scan_string(struct scan *s, char *out, size_t cap, size_t *len)
 	size_t n = 0;
 	bool esc = false;
 
+	const char *e;
+
 	s->pos++;
+	/* the usual: closed in the buffer, no escape */
+	if (span_json__raw_string_before(s->buf + s->pos, s->buf + s->hi, &e)) {
+		n = (size_t)(e - (s->buf + s->pos));
+		if (cap)
+			memcpy(out, s->buf + s->pos, n < cap ? n : cap);
+		s->pos += n + 1;
+		*len = n;
+		return 0;
+	}
 	for (;;) {
 		/* in locals: out may alias s as far as the compiler knows */
 		const unsigned char *b = (const unsigned char *)s->buf;
