@@ -610,6 +610,32 @@ static int engine__span_names(struct engine *e, struct span_node *s, const struc
 	return 0;
 }
 
+/* Stat k's last lookup prefetched while stat i is added, when its prefix
+ * is added already and one or two levels are below it (a cut path's "…"
+ * is the previous lookup's): lookups of new paths miss the cache, and one
+ * stat's does not wait for the one before. */
+#define SPAN_AHEAD 4
+static inline __attribute__((always_inline)) void
+engine__span_ahead(struct engine *e, const struct cp_span_stat *sp, uint32_t i, uint32_t k)
+{
+	uint32_t p = sp[k].prefix, below, node;
+
+	if (!p || p > i)
+		return;
+	below = sp[k].nframes - sp[p - 1].nframes;
+	node = e->snode[p - 1];
+	if (below == 2) {
+		if (e->span_ahead_from != node ||
+		    e->span_ahead_label != sp[k].frames[sp[k].nframes - 2])
+			return;
+		node = e->span_ahead_to;
+	} else if (below != 1) {
+		return;
+	}
+	__builtin_prefetch(&e->span_index.slots[span_hash(node, sp[k].frames[sp[k].nframes - 1]) &
+						 (e->span_index.cap - 1)]);
+}
+
 /* A request's span stats into the tree of paths: a stat with a prefix
  * starts from that stat's node, so a path costs a lookup or two, not one
  * per level. */
@@ -633,6 +659,8 @@ static int engine__spans(struct engine *e, const struct cp_request *req)
 		uint32_t node = 0, j = 0, p = st->prefix;
 		struct span_node *s;
 
+		if (e->interned && i + SPAN_AHEAD < n)
+			engine__span_ahead(e, sp, i, i + SPAN_AHEAD);
 		if (p && p <= i && sp[p - 1].nframes <= st->nframes) {
 			node = e->snode[p - 1];
 			j = sp[p - 1].nframes;
@@ -641,9 +669,15 @@ static int engine__spans(struct engine *e, const struct cp_request *req)
 		}
 		for (; j < st->nframes; j++) {
 			const char *f = engine__frame(e, st->frames[j]);
+			uint32_t from = node;
 
 			if (!f || !(node = engine__span_node(e, node, f)))
 				return -ENOMEM;
+			if (j + 2 == st->nframes) { /* the step above the last: "…" */
+				e->span_ahead_from = from;
+				e->span_ahead_label = f;
+				e->span_ahead_to = node;
+			}
 		}
 		e->snode[i] = node;
 		s = &e->spans[node - 1];

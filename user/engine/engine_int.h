@@ -171,6 +171,9 @@ struct engine {
 	struct index span_index;
 	uint32_t *snode; /* the request's span stats' nodes */
 	uint32_t capsnode;
+	/* the last lookup above a path's last level (engine__span_ahead) */
+	uint32_t span_ahead_from, span_ahead_to;
+	const char *span_ahead_label;
 	/* a path's last frame to its service and operation, interned once a
 	 * label, not once a path */
 	struct u64map label_so;
