@@ -521,6 +521,7 @@ void span_parser__free(struct span_parser *p)
 		free(t->id);
 		free(t->runs.v);
 	}
+	span_pend__chunks_free(p);
 	while (p->free_batches) {
 		struct batch *b = p->free_batches;
 

@@ -52,6 +52,7 @@ struct pending {
 #define EARLY_MAX (1u << 20) /* traces analysed by the window remembered */
 #define BATCH_CHUNK 512u
 #define BATCH_SLAB 64u
+#define BLOCK_CHUNK (64u << 10)
 
 struct span_parser {
 	struct span_file *f;
@@ -73,6 +74,9 @@ struct span_parser {
 	uint32_t npend, free_pend, lru_head, lru_tail;
 	struct batch *free_batches;
 	struct span_vec slabs; /* void *: the batches' memory, BATCH_SLAB each */
+	/* the batches' blocks, cut from chunks of BLOCK_CHUNK bytes (span/pending.c) */
+	struct block_chunk *chunk, *free_chunks;
+	struct span_vec chunks; /* struct block_chunk *: all of them */
 	struct span_vec gather;	 /* struct span_in: a trace's spans, together */
 	struct span_vec gtags;	 /* const char *: their tags */
 	/* traces analysed by the window: a ring of id hashes and their parts,
@@ -100,5 +104,7 @@ int span_pend__add_runs(struct span_parser *p, uint64_t off);
 struct pending *span_pend__at(struct span_parser *p, uint32_t i);
 /* one reference to b fewer: freed (onto the free list) at none */
 void span_pend__batch_put(struct span_parser *p, struct batch *b);
+/* Frees the batches' chunks. */
+void span_pend__chunks_free(struct span_parser *p);
 
 #endif /* CRITPATH_SPAN_PARSER_INT_H */
