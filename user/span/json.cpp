@@ -81,7 +81,7 @@ bool raw_string(const char *s, string_view *out)
 {
 	const char *e;
 
-	if (!span_json__raw_string(s, &e))
+	if (!span_json__raw_string(s, NULL, &e))
 		return false;
 	*out = string_view(s, e - s);
 	return true;

@@ -20,7 +20,7 @@
 #include "span_json.h"
 
 #define RAW_NO 1	 /* not this walk's input: simdjson's */
-#define RAW_MORE 2	 /* next_key / next_elem: one follows */
+#define RAW_MORE 2	 /* next_in / next_key: one follows */
 #define RAW_MAX_DEPTH 64 /* containers skipped inside a skipped value */
 
 struct raw {
@@ -121,12 +121,7 @@ static inline __attribute__((always_inline)) bool raw_string(const char *s, cons
 	return *e == '"' && (!end || e < end);
 }
 
-bool span_json__raw_string(const char *s, const char **e)
-{
-	return raw_string(s, NULL, e);
-}
-
-bool span_json__raw_string_before(const char *s, const char *end, const char **e)
+bool span_json__raw_string(const char *s, const char *end, const char **e)
 {
 	return raw_string(s, end, e);
 }
@@ -301,16 +296,16 @@ static int skip(struct raw *r)
 	return value(r, &s, &n, &have, &is_string);
 }
 
-/* An object's next field (first: the cursor is at its '{'): RAW_MORE with
- * the cursor at the value, 0 after its '}', or RAW_NO. White space is
- * looked for where the expected byte is not. */
-static inline __attribute__((always_inline)) int next_key(struct raw *r, bool first,
-							  const char **k, size_t *n)
+/* Into a container (first: the cursor is at its opening bracket) or past
+ * the comma to its next member: RAW_MORE with the cursor at the member, 0
+ * after its close, or RAW_NO. White space is looked for where the expected
+ * byte is not. */
+static inline __attribute__((always_inline)) int next_in(struct raw *r, bool first, char close)
 {
 	if (first) {
 		r->p++;
 		ws(r);
-		if (*r->p == '}') {
+		if (*r->p == close) {
 			r->p++;
 			return r->p <= r->end ? 0 : RAW_NO;
 		}
@@ -319,7 +314,7 @@ static inline __attribute__((always_inline)) int next_key(struct raw *r, bool fi
 			ws(r);
 			if (r->p >= r->end)
 				return RAW_NO;
-			if (*r->p == '}') {
+			if (*r->p == close) {
 				r->p++;
 				return 0;
 			}
@@ -327,9 +322,20 @@ static inline __attribute__((always_inline)) int next_key(struct raw *r, bool fi
 				return RAW_NO;
 		}
 		r->p++;
-		if (*r->p != '"')
-			ws(r);
+		ws(r);
 	}
+	return r->p < r->end ? RAW_MORE : RAW_NO;
+}
+
+/* An object's next field: next_in, then the key and its ':' (the cursor at
+ * the value). */
+static inline __attribute__((always_inline)) int next_key(struct raw *r, bool first,
+							  const char **k, size_t *n)
+{
+	int rc = next_in(r, first, '}');
+
+	if (rc != RAW_MORE)
+		return rc;
 	CALL(str(r, k, n));
 	if (*r->p != ':') {
 		ws(r);
@@ -338,34 +344,6 @@ static inline __attribute__((always_inline)) int next_key(struct raw *r, bool fi
 	}
 	r->p++;
 	ws(r);
-	return r->p < r->end ? RAW_MORE : RAW_NO;
-}
-
-/* An array's next element, the same way. */
-static inline __attribute__((always_inline)) int next_elem(struct raw *r, bool first)
-{
-	if (first) {
-		r->p++;
-		ws(r);
-		if (*r->p == ']') {
-			r->p++;
-			return r->p <= r->end ? 0 : RAW_NO;
-		}
-	} else {
-		if (*r->p != ',') {
-			ws(r);
-			if (r->p >= r->end)
-				return RAW_NO;
-			if (*r->p == ']') {
-				r->p++;
-				return 0;
-			}
-			if (*r->p != ',')
-				return RAW_NO;
-		}
-		r->p++;
-		ws(r);
-	}
 	return r->p < r->end ? RAW_MORE : RAW_NO;
 }
 
@@ -378,7 +356,7 @@ static inline __attribute__((always_inline)) int next_elem(struct raw *r, bool f
 
 /* the same for the objects of an array, anything else skipped */
 #define EACH_OBJECT(r, rc)                                                                         \
-	for (bool first_ = true; ((rc) = next_elem(r, first_)) == RAW_MORE; first_ = false)        \
+	for (bool first_ = true; ((rc) = next_in(r, first_, ']')) == RAW_MORE; first_ = false)     \
 		if (*(r)->p != '{') {                                                              \
 			if (((rc) = skip(r)))                                                      \
 				return rc;                                                         \
@@ -440,39 +418,23 @@ static int tag(struct raw *r, bool otlp, enum span_json_tags where)
 /* The bytes at p are lit's (a literal: its length is known). */
 #define LIT(p, lit) bytes_eq((p), lit, sizeof(lit) - 1)
 
-/* A scalar value at p as value() reads it, ending at e: a string without
+/* A scalar value at p read by value(), ending at e: a string without
  * escapes, a number, true or false (null and containers: not here). */
-static inline __attribute__((always_inline)) bool compact_scalar(const struct raw *r,
-								 const char *p, const char **v,
-								 size_t *vn, const char **e)
+static inline __attribute__((always_inline)) bool compact_scalar(struct raw *r, const char *p,
+								 const char **v, size_t *vn,
+								 const char **e)
 {
-	if (*p == '"') {
-		if (!raw_string(p + 1, r->end, e))
-			return false;
-		*v = p + 1;
-		*vn = *e - p - 1;
-		++*e;
-		return true;
-	}
-	if (*p == '-' || digit(*p)) {
-		*e = number_end(p);
-		*v = p;
-		*vn = *e ? (size_t)(*e - p) : 0;
-		return *e != NULL;
-	}
-	if ((size_t)(r->end - p) >= 5 && LIT(p, "true")) {
-		*v = "true";
-		*vn = 4;
-		*e = p + 4;
-		return true;
-	}
-	if ((size_t)(r->end - p) >= 6 && LIT(p, "false")) {
-		*v = "false";
-		*vn = 5;
-		*e = p + 5;
-		return true;
-	}
-	return false;
+	const char *at = r->p;
+	bool have = false, is_string;
+	int rc;
+
+	if (*p == '{' || *p == '[')
+		return false;
+	r->p = p;
+	rc = value(r, v, vn, &have, &is_string);
+	*e = r->p;
+	r->p = at;
+	return !rc && have;
 }
 
 /*

@@ -321,7 +321,7 @@ static int scan_string(struct scan *s, char *out, size_t cap, size_t *len)
 
 	s->pos++;
 	/* the usual: closed in the buffer, no escape */
-	if (span_json__raw_string_before(s->buf + s->pos, s->buf + s->hi, &e)) {
+	if (span_json__raw_string(s->buf + s->pos, s->buf + s->hi, &e)) {
 		n = (size_t)(e - (s->buf + s->pos));
 		if (cap)
 			memcpy(out, s->buf + s->pos, n < cap ? n : cap);

@@ -82,10 +82,9 @@ int span_json__trace_end(void *ctx);
 /* s[0, n) is a number in JSON's grammar. */
 bool span_json__number_ok(const char *s, size_t n);
 /* Where the string whose bytes start at s ends (*e: its closing quote, or
- * its first backslash: then false). */
-bool span_json__raw_string(const char *s, const char **e);
-/* The same for a string that may not close before end (false then). */
-bool span_json__raw_string_before(const char *s, const char *end, const char **e);
+ * its first backslash or control character: then false); end: it may not
+ * close before it (false then), NULL: it is known to close. */
+bool span_json__raw_string(const char *s, const char *end, const char **e);
 
 struct span_json; /* a parser, reused across units (its buffers grow to the largest) */
 
