@@ -246,6 +246,34 @@ static void test_otlp_window(void **state)
 	assert_int_equal(c.nspans[7], 2);
 }
 
+/* Thousands of traces analysed by the window (the memory of them grows
+ * as they come): a late span of the first, and of one in the middle, is
+ * still known as a second part. */
+static void test_otlp_window_many(void **state)
+{
+	enum { N = 3000 };
+	size_t cap = (N + 4) * 300, o = 0;
+	char *j = malloc(cap);
+	struct capture c;
+	struct span_opts so = {.overlap_tolerance = 0.01, .window_bytes = 1000};
+
+	assert_non_null(j);
+	for (int i = 0; i < N; i++) {
+		char tid[16];
+
+		snprintf(tid, sizeof(tid), "F%d", i);
+		o += oline(j + o, cap - o, "s", tid, "x", NULL, 0, 10);
+	}
+	o += oline(j + o, cap - o, "s", "F0", "y", "x", 2, 8);
+	o += oline(j + o, cap - o, "s", "F1500", "y", "x", 2, 8);
+	assert_int_equal(span_input__analyze_buffer("in.json", j, o, sink_of(&c), &so), N + 2);
+	want_warning(&c, "in.json: trace F0: 1 more spans came after it was analysed (no span of "
+			 "it for the window: --trace-window): analysed again as part 2");
+	want_warning(&c, "in.json: trace F1500: 1 more spans came after it was analysed (no span "
+			 "of it for the window: --trace-window): analysed again as part 2");
+	free(j);
+}
+
 /* Zipkin v2 (a list of spans, or the API's list of lists): spans of many
  * traces in any order, services from localEndpoint, times in µs, tags an
  * object, and B3's shared span (the server side of its client's id). */
@@ -390,6 +418,7 @@ int main(void)
 	    cmocka_unit_test(test_otlp_trace_over_lines),
 	    cmocka_unit_test(test_otlp_trace_over_files),
 	    cmocka_unit_test(test_otlp_window),
+	    cmocka_unit_test(test_otlp_window_many),
 	    cmocka_unit_test(test_no_traces),
 	    cmocka_unit_test(test_zipkin),
 	    cmocka_unit_test(test_large_trace_and_far_line),

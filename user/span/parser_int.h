@@ -83,7 +83,7 @@ struct span_parser {
 	 * with an open-addressing index into it */
 	uint64_t *early;
 	uint32_t *early_part, *early_ix;
-	uint32_t nearly;
+	uint32_t nearly, early_cap; /* early_cap: slots, up to EARLY_MAX */
 	const char *trace_id;
 	/* where the unit being read began, for span_json__rollback */
 	uint32_t mark_spans, mark_tags, mark_procs;

@@ -233,7 +233,7 @@ void span_pend__batch_put(struct span_parser *p, struct batch *b)
 {
 	if (--b->refs)
 		return;
-	span_arena__reset(&b->arena); /* its spans and tags too */
+	span_arena__free(&b->arena); /* its spans and tags too; none kept while idle */
 	block_put(p, b->mem);
 	b->mem = NULL;
 	memset(&b->spans, 0, sizeof(b->spans));
@@ -245,33 +245,65 @@ void span_pend__batch_put(struct span_parser *p, struct batch *b)
 /* Which part of a trace analysed by the window comes next (0: none). */
 static uint32_t *early_part(struct span_parser *p, uint64_t h)
 {
+	uint32_t mask = 2 * p->early_cap - 1;
+
 	if (!p->early)
 		return NULL;
-	for (uint32_t k = (uint32_t)h & (2 * EARLY_MAX - 1); p->early_ix[k] != NONE;
-	     k = (k + 1) & (2 * EARLY_MAX - 1))
+	for (uint32_t k = (uint32_t)h & mask; p->early_ix[k] != NONE; k = (k + 1) & mask)
 		if (p->early[p->early_ix[k]] == h)
 			return &p->early_part[p->early_ix[k]];
 	return NULL;
+}
+
+static void early_index(struct span_parser *p, uint32_t slot)
+{
+	uint32_t mask = 2 * p->early_cap - 1, k = (uint32_t)p->early[slot] & mask;
+
+	while (p->early_ix[k] != NONE)
+		k = (k + 1) & mask;
+	p->early_ix[k] = slot;
+}
+
+/* Room for twice as many, up to EARLY_MAX: the ring has not wrapped yet, so
+ * its slots stay where they are; the index is built again. Its memory is
+ * touched as traces are analysed early, not all at the first one. */
+static int early_grow(struct span_parser *p)
+{
+	uint32_t cap = p->early_cap ? p->early_cap * 2 : 1024;
+	uint64_t *e = realloc(p->early, cap * sizeof(*e));
+	uint32_t *part, *ix;
+
+	if (e)
+		p->early = e;
+	part = e ? realloc(p->early_part, cap * sizeof(*part)) : NULL;
+	if (part)
+		p->early_part = part;
+	ix = part ? malloc(2 * (size_t)cap * sizeof(*ix)) : NULL;
+	if (!ix)
+		return -ENOMEM;
+	free(p->early_ix);
+	p->early_ix = ix;
+	p->early_cap = cap;
+	memset(ix, 0xff, 2 * (size_t)cap * sizeof(*ix));
+	for (uint32_t i = 0; i < p->nearly; i++)
+		early_index(p, i);
+	return 0;
 }
 
 /* Remembers a trace analysed by the window; the oldest goes when full (a
  * trace whose spans come back after a million others is a new one). */
 static void early_add(struct span_parser *p, uint64_t h, uint32_t part)
 {
-	uint32_t slot = p->nearly % EARLY_MAX, mask = 2 * EARLY_MAX - 1, *pp;
+	uint32_t slot, mask, *pp;
 
-	if (!p->early) {
-		p->early = malloc(EARLY_MAX * sizeof(*p->early));
-		p->early_part = malloc(EARLY_MAX * sizeof(*p->early_part));
-		p->early_ix = malloc(2 * EARLY_MAX * sizeof(*p->early_ix));
-		if (!p->early || !p->early_part || !p->early_ix)
-			return; /* not remembered: later spans are a new trace */
-		memset(p->early_ix, 0xff, 2 * EARLY_MAX * sizeof(*p->early_ix));
-	}
 	if ((pp = early_part(p, h))) {
 		*pp = part;
 		return;
 	}
+	if (p->nearly == p->early_cap && p->early_cap < EARLY_MAX && early_grow(p))
+		return; /* not remembered: later spans are a new trace */
+	slot = p->nearly % EARLY_MAX;
+	mask = 2 * p->early_cap - 1;
 	if (p->nearly >= EARLY_MAX) { /* the oldest out: re-insert what follows its slot */
 		uint64_t old = p->early[slot];
 		uint32_t k = (uint32_t)old & mask;
@@ -291,13 +323,7 @@ static void early_add(struct span_parser *p, uint64_t h, uint32_t part)
 	}
 	p->early[slot] = h;
 	p->early_part[slot] = part;
-	{
-		uint32_t k = (uint32_t)h & mask;
-
-		while (p->early_ix[k] != NONE)
-			k = (k + 1) & mask;
-		p->early_ix[k] = slot;
-	}
+	early_index(p, slot);
 	p->nearly++;
 }
 
@@ -451,11 +477,11 @@ static int batch_compact(struct span_parser *p, struct batch *b, uint32_t n)
 		b->spans.v = b->mem + so;
 		b->tags.v = b->mem + so + spb;
 	} else {
-		struct span_arena a = b->arena;
+		/* the next request as large fits one chunk, and is copied */
+		size_t head = p->arena.head ? span_arena__head_size(&p->arena) : p->arena.chunk / 2;
 
 		b->arena = p->arena;
-		p->arena = a;
-		p->arena.chunk = BATCH_CHUNK;
+		p->arena = (struct span_arena){.chunk = head < 128 * 1024 ? 2 * head : 256 * 1024};
 		b->spans.v = span_arena__alloc(&b->arena, spb ? spb : 1);
 		b->tags.v = span_arena__alloc(&b->arena, tb ? tb : 1);
 		if (!b->spans.v || !b->tags.v)

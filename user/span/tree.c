@@ -98,6 +98,11 @@ char *span_arena__single(const struct span_arena *a, size_t *used)
 	return a->head->data;
 }
 
+size_t span_arena__head_size(const struct span_arena *a)
+{
+	return a->head ? a->head->size : 0;
+}
+
 char *span_arena__strndup(struct span_arena *a, const char *s, size_t len)
 {
 	char *p = span_arena__alloc(a, len + 1);
