@@ -515,22 +515,13 @@ void span_parser__free(struct span_parser *p)
 	for (uint32_t i = 0; i < p->pend.n; i++) {
 		struct pending *t = span_pend__at(p, i);
 
-		if (t->used) /* a run stopped by an error: its batches go below */
+		if (t->used) /* a run stopped by an error */
 			for (uint32_t r = 0; r < t->runs.n; r++)
 				span_pend__batch_put(p, ((struct run *)t->runs.v)[r].b);
 		free(t->id);
 		free(t->runs.v);
 	}
 	span_pend__chunks_free(p);
-	while (p->free_batches) {
-		struct batch *b = p->free_batches;
-
-		p->free_batches = b->next;
-		span_arena__free(&b->arena);
-	}
-	for (uint32_t i = 0; i < p->slabs.n; i++)
-		free(((void **)p->slabs.v)[i]);
-	free(p->slabs.v);
 	free(p->pend.v);
 	free(p->buckets.v);
 	free(p->gather.v);

@@ -19,14 +19,14 @@ struct proc {
 	uint32_t ptag_first, nptags;
 };
 
-/* An OTLP request's spans, kept while a trace of it waits. */
+/* An OTLP request's spans, kept while a trace of it waits: the start of its
+ * block (span/pending.c), or of its own arena's memory. */
 struct batch {
-	struct span_arena arena;
-	char *mem;	       /* or its strings, spans and tags in one block */
-	struct span_vec spans; /* struct span_in */
-	struct span_vec tags;  /* const char * */
-	uint32_t refs;	       /* traces with spans here */
-	struct batch *next;    /* in the free list */
+	struct span_arena own; /* a large request's chunks, b in them; else empty */
+	struct span_in *spans;
+	const char **tags;
+	uint32_t nspans, ntags;
+	uint32_t refs; /* traces with spans here */
 };
 
 /* A run of a trace's spans in a batch. */
@@ -51,7 +51,6 @@ struct pending {
 #define NONE UINT32_MAX
 #define EARLY_MAX (1u << 20) /* traces analysed by the window remembered */
 #define BATCH_CHUNK 512u
-#define BATCH_SLAB 64u
 #define BLOCK_CHUNK (64u << 10)
 
 struct span_parser {
@@ -72,8 +71,6 @@ struct span_parser {
 	struct span_vec pend;	 /* struct pending */
 	struct span_vec buckets; /* uint32_t: hash chains by trace id */
 	uint32_t npend, free_pend, lru_head, lru_tail;
-	struct batch *free_batches;
-	struct span_vec slabs; /* void *: the batches' memory, BATCH_SLAB each */
 	/* the batches' blocks, cut from chunks of BLOCK_CHUNK bytes (span/pending.c) */
 	struct block_chunk *chunk, *free_chunks;
 	struct span_vec chunks; /* struct block_chunk *: all of them */

@@ -231,15 +231,16 @@ void span_pend__chunks_free(struct span_parser *p)
 
 void span_pend__batch_put(struct span_parser *p, struct batch *b)
 {
+	struct span_arena own;
+
 	if (--b->refs)
 		return;
-	span_arena__free(&b->arena); /* its spans and tags too; none kept while idle */
-	block_put(p, b->mem);
-	b->mem = NULL;
-	memset(&b->spans, 0, sizeof(b->spans));
-	memset(&b->tags, 0, sizeof(b->tags));
-	b->next = p->free_batches;
-	p->free_batches = b;
+	if (!b->own.head) {
+		block_put(p, (char *)b);
+		return;
+	}
+	own = b->own; /* b is in it */
+	span_arena__free(&own);
 }
 
 /* Which part of a trace analysed by the window comes next (0: none). */
@@ -346,8 +347,8 @@ static int pend_analyze(struct span_parser *p, uint32_t i, bool early)
 	p->gtags.n = 0;
 	for (uint32_t r = 0; r < t->runs.n; r++) {
 		const struct batch *bt = runs[r].b;
-		const struct span_in *in = (const struct span_in *)bt->spans.v + runs[r].first;
-		const char *const *bt_tags = bt->tags.v;
+		const struct span_in *in = bt->spans + runs[r].first;
+		const char *const *bt_tags = bt->tags;
 		uint32_t last_pfirst = NONE, last_pnew = 0;
 
 		for (uint32_t k = 0; k < runs[r].n; k++) {
@@ -426,25 +427,6 @@ int span_parser__flush(struct span_parser *p)
 	return 0;
 }
 
-/* Batches a slab at a time, onto the free list: a request of a span or two
- * is a batch of its own. */
-static struct batch *batch_slab(struct span_parser *p)
-{
-	struct batch *slab = calloc(BATCH_SLAB, sizeof(*slab));
-	void **at = slab ? span_vec__push(&p->slabs, sizeof(void *)) : NULL;
-
-	if (!at) {
-		free(slab);
-		return NULL;
-	}
-	*at = slab;
-	for (uint32_t i = 0; i < BATCH_SLAB; i++) {
-		slab[i].next = p->free_batches;
-		p->free_batches = &slab[i];
-	}
-	return p->free_batches;
-}
-
 /* A pointer f into the block of n bytes at from, moved to the copy at to */
 static inline void move_ptr(const char **f, const char *from, size_t n, char *to)
 {
@@ -455,79 +437,83 @@ static inline void move_ptr(const char **f, const char *from, size_t n, char *to
 }
 
 /*
- * The request's strings, spans and tags into batch b. Many batches wait at
+ * The request's strings, spans and tags as a batch. Many batches wait at
  * once (a trace over many requests, a request a span or two): the usual
  * request, whose strings are in one chunk of the parser's arena, is copied
- * at its size into one block and its pointers moved there; the parser keeps
- * its arena. Otherwise the parser's arena becomes the batch's, and the
- * batch's (empty, reused) the parser's.
+ * at its size into one block, the batch first, and its pointers moved
+ * there; the parser keeps its arena. Otherwise the parser's arena becomes
+ * the batch's (the batch in it too), and the parser starts a new one.
  */
-static int batch_compact(struct span_parser *p, struct batch *b, uint32_t n)
+static struct batch *batch_compact(struct span_parser *p, uint32_t n)
 {
 	size_t used = 0, so, spb = (size_t)n * sizeof(struct span_in),
-	       tb = (size_t)p->tags.n * sizeof(char *);
-	char *from = span_arena__single(&p->arena, &used);
+	       tb = (size_t)p->tags.n * sizeof(char *), hb = (sizeof(struct batch) + 7) & ~(size_t)7;
+	char *from = span_arena__single(&p->arena, &used), *mem = NULL;
+	struct batch *b;
 
-	if (from) {
-		so = (used + 7) & ~(size_t)7;
-		b->mem = block_get(p, so + spb + tb + 1);
-		if (!b->mem)
-			return -ENOMEM;
-		memcpy(b->mem, from, used);
-		b->spans.v = b->mem + so;
-		b->tags.v = b->mem + so + spb;
+	if (from || !p->arena.head) {
+		so = hb + ((used + 7) & ~(size_t)7);
+		mem = block_get(p, so + spb + tb + 1);
+		if (!mem)
+			return NULL;
+		b = (struct batch *)mem;
+		b->own = (struct span_arena){0};
+		if (used)
+			memcpy(mem + hb, from, used);
+		b->spans = (struct span_in *)(mem + so);
+		b->tags = (const char **)(mem + so + spb);
 	} else {
 		/* the next request as large fits one chunk, and is copied */
-		size_t head = p->arena.head ? span_arena__head_size(&p->arena) : p->arena.chunk / 2;
+		size_t head = span_arena__head_size(&p->arena);
+		struct span_arena own = p->arena;
 
-		b->arena = p->arena;
 		p->arena = (struct span_arena){.chunk = head < 128 * 1024 ? 2 * head : 256 * 1024};
-		b->spans.v = span_arena__alloc(&b->arena, spb ? spb : 1);
-		b->tags.v = span_arena__alloc(&b->arena, tb ? tb : 1);
-		if (!b->spans.v || !b->tags.v)
-			return -ENOMEM;
+		b = span_arena__alloc(&own, sizeof(*b));
+		if (b) {
+			b->spans = span_arena__alloc(&own, spb ? spb : 1);
+			b->tags = span_arena__alloc(&own, tb ? tb : 1);
+		}
+		if (!b || !b->spans || !b->tags) {
+			span_arena__free(&own);
+			return NULL;
+		}
+		b->own = own;
 	}
-	memcpy(b->spans.v, p->spans.v, spb);
+	memcpy(b->spans, p->spans.v, spb);
 	if (tb)
-		memcpy(b->tags.v, p->tags.v, tb);
-	b->spans.n = b->spans.cap = n;
-	b->tags.n = b->tags.cap = p->tags.n;
+		memcpy(b->tags, p->tags.v, tb);
+	b->nspans = n;
+	b->ntags = p->tags.n;
+	b->refs = 1;
 	p->spans.n = 0;
 	p->tags.n = 0;
-	if (!from)
-		return 0;
+	if (!mem || !used)
+		return b;
 	for (uint32_t i = 0; i < n; i++) {
-		struct span_in *s = &((struct span_in *)b->spans.v)[i];
+		struct span_in *s = &b->spans[i];
 		const char **f[] = {&s->id,	  &s->parent_id, &s->trace_id, &s->service,
 				    &s->operation, &s->host,	  &s->hostname, &s->proc};
 
 		for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
-			move_ptr(f[k], from, used, b->mem);
+			move_ptr(f[k], from, used, mem + hb);
 	}
-	for (uint32_t i = 0; i < b->tags.n; i++)
-		move_ptr(&((const char **)b->tags.v)[i], from, used, b->mem);
+	for (uint32_t i = 0; i < b->ntags; i++)
+		move_ptr(&b->tags[i], from, used, mem + hb);
 	span_arena__reset(&p->arena);
-	return 0;
+	return b;
 }
 
 /* The request's spans (sorted by trace) become a batch; each trace's run of
  * them joins its waiting trace. */
 int span_pend__add_runs(struct span_parser *p, uint64_t off)
 {
-	struct batch *b = p->free_batches;
-	struct span_in *sp;
 	uint32_t n = p->spans.n, i = 0;
+	struct batch *b = batch_compact(p, n); /* one reference until every run is placed */
+	struct span_in *sp;
 
-	if (!b && !(b = batch_slab(p)))
+	if (!b)
 		return -ENOMEM;
-	p->free_batches = b->next;
-	if (batch_compact(p, b, n)) {
-		b->refs = 1;
-		span_pend__batch_put(p, b);
-		return -ENOMEM;
-	}
-	b->refs = 1; /* until every run is placed */
-	sp = b->spans.v;
+	sp = b->spans;
 	while (i < n) {
 		uint32_t j = i + 1, ti, *part;
 		struct pending *t;
