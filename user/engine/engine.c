@@ -66,7 +66,7 @@ void engine__free(struct engine *e)
 	for (uint32_t i = 0; i < e->nstacks; i++) {
 		free((void *)e->stacks[i].frames);
 		free(e->stacks[i].few);
-		barr__free(&e->stacks[i].dist);
+		carr__free(&e->stacks[i].dist);
 		barr__free(&e->stacks[i].by_lat);
 	}
 	free(e->stacks);
@@ -82,7 +82,7 @@ void engine__free(struct engine *e)
 	free(e->span_index.slots);
 	free(e->touched);
 	free(e->seg_frames);
-	barr__free(&e->lat_counts);
+	carr__free(&e->lat_counts);
 	barr__free(&e->lat_max);
 	for (uint32_t i = 0; i < e->nkept; i++)
 		free(e->kept[i]);
@@ -852,7 +852,7 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 	err = engine__sku_flush(e, req);
 	if (err)
 		return err;
-	for (uint32_t i = 0; i < e->ntouched; i++) { /* what barr__add will touch */
+	for (uint32_t i = 0; i < e->ntouched; i++) { /* what the adds will touch */
 		const struct stack *s = &e->stacks[e->touched[i]];
 		uint32_t b = bucket__of(s->cur_ns);
 
@@ -876,7 +876,7 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 			s->max_ns = s->cur_ns;
 		if (s->requests == 1 || s->cur_ns < s->min_ns)
 			s->min_ns = s->cur_ns;
-		err = barr__add(&s->dist, bucket__of(s->cur_ns), 1);
+		err = carr__inc(&s->dist, bucket__of(s->cur_ns));
 		if (!err)
 			err = barr__add(&s->by_lat, lb, s->cur_ns);
 		if (err)
@@ -885,7 +885,7 @@ static int engine__aggregate(struct engine *e, const struct cp_request *req, uin
 	err = engine__spans(e, req);
 	if (err)
 		return err;
-	err = barr__add(&e->lat_counts, lb, 1);
+	err = carr__inc(&e->lat_counts, lb);
 	if (!err)
 		err = barr__max(&e->lat_max, lb, lat);
 	return err;

@@ -39,8 +39,16 @@ struct barr {
 	uint32_t lo, n;
 };
 
+/* Counts by bucket, the same way: a count is 32 bits (saturating), half the
+ * memory of a step's histogram, which spans many empty buckets. */
+struct carr {
+	uint32_t *v;
+	uint32_t lo, n;
+};
+
 /* Makes room for bucket b (growing the range); 0 or -ENOMEM. */
 int barr__reserve(struct barr *a, uint32_t b);
+int carr__reserve(struct carr *a, uint32_t b);
 /* Adds val at bucket b (growing the range); 0 or -ENOMEM. */
 static inline int barr__add(struct barr *a, uint32_t b, uint64_t val)
 {
@@ -53,20 +61,37 @@ static inline int barr__add(struct barr *a, uint32_t b, uint64_t val)
 	a->v[b - a->lo] += val;
 	return 0;
 }
+/* Counts one at bucket b. */
+static inline int carr__inc(struct carr *a, uint32_t b)
+{
+	if (!(a->n && b >= a->lo && b - a->lo < a->n)) {
+		int err = carr__reserve(a, b);
+
+		if (err)
+			return err;
+	}
+	a->v[b - a->lo] += a->v[b - a->lo] != UINT32_MAX;
+	return 0;
+}
 /* Keeps the maximum at bucket b. */
 int barr__max(struct barr *a, uint32_t b, uint64_t val);
 static inline uint64_t barr__get(const struct barr *a, uint32_t b)
 {
 	return b >= a->lo && b - a->lo < a->n ? a->v[b - a->lo] : 0;
 }
+static inline uint32_t carr__get(const struct carr *a, uint32_t b)
+{
+	return b >= a->lo && b - a->lo < a->n ? a->v[b - a->lo] : 0;
+}
 void barr__free(struct barr *a);
+void carr__free(struct carr *a);
 
 /* The q-quantile (nearest rank) of a histogram: the bucket's midpoint clipped
  * to [min, max]. */
-uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t min, uint64_t max,
+uint64_t carr__quantile(const struct carr *counts, uint64_t count, uint64_t min, uint64_t max,
 			double q);
 /* The bucket holding the nearest-rank q-quantile of count values. */
-uint32_t barr__quantile_bucket(const struct barr *counts, uint64_t count, double q);
+uint32_t carr__quantile_bucket(const struct carr *counts, uint64_t count, double q);
 
 
 struct cp_request;
@@ -86,7 +111,7 @@ struct stack {
 	uint64_t gen, cur_ns; /* the request being added */
 	uint64_t min_ns, max_ns;
 	double sumsq;	    /* of the step's ns per request: its variance (diff) */
-	struct barr dist;   /* counts by bucket of the step's ns per request */
+	struct carr dist;   /* counts by bucket of the step's ns per request */
 	struct barr by_lat; /* ns by bucket of the request's latency */
 	uint32_t sku_first; /* its first struct sku_step, index + 1 (0: none) */
 	uint64_t *few;	    /* its time in each request, while fewer than ENGINE_FEW */
@@ -94,7 +119,7 @@ struct stack {
 
 struct sku_acc {
 	uint64_t n, total, min, max;
-	struct barr dist;
+	struct carr dist;
 };
 
 /* A cpu step on one SKU: the step's chain of these, by next. */
@@ -205,7 +230,8 @@ struct engine {
 
 	uint64_t nrequests, nfiltered, total_latency, max_latency;
 	uint64_t ndownstream; /* of nrequests, served to traced callers */
-	struct barr lat_counts, lat_max;
+	struct carr lat_counts;
+	struct barr lat_max;
 
 	struct cp_request **kept; /* keep_all: in arrival order; slowest: a min-heap */
 	uint32_t nkept, capkept;

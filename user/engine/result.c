@@ -168,9 +168,9 @@ static void engine__percentiles(struct engine *e, uint32_t pb[ENGINE_NPCT])
 	for (int p = 0; p < ENGINE_NPCT; p++) {
 		uint64_t cum = 0;
 
-		pb[p] = barr__quantile_bucket(&e->lat_counts, e->nrequests, engine_pct[p]);
+		pb[p] = carr__quantile_bucket(&e->lat_counts, e->nrequests, engine_pct[p]);
 		for (uint32_t b = e->lat_counts.lo; e->nrequests && b <= pb[p]; b++)
-			cum += barr__get(&e->lat_counts, b);
+			cum += carr__get(&e->lat_counts, b);
 		r->pct_nrequests[p] = cum;
 		r->latency_pct_ns[p] = e->nrequests ? barr__get(&e->lat_max, pb[p]) : 0;
 	}
@@ -231,9 +231,9 @@ static void stack__fill(const struct stack *s, const uint32_t pb[ENGINE_NPCT], b
 			t += s->by_lat.v[b - s->by_lat.lo];
 		p->pct_total_ns[k] = t;
 	}
-	p->q50_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.50);
-	p->q90_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.90);
-	p->q99_ns = barr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.99);
+	p->q50_ns = carr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.50);
+	p->q90_ns = carr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.90);
+	p->q99_ns = carr__quantile(&s->dist, s->requests, s->min_ns, s->max_ns, 0.99);
 	p->max_ns = s->max_ns;
 }
 

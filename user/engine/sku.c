@@ -31,7 +31,7 @@ static int acc__add(struct sku_acc *a, uint64_t x)
 		a->max = x;
 	a->n++;
 	a->total += x;
-	return barr__add(&a->dist, bucket__of(x), 1);
+	return carr__inc(&a->dist, bucket__of(x));
 }
 
 /* The SKU of a cpu segment (sku__key), interned. */
@@ -347,7 +347,7 @@ static void stat__fill(struct engine_sku_stat *st, const char *sku, const struct
 	st->total_ns = a->total;
 	st->mean_ns = (uint64_t)(ma + 0.5);
 	st->stddev_ns = (uint64_t)(sqrt(va) + 0.5);
-	st->q50_ns = barr__quantile(&a->dist, a->n, a->min, a->max, 0.50);
+	st->q50_ns = carr__quantile(&a->dist, a->n, a->min, a->max, 0.50);
 	st->ratio = st->ci_low = st->ci_high = 1;
 	if (!b) {
 		st->verdict = ENGINE_SKU_BASELINE;
@@ -420,9 +420,9 @@ void engine__sku_free_result(struct engine *e)
 void engine__sku_free(struct engine *e)
 {
 	for (uint32_t i = 0; i < e->nsku_steps; i++)
-		barr__free(&e->sku_steps[i].acc.dist);
+		carr__free(&e->sku_steps[i].acc.dist);
 	for (uint32_t i = 0; i < e->nsku_kinds; i++)
-		barr__free(&e->sku_kinds[i].acc.dist);
+		carr__free(&e->sku_kinds[i].acc.dist);
 	free(e->sku_steps);
 	free(e->sku_kinds);
 	free(e->sku_kind_index.slots);

@@ -36,39 +36,50 @@ uint64_t bucket__mid(uint32_t b)
 	return bucket__lo(b) + bucket__width(b) / 2;
 }
 
-int barr__reserve(struct barr *a, uint32_t b)
+/* Room for bucket b in a dense array of elem-byte values over [*lo, *lo + *n). */
+static int arr_reserve(void **v, uint32_t *alo, uint32_t *an, uint32_t b, size_t elem)
 {
 	uint32_t lo, hi, n;
-	uint64_t *v;
+	char *nv;
 
-	if (a->n && b >= a->lo && b - a->lo < a->n)
+	if (*an && b >= *alo && b - *alo < *an)
 		return 0;
-	if (!a->n) {
+	if (!*an) {
 		/* a little room around the first value: neighbours follow, and a
 		 * step seen in few requests stays small */
 		lo = b > 2 ? b - 2 : 0;
 		hi = b + 6;
 	} else {
-		lo = b < a->lo ? b : a->lo;
-		hi = b >= a->lo + a->n ? b + 1 : a->lo + a->n;
+		lo = b < *alo ? b : *alo;
+		hi = b >= *alo + *an ? b + 1 : *alo + *an;
 		/* grow by at least half again so repeated widening stays linear */
 		n = hi - lo;
-		if (b < a->lo)
+		if (b < *alo)
 			lo = lo > n / 2 ? lo - n / 2 : 0;
 		else
 			hi += n / 2;
 	}
 	n = hi - lo;
-	v = calloc(n, sizeof(*v));
-	if (!v)
+	nv = calloc(n, elem);
+	if (!nv)
 		return -ENOMEM;
-	if (a->n)
-		memcpy(v + (a->lo - lo), a->v, a->n * sizeof(*v));
-	free(a->v);
-	a->v = v;
-	a->lo = lo;
-	a->n = n;
+	if (*an)
+		memcpy(nv + (size_t)(*alo - lo) * elem, *v, (size_t)*an * elem);
+	free(*v);
+	*v = nv;
+	*alo = lo;
+	*an = n;
 	return 0;
+}
+
+int barr__reserve(struct barr *a, uint32_t b)
+{
+	return arr_reserve((void **)&a->v, &a->lo, &a->n, b, sizeof(*a->v));
+}
+
+int carr__reserve(struct carr *a, uint32_t b)
+{
+	return arr_reserve((void **)&a->v, &a->lo, &a->n, b, sizeof(*a->v));
 }
 
 int barr__max(struct barr *a, uint32_t b, uint64_t val)
@@ -89,6 +100,13 @@ void barr__free(struct barr *a)
 	a->lo = a->n = 0;
 }
 
+void carr__free(struct carr *a)
+{
+	free(a->v);
+	a->v = NULL;
+	a->lo = a->n = 0;
+}
+
 static uint64_t rank_of(uint64_t count, double q)
 {
 	uint64_t rank = (uint64_t)ceil(q * (double)count - 1e-9);
@@ -100,7 +118,7 @@ static uint64_t rank_of(uint64_t count, double q)
 	return rank;
 }
 
-uint32_t barr__quantile_bucket(const struct barr *counts, uint64_t count, double q)
+uint32_t carr__quantile_bucket(const struct carr *counts, uint64_t count, double q)
 {
 	uint64_t rank, cum = 0;
 
@@ -115,14 +133,14 @@ uint32_t barr__quantile_bucket(const struct barr *counts, uint64_t count, double
 	return counts->lo + counts->n - 1;
 }
 
-uint64_t barr__quantile(const struct barr *counts, uint64_t count, uint64_t min, uint64_t max,
+uint64_t carr__quantile(const struct carr *counts, uint64_t count, uint64_t min, uint64_t max,
 			double q)
 {
 	uint64_t v;
 
 	if (!count)
 		return 0;
-	v = bucket__mid(barr__quantile_bucket(counts, count, q));
+	v = bucket__mid(carr__quantile_bucket(counts, count, q));
 	return v > max ? max : v < min ? min : v;
 }
 
