@@ -493,7 +493,7 @@ int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *
 
 		/* what stage 1 would check first: the raw walk checks the rest */
 		if (unit != SPAN_JSON_ZIPKIN_SPANS && validate_utf8(buf, len)) {
-			ret = span_json__raw_walk(unit, buf, len, ctx, nullptr);
+			ret = span_json__raw_walk(unit, buf, len, ctx, nullptr, 0);
 			if (ret != 1)
 				return ret;
 			span_json__rollback(ctx);

@@ -581,7 +581,7 @@ static void unit_begin(struct span_parser *p, enum span_unit kind)
 }
 
 int span_parser__unit_raw(struct span_parser *p, enum span_unit kind, const char *buf,
-			  size_t avail, size_t *len)
+			  size_t avail, size_t utf8_ok, size_t *len)
 {
 	int r;
 
@@ -593,7 +593,7 @@ int span_parser__unit_raw(struct span_parser *p, enum span_unit kind, const char
 	unit_begin(p, kind);
 	r = span_json__raw_walk(kind == SPAN_UNIT_OTLP ? SPAN_JSON_OTLP_RESOURCES
 						       : SPAN_JSON_JAEGER_TRACE,
-				buf, avail, p, len);
+				buf, avail, p, len, utf8_ok);
 	if (r == 1)
 		span_json__rollback(p);
 	return r;

@@ -27,6 +27,7 @@ struct raw {
 	const char *buf, *p, *end;
 	void *ctx;
 	size_t *used;	    /* not NULL: the unit ends where its bracket closes */
+	size_t utf8_ok;	    /* buf[0, utf8_ok) is known to be UTF-8 */
 	bool skim_tags; /* span tags matter only for "span.kind" */
 };
 
@@ -649,7 +650,7 @@ static int unit_end(struct raw *r)
 {
 	if (r->used) {
 		*r->used = r->p - r->buf;
-		return span_json__utf8_ok(r->buf, *r->used) ? 0 : RAW_NO;
+		return *r->used <= r->utf8_ok || span_json__utf8_ok(r->buf, *r->used) ? 0 : RAW_NO;
 	}
 	ws(r);
 	return r->p == r->end ? 0 : RAW_NO;
@@ -787,9 +788,9 @@ static int otlp_resources(struct raw *r)
 }
 
 int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx,
-			size_t *used)
+			size_t *used, size_t utf8_ok)
 {
-	struct raw r = {buf, buf, buf + len, ctx, used, span_json__span_tags_ignored(ctx)};
+	struct raw r = {buf, buf, buf + len, ctx, used, utf8_ok, span_json__span_tags_ignored(ctx)};
 
 	if (unit == SPAN_JSON_JAEGER_TRACE)
 		return jaeger_trace(&r);

@@ -63,6 +63,10 @@ struct scan {
 	int err;	  /* the first error that ended the input */
 	uint32_t nbad;	  /* malformed units, skipped */
 	bool utf8_warned; /* once per file */
+	/* input offsets: bytes before utf8_to are known to be UTF-8 (checked
+	 * ahead of the units, a buffer at a time); the next check ahead is not
+	 * before utf8_retry when one failed */
+	unsigned long long utf8_to, utf8_retry;
 	bool eof;
 };
 
@@ -462,6 +466,27 @@ static size_t fix_utf8(char *b, size_t n)
 	return bad;
 }
 
+/* How many bytes from pos on are known to be UTF-8. What the buffer holds
+ * past the last check is checked in one call (a call a unit cost more than
+ * the check of a small one), up to the last ASCII byte: a character may be
+ * cut at hi. Where that fails, the units are checked one by one until pos
+ * passes what was read. */
+static size_t utf8_ahead(struct scan *s)
+{
+	unsigned long long at = s->base + s->pos;
+	size_t e = s->hi;
+
+	if (s->utf8_to <= at && s->utf8_retry <= at) {
+		while (e > s->pos && (unsigned char)s->buf[e - 1] >= 0x80 && s->hi - e < 4)
+			e--;
+		if (span_json__utf8_ok(s->buf + s->pos, e - s->pos))
+			s->utf8_to = s->base + e;
+		else
+			s->utf8_retry = s->base + s->hi;
+	}
+	return s->utf8_to > at ? (size_t)(s->utf8_to - at) : 0;
+}
+
 /* A unit at pos: cut it out, parse it, drop it. */
 static int unit(struct scan *s, enum span_unit kind)
 {
@@ -473,7 +498,8 @@ static int unit(struct scan *s, enum span_unit kind)
 
 	/* whole in the buffer as exporters write it: the raw walk finds its
 	 * end, and its bytes are read once */
-	r = span_parser__unit_raw(s->p, kind, s->buf + s->pos, s->hi - s->pos, &end);
+	r = span_parser__unit_raw(s->p, kind, s->buf + s->pos, s->hi - s->pos, utf8_ahead(s),
+				  &end);
 	if (r <= 0) {
 		if (r < 0)
 			s->err = r;
@@ -636,6 +662,24 @@ static int key_kind(const char *k, size_t n)
 	return KEY_OTHER;
 }
 
+/* The request as exporters write it, {"resourceSpans":[ without white
+ * space, at pos (words compared: memcmp is a call). */
+static bool compact_request(const struct scan *s)
+{
+	static const char k[] = "{\"resourceSpans\":[";
+	uint64_t a[3], b[3];
+
+	if (s->hi - s->pos < sizeof(k) - 1 || s->mode == MODE_JAEGER)
+		return false;
+	memcpy(&a[0], s->buf + s->pos, 8);
+	memcpy(&a[1], s->buf + s->pos + 8, 8);
+	memcpy(&a[2], s->buf + s->pos + sizeof(k) - 1 - 8, 8);
+	memcpy(&b[0], k, 8);
+	memcpy(&b[1], k + 8, 8);
+	memcpy(&b[2], k + sizeof(k) - 1 - 8, 8);
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
 static int top_object(struct scan *s)
 {
 	char key[16];
@@ -643,6 +687,12 @@ static int top_object(struct scan *s)
 	int c, r;
 
 	span_parser__begin_request(s->p); /* OTLP: one request per top-level object */
+	if (compact_request(s)) {
+		s->pos += 17; /* at the '[' */
+		s->mode = MODE_OTLP;
+		r = unit(s, SPAN_UNIT_OTLP);
+		goto next;
+	}
 	s->pos++;
 	c = peek(s);
 	if (c == '}') {
@@ -670,6 +720,7 @@ static int top_object(struct scan *s)
 		} else {
 			r = skip_value(s, c);
 		}
+next:
 		if (r || (r = next_in(s, &c, '}')) < 0)
 			return r;
 		if (!r)

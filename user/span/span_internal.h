@@ -148,10 +148,11 @@ void span_parser__window(struct span_parser *p, uint64_t bytes, int64_t ns);
 int span_parser__unit(struct span_parser *p, enum span_unit kind, const char *buf, size_t len,
 		      const char **msg, size_t *at);
 /* The same for a unit whose end is not known yet, at buf with avail bytes
- * read: 0 with *len, its length, when the raw walk (span/raw.c) took it
- * whole; < 0 as above; 1 when it did not (nothing of it counts). */
+ * read (the first utf8_ok of them known to be UTF-8): 0 with *len, its
+ * length, when the raw walk (span/raw.c) took it whole; < 0 as above; 1
+ * when it did not (nothing of it counts). */
 int span_parser__unit_raw(struct span_parser *p, enum span_unit kind, const char *buf,
-			  size_t avail, size_t *len);
+			  size_t avail, size_t utf8_ok, size_t *len);
 /* The trace in progress, for warnings: its id (NULL before it is read) and
  * how many spans were read. */
 const char *span_parser__trace_id(const struct span_parser *p);

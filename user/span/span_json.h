@@ -110,9 +110,10 @@ int span_json__parse(struct span_json *j, enum span_json_unit unit, const char *
  * as exporters write it (an escape, damage, …): then what the handlers were
  * given is to be undone (span_json__rollback) and simdjson walks it. used
  * NULL: the unit is buf[0, len); else it starts at buf, ends where its
- * bracket closes (*used: its length) and len is what the buffer holds. */
+ * bracket closes (*used: its length) and len is what the buffer holds;
+ * buf[0, utf8_ok) is already known to be UTF-8. */
 int span_json__raw_walk(enum span_json_unit unit, const char *buf, size_t len, void *ctx,
-			size_t *used);
+			size_t *used, size_t utf8_ok);
 /* buf[0, len) is UTF-8 (simdjson's check). */
 bool span_json__utf8_ok(const char *buf, size_t len);
 /* Undoes the handlers' work since span_json__parse was called. */
