@@ -52,6 +52,7 @@ struct pending {
 #define EARLY_MAX (1u << 20) /* traces analysed by the window remembered */
 #define BATCH_CHUNK 512u
 #define BLOCK_CHUNK (64u << 10)
+#define SLAB_BYTES (2u << 20) /* a huge page */
 
 struct span_parser {
 	struct span_file *f;
@@ -73,7 +74,9 @@ struct span_parser {
 	uint32_t npend, free_pend, lru_head, lru_tail;
 	/* the batches' blocks, cut from chunks of BLOCK_CHUNK bytes (span/pending.c) */
 	struct block_chunk *chunk, *free_chunks;
-	struct span_vec chunks; /* struct block_chunk *: all of them */
+	struct span_vec chunks; /* void *: the slabs of SLAB_BYTES they are cut from */
+	char *slab_next;	/* the next chunk of the newest slab */
+	uint32_t slab_left;	/* chunks left in it */
 	struct span_vec gather;	 /* struct span_in: a trace's spans, together */
 	struct span_vec gtags;	 /* const char *: their tags */
 	/* traces analysed by the window: a ring of id hashes and their parts,
