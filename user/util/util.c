@@ -153,9 +153,16 @@ void u64map__free(struct u64map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Interning: open addressing over pointers into arena chunks. */
+/* Interning: open addressing over pointers into arena chunks, each with its
+ * hash: a probe compares hashes, and a string is read (a cache miss, with
+ * many strings) only when they match. */
+struct intern_slot {
+	const char *s;
+	uint64_t h;
+};
+
 struct intern {
-	const char **slots;
+	struct intern_slot *slots;
 	uint32_t cap, n;
 	char *chunk;
 	size_t chunk_left;
@@ -219,20 +226,19 @@ static char *intern__store(struct intern *in, const char *s, size_t len)
 static int intern__grow(struct intern *in)
 {
 	uint32_t cap = in->cap * 2;
-	const char **slots = calloc(cap, sizeof(*slots));
+	struct intern_slot *slots = calloc(cap, sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < in->cap; i++) {
-		const char *s = in->slots[i];
 		uint32_t j;
 
-		if (!s)
+		if (!in->slots[i].s)
 			continue;
-		j = (uint32_t)hash__str(0, s) & (cap - 1);
-		while (slots[j])
+		j = (uint32_t)in->slots[i].h & (cap - 1);
+		while (slots[j].s)
 			j = (j + 1) & (cap - 1);
-		slots[j] = s;
+		slots[j] = in->slots[i];
 	}
 	free(in->slots);
 	in->slots = slots;
@@ -242,6 +248,7 @@ static int intern__grow(struct intern *in)
 
 const char *intern__get(struct intern *in, const char *s)
 {
+	uint64_t h;
 	uint32_t j;
 	char *p;
 
@@ -249,16 +256,17 @@ const char *intern__get(struct intern *in, const char *s)
 		return NULL;
 	if ((in->n + 1) * 4 > in->cap * 3 && intern__grow(in))
 		return NULL;
-	j = (uint32_t)hash__str(0, s) & (in->cap - 1);
-	while (in->slots[j]) {
-		if (!strcmp(in->slots[j], s))
-			return in->slots[j];
+	h = hash__str(0, s);
+	j = (uint32_t)h & (in->cap - 1);
+	while (in->slots[j].s) {
+		if (in->slots[j].h == h && !strcmp(in->slots[j].s, s))
+			return in->slots[j].s;
 		j = (j + 1) & (in->cap - 1);
 	}
 	p = intern__store(in, s, strlen(s));
 	if (!p)
 		return NULL;
-	in->slots[j] = p;
+	in->slots[j] = (struct intern_slot){p, h};
 	in->n++;
 	return p;
 }
