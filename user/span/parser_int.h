@@ -83,7 +83,8 @@ struct span_parser {
 	 * with an open-addressing index into it */
 	uint64_t *early;
 	uint32_t *early_part, *early_ix;
-	uint32_t nearly, early_cap; /* early_cap: slots, up to EARLY_MAX */
+	uint64_t nearly;    /* traces analysed by the window */
+	uint32_t early_cap; /* slots, up to EARLY_MAX */
 	const char *trace_id;
 	/* where the unit being read began, for span_json__rollback */
 	uint32_t mark_spans, mark_tags, mark_procs;
@@ -102,7 +103,8 @@ int span_pend__trace_cmp(const void *a, const void *b);
  * joining its waiting trace; traces out of the window are analysed. */
 int span_pend__add_runs(struct span_parser *p, uint64_t off);
 struct pending *span_pend__at(struct span_parser *p, uint32_t i);
-/* one reference to b fewer: freed (onto the free list) at none */
+/* one reference to b fewer: at none its block goes back to its chunk (or
+ * its own arena is freed) */
 void span_pend__batch_put(struct span_parser *p, struct batch *b);
 /* Frees the batches' chunks. */
 void span_pend__chunks_free(struct span_parser *p);

@@ -281,7 +281,7 @@ static uint32_t *early_part(struct span_parser *p, uint64_t h)
 {
 	uint32_t mask = 2 * p->early_cap - 1;
 
-	if (!p->early)
+	if (!p->early_cap) /* none yet, or no memory for the first */
 		return NULL;
 	for (uint32_t k = (uint32_t)h & mask; p->early_ix[k] != NONE; k = (k + 1) & mask)
 		if (p->early[p->early_ix[k]] == h)
@@ -336,7 +336,7 @@ static void early_add(struct span_parser *p, uint64_t h, uint32_t part)
 	}
 	if (p->nearly == p->early_cap && p->early_cap < EARLY_MAX && early_grow(p))
 		return; /* not remembered: later spans are a new trace */
-	slot = p->nearly % EARLY_MAX;
+	slot = (uint32_t)(p->nearly % EARLY_MAX);
 	mask = 2 * p->early_cap - 1;
 	if (p->nearly >= EARLY_MAX) { /* the oldest out: re-insert what follows its slot */
 		uint64_t old = p->early[slot];

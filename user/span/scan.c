@@ -468,16 +468,18 @@ static size_t fix_utf8(char *b, size_t n)
 
 /* How many bytes from pos on are known to be UTF-8. What the buffer holds
  * past the last check is checked in one call (a call a unit cost more than
- * the check of a small one), up to the last ASCII byte: a character may be
- * cut at hi. Where that fails, the units are checked one by one until pos
- * passes what was read. */
+ * the check of a small one), up to the start of its last character: that
+ * one may be cut at hi. Where that fails, the units are checked one by one
+ * until pos passes what was read. */
 static size_t utf8_ahead(struct scan *s)
 {
 	unsigned long long at = s->base + s->pos;
 	size_t e = s->hi;
 
 	if (s->utf8_to <= at && s->utf8_retry <= at) {
-		while (e > s->pos && (unsigned char)s->buf[e - 1] >= 0x80 && s->hi - e < 4)
+		while (e > s->pos && s->hi - e < 3 && ((unsigned char)s->buf[e - 1] & 0xc0) == 0x80)
+			e--;
+		if (e > s->pos && (unsigned char)s->buf[e - 1] >= 0xc0)
 			e--;
 		if (span_json__utf8_ok(s->buf + s->pos, e - s->pos))
 			s->utf8_to = s->base + e;
@@ -498,8 +500,8 @@ static int unit(struct scan *s, enum span_unit kind)
 
 	/* whole in the buffer as exporters write it: the raw walk finds its
 	 * end, and its bytes are read once */
-	r = span_parser__unit_raw(s->p, kind, s->buf + s->pos, s->hi - s->pos, utf8_ahead(s),
-				  &end);
+	r = span_parser__unit_raw(s->p, kind, s->buf + s->pos, s->hi - s->pos,
+				  kind == SPAN_UNIT_ZIPKIN ? 0 : utf8_ahead(s), &end);
 	if (r <= 0) {
 		if (r < 0)
 			s->err = r;

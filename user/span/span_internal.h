@@ -40,7 +40,7 @@ void *span_arena__alloc(struct span_arena *a, size_t n);
 /* Where the arena's bytes begin when they are all in one chunk (*used of
  * them), else NULL. */
 char *span_arena__single(const struct span_arena *a, size_t *used);
-/* The bytes of its newest (largest) chunk, 0 when it has none. */
+/* The bytes of its newest chunk, 0 when it has none. */
 size_t span_arena__head_size(const struct span_arena *a);
 char *span_arena__strndup(struct span_arena *a, const char *s, size_t len);
 /* Frees all chunks but the newest, which is reused. */
