@@ -192,6 +192,7 @@ enum {
 	OPT_EXCLUDE_OP,
 	OPT_WINDOW,
 	OPT_WINDOW_BYTES,
+	OPT_MAX_PATHS,
 };
 
 static void report_usage(FILE *f)
@@ -221,6 +222,9 @@ static void report_usage(FILE *f)
 		"      --trace-window DUR    OTLP: a trace is complete once no span of it came for\n"
 		"                            this long of its spans' time (default 5m), or for\n"
 		"      --trace-window-bytes N  this many bytes of input (default 64M)\n"
+		"      --max-paths N         distinct steps and span call paths kept (default\n"
+		"                            100000): past them, a new one's time is counted\n"
+		"                            under its longest beginning seen, then \"" ENGINE_OTHER "\"\n"
 		"  -q, --quiet               no warnings or progress on stderr\n");
 }
 
@@ -307,6 +311,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 	    {"exclude-op", required_argument, NULL, OPT_EXCLUDE_OP},
 	    {"trace-window", required_argument, NULL, OPT_WINDOW},
 	    {"trace-window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
+	    {"max-paths", required_argument, NULL, OPT_MAX_PATHS},
 	    {NULL, 0, NULL, 0},
 	};
 	struct engine_filter *fl = &a->eo.filter;
@@ -402,6 +407,11 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 			if (parse_size(optarg, &a->ao.window_bytes))
 				return bad_value(cmd, "--trace-window-bytes", optarg,
 						 "a positive size like 64M, 1G, 500000");
+			break;
+		case OPT_MAX_PATHS:
+			if (parse_u32(optarg, &a->eo.max_paths) || !a->eo.max_paths)
+				return bad_value(cmd, "--max-paths", optarg,
+						 "a positive number of paths like 100000");
 			break;
 		case OPT_MIN_CHANGE:
 			if (parse_duration(optarg, &a->min_change_ns))

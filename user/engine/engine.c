@@ -49,8 +49,11 @@ struct engine *engine__new(const struct engine_opts *opts)
 		return NULL;
 	if (opts)
 		e->opts = *opts;
+	if (!e->opts.max_paths)
+		e->opts.max_paths = ENGINE_MAX_PATHS;
 	e->in = intern__new();
-	if (!e->in) {
+	if (!e->in || !(e->other = intern__get(e->in, ENGINE_OTHER))) {
+		intern__free(e->in);
 		free(e);
 		return NULL;
 	}
@@ -70,6 +73,7 @@ void engine__free(struct engine *e)
 		barr__free(&e->stacks[i].by_lat);
 	}
 	free(e->stacks);
+	free(e->fold);
 	free(e->gkeys);
 	free(e->ghash);
 	free(e->stack_index.slots);
@@ -403,6 +407,67 @@ static inline __attribute__((always_inline)) int engine__stacks_ahead(struct eng
 	return 0;
 }
 
+/* A new stack for k at its empty index slot; 0 or -ENOMEM. */
+static int engine__stack_new(struct engine *e, const struct stack_key *k, uint32_t *slot)
+{
+	struct stack *s;
+
+	if (engine__grow((void **)&e->stacks, &e->capstacks, e->nstacks + 1, sizeof(*s)))
+		return -ENOMEM;
+	s = &e->stacks[e->nstacks];
+	memset(s, 0, sizeof(*s));
+	s->frames = frames_dup(k->frames, k->nframes);
+	if (!s->frames)
+		return -ENOMEM;
+	s->nframes = k->nframes;
+	s->category = k->category;
+	s->hash = k->hash;
+	*slot = ++e->nstacks;
+	return 0;
+}
+
+static void engine__fold_warn(struct engine *e)
+{
+	if (e->folded)
+		return;
+	e->folded = true;
+	engine__warn(e,
+		     "more than %u distinct call paths: from here on, the time of a new one is "
+		     "counted under its longest beginning already seen, then \"%s\" (--max-paths)",
+		     e->opts.max_paths, ENGINE_OTHER);
+}
+
+/*
+ * Past max_paths stacks, a new one's slot: its longest beginning that is a
+ * stack (of its category) already, then ENGINE_OTHER, made on first sight.
+ * Each kept stack has at most one such, so there are at most twice as many
+ * stacks, whatever the input. *slot: the index's, 0 on -ENOMEM.
+ */
+static uint32_t *engine__stack_fold(struct engine *e, const struct stack_key *key)
+{
+	struct stack_key k = *key;
+	uint32_t j = key->nframes, *slot;
+
+	engine__fold_warn(e);
+	if (engine__grow((void **)&e->fold, &e->capfold, j + 1, sizeof(*e->fold)))
+		return NULL;
+	while (j > 0) {
+		k.nframes = --j;
+		k.hash = stack_hash(frames_hash(key->frames, j, 0), key->category);
+		if (!j || *index__find(&e->stack_index, k.hash, stack_eq, &k))
+			break;
+	}
+	memcpy(e->fold, key->frames, j * sizeof(*e->fold));
+	e->fold[j] = e->other;
+	k.frames = e->fold;
+	k.nframes = j + 1;
+	k.hash = stack_hash(frames_hash(e->fold, j + 1, 0), key->category);
+	slot = index__find(&e->stack_index, k.hash, stack_eq, &k);
+	if (!*slot && engine__stack_new(e, &k, slot))
+		return NULL;
+	return slot;
+}
+
 /* The stack id of segment g, created on first sight; -ENOMEM. */
 static inline __attribute__((always_inline)) int64_t
 engine__stack(struct engine *e, const struct cp_segment *g, const char *const *kf, uint64_t h)
@@ -410,23 +475,17 @@ engine__stack(struct engine *e, const struct cp_segment *g, const char *const *k
 	uint32_t c = cache_slot(g);
 	struct stack_key k = {e, kf, g->nframes, g->category, h};
 	uint32_t *slot;
-	struct stack *s;
 
 	if (cache_hit(e, g, c))
 		return e->cache[c].stack;
 	slot = index__find(&e->stack_index, k.hash, stack_eq, &k);
 	if (!*slot) {
-		if (engine__grow((void **)&e->stacks, &e->capstacks, e->nstacks + 1, sizeof(*s)))
+		if (e->nstacks >= e->opts.max_paths) {
+			if (!(slot = engine__stack_fold(e, &k)))
+				return -ENOMEM;
+		} else if (engine__stack_new(e, &k, slot)) {
 			return -ENOMEM;
-		s = &e->stacks[e->nstacks];
-		memset(s, 0, sizeof(*s));
-		s->frames = frames_dup(k.frames, k.nframes);
-		if (!s->frames)
-			return -ENOMEM;
-		s->nframes = g->nframes;
-		s->category = g->category;
-		s->hash = k.hash;
-		*slot = ++e->nstacks;
+		}
 	}
 	e->cache[c].gen = e->gen;
 	e->cache[c].frames = g->frames;
@@ -577,6 +636,17 @@ static uint32_t engine__span_node(struct engine *e, uint32_t parent, const char 
 
 	if (*slot)
 		return *slot;
+	if (e->nspans >= e->opts.max_paths) {
+		/* past the cap: below ENGINE_OTHER under the deepest node kept; it
+		 * takes the rest of the path (one a node: twice the cap at most) */
+		if (parent && e->spans[parent - 1].label == e->other)
+			return parent;
+		engine__fold_warn(e);
+		k.label = label = e->other;
+		slot = index__find(&e->span_index, span_hash(parent, label), span_eq, &k);
+		if (*slot)
+			return *slot;
+	}
 	if (engine__grow((void **)&e->spans, &e->capspans, e->nspans + 1, sizeof(*e->spans)))
 		return 0;
 	e->spans[e->nspans] = (struct span_node){
@@ -591,7 +661,16 @@ static uint32_t engine__span_node(struct engine *e, uint32_t parent, const char 
 /* A new path's service and operation: its label's (they make the label). */
 static int engine__span_names(struct engine *e, struct span_node *s, const struct cp_span_stat *st)
 {
-	uint32_t v = s->label ? u64map__get(&e->label_so, (uintptr_t)s->label) : U64MAP_NONE;
+	uint32_t v;
+
+	if (s->label == e->other) { /* the paths folded below its parent */
+		s->service = s->parent ? e->spans[s->parent - 1].service : NULL;
+		if (!s->service)
+			s->service = e->other;
+		s->operation = e->other;
+		return 0;
+	}
+	v = s->label ? u64map__get(&e->label_so, (uintptr_t)s->label) : U64MAP_NONE;
 
 	if (v == U64MAP_NONE) {
 		if (engine__grow((void **)&e->so, &e->capso, e->nso + 1, sizeof(*e->so)))

@@ -15,6 +15,12 @@
 /* Below this many requests each step's per-request times are kept (diff's
  * bootstrap). */
 #define ENGINE_FEW 30
+/* Distinct steps (frame stacks) and span call paths kept, by default: past
+ * it a new one's time is counted under its longest beginning already kept,
+ * then ENGINE_OTHER (names with ids in them would grow memory with the
+ * input). */
+#define ENGINE_MAX_PATHS 100000
+#define ENGINE_OTHER "(other paths)"
 extern const double engine_pct[ENGINE_NPCT];	/* 0.50, 0.95, 0.99 */
 
 struct engine_filter {
@@ -37,6 +43,7 @@ struct engine_opts {
 	double overlap_tolerance;	/* span level: fraction of parent, default 0.01 */
 	/* > 0: only the first N rows are ordered (text shows no more) */
 	uint32_t sorted_top;
+	uint32_t max_paths; /* 0: ENGINE_MAX_PATHS */
 	/* every request that passes the filters, valid during the call (json
 	 * streams them) */
 	void (*on_request)(void *ctx, const struct cp_request *req);

@@ -40,7 +40,8 @@ struct barr {
 };
 
 /* Counts by bucket, the same way: a count is 32 bits (saturating), half the
- * memory of a step's histogram, which spans many empty buckets. */
+ * memory of a step's histogram, which spans many empty buckets. Past 4G in
+ * one bucket the quantiles lean to the high end. */
 struct carr {
 	uint32_t *v;
 	uint32_t lo, n;
@@ -177,6 +178,12 @@ struct engine {
 	struct engine_opts opts;
 	struct intern *in;
 	bool quiet;
+	/* past opts.max_paths steps or span paths: new ones fold (engine__stack,
+	 * engine__span_node) into ENGINE_OTHER, interned here */
+	const char *other;
+	bool folded; /* warned */
+	const char **fold; /* scratch: a folded step's frames */
+	uint32_t capfold;
 
 	struct stack *stacks;
 	uint32_t nstacks, capstacks;
