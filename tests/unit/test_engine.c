@@ -521,6 +521,62 @@ static void test_interned(void **state)
 	engine__free(e2);
 }
 
+/* Past max_paths steps, a new step is counted under its longest beginning
+ * that is a step, then ENGINE_OTHER; with none, ENGINE_OTHER alone. */
+static void test_max_paths_fold(void **state)
+{
+	static const char *const abc[] = {"a", "b", "c"}, *const a[] = {"a"},
+				 *const abx[] = {"a", "b", "x"}, *const zy[] = {"z", "y"},
+				 *const aq[] = {"a", "q"};
+	static const struct {
+		const char *const *frames;
+		uint32_t n;
+	} reqs[] = {{abc, 3}, {a, 1}, {abx, 3}, {abc, 3}, {zy, 2}, {aq, 2}};
+	struct engine_opts o = {.max_paths = 2};
+	struct engine *e = engine__new(&o);
+	const struct engine_result *r;
+	uint64_t total = 0;
+
+	assert_non_null(e);
+	engine__set_quiet(e, true);
+	for (uint32_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		char id[16];
+		struct cp_segment g = {.start_ns = 1000 * MS * (i + 1),
+				       .end_ns = 1000 * MS * (i + 1) + MS,
+				       .category = CP_CAT_CPU,
+				       .frames = reqs[i].frames,
+				       .nframes = reqs[i].n,
+				       .pid = 1,
+				       .tid = 1};
+		struct cp_request q = {.id = id, .service = "s", .name = "n",
+				       .start_ns = g.start_ns, .end_ns = g.end_ns,
+				       .segs = &g, .nsegs = 1};
+
+		snprintf(id, sizeof(id), "r%u", i);
+		assert_int_equal(engine__add_request(e, &q), 1);
+	}
+	r = engine__result(e);
+	assert_int_equal(r->nprofile, 4);
+	for (uint32_t i = 0; i < r->nprofile; i++) {
+		const struct engine_profile_entry *p = &r->profile[i];
+		const char *last = p->frames[p->nframes - 1];
+
+		total += p->total_ns;
+		if (p->nframes == 3)
+			assert_int_equal(p->requests, 2); /* a b c, twice */
+		else if (p->nframes == 2)
+			assert_true(!strcmp(p->frames[0], "a") && !strcmp(last, ENGINE_OTHER) &&
+				    p->requests == 2); /* a b x, a q */
+		else if (!strcmp(last, ENGINE_OTHER))
+			assert_int_equal(p->requests, 1); /* z y: no beginning kept */
+		else
+			assert_string_equal(last, "a");
+	}
+	assert_int_equal(total, 6 * MS);
+	assert_int_equal(r->nwarnings, 1);
+	engine__free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +587,7 @@ int main(void)
 	    cmocka_unit_test(test_keep_slowest),     cmocka_unit_test(test_keep_all_spans),
 	    cmocka_unit_test(test_sorted_top),
 	    cmocka_unit_test(test_span_prefix),       cmocka_unit_test(test_bad_request),	     cmocka_unit_test(test_interned),
+	    cmocka_unit_test(test_max_paths_fold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
