@@ -42,6 +42,34 @@ static void test_identical(void **state)
 	engine__free(e2);
 }
 
+/* A side past --max-paths is said to be, in both formats: its "(other
+ * paths)" steps hold whatever came after its cap. */
+static void test_folded_side(void **state)
+{
+	struct engine_opts eo = {.max_paths = 1};
+	struct engine *e1 = fx_engine(false, NULL), *e2 = fx_engine(false, &eo);
+	struct diff_side a, b;
+	char *out;
+	int n;
+
+	assert_int_equal(diff_side__from_result(&a, "A", engine__result(e1)), 0);
+	assert_int_equal(diff_side__from_result(&b, "B", engine__result(e2)), 0);
+	out = run_diff(&a, &b, false, &n);
+	if (!strstr(out, "note: B had more distinct call paths than --max-paths: a step ending "
+			 "in \"(other paths)\" holds different paths on each side\n"))
+		fail_msg("%s", out);
+	free(out);
+	out = run_diff(&a, &b, true, &n);
+	assert_non_null(strstr(out, "\"a\":{\"source\":\"A\",\"nrequests\":"));
+	assert_non_null(strstr(out, "\"folded_paths\":false},\"b\":"));
+	assert_non_null(strstr(out, "\"folded_paths\":true},\"changes\""));
+	free(out);
+	diff_side__free(&a);
+	diff_side__free(&b);
+	engine__free(e1);
+	engine__free(e2);
+}
+
 /* B: the same requests, but the kv call takes 3 ms longer in each */
 static void test_slowdown_first(void **state)
 {
@@ -263,6 +291,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_identical),
+	    cmocka_unit_test(test_folded_side),
 	    cmocka_unit_test(test_slowdown_first),
 	    cmocka_unit_test(test_saved_report),
 	    cmocka_unit_test(test_confidence),

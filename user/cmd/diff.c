@@ -484,6 +484,18 @@ static int changes__build(const struct diff_side *a, const struct diff_side *b, 
 	return 0;
 }
 
+/* The side ran past --max-paths: its steps ending in ENGINE_OTHER hold
+ * whatever paths came after the cap there, not the same ones as the other
+ * side's. */
+static bool folded(const struct diff_side *s)
+{
+	for (uint32_t i = 0; i < s->nsteps; i++)
+		if (s->steps[i].nframes &&
+		    !strcmp(s->steps[i].frames[s->steps[i].nframes - 1], ENGINE_OTHER))
+			return true;
+	return false;
+}
+
 static void put_step(FILE *f, const struct diff_step *s)
 {
 	for (uint32_t i = 0; i < s->nframes; i++)
@@ -498,6 +510,11 @@ static void write_text(FILE *f, const struct diff_side *a, const struct diff_sid
 		(unsigned long long)a->nrequests, a->mean_latency_ns / 1e6);
 	fprintf(f, "B: %s: %llu requests, mean latency %.3f ms\n", b->label,
 		(unsigned long long)b->nrequests, b->mean_latency_ns / 1e6);
+	if (folded(a) || folded(b))
+		fprintf(f,
+			"note: %s had more distinct call paths than --max-paths: a step ending "
+			"in \"" ENGINE_OTHER "\" holds different paths on each side\n",
+			folded(a) && folded(b) ? "A and B" : folded(a) ? "A" : "B");
 	if (!n) {
 		fprintf(f, "no differences\n");
 		return;
@@ -558,6 +575,8 @@ static void write_side(yajl_gen g, const char *k, const struct diff_side *s)
 	gs(g, s->label);
 	gu(g, "nrequests", s->nrequests);
 	gu(g, "mean_latency_ns", s->mean_latency_ns);
+	gk(g, "folded_paths"); /* past --max-paths: see write_text */
+	yajl_gen_bool(g, folded(s));
 	yajl_gen_map_close(g);
 }
 
