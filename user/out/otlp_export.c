@@ -22,6 +22,7 @@
 
 #include "otlp.h"
 #include "commands.h"
+#include "util.h"
 
 #define BACKOFF_MIN_NS 250000000ull
 #define BACKOFF_MAX_NS 30000000000ull
@@ -103,14 +104,6 @@ const char *exporter__load_error(void)
 {
 	pthread_once(&cu_once, cu_load);
 	return cu.easy_init ? NULL : cu_error;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Waits for cv until the CLOCK_MONOTONIC time until (0: no limit) */
@@ -219,13 +212,13 @@ static bool retryable(long code)
 /* Sleeps up to ns, or until stop's deadline has passed; false: give up */
 static bool wait_retry(struct exporter *e, uint64_t ns)
 {
-	uint64_t until = mono_ns() + ns;
+	uint64_t until = clock__mono_ns() + ns;
 	bool go_on;
 
 	pthread_mutex_lock(&e->mu);
-	while (mono_ns() < until && !(e->stop && mono_ns() >= e->deadline))
-		cond_wait_until(&e->cv, &e->mu, mono_ns() + 50000000ull);
-	go_on = !(e->stop && mono_ns() >= e->deadline);
+	while (clock__mono_ns() < until && !(e->stop && clock__mono_ns() >= e->deadline))
+		cond_wait_until(&e->cv, &e->mu, clock__mono_ns() + 50000000ull);
+	go_on = !(e->stop && clock__mono_ns() >= e->deadline);
 	pthread_mutex_unlock(&e->mu);
 	return go_on;
 }
@@ -245,9 +238,9 @@ static void *run(void *arg)
 
 		pthread_mutex_lock(&e->mu);
 		while (!e->stop && (!e->len || (e->len < e->o.batch_max &&
-						mono_ns() - e->q[e->head].at < LINGER_NS)))
+						clock__mono_ns() - e->q[e->head].at < LINGER_NS)))
 			cond_wait_until(&e->cv, &e->mu, e->len ? e->q[e->head].at + LINGER_NS : 0);
-		if (!e->len || (e->stop && mono_ns() >= e->deadline)) {
+		if (!e->len || (e->stop && clock__mono_ns() >= e->deadline)) {
 			pthread_mutex_unlock(&e->mu);
 			break;
 		}
@@ -415,7 +408,7 @@ void exporter__push(struct exporter *e, const uint8_t *p, size_t n)
 		return;
 	}
 	memcpy(e->ring + off, p, n);
-	e->q[(e->head + e->len) % e->o.queue_max] = (struct item){(size_t)off, n, mono_ns()};
+	e->q[(e->head + e->len) % e->o.queue_max] = (struct item){(size_t)off, n, clock__mono_ns()};
 	e->wpos = (size_t)off + n;
 	e->len++;
 	if (e->len == 1 || e->len == e->o.batch_max) /* a linger to begin, or a batch */

@@ -142,7 +142,7 @@ static void status(struct agent *a, const char *when)
 {
 	struct exporter_stats st = {0};
 	struct rusage ru;
-	uint64_t cpu, now = rec_meta__now(), rss_kb = 0;
+	uint64_t cpu, now = clock__mono_ns(), rss_kb = 0;
 	double share;
 	char buf[256];
 
@@ -510,11 +510,11 @@ static int check(struct agent *a, const char **url)
 static void loop(struct agent *a)
 {
 	struct recorder *r = a->s->r;
-	uint64_t last_tick = rec_meta__now(), last_scan = last_tick, now;
+	uint64_t last_tick = clock__mono_ns(), last_scan = last_tick, now;
 	int err;
 
 	while (!rec_stop_signal && !r->write_err && !__atomic_load_n(&a->err, __ATOMIC_ACQUIRE)) {
-		uint64_t t0 = rec_meta__now();
+		uint64_t t0 = clock__mono_ns();
 
 		err = rec__drain(r, POLL_MS, false);
 		if (err < 0 && err != -EINTR) {
@@ -522,7 +522,7 @@ static void loop(struct agent *a)
 			break;
 		}
 		live__post(a, t0 - REORDER_NS);
-		now = rec_meta__now();
+		now = clock__mono_ns();
 		if (now - last_tick >= TICK_MS * 1000000ull) {
 			rec__tick(r, now);
 			last_tick = now;
@@ -588,7 +588,7 @@ int cmd_agent(int argc, char **argv)
 	s->tap_ctx = a;
 	a->service_env = getenv("OTEL_SERVICE_NAME");
 	a->res.service = a->service_env && *a->service_env ? a->service_env : NULL;
-	to.seed = (uint64_t)rec_meta__now() ^ (uint64_t)getpid() << 32;
+	to.seed = (uint64_t)clock__mono_ns() ^ (uint64_t)getpid() << 32;
 	a->rng = to.seed * 0x9e3779b97f4a7c15ull;
 	ret = check(a, &url);
 	if (!ret && watching(a))
@@ -615,7 +615,7 @@ int cmd_agent(int argc, char **argv)
 	ret = ret || rec_session__attach(s);
 	if (!ret) {
 		a->res.host = s->info.host;
-		a->last_status = rec_meta__now();
+		a->last_status = clock__mono_ns();
 		if (!s->o.quiet)
 			cp_error(CMD,
 				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
@@ -623,9 +623,9 @@ int cmd_agent(int argc, char **argv)
 				watching(a) ? " and the ones that match as they start" : "",
 				url ? url : "(nowhere: no --otlp)");
 		loop(a);
-		stop_ns = rec_meta__now();
+		stop_ns = clock__mono_ns();
 		rec__drain(s->r, 0, true);
-		rec__check_drops(s->r, rec_meta__now());
+		rec__check_drops(s->r, clock__mono_ns());
 		err = live__finish(a);
 		if (err)
 			cp_error(CMD, "analysis stopped: %s", strerror(-err));
@@ -651,7 +651,7 @@ int cmd_agent(int argc, char **argv)
 				(unsigned long long)raised, (unsigned long long)waits);
 		ret = err ? 1 : 0;
 	}
-	exporter__close(a->ex, rec_meta__now(), NULL);
+	exporter__close(a->ex, clock__mono_ns(), NULL);
 	live__free(a);
 	trigger__free(a->tr);
 	for (int i = 0; i < a->nexe; i++)

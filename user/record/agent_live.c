@@ -483,7 +483,7 @@ static void window_close(struct agent *a, bool last)
 	l->win = engine__new(&eo);
 	if (l->win)
 		engine__set_quiet(l->win, true);
-	l->win_start = rec_meta__now();
+	l->win_start = clock__mono_ns();
 	l->win_wall = time(NULL);
 	l->win_seen = cnt_get(a->seen);
 	l->win_profiled = cnt_get(a->profiled);
@@ -504,7 +504,7 @@ static int analyse(struct agent *a, const struct batch *b)
 		err = kpath__advance(l->kp, (uint32_t)l->src, b->cut);
 	if (!err && b->last)
 		err = kpath__flush(l->kp);
-	if (a->out_dir && (b->last || rec_meta__now() - l->win_start >= a->every_ns))
+	if (a->out_dir && (b->last || clock__mono_ns() - l->win_start >= a->every_ns))
 		window_close(a, b->last);
 	return err;
 }
@@ -562,7 +562,7 @@ int live__tap(void *ctx, const struct cp_hdr *rec)
 static void post(struct live *l, uint64_t cut, bool last)
 {
 	struct batch *b = &l->q[l->tail % SLOTS];
-	uint64_t now = rec_meta__now(), head, queued;
+	uint64_t now = clock__mono_ns(), head, queued;
 
 	b->cut = cut;
 	b->last = last;
@@ -597,7 +597,7 @@ void live__post(struct agent *a, uint64_t cut)
 {
 	struct live *l = a->live;
 	const struct batch *b = &l->q[l->tail % SLOTS];
-	uint64_t now = rec_meta__now();
+	uint64_t now = clock__mono_ns();
 
 	if (!l->filling_ns)
 		l->filling_ns = now;

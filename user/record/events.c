@@ -13,6 +13,7 @@
 #include "msg.h"
 #include "record_int.h"
 #include "recorder.h"
+#include "util.h"
 
 struct target *rec__target_find(struct recorder *r, pid_t pid)
 {
@@ -37,7 +38,7 @@ struct target *rec__target_add(struct recorder *r, pid_t pid, bool top)
 			t = &r->targets[i];
 	if (!t)
 		return NULL;
-	rec__tls_gap_say(r, t, rec_meta__now()); /* what the slot's last process left unsaid */
+	rec__tls_gap_say(r, t, clock__mono_ns()); /* what the slot's last process left unsaid */
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->top = top;
@@ -388,7 +389,7 @@ int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len)
  * every ring delivered. */
 int rec__drain(struct recorder *r, int timeout_ms, bool final)
 {
-	uint64_t t0 = rec_meta__now();
+	uint64_t t0 = clock__mono_ns();
 	int err = rec_bpf__poll(r->bpf, timeout_ms);
 
 	held_follow(r, &r->socks, on_sock_rec, final ? UINT64_MAX : t0 - HOLD_NS);

@@ -25,14 +25,6 @@
 #define CAP_BPF 39
 #endif
 
-uint64_t rec_meta__now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 int64_t rec_meta__realtime_offset(void)
 {
 	struct timespec a, m, b;

@@ -17,6 +17,7 @@
 #include "record_int.h"
 #include "recorder.h"
 #include "session.h"
+#include "util.h"
 
 #define TICK_MS 100
 #define POLL_MS 10 /* the ring buffer wakes us only when filling up */
@@ -189,7 +190,7 @@ int rec_session__open(struct rec_session *s)
 		cp_error(s->cmd, "out of memory");
 		return 1;
 	}
-	s->start = rec_meta__now();
+	s->start = clock__mono_ns();
 	s->info = (struct recording_info){
 	    .codec = s->o.codec,
 	    .agent_version = CRITPATH_VERSION,
@@ -277,7 +278,7 @@ int rec_session__attach(struct rec_session *s)
 
 	/* the start's metadata precedes every event (connections known as
 	 * servers' first) */
-	s->attached = rec_meta__now();
+	s->attached = clock__mono_ns();
 	/* TLS uprobes first, so the first socket records are known to be
 	 * inside SSL calls */
 	for (int i = 0; i < r->ntargets && !r->write_err; i++)
@@ -292,7 +293,7 @@ int rec_session__attach(struct rec_session *s)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	s->start = rec_meta__now();
+	s->start = clock__mono_ns();
 	r->last_check = s->attached;
 	if (s->o.duration > 0)
 		s->deadline = s->start + (uint64_t)(s->o.duration * 1e9);
@@ -345,7 +346,7 @@ static void rec_loop(struct rec_session *s)
 				strerror(-err));
 			break;
 		}
-		now = rec_meta__now();
+		now = clock__mono_ns();
 		if (now - r->last_check >= TICK_MS * 1000000ull) {
 			rec_session__reap_child(r);
 			rec__tick(r, now);
@@ -373,7 +374,7 @@ static int rec_close(struct rec_session *s)
 	int err;
 
 	rec__drain(r, 0, true);
-	now = rec_meta__now();
+	now = clock__mono_ns();
 	for (int i = 0; i < r->ntargets; i++)
 		rec__tls_gap_say(r, &r->targets[i], now);
 	if (!r->write_err)

@@ -148,7 +148,6 @@ struct rec_meta_host {
 
 int rec_meta__host(struct rec_meta_host *m, int argc, char **argv);
 void rec_meta__host_free(struct rec_meta_host *m);
-uint64_t rec_meta__now(void); /* CLOCK_MONOTONIC, ns */
 /* A small file (/proc): its bytes, NUL-terminated, or -errno */
 ssize_t rec_meta__read_small(const char *path, char *buf, size_t cap);
 int64_t rec_meta__realtime_offset(void);

@@ -63,6 +63,7 @@
 #include "recfile.h"
 #include "recfile_format.h"
 #include "recording.h"
+#include "util.h"
 
 #define BG_BLOCK (128u * 1024)
 
@@ -483,14 +484,6 @@ struct bg {
 	bool urgent;	 /* SCHED_OTHER, no yields (set by the caller only) */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static bool can_leave_idle(void)
 {
 	struct rlimit rl;
@@ -704,7 +697,7 @@ int recording_writer__background(struct recording_writer *w, unsigned frames)
 static int bg__queue(struct recording_writer *w)
 {
 	struct bg *bg = w->bg;
-	uint64_t now = mono_ns(), pending;
+	uint64_t now = clock__mono_ns(), pending;
 	int err = __atomic_load_n(&bg->err, __ATOMIC_ACQUIRE);
 
 	if (!err && w->cur.len) {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -25,6 +26,14 @@ int grow_array(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t f
 	*arr = p;
 	*cap = n;
 	return 0;
+}
+
+uint64_t clock__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t hash__cstr(const char *s)

@@ -23,6 +23,8 @@ void intern__free(struct intern *in);
 const char *intern__get(struct intern *in, const char *s);
 
 /* A string's hash, eight bytes a step (hashed for every span). NULL as "". */
+/* CLOCK_MONOTONIC now, in ns */
+uint64_t clock__mono_ns(void);
 uint64_t hash__cstr(const char *s);
 /* s's hash mixed into h (NULL has its own) */
 uint64_t hash__str(uint64_t h, const char *s);
