@@ -123,6 +123,20 @@ static char *distinct_names(int n, size_t *len)
 	return b;
 }
 
+/* The engine eo makes, after it read json (quiet; every trace a request). */
+static struct engine *analysed(const struct engine_opts *eo, const char *json, size_t len,
+			       int ntraces)
+{
+	struct engine *e = engine__new(eo);
+
+	assert_non_null(e);
+	engine__set_quiet(e, true);
+	assert_int_equal(span_input__analyze_buffer("x.json", json, len,
+						    (struct cp_sink[]){engine__sink(e)}, NULL),
+			 ntraces);
+	return e;
+}
+
 /* Past --max-paths distinct steps and span paths, a new one's time goes to
  * its longest beginning seen, then "(other paths)": bounded rows, no time
  * lost, one warning. */
@@ -131,18 +145,13 @@ static void test_max_paths(void **state)
 	struct engine_opts eo = {.overlap_tolerance = 0.01, .max_paths = 5};
 	size_t len;
 	char *json = distinct_names(50, &len);
-	struct engine *e = engine__new(&eo);
+	struct engine *e = analysed(&eo, json, len, 50);
 	const struct engine_result *r;
 	const struct engine_profile_entry *other;
 	const struct engine_span_entry *sp = NULL;
 	uint64_t total = 0;
 	bool warned = false;
 
-	assert_non_null(e);
-	engine__set_quiet(e, true);
-	assert_int_equal(span_input__analyze_buffer("x.json", json, len,
-						    (struct cp_sink[]){engine__sink(e)}, NULL),
-			 50);
 	r = engine__result(e);
 	assert_int_equal(r->nrequests, 50);
 	/* the root's step and four others kept, then one fold below the root */
@@ -174,12 +183,7 @@ static void test_max_paths(void **state)
 
 	/* the default keeps them all */
 	eo.max_paths = 0;
-	e = engine__new(&eo);
-	assert_non_null(e);
-	engine__set_quiet(e, true);
-	assert_int_equal(span_input__analyze_buffer("x.json", json, len,
-						    (struct cp_sink[]){engine__sink(e)}, NULL),
-			 50);
+	e = analysed(&eo, json, len, 50);
 	r = engine__result(e);
 	assert_int_equal(r->nprofile, 51);
 	assert_int_equal(r->nspan_paths, 51);

@@ -506,15 +506,17 @@ static void put_step(FILE *f, const struct diff_step *s)
 static void write_text(FILE *f, const struct diff_side *a, const struct diff_side *b,
 		       const struct change *c, uint32_t n, uint32_t top)
 {
+	bool fa = folded(a), fb = folded(b);
+
 	fprintf(f, "A: %s: %llu requests, mean latency %.3f ms\n", a->label,
 		(unsigned long long)a->nrequests, a->mean_latency_ns / 1e6);
 	fprintf(f, "B: %s: %llu requests, mean latency %.3f ms\n", b->label,
 		(unsigned long long)b->nrequests, b->mean_latency_ns / 1e6);
-	if (folded(a) || folded(b))
+	if (fa || fb)
 		fprintf(f,
 			"note: %s had more distinct call paths than --max-paths: a step ending "
 			"in \"" ENGINE_OTHER "\" holds different paths on each side\n",
-			folded(a) && folded(b) ? "A and B" : folded(a) ? "A" : "B");
+			fa && fb ? "A and B" : fa ? "A" : "B");
 	if (!n) {
 		fprintf(f, "no differences\n");
 		return;

@@ -31,45 +31,6 @@ struct raw {
 	bool skim_tags; /* span tags matter only for "span.kind" */
 };
 
-/* a[0, n) == b[0, n) for a constant n: a word or two compared, not a call
- * to memcmp (which gcc makes past 8 bytes). Reading up to 8 bytes before
- * a + n is fine: n bytes are there. */
-static inline __attribute__((always_inline)) bool bytes_eq(const char *a, const char *b, size_t n)
-{
-	uint64_t x[3], y[3];
-
-	if (n >= 8 && n <= 24) {
-		memcpy(&x[0], a, 8);
-		memcpy(&y[0], b, 8);
-		memcpy(&x[1], a + n - 8, 8);
-		memcpy(&y[1], b + n - 8, 8);
-		if (n <= 16)
-			return x[0] == y[0] && x[1] == y[1];
-		memcpy(&x[2], a + 8, 8);
-		memcpy(&y[2], b + 8, 8);
-		return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
-	}
-	if (n >= 4 && n < 8) {
-		uint32_t u[2], v[2];
-
-		memcpy(&u[0], a, 4);
-		memcpy(&v[0], b, 4);
-		memcpy(&u[1], a + n - 4, 4);
-		memcpy(&v[1], b + n - 4, 4);
-		return u[0] == v[0] && u[1] == v[1];
-	}
-	if (n >= 2 && n < 4) {
-		uint16_t u[2], v[2];
-
-		memcpy(&u[0], a, 2);
-		memcpy(&v[0], b, 2);
-		memcpy(&u[1], a + n - 2, 2);
-		memcpy(&v[1], b + n - 2, 2);
-		return u[0] == v[0] && u[1] == v[1];
-	}
-	return !memcmp(a, b, n);
-}
-
 static inline bool is_ws(char c)
 {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';

@@ -665,21 +665,13 @@ static int key_kind(const char *k, size_t n)
 }
 
 /* The request as exporters write it, {"resourceSpans":[ without white
- * space, at pos (words compared: memcmp is a call). */
+ * space, at pos. */
 static bool compact_request(const struct scan *s)
 {
 	static const char k[] = "{\"resourceSpans\":[";
-	uint64_t a[3], b[3];
 
-	if (s->hi - s->pos < sizeof(k) - 1 || s->mode == MODE_JAEGER)
-		return false;
-	memcpy(&a[0], s->buf + s->pos, 8);
-	memcpy(&a[1], s->buf + s->pos + 8, 8);
-	memcpy(&a[2], s->buf + s->pos + sizeof(k) - 1 - 8, 8);
-	memcpy(&b[0], k, 8);
-	memcpy(&b[1], k + 8, 8);
-	memcpy(&b[2], k + sizeof(k) - 1 - 8, 8);
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+	return s->hi - s->pos >= sizeof(k) - 1 && s->mode != MODE_JAEGER &&
+	       bytes_eq(s->buf + s->pos, k, sizeof(k) - 1);
 }
 
 static int top_object(struct scan *s)
