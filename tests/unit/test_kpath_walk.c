@@ -1390,6 +1390,53 @@ static void test_handoff_writer(void **state)
 	check_path(&b.reqs[0], w, 2);
 }
 
+/* 5c. A thread (cpid == 100) or a process per connection: the acceptor 100
+ * runs from before the request's bytes arrive at 0, creates cpid/101 at 2
+ * and goes back to its poll at 3; the new thread waits for the CPU 2→3,
+ * reads the request (queued: it does not block), sleeps 4→14 and answers
+ * at 15. The creation is a hand-off into the acceptor: its 0→2 is the
+ * request's own work, not unexplained. */
+static void per_connection(uint32_t cpid)
+{
+	static struct kb b;
+	static const char req[] = "GET /t HTTP/1.1\r\n\r\n";
+	const struct want w[] = {
+	    {0, 2, CP_CAT_CPU, 100, false},   {2, 3, CP_CAT_RUNQUEUE, 101, false},
+	    {3, 4, CP_CAT_CPU, 101, false},   {4, 14, CP_CAT_SLEEP, 101, false},
+	    {14, 15, CP_CAT_CPU, 101, false},
+	};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_switch(&b, B - 10 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B - 1 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B - 1 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_epoll(&b, B - 10 * U - 100, B - 1 * U + 100, 100, 100, 1);
+	kb_dready(&b, B, 1, 100, CL, 1000 + (uint32_t)strlen(req));
+	kb_fork(&b, B + 2 * U, 0, 100, 100, cpid, 101, "srv");
+	kb_switch(&b, B + 3 * U, 0, 100, 100, CP_PREV_BLOCKED, cpid, 101, "srv");
+	kb_sock(&b, B + 3 * U + U / 2, B + 4 * U, cpid, 101, CP_SOCK_READ, 5, CL,
+		(int64_t)strlen(req), 1000, req);
+	kb_switch(&b, B + 4 * U, 0, cpid, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_wake(&b, B + 14 * U, 0, cpid, 101, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_TIMER);
+	kb_switch(&b, B + 14 * U, 0, 0, 0, CP_PREV_PREEMPTED, cpid, 101, "srv");
+	respond_at(&b, B + 15 * U, cpid, 101);
+	assert_int_equal(kb_run(&b), 0);
+	assert_int_equal(b.nreqs, 1);
+	assert_string_equal(b.reqs[0].name, "GET /t");
+	check_path(&b.reqs[0], w, 5);
+}
+
+static void test_thread_per_connection(void **state)
+{
+	per_connection(100);
+}
+
+static void test_process_per_connection(void **state)
+{
+	per_connection(101);
+}
+
 /* 6. Wait for a CPU: R runnable 3→7 while hog X runs. */
 static void test_runqueue(void **state)
 {
@@ -1986,6 +2033,8 @@ int main(void)
 	    cmocka_unit_test(test_lock_holder_inferred_switch_in),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),
 	    cmocka_unit_test(test_handoff),
+	    cmocka_unit_test(test_thread_per_connection),
+	    cmocka_unit_test(test_process_per_connection),
 	    cmocka_unit_test(test_handoff_writer),
 	    cmocka_unit_test(test_runqueue),
 	    cmocka_unit_test(test_runqueue_prev_culprit),

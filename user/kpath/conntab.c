@@ -464,6 +464,11 @@ uint32_t kp__conn_peer(struct kp *kp, uint32_t conn)
 	return KP_NONE;
 }
 
+bool kp__conn_listening(const struct kp_conn *c)
+{
+	return c->a.family != AF_UNIX && !c->a.rport && addr_none(c->a.raddr);
+}
+
 const char *kp__conn_addr(struct kp_conn *c, bool local)
 {
 	char ip[INET6_ADDRSTRLEN] = "?", *str = local ? c->lstr : c->rstr;

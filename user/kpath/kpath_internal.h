@@ -700,6 +700,8 @@ void kp__conn_prune(struct kp_conn *c, uint64_t before);
 void kp__conn_recycle(struct kp *kp, uint64_t mark);
 int kp__conn_proc_exit(struct kp *kp, uint32_t proc, uint64_t ts);
 int kp__proc_listen(struct kp *kp, uint32_t proc, uint16_t port);
+/* A listening socket: its data is a new connection. */
+bool kp__conn_listening(const struct kp_conn *c);
 void kp__conn_addr_str(struct kp_conn *c, bool local, char *buf, size_t len);
 const char *kp__conn_addr(struct kp_conn *c, bool local);
 void kp__conn_peer_str(struct kp_conn *c, char *buf, size_t len);

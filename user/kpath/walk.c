@@ -167,8 +167,42 @@ static void own_put(struct kp *kp, uint64_t key, bool owned, uint32_t steps)
 	kp->own[i] = (struct kp_own){key, kp->own_gen, (uint16_t)steps, owned};
 }
 
+static bool ctx_ours(const struct walk *w, const struct kp_ctx *x);
+
+/* The connection a thread born at `born` first worked for, or KP_NONE: a
+ * thread created for a request (a thread or process per connection). */
+static uint32_t born_for(const struct kp_thread *th, uint64_t born)
+{
+	for (uint32_t k = 0; k < th->nctx && k < KP_DEP_SCAN; k++)
+		if (th->ctx[k].ts >= born && th->ctx[k].conn != KP_NONE)
+			return th->ctx[k].conn;
+	return KP_NONE;
+}
+
+/* A thread that created the request's thread: like the serving thread, its
+ * time after the start is the request's where no call says otherwise. */
+static bool adopted(const struct walk *w, uint32_t thread)
+{
+	for (uint32_t i = 0; i < w->nadopted; i++)
+		if (w->adopted[i] == thread)
+			return true;
+	return false;
+}
+
+/* Forgets every answer kept (a new walk, or a new owner in this one) */
+static void own_forget(struct kp *kp)
+{
+	kp->nown = 0;
+	if (!++kp->own_gen) { /* wrapped: stamps of old walks could match */
+		if (kp->own)
+			memset(kp->own, 0, KP_OWN_SLOTS * sizeof(*kp->own));
+		kp->own_gen = 1; /* never 0, the stamp of a slot never used */
+	}
+}
+
 /* DESIGN: owned if the serving thread ran it after the start, or begun by a
- * wakeup from owned time. */
+ * wakeup from owned time, or it is the birth of a thread whose first calls
+ * are for the request. */
 static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 {
 	struct kp *kp = w->kp;
@@ -183,7 +217,7 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 		const struct kp_write *src;
 		int64_t j = idx;
 
-		if (thread == w->serving) {
+		if (thread == w->serving || (w->nadopted && adopted(w, thread))) {
 			res = true;
 			break;
 		}
@@ -202,6 +236,15 @@ static bool owned_uncached(const struct walk *w, uint32_t thread, int64_t idx)
 		}
 		n++;
 		b = &t->iv[j];
+		if (b->reason == KP_BR_NEW) {
+			struct kp_ctx x = {.conn = born_for(t, b->end)};
+
+			/* created for a request: whose it is */
+			if (x.conn != KP_NONE) {
+				res = ctx_ours(w, &x);
+				break;
+			}
+		}
 		if (b->end < w->start)
 			break;
 		if (b->wake == KP_WK_TASK || b->wake == KP_WK_NEW) {
@@ -244,7 +287,7 @@ static bool owned(struct walk *w, uint32_t thread, int64_t idx)
 	const struct kp_thread *t = &w->kp->th[thread];
 	int64_t j = idx;
 
-	if (thread == w->serving)
+	if (thread == w->serving || (w->nadopted && adopted(w, thread)))
 		return true;
 	if (thread == w->memo_thread && idx >= w->memo_block && idx <= w->memo_hi)
 		return w->memo_owned;
@@ -604,7 +647,6 @@ static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, ui
 /* A futex wait retried after timeouts until woken: a lock taken in timed
  * waits (a GIL). */
 #define KP_RETRY_NS 1000000ull
-
 static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv *iv)
 {
 	const struct kp_iv *end = th->iv + th->niv;
@@ -626,6 +668,43 @@ static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv
 }
 
 
+
+/* A thread created for a connection a traced client made: the client's
+ * thread is where the walk goes once the creator is back before the
+ * client's first write, or at the accept's wakeup. */
+static void note_connector(struct walk *w, uint32_t creator, uint32_t conn)
+{
+	struct kp *kp = w->kp;
+	uint32_t pc = conn != KP_NONE && conn != w->conn ? kp__conn_peer(kp, conn) : KP_NONE;
+	const struct kp_conn *c = pc != KP_NONE ? &kp->cn[pc] : NULL;
+
+	w->creator = w->connector = KP_NONE;
+	if (!c || c->role != KP_ROLE_CLIENT || !c->nwr || c->wr[0].thread == KP_NONE)
+		return;
+	w->creator = creator;
+	w->connector = c->wr[0].thread;
+	w->connect_ts = c->wr[0].enter;
+}
+
+static bool into_connector(struct walk *w, uint32_t *thread, uint64_t t)
+{
+	if (w->creator != *thread || kp__tl_find(&w->kp->th[w->connector], t) < 0)
+		return false;
+	*thread = w->connector;
+	w->creator = w->connector = KP_NONE;
+	return true;
+}
+
+/* The creator's work up to a creation is the request's. */
+static void adopt_creator(struct walk *w, uint32_t creator)
+{
+	if (w->nadopted >= KP_WALK_ENTERED || adopted(w, creator))
+		return;
+	w->adopted[w->nadopted++] = creator;
+	/* answers through it, kept before, are older */
+	w->memo_thread = KP_NONE;
+	own_forget(w->kp);
+}
 
 static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uint64_t a,
 		   uint64_t *t, uint64_t lo, bool own, bool *lock_chain, uint32_t *jumps,
@@ -656,6 +735,17 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 	if (iv->end > *t || *jumps >= KP_WALK_MAX_JUMPS)
 		return seg_add(kp, a, *t, kw__block_category(iv), *thread, -1, !own, -1,
 			       kw__proc_frame(w, *thread));
+	if (iv->wake == KP_WK_NEW && iv->waker != KP_NONE) {
+		/* DESIGN: a creation is a hand-off, followed into the creator
+		 * (within the floor the walk has: interference stays so) */
+		if (own) {
+			adopt_creator(w, iv->waker);
+			note_connector(w, iv->waker, born_for(th, iv->end));
+		}
+		*thread = iv->waker;
+		*jumped = true;
+		return 0;
+	}
 	if ((iv->wake == KP_WK_TASK || iv->wake == KP_WK_NEW) && iv->waker != KP_NONE) {
 		/* a lock holder is reached through a futex wait */
 		if (iv->reason == KP_BR_FUTEX)
@@ -677,6 +767,11 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		*lock_chain = false;
 		*jumped = true;
 		return err;
+	}
+	if (iv->wake == KP_WK_NET && iv->conn != KP_NONE && kp__conn_listening(&kp->cn[iv->conn]) &&
+	    into_connector(w, thread, *t)) {
+		*jumped = true;
+		return 0;
 	}
 	if (iv->wake == KP_WK_NET && iv->conn != KP_NONE &&
 	    (iv->conn == w->conn || kp->cn[iv->conn].role == KP_ROLE_SERVER)) {
@@ -740,18 +835,16 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			 .start = c->req.start,
 			 .memo_thread = KP_NONE,
 			 .f3_proc = KP_NONE,
-			 .cut_thread = KP_NONE};
+			 .cut_thread = KP_NONE,
+			 .creator = KP_NONE,
+			 .connector = KP_NONE};
 	uint64_t t = c->req.end, S = c->req.start;
 	uint32_t thread = c->req.writer, jumps = 0, steps = 0;
 	bool lock_chain = false;
 	int err = 0;
 
-	kp->nws = kp->nculs = kp->nstrs = kp->nown = 0;
-	if (!++kp->own_gen) { /* wrapped: stamps of old walks could match */
-		if (kp->own)
-			memset(kp->own, 0, KP_OWN_SLOTS * sizeof(*kp->own));
-		kp->own_gen = 1; /* never 0, the stamp of a slot never used */
-	}
+	kp->nws = kp->nculs = kp->nstrs = 0;
+	own_forget(kp);
 	while (t > S && !err) {
 		uint64_t lo = w.nret ? w.ret[w.nret - 1].floor : S;
 		struct kp_thread *th;
@@ -777,6 +870,15 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			uint64_t a = iv->start > lo ? iv->start : lo;
 			bool own = false;
 
+			if (thread == w.creator && t <= w.connect_ts) {
+				if (into_connector(&w, &thread, t)) {
+					jumped = true;
+					break;
+				}
+				w.creator = KP_NONE; /* its thread unknown then */
+			}
+			if (thread == w.creator && a < w.connect_ts)
+				a = w.connect_ts;
 			if (w.cut_thread == thread && t <= w.cut_ts) {
 				err = dep_follow(&w, lo, &thread, &t);
 				jumped = true;

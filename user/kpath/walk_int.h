@@ -47,6 +47,14 @@ struct walk {
 	uint32_t cut_thread, cut_conn;
 	uint64_t cut_ts;
 	const struct kp_write *cut_src; /* the traced peer's write that carried it, or NULL */
+	/* Threads that created a thread for the request */
+	uint32_t adopted[KP_WALK_ENTERED];
+	uint32_t nadopted;
+	/* The last creator entered, when a traced client connected to it: the
+	 * client's thread and its first write on the connection (the creator
+	 * cannot have worked for it before). */
+	uint32_t creator, connector;
+	uint64_t connect_ts;
 };
 
 static inline bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
