@@ -647,6 +647,16 @@ static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, ui
 /* A futex wait retried after timeouts until woken: a lock taken in timed
  * waits (a GIL). */
 #define KP_RETRY_NS 1000000ull
+/* glibc's condition variable is 48 bytes: a waiter waits on one of its two
+ * group words (__g_signals), or on its internal lock, and then on the mutex
+ * beside it; one thread's waits on words this close are one wait object. */
+#define KP_WAIT_OBJECT_BYTES 64u
+
+static bool same_wait(uint64_t a, uint64_t b)
+{
+	return (a > b ? a - b : b - a) < KP_WAIT_OBJECT_BYTES;
+}
+
 static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv *iv)
 {
 	const struct kp_iv *end = th->iv + th->niv;
@@ -656,7 +666,7 @@ static uint32_t timed_lock_holder(const struct kp_thread *th, const struct kp_iv
 			break;
 		if (x->state != KP_ST_BLOCKED)
 			continue;
-		if (x->reason != KP_BR_FUTEX || x->uaddr != iv->uaddr)
+		if (x->reason != KP_BR_FUTEX || !same_wait(x->uaddr, iv->uaddr))
 			break;
 		if (x->wake == KP_WK_TASK)
 			return x->waker;
