@@ -10,7 +10,7 @@ pkgs=(
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
 	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light gunicorn nghttp2-server nghttp2-client
 	golang-google-grpc-dev libbpf-tools iproute2 nftables procps time linux-perf
-	php-fpm php-cgi unbound libclang-rt-14-dev
+	php-fpm php-cgi unbound libclang-rt-14-dev socat
 )
 missing=()
 for p in "${pkgs[@]}"; do
