@@ -1932,7 +1932,8 @@ static void test_event_loop_two_connections(void **state)
 
 /* An event loop whose request's bytes woke no one (another worker's epoll
  * took the wakeup) until a new connection on its listening socket woke it:
- * the wait is network, named by the listening socket ("(listening)"), not
+ * the wait is network, named by the listening socket ("new connection
+ * on ADDR"), not
  * by the peer address a listening socket does not have (0.0.0.0:0). */
 static void test_woken_by_new_connection(void **state)
 {
@@ -1958,7 +1959,7 @@ static void test_woken_by_new_connection(void **state)
 	check_tiling(q);
 	assert_int_equal(q->segs[0].cat, CP_CAT_NETWORK);
 	assert_int_equal(q->segs[0].end, B + 3 * U);
-	assert_string_equal(q->segs[0].peer, "10.0.0.1:80 (listening)");
+	assert_string_equal(q->segs[0].peer, "new connection on 10.0.0.1:80");
 }
 
 /* A response in two writes whose second was held by Nagle's algorithm (its

@@ -33,7 +33,11 @@ static void test_kernel(void **state)
 	assert_non_null(strstr(s, "cache-maint (pid 100, tid 105)"));
 	assert_non_null(strstr(s, "The 2 slowest requests"));
 	assert_non_null(strstr(s, "peer 10.0.0.7:5432"));
-	assert_non_null(strstr(s, "culprits: cache-maint/105 4.000 ms"));
+	/* the holder running: said once, not as its own culprit */
+	assert_non_null(strstr(s, "lock        held by cache-maint/105 cpu0 interference\n"));
+	assert_null(strstr(s, "culprits: cache-maint"));
+	assert_non_null(strstr(s, "reqs    ms/had  step\n"));
+	assert_non_null(strstr(s, "         2     0.500  frontend:8080 ; GET /cart ; runqueue\n"));
 	assert_non_null(strstr(s, "Warnings (1)"));
 	free(s);
 	engine__free(e);
@@ -73,6 +77,42 @@ static void test_fold(void **state)
 				  "interference culprits: hog/7 0.003 ms, ksoftirqd/8 0.001 ms "
 				  "(4 segments)\n"));
 	assert_non_null(strstr(s, "+0.400     0.200  cpu         nginx/6 cpu1 (2 segments)\n"));
+	free(s);
+	engine__free(e);
+}
+
+/* A request's header names its target as sent, with secret query values
+ * redacted; a thread waiting on a lock names its holder; a network step
+ * whose frame is its peer says the peer once. */
+static void test_plain(void **state)
+{
+	static const char *const fr[] = {"py:80", "GET /login", "new connection on 10.0.0.1:80"};
+	static const struct cp_culprit held[] = {{7, 8, "bg", 2000000}};
+	struct cp_segment g[3] = {
+	    {.start_ns = 1000000, .end_ns = 2000000, .category = CP_CAT_NETWORK, .frames = fr,
+	     .nframes = 3, .pid = -1, .tid = -1, .cpu = -1, .peer = fr[2]},
+	    {.start_ns = 2000000, .end_ns = 4000000, .category = CP_CAT_LOCK, .frames = fr,
+	     .nframes = 2, .interference = true, .pid = 7, .tid = 9, .cpu = -1, .comm = "py",
+	     .culprits = held, .nculprits = 1},
+	    {.start_ns = 4000000, .end_ns = 5000000, .category = CP_CAT_CPU, .frames = fr,
+	     .nframes = 2, .pid = 7, .tid = 9, .cpu = 0, .comm = "py"},
+	};
+	struct cp_request q = {.id = "1:2:3", .service = "py:80", .name = "GET /login",
+			       .target = "/login?user=al&token=s3cret&X-Goog-Signature=ab%2F&x=1",
+			       .start_ns = 1000000, .end_ns = 5000000, .segs = g, .nsegs = 3};
+	struct engine *e = engine__new(&(struct engine_opts){.keep_slowest = 1});
+	struct out_opts o = {.top = 20, .requests = 1};
+	size_t len;
+	char *s;
+
+	assert_int_equal(engine__add_request(e, &q), 1);
+	s = render(e, &o, &len);
+	assert_non_null(strstr(s, "request 1:2:3: py:80 GET /login (/login?user=al&token=REDACTED&"
+				  "X-Goog-Signature=REDACTED&x=1), latency"));
+	assert_null(strstr(s, "s3cret"));
+	assert_non_null(strstr(s, "+0.000     1.000  network     peer new connection on "
+				  "10.0.0.1:80\n"));
+	assert_non_null(strstr(s, "lock        py/9 interference held by: bg/8 2.000 ms\n"));
 	free(s);
 	engine__free(e);
 }
@@ -129,6 +169,7 @@ int main(void)
 	    cmocka_unit_test(test_spans),
 	    cmocka_unit_test(test_fold),
 	    cmocka_unit_test(test_hosts),
+	    cmocka_unit_test(test_plain),
 	    cmocka_unit_test(test_empty),
 	};
 

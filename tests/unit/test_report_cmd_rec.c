@@ -127,7 +127,7 @@ static void test_text(void **state)
 	assert_non_null(strstr(s, "lock      bg (pid 100, tid 101)"));
 	/* --requests 1: the slowest request with its full path */
 	assert_non_null(strstr(s, "The 1 slowest requests"));
-	assert_non_null(strstr(s, "lock        bg/101"));
+	assert_non_null(strstr(s, "lock        held by bg/101"));
 	assert_null(strstr(s, "Warnings"));
 	free(s);
 }

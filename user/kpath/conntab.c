@@ -487,7 +487,8 @@ const char *kp__conn_addr(struct kp_conn *c, bool local)
 		}
 		/* a listening socket has no peer: its data is a new connection */
 		if (c->a.family != AF_UNIX && !local && !port && addr_none(addr))
-			snprintf(str, KP_ADDR_STR_LEN, "%s (listening)", kp__conn_addr(c, true));
+			snprintf(str, KP_ADDR_STR_LEN, "new connection on %s",
+				 kp__conn_addr(c, true));
 	}
 	return str;
 }

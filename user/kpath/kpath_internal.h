@@ -33,7 +33,7 @@
 #define KP_TH_HINTS 256 /* kp->th_hint slots */
 #define KP_CN_HINTS 64	/* kp->cn_hint slots */
 #define KP_PR_HINTS 256 /* kp->pr_hint slots */
-#define KP_ADDR_STR_LEN 48 /* "[ipv6]:port" */
+#define KP_ADDR_STR_LEN 72 /* "new connection on [ipv6]:port" */
 
 enum kp_state {
 	KP_ST_UNKNOWN = 0, /* before the first event of the thread */

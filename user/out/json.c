@@ -167,6 +167,7 @@ static void gen_profile(yajl_gen g, const struct engine_result *r)
 		gen_ku64(g, "total_ns", p->total_ns);
 		gen_ku64(g, "per_request_ns", per_request(p->total_ns, r->nrequests));
 		gen_ku64(g, "requests", p->requests);
+		gen_ku64(g, "per_request_had_ns", per_request(p->total_ns, p->requests));
 		gen_ku64(g, "q50_ns", p->q50_ns);
 		gen_ku64(g, "q90_ns", p->q90_ns);
 		gen_ku64(g, "q99_ns", p->q99_ns);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "proto.h"
 
 static double ms(uint64_t ns)
 {
@@ -89,11 +90,12 @@ static void put_profile(FILE *f, const struct engine_result *r, uint32_t top)
 	fprintf(f,
 		"\nAverage critical path: top %u of %u steps, time per request and share of the "
 		"mean latency;\nP50/P95/P99: per request over the requests at or below that "
-		"latency (%llu/%llu/%llu requests)\n",
+		"latency (%llu/%llu/%llu requests);\nreqs: the requests whose path has the step, "
+		"ms/had: its time per one of them\n",
 		n, r->nprofile, (unsigned long long)r->pct_nrequests[0],
 		(unsigned long long)r->pct_nrequests[1], (unsigned long long)r->pct_nrequests[2]);
-	fprintf(f, "%10s %6s %9s %9s %9s %9s", "ms/req", "share", "P50 ms", "P95 ms", "P99 ms",
-		"reqs");
+	fprintf(f, "%10s %6s %9s %9s %9s %9s %9s", "ms/req", "share", "P50 ms", "P95 ms", "P99 ms",
+		"reqs", "ms/had");
 	if (spans)
 		fprintf(f, " %9s %9s", "incl ms", "excl ms");
 	fputs("  step\n", f);
@@ -104,7 +106,7 @@ static void put_profile(FILE *f, const struct engine_result *r, uint32_t top)
 		fprintf(f, "%10.3f %5.1f%%", v, mean > 0 ? 100.0 * v / mean : 0.0);
 		for (int k = 0; k < ENGINE_NPCT; k++)
 			fprintf(f, " %9.3f", per_req_ms(p->pct_total_ns[k], r->pct_nrequests[k]));
-		fprintf(f, " %9u", p->requests);
+		fprintf(f, " %9u %9.3f", p->requests, per_req_ms(p->total_ns, p->requests));
 		if (spans) {
 			const struct engine_span_entry *s = p->span;
 
@@ -233,10 +235,16 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 			uint32_t folded)
 {
 	char off[32];
+	bool holder;
 
 	snprintf(off, sizeof(off), "+%.3f", ms(g->start_ns - q->start_ns));
 	fprintf(f, "%11s %9.3f  %-11s", off, ms(g->end_ns - g->start_ns),
 		cp_category_name(g->category));
+	/* a lock holder's own time: the holder is its one culprit, said once */
+	holder = g->category == CP_CAT_LOCK && g->nculprits == 1 && g->tid >= 0 &&
+		 g->culprits[0].tid == g->tid && g->culprits[0].pid == g->pid;
+	if (holder)
+		fputs(" held by", f);
 	if (g->tid >= 0 || g->comm) {
 		fputs(" ", f);
 		fprintf(f, "%s/%d", g->comm ? g->comm : "?", g->tid);
@@ -247,8 +255,13 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 		fprintf(f, " on %s", g->host);
 	/* frames past service and name tell apart consecutive segments of one
 	 * thread */
-	for (uint32_t i = 2; i < g->nframes; i++)
+	for (uint32_t i = 2; i < g->nframes; i++) {
+		/* a network step's frame is its peer: said once, below */
+		if (i == 2 && g->nframes == 3 && g->peer && g->frames[i] &&
+		    !strcmp(g->frames[i], g->peer))
+			break;
 		fprintf(f, "%s%s", i == 2 ? " in " : " ; ", g->frames[i] ? g->frames[i] : "?");
+	}
 	if (g->interference)
 		fputs(" interference", f);
 	if (g->peer)
@@ -258,11 +271,11 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 			g->operation ? g->operation : "?");
 	if (g->span_id)
 		fprintf(f, " [%s]", g->span_id);
-	for (uint32_t i = 0; i < g->nculprits; i++) {
+	for (uint32_t i = 0; i < g->nculprits && !holder; i++) {
 		const struct cp_culprit *c = &g->culprits[i];
 
-		fprintf(f, "%s%s/%d %.3f ms", i ? ", " : " culprits: ", c->comm ? c->comm : "?",
-			c->tid >= 0 ? c->tid : c->pid, ms(c->ns));
+		fprintf(f, "%s%s/%d %.3f ms", i ? ", " : g->category == CP_CAT_LOCK ? " held by: " : " culprits: ",
+			c->comm ? c->comm : "?", c->tid >= 0 ? c->tid : c->pid, ms(c->ns));
 	}
 	if (folded > 1)
 		fprintf(f, " (%u segments)", folded);
@@ -365,6 +378,14 @@ static int slowest_first(const void *pa, const void *pb)
 	return strcmp(a->id ? a->id : "", b->id ? b->id : "");
 }
 
+/* "GET /x" names target "/x" already */
+static bool name_has_target(const char *name, const char *target)
+{
+	const char *sp = name ? strchr(name, ' ') : NULL;
+
+	return sp && !strcmp(sp + 1, target);
+}
+
 static int put_requests(FILE *f, const struct engine_result *r, uint32_t want)
 {
 	const struct cp_request **v;
@@ -384,6 +405,12 @@ static int put_requests(FILE *f, const struct engine_result *r, uint32_t want)
 
 		fprintf(f, "\nrequest %s: %s %s", q->id ? q->id : "?",
 			q->service ? q->service : "?", q->name ? q->name : "?");
+		if (q->target && !name_has_target(q->name, q->target)) {
+			char t[512];
+
+			proto__target_redacted(q->target, t, sizeof(t));
+			fprintf(f, " (%s)", t);
+		}
 		if (q->host)
 			fprintf(f, " on %s", q->host);
 		fprintf(f, ", latency %.3f ms%s, %u segments\n", ms(q->end_ns - q->start_ns),

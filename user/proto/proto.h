@@ -51,4 +51,10 @@ struct proto_msg {
 uint32_t proto__split(enum kp_proto pr, const uint8_t *p, size_t len, uint64_t total,
 		      struct proto_msg *m, uint32_t max, bool *beyond);
 
+/* proto/query.c: target (an HTTP path with its query) into buf with the
+ * values of secret-bearing query keys replaced by "REDACTED" (docs: the
+ * keys OpenTelemetry's semantic conventions name, and tokens and
+ * passwords); the length written. */
+size_t proto__target_redacted(const char *target, char *buf, size_t len);
+
 #endif /* CRITPATH_PROTO_H */
