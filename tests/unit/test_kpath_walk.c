@@ -1131,6 +1131,89 @@ static void test_event_loop_dependency(void **state)
 	assert_string_equal(q->segs[2].frame3, KP_QUEUED_FRAME);
 }
 
+/* An event loop answering R from a 20 ms timer (DESIGN.md 5): R's bytes
+ * arrive at 0 and are read and handled 0→2 (the handler arms the timer: no
+ * call); the loop polls 2→3, woken by another client's request, which it
+ * reads and answers 3→5; it polls again 5→21, ended by the timer; the
+ * callback answers R 21→22. With `busy`, no second poll: the other
+ * request's handler runs 3→21 and the timer's expiry is not seen. Path:
+ * 0→2 cpu, 2→21 R's own sleep (the loop's work for the other request
+ * inside it delayed nothing: the timer was pending), 21→22 cpu. Without
+ * the first poll (`queued`: the other request was read at once, the loop
+ * never waited), a timer cannot be told from a queue: 2→21 stays the other
+ * request's work, interference. */
+static void timer_loop(bool busy, bool queued)
+{
+	static struct kb b;
+	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
+	const char *req = "GET /sleep HTTP/1.1\r\n\r\n", *other = "GET /o HTTP/1.1\r\n\r\n";
+	const struct kb_req *q = NULL;
+	uint64_t own_sleep;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "loop");
+	serve_from_b(&b, 100, 100, 0, req);
+	if (!queued) {
+		kb_switch(&b, B + 2 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_dready(&b, B + 3 * U, 0, 100, c2, 3000 + (uint32_t)strlen(other));
+		kb_wake(&b, B + 3 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+		kb_switch(&b, B + 3 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "loop");
+		kb_epoll(&b, B + 2 * U - 100, B + 3 * U + 100, 100, 100, 1);
+	} else {
+		kb_dready(&b, B + 1 * U, 1, 100, c2, 3000 + (uint32_t)strlen(other));
+	}
+	kb_sock(&b, B + 3 * U + 200, B + 3 * U + 300, 100, 100, CP_SOCK_READ, 6, c2,
+		(int64_t)strlen(other), 3000, other);
+	kb_sock(&b, busy ? B + 21 * U - 100 : B + 5 * U - 100, busy ? B + 21 * U : B + 5 * U, 100,
+		100, CP_SOCK_WRITE, 6, c2, 40, 7000, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	if (!busy) {
+		kb_switch(&b, B + 5 * U + 200, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_wake(&b, B + 21 * U, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_HRTIMER);
+		kb_switch(&b, B + 21 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "loop");
+		kb_epoll(&b, B + 5 * U + 100, B + 21 * U + 100, 100, 100, 0);
+	}
+	respond_at(&b, B + 22 * U, 100, 100);
+	kb_switch(&b, B + 23 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	assert_int_equal(kb_run(&b), 0);
+	for (uint32_t i = 0; i < b.nreqs; i++)
+		if (!strcmp(b.reqs[i].name, "GET /sleep"))
+			q = &b.reqs[i];
+	assert_non_null(q);
+	check_tiling(q);
+	own_sleep = 0;
+	for (uint32_t i = 0; i < q->nsegs; i++)
+		if (q->segs[i].cat == CP_CAT_SLEEP && !q->segs[i].interference)
+			own_sleep += q->segs[i].end - q->segs[i].start;
+	if (queued) {
+		assert_int_equal(own_sleep, 0);
+		return;
+	}
+	if (!(own_sleep >= 19 * U - 1000 && own_sleep <= 19 * U + 1000))
+		for (uint32_t i = 0; i < q->nsegs; i++)
+			print_message("  seg %u: %.4f..%.4f %s tid %d interf %d\n", i,
+				      (double)(q->segs[i].start - B) / U,
+				      (double)(q->segs[i].end - B) / U,
+				      cp_category_name(q->segs[i].cat), q->segs[i].tid,
+				      q->segs[i].interference);
+	assert_true(own_sleep >= 19 * U - 1000 && own_sleep <= 19 * U + 1000);
+	assert_int_equal(q->segs[q->nsegs - 1].end, B + 22 * U);
+}
+
+static void test_timer_in_loop(void **state)
+{
+	timer_loop(false, false);
+}
+
+static void test_timer_in_busy_loop(void **state)
+{
+	timer_loop(true, false);
+}
+
+static void test_queue_not_timer(void **state)
+{
+	timer_loop(true, true);
+}
+
 /* A FastCGI-like back end over a Unix socket (no accept or connect
  * recorded, as by default): srv (100) answers R on CL at 0 and calls the
  * back end on fd 5 at 1, the fd R's own connection had before another
@@ -2035,6 +2118,9 @@ int main(void)
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),
 	    cmocka_unit_test(test_handoff),
 	    cmocka_unit_test(test_thread_per_connection),
+	    cmocka_unit_test(test_timer_in_loop),
+	    cmocka_unit_test(test_timer_in_busy_loop),
+	    cmocka_unit_test(test_queue_not_timer),
 	    cmocka_unit_test(test_process_per_connection),
 	    cmocka_unit_test(test_handoff_writer),
 	    cmocka_unit_test(test_runqueue),

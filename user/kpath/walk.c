@@ -834,6 +834,84 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 	return true;
 }
 
+/* The timer's expiry: the end of a wait a timer ended after `from`, if the
+ * loop read nothing new between it and t (a loop runs the timers that are
+ * due before it polls again: a read after it means ours was not due yet).
+ * Else not seen (the loop was busy when it expired): t, the gap all the
+ * timer's, an upper bound. */
+static uint64_t timer_expiry(struct kp_thread *th, uint64_t from, uint64_t t)
+{
+	int64_t i = kp__tl_find(th, t);
+	int64_t k = ctx_at(th, t);
+
+	for (; i >= 0 && th->iv[i].end > from; i--) {
+		const struct kp_iv *iv = &th->iv[i];
+
+		if (iv->state != KP_ST_BLOCKED || iv->wake != KP_WK_TIMER || iv->end > t)
+			continue;
+		for (; k >= 0 && th->ctx[k].ts > iv->end; k--)
+			if (th->ctx[k].via != KP_NONE)
+				return t;
+		return iv->end;
+	}
+	return t;
+}
+
+/* Whether the thread blocked in a poll wait inside (from, t) */
+static bool polled_in(struct kp_thread *th, uint64_t from, uint64_t t)
+{
+	for (int64_t i = kp__tl_find(th, t); i >= 0 && th->iv[i].end > from; i--)
+		if (th->iv[i].state == KP_ST_BLOCKED && th->iv[i].reason == KP_BR_POLL &&
+		    th->iv[i].start < t)
+			return true;
+	return false;
+}
+
+/* DESIGN: a request an event loop answers from a timer. At t the loop works
+ * for others; the request's next own work began with a write (no read of a
+ * reply, no new bytes of its own), its last own work before t is its last
+ * context after the start, else its read (a loop that runs handlers as
+ * callbacks after the read: asyncio), and the loop waited in a poll in
+ * between: work merely queued behind others' would have run before the
+ * loop waited. The time between is its timer. */
+static bool timer_gap(struct walk *w, uint32_t thread, uint64_t t, uint64_t lo)
+{
+	struct kp_thread *th = &w->kp->th[thread];
+	int64_t k = ctx_at(th, t), j, i;
+	uint64_t from, read;
+
+	for (j = k + 1; j < (int64_t)th->nctx && j <= k + KP_DEP_SCAN; j++) {
+		const struct kp_ctx *x = &th->ctx[j];
+
+		if (x->conn == KP_NONE || !ctx_ours(w, x))
+			continue;
+		if (!ctx_mine(w, x) || x->via != KP_NONE)
+			return false;
+		break;
+	}
+	if (j >= (int64_t)th->nctx || j > k + KP_DEP_SCAN)
+		return false;
+	for (i = k; i >= 0 && th->ctx[i + 1].ts > lo; i--) {
+		if (ctx_mine(w, &th->ctx[i]))
+			break;
+		if (th->ctx[i].conn != KP_NONE && ctx_ours(w, &th->ctx[i]))
+			return false; /* a call for it in between: not a timer */
+	}
+	read = w->kp->cn[w->conn].req.first_read_exit;
+	if (i >= 0 && th->ctx[i + 1].ts > lo && th->ctx[i + 1].ts >= read)
+		from = th->ctx[i + 1].ts;
+	else if (!w->sid)
+		from = read;
+	else
+		return false;
+	if (from <= lo || from >= t || !polled_in(th, from, t))
+		return false;
+	w->timer_thread = thread;
+	w->timer_from = from;
+	w->timer_exp = timer_expiry(th, from, t);
+	return true;
+}
+
 int kp__walk(struct kp *kp, uint32_t conn)
 {
 	struct kp_conn *c = &kp->cn[conn];
@@ -847,7 +925,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			 .f3_proc = KP_NONE,
 			 .cut_thread = KP_NONE,
 			 .creator = KP_NONE,
-			 .connector = KP_NONE};
+			 .connector = KP_NONE,
+			 .timer_thread = KP_NONE};
 	uint64_t t = c->req.end, S = c->req.start;
 	uint32_t thread = c->req.writer, jumps = 0, steps = 0;
 	bool lock_chain = false;
@@ -889,6 +968,18 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			}
 			if (thread == w.creator && a < w.connect_ts)
 				a = w.connect_ts;
+			if (w.timer_thread == thread && t <= w.timer_exp) {
+				uint64_t from = w.timer_from > lo ? w.timer_from : lo;
+
+				err = seg_add(kp, from, t, CP_CAT_SLEEP, thread, -1, false, -1,
+					      kw__proc_frame(&w, thread));
+				t = from;
+				w.timer_thread = KP_NONE;
+				jumped = true;
+				break;
+			}
+			if (w.timer_thread == thread && a < w.timer_exp)
+				a = w.timer_exp;
 			if (w.cut_thread == thread && t <= w.cut_ts) {
 				err = dep_follow(&w, lo, &thread, &t);
 				jumped = true;
@@ -923,6 +1014,9 @@ int kp__walk(struct kp *kp, uint32_t conn)
 					lock_chain = false;
 				if (own && (other || dep_poll(&w, iv, t)) && w.cut_thread == KP_NONE &&
 				    dep_cut(&w, thread, iv, t, lo, other))
+					continue;
+				if (own && (other || dep_poll(&w, iv, t)) && w.timer_thread == KP_NONE &&
+				    w.cut_thread == KP_NONE && timer_gap(&w, thread, t, lo))
 					continue;
 				if (own && other)
 					err = queued_seg(&w, thread, iv, a, t);

@@ -55,6 +55,11 @@ struct walk {
 	 * cannot have worked for it before). */
 	uint32_t creator, connector;
 	uint64_t connect_ts;
+	/* An event loop's wait for the request's timer (DESIGN.md 5): from
+	 * when it left the request to the timer's expiry, the request's own
+	 * sleep; the loop's work after the expiry is interference. */
+	uint32_t timer_thread;
+	uint64_t timer_from, timer_exp;
 };
 
 static inline bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
