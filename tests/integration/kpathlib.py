@@ -142,6 +142,44 @@ def wait_port(port, proc, timeout=10):
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
+# A back end with a thread per connection (Python's ThreadingHTTPServer):
+# /sleep sleeps 20 ms, anything else answers at once with its path.
+THREADED_BACKEND = '''\
+import http.server
+import sys
+import time
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path == "/sleep":
+            time.sleep(0.020)
+        body = (self.path + "\\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+'''
+
+
+def threaded_backend(d, port):
+    """THREADED_BACKEND on port, its script in d; the process once it
+    listens (RuntimeError if it does not)."""
+    app = os.path.join(d, "backend.py")
+    with open(app, "w") as f:
+        f.write(THREADED_BACKEND)
+    p = spawn([sys.executable, app, str(port)])
+    wait_port(port, p)
+    return p
+
+
 class Recording:
     """`critpath record -p PIDS -d SECONDS -o FILE`, started in the background."""
 

@@ -6,10 +6,8 @@ a creation is a hand-off, followed into the creator).
 Debian's socat as a forking TCP proxy (`TCP-LISTEN:…,fork`: the listener
 accepts, forks a process per connection, and the child connects to the back
 end and copies bytes both ways) in front of Python's own
-http.server.ThreadingHTTPServer (a thread per connection), whose app this
-test writes into its work dir:
-  /sleep  time.sleep(20 ms)
-  /fast   returns at once
+http.server.ThreadingHTTPServer (a thread per connection: kpathlib's
+THREADED_BACKEND): /sleep sleeps 20 ms, /fast returns at once.
 8 clients send the two paths in turn, each request on a new connection.
 Recorded by the pids of socat's listener and the Python server.
 
@@ -32,31 +30,6 @@ from tap import CRITPATH, Tap  # noqa: E402
 MS = K.MS
 CLIENTS, ROUNDS = 8, 20  # each client sends ROUNDS of each path
 PATHS = ("/sleep", "/fast")
-APP = '''\
-"""Back end of test_kpath_per_connection.py: a thread per connection."""
-import http.server
-import sys
-import time
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        if self.path == "/sleep":
-            time.sleep(0.020)
-        body = (self.path + "\\n").encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
-'''
-
-
 def load(port, sent):
     def client(i):
         for k in range(ROUNDS * len(PATHS)):
@@ -86,15 +59,11 @@ def main():
     if not tap.ok("critpath is built", os.access(CRITPATH, os.X_OK), f"{CRITPATH} missing"):
         K.done(tap)
     d = K.workdir("per_conn")
-    app = os.path.join(d, "backend.py")
-    with open(app, "w") as f:
-        f.write(APP)
     bport, fport = K.free_port(), K.free_port()
-    backend = K.spawn([sys.executable, app, str(bport)])
-    proxy = K.spawn(["socat", f"TCP-LISTEN:{fport},bind=127.0.0.1,reuseaddr,fork",
-                     f"TCP:127.0.0.1:{bport}"])
     try:
-        K.wait_port(bport, backend)
+        backend = K.threaded_backend(d, bport)
+        proxy = K.spawn(["socat", f"TCP-LISTEN:{fport},bind=127.0.0.1,reuseaddr,fork",
+                         f"TCP:127.0.0.1:{bport}"])
         K.wait_port(fport, proxy)
     except RuntimeError as e:
         tap.ok("per-connection: servers start", False, str(e))

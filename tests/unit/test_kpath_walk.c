@@ -1473,6 +1473,49 @@ static void test_handoff_writer(void **state)
 	check_path(&b.reqs[0], w, 2);
 }
 
+/* 5d. A hand-off to a pool thread that fetches from a back end (a caching
+ * proxy): R (100) reads the request at 0, hands the fetch to pool thread
+ * 101 (waking it at 1) and waits on a condition variable 1→11; 101 sends
+ * the call to an untraced back end at 2, waits for the reply 2→10, reads it
+ * and wakes R at 11; R answers at 13. The wait is for the fetch, not a
+ * lock: 101's work and the back end's time are R's own. */
+static void test_handoff_fetch(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple d1 = {"10.0.0.1", 41000, "10.0.0.7", 8080};
+	const struct want w[] = {
+	    {0, 1, CP_CAT_CPU, 100, false},	{1, 2, CP_CAT_CPU, 101, false},
+	    {2, 10, CP_CAT_NETWORK, -1, false}, {10, 11, CP_CAT_CPU, 101, false},
+	    {11, 13, CP_CAT_CPU, 100, false},
+	};
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "proxy");
+	kb_switch(&b, B - 30 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_futex(&b, B - 30 * U - 100, B + 1 * U + 100, 100, 101, 0x3000);
+	serve_from_b(&b, 100, 100, 0, "GET /f HTTP/1.1\r\n\r\n");
+	kb_wake(&b, B + 1 * U, 0, 100, 101, 100, 100, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 1 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "fetch");
+	kb_sock(&b, B + 2 * U - 1000, B + 2 * U, 100, 101, CP_SOCK_WRITE, 9, d1, 20, 1,
+		"GET /f HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 2 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_dready(&b, B + 10 * U, 1, 100, d1, 540);
+	kb_wake(&b, B + 10 * U, 1, 100, 101, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+	kb_switch(&b, B + 10 * U, 1, 0, 0, CP_PREV_PREEMPTED, 100, 101, "fetch");
+	kb_sock(&b, B + 2 * U + 100, B + 10 * U + 100, 100, 101, CP_SOCK_READ, 9, d1, 40, 500,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	kb_wake(&b, B + 11 * U, 1, 100, 100, 100, 101, CP_CTX_TASK, CP_SOFTIRQ_NONE);
+	kb_switch(&b, B + 11 * U, 1, 100, 101, CP_PREV_BLOCKED, 0, 0, NULL);
+	kb_switch(&b, B + 11 * U, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "proxy");
+	kb_futex(&b, B + 1 * U - 100, B + 11 * U + 100, 100, 100, 0x4000);
+	kb_futex(&b, B + 11 * U + 200, B + 40 * U, 100, 101, 0x3000);
+	respond_at(&b, B + 13 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	assert_non_null(kb_find_name(&b, "GET /f"));
+	check_path(kb_find_name(&b, "GET /f"), w, 5);
+}
+
 /* 5c. A thread (cpid == 100) or a process per connection: the acceptor 100
  * runs from before the request's bytes arrive at 0, creates cpid/101 at 2
  * and goes back to its poll at 3; the new thread waits for the CPU 2→3,
@@ -2117,6 +2160,7 @@ int main(void)
 	    cmocka_unit_test(test_lock_holder_inferred_switch_in),
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),
 	    cmocka_unit_test(test_handoff),
+	    cmocka_unit_test(test_handoff_fetch),
 	    cmocka_unit_test(test_thread_per_connection),
 	    cmocka_unit_test(test_timer_in_loop),
 	    cmocka_unit_test(test_timer_in_busy_loop),

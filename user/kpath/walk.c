@@ -705,8 +705,9 @@ static bool into_connector(struct walk *w, uint32_t *thread, uint64_t t)
 	return true;
 }
 
-/* The creator's work up to a creation is the request's. */
-static void adopt_creator(struct walk *w, uint32_t creator)
+/* A thread that created the request's thread, or took its work from a
+ * queue (adopted): its time is the request's where no call says otherwise. */
+static void adopt_thread(struct walk *w, uint32_t creator)
 {
 	if (w->nadopted >= KP_WALK_ENTERED || adopted(w, creator))
 		return;
@@ -714,6 +715,53 @@ static void adopt_creator(struct walk *w, uint32_t creator)
 	/* answers through it, kept before, are older */
 	w->memo_thread = KP_NONE;
 	own_forget(w->kp);
+}
+
+/* Whether the thread's wait before ts was ended by the serving thread (or
+ * one it handed the request to): the request's work was handed to it. */
+static bool woken_by_request(struct walk *w, uint32_t thread, uint64_t ts)
+{
+	struct kp_thread *th = &w->kp->th[thread];
+
+	for (int64_t i = kp__tl_find(th, ts); i >= 0 && th->iv[i].end + KP_RECENT_NS >= w->start;
+	     i--) {
+		const struct kp_iv *iv = &th->iv[i];
+
+		if (iv->state != KP_ST_BLOCKED)
+			continue;
+		return iv->wake == KP_WK_TASK && iv->waker != KP_NONE &&
+		       (iv->waker == w->serving || adopted(w, iv->waker));
+	}
+	return false;
+}
+
+/* DESIGN: a hand-off to a pool thread. The waker of a futex wait had
+ * waited for a reply on a downstream call it made after the request's
+ * start, having been handed the work by the request's thread, and the call
+ * was this request's or nobody's (a pool thread works for no connection;
+ * another request's call says it was not ours): the wait was for that
+ * result, not for a lock. */
+static bool handed_off(struct walk *w, uint32_t waker, const struct kp_iv *iv)
+{
+	struct kp *kp = w->kp;
+	struct kp_thread *th = &kp->th[waker];
+
+	for (int64_t i = kp__tl_find(th, iv->end); i >= 0 && th->iv[i].end >= w->start; i--) {
+		const struct kp_iv *b = &th->iv[i];
+		const struct kp_conn *c;
+
+		if (b->state != KP_ST_BLOCKED || b->conn == KP_NONE ||
+		    (b->wake != KP_WK_NET && b->reason != KP_BR_SOCK))
+			continue;
+		c = &kp->cn[b->conn];
+		if (c->role != KP_ROLE_CLIENT || (c->ctx_owner1 && c->ctx_owner1 != w->conn + 1))
+			return false;
+		for (uint32_t k = c->nwr; k > 0 && c->wr[k - 1].exit >= w->start; k--)
+			if (c->wr[k - 1].thread == waker && (k == 1 || c->wr[k - 2].exit < w->start))
+				return woken_by_request(w, waker, c->wr[k - 1].enter);
+		return false;
+	}
+	return false;
 }
 
 static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uint64_t a,
@@ -749,9 +797,16 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		/* DESIGN: a creation is a hand-off, followed into the creator
 		 * (within the floor the walk has: interference stays so) */
 		if (own) {
-			adopt_creator(w, iv->waker);
+			adopt_thread(w, iv->waker);
 			note_connector(w, iv->waker, born_for(th, iv->end));
 		}
+		*thread = iv->waker;
+		*jumped = true;
+		return 0;
+	}
+	if (iv->wake == KP_WK_TASK && iv->waker != KP_NONE && iv->reason == KP_BR_FUTEX && own &&
+	    handed_off(w, iv->waker, iv)) {
+		adopt_thread(w, iv->waker);
 		*thread = iv->waker;
 		*jumped = true;
 		return 0;
