@@ -1473,6 +1473,42 @@ static void test_handoff_writer(void **state)
 	check_path(&b.reqs[0], w, 2);
 }
 
+/* 5e. A reply read without a block: R (100) calls an untraced back end at 1
+ * and is preempted as it does (runnable 1→8 behind hog 300); the reply
+ * arrives at 5; R runs at 8, reads it at once and answers at 9. The reply
+ * is the dependency: 1→5 network, 5→8 the CPU wait, 8→9 cpu. */
+static void test_reply_read_without_block(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple d1 = {"10.0.0.1", 41000, "10.0.0.7", 8080};
+	const struct want w[] = {
+	    {0, 1, CP_CAT_CPU, 100, false},
+	    {1, 5, CP_CAT_NETWORK, -1, false},
+	    {5, 8, CP_CAT_RUNQUEUE, 100, true},
+	    {8, 9, CP_CAT_CPU, 100, false},
+	};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	kb_proc(&b, 300, "hog");
+	serve_from_b(&b, 100, 100, 0, "GET /r HTTP/1.1\r\n\r\n");
+	kb_sock(&b, B + 1 * U - 1000, B + 1 * U, 100, 100, CP_SOCK_WRITE, 9, d1, 20, 1,
+		"GET /r HTTP/1.1\r\n\r\n");
+	kb_switch(&b, B + 1 * U, 0, 100, 100, CP_PREV_PREEMPTED, 300, 300, "hog");
+	kb_dready(&b, B + 5 * U, 1, 100, d1, 540);
+	kb_culprit(&b, B + 8 * U, 0, 100, 100, 300, 300, "hog", 7 * U, B + 1 * U);
+	kb_switch(&b, B + 8 * U, 0, 300, 300, CP_PREV_PREEMPTED, 100, 100, "srv");
+	kb_sock(&b, B + 8 * U + 100, B + 8 * U + 200, 100, 100, CP_SOCK_READ, 9, d1, 40, 500,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+	respond_at(&b, B + 9 * U, 100, 100);
+	assert_int_equal(kb_run(&b), 0);
+	q = kb_find_name(&b, "GET /r");
+	assert_non_null(q);
+	check_path(q, w, 4);
+	assert_string_equal(q->segs[1].peer, "10.0.0.7:8080");
+}
+
 /* 5d. A hand-off to a pool thread that fetches from a back end (a caching
  * proxy): R (100) reads the request at 0, hands the fetch to pool thread
  * 101 (waking it at 1) and waits on a condition variable 1→11; 101 sends
@@ -2161,6 +2197,7 @@ int main(void)
 	    cmocka_unit_test(test_lock_holder_inferred_switch_at_wakeup),
 	    cmocka_unit_test(test_handoff),
 	    cmocka_unit_test(test_handoff_fetch),
+	    cmocka_unit_test(test_reply_read_without_block),
 	    cmocka_unit_test(test_thread_per_connection),
 	    cmocka_unit_test(test_timer_in_loop),
 	    cmocka_unit_test(test_timer_in_busy_loop),

@@ -518,12 +518,17 @@ static int ctx_set(struct kp_thread *t, uint64_t ts, uint32_t conn, uint32_t lo,
 		c->conn = conn;
 		c->sid_lo = lo;
 		c->sid_hi = hi;
-		if (t->nctx > 1 && ctx_same(c - 1, conn, lo, hi))
+		if (t->nctx > 1 && ctx_same(c - 1, conn, lo, hi) &&
+		    (c->via == KP_NONE || c->via == conn || c[-1].via == c->via))
 			t->nctx--;
 		return 0;
 	}
-	if (t->nctx ? ctx_same(&t->ctx[t->nctx - 1], conn, lo, hi) : conn == KP_NONE)
-		return 0; /* no change (nobody's is where every thread starts) */
+	/* no change (nobody's is where every thread starts); but a reply read
+	 * for the same request is kept: its arrival may be the dependency */
+	if (t->nctx ? ctx_same(&t->ctx[t->nctx - 1], conn, lo, hi) &&
+			  (via == KP_NONE || via == conn || t->ctx[t->nctx - 1].via == via)
+		    : conn == KP_NONE)
+		return 0;
 	if (kp__win_more((void **)&t->ctx, &t->ctxoff, &t->capctx, t->nctx, sizeof(*t->ctx)))
 		return -ENOMEM;
 	c = &t->ctx[t->nctx++];

@@ -878,6 +878,10 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 		return false;
 	if (!other && v == iv->conn)
 		return false; /* the poll wait ended with the dependency itself */
+	/* a wait for a CPU: only a reply to a call, come during it */
+	if (iv->state == KP_ST_RUNNABLE && !other &&
+	    (ta > t || w->kp->cn[v].role != KP_ROLE_CLIENT))
+		return false;
 	if (ta > t)
 		ta = t;
 	if (ta <= lo)
@@ -886,6 +890,7 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 	w->cut_conn = v;
 	w->cut_ts = ta;
 	w->cut_src = src;
+	w->cut_queued = iv->state != KP_ST_RUNNABLE || other;
 	return true;
 }
 
@@ -1043,7 +1048,11 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			if (w.cut_thread == thread) {
 				if (a < w.cut_ts)
 					a = w.cut_ts;
-				err = queued_seg(&w, thread, iv, a, t);
+				/* a wait for a CPU after the reply came: still that */
+				if (!w.cut_queued && iv->state == KP_ST_RUNNABLE)
+					err = kw__runqueue_seg(&w, thread, iv, a, t, false, false);
+				else
+					err = queued_seg(&w, thread, iv, a, t);
 			} else {
 				bool other = false, mine = false;
 
@@ -1067,8 +1076,11 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				own = !w.nret && (mine || owned(&w, thread, idx));
 				if (own)
 					lock_chain = false;
-				if (own && (other || dep_poll(&w, iv, t)) && w.cut_thread == KP_NONE &&
-				    dep_cut(&w, thread, iv, t, lo, other))
+				/* DESIGN: a reply read without a block (the thread
+				 * waited for a CPU as it came) is the dependency too */
+				if (own &&
+				    (other || dep_poll(&w, iv, t) || iv->state == KP_ST_RUNNABLE) &&
+				    w.cut_thread == KP_NONE && dep_cut(&w, thread, iv, t, lo, other))
 					continue;
 				if (own && (other || dep_poll(&w, iv, t)) && w.timer_thread == KP_NONE &&
 				    w.cut_thread == KP_NONE && timer_gap(&w, thread, t, lo))

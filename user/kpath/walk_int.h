@@ -47,6 +47,7 @@ struct walk {
 	uint32_t cut_thread, cut_conn;
 	uint64_t cut_ts;
 	const struct kp_write *cut_src; /* the traced peer's write that carried it, or NULL */
+	bool cut_queued; /* the thread worked for others meanwhile (not only waited for a CPU) */
 	/* Threads that created a thread for the request */
 	uint32_t adopted[KP_WALK_ENTERED];
 	uint32_t nadopted;
