@@ -277,6 +277,44 @@ static void test_dns(void **state)
 	assert_int_equal(proto__request_name(m, len, n, sizeof(n)), KP_PROTO_NONE);
 }
 
+/* a FastCGI param into b at *n */
+static void fcgi_pair(uint8_t *b, size_t *n, const char *k, const char *v)
+{
+	b[(*n)++] = (uint8_t)strlen(k);
+	b[(*n)++] = (uint8_t)strlen(v);
+	memcpy(b + *n, k, strlen(k));
+	*n += strlen(k);
+	memcpy(b + *n, v, strlen(v));
+	*n += strlen(v);
+}
+
+/* nginx's call to php-fpm: BEGIN_REQUEST (responder), then PARAMS; named as
+ * the web request, templated alike; cut before its method, still FastCGI */
+static void test_fastcgi(void **state)
+{
+	uint8_t b[256] = {1, 1, 0, 1, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 4, 0, 1, 0, 0, 0, 0};
+	size_t n = 24;
+	char name[KP_NAME_LEN];
+
+	fcgi_pair(b, &n, "QUERY_STRING", "id=42&token=x");
+	fcgi_pair(b, &n, "REQUEST_METHOD", "GET");
+	fcgi_pair(b, &n, "SCRIPT_NAME", "/index.php");
+	fcgi_pair(b, &n, "REQUEST_URI", "/users/42?id=42&token=x");
+	b[20] = (uint8_t)((n - 24) >> 8);
+	b[21] = (uint8_t)(n - 24);
+	assert_int_equal(proto__request_name(b, n, name, sizeof(name)), KP_PROTO_FCGI);
+	assert_string_equal(name, "GET /users/{n}");
+	/* the prefix cut inside REQUEST_URI: SCRIPT_NAME names it */
+	assert_int_equal(proto__request_name(b, n - 6, name, sizeof(name)), KP_PROTO_FCGI);
+	assert_string_equal(name, "GET /index.php");
+	/* cut before REQUEST_METHOD */
+	assert_int_equal(proto__request_name(b, 30, name, sizeof(name)), KP_PROTO_FCGI);
+	assert_string_equal(name, "FastCGI request");
+	/* not a BEGIN_REQUEST of version 1 */
+	b[0] = 2;
+	assert_int_not_equal(proto__request_name(b, n, name, sizeof(name)), KP_PROTO_FCGI);
+}
+
 static void test_unknown(void **state)
 {
 	static const uint8_t bin[] = {0x00, 0xff, 0x01, 0x02, 0x00, 0x01};
@@ -450,6 +488,7 @@ int main(void)
 	    cmocka_unit_test(test_tls),
 	    cmocka_unit_test(test_postgres),
 	    cmocka_unit_test(test_mysql),
+	    cmocka_unit_test(test_fastcgi),
 	    cmocka_unit_test(test_unknown),
 	    cmocka_unit_test(test_h2_detect),
 	    cmocka_unit_test(test_split_resp),

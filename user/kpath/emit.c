@@ -452,6 +452,8 @@ static const char *proto_name(const struct kp_req *q)
 		return "mysql";
 	case KP_PROTO_DNS:
 		return "dns";
+	case KP_PROTO_FCGI:
+		return "fastcgi";
 	default:
 		return NULL;
 	}

@@ -356,10 +356,72 @@ static enum kp_proto dns_name(const uint8_t *p, size_t len, char *name, size_t n
 	return KP_PROTO_DNS;
 }
 
+/* A FastCGI name-value pair's length: 1 byte, or 4 with the top bit set */
+static bool fcgi_len(const uint8_t *p, size_t end, size_t *j, uint32_t *n)
+{
+	if (*j >= end)
+		return false;
+	if (!(p[*j] & 0x80)) {
+		*n = p[(*j)++];
+		return true;
+	}
+	if (*j + 4 > end)
+		return false;
+	*n = (uint32_t)(p[*j] & 0x7f) << 24 | (uint32_t)p[*j + 1] << 16 |
+	     (uint32_t)p[*j + 2] << 8 | p[*j + 3];
+	*j += 4;
+	return true;
+}
+
+/* value of the param called key (its whole value in the prefix), into out */
+static void fcgi_param(const uint8_t *k, uint32_t kn, const uint8_t *v, uint32_t vn,
+		       const char *key, char *out, size_t outlen)
+{
+	if (kn == strlen(key) && !memcmp(k, key, kn) && vn < outlen) {
+		memcpy(out, v, vn);
+		out[vn] = '\0';
+	}
+}
+
+/* FastCGI (nginx or Apache calling php-fpm): a BEGIN_REQUEST record, then
+ * PARAMS, named by REQUEST_METHOD and REQUEST_URI (else SCRIPT_NAME) as the
+ * web server's request would be named. */
+static enum kp_proto fcgi_name(const uint8_t *p, size_t len, char *name, size_t namelen)
+{
+	char method[16] = "", uri[KP_TARGET_LEN] = "", script[KP_TARGET_LEN] = "";
+	char line[sizeof(method) + sizeof(uri) + 16];
+	size_t i;
+
+	/* version 1, FCGI_BEGIN_REQUEST, an 8-byte body, a role of 1..3 */
+	if (len < 16 || p[0] != 1 || p[1] != 1 || be16(p + 4) != 8 || !p[9] || p[9] > 3 || p[8])
+		return KP_PROTO_NONE;
+	for (i = 16 + p[6]; i + 8 <= len && p[i] == 1 && p[i + 1] == 4; i += 8 + be16(p + i + 4) + p[i + 6]) {
+		size_t j = i + 8, end = j + be16(p + i + 4) < len ? j + be16(p + i + 4) : len;
+		uint32_t kn, vn;
+
+		while (fcgi_len(p, end, &j, &kn) && fcgi_len(p, end, &j, &vn) && j + kn + vn <= end) {
+			fcgi_param(p + j, kn, p + j + kn, vn, "REQUEST_METHOD", method, sizeof(method));
+			fcgi_param(p + j, kn, p + j + kn, vn, "REQUEST_URI", uri, sizeof(uri));
+			fcgi_param(p + j, kn, p + j + kn, vn, "SCRIPT_NAME", script, sizeof(script));
+			j += kn + vn;
+		}
+	}
+	if (!uri[0])
+		memcpy(uri, script, sizeof(uri));
+	if (!method[0] || !uri[0] || uri[0] != '/') {
+		snprintf(name, namelen, "FastCGI request");
+		return KP_PROTO_FCGI;
+	}
+	snprintf(line, sizeof(line), "%s %s HTTP/1.1\r\n", method, uri);
+	if (http_name((const uint8_t *)line, strlen(line), name, namelen) != KP_PROTO_HTTP)
+		snprintf(name, namelen, "FastCGI request");
+	return KP_PROTO_FCGI;
+}
+
 /* Tried in this order after RESP's arrays: the first that knows the bytes
  * names them. */
 static enum kp_proto (*const parsers[])(const uint8_t *, size_t, char *, size_t) = {
-    http_name, mc_name, tls_name, dns_name, pg_name, mysql_name,
+    http_name, mc_name, tls_name, dns_name, pg_name, mysql_name, fcgi_name,
 };
 
 enum kp_proto proto__request_name(const uint8_t *p, size_t len, char *name, size_t namelen)

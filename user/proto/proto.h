@@ -20,6 +20,7 @@ enum kp_proto {
 	KP_PROTO_PG,	/* PostgreSQL's frontend protocol */
 	KP_PROTO_MYSQL, /* MySQL's and MariaDB's client protocol */
 	KP_PROTO_DNS,	/* a DNS query (over UDP) */
+	KP_PROTO_FCGI,	/* FastCGI: a web server's call (php-fpm) */
 };
 /* Names a request from its first bytes; returns the protocol, name "" when
  * unknown. */
