@@ -39,4 +39,13 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define kernel_cast(ptr, type)                                                                     \
 	((type *)bpf_rdonly_cast((void *)(ptr), bpf_core_type_id_kernel(type)))
 
+/* 4.20 (ab408b6dc744, "tcp: switch tcp and sch_fq to new earliest
+ * departure time model") added tcp_wstamp_ns; before, no departure stamp. */
+static __always_inline __u64 tcp_departure_ns(const struct tcp_sock *tp)
+{
+	if (!bpf_core_field_exists(tp->tcp_wstamp_ns))
+		return 0;
+	return BPF_CORE_READ(tp, tcp_wstamp_ns);
+}
+
 #endif /* CRITPATH_BPF_CORE_FIXES_H */

@@ -13,6 +13,20 @@ __u32 udp_tgid[65536];
 /* the io_uring programs are attached (uring_take) */
 const volatile __u8 cfg_uring = 0;
 
+/* A write's bytes that all left in one packet during the call: their
+ * departure stamp (a time before they can have arrived) as the call's time,
+ * where the record's time would be after they left. */
+static __always_inline void sent_at(struct tcp_sock *tp, int ret, __u32 unsent,
+				    struct cp_inflight *in)
+{
+	__u64 dep = tcp_departure_ns(tp);
+
+	if (unsent || !dep || dep > in->ts || in->ts - dep > 1000000 || ret > tp->mss_cache)
+		return;
+	in->ts = dep;
+	in->sent_at = 1;
+}
+
 /* The default capture's transfers (sock_send/recv_length run only on socket
  * I/O): call, fd and buffer from the syscall registers or an io_uring request;
  * others (sendfile) are reads or writes with fd -1. Failures go unrecorded. */
@@ -71,6 +85,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 		if (dir == SOCK_DIR_WRITE) {
 			in.tcp_seq = tp->write_seq - ret;
 			unsent = tp->write_seq - tp->snd_nxt;
+			if (!blocked)
+				sent_at(tp, ret, unsent, &in);
 		} else {
 			in.tcp_seq = tp->copied_seq - (flags & MSG_PEEK ? 0 : ret);
 		}

@@ -290,7 +290,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	CONN_COPY(e, in);
 	e->sock_type = in->sock_type;
 	e->flags = (tls ? CP_SOCK_F_TLS : 0) | (in->peek ? CP_SOCK_F_PEEK : 0) |
-		   (in->uring ? CP_SOCK_F_URING : 0) | (pieces ? CP_SOCK_F_PIECES : 0);
+		   (in->uring ? CP_SOCK_F_URING : 0) | (pieces ? CP_SOCK_F_PIECES : 0) |
+		   (in->sent_at ? CP_SOCK_F_SENT_AT : 0);
 	if (tls && len) {
 		tls->wrote = 1;
 		if (tls->num > len)

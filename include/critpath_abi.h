@@ -238,6 +238,10 @@ struct cp_ev_sock {
 /* HTTP/2: after the payload, cp_sock_piece headers each followed by its
  * bytes; a zero-length piece ends them. */
 #define CP_SOCK_F_PIECES 0x20
+/* A TCP write's enter_ts is when its bytes left (TCP's departure stamp of
+ * the one packet they went in), not when the call was seen: a time before
+ * they can have arrived, for the hosts' clocks. */
+#define CP_SOCK_F_SENT_AT 0x40
 
 struct cp_sock_piece {
 	__u8 off[4]; /* little-endian offset of the bytes in the transfer */

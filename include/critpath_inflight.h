@@ -30,7 +30,7 @@ struct cp_inflight {
 	__u16 lport;
 	__u16 rport;
 	__u8 uring; /* URING_REQ | URING_BUF */
-	__u8 __pad;
+	__u8 sent_at; /* a TCP write: ts is when its bytes left (CP_SOCK_F_SENT_AT) */
 	__u32 tcp_seq;
 	__u8 laddr[CP_ADDR_LEN];
 	__u8 raddr[CP_ADDR_LEN];

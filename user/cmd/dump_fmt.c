@@ -393,6 +393,8 @@ static void fields_syscall(struct jline *j, const struct cp_hdr *rec)
 			jline__bool(j, "uring", true);
 		if (e->flags & CP_SOCK_F_CUT)
 			jline__bool(j, "cut", true);
+		if (e->flags & CP_SOCK_F_SENT_AT)
+			jline__bool(j, "sent_at", true);
 		if (e->unsent)
 			jline__u64(j, "unsent", e->unsent);
 		if (e->payload_len)

@@ -199,14 +199,18 @@ static void thread_step(struct kp_clocks *cl, uint32_t host, uint32_t tid, uint6
 		t->ts = ts;
 }
 
-/* The earliest a write's bytes can have left: enter_ts may be late, so the
- * thread's last call end or wakeup bounds it. 0: unknown. */
+/* The earliest a write's bytes can have left: their departure stamp where
+ * the record has it (CP_SOCK_F_SENT_AT); else enter_ts may be late (the
+ * default capture sees a call at its end), so the thread's last call end or
+ * wakeup bounds it. 0: unknown. */
 static uint64_t send_began(struct kp_clocks *cl, uint32_t host, const struct cp_ev_sock *e)
 {
 	struct cl_thread *t = thread_slot(cl, host, e->h.tid);
 	uint64_t ts = t->ts;
 
 	t->ts = e->h.ts;
+	if (e->flags & CP_SOCK_F_SENT_AT)
+		return e->enter_ts;
 	return ts && ts <= e->enter_ts ? ts : 0;
 }
 

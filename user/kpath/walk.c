@@ -878,10 +878,6 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 		return false;
 	if (!other && v == iv->conn)
 		return false; /* the poll wait ended with the dependency itself */
-	/* a wait for a CPU: only a reply to a call, come during it */
-	if (iv->state == KP_ST_RUNNABLE && !other &&
-	    (ta > t || w->kp->cn[v].role != KP_ROLE_CLIENT))
-		return false;
 	if (ta > t)
 		ta = t;
 	if (ta <= lo)
@@ -890,7 +886,34 @@ static bool dep_cut(struct walk *w, uint32_t thread, const struct kp_iv *iv, uin
 	w->cut_conn = v;
 	w->cut_ts = ta;
 	w->cut_src = src;
-	w->cut_queued = iv->state != KP_ST_RUNNABLE || other;
+	w->cut_queued = true;
+	return true;
+}
+
+/* DESIGN: a reply read without a block. The thread waited for a CPU, and
+ * its next call read a reply to the request's downstream call that came
+ * during the wait: the reply is the dependency, the CPU wait only after it. */
+static bool reply_in_wait(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t,
+			  uint64_t lo)
+{
+	struct kp_thread *th = &w->kp->th[thread];
+	int64_t k = th->nctx ? ctx_at(th, t) : -1;
+	const struct kp_write *src = NULL;
+	const struct kp_ctx *x;
+	uint64_t ta;
+
+	if (k + 1 >= (int64_t)th->nctx)
+		return false;
+	x = &th->ctx[k + 1];
+	if (x->via == KP_NONE || x->via == w->conn || w->kp->cn[x->via].role != KP_ROLE_CLIENT ||
+	    !ctx_mine(w, x) || !arrival(w->kp, x->via, x->ts, &ta, &src) || ta > t ||
+	    ta <= lo || ta <= iv->start)
+		return false;
+	w->cut_thread = thread;
+	w->cut_conn = x->via;
+	w->cut_ts = ta;
+	w->cut_src = src;
+	w->cut_queued = false;
 	return true;
 }
 
@@ -1076,11 +1099,11 @@ int kp__walk(struct kp *kp, uint32_t conn)
 				own = !w.nret && (mine || owned(&w, thread, idx));
 				if (own)
 					lock_chain = false;
-				/* DESIGN: a reply read without a block (the thread
-				 * waited for a CPU as it came) is the dependency too */
-				if (own &&
-				    (other || dep_poll(&w, iv, t) || iv->state == KP_ST_RUNNABLE) &&
-				    w.cut_thread == KP_NONE && dep_cut(&w, thread, iv, t, lo, other))
+				if (own && (other || dep_poll(&w, iv, t)) && w.cut_thread == KP_NONE &&
+				    dep_cut(&w, thread, iv, t, lo, other))
+					continue;
+				if (own && iv->state == KP_ST_RUNNABLE && w.cut_thread == KP_NONE &&
+				    reply_in_wait(&w, thread, iv, t, lo))
 					continue;
 				if (own && (other || dep_poll(&w, iv, t)) && w.timer_thread == KP_NONE &&
 				    w.cut_thread == KP_NONE && timer_gap(&w, thread, t, lo))
