@@ -8,6 +8,7 @@ Expected values come from how the workloads were built; tolerances are wide
 enough for a loaded 2-core machine (medians over the requests, +-30% or a few
 milliseconds absolute)."""
 import atexit
+import http.client
 import json
 import os
 import re
@@ -178,6 +179,54 @@ def threaded_backend(d, port):
     p = spawn([sys.executable, app, str(port)])
     wait_port(port, p)
     return p
+
+
+def http_load(port, paths, clients, rounds, sent, keepalive=True):
+    """clients threads each send paths in turn, rounds times, to a server
+    that answers a path with "PATH\\n"; keep-alive connections, or a new
+    one per request. Counts what was answered in sent (a Counter)."""
+    lock = threading.Lock()
+
+    def get(c, p):
+        c.request("GET", p)
+        r = c.getresponse()
+        body = r.read()
+        if r.status != 200 or body != (p + "\n").encode():
+            raise RuntimeError(f"GET {p}: {r.status} {body[:80]!r}")
+        with lock:
+            sent[p] += 1
+
+    def client(i):
+        c = None
+        try:
+            for k in range(rounds * len(paths)):
+                if c is None:
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+                get(c, paths[(i + k) % len(paths)])
+                if not keepalive:
+                    c.close()
+                    c = None
+        finally:
+            if c is not None:
+                c.close()
+    in_parallel([lambda i=i: client(i) for i in range(clients)])
+
+
+def by_name(rep, port):
+    """The requests of the service on port, by name"""
+    by = {}
+    for q in service_requests(rep, port):
+        by.setdefault(q.get("name"), []).append(q)
+    return by
+
+
+def check_found(tap, what, by, sent, detail=""):
+    """Each path sent is found as 'GET path' as often (a few lost at most)"""
+    for p, n in sorted(sent.items()):
+        found = len(by.get(f"GET {p}", []))
+        tap.ok(f"{what}: {found} 'GET {p}' requests found, {n} sent",
+               n - max(1, n // 50) <= found <= n,
+               f"by name { {k: len(v) for k, v in by.items()} }\n{detail}")
 
 
 class Recording:

@@ -18,7 +18,6 @@ sleep; no request's path runs off the start of a thread it created (no
 `unexplained`, >= 95%); a /fast request carries no sleep as its own
 (<= 2%)."""
 import collections
-import http.client
 import os
 import shutil
 import sys
@@ -30,23 +29,6 @@ from tap import CRITPATH, Tap  # noqa: E402
 MS = K.MS
 CLIENTS, ROUNDS = 8, 20  # each client sends ROUNDS of each path
 PATHS = ("/sleep", "/fast")
-def load(port, sent):
-    def client(i):
-        for k in range(ROUNDS * len(PATHS)):
-            p = PATHS[(i + k) % len(PATHS)]
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-            try:
-                c.request("GET", p)
-                r = c.getresponse()
-                body = r.read()
-            finally:
-                c.close()
-            if r.status != 200 or body != (p + "\n").encode():
-                raise RuntimeError(f"GET {p}: {r.status} {body[:80]!r}")
-            sent[p] += 1
-    K.in_parallel([lambda i=i: client(i) for i in range(CLIENTS)])
-
-
 def ns(q, pred):
     return K.path_ns(q, pred)
 
@@ -70,34 +52,25 @@ def main():
         K.done(tap)
     sent = collections.Counter()
     rep, path = K.record_workload(tap, "per_conn", [proxy.pid, backend.pid],
-                                  lambda: load(fport, sent), seconds=8)
+                                  lambda: K.http_load(fport, PATHS, CLIENTS, ROUNDS, sent,
+                                                      keepalive=False), seconds=8)
     if rep is None:
         K.done(tap)
     K.check_tiling(tap, "per-connection", rep.get("requests", []))
-    front = collections.defaultdict(list)
-    back = collections.defaultdict(list)
-    for q in K.service_requests(rep, fport):
-        front[q.get("name")].append(q)
-    for q in K.service_requests(rep, bport):
-        back[q.get("name")].append(q)
-    for p in PATHS:
-        for tier, by in (("socat", front), ("python", back)):
-            n, found = sent[p], len(by[f"GET {p}"])
-            tap.ok(f"per-connection: {found} 'GET {p}' requests of {tier} found, {n} sent",
-                   n - max(1, n // 50) <= found <= n,
-                   f"{tier} requests by name: { {k: len(v) for k, v in by.items()} }\n"
-                   + K.recording_digest(path, rep))
+    front, back = K.by_name(rep, fport), K.by_name(rep, bport)
+    K.check_found(tap, "per-connection: socat", front, sent, K.recording_digest(path, rep))
+    K.check_found(tap, "per-connection: python", back, sent)
 
     def own_sleep(q, pid):
         return ns(q, lambda g: g.get("category") == "sleep" and K.own(g) and g.get("pid") == pid)
 
-    sleeps = front["GET /sleep"]
+    sleeps = front.get("GET /sleep", [])
     bad = [q for q in sleeps if own_sleep(q, backend.pid) < 18 * MS]
     tap.ok(f"per-connection: socat /sleep: {len(sleeps) - len(bad)} of {len(sleeps)} have the "
            "back end's 20 ms sleep as their own work (>= 18 ms), expected >= 95%",
            sleeps and len(bad) <= len(sleeps) * 0.05,
            "\n".join(K.describe(q, 30) for q in bad[:2]))
-    bsleeps = back["GET /sleep"]
+    bsleeps = back.get("GET /sleep", [])
     bad = [q for q in bsleeps if own_sleep(q, backend.pid) < 18 * MS]
     tap.ok(f"per-connection: python /sleep: {len(bsleeps) - len(bad)} of {len(bsleeps)} have "
            "their own 20 ms sleep, expected >= 95%",
@@ -109,7 +82,7 @@ def main():
            "`unexplained` time (the walk follows each new thread or process into its "
            "creator), expected >= 95%", every and len(unexpl) <= len(every) * 0.05,
            "\n".join(K.describe(q, 12) for q in unexpl[:3]))
-    fast = front["GET /fast"] + back["GET /fast"]
+    fast = front.get("GET /fast", []) + back.get("GET /fast", [])
     slept = [q for q in fast if ns(q, lambda g: g.get("category") == "sleep" and K.own(g))
              >= 2 * MS]
     tap.ok(f"per-connection: /fast: {len(fast) - len(slept)} of {len(fast)} carry no sleep "

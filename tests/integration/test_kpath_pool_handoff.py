@@ -17,7 +17,6 @@ reached through the fetch thread as the request's own, not as a lock
 holder; no /fast request carries a /sleep request's sleep (>= 18 ms) as its
 own."""
 import collections
-import http.client
 import os
 import shutil
 import subprocess
@@ -35,23 +34,6 @@ VCL = """vcl 4.1;
 backend default { .host = "127.0.0.1"; .port = "%d"; }
 sub vcl_recv { return (pass); }
 """
-
-
-def load(port, sent):
-    def client(i):
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-        try:
-            for k in range(ROUNDS * len(PATHS)):
-                p = PATHS[(i + k) % len(PATHS)]
-                c.request("GET", p)
-                r = c.getresponse()
-                body = r.read()
-                if r.status != 200 or body != (p + "\n").encode():
-                    raise RuntimeError(f"GET {p}: {r.status} {body[:80]!r}")
-                sent[p] += 1
-        finally:
-            c.close()
-    K.in_parallel([lambda i=i: client(i) for i in range(CLIENTS)])
 
 
 def worker_pid(master):
@@ -101,35 +83,27 @@ def main():
         K.done(tap)
     sent = collections.Counter()
     rep, path = K.record_workload(tap, "handoff_varnish", [worker, backend.pid],
-                                  lambda: load(vport, sent), seconds=8)
+                                  lambda: K.http_load(vport, PATHS, CLIENTS, ROUNDS, sent),
+                                  seconds=8)
     K.stop(varnish)
     if rep is None:
         K.done(tap)
     K.check_tiling(tap, "pool hand-off", rep.get("requests", []))
-    front = collections.defaultdict(list)
-    back = collections.defaultdict(list)
-    for q in K.service_requests(rep, vport):
-        front[q.get("name")].append(q)
-    for q in K.service_requests(rep, bport):
-        back[q.get("name")].append(q)
-    for p in PATHS:
-        for tier, by in (("varnish", front), ("back end", back)):
-            n, found = sent[p], len(by[f"GET {p}"])
-            tap.ok(f"pool hand-off: {found} 'GET {p}' requests of the {tier} found, {n} sent",
-                   n - max(1, n // 50) <= found <= n,
-                   f"{tier} by name { {k: len(v) for k, v in by.items()} }")
+    front, back = K.by_name(rep, vport), K.by_name(rep, bport)
+    K.check_found(tap, "pool hand-off: varnish", front, sent)
+    K.check_found(tap, "pool hand-off: back end", back, sent)
 
     def own_sleep(q):
         return K.path_ns(q, lambda g: g.get("category") == "sleep" and K.own(g)
                          and g.get("pid") == backend.pid)
 
-    sleeps = front["GET /sleep"]
+    sleeps = front.get("GET /sleep", [])
     bad = [q for q in sleeps if own_sleep(q) < 18 * MS]
     tap.ok(f"pool hand-off: /sleep: {len(sleeps) - len(bad)} of {len(sleeps)} enter the back "
            "end and have its 20 ms sleep as their own (>= 18 ms), expected >= 95%",
            sleeps and len(bad) <= len(sleeps) * 0.05,
            "\n".join(K.describe(q, 30) for q in bad[:2]))
-    fast = front["GET /fast"]
+    fast = front.get("GET /fast", [])
     slept = [q for q in fast if K.path_ns(q, lambda g: g.get("category") == "sleep"
                                           and K.own(g)) >= 18 * MS]
     tap.ok(f"pool hand-off: /fast: {len(fast) - len(slept)} of {len(fast)} carry no /sleep "

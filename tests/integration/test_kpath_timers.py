@@ -21,7 +21,6 @@ before ours in the same batch make it fire up to their CPU time early); no /fast
 carries a sleep as its own (<= 2%); a /fast request carries at most 2 ms of
 CPU as its own (>= 98%): the loop's work for others is interference."""
 import collections
-import http.client
 import os
 import shutil
 import subprocess
@@ -77,23 +76,6 @@ asyncio.run(main())
 '''
 
 
-def load(port, sent, rounds=ROUNDS):
-    def client(i):
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-        try:
-            for k in range(rounds * len(PATHS)):
-                p = PATHS[(i + k) % len(PATHS)]
-                c.request("GET", p)
-                r = c.getresponse()
-                body = r.read()
-                if r.status != 200 or body != (p + "\n").encode():
-                    raise RuntimeError(f"GET {p}: {r.status} {body[:80]!r}")
-                sent[p] += 1
-        finally:
-            c.close()
-    K.in_parallel([lambda i=i: client(i) for i in range(CLIENTS)])
-
-
 def own_ns(q, cat):
     return K.path_ns(q, lambda g: g.get("category") == cat and K.own(g))
 
@@ -111,32 +93,28 @@ def case(tap, what, argv, src):
         tap.ok(f"{what}: the server starts", False, str(e))
         return
     # first runs of the handlers (a JIT compiling them) before the recording
-    load(port, collections.Counter(), rounds=1)
+    K.http_load(port, PATHS, CLIENTS, 1, collections.Counter())
     sent = collections.Counter()
     rep, path = K.record_workload(tap, f"timers_{what}", [server.pid],
-                                  lambda: load(port, sent), seconds=6)
+                                  lambda: K.http_load(port, PATHS, CLIENTS, ROUNDS, sent),
+                                  seconds=6)
     K.stop(server)
     if rep is None:
         return
-    by = collections.defaultdict(list)
-    for q in K.service_requests(rep, port):
-        by[q.get("name")].append(q)
+    by = K.by_name(rep, port)
     K.check_tiling(tap, what, rep.get("requests", []))
-    for p in PATHS:
-        n, found = sent[p], len(by[f"GET {p}"])
-        tap.ok(f"{what}: {found} 'GET {p}' requests found, {n} sent",
-               n - max(1, n // 50) <= found <= n, f"by name { {k: len(v) for k, v in by.items()} }")
-    sleeps = by["GET /sleep"]
+    K.check_found(tap, what, by, sent)
+    sleeps = by.get("GET /sleep", [])
     bad = [q for q in sleeps if own_ns(q, "sleep") < 15 * MS]
     tap.ok(f"{what}: /sleep: {len(sleeps) - len(bad)} of {len(sleeps)} have their own 20 ms "
            "timer as sleep (>= 15 ms), expected >= 95%", sleeps and len(bad) <= len(sleeps) * 0.05,
            "\n".join(K.describe(q, 30) for q in bad[:2]))
-    rest = by["GET /fast"] + by["GET /cpu"]
+    rest = by.get("GET /fast", []) + by.get("GET /cpu", [])
     slept = [q for q in rest if own_ns(q, "sleep") >= 2 * MS]
     tap.ok(f"{what}: /fast, /cpu: {len(rest) - len(slept)} of {len(rest)} carry no sleep as "
            "their own (< 2 ms), expected >= 98%", rest and len(slept) <= len(rest) * 0.02,
            "\n".join(K.describe(q, 30) for q in slept[:2]))
-    fast = by["GET /fast"]
+    fast = by.get("GET /fast", [])
     busy = [q for q in fast if own_ns(q, "cpu") >= 2 * MS]
     tap.ok(f"{what}: /fast: {len(fast) - len(busy)} of {len(fast)} carry < 2 ms of cpu as their "
            "own (the loop's work for others is interference), expected >= 98%",
