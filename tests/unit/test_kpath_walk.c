@@ -43,17 +43,21 @@ static void check_tiling(const struct kb_req *q)
 	assert_int_equal(sum, q->end - q->start);
 }
 
+/* q's path, to see what a failed check saw */
+static void print_path(const struct kb_req *q)
+{
+	for (uint32_t i = 0; i < q->nsegs; i++)
+		print_message("  seg %u: %.4f..%.4f %s tid %d interf %d\n", i,
+			      (double)(q->segs[i].start - B) / U, (double)(q->segs[i].end - B) / U,
+			      cp_category_name(q->segs[i].cat), q->segs[i].tid,
+			      q->segs[i].interference);
+}
+
 static void check_path(const struct kb_req *q, const struct want *w, uint32_t n)
 {
 	check_tiling(q);
-	if (q->nsegs != n) {
-		for (uint32_t i = 0; i < q->nsegs; i++)
-			print_message("  seg %u: %.3f..%.3f %s tid %d interf %d\n", i,
-				      (double)(q->segs[i].start - B) / U,
-				      (double)(q->segs[i].end - B) / U,
-				      cp_category_name(q->segs[i].cat), q->segs[i].tid,
-				      q->segs[i].interference);
-	}
+	if (q->nsegs != n)
+		print_path(q);
 	assert_int_equal(q->nsegs, n);
 	for (uint32_t i = 0; i < n; i++) {
 		assert_int_equal(q->segs[i].start, B + w[i].a * U);
@@ -1189,12 +1193,7 @@ static void timer_loop(bool busy, bool queued)
 		return;
 	}
 	if (!(own_sleep >= 19 * U - 1000 && own_sleep <= 19 * U + 1000))
-		for (uint32_t i = 0; i < q->nsegs; i++)
-			print_message("  seg %u: %.4f..%.4f %s tid %d interf %d\n", i,
-				      (double)(q->segs[i].start - B) / U,
-				      (double)(q->segs[i].end - B) / U,
-				      cp_category_name(q->segs[i].cat), q->segs[i].tid,
-				      q->segs[i].interference);
+		print_path(q);
 	assert_true(own_sleep >= 19 * U - 1000 && own_sleep <= 19 * U + 1000);
 	assert_int_equal(q->segs[q->nsegs - 1].end, B + 22 * U);
 }
