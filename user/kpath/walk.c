@@ -974,6 +974,11 @@ static bool timer_gap(struct walk *w, uint32_t thread, uint64_t t, uint64_t lo)
 	}
 	if (j >= (int64_t)th->nctx || j > k + KP_DEP_SCAN)
 		return false;
+	/* the answer for this next context, asked at a later t: still no */
+	if (thread == w->timer_no_thread && j == w->timer_no_next)
+		return false;
+	w->timer_no_thread = thread;
+	w->timer_no_next = j;
 	for (i = k; i >= 0 && th->ctx[i + 1].ts > lo; i--) {
 		if (ctx_mine(w, &th->ctx[i]))
 			break;
@@ -1009,7 +1014,8 @@ int kp__walk(struct kp *kp, uint32_t conn)
 			 .cut_thread = KP_NONE,
 			 .creator = KP_NONE,
 			 .connector = KP_NONE,
-			 .timer_thread = KP_NONE};
+			 .timer_thread = KP_NONE,
+			 .timer_no_thread = KP_NONE};
 	uint64_t t = c->req.end, S = c->req.start;
 	uint32_t thread = c->req.writer, jumps = 0, steps = 0;
 	bool lock_chain = false;

@@ -61,6 +61,9 @@ struct walk {
 	 * sleep; the loop's work after the expiry is interference. */
 	uint32_t timer_thread;
 	uint64_t timer_from, timer_exp;
+	/* the last thread and next own context timer_gap said no to */
+	uint32_t timer_no_thread;
+	int64_t timer_no_next;
 };
 
 static inline bool same_stack(const struct kp_thread *t, int64_t x, int64_t y)
