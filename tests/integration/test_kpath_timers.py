@@ -15,10 +15,12 @@ loop works for others while a timer is pending and is sometimes busy when
 it expires.
 
 Checked: every request found and tiled; a /sleep request has its own 20 ms
-timer on its path as `sleep` (>= 15 ms, >= 95%: libuv arms a timer from
-the loop's clock as it was when the loop last polled, so the handlers run
-before ours in the same batch make it fire up to their CPU time early); no /fast or /cpu request
-carries a sleep as its own (<= 2%); a /fast request carries at most 2 ms of
+timer on its path as `sleep` (>= 95% of them: >= 18 ms on asyncio, whose
+timers count from when they are armed; >= 10 ms on Node.js, as libuv arms a
+timer from the loop's clock as it was when the loop last polled, so the
+handlers run before ours in the same batch make it fire up to their CPU
+time early: 8 of them at 2 ms at most, less in practice); no /fast or /cpu
+request carries a sleep as its own (<= 2%); a /fast request carries at most 2 ms of
 CPU as its own (>= 98%): the loop's work for others is interference."""
 import collections
 import os
@@ -80,7 +82,7 @@ def own_ns(q, cat):
     return K.path_ns(q, lambda g: g.get("category") == cat and K.own(g))
 
 
-def case(tap, what, argv, src):
+def case(tap, what, argv, src, min_sleep_ms):
     d = K.workdir(f"timers_{what}")
     app = os.path.join(d, "app" + os.path.splitext(src)[1])
     with open(app, "w") as f:
@@ -105,9 +107,10 @@ def case(tap, what, argv, src):
     K.check_tiling(tap, what, rep.get("requests", []))
     K.check_found(tap, what, by, sent)
     sleeps = by.get("GET /sleep", [])
-    bad = [q for q in sleeps if own_ns(q, "sleep") < 15 * MS]
+    bad = [q for q in sleeps if own_ns(q, "sleep") < min_sleep_ms * MS]
     tap.ok(f"{what}: /sleep: {len(sleeps) - len(bad)} of {len(sleeps)} have their own 20 ms "
-           "timer as sleep (>= 15 ms), expected >= 95%", sleeps and len(bad) <= len(sleeps) * 0.05,
+           f"timer as sleep (>= {min_sleep_ms} ms), expected >= 95%",
+           sleeps and len(bad) <= len(sleeps) * 0.05,
            "\n".join(K.describe(q, 30) for q in bad[:2]))
     rest = by.get("GET /fast", []) + by.get("GET /cpu", [])
     slept = [q for q in rest if own_ns(q, "sleep") >= 2 * MS]
@@ -127,10 +130,10 @@ def main():
         K.done(tap)
     node = shutil.which("node") or shutil.which("nodejs")
     if node:
-        case(tap, "node", [node, NODE], "app.js")
+        case(tap, "node", [node, NODE], "app.js", 10)
     else:
         tap.skip("timers node", "node not installed (apt-get install nodejs)")
-    case(tap, "asyncio", [sys.executable, ASYNCIO], "app.py")
+    case(tap, "asyncio", [sys.executable, ASYNCIO], "app.py", 18)
     K.done(tap)
 
 

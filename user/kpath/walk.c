@@ -950,13 +950,34 @@ static bool polled_in(struct kp_thread *th, uint64_t from, uint64_t t)
 	return false;
 }
 
+/* Whether a request read on another connection after `from` was answered
+ * before t: a loop runs ready work in order, so ours was not merely
+ * queued. */
+static bool overtaken(const struct walk *w, const struct kp_thread *th, uint64_t from, uint64_t t)
+{
+	int64_t k = kp__tl_ctx_before(th, t);
+
+	for (int64_t i = k; i >= 0 && th->ctx[i].ts > from; i--) {
+		const struct kp_ctx *x = &th->ctx[i];
+
+		/* a response's stretch (no read began it), then its read */
+		if (x->conn == KP_NONE || x->conn == w->conn || x->via != KP_NONE ||
+		    w->kp->cn[x->conn].role != KP_ROLE_SERVER)
+			continue;
+		for (int64_t j = i - 1; j >= 0 && th->ctx[j].ts > from; j--)
+			if (th->ctx[j].conn == x->conn && th->ctx[j].via == x->conn)
+				return true;
+	}
+	return false;
+}
+
 /* DESIGN: a request an event loop answers from a timer. At t the loop works
  * for others; the request's next own work began with a write (no read of a
  * reply, no new bytes of its own), its last own work before t is its last
  * context after the start, else its read (a loop that runs handlers as
  * callbacks after the read: asyncio), and the loop waited in a poll in
- * between: work merely queued behind others' would have run before the
- * loop waited. The time between is its timer. */
+ * between or answered a request read after it: work merely queued behind
+ * others' would have run before either. The time between is its timer. */
 static bool timer_gap(struct walk *w, uint32_t thread, uint64_t t, uint64_t lo)
 {
 	struct kp_thread *th = &w->kp->th[thread];
@@ -992,7 +1013,7 @@ static bool timer_gap(struct walk *w, uint32_t thread, uint64_t t, uint64_t lo)
 		from = read;
 	else
 		return false;
-	if (from <= lo || from >= t || !polled_in(th, from, t))
+	if (from <= lo || from >= t || !(polled_in(th, from, t) || overtaken(w, th, from, t)))
 		return false;
 	w->timer_thread = thread;
 	w->timer_from = from;
