@@ -415,6 +415,24 @@ def own(g):
     return not g.get("interference")
 
 
+def sleep_stretch_ns(req, pid):
+    """The longest own sleep of a thread of pid on req's path, with the
+    CPU waits and CPU of that thread right before it: a sleep's deadline
+    is set before the thread blocks (Python's time.sleep), so a thread that
+    waits for a CPU first sleeps less by as much."""
+    best, segs = 0, req.get("critical_path") or []
+    for i, g in enumerate(segs):
+        if g.get("category") != "sleep" or not own(g) or g.get("pid") != pid:
+            continue
+        ns, j = dur(g), i - 1
+        while j >= 0 and segs[j].get("tid") == g.get("tid") and \
+                segs[j].get("category") in ("runqueue", "cpu"):
+            ns += dur(segs[j])
+            j -= 1
+        best = max(best, ns)
+    return best
+
+
 def median_own_latency(reqs):
     """Latency without the interference on the path: what the request's own
     work took. Other load on the machine (a loaded 2-core CI box) shows up as

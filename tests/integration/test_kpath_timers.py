@@ -21,7 +21,8 @@ timer from the loop's clock as it was when the loop last polled, so the
 handlers run before ours in the same batch make it fire up to their CPU
 time early: 8 of them at 2 ms at most, less in practice); no /fast or /cpu
 request carries a sleep as its own (<= 2%); a /fast request carries at most 2 ms of
-CPU as its own (>= 98%): the loop's work for others is interference."""
+CPU as its own (>= 98%, past each connection's first request, which sets
+up the connection): the loop's work for others is interference."""
 import collections
 import os
 import shutil
@@ -117,7 +118,8 @@ def case(tap, what, argv, src, min_sleep_ms):
     tap.ok(f"{what}: /fast, /cpu: {len(rest) - len(slept)} of {len(rest)} carry no sleep as "
            "their own (< 2 ms), expected >= 98%", rest and len(slept) <= len(rest) * 0.02,
            "\n".join(K.describe(q, 30) for q in slept[:2]))
-    fast = by.get("GET /fast", [])
+    # a connection's first request sets up its socket and parser: own cpu
+    fast = [q for q in by.get("GET /fast", []) if not q.get("id", "").endswith(":0")]
     busy = [q for q in fast if own_ns(q, "cpu") >= 2 * MS]
     tap.ok(f"{what}: /fast: {len(fast) - len(busy)} of {len(fast)} carry < 2 ms of cpu as their "
            "own (the loop's work for others is interference), expected >= 98%",
