@@ -307,6 +307,15 @@ static void test_fastcgi(void **state)
 	/* the prefix cut inside REQUEST_URI: SCRIPT_NAME names it */
 	assert_int_equal(proto__request_name(b, n - 6, name, sizeof(name)), KP_PROTO_FCGI);
 	assert_string_equal(name, "GET /index.php");
+	/* SCRIPT_FILENAME first, as nginx's fastcgi.conf sends it, the prefix
+	 * ending before SCRIPT_NAME: the file's last part names it */
+	n = 24;
+	fcgi_pair(b, &n, "SCRIPT_FILENAME", "/srv/www/app/index.php");
+	fcgi_pair(b, &n, "REQUEST_METHOD", "POST");
+	b[20] = 0;
+	b[21] = (uint8_t)(n - 24 + 40);
+	assert_int_equal(proto__request_name(b, n, name, sizeof(name)), KP_PROTO_FCGI);
+	assert_string_equal(name, "POST /index.php");
 	/* cut before REQUEST_METHOD */
 	assert_int_equal(proto__request_name(b, 30, name, sizeof(name)), KP_PROTO_FCGI);
 	assert_string_equal(name, "FastCGI request");

@@ -135,11 +135,45 @@ static void name_after_head(struct kp_conn *c, const struct cp_ev_sock *e)
 	char name[KP_NAME_LEN];
 	size_t n = c->req.nhead;
 
+	enum kp_proto pr;
+
 	memcpy(buf, c->req.head, n);
 	memcpy(buf + n, e->payload, e->payload_len);
 	c->req.nhead = 0;
-	if (proto__request_name(buf, n + e->payload_len, name, sizeof(name)) != KP_PROTO_NONE &&
-	    name[0])
+	pr = proto__request_name(buf, n + e->payload_len, name, sizeof(name));
+	if (pr != KP_PROTO_NONE && name[0]) {
+		memcpy(c->req.name, name, sizeof(c->req.name));
+		c->req.proto = (uint8_t)pr;
+	}
+}
+
+/* A FastCGI server that reads a record's header and its body apart
+ * (php-fpm): a PARAMS header is kept, and the body after it names the
+ * request, as the record whole after a BEGIN_REQUEST would. */
+static void fcgi_name_later(struct kp_conn *c, const struct cp_ev_sock *e)
+{
+	static const uint8_t begin[16] = {1, 1, 0, 1, 0, 8, 0, 0, 0, 1};
+	uint8_t buf[sizeof(begin) + CP_SHORT_READ + CP_PAYLOAD_MAX];
+	char name[KP_NAME_LEN];
+	size_t n = sizeof(begin);
+
+	if (strcmp(c->req.name, "FastCGI request"))
+		return; /* named already */
+	if (e->payload_len == 8 && e->payload[0] == 1 && e->payload[1] == 4) {
+		memcpy(c->req.head, e->payload, 8);
+		c->req.nhead = 8;
+		return;
+	}
+	memcpy(buf, begin, sizeof(begin));
+	if (c->req.nhead == 8 && c->req.head[1] == 4) {
+		memcpy(buf + n, c->req.head, 8);
+		n += 8;
+	}
+	c->req.nhead = 0;
+	memcpy(buf + n, e->payload, e->payload_len);
+	n += e->payload_len;
+	if (proto__request_name(buf, n, name, sizeof(name)) == KP_PROTO_FCGI &&
+	    strcmp(name, "FastCGI request"))
 		memcpy(c->req.name, name, sizeof(c->req.name));
 }
 
@@ -261,7 +295,9 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c->phase = KP_PH_IDLE;
 	}
 	if (c->phase == KP_PH_READING && !c->req.tls_fin) {
-		if (c->req.nhead && e->payload_len)
+		if (c->req.proto == KP_PROTO_FCGI && e->payload_len)
+			fcgi_name_later(c, e);
+		else if (c->req.nhead && e->payload_len)
 			name_after_head(c, e);
 		return 0;
 	}

@@ -384,11 +384,13 @@ static void fcgi_param(const uint8_t *k, uint32_t kn, const uint8_t *v, uint32_t
 }
 
 /* FastCGI (nginx or Apache calling php-fpm): a BEGIN_REQUEST record, then
- * PARAMS, named by REQUEST_METHOD and REQUEST_URI (else SCRIPT_NAME) as the
- * web server's request would be named. */
+ * PARAMS, named by REQUEST_METHOD and REQUEST_URI (else SCRIPT_NAME, else
+ * the last part of SCRIPT_FILENAME) as the web server's request would be
+ * named. */
 static enum kp_proto fcgi_name(const uint8_t *p, size_t len, char *name, size_t namelen)
 {
 	char method[16] = "", uri[KP_TARGET_LEN] = "", script[KP_TARGET_LEN] = "";
+	char file[KP_TARGET_LEN] = "";
 	char line[sizeof(method) + sizeof(uri) + 16];
 	size_t i;
 
@@ -403,11 +405,16 @@ static enum kp_proto fcgi_name(const uint8_t *p, size_t len, char *name, size_t 
 			fcgi_param(p + j, kn, p + j + kn, vn, "REQUEST_METHOD", method, sizeof(method));
 			fcgi_param(p + j, kn, p + j + kn, vn, "REQUEST_URI", uri, sizeof(uri));
 			fcgi_param(p + j, kn, p + j + kn, vn, "SCRIPT_NAME", script, sizeof(script));
+			fcgi_param(p + j, kn, p + j + kn, vn, "SCRIPT_FILENAME", file, sizeof(file));
 			j += kn + vn;
 		}
 	}
 	if (!uri[0])
 		memcpy(uri, script, sizeof(uri));
+	/* nginx's fastcgi.conf sends SCRIPT_FILENAME first: where the prefix
+	 * ends before the URI, the script's file name names it */
+	if (!uri[0] && strrchr(file, '/'))
+		snprintf(uri, sizeof(uri), "%s", strrchr(file, '/'));
 	if (!method[0] || !uri[0] || uri[0] != '/') {
 		snprintf(name, namelen, "FastCGI request");
 		return KP_PROTO_FCGI;
