@@ -16,8 +16,11 @@ exactly; a /sleep request through socat has the back end's 20 ms sleep on
 its path as its own work (>= 95%; with the CPU wait right before it, as
 Python's time.sleep sets its deadline before it blocks); the back end's
 requests have their own sleep; no request's path runs off the start of a thread it created (no
-`unexplained`, >= 95%); a /fast request carries no sleep as its own
-(<= 2%)."""
+`unexplained`, >= 95%); a /fast request carries no /sleep request's sleep
+as its own (>= 10 ms, <= 2%). A shorter own sleep there is the back end's
+interpreter lock: a GIL wait that timed out (5 ms) and then took the lock
+without waiting again has no waker to name (README, waits on other
+requests' threads); 0–9 of 320 /fast requests have one."""
 import collections
 import os
 import shutil
@@ -83,9 +86,10 @@ def main():
            "\n".join(K.describe(q, 12) for q in unexpl[:3]))
     fast = front.get("GET /fast", []) + back.get("GET /fast", [])
     slept = [q for q in fast if ns(q, lambda g: g.get("category") == "sleep" and K.own(g))
-             >= 2 * MS]
-    tap.ok(f"per-connection: /fast: {len(fast) - len(slept)} of {len(fast)} carry no sleep "
-           "as their own (< 2 ms), expected >= 98%", fast and len(slept) <= len(fast) * 0.02,
+             >= 10 * MS]
+    tap.ok(f"per-connection: /fast: {len(fast) - len(slept)} of {len(fast)} carry no /sleep "
+           "request's sleep as their own (>= 10 ms), expected >= 98%",
+           fast and len(slept) <= len(fast) * 0.02,
            "\n".join(K.describe(q, 30) for q in slept[:2]))
     K.done(tap)
 
