@@ -1151,7 +1151,7 @@ static void timer_loop(bool busy, bool queued)
 	static struct kb b;
 	const struct kb_tuple c2 = {"10.0.0.1", 80, "10.0.0.3", 5001};
 	const char *req = "GET /sleep HTTP/1.1\r\n\r\n", *other = "GET /o HTTP/1.1\r\n\r\n";
-	const struct kb_req *q = NULL;
+	const struct kb_req *q;
 	uint64_t own_sleep;
 
 	memset(&b, 0, sizeof(b));
@@ -1179,9 +1179,7 @@ static void timer_loop(bool busy, bool queued)
 	respond_at(&b, B + 22 * U, 100, 100);
 	kb_switch(&b, B + 23 * U, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
 	assert_int_equal(kb_run(&b), 0);
-	for (uint32_t i = 0; i < b.nreqs; i++)
-		if (!strcmp(b.reqs[i].name, "GET /sleep"))
-			q = &b.reqs[i];
+	q = kb_find_name(&b, "GET /sleep");
 	assert_non_null(q);
 	check_tiling(q);
 	own_sleep = 0;
