@@ -21,6 +21,7 @@
 #include "proto.h"
 #include "recording.h"
 #include "recording_testlib.h"
+#include "util.h"
 
 static void test_traceparent(void **state)
 {
@@ -411,6 +412,78 @@ static void test_otlp_encoding(void **state)
 	pbuf__free(&b);
 }
 
+/* Names from the network and from other processes' threads are not UTF-8
+ * for sure: each string field comes out repaired, or a collector refuses the
+ * whole batch */
+static void test_otlp_strings_utf8(void **state)
+{
+	static const char *const fr[] = {"srv\xff:80", "GET /\xc3(\xed\xa0\x80"};
+	struct cp_culprit cul = {.pid = 7, .tid = 8, .comm = "hog\xe2\x82", .ns = 3000};
+	struct cp_segment segs[] = {
+	    {.start_ns = 1000, .end_ns = 2000, .category = CP_CAT_LOCK, .frames = fr,
+	     .nframes = 2, .pid = 10, .tid = 10, .culprits = &cul, .nculprits = 1},
+	    {.start_ns = 2000, .end_ns = 3000, .category = CP_CAT_CPU, .frames = fr,
+	     .nframes = 2, .pid = 20, .tid = 21, .comm = "\x80\x81"},
+	};
+	struct cp_request_wire w = {.protocol = "http", .pid = 10, .tracestate = "k=\xfe"};
+	struct cp_request r = {.service = "srv\xff:80", .name = "GET /\xc3(\xed\xa0\x80",
+			       .host = "h\xc0\xaf", .start_ns = 1000, .end_ns = 3000,
+			       .segs = segs, .nsegs = 2, .target = "/\xf8x?a=\xff", .wire = &w};
+	struct otlp_resource res = {.exe = "/bin/\xff"};
+	uint8_t rnd[24] = {1};
+	struct pbuf b = {0};
+	struct pb spans[4], resource = {0};
+	char s[128];
+
+	assert_int_equal(otlp__encode_request(&b, &r, &res, AG_SLOW, rnd), 0);
+	assert_int_equal(spans_of((struct pb){b.p, b.p + b.n}, spans, 4, &resource), 2);
+	assert_true(attr(resource, 1, "service.name", s, sizeof(s), NULL));
+	assert_string_equal(s, "srv\xef\xbf\xbd:80");
+	assert_true(attr(resource, 1, "host.name", s, sizeof(s), NULL));
+	assert_string_equal(s, "h\xef\xbf\xbd\xef\xbf\xbd"); /* overlong '/' */
+	assert_true(attr(spans[0], 9, "url.path", s, sizeof(s), NULL));
+	assert_true(utf8__valid(s, strlen(s)));
+	/* the culprits are an array of strings */
+	assert_true(attr(spans[0], 9, "critpath.culprits", NULL, 0, NULL));
+	assert_non_null(memmem(b.p, b.n, "hog\xef\xbf\xbd\xef\xbf\xbd", 9));
+	assert_null(memmem(b.p, b.n, "hog\xe2", 4));
+	assert_true(attr(spans[1], 9, "critpath.comm", s, sizeof(s), NULL));
+	assert_string_equal(s, "\xef\xbf\xbd\xef\xbf\xbd");
+	for (int i = 0; i < 2; i++) { /* the span's name, field 5 */
+		uint32_t num, wt;
+		struct pb m = spans[i], x;
+		uint64_t v;
+		bool named = false;
+
+		while (field(&m, &num, &wt, &x, &v))
+			if (num == 5) {
+				named = true;
+				assert_true(utf8__valid((const char *)x.p, (size_t)(x.end - x.p)));
+			}
+		assert_true(named);
+	}
+	pbuf__free(&b);
+}
+
+static void test_tracestate_fit(void **state)
+{
+	/* 70 characters: the third member would be cut, so it goes whole */
+	static const char req[] = "GET / HTTP/1.1\r\ntracestate: congo=t61rcWkgMzE,rojo=00f067aa0ba902b7,"
+				  "vendorthree=abcdefghijklmnop\r\n\r\n";
+	struct proto_meta m;
+	char out[KP_TRACESTATE_LEN];
+
+	proto__http_meta((const uint8_t *)req, sizeof(req) - 1, &m, true);
+	assert_string_equal(m.tracestate, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+	proto__tracestate_fit(out, "a=1, b=2", 8);
+	assert_string_equal(out, "a=1, b=2");
+	proto__tracestate_fit(out, "averyveryveryveryveryveryveryveryveryveryveryveryveryverylongkey=1", 66);
+	assert_string_equal(out, "");
+	proto__tracestate_fit(out, "a=1 ,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb=2",
+			      71);
+	assert_string_equal(out, "a=1");
+}
+
 static void test_http_meta(void **state)
 {
 	static const char req[] = "GET /a/1?q=2 HTTP/1.1\r\nHost: x\r\nTraceParent:  "
@@ -559,6 +632,7 @@ int main(void)
 	    cmocka_unit_test(test_traceparent),	     cmocka_unit_test(test_trigger_duration_and_optin),
 	    cmocka_unit_test(test_trigger_percentile), cmocka_unit_test(test_trigger_sample),
 	    cmocka_unit_test(test_otlp_encoding),    cmocka_unit_test(test_http_meta),
+	    cmocka_unit_test(test_otlp_strings_utf8), cmocka_unit_test(test_tracestate_fit),
 	    cmocka_unit_test(test_exporter_refused),
 	    cmocka_unit_test(test_exporter_bytes_bound), cmocka_unit_test(test_flight),
 	};

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "dump_fmt.h"
+#include "util.h"
 
 /* --- the line printer ---------------------------------------------------- */
 
@@ -41,36 +42,6 @@ void jline__key(struct jline *j, const char *key)
 	j->first = false;
 }
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), or 0. */
-static size_t utf8_len(const uint8_t *p, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0)
-		len = 2, cp = p[0] & 0x1f;
-	else if ((p[0] & 0xf0) == 0xe0)
-		len = 3, cp = p[0] & 0x0f;
-	else if ((p[0] & 0xf8) == 0xf0)
-		len = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
 /* A quoted, escaped string; utf8 keeps valid multi-byte sequences. */
 static void put_quoted(FILE *f, const uint8_t *p, size_t n, bool utf8)
 {
@@ -95,7 +66,7 @@ static void put_quoted(FILE *f, const uint8_t *p, size_t n, bool utf8)
 		} else if (c >= 0x20 && c < 0x7f) {
 			fputc(c, f);
 			i++;
-		} else if (utf8 && c >= 0x80 && (len = utf8_len(p + i, n - i))) {
+		} else if (utf8 && c >= 0x80 && (len = utf8__seq(p + i, n - i))) {
 			fwrite(p + i, 1, len, f);
 			i += len;
 		} else {

@@ -235,7 +235,7 @@ static int stream_open(struct kp *kp, uint32_t ci, struct h2_dir *dr, const stru
 		snprintf(s->req.meta.traceparent, sizeof(s->req.meta.traceparent), "%s",
 			 f->traceparent);
 		snprintf(s->req.meta.tracestate, sizeof(s->req.meta.tracestate), "%s",
-			 f->tracestate);
+			 f->tracestate); /* already cut at a list-member */
 		s->req.grpc = !strncmp(f->content_type, "application/grpc", 16);
 	}
 	if (!s->req.name[0]) {

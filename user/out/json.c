@@ -11,45 +11,16 @@
 
 #include "engine.h"
 #include "out_json_int.h"
+#include "util.h"
 
 /* bytes that are not UTF-8 become U+FFFD (yajl writes strings as given) */
-size_t out_json__utf8_seq(const unsigned char *s, size_t left)
-{
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (n > left)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
 static void gen_str(yajl_gen g, const char *s)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t len = strlen(s), i = 0, o = 0;
-	bool ok = true;
+	size_t len = strlen(s);
 	char *buf;
 
-	for (i = 0; i < len && ok;) {
-		size_t n = out_json__utf8_seq(u + i, len - i);
-
-		ok = n > 0;
-		i += n;
-	}
-	if (ok) {
-		yajl_gen_string(g, u, len);
+	if (utf8__valid(s, len)) {
+		yajl_gen_string(g, (const unsigned char *)s, len);
 		return;
 	}
 	buf = malloc(len * 3 + 1);
@@ -57,20 +28,7 @@ static void gen_str(yajl_gen g, const char *s)
 		yajl_gen_string(g, (const unsigned char *)"?", 1);
 		return;
 	}
-	for (i = 0; i < len;) {
-		size_t n = out_json__utf8_seq(u + i, len - i);
-
-		if (n) {
-			memcpy(buf + o, u + i, n);
-			o += n;
-			i += n;
-		} else {
-			memcpy(buf + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	yajl_gen_string(g, (unsigned char *)buf, o);
+	yajl_gen_string(g, (unsigned char *)buf, utf8__repair(s, len, buf));
 	free(buf);
 }
 

@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "out_json_int.h"
+#include "util.h"
 
 /* Requests are written without yajl (most of the bytes; its per-token checks
  * cost more than the analysis), byte for byte as yajl_gen would. */
@@ -113,7 +114,7 @@ static void rq_str(struct out_json_stream *s, const char *str)
 			continue;
 		}
 		/* a sequence is at most 4 bytes: what is left beyond does not matter */
-		n = out_json__utf8_seq(u + i, strnlen((const char *)u + i, 4));
+		n = utf8__seq(u + i, strnlen((const char *)u + i, 4));
 		if (n) {
 			memcpy(s->buf + s->n, u + i, n);
 			s->n += n;

@@ -9,6 +9,7 @@
 
 #include "otlp.h"
 #include "commands.h"
+#include "util.h"
 
 #define TARGET_MAX 256
 
@@ -110,10 +111,28 @@ static void put_bytes(struct pbuf *b, uint32_t field, const void *p, size_t n)
 	b->n += n;
 }
 
+/* protobuf's strings are UTF-8, and a collector refuses the whole batch
+ * over one that is not: names from the network or from other processes'
+ * threads are repaired (bad bytes as U+FFFD) */
 static void put_str(struct pbuf *b, uint32_t field, const char *s)
 {
-	if (s)
-		put_bytes(b, field, s, strlen(s));
+	size_t n;
+	char *fix;
+
+	if (!s)
+		return;
+	n = strlen(s);
+	if (utf8__valid(s, n)) {
+		put_bytes(b, field, s, n);
+		return;
+	}
+	fix = malloc(3 * n);
+	if (!fix) {
+		b->err = true;
+		return;
+	}
+	put_bytes(b, field, fix, utf8__repair(s, n, fix));
+	free(fix);
 }
 
 static void put_fixed64(struct pbuf *b, uint32_t field, uint64_t v)

@@ -56,8 +56,5 @@ struct out_json_stream {
 
 /* Writes out what the buffer holds. */
 void out_json__flush(struct out_json_stream *s);
-/* The length of the UTF-8 sequence at s (at most left bytes), 0 when it is
- * not one: such bytes become U+FFFD. */
-size_t out_json__utf8_seq(const unsigned char *s, size_t left);
 
 #endif /* CRITPATH_OUT_JSON_INT_H */

@@ -496,8 +496,26 @@ static bool header_value(const uint8_t *p, size_t ll, const char *hdr, char *out
 	return true;
 }
 
+void proto__tracestate_fit(char *dst, const char *v, size_t n)
+{
+	size_t cut = n;
+
+	if (n >= KP_TRACESTATE_LEN) {
+		/* list-members from the left, whole: a member cut would be a
+		 * different vendor's value (W3C drops from the right) */
+		for (cut = KP_TRACESTATE_LEN - 1; cut && v[cut] != ','; cut--)
+			;
+		while (cut && (v[cut - 1] == ' ' || v[cut - 1] == '\t'))
+			cut--;
+	}
+	memcpy(dst, v, cut);
+	dst[cut] = '\0';
+}
+
 void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m, bool trace_ctx)
 {
+	char ts[512];
+
 	const uint8_t *sp, *e, *nl;
 	size_t o = 0;
 
@@ -525,7 +543,8 @@ void proto__http_meta(const uint8_t *p, size_t len, struct proto_meta *m, bool t
 			ll--;
 		if ((*line | 0x20) != 't')
 			continue;
-		if (!header_value(line, ll, "traceparent", m->traceparent, sizeof(m->traceparent)))
-			header_value(line, ll, "tracestate", m->tracestate, sizeof(m->tracestate));
+		if (!header_value(line, ll, "traceparent", m->traceparent, sizeof(m->traceparent)) &&
+		    header_value(line, ll, "tracestate", ts, sizeof(ts)))
+			proto__tracestate_fit(m->tracestate, ts, strlen(ts));
 	}
 }

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto.h"
 #include "proto_hpack.h"
+
+_Static_assert(HP_VAL_LEN >= KP_TRACESTATE_LEN, "a tracestate field holds what a request keeps");
 
 #define HP_ENTRY_OVERHEAD 32	 /* RFC 7541 4.1 */
 #define HP_MAX_TABLE (4096 * 16) /* larger size updates are taken as garbage, not HPACK */
@@ -295,6 +298,7 @@ struct field {
 	uint8_t key;
 	uint32_t name_len;
 	const char *val; /* NULL when not known */
+	uint32_t val_len; /* as sent (val may be cut) */
 };
 
 static struct hp_entry *entry_at(struct hpack *t, uint32_t i)
@@ -320,6 +324,7 @@ static int lookup(struct hpack *t, uint32_t index, struct field *fl)
 		fl->key = s->key;
 		fl->name_len = name_len[index];
 		fl->val = s->val ? s->val : "";
+		fl->val_len = (uint32_t)strlen(fl->val);
 		return 0;
 	}
 	index -= HP_STATIC_N + 1;
@@ -332,6 +337,7 @@ static int lookup(struct hpack *t, uint32_t index, struct field *fl)
 	fl->key = e->key;
 	fl->name_len = e->name_len;
 	fl->val = e->val;
+	fl->val_len = e->size - e->name_len - HP_ENTRY_OVERHEAD;
 	return 0;
 }
 
@@ -417,7 +423,7 @@ static int parse_status(const char *v)
 	return (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
 }
 
-static void put_field(struct hp_fields *f, uint8_t key, const char *val)
+static void put_field(struct hp_fields *f, uint8_t key, const char *val, uint32_t val_len)
 {
 	size_t sz;
 	char *dst;
@@ -439,8 +445,8 @@ static void put_field(struct hp_fields *f, uint8_t key, const char *val)
 		dst = f->traceparent, sz = sizeof(f->traceparent);
 		break;
 	case HP_K_TRACESTATE:
-		dst = f->tracestate, sz = sizeof(f->tracestate);
-		break;
+		proto__tracestate_fit(f->tracestate, val, val_len);
+		return;
 	case HP_K_STATUS:
 		f->status = parse_status(val);
 		return;
@@ -498,7 +504,7 @@ static int literal(struct hpack *t, const uint8_t *p, size_t len, size_t *pos, u
 			table_reset(t);
 		return 0;
 	}
-	put_field(f, fl.key, val);
+	put_field(f, fl.key, val, val_len);
 	if (insert)
 		table_insert(t, fl.key, fl.name_len, val_len, val);
 	return 0;
@@ -519,7 +525,7 @@ static int representation(struct hpack *t, const uint8_t *p, size_t len, size_t 
 		if (err)
 			return err;
 		if (fl.known)
-			put_field(f, fl.key, fl.val);
+			put_field(f, fl.key, fl.val, fl.val_len);
 		else
 			f->unknown = true;
 		return 0;

@@ -36,6 +36,9 @@ struct proto_meta {
 	char traceparent[KP_TRACEPARENT_LEN];
 	char tracestate[KP_TRACESTATE_LEN];
 };
+/* W3C tracestate value v (n bytes) into dst (KP_TRACESTATE_LEN): whole
+ * list-members from the left, "" when even the first does not fit. */
+void proto__tracestate_fit(char *dst, const char *v, size_t n);
 /* An HTTP/1.x request's (p: bytes proto__request_name found HTTP's): the
  * target, and with trace_ctx the trace context headers (header lines cut
  * by the prefix are not read). */

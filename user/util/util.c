@@ -317,3 +317,65 @@ int parse_duration(const char *s, uint64_t *ns)
 	}
 	return -EINVAL;
 }
+
+size_t utf8__seq(const unsigned char *s, size_t left)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+bool utf8__valid(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (size_t i = 0, k; i < n; i += k) {
+		if (u[i] < 0x80) {
+			k = 1;
+			continue;
+		}
+		if (!(k = utf8__seq(u + i, n - i)))
+			return false;
+	}
+	return true;
+}
+
+size_t utf8__repair(const char *s, size_t n, char *out)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t o = 0;
+
+	for (size_t i = 0, k; i < n; i += k) {
+		k = utf8__seq(u + i, n - i);
+		if (k) {
+			memcpy(out + o, u + i, k);
+			o += k;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			k = 1;
+		}
+	}
+	return o;
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* The building blocks every module uses: growing arrays, hashing, an open
  * addressing index over the caller's entries, a map from 64-bit keys,
- * interned strings. */
+ * interned strings, UTF-8 checks. */
 #ifndef CRITPATH_UTIL_H
 #define CRITPATH_UTIL_H
 
@@ -121,5 +121,16 @@ void u64map__free(struct u64map *m);
 /* "20ms", "1.5s", "250us" (ns, us, µs, ms, s, m, min, h; a bare number
  * only when 0) → *ns; -EINVAL otherwise. */
 int parse_duration(const char *s, uint64_t *ns);
+
+/* The length of the UTF-8 sequence at s (left bytes), or 0 when it is not
+ * one: a stray or cut continuation, an overlong form, a surrogate, past
+ * U+10FFFF. Every output that must be UTF-8 (JSON, OTLP strings, text)
+ * replaces such a byte by U+FFFD or escapes it. */
+size_t utf8__seq(const unsigned char *s, size_t left);
+/* s[0..n) is UTF-8 as a whole */
+bool utf8__valid(const char *s, size_t n);
+/* s[0..n) with every invalid byte as U+FFFD, into out (3n bytes at most);
+ * its length */
+size_t utf8__repair(const char *s, size_t n, char *out);
 
 #endif /* CRITPATH_UTIL_H */
