@@ -117,6 +117,37 @@ static void test_plain(void **state)
 	engine__free(e);
 }
 
+/* Thread and request names come from other processes and the network: a
+ * terminal escape, a newline or a byte that is not UTF-8 is shown escaped,
+ * never written to the reader's terminal */
+static void test_hostile_names(void **state)
+{
+	static const char *const fr[] = {"sv\x1b[2J:80", "GET /a\nb\xff", "f\xc2\x9b" "1m"};
+	static const struct cp_culprit c[] = {{7, 8, "\x1b]0;owned\x07", 2000000}};
+	struct cp_segment g[1] = {
+	    {.start_ns = 1000000, .end_ns = 3000000, .category = CP_CAT_RUNQUEUE, .frames = fr,
+	     .nframes = 3, .pid = 7, .tid = 9, .cpu = 0, .comm = "w\rx\x7f",
+	     .culprits = c, .nculprits = 1},
+	};
+	struct cp_request q = {.id = "1:2:3", .service = fr[0], .name = fr[1],
+			       .start_ns = 1000000, .end_ns = 3000000, .segs = g, .nsegs = 1};
+	struct engine *e = engine__new(&(struct engine_opts){.keep_slowest = 1});
+	struct out_opts o = {.top = 20, .requests = 1};
+	size_t len;
+	char *s;
+
+	assert_int_equal(engine__add_request(e, &q), 1);
+	s = render(e, &o, &len);
+	for (size_t i = 0; i < len; i++)
+		assert_true(s[i] == '\n' || ((unsigned char)s[i] >= 0x20 && s[i] != 0x7f));
+	assert_null(strstr(s, "\xc2\x9b"));
+	assert_non_null(strstr(s, "request 1:2:3: sv\\x1b[2J:80 GET /a\\x0ab\\xff, latency"));
+	assert_non_null(strstr(s, "runqueue    w\\x0dx\\x7f/9 cpu0 in f\\u009b1m culprits: "
+				  "\\x1b]0;owned\\x07/8 2.000 ms\n"));
+	free(s);
+	engine__free(e);
+}
+
 /* Several hosts: where each clock was put, and the steps on another host */
 static void test_hosts(void **state)
 {
@@ -170,6 +201,7 @@ int main(void)
 	    cmocka_unit_test(test_fold),
 	    cmocka_unit_test(test_hosts),
 	    cmocka_unit_test(test_plain),
+	    cmocka_unit_test(test_hostile_names),
 	    cmocka_unit_test(test_empty),
 	};
 

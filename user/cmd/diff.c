@@ -12,6 +12,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
+#include "msg.h"
 #include "report_cmd.h"
 
 #define STR_(x) #x
@@ -499,8 +500,8 @@ static bool folded(const struct diff_side *s)
 static void put_step(FILE *f, const struct diff_step *s)
 {
 	for (uint32_t i = 0; i < s->nframes; i++)
-		fprintf(f, "%s ; ", s->frames[i]);
-	fputs(s->category, f);
+		fprintf(f, "%s ; ", text__safe(s->frames[i]));
+	fputs(text__safe(s->category), f);
 }
 
 static void write_text(FILE *f, const struct diff_side *a, const struct diff_side *b,
@@ -508,9 +509,9 @@ static void write_text(FILE *f, const struct diff_side *a, const struct diff_sid
 {
 	bool fa = folded(a), fb = folded(b);
 
-	fprintf(f, "A: %s: %llu requests, mean latency %.3f ms\n", a->label,
+	fprintf(f, "A: %s: %llu requests, mean latency %.3f ms\n", text__safe(a->label),
 		(unsigned long long)a->nrequests, a->mean_latency_ns / 1e6);
-	fprintf(f, "B: %s: %llu requests, mean latency %.3f ms\n", b->label,
+	fprintf(f, "B: %s: %llu requests, mean latency %.3f ms\n", text__safe(b->label),
 		(unsigned long long)b->nrequests, b->mean_latency_ns / 1e6);
 	if (fa || fb)
 		fprintf(f,

@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include "engine.h"
+#include "msg.h"
 #include "proto.h"
+
+/* every name is from a process or the network: safe for a terminal */
+#define T(s) text__safe(s)
 
 static double ms(uint64_t ns)
 {
@@ -23,14 +27,14 @@ static double per_req_ms(uint64_t total, uint64_t n)
 static void put_stack(FILE *f, const char *const *frames, uint32_t n, const char *leaf)
 {
 	for (uint32_t i = 0; i < n; i++)
-		fprintf(f, "%s ; ", frames[i] ? frames[i] : "?");
+		fprintf(f, "%s ; ", frames[i] ? T(frames[i]) : "?");
 	fputs(leaf, f);
 }
 
 static void put_header(FILE *f, const struct engine_result *r, const struct out_opts *o)
 {
 	if (o && o->title)
-		fprintf(f, "%s\n", o->title);
+		fprintf(f, "%s\n", T(o->title));
 	fprintf(f, "%llu requests", (unsigned long long)r->nrequests);
 	/* a tier behind a traced one: its requests are in their callers'
 	 * paths, and counted there */
@@ -140,14 +144,14 @@ static void put_spans(FILE *f, const struct engine_result *r, uint32_t top)
 		fprintf(f, "%10.3f %10.3f %9llu  ", per_req_ms(s->exclusive_ns, r->nrequests),
 			per_req_ms(s->inclusive_ns, r->nrequests), (unsigned long long)s->count);
 		for (uint32_t k = 0; k < s->nframes; k++)
-			fprintf(f, "%s%s", k ? " ; " : "", s->frames[k] ? s->frames[k] : "?");
+			fprintf(f, "%s%s", k ? " ; " : "", s->frames[k] ? T(s->frames[k]) : "?");
 		fputc('\n', f);
 	}
 }
 
 static void put_who(FILE *f, int32_t pid, int32_t tid, const char *comm)
 {
-	fprintf(f, "%s", comm ? comm : "?");
+	fprintf(f, "%s", comm ? T(comm) : "?");
 	if (pid >= 0 && tid >= 0 && pid != tid)
 		fprintf(f, " (pid %d, tid %d)", pid, tid);
 	else if (tid >= 0)
@@ -179,7 +183,7 @@ static void put_contention(FILE *f, const struct engine_result *r, uint32_t top)
 
 static void put_sku_row(FILE *f, const struct engine_sku_stat *st)
 {
-	fprintf(f, "    %-28s %9u %9.3f %9.3f %7.2f", st->sku ? st->sku : "?", st->requests,
+	fprintf(f, "    %-28s %9u %9.3f %9.3f %7.2f", st->sku ? T(st->sku) : "?", st->requests,
 		ms(st->mean_ns), ms(st->q50_ns), st->ratio);
 	if (st->verdict == ENGINE_SKU_BASELINE || st->verdict == ENGINE_SKU_FEW)
 		fprintf(f, "  %-13s", "");
@@ -208,7 +212,7 @@ static void put_skus(FILE *f, const struct engine_result *r, uint32_t top)
 	fputs("SKUs:", f);
 	for (uint32_t i = 0; i < r->nskus; i++)
 		fprintf(f, "%s %s (%llu requests%s)", i ? "," : "",
-			r->skus[i].sku ? r->skus[i].sku : "?",
+			r->skus[i].sku ? T(r->skus[i].sku) : "?",
 			(unsigned long long)r->skus[i].requests, i ? "" : ", the baseline");
 	fputc('\n', f);
 	if (!r->nsku_steps)
@@ -247,12 +251,12 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 		fputs(" held by", f);
 	if (g->tid >= 0 || g->comm) {
 		fputs(" ", f);
-		fprintf(f, "%s/%d", g->comm ? g->comm : "?", g->tid);
+		fprintf(f, "%s/%d", g->comm ? T(g->comm) : "?", g->tid);
 	}
 	if (g->cpu >= 0)
 		fprintf(f, " cpu%d", g->cpu);
 	if (g->host && (!q->host || strcmp(g->host, q->host)))
-		fprintf(f, " on %s", g->host);
+		fprintf(f, " on %s", T(g->host));
 	/* frames past service and name tell apart consecutive segments of one
 	 * thread */
 	for (uint32_t i = 2; i < g->nframes; i++) {
@@ -260,22 +264,22 @@ static void put_segment(FILE *f, const struct cp_request *q, const struct cp_seg
 		if (i == 2 && g->nframes == 3 && g->peer && g->frames[i] &&
 		    !strcmp(g->frames[i], g->peer))
 			break;
-		fprintf(f, "%s%s", i == 2 ? " in " : " ; ", g->frames[i] ? g->frames[i] : "?");
+		fprintf(f, "%s%s", i == 2 ? " in " : " ; ", g->frames[i] ? T(g->frames[i]) : "?");
 	}
 	if (g->interference)
 		fputs(" interference", f);
 	if (g->peer)
-		fprintf(f, " peer %s", g->peer);
+		fprintf(f, " peer %s", T(g->peer));
 	if (g->service || g->operation)
-		fprintf(f, " span %s %s", g->service ? g->service : "?",
-			g->operation ? g->operation : "?");
+		fprintf(f, " span %s %s", g->service ? T(g->service) : "?",
+			g->operation ? T(g->operation) : "?");
 	if (g->span_id)
-		fprintf(f, " [%s]", g->span_id);
+		fprintf(f, " [%s]", T(g->span_id));
 	for (uint32_t i = 0; i < g->nculprits && !holder; i++) {
 		const struct cp_culprit *c = &g->culprits[i];
 
 		fprintf(f, "%s%s/%d %.3f ms", i ? ", " : g->category == CP_CAT_LOCK ? " held by: " : " culprits: ",
-			c->comm ? c->comm : "?", c->tid >= 0 ? c->tid : c->pid, ms(c->ns));
+			c->comm ? T(c->comm) : "?", c->tid >= 0 ? c->tid : c->pid, ms(c->ns));
 	}
 	if (folded > 1)
 		fprintf(f, " (%u segments)", folded);
@@ -344,12 +348,12 @@ static void put_hosts(FILE *f, const struct engine_result *r)
 {
 	if (r->nhosts < 2)
 		return;
-	fprintf(f, "\nHosts (clocks on %s's time base)\n", r->hosts[0].name ? r->hosts[0].name : "?");
+	fprintf(f, "\nHosts (clocks on %s's time base)\n", r->hosts[0].name ? T(r->hosts[0].name) : "?");
 	for (uint32_t i = 0; i < r->nhosts; i++) {
 		const struct cp_host *h = &r->hosts[i];
 		const char *how = h->clock ? h->clock : "";
 
-		fprintf(f, "  %-20s ", h->name ? h->name : "?");
+		fprintf(f, "  %-20s ", h->name ? T(h->name) : "?");
 		if (!strcmp(how, "reference"))
 			fprintf(f, "the time base\n");
 		else if (!strcmp(how, "messages"))
@@ -403,16 +407,16 @@ static int put_requests(FILE *f, const struct engine_result *r, uint32_t want)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct cp_request *q = v[i];
 
-		fprintf(f, "\nrequest %s: %s %s", q->id ? q->id : "?",
-			q->service ? q->service : "?", q->name ? q->name : "?");
+		fprintf(f, "\nrequest %s: %s %s", q->id ? T(q->id) : "?",
+			q->service ? T(q->service) : "?", q->name ? T(q->name) : "?");
 		if (q->target && !name_has_target(q->name, q->target)) {
 			char t[512];
 
 			proto__target_redacted(q->target, t, sizeof(t));
-			fprintf(f, " (%s)", t);
+			fprintf(f, " (%s)", T(t));
 		}
 		if (q->host)
-			fprintf(f, " on %s", q->host);
+			fprintf(f, " on %s", T(q->host));
 		fprintf(f, ", latency %.3f ms%s, %u segments\n", ms(q->end_ns - q->start_ns),
 			q->partial ? " (partial: overlaps lost events or clipped input)" : "",
 			q->nsegs);
@@ -441,7 +445,7 @@ int out_text(FILE *f, const struct engine_result *r, const struct out_opts *o)
 	if (r->nwarnings) {
 		fprintf(f, "\nWarnings (%u)\n", r->nwarnings);
 		for (uint32_t i = 0; i < r->nwarnings; i++)
-			fprintf(f, "  %s\n", r->warnings[i]);
+			fprintf(f, "  %s\n", T(r->warnings[i]));
 	}
 	if (fflush(f) || ferror(f))
 		return -EIO;
