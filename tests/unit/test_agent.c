@@ -77,6 +77,43 @@ static void test_trigger_duration_and_optin(void **state)
 	trigger__free(t);
 }
 
+/* A client setting the sampled flag on every request is followed up to the
+ * rate (a second's worth at once), then refused, counted; --no-opt-in
+ * follows none */
+static void test_trigger_optin_rate(void **state)
+{
+	struct trigger_opts o = {.slow_ns = 50000000, .optin_rate = 10};
+	struct trigger *t = trigger__new(&o);
+	struct cp_request_wire w = {.traceparent =
+					"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"};
+	struct cp_request r = req("s", "GET /", 1000, 1000000);
+	uint64_t now = 5000000000ull;
+	int in = 0, out = 0;
+
+	r.wire = &w;
+	/* 1,000 a second for 3 s: 10 at once, then 10 a second */
+	for (int i = 0; i < 3000; i++, now += 1000000) {
+		unsigned v = trigger__judge(t, &r, now);
+
+		in += !!(v & AG_OPTIN);
+		out += !!(v & AG_OPTIN_REFUSED);
+		assert_false((v & AG_OPTIN) && (v & AG_OPTIN_REFUSED));
+	}
+	assert_in_range(in, 38, 41);
+	assert_int_equal(in + out, 3000);
+	/* a slow one is still slow */
+	r = req("s", "GET /", 1000, 60000000);
+	r.wire = &w;
+	assert_true(trigger__judge(t, &r, now) & AG_SLOW);
+	trigger__free(t);
+	o.no_optin = true;
+	t = trigger__new(&o);
+	r = req("s", "GET /", 1000, 1000000);
+	r.wire = &w;
+	assert_int_equal(trigger__judge(t, &r, now), AG_OPTIN_REFUSED);
+	trigger__free(t);
+}
+
 struct counts {
 	int n;
 	uint64_t a, b;
@@ -630,6 +667,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_traceparent),	     cmocka_unit_test(test_trigger_duration_and_optin),
+	    cmocka_unit_test(test_trigger_optin_rate),
 	    cmocka_unit_test(test_trigger_percentile), cmocka_unit_test(test_trigger_sample),
 	    cmocka_unit_test(test_otlp_encoding),    cmocka_unit_test(test_http_meta),
 	    cmocka_unit_test(test_otlp_strings_utf8), cmocka_unit_test(test_tracestate_fit),

@@ -22,6 +22,9 @@ enum ag_verdict {
 	AG_SAMPLED = OTLP_SAMPLED,
 	AG_OPTIN = OTLP_OPTIN,
 	AG_PROFILE = 8, /* --profile-sample: the windows' random sample */
+	/* not a reason to walk: a sampled traceparent not followed (over
+	 * --opt-in-rate, or --no-opt-in) */
+	AG_OPTIN_REFUSED = 16,
 };
 
 struct trigger_opts {
@@ -29,8 +32,13 @@ struct trigger_opts {
 	double slow_pct;    /* --slow pNN as 0.NN; 0: by duration */
 	double sample;	    /* exported at random */
 	double profile;	    /* walked at random for the profiles */
+	/* opted in by a sampled traceparent at most this many a second (a
+	 * token bucket of one second's worth; 0: no limit), or never */
+	double optin_rate;
+	bool no_optin;
 	uint64_t seed;
 };
+#define TRIGGER_OPTIN_RATE 100 /* --opt-in-rate's default */
 
 struct trigger;
 struct trigger *trigger__new(const struct trigger_opts *o);
@@ -38,6 +46,7 @@ void trigger__free(struct trigger *t);
 /* A finished request's verdict (AG_* bits); now: the stream's time. Every
  * request counts towards its service and name's running percentiles. */
 unsigned trigger__judge(struct trigger *t, const struct cp_request *head, uint64_t now);
+
 /* Every request seen since the last call, per service and name (latency
  * percentiles from a log histogram, ~3% wide buckets); then starts over. */
 struct trigger_count {

@@ -37,6 +37,8 @@ struct trigger {
 	struct index ix;
 	uint32_t min_n; /* samples a percentile needs */
 	const char *others;
+	double tokens;	    /* opt-ins allowed now */
+	uint64_t tokens_at; /* stream time they were counted at */
 };
 
 static uint32_t bucket(uint64_t ns)
@@ -85,6 +87,7 @@ struct trigger *trigger__new(const struct trigger_opts *o)
 	t->o = *o;
 	t->others = "(others)";
 	t->rng = o->seed ? o->seed : 0x9e3779b97f4a7c15ull;
+	t->tokens = o->optin_rate > 1 ? o->optin_rate : 1;
 	/* twice the requests in which one is above the percentile */
 	t->min_n = o->slow_pct > 0 && o->slow_pct < 1 ? (uint32_t)(2.0 / (1.0 - o->slow_pct)) : 0;
 	return t;
@@ -174,6 +177,29 @@ static uint64_t running_pct(const struct trigger *t, struct key *k, uint64_t now
 	return 0;
 }
 
+/* Any client can set the sampled flag on every request: the callers'
+ * choice is followed up to the rate, so they cannot decide how much the
+ * agent walks and exports */
+static bool optin_allowed(struct trigger *t, uint64_t now)
+{
+	double burst = t->o.optin_rate > 1 ? t->o.optin_rate : 1;
+
+	if (t->o.no_optin)
+		return false;
+	if (t->o.optin_rate <= 0)
+		return true;
+	if (now > t->tokens_at) {
+		t->tokens += (double)(now - t->tokens_at) * 1e-9 * t->o.optin_rate;
+		if (t->tokens > burst)
+			t->tokens = burst;
+	}
+	t->tokens_at = now;
+	if (t->tokens < 1)
+		return false;
+	t->tokens -= 1;
+	return true;
+}
+
 unsigned trigger__judge(struct trigger *t, const struct cp_request *h, uint64_t now)
 {
 	uint64_t lat = h->end_ns > h->start_ns ? h->end_ns - h->start_ns : 0;
@@ -200,8 +226,12 @@ unsigned trigger__judge(struct trigger *t, const struct cp_request *h, uint64_t 
 		uint8_t tid[16], sid[8];
 		bool sampled;
 
-		if (traceparent__parse(h->wire->traceparent, tid, sid, &sampled) && sampled)
-			v |= AG_OPTIN;
+		if (traceparent__parse(h->wire->traceparent, tid, sid, &sampled) && sampled) {
+			if (optin_allowed(t, now))
+				v |= AG_OPTIN;
+			else
+				v |= AG_OPTIN_REFUSED;
+		}
 	}
 	if (k) {
 		if (k->epoch[s] != now / SLOT_NS) {

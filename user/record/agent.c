@@ -27,6 +27,8 @@
 /* a record reaches its ring within HOLD_NS, a held one a drain later */
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* --- what to follow -------------------------------------------------------- */
 
@@ -144,7 +146,7 @@ static void status(struct agent *a, const char *when)
 	struct rusage ru;
 	uint64_t cpu, now = clock__mono_ns(), rss_kb = 0;
 	double share;
-	char buf[256];
+	char buf[256], refused[64];
 
 	if (a->ex)
 		exporter__stats(a->ex, &st);
@@ -159,13 +161,17 @@ static void status(struct agent *a, const char *when)
 		if (sscanf(buf, "%lu %lu", &size, &res) == 2)
 			rss_kb = res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 	}
+	refused[0] = '\0';
+	if (cnt_get(a->optin_refused))
+		snprintf(refused, sizeof(refused), ", %llu opt-in refused (--opt-in-rate)",
+			 (unsigned long long)cnt_get(a->optin_refused));
 	cp_error(CMD,
-		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
+		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in%s), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
 		    "%d targets, cpu %.1f%%, rss %llu MiB",
 		when, (unsigned long long)cnt_get(a->seen), (unsigned long long)cnt_get(a->slow),
 		(unsigned long long)cnt_get(a->sampled), (unsigned long long)cnt_get(a->optin),
-		(unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
+		refused, (unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
 		(unsigned long long)cnt_get(a->profiled), (unsigned long long)a->s->r->lost,
 		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024));
@@ -190,8 +196,10 @@ static void usage(FILE *f)
 		"                      percentile of their service and name over the last minute\n"
 		"                      (default p99)\n"
 		"  --sample RATE       also a random fraction, 0-1 (default 0)\n"
-		"                      (a request with a sampled W3C traceparent is always\n"
-		"                      exported, as a child of the caller's span)\n"
+		"  --opt-in-rate N     a request with a sampled W3C traceparent is exported as a\n"
+		"                      child of the caller's span, N a second at most (default\n"
+		"                      " STR(TRIGGER_OPTIN_RATE) "; the callers choose them, so they are capped)\n"
+		"  --no-opt-in         the traceparent's sampled flag chooses nothing\n"
 		"  --otlp URL          OTLP/HTTP traces endpoint (default:\n"
 		"                      $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or\n"
 		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export)\n"
@@ -238,6 +246,8 @@ enum {
 	O_FLIGHT,
 	O_FLIGHT_SECS,
 	O_FLIGHT_MB,
+	O_OPTIN_RATE,
+	O_NO_OPTIN,
 };
 
 static bool rate(const char *s, double *out)
@@ -292,6 +302,20 @@ static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct ex
 	case O_POPTIN:
 		a->include_optin = true;
 		return 0;
+	case O_OPTIN_RATE: {
+		char *end;
+		double r = strtod(arg, &end);
+
+		if (end != arg && !strcmp(end, "/s"))
+			end += 2;
+		if (*end || end == arg || !(r > 0 && r <= 1e6))
+			return bad("--opt-in-rate", arg, "requests a second, above 0 (\"50\" or \"50/s\")");
+		to->optin_rate = r;
+		return 0;
+	}
+	case O_NO_OPTIN:
+		to->no_optin = true;
+		return 0;
 	case O_OTLP:
 		*url = arg;
 		return 0;
@@ -345,7 +369,8 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	    {"host", 1, 0, O_HOST},	      {"sku", 1, 0, O_SKU},
 	    {"no-tls", 0, 0, O_NOTLS},	      {"status-every", 1, 0, O_STATUS},
 	    {"flight", 1, 0, O_FLIGHT},	      {"flight-seconds", 1, 0, O_FLIGHT_SECS},
-	    {"flight-mb", 1, 0, O_FLIGHT_MB},  {"help", 0, 0, 'h'},
+	    {"flight-mb", 1, 0, O_FLIGHT_MB},  {"opt-in-rate", 1, 0, O_OPTIN_RATE},
+	    {"no-opt-in", 0, 0, O_NO_OPTIN},   {"help", 0, 0, 'h'},
 	    {0},
 	};
 	struct rec_opts *o = &a->s->o;
@@ -542,7 +567,8 @@ int cmd_agent(int argc, char **argv)
 {
 	struct rec_session *s = calloc(1, sizeof(*s));
 	struct agent *a = calloc(1, sizeof(*a));
-	struct trigger_opts to = {.slow_pct = 0.99, .profile = 0.01};
+	struct trigger_opts to = {.slow_pct = 0.99, .profile = 0.01,
+				  .optin_rate = TRIGGER_OPTIN_RATE};
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
 	const char *url = NULL;

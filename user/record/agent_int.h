@@ -38,7 +38,7 @@ struct agent {
 	int ncomm, nexe, ncgroup;
 	char *exe_real[MAX_WATCH];
 	/* written by the analysis thread only; read with cnt_get() */
-	uint64_t seen, walked, exported, slow, sampled, optin, profiled, late;
+	uint64_t seen, walked, exported, slow, sampled, optin, optin_refused, profiled, late;
 	uint64_t status_every, last_status, last_cpu_ns, ntargets_added;
 	const char *service_env;
 	int err; /* the analysis's first error (atomic) */

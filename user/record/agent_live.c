@@ -269,6 +269,8 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 	cnt_add(a->slow, !!(v & AG_SLOW));
 	cnt_add(a->sampled, !!(v & AG_SAMPLED));
 	cnt_add(a->optin, !!(v & AG_OPTIN));
+	cnt_add(a->optin_refused, !!(v & AG_OPTIN_REFUSED));
+	v &= ~(unsigned)AG_OPTIN_REFUSED;
 	if ((v & AG_SLOW) && l->fl)
 		flight_dump(a, h);
 	if (!a->ex)
