@@ -164,6 +164,11 @@ struct cp_sink {
 	/* optional: the sink never reads cp_request.tags (span input then
 	 * does not collect them) */
 	bool ignores_tags;
+	/* optional: distinct request names (services and the names of their
+	 * requests) at most; past it a new one is CP_OTHER_NAMES, counted and
+	 * said once (0: no bound) */
+	uint32_t max_names;
 };
+#define CP_OTHER_NAMES "(other names)"
 
 #endif /* CRITPATH_MODEL_H */

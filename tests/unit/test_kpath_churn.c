@@ -80,6 +80,60 @@ static void test_churn(void **state)
 	kp__free(&kp);
 }
 
+static uint64_t nfolded;
+
+static int count_folded(void *arg, const struct cp_request *r)
+{
+	nreq++;
+	nfolded += !strcmp(r->name, CP_OTHER_NAMES);
+	return 0;
+}
+
+/* A client choosing a new path for every request (no number in it to
+ * template): past max_names distinct names, new ones are one name, so the
+ * process does not grow with them; a name seen before the bound keeps its
+ * own. */
+static void test_names_bound(void **state)
+{
+	static struct kb b;
+	static const char *const models[] = {"m", "m"};
+	struct kp kp;
+	uint64_t t = 1000 * MS;
+
+	memset(&b, 0, sizeof(b));
+	nreq = nfolded = 0;
+	kp__init(&kp, count_folded, NULL);
+	kp.max_names = 50;
+	assert_int_equal(kp__add_source(&kp, "boot-1", 0, "h", NULL, 2, models), 0);
+	kb_proc(&b, 100, "srv");
+	kb_feed(&kp, &b);
+	for (uint32_t k = 0; k < 2000; k++, t += MS) {
+		const struct kb_tuple c = {"10.0.0.1", 80, "10.0.0.2", (uint16_t)(1024 + k)};
+		char req[64];
+
+		/* "GET /p/abc": letters, so a name of its own each; the first
+		 * ten again at the end */
+		snprintf(req, sizeof(req), "GET /p/%c%c%c HTTP/1.1\r\n\r\n",
+			 'a' + (k < 1990 ? k : k - 1990) % 26, 'a' + (k < 1990 ? k : k - 1990) / 26 % 26,
+			 'a' + (k < 1990 ? k : k - 1990) / 676 % 26);
+		kb_sock(&b, t - 5 * US, t, 100, 100, CP_SOCK_ACCEPT, 7, c, 7, 0, NULL);
+		kb_dready(&b, t + 20 * US, 0, 100, c, 1000 + (uint32_t)strlen(req));
+		kb_sock(&b, t + 10 * US, t + 21 * US, 100, 100, CP_SOCK_READ, 7, c,
+			(int64_t)strlen(req), 1000, req);
+		kb_sock(&b, t + 50 * US, t + 60 * US, 100, 100, CP_SOCK_WRITE, 7, c, 17, 5000,
+			"HTTP/1.1 200 OK\r\n");
+		kb_sock(&b, t + 65 * US, t + 70 * US, 100, 100, CP_SOCK_CLOSE, 7, c, 0, 0, NULL);
+		kb_feed(&kp, &b);
+	}
+	assert_int_equal(kp__finish(&kp), 0);
+	assert_int_equal(nreq, 2000);
+	/* 50 names: the service's and 49 requests' (the last ten among them) */
+	assert_int_equal(nfolded, 2000 - 49 - 10);
+	assert_int_equal(kp.names_folded, nfolded);
+	assert_true(kp.names.n <= 50);
+	kp__free(&kp);
+}
+
 /* Process 100 accepts and closes its copy of the socket; process 200 (a
  * forked worker holding the same socket) serves a request on it right
  * after, and another seven seconds later: the connection is the same one
@@ -140,6 +194,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_churn),
+	    cmocka_unit_test(test_names_bound),
 	    cmocka_unit_test(test_shared_socket),
 	};
 

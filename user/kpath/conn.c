@@ -382,7 +382,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	w->name = NULL;
 	if (c->role == KP_ROLE_SERVER && c->phase != KP_PH_IDLE && c->req.name[0] && !c->h2) {
 		if (!c->iname || strcmp(c->iname, c->req.name))
-			c->iname = kp__intern(kp, c->req.name);
+			c->iname = kp__intern_name(kp, c->req.name);
 		w->name = c->iname;
 	}
 	if (bio) {

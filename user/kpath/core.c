@@ -96,6 +96,29 @@ const char *kp__intern(struct kp *kp, const char *s)
 	return intern__get(kp->own_intern, s);
 }
 
+static const char *intern_bounded(struct kp *kp, struct u64map *seen, const char *s)
+{
+	uint64_t h;
+
+	if (!kp->max_names || !s)
+		return kp__intern(kp, s);
+	h = hash__cstr(s) | 1;
+	if (u64map__get(seen, h) == U64MAP_NONE &&
+	    (seen->n >= kp->max_names || u64map__put(seen, h, 0)))
+		return kp->other_names = kp__intern(kp, CP_OTHER_NAMES);
+	return kp__intern(kp, s);
+}
+
+const char *kp__intern_name(struct kp *kp, const char *s)
+{
+	return intern_bounded(kp, &kp->names, s);
+}
+
+const char *kp__intern_comm(struct kp *kp, const char *s)
+{
+	return intern_bounded(kp, &kp->comms, s);
+}
+
 void kp__free(struct kp *kp)
 {
 	for (uint32_t i = 0; i < kp->nth; i++) {
@@ -145,6 +168,8 @@ void kp__free(struct kp *kp)
 	free(kp->strs);
 	free(kp->own);
 	intern__free(kp->own_intern);
+	u64map__free(&kp->names);
+	u64map__free(&kp->comms);
 	u64map__free(&kp->thmap);
 	u64map__free(&kp->prmap);
 	u64map__free(&kp->cnmap);

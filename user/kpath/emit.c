@@ -231,7 +231,7 @@ static int pend_send(struct kp *kp, struct kp_pend *p)
 	r->partial = overlaps_loss(kp, p->host, r->start_ns, r->end_ns);
 	r->id = id;
 	for (uint32_t k = 0; k < runs && !err; k++) {
-		const char *name = p->runs ? kp__intern(kp, p->runs[k].name) : r->name;
+		const char *name = p->runs ? kp__intern_name(kp, p->runs[k].name) : r->name;
 		uint32_t n = p->runs ? p->runs[k].count : 1;
 
 		if (!name) {
@@ -493,11 +493,19 @@ static int req_names(struct kp *kp, struct kp_conn *c)
 		c->iservice = NULL;
 	}
 	if (!c->iservice)
-		c->iservice = kp__intern(kp, c->service);
+		c->iservice = kp__intern_name(kp, c->service);
 	/* a connection's requests mostly repeat their name */
 	if (!c->iname || strcmp(c->iname, c->req.name))
-		c->iname = kp__intern(kp, c->req.name);
+		c->iname = kp__intern_name(kp, c->req.name);
 	return c->iservice && c->iname ? 0 : -ENOMEM;
+}
+
+/* A request about to be judged (want) or walked: counted when its name
+ * was past the bound */
+static void count_folded(struct kp *kp, const struct kp_conn *c)
+{
+	if (kp->other_names && (c->iname == kp->other_names || c->iservice == kp->other_names))
+		kp->names_folded++;
 }
 
 static bool wanted(struct kp *kp, uint32_t ci)
@@ -509,6 +517,7 @@ static bool wanted(struct kp *kp, uint32_t ci)
 
 	if (!kp->want || req_names(kp, c))
 		return true;
+	count_folded(kp, c);
 	src = host_source(kp, c->host, c->req.start);
 	h.service = c->iservice;
 	h.name = c->iname;
@@ -551,6 +560,8 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 		return -ENOMEM;
 	if (req_names(kp, c))
 		return -ENOMEM;
+	if (!kp->want)
+		count_folded(kp, c);
 	svc = c->iservice;
 	name = c->iname;
 	base = chunk_reserve(kp, req_bound(kp, c, nfr));

@@ -62,6 +62,7 @@ struct kpath *kpath__new(const struct cp_sink *sink)
 	if (sink->intern)
 		kp__set_intern(&k->kp, sink->intern, sink->ctx);
 	k->kp.want = sink->want;
+	k->kp.max_names = sink->max_names;
 	return k;
 }
 
@@ -297,6 +298,11 @@ int kpath__flush(struct kpath *k)
 		    "ended",
 		    (unsigned long long)k->kp.skew_clipped,
 		    (double)k->kp.skew_clipped_max / 1e6);
+	if (k->kp.names_folded)
+		say(k,
+		    "more than %u distinct request names: %llu requests with a new one "
+		    "were counted as " CP_OTHER_NAMES,
+		    k->kp.max_names, (unsigned long long)k->kp.names_folded);
 	if (k->kp.requests_partial)
 		say(k, "%llu of %llu requests overlap a loss window and are partial",
 		    (unsigned long long)k->kp.requests_partial,

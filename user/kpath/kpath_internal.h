@@ -448,6 +448,12 @@ struct kp {
 	kp_intern_fn intern;
 	void *intern_arg;
 	struct intern *own_intern;
+	/* the names and thread names seen (hashes), at most max_names each;
+	 * past it new ones fold */
+	struct u64map names, comms;
+	uint32_t max_names;
+	const char *other_names; /* CP_OTHER_NAMES interned, once used */
+	uint64_t names_folded;	 /* requests named so */
 	/* culprit records' comms interned, by tid: records repeat a few */
 	struct {
 		char comm[CP_COMM_LEN];
@@ -506,6 +512,13 @@ int kp__init(struct kp *kp, kp_emit_fn emit, void *arg);
 void kp__set_intern(struct kp *kp, kp_intern_fn fn, void *arg);
 /* s interned (kp->intern or kp's own table); NULL on ENOMEM */
 const char *kp__intern(struct kp *kp, const char *s);
+/* A request's or service's name interned, or CP_OTHER_NAMES past
+ * max_names distinct ones (a client choosing paths must not grow the
+ * process for good) */
+const char *kp__intern_name(struct kp *kp, const char *s);
+/* The same for thread names, with a bound of their own: any process on the
+ * host can name its threads, and culprits are any process */
+const char *kp__intern_comm(struct kp *kp, const char *s);
 void kp__free(struct kp *kp);
 /* The name of host (its first source's), or NULL */
 const char *kp__host_name(const struct kp *kp, uint32_t host);

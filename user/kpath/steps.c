@@ -24,7 +24,7 @@ const char *kw__join_interned(struct kp *kp, const char *a, size_t alen, const c
 		m = KP_NAME_LEN - 1 - n;
 	memcpy(o + n, b, m);
 	o[n + m] = '\0';
-	return kp__intern(kp, o);
+	return kp__intern_name(kp, o);
 }
 
 const char *kp__thread_comm(struct kp *kp, uint32_t thread)
@@ -38,7 +38,7 @@ const char *kp__thread_comm(struct kp *kp, uint32_t thread)
 	else if (t->tid == t->pid && kp->pr[t->proc].comm[0])
 		s = kp->pr[t->proc].comm;
 	if (!t->icomm || memcmp(s, t->icomm_of, CP_COMM_LEN)) {
-		t->icomm = kp__intern(kp, s);
+		t->icomm = kp__intern_comm(kp, s);
 		memcpy(t->icomm_of, s, CP_COMM_LEN);
 	}
 	return t->icomm;
@@ -70,7 +70,7 @@ const char *kp__proc_frame_service(struct kp *kp, uint32_t proc)
 		if (host)
 			snprintf(p->svc + n, sizeof(p->svc) - n, "@%s", host);
 	}
-	p->isvc = kp__intern(kp, p->svc);
+	p->isvc = kp__intern_name(kp, p->svc);
 	memset(p->svc_comm, 0, sizeof(p->svc_comm));
 	if (comm[0])
 		memcpy(p->svc_comm, comm, CP_COMM_LEN);

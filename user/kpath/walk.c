@@ -21,7 +21,7 @@ static const char *culprit_comm(struct kp *kp, struct kp_culprit *c)
 	_Static_assert(sizeof(kp->culprit_comms) / sizeof(kp->culprit_comms[0]) == 64, "6 bits");
 	if (!c->icomm) {
 		if (!m->icomm || memcmp(m->comm, c->comm, CP_COMM_LEN)) {
-			m->icomm = kp__intern(kp, c->comm);
+			m->icomm = kp__intern_comm(kp, c->comm);
 			memcpy(m->comm, c->comm, CP_COMM_LEN);
 		}
 		c->icomm = m->icomm;

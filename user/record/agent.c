@@ -27,6 +27,8 @@
 /* a record reaches its ring within HOLD_NS, a held one a drain later */
 #define REORDER_NS 20000000ull
 #define RESCAN_NS 5000000000ull
+/* --max-names: about 1 MiB of names and their hashes */
+#define AGENT_MAX_NAMES 10000
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -204,6 +206,8 @@ static void usage(FILE *f)
 		"                      $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or\n"
 		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export)\n"
 		"  --queue N           requests waiting for export at most (default 4096)\n"
+		"  --max-names N       distinct request names at most; past them a new one is\n"
+		"                      \"" CP_OTHER_NAMES "\" (default " STR(AGENT_MAX_NAMES) ")\n"
 		"Profiles:\n"
 		"  --out DIR           every window's profile: DIR/profile-TIME-N.json (critpath\n"
 		"                      diff reads it), .pb.gz (pprof), .counts.json (every request)\n"
@@ -248,6 +252,7 @@ enum {
 	O_FLIGHT_MB,
 	O_OPTIN_RATE,
 	O_NO_OPTIN,
+	O_MAX_NAMES,
 };
 
 static bool rate(const char *s, double *out)
@@ -316,6 +321,11 @@ static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct ex
 	case O_NO_OPTIN:
 		to->no_optin = true;
 		return 0;
+	case O_MAX_NAMES:
+		if (!rec_parse_uint(arg, 1u << 24, &v) || v < 16)
+			return bad("--max-names", arg, "16 to 16777216 names");
+		a->max_names = (uint32_t)v;
+		return 0;
 	case O_OTLP:
 		*url = arg;
 		return 0;
@@ -370,7 +380,8 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	    {"no-tls", 0, 0, O_NOTLS},	      {"status-every", 1, 0, O_STATUS},
 	    {"flight", 1, 0, O_FLIGHT},	      {"flight-seconds", 1, 0, O_FLIGHT_SECS},
 	    {"flight-mb", 1, 0, O_FLIGHT_MB},  {"opt-in-rate", 1, 0, O_OPTIN_RATE},
-	    {"no-opt-in", 0, 0, O_NO_OPTIN},   {"help", 0, 0, 'h'},
+	    {"no-opt-in", 0, 0, O_NO_OPTIN},   {"max-names", 1, 0, O_MAX_NAMES},
+	    {"help", 0, 0, 'h'},
 	    {0},
 	};
 	struct rec_opts *o = &a->s->o;
@@ -591,6 +602,7 @@ int cmd_agent(int argc, char **argv)
 				      .min_gap_ns = 10000000000ull,
 				      .max_files = 20};
 	a->status_every = 60000000000ull;
+	a->max_names = AGENT_MAX_NAMES;
 	s->o.bo.payload_bytes = CP_PAYLOAD_MAX; /* traceparent sits past a short prefix */
 	s->o.bo.h2_payload_bytes = CP_PAYLOAD_MAX;
 	s->o.bo.buffer_mb = 8; /* mapped twice (wraparound): RSS counts it double */

@@ -33,6 +33,7 @@ struct agent {
 	double profile_rate; /* --profile-sample */
 	const char *out_dir;
 	bool include_optin;
+	uint32_t max_names; /* --max-names */
 	/* what to follow */
 	const char *comm[MAX_WATCH], *exe[MAX_WATCH], *cgroup[MAX_WATCH];
 	int ncomm, nexe, ncgroup;

@@ -617,6 +617,7 @@ int live__start(struct agent *a)
 	    .ctx = a,
 	    .intern = sink_intern,
 	    .want = sink_want,
+	    .max_names = a->max_names,
 	};
 	struct sched_param sp = {0};
 	struct live *l = calloc(1, sizeof(*l));
