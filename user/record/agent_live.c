@@ -63,6 +63,7 @@ struct live {
 	struct kpath *kp;
 	int src;
 	struct intern *in;
+	bool names_said; /* the names' bound was reached */
 	struct pbuf pb;
 	struct flight *fl;
 	/* the reorder buffer: records held, and their order */
@@ -263,6 +264,11 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 	unsigned v;
 
 	cnt_add(a->seen, 1);
+	if (!l->names_said && h->name && h->name[0] == '(' && !strcmp(h->name, CP_OTHER_NAMES)) {
+		l->names_said = true;
+		cp_warn(CMD, "more than %u distinct request names: new ones are counted as "
+			CP_OTHER_NAMES " (--max-names)", a->max_names);
+	}
 	v = trigger__judge(a->tr, h, h->end_ns);
 	if (!a->include_optin && (v & AG_OPTIN))
 		v &= ~(unsigned)AG_PROFILE;
