@@ -365,7 +365,7 @@ static void test_otlp_encoding(void **state)
 	};
 	struct cp_request r = {.service = "srv:80", .name = "GET /item/{n}", .host = "h1",
 			       .start_ns = 1000, .end_ns = 10000, .segs = segs, .nsegs = 4,
-			       .target = "/item/42?x=1", .wire = &w,
+			       .target = "/item/42?x=1&Token=s3cret", .wire = &w,
 			       .realtime_offset_ns = 1000000000};
 	struct otlp_resource res = {.host = "h0", .exe = "/usr/bin/srv"};
 	uint8_t rnd[24] = {1, 2, 3}, tid[16], sid[8], parent[8], ctid[16], cparent[8];
@@ -401,7 +401,8 @@ static void test_otlp_encoding(void **state)
 	assert_true(attr(spans[0], 9, "url.path", s, sizeof(s), NULL));
 	assert_string_equal(s, "/item/42");
 	assert_true(attr(spans[0], 9, "url.query", s, sizeof(s), NULL));
-	assert_string_equal(s, "x=1");
+	assert_string_equal(s, "x=1&Token=REDACTED");
+	assert_null(memmem(b.p, b.n, "s3cret", 6));
 	assert_true(attr(spans[0], 9, "http.route", s, sizeof(s), NULL));
 	assert_string_equal(s, "/item/{n}");
 	assert_true(attr(spans[0], 9, "http.response.status_code", NULL, 0, &iv));

@@ -17,6 +17,7 @@
 #include "kpath.h"
 #include "msg.h"
 #include "recording.h"
+#include "proto.h"
 #include "report_cmd.h"
 #include "span.h"
 
@@ -193,6 +194,7 @@ enum {
 	OPT_WINDOW,
 	OPT_WINDOW_BYTES,
 	OPT_MAX_PATHS,
+	OPT_REDACT_QUERY,
 };
 
 static void report_usage(FILE *f)
@@ -225,6 +227,8 @@ static void report_usage(FILE *f)
 		"      --max-paths N         distinct steps and span call paths kept (default\n"
 		"                            100000): past them, a new one's time is counted\n"
 		"                            under its longest beginning seen, then \"" ENGINE_OTHER "\"\n"
+		"      --redact-query KEY    a query key whose values are secret in targets shown,\n"
+		"                            beside token, password, Signature...; repeatable\n"
 		"  -q, --quiet               no warnings or progress on stderr\n");
 }
 
@@ -312,6 +316,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 	    {"trace-window", required_argument, NULL, OPT_WINDOW},
 	    {"trace-window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
 	    {"max-paths", required_argument, NULL, OPT_MAX_PATHS},
+	    {"redact-query", required_argument, NULL, OPT_REDACT_QUERY},
 	    {NULL, 0, NULL, 0},
 	};
 	struct engine_filter *fl = &a->eo.filter;
@@ -407,6 +412,12 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 			if (parse_size(optarg, &a->ao.window_bytes))
 				return bad_value(cmd, "--trace-window-bytes", optarg,
 						 "a positive size like 64M, 1G, 500000");
+			break;
+		case OPT_REDACT_QUERY:
+			if (proto__redact_query_add(optarg))
+				return bad_value(cmd, "--redact-query", optarg,
+						 "a query key, without &, =, ? or # (at most "
+						 "32 keys)");
 			break;
 		case OPT_MAX_PATHS:
 			if (parse_u32(optarg, &a->eo.max_paths) || !a->eo.max_paths)

@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "out_json_int.h"
+#include "proto.h"
 #include "util.h"
 
 /* Requests are written without yajl (most of the bytes; its per-token checks
@@ -535,8 +536,11 @@ static void rq_request(struct out_json_stream *s, const struct cp_request *q)
 		o = rq_str_kept(s, o, q->name, s->interned);
 	}
 	if (q->target) {
+		char t[1024];
+
+		proto__target_redacted(q->target, t, sizeof(t));
 		s->n = (size_t)(o - s->buf);
-		rq_kstr(s, RQ_K("target"), q->target);
+		rq_kstr(s, RQ_K("target"), t);
 		o = s->buf + s->n;
 	}
 	if (q->host) {

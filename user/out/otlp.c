@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "otlp.h"
+#include "proto.h"
 #include "commands.h"
 #include "util.h"
 
@@ -348,10 +349,15 @@ static void attr_wire(struct pbuf *b, const struct cp_request *r)
 
 		attr_str(b, 9, "http.request.method", word);
 		if (r->target) {
-			snprintf(path, sizeof(path), "%s", r->target);
-			q = strchr(r->target, '?');
+			char safe[TARGET_MAX];
+
+			/* credentials in the query never leave (semconv's
+			 * url.query rule, and --redact-query's keys) */
+			proto__target_redacted(r->target, safe, sizeof(safe));
+			snprintf(path, sizeof(path), "%s", safe);
+			q = strchr(safe, '?');
 			if (q) {
-				path[q - r->target] = '\0';
+				path[q - safe] = '\0';
 				attr_str(b, 9, "url.query", q + 1);
 			}
 			attr_str(b, 9, "url.path", path);

@@ -762,6 +762,77 @@ static void value_done(struct hp_redact *r)
 	r->st = R_REP;
 }
 
+/* A kept :path's secret query values, masked in place so that its encoded
+ * and decoded lengths stay (HPACK's table counts them): a literal's bytes
+ * as '*', a Huffman string's symbols as a symbol of the same code length
+ * ('0' for the 5-bit ones letters and digits mostly have). Only a value
+ * whole in one transfer is read; how many were masked. */
+static uint8_t same_len_sym(int l)
+{
+	const char *sym = huff_len[l].sym;
+
+	for (int i = 0; i < huff_len[l].n; i++)
+		if ((sym[i] >= '0' && sym[i] <= '9') || (sym[i] >= 'A' && sym[i] <= 'Z') ||
+		    (sym[i] >= 'a' && sym[i] <= 'z') || sym[i] == '*')
+			return (uint8_t)sym[i];
+	return (uint8_t)sym[huff_len[l].n - 1];
+}
+
+static int huff_code(uint8_t c, uint32_t *code)
+{
+	for (int l = 5; l <= HUFF_MAX_BITS; l++) {
+		const char *at = memchr(huff_len[l].sym, c, huff_len[l].n);
+
+		if (at) {
+			*code = hf_first[l] + (uint32_t)(at - huff_len[l].sym);
+			return l;
+		}
+	}
+	return -1;
+}
+
+static uint32_t mask_path(uint8_t *p, uint32_t k, bool huff)
+{
+	char t[1024];
+	uint32_t sp[16][2], ns, at = 0, nacc = 0;
+	uint64_t acc = 0;
+	int n;
+
+	if (!huff) {
+		ns = proto__query_secrets((const char *)p, k, sp, 16);
+		for (uint32_t i = 0; i < ns; i++)
+			memset(p + sp[i][0], '*', sp[i][1] - sp[i][0]);
+		return ns;
+	}
+	n = hpack__huffman(p, k, t, sizeof(t));
+	if (n < 0 || n >= (int)sizeof(t))
+		return 0;
+	ns = proto__query_secrets(t, (size_t)n, sp, 16);
+	if (!ns)
+		return 0;
+	for (uint32_t i = 0, j = 0; i < (uint32_t)n; i++) {
+		uint32_t code;
+		int l = huff_code((uint8_t)t[i], &code);
+
+		while (j < ns && i >= sp[j][1])
+			j++;
+		if (l > 0 && j < ns && i >= sp[j][0])
+			l = huff_code(same_len_sym(l), &code);
+		if (l < 0)
+			return 0; /* cannot be: every byte has a code */
+		acc = acc << l | code;
+		nacc += (uint32_t)l;
+		while (nacc >= 8) {
+			p[at++] = (uint8_t)(acc >> (nacc - 8));
+			nacc -= 8;
+		}
+		acc &= (1ull << nacc) - 1;
+	}
+	if (nacc)
+		p[at++] = (uint8_t)(acc << (8 - nacc) | ((1u << (8 - nacc)) - 1));
+	return ns;
+}
+
 static size_t str_bytes(struct hp_redact *r, uint8_t *p, size_t n)
 {
 	uint32_t k = r->slen - r->sat;
@@ -781,6 +852,8 @@ static size_t str_bytes(struct hp_redact *r, uint8_t *p, size_t n)
 			literal_name(r);
 		return k;
 	}
+	if (r->keep && r->key == HP_K_PATH && !r->keep_query && !r->sat && k == r->slen)
+		r->redacted += mask_path(p, k, r->huff);
 	if (r->huff && !r->sat && k == r->slen) {
 		bool mk = marked(p, k);
 		int m = mk ? marked_len(p, k) : hpack__huffman(p, k, NULL, 0);

@@ -60,5 +60,11 @@ uint32_t proto__split(enum kp_proto pr, const uint8_t *p, size_t len, uint64_t t
  * keys OpenTelemetry's semantic conventions name, and tokens and
  * passwords); the length written. */
 size_t proto__target_redacted(const char *target, char *buf, size_t len);
+/* The secret values in target t[0..n): [start, end) offsets, at most max */
+uint32_t proto__query_secrets(const char *t, size_t n, uint32_t (*spans)[2], uint32_t max);
+/* One more key whose values are secret (--redact-query; kept, not copied);
+ * -EINVAL for an empty key or one with &=?#, -E2BIG past the maximum */
+#define PROTO_MAX_QUERY_KEYS 32
+int proto__redact_query_add(const char *key);
 
 #endif /* CRITPATH_PROTO_H */

@@ -70,6 +70,7 @@ struct hp_redact {
 	uint8_t shift;	    /* of its next byte */
 	uint8_t code_bits;  /* Huffman: bits of the code being read */
 	bool insert;	    /* the field goes into the dynamic table */
+	bool keep_query;    /* :path's credential query values kept */
 	bool name_next;	    /* the string to come is a literal name */
 	bool huff;	    /* the string is Huffman-coded */
 	bool known, keep;   /* the field's name is known; its value is kept */

@@ -24,6 +24,9 @@ struct redact_stats {
 /* keep: DATA bytes kept at the start of a transfer (--payload-bytes). */
 struct redact *redact__new(uint32_t keep);
 void redact__free(struct redact *rd);
+/* Credential query values kept (record --keep-query); by default they are
+ * '*' as other secrets (proto/query.c's keys) */
+void redact__keep_query(struct redact *rd);
 /* Whether redact__record looks at h; those records must come in time order. */
 bool redact__looks_at(struct redact *rd, const struct cp_hdr *h);
 const struct cp_hdr *redact__record(struct redact *rd, const struct cp_hdr *h);

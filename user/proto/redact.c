@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "critpath_h2.h"
+#include "proto.h"
 #include "proto_hpack.h"
 #include "proto_redact.h"
 #include "recording.h"
@@ -57,6 +58,7 @@ struct rd_conn {
 
 struct redact {
 	uint32_t keep;
+	bool keep_query;
 	struct rd_conn *c; /* n of them, found through ix */
 	uint32_t cap, n;
 	struct index ix;
@@ -85,6 +87,11 @@ static void conn_free(struct rd_conn *c)
 		if (c->d[d].used)
 			hpack__redact_free(&c->d[d].hp);
 	memset(c, 0, sizeof(*c));
+}
+
+void redact__keep_query(struct redact *rd)
+{
+	rd->keep_query = true;
 }
 
 void redact__free(struct redact *rd)
@@ -349,6 +356,7 @@ static void walk(struct redact *rd, struct rd_dir *dr, struct xfer *x)
 		/* a connection begins: the table is empty */
 		hpack__redact_free(&dr->hp);
 		hpack__redact_init(&dr->hp, true);
+		dr->hp.keep_query = rd->keep_query;
 		dr->sync = true;
 		dr->pre = H2_PREFACE_LEN;
 		dr->nhdr = 0;
@@ -471,8 +479,28 @@ static bool h1_keep(const uint8_t *name, uint32_t n)
 	return false;
 }
 
+/* A request line's secret query values, '*' for each byte (a status line
+ * has none); how many */
+static uint32_t h1_query(uint8_t *p, uint32_t n)
+{
+	uint32_t sp[16][2], k, a, e;
+
+	if (n >= 7 && !memcmp(p, "HTTP/1.", 7))
+		return 0;
+	for (a = 0; a < n && p[a] != ' ' && p[a] != '\n'; a++)
+		;
+	for (e = ++a; e < n && p[e] != ' ' && p[e] != '\r' && p[e] != '\n'; e++)
+		;
+	if (e > n)
+		return 0;
+	k = proto__query_secrets((const char *)p + a, e - a, sp, 16);
+	for (uint32_t i = 0; i < k; i++)
+		memset(p + a + sp[i][0], '*', sp[i][1] - sp[i][0]);
+	return k;
+}
+
 /* Redacts the messages of p[0..n) in place; returns the values redacted. */
-static uint64_t h1_redact(uint8_t *p, uint32_t n)
+static uint64_t h1_redact(uint8_t *p, uint32_t n, bool keep_query)
 {
 	uint64_t redacted = 0;
 	uint32_t i = 0;
@@ -480,6 +508,8 @@ static uint64_t h1_redact(uint8_t *p, uint32_t n)
 	while (i < n && h1_start(p + i, n - i)) {
 		int64_t body = 0;
 
+		if (!keep_query)
+			redacted += h1_query(p + i, n - i);
 		while (i < n && p[i] != '\n') /* the first line */
 			i++;
 		for (i++; i < n;) {
@@ -669,7 +699,7 @@ static const struct cp_hdr *redact(struct redact *rd, const struct cp_hdr *h, ui
 				return h;
 			if (out != (const uint8_t *)h)
 				memcpy(out, h, h->size);
-			rd->st.h1_values += h1_redact(out + r.at, r.plen);
+			rd->st.h1_values += h1_redact(out + r.at, r.plen, rd->keep_query);
 			return (const struct cp_hdr *)out;
 		}
 		c = conn_add(rd, &r.k, h->ts);
@@ -684,6 +714,7 @@ static const struct cp_hdr *redact(struct redact *rd, const struct cp_hdr *h, ui
 	if (!dr->used) {
 		dr->used = true;
 		hpack__redact_init(&dr->hp, false);
+		dr->hp.keep_query = rd->keep_query;
 		rd->st.conns++;
 	}
 	if (out != (const uint8_t *)h)

@@ -206,6 +206,8 @@ static void usage(FILE *f)
 		"                      $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or\n"
 		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export)\n"
 		"  --queue N           requests waiting for export at most (default 4096)\n"
+		"  --redact-query KEY  a query key whose values are secret, beside the built-in\n"
+		"                      ones (token, password, Signature...); repeatable\n"
 		"  --max-names N       distinct request names at most; past them a new one is\n"
 		"                      \"" CP_OTHER_NAMES "\" (default " STR(AGENT_MAX_NAMES) ")\n"
 		"Profiles:\n"
@@ -253,6 +255,7 @@ enum {
 	O_OPTIN_RATE,
 	O_NO_OPTIN,
 	O_MAX_NAMES,
+	O_REDACT_QUERY,
 };
 
 static bool rate(const char *s, double *out)
@@ -321,6 +324,8 @@ static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct ex
 	case O_NO_OPTIN:
 		to->no_optin = true;
 		return 0;
+	case O_REDACT_QUERY:
+		return rec_redact_query_opt(CMD, arg) ? 2 : 0;
 	case O_MAX_NAMES:
 		if (!rec_parse_uint(arg, 1u << 24, &v) || v < 16)
 			return bad("--max-names", arg, "16 to 16777216 names");
@@ -381,6 +386,7 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	    {"flight", 1, 0, O_FLIGHT},	      {"flight-seconds", 1, 0, O_FLIGHT_SECS},
 	    {"flight-mb", 1, 0, O_FLIGHT_MB},  {"opt-in-rate", 1, 0, O_OPTIN_RATE},
 	    {"no-opt-in", 0, 0, O_NO_OPTIN},   {"max-names", 1, 0, O_MAX_NAMES},
+	    {"redact-query", 1, 0, O_REDACT_QUERY},
 	    {"help", 0, 0, 'h'},
 	    {0},
 	};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "msg.h"
+#include "proto.h"
 #include "record_int.h"
 #include "util.h"
 
@@ -42,8 +43,23 @@ void rec_opts__usage(FILE *f)
 	    "                      default the targets' executables; repeat for more)\n"
 	    "  --no-tls            no TLS plaintext capture (by default OpenSSL's SSL_read and\n"
 	    "                      SSL_write are probed in targets that map libssl)\n"
+	    "  --redact-query KEY  a query key whose values are secret, beside the built-in\n"
+	    "                      ones (token, password, Signature...); repeatable\n"
+	    "  --keep-query        record credential query values (by default each byte is *)\n"
 	    "  -q                  no notes on stderr, only errors and the summary\n",
 	    CP_PAYLOAD_MAX, CP_PAYLOAD_DEFAULT, CP_PAYLOAD_MAX);
+}
+
+int rec_redact_query_opt(const char *cmd, const char *key)
+{
+	int err = proto__redact_query_add(key);
+
+	if (err == -E2BIG)
+		cp_error(cmd, "--redact-query: at most %d keys", PROTO_MAX_QUERY_KEYS);
+	else if (err)
+		cp_error(cmd, "--redact-query '%s': expected a query key, without &, =, ? or #",
+			 key);
+	return err;
 }
 
 bool rec_parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -154,6 +170,8 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 	    {"all-syscalls", no_argument, NULL, 'A'},
 	    {"probe", required_argument, NULL, 'U'},
 	    {"no-tls", no_argument, NULL, 'T'},
+	    {"redact-query", required_argument, NULL, 'R'},
+	    {"keep-query", no_argument, NULL, 'Q'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -244,6 +262,13 @@ int rec_opts__parse(struct rec_opts *o, int argc, char **argv)
 			break;
 		case 'T':
 			o->bo.tls = false;
+			break;
+		case 'R':
+			if (rec_redact_query_opt(rec_cmd, optarg))
+				return 2;
+			break;
+		case 'Q':
+			o->keep_query = true;
 			break;
 		case 'q':
 			o->quiet = o->bo.quiet = true;

@@ -190,6 +190,8 @@ int rec_session__open(struct rec_session *s)
 		cp_error(s->cmd, "out of memory");
 		return 1;
 	}
+	if (s->o.keep_query)
+		redact__keep_query(r->redact);
 	s->start = clock__mono_ns();
 	s->info = (struct recording_info){
 	    .codec = s->o.codec,

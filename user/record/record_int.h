@@ -54,6 +54,7 @@ struct rec_opts {
 	const char *probes[REC_MAX_PROBES]; /* --probe [BIN:]FUNC, checked */
 	int nprobes;
 	bool quiet;
+	bool keep_query; /* --keep-query: credential query values recorded */
 	struct rec_bpf_opts bo;
 	int argc; /* the whole command line, for the recording's header */
 	char **argv;
@@ -61,6 +62,8 @@ struct rec_opts {
 /* 0: record; 1: --help printed; 2: a usage error, said on stderr. */
 int rec_opts__parse(struct rec_opts *o, int argc, char **argv);
 /* s a decimal of at most max, nothing after it: into *out */
+/* --redact-query KEY: added to proto/query.c's keys; 0, or said */
+int rec_redact_query_opt(const char *cmd, const char *key);
 bool rec_parse_uint(const char *s, unsigned long max, unsigned long *out);
 void rec_opts__usage(FILE *f);
 int rec_probe_spec_check(const char *spec);
