@@ -142,19 +142,25 @@ static void on_spawn(void *ctx, pid_t pid, const char *file)
 
 /* --- status ---------------------------------------------------------------- */
 
+static uint64_t self_cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + ru.ru_utime.tv_usec * 1000ull +
+	       (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + ru.ru_stime.tv_usec * 1000ull;
+}
+
 static void status(struct agent *a, const char *when)
 {
 	struct exporter_stats st = {0};
-	struct rusage ru;
 	uint64_t cpu, now = clock__mono_ns(), rss_kb = 0;
 	double share;
 	char buf[256], refused[64];
 
 	if (a->ex)
 		exporter__stats(a->ex, &st);
-	getrusage(RUSAGE_SELF, &ru);
-	cpu = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + ru.ru_utime.tv_usec * 1000ull +
-	      (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + ru.ru_stime.tv_usec * 1000ull;
+	cpu = self_cpu_ns();
 	share = now > a->last_status ? (double)(cpu - a->last_cpu_ns) / (double)(now - a->last_status)
 				     : 0;
 	if (rec_meta__read_small("/proc/self/statm", buf, sizeof(buf)) >= 0) {
@@ -592,6 +598,7 @@ int cmd_agent(int argc, char **argv)
 	uint64_t waits, raised, stop_ns;
 	int ret, err;
 
+	rec_session__catch_signals();
 	if (!s || !a || !(s->r = calloc(1, sizeof(*s->r)))) {
 		cp_error(CMD, "out of memory");
 		free(s);
@@ -659,8 +666,11 @@ int cmd_agent(int argc, char **argv)
 	ret = ret || rec_session__attach(s);
 	if (!ret) {
 		a->res.host = s->info.host;
+		/* the status lines' CPU share is the running agent's, not
+		 * its start's (loading the programs takes 1-6 s of CPU) */
 		a->last_status = clock__mono_ns();
-		if (!s->o.quiet)
+		a->last_cpu_ns = self_cpu_ns();
+		if (!s->o.quiet && !rec_stop_signal)
 			cp_error(CMD,
 				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
 				rec__live_targets(s->r), rec__live_targets(s->r) == 1 ? "" : "es",

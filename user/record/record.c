@@ -31,6 +31,17 @@ static void on_signal(int sig)
 	rec_stop_signal = sig;
 }
 
+void rec_session__catch_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	/* a closed terminal (SIGHUP) ends it like Ctrl-C: flushed, whole */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 
 
 static pid_t launch(char **argv, int *go_fd)
@@ -275,12 +286,17 @@ int rec_session__load(struct rec_session *s)
 int rec_session__attach(struct rec_session *s)
 {
 	struct recorder *r = s->r;
-	struct sigaction sa = {.sa_handler = on_signal};
 	int err;
 
 	/* the start's metadata precedes every event (connections known as
 	 * servers' first) */
 	s->attached = clock__mono_ns();
+	if (rec_stop_signal) {
+		s->start = r->last_check = s->attached;
+		cp_error(s->cmd, "%s before the probes were attached: no events recorded",
+			 strsignal(rec_stop_signal));
+		return 0;
+	}
 	/* TLS uprobes first, so the first socket records are known to be
 	 * inside SSL calls */
 	for (int i = 0; i < r->ntargets && !r->write_err; i++)
@@ -290,11 +306,6 @@ int rec_session__attach(struct rec_session *s)
 		return 1;
 	if (s->probes && attach_probes(r, s->probes, s->o.cmd ? s->o.cmd[0] : NULL))
 		return 1;
-	/* a closed terminal (SIGHUP) ends it like Ctrl-C: flushed, whole */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
 	s->start = clock__mono_ns();
 	r->last_check = s->attached;
 	if (s->o.duration > 0)
@@ -449,6 +460,7 @@ int cmd_record(int argc, char **argv)
 	struct rec_session *s = calloc(1, sizeof(*s));
 	int ret;
 
+	rec_session__catch_signals();
 	if (s)
 		s->cmd = "record";
 	if (!s || !(s->r = calloc(1, sizeof(*s->r)))) {

@@ -24,12 +24,17 @@ struct rec_session {
 	void *tap_ctx;
 };
 
-/* Set by SIGINT, SIGTERM and SIGHUP once attached */
+/* Set by SIGINT, SIGTERM and SIGHUP, caught from the command's start */
 extern volatile sig_atomic_t rec_stop_signal;
+/* SIGINT, SIGTERM and SIGHUP end the command cleanly from now on: one that
+ * comes while the programs load (1-6 s) is kept, and attach then attaches
+ * nothing */
+void rec_session__catch_signals(void);
 
 int rec_session__open(struct rec_session *s);
 int rec_session__load(struct rec_session *s);
-/* Probes attached, the start's metadata written. 0 or 1. */
+/* Probes attached, the start's metadata written (none of it when stopped
+ * already). 0 or 1. */
 int rec_session__attach(struct rec_session *s);
 /* The launched command, reaped once it exits. */
 void rec_session__reap_child(struct recorder *r);
