@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "kpath.h"
 #include "msg.h"
+#include "outfile.h"
 #include "recording.h"
 #include "report_cmd.h"
 #include "span.h"

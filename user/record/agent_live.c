@@ -25,6 +25,7 @@
 #include "kpath.h"
 #include "msg.h"
 #include "out_yajl.h"
+#include "outfile.h"
 #include "recording.h"
 #include "util.h"
 
