@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "flight.h"
 #include "msg.h"
+#include "outfile.h"
 #include "recording.h"
 #include "session.h"
 #include "util.h"
@@ -144,10 +145,13 @@ static void status(struct agent *a, const char *when)
 	struct rusage ru;
 	uint64_t cpu, now = clock__mono_ns(), rss_kb = 0;
 	double share;
-	char buf[256];
+	char buf[256], unwritten[48] = "";
 
 	if (a->ex)
 		exporter__stats(a->ex, &st);
+	if (cnt_get(a->unwritten))
+		snprintf(unwritten, sizeof(unwritten), ", %llu files not written",
+			 (unsigned long long)cnt_get(a->unwritten));
 	getrusage(RUSAGE_SELF, &ru);
 	cpu = (uint64_t)ru.ru_utime.tv_sec * 1000000000ull + ru.ru_utime.tv_usec * 1000ull +
 	      (uint64_t)ru.ru_stime.tv_sec * 1000000000ull + ru.ru_stime.tv_usec * 1000ull;
@@ -162,13 +166,14 @@ static void status(struct agent *a, const char *when)
 	cp_error(CMD,
 		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
-		    "%d targets, cpu %.1f%%, rss %llu MiB",
+		    "%d targets, cpu %.1f%%, rss %llu MiB%s",
 		when, (unsigned long long)cnt_get(a->seen), (unsigned long long)cnt_get(a->slow),
 		(unsigned long long)cnt_get(a->sampled), (unsigned long long)cnt_get(a->optin),
 		(unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
 		(unsigned long long)cnt_get(a->profiled), (unsigned long long)a->s->r->lost,
-		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024));
+		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024),
+		unwritten);
 	a->last_status = now;
 	a->last_cpu_ns = cpu;
 }
@@ -444,9 +449,11 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	return 0;
 }
 
-/* --cgroup and --exe resolved; --out made; the OTLP URL checked. 0 or 1. */
+/* --cgroup and --exe resolved; --out and --flight made or checked (2: a
+ * directory refused); the OTLP URL checked. 0, 1 or 2. */
 static int check(struct agent *a, const char **url)
 {
+	char why_dir[256];
 	const char *why;
 
 	for (int i = 0; i < a->ncgroup; i++) {
@@ -475,13 +482,13 @@ static int check(struct agent *a, const char **url)
 			return 1;
 		}
 	}
-	if (a->flo.dir && mkdir(a->flo.dir, 0700) && errno != EEXIST) {
-		cp_error(CMD, "--flight %s: %s", a->flo.dir, strerror(errno));
-		return 1;
+	if (a->flo.dir && (a->flo.dirfd = outdir__open(a->flo.dir, why_dir, sizeof(why_dir))) < 0) {
+		cp_error(CMD, "--flight %s: %s", a->flo.dir, why_dir);
+		return 2;
 	}
-	if (a->out_dir && mkdir(a->out_dir, 0700) && errno != EEXIST) {
-		cp_error(CMD, "--out %s: %s", a->out_dir, strerror(errno));
-		return 1;
+	if (a->out_dir && (a->out_fd = outdir__open(a->out_dir, why_dir, sizeof(why_dir))) < 0) {
+		cp_error(CMD, "--out %s: %s", a->out_dir, why_dir);
+		return 2;
 	}
 	if (!*url) {
 		const char *t = getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
@@ -559,11 +566,13 @@ int cmd_agent(int argc, char **argv)
 	s->go_fd = -1;
 	a->s = s;
 	a->every_ns = 60000000000ull;
+	a->out_fd = -1;
 	a->flo = (struct flight_opts){.keep_ns = 10000000000ull,
 				      .max_bytes = 64ull << 20,
 				      .max_md_bytes = 16ull << 20,
 				      .min_gap_ns = 10000000000ull,
-				      .max_files = 20};
+				      .max_files = 20,
+				      .dirfd = -1};
 	a->status_every = 60000000000ull;
 	s->o.bo.payload_bytes = CP_PAYLOAD_MAX; /* traceparent sits past a short prefix */
 	s->o.bo.h2_payload_bytes = CP_PAYLOAD_MAX;
@@ -607,12 +616,14 @@ int cmd_agent(int argc, char **argv)
 			ret = 1;
 		}
 	}
-	ret = ret || rec_session__open(s) || rec_session__load(s);
+	if (!ret && (rec_session__open(s) || rec_session__load(s)))
+		ret = 1;
 	if (!ret && live__start(a)) {
 		cp_error(CMD, "out of memory");
 		ret = 1;
 	}
-	ret = ret || rec_session__attach(s);
+	if (!ret && rec_session__attach(s))
+		ret = 1;
 	if (!ret) {
 		a->res.host = s->info.host;
 		a->last_status = clock__mono_ns();
@@ -656,6 +667,10 @@ int cmd_agent(int argc, char **argv)
 	trigger__free(a->tr);
 	for (int i = 0; i < a->nexe; i++)
 		free(a->exe_real[i]);
+	if (a->out_fd >= 0)
+		close(a->out_fd);
+	if (a->flo.dirfd >= 0)
+		close(a->flo.dirfd);
 	free(a);
 	rec_session__free(s);
 	return ret;
