@@ -214,6 +214,8 @@ static void usage(FILE *f)
 		"                      newest 20 kept)\n"
 		"  --flight-seconds N  how many seconds (default 10)\n"
 		"  --flight-mb N       memory for them at most (default 64)\n"
+		"  (--out and --flight are made 0700 when missing; a link, another user's\n"
+		"  directory or one others can write to is refused)\n"
 		"Capture (as in critpath record): --probe [BIN:]FUNC, --payload-bytes N,\n"
 		"  --buffer-mb N (default 8 here), --host NAME, --sku LABEL, --no-tls\n"
 		"  -d SECONDS          stop after this long (default: SIGINT or SIGTERM)\n"
