@@ -191,8 +191,9 @@ FILE *outfile__stream(struct outfile *o)
 	if (o->f)
 		return o->f;
 	o->f = fopencookie(o, "w", io);
+	/* a terminal sees report's lines as they come, as stdio's stdout would */
 	if (o->f)
-		setvbuf(o->f, NULL, _IOFBF, 1 << 16);
+		setvbuf(o->f, NULL, o->keep_fd && isatty(o->fd) ? _IOLBF : _IOFBF, 1 << 16);
 	return o->f;
 }
 
