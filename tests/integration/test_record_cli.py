@@ -104,7 +104,8 @@ def disk_full(tap, d):
     r = R.run(argv, timeout=90)
     errs = [ln for ln in lines(r.err) if "disk full" in ln]
     tap.ok("cli disk full: exit 1, one line saying the disk is full and the file is readable "
-           "up to the last frame", r.rc == 1 and len(errs) == 1 and "ENOSPC" in errs[0],
+           "up to the last frame", r.rc == 1 and len(errs) == 1
+           and f"{target}: No space left on device" in errs[0],
            r.describe())
     lost = [int(m.group(1)) for m in re.finditer(r"(\d+) lost events", r.err)]
     tap.ok(f"cli disk full: what was not written counts as lost ({lost}), in a line saying so",

@@ -613,6 +613,8 @@ static void test_flight(void **state)
 
 	assert_non_null(mkdtemp(dir));
 	o.dir = dir;
+	o.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(o.dirfd >= 0);
 	f = flight__new(&o, rt_info());
 	assert_non_null(f);
 	m.h.type = CP_MD_THREAD;
@@ -656,6 +658,7 @@ static void test_flight(void **state)
 	assert_int_equal(st.skipped, 1);
 	assert_int_equal(st.removed, 1);
 	flight__free(f);
+	close(o.dirfd);
 	{
 		char cmd[600];
 

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "outfile.h"
 #include "recording.h"
 
 static char dir[] = "/tmp/critpath-output-XXXXXX";

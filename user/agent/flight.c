@@ -7,6 +7,8 @@
  * its own removed past max_files.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "flight.h"
+#include "outfile.h"
 #include "recording.h"
 
 #define CHUNK_BYTES (1u << 20)
@@ -127,11 +130,12 @@ int flight__add(struct flight *f, const struct cp_hdr *rec)
 
 int flight__dump(struct flight *f, uint64_t now, uint64_t lost, char *path, size_t len)
 {
-	struct recording_writer *w;
+	struct recording_writer *w = NULL;
 	struct recording_totals t = {0};
 	struct recording_info info = f->info;
 	struct chunk *last;
-	char stamp[32];
+	struct outfile of;
+	char stamp[32], name[NAME_MAX];
 	time_t wall = time(NULL);
 	struct tm tm;
 	int err;
@@ -146,10 +150,14 @@ int flight__dump(struct flight *f, uint64_t now, uint64_t lost, char *path, size
 	f->last_dump = now;
 	gmtime_r(&wall, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(path, len, "%s/flight-%s-%llu.rec", f->o.dir, stamp,
+	snprintf(name, sizeof(name), "flight-%s-%llu.rec", stamp,
 		 (unsigned long long)f->st.written);
+	snprintf(path, len, "%s/%s", f->o.dir, name);
 	info.start_ns = f->ch[f->head].min_ts;
-	err = recording_writer__open(&w, path, &info);
+	/* under a name of its own until complete: never a cut file */
+	err = outfile__create(&of, f->o.dirfd, name);
+	if (!err)
+		err = recording_writer__open_fd(&w, outfile__take(&of), &info);
 	for (size_t o = 0; !err && o < f->nmd; o += ((const struct cp_hdr *)(f->md + o))->size)
 		err = recording_writer__append(w, (const struct cp_hdr *)(f->md + o));
 	for (uint32_t i = 0; !err && i < f->nch; i++) {
@@ -163,23 +171,21 @@ int flight__dump(struct flight *f, uint64_t now, uint64_t lost, char *path, size
 	t.lost = lost;
 	if (w)
 		err = recording_writer__close(w, &t) ?: err;
+	err = outfile__close(&of, err);
 	if (err) {
-		if (w) /* ours: a file refused at open is left alone */
-			unlink(path);
 		f->st.failed++;
-		path[0] = '\0';
 		return err;
 	}
 	/* the disk bound: the oldest file of ours goes */
 	if (f->o.max_files) {
 		if (f->nfiles == f->o.max_files) {
-			unlink(f->files[0]);
+			unlinkat(f->o.dirfd, f->files[0], 0);
 			free(f->files[0]);
 			memmove(f->files, f->files + 1, (f->nfiles - 1) * sizeof(*f->files));
 			f->nfiles--;
 			f->st.removed++;
 		}
-		f->files[f->nfiles] = strdup(path);
+		f->files[f->nfiles] = strdup(name);
 		if (f->files[f->nfiles])
 			f->nfiles++;
 	}

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "dump_fmt.h"
 #include "msg.h"
+#include "outfile.h"
 #include "recording.h"
 
 static void usage(FILE *f)
@@ -120,8 +121,9 @@ int cmd_dump(int argc, char **argv)
 	const struct cp_hdr *rec;
 	const char *stopped;
 	bool json = false;
-	FILE *out = stdout;
-	int c, ret;
+	struct outfile of;
+	FILE *out;
+	int c, ret, werr;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "jfh", opts, NULL)) != -1) {
@@ -150,6 +152,14 @@ int cmd_dump(int argc, char **argv)
 		cp_error("dump", "%s", recording_reader__open_error());
 		return 1;
 	}
+	/* stdout's write errors as the system says them */
+	outfile__stdout(&of);
+	out = outfile__stream(&of);
+	if (!out) {
+		cp_error("dump", "out of memory");
+		recording_reader__close(r);
+		return 1;
+	}
 	setvbuf(out, NULL, _IOFBF, 1 << 20);
 
 	const struct recording_info *info = recording_reader__info(r);
@@ -165,13 +175,15 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (recording_reader__totals(r))
 		dump__trailer(out, json, recording_reader__totals(r));
-	fflush(out);
+	werr = outfile__close(&of, 0);
 	stopped = recording_reader__stopped(r);
-	if (stopped)
+	if (werr)
+		cp_error("dump", "writing to stdout failed: %s", strerror(-werr));
+	else if (stopped)
 		cp_error("dump", "%s", stopped);
 	else if (ret < 0)
 		cp_error("dump", "%s: %s", argv[optind], strerror(-ret));
-	ret = stopped || ret < 0 || ferror(out) ? 1 : 0;
+	ret = stopped || ret < 0 || werr ? 1 : 0;
 	recording_reader__close(r);
 	return ret;
 }

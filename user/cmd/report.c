@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "kpath.h"
 #include "msg.h"
+#include "outfile.h"
 #include "recording.h"
 #include "proto.h"
 #include "report_cmd.h"
@@ -455,35 +456,36 @@ static int parse_args(const char *cmd, int argc, char **argv, struct report_args
 	return 0;
 }
 
-/* -o: as private as the recording: 0600, no link followed */
-static FILE *open_output(const char *cmd, const char *out)
+/* -o: as private as the recording (0600, no link followed), and there only
+ * once complete; stdout's errors as the system says them too */
+static FILE *open_output(const char *cmd, const char *path, struct outfile *o)
 {
-	struct stat st;
 	FILE *f;
-	int fd;
+	int err = 0;
 
-	if (!out)
-		return stdout;
-	fd = output__open(out, &st);
-	if (fd < 0) {
-		cp_error(cmd, "cannot write %s: %s", out, output__why(fd));
+	if (path)
+		err = outfile__open(o, path);
+	else
+		outfile__stdout(o);
+	if (err) {
+		cp_error(cmd, "cannot write %s: %s", path, output__why(err));
 		return NULL;
 	}
-	f = fdopen(fd, "w");
+	f = outfile__stream(o);
 	if (!f) {
-		cp_error(cmd, "cannot write %s: %s", out, strerror(errno));
-		close(fd);
+		cp_error(cmd, "out of memory");
+		outfile__close(o, -ENOMEM);
 	}
 	return f;
 }
 
-static int close_output(const char *cmd, const struct report_args *a, FILE *f, int err)
+/* err: the writer's; a file that failed is not left */
+static int close_output(const char *cmd, const struct report_args *a, struct outfile *o, int err)
 {
-	if (a->out && fclose(f) && !err)
-		err = -errno;
+	err = outfile__close(o, err);
 	if (err) {
-		cp_error(cmd, "writing the %s output to %s failed: %s",
-			formats[a->fmt].name, a->out ? a->out : "stdout", strerror(-err));
+		cp_error(cmd, "writing the %s output to %s failed: %s", formats[a->fmt].name,
+			a->out ? a->out : "stdout", strerror(-err));
 		return 1;
 	}
 	return 0;
@@ -495,6 +497,7 @@ int cmd_report(int argc, char **argv)
 	struct out_json_stream *js = NULL;
 	struct analyze_opts ao;
 	struct engine *e = NULL;
+	struct outfile of;
 	const char *why = NULL;
 	FILE *out = NULL;
 	int rc, n, err = 0;
@@ -516,13 +519,13 @@ int cmd_report(int argc, char **argv)
 	if (a.fmt == FMT_PERFETTO && !a.requests_set)
 		a.eo.keep_slowest = a.oo.requests = 1;
 	if (a.fmt == FMT_JSON) {
-		out = open_output("report", a.out);
+		out = open_output("report", a.out, &of);
 		if (!out)
 			return 1;
 		js = out_json__begin(out);
 		if (!js) {
 			cp_error("report", "out of memory");
-			close_output("report", &a, out, 0);
+			outfile__close(&of, -ENOMEM);
 			return 1;
 		}
 		a.eo.on_request = out_json__request;
@@ -549,25 +552,25 @@ int cmd_report(int argc, char **argv)
 		err = out_json__end(js, engine__result(e));
 		js = NULL;
 	} else if (!rc) {
-		out = open_output("report", a.out);
+		out = open_output("report", a.out, &of);
 		if (!out) {
 			rc = 1;
 			goto cleanup;
 		}
 		err = formats[a.fmt].write(out, engine__result(e), &a.oo);
 	}
-	if (out && close_output("report", &a, out, err))
+	if (out && close_output("report", &a, &of, err))
 		rc = 1;
 	out = NULL;
 cleanup:
 	if (js) {
-		/* only when the engine could not be made: end the empty document */
+		/* only when the engine could not be made: no document is left */
 		struct engine_result empty = {0};
 
 		out_json__end(js, &empty);
 	}
 	if (out)
-		close_output("report", &a, out, 0);
+		outfile__close(&of, -ENOMEM);
 	engine__free(e);
 	return rc;
 }
@@ -691,10 +694,16 @@ int cmd_diff(int argc, char **argv)
 	if (!rc)
 		rc = diff_load(argv[optind + 1], &a, &sb);
 	if (!rc) {
+		struct outfile of;
+		FILE *f;
+
 		o.json = a.fmt == FMT_JSON;
 		o.top = a.oo.top;
 		o.min_change_ns = a.min_change_ns;
-		rc = diff__write(stdout, &sa, &sb, &o);
+		outfile__stdout(&of);
+		f = outfile__stream(&of);
+		rc = f ? diff__write(f, &sa, &sb, &o) : -ENOMEM;
+		rc = outfile__close(&of, rc < 0 ? rc : 0);
 		if (rc < 0)
 			cp_error("diff", "writing the result failed: %s",
 				strerror(-rc));

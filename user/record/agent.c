@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "flight.h"
 #include "msg.h"
+#include "outfile.h"
 #include "recording.h"
 #include "session.h"
 #include "util.h"
@@ -156,10 +157,13 @@ static void status(struct agent *a, const char *when)
 	struct exporter_stats st = {0};
 	uint64_t cpu, now = clock__mono_ns(), rss_kb = 0;
 	double share;
-	char buf[256], refused[64];
+	char buf[256], refused[64], unwritten[48] = "";
 
 	if (a->ex)
 		exporter__stats(a->ex, &st);
+	if (cnt_get(a->unwritten))
+		snprintf(unwritten, sizeof(unwritten), ", %llu files not written",
+			 (unsigned long long)cnt_get(a->unwritten));
 	cpu = self_cpu_ns();
 	share = now > a->last_status ? (double)(cpu - a->last_cpu_ns) / (double)(now - a->last_status)
 				     : 0;
@@ -176,13 +180,14 @@ static void status(struct agent *a, const char *when)
 	cp_error(CMD,
 		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in%s), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
-		    "%d targets, cpu %.1f%%, rss %llu MiB",
+		    "%d targets, cpu %.1f%%, rss %llu MiB%s",
 		when, (unsigned long long)cnt_get(a->seen), (unsigned long long)cnt_get(a->slow),
 		(unsigned long long)cnt_get(a->sampled), (unsigned long long)cnt_get(a->optin),
 		refused, (unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
 		(unsigned long long)cnt_get(a->profiled), (unsigned long long)a->s->r->lost,
-		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024));
+		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024),
+		unwritten);
 	a->last_status = now;
 	a->last_cpu_ns = cpu;
 }
@@ -229,6 +234,8 @@ static void usage(FILE *f)
 		"                      newest 20 kept)\n"
 		"  --flight-seconds N  how many seconds (default 10)\n"
 		"  --flight-mb N       memory for them at most (default 64)\n"
+		"  (--out and --flight are made 0700 when missing; a link, another user's\n"
+		"  directory or one others can write to is refused)\n"
 		"Capture (as in critpath record): --probe [BIN:]FUNC, --payload-bytes N,\n"
 		"  --buffer-mb N (default 8 here), --host NAME, --sku LABEL, --no-tls\n"
 		"  -d SECONDS          stop after this long (default: SIGINT or SIGTERM)\n"
@@ -492,9 +499,11 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	return 0;
 }
 
-/* --cgroup and --exe resolved; --out made; the OTLP URL checked. 0 or 1. */
+/* --cgroup and --exe resolved; --out and --flight made or checked (2: a
+ * directory refused); the OTLP URL checked. 0, 1 or 2. */
 static int check(struct agent *a, const char **url)
 {
+	char why_dir[256];
 	const char *why;
 
 	for (int i = 0; i < a->ncgroup; i++) {
@@ -523,13 +532,13 @@ static int check(struct agent *a, const char **url)
 			return 1;
 		}
 	}
-	if (a->flo.dir && mkdir(a->flo.dir, 0700) && errno != EEXIST) {
-		cp_error(CMD, "--flight %s: %s", a->flo.dir, strerror(errno));
-		return 1;
+	if (a->flo.dir && (a->flo.dirfd = outdir__open(a->flo.dir, why_dir, sizeof(why_dir))) < 0) {
+		cp_error(CMD, "--flight %s: %s", a->flo.dir, why_dir);
+		return 2;
 	}
-	if (a->out_dir && mkdir(a->out_dir, 0700) && errno != EEXIST) {
-		cp_error(CMD, "--out %s: %s", a->out_dir, strerror(errno));
-		return 1;
+	if (a->out_dir && (a->out_fd = outdir__open(a->out_dir, why_dir, sizeof(why_dir))) < 0) {
+		cp_error(CMD, "--out %s: %s", a->out_dir, why_dir);
+		return 2;
 	}
 	if (!*url) {
 		const char *t = getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
@@ -609,11 +618,13 @@ int cmd_agent(int argc, char **argv)
 	s->go_fd = -1;
 	a->s = s;
 	a->every_ns = 60000000000ull;
+	a->out_fd = -1;
 	a->flo = (struct flight_opts){.keep_ns = 10000000000ull,
 				      .max_bytes = 64ull << 20,
 				      .max_md_bytes = 16ull << 20,
 				      .min_gap_ns = 10000000000ull,
-				      .max_files = 20};
+				      .max_files = 20,
+				      .dirfd = -1};
 	a->status_every = 60000000000ull;
 	a->max_names = AGENT_MAX_NAMES;
 	s->o.bo.payload_bytes = CP_PAYLOAD_MAX; /* traceparent sits past a short prefix */
@@ -658,12 +669,14 @@ int cmd_agent(int argc, char **argv)
 			ret = 1;
 		}
 	}
-	ret = ret || rec_session__open(s) || rec_session__load(s);
+	if (!ret && (rec_session__open(s) || rec_session__load(s)))
+		ret = 1;
 	if (!ret && live__start(a)) {
 		cp_error(CMD, "out of memory");
 		ret = 1;
 	}
-	ret = ret || rec_session__attach(s);
+	if (!ret && rec_session__attach(s))
+		ret = 1;
 	if (!ret) {
 		a->res.host = s->info.host;
 		/* the status lines' CPU share is the running agent's, not
@@ -710,6 +723,10 @@ int cmd_agent(int argc, char **argv)
 	trigger__free(a->tr);
 	for (int i = 0; i < a->nexe; i++)
 		free(a->exe_real[i]);
+	if (a->out_fd >= 0)
+		close(a->out_fd);
+	if (a->flo.dirfd >= 0)
+		close(a->flo.dirfd);
 	free(a);
 	rec_session__free(s);
 	return ret;

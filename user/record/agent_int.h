@@ -20,6 +20,14 @@
 
 struct live;
 
+/* what a file not written was (said once per kind and error) */
+enum agent_file { AG_FILE_PROFILE, AG_FILE_FLIGHT };
+#define AGENT_SAID_MAX 32
+struct agent_said {
+	enum agent_file what;
+	int err;
+};
+
 struct agent {
 	struct rec_session *s;
 	struct live *live;
@@ -32,6 +40,7 @@ struct agent {
 	uint64_t every_ns;
 	double profile_rate; /* --profile-sample */
 	const char *out_dir;
+	int out_fd; /* out_dir's, opened once */
 	bool include_optin;
 	uint32_t max_names; /* --max-names */
 	/* what to follow */
@@ -43,6 +52,9 @@ struct agent {
 	uint64_t status_every, last_status, last_cpu_ns, ntargets_added;
 	const char *service_env;
 	int err; /* the analysis's first error (atomic) */
+	uint64_t unwritten; /* files not written (cnt_get) */
+	struct agent_said said[AGENT_SAID_MAX];
+	unsigned nsaid;
 };
 
 /* The one writer adds; any thread reads. */

@@ -25,6 +25,7 @@
 #include "kpath.h"
 #include "msg.h"
 #include "out_yajl.h"
+#include "outfile.h"
 #include "recording.h"
 #include "util.h"
 
@@ -109,6 +110,8 @@ static int hold(struct live *l, const struct batch *b)
 {
 	size_t base = l->nbuf;
 
+	if (!b->len) /* a quiet 10 ms: its buffer may never have been made */
+		return 0;
 	if (grow_buf(&l->buf, &l->capbuf, l->nbuf + b->len))
 		return -ENOMEM;
 	memcpy(l->buf + base, b->buf, b->len);
@@ -245,6 +248,20 @@ static void sink_warn(void *ctx, const char *msg)
 	cp_warn(CMD, "%s", msg);
 }
 
+/* A file not written: said once for each kind of failure (what it was, the
+ * error), every one counted (the status lines) */
+static void unwritten(struct agent *a, enum agent_file what, const char *path, int err)
+{
+	cnt_add(a->unwritten, 1);
+	for (unsigned i = 0; i < a->nsaid; i++)
+		if (a->said[i].what == what && a->said[i].err == err)
+			return;
+	if (a->nsaid < AGENT_SAID_MAX)
+		a->said[a->nsaid++] = (struct agent_said){what, err};
+	cp_error(CMD, "%s not written: %s (the next %s failing so are only counted)", path,
+		 strerror(-err), what == AG_FILE_FLIGHT ? "flight recordings" : "profile files");
+}
+
 static void flight_dump(struct agent *a, const struct cp_request *h)
 {
 	char path[PATH_MAX];
@@ -252,7 +269,7 @@ static void flight_dump(struct agent *a, const struct cp_request *h)
 	int err = flight__dump(a->live->fl, h->end_ns, lost, path, sizeof(path));
 
 	if (err)
-		cp_error(CMD, "flight recording not written: %s", strerror(-err));
+		unwritten(a, AG_FILE_FLIGHT, path, err);
 	else if (path[0] && !a->s->o.quiet)
 		cp_error(CMD, "slow %s %s: the last seconds in %s", h->service, h->name, path);
 }
@@ -365,21 +382,6 @@ static int sink_request(void *ctx, const struct cp_request *r)
 
 /* --- profile windows ------------------------------------------------------- */
 
-static FILE *out_file(struct agent *a, const char *stamp, const char *ext)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/profile-%s%s", a->out_dir, stamp, ext);
-	fd = output__open(path, &st);
-	if (fd < 0) {
-		cp_error(CMD, "cannot write %s: %s", path, output__why(fd));
-		return NULL;
-	}
-	return fdopen(fd, "w");
-}
-
 static void count_row(void *ctx, const struct trigger_count *c)
 {
 	struct jw *w = ctx;
@@ -415,13 +417,13 @@ static void jw__time(struct jw *w, const char *key, time_t t)
 
 /* The window's counts: every request seen, per service and name, and what
  * the profile is a sample of */
-static void counts_write(struct agent *a, FILE *f, time_t now)
+static int counts_write(struct agent *a, FILE *f, time_t now)
 {
 	struct live *l = a->live;
 	struct jw w;
 
 	if (jw__init(&w, f, 0))
-		return;
+		return -ENOMEM;
 	yajl_gen_config(w.g, yajl_gen_beautify, 1);
 	jw__map_open(&w);
 	jw__time(&w, "start", l->win_wall);
@@ -439,36 +441,58 @@ static void counts_write(struct agent *a, FILE *f, time_t now)
 	trigger__window_each(a->tr, count_row, &w);
 	jw__arr_close(&w);
 	jw__map_close(&w);
-	if (jw__finish(&w))
-		cp_error(CMD, "profile window counts not written in full");
+	return jw__finish(&w);
+}
+
+enum window_part { WIN_JSON, WIN_PPROF, WIN_COUNTS };
+
+/* One file of the window, whole under its name or not there at all */
+static void window_part(struct agent *a, const char *stamp, enum window_part p, time_t now)
+{
+	static const char *const ext[] = {".json", ".pb.gz", ".counts.json"};
+	const struct engine_result *res = engine__result(a->live->win);
+	struct out_opts oo = {.top = 20};
+	char name[NAME_MAX], path[PATH_MAX];
+	struct outfile o;
+	FILE *f;
+	int err;
+
+	snprintf(name, sizeof(name), "profile-%s%s", stamp, ext[p]);
+	err = outfile__create(&o, a->out_fd, name);
+	if (!err) {
+		f = outfile__stream(&o);
+		if (!f)
+			err = -ENOMEM;
+		else if (p == WIN_JSON)
+			err = out_json(f, res, &oo);
+		else if (p == WIN_PPROF)
+			err = out_pprof(f, res, &oo);
+		else
+			err = counts_write(a, f, now);
+		err = outfile__close(&o, err);
+	}
+	if (err) {
+		snprintf(path, sizeof(path), "%s/%s", a->out_dir, name);
+		unwritten(a, AG_FILE_PROFILE, path, err);
+	}
 }
 
 static void window_write(struct agent *a)
 {
 	struct live *l = a->live;
-	const struct engine_result *res = engine__result(l->win);
-	struct out_opts oo = {.top = 20};
 	char stamp[32];
 	time_t now = time(NULL);
 	struct tm tm;
-	FILE *f;
 
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	/* two windows can end in one second (the last one at exit) */
 	snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), "-%04u", l->windows);
-	if (res && (f = out_file(a, stamp, ".json"))) {
-		out_json(f, res, &oo);
-		fclose(f);
+	if (engine__result(l->win)) {
+		window_part(a, stamp, WIN_JSON, now);
+		window_part(a, stamp, WIN_PPROF, now);
 	}
-	if (res && (f = out_file(a, stamp, ".pb.gz"))) {
-		out_pprof(f, res, &oo);
-		fclose(f);
-	}
-	if ((f = out_file(a, stamp, ".counts.json"))) {
-		counts_write(a, f, now);
-		fclose(f);
-	}
+	window_part(a, stamp, WIN_COUNTS, now);
 }
 
 /* The window's profile written (if any), the next one begun unless last */

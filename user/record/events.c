@@ -74,9 +74,9 @@ void rec__write_error(struct recorder *r, int err)
 	r->write_err = err;
 	if (err == -ENOSPC)
 		cp_error(rec_cmd,
-			"%s: disk full (ENOSPC); the recording is readable up "
-			"to the last frame written",
-			r->out);
+			"%s: %s (disk full); the recording is readable up to the last frame "
+			"written",
+			r->out, strerror(-err));
 	else
 		cp_error(rec_cmd, "%s: write failed: %s", r->out, strerror(-err));
 }

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "msg.h"
+#include "outfile.h"
 #include "proto_redact.h"
 #include "record_int.h"
 #include "recorder.h"

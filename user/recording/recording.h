@@ -80,12 +80,14 @@ struct recording_totals {
 
 struct recording_writer;
 
-struct stat;
-int output__open(const char *path, struct stat *st);
-const char *output__why(int err);
-
+/* path made or truncated by output__open (outfile.h), the header written;
+ * when even that fails, no file is left. 0 or -errno. */
 int recording_writer__open(struct recording_writer **w, const char *path,
 			   const struct recording_info *info);
+/* The same on an fd of the caller's, which w owns from now on (closed on
+ * failure too). */
+int recording_writer__open_fd(struct recording_writer **w, int fd,
+			      const struct recording_info *info);
 typedef int (*recording_tap_fn)(void *ctx, const struct cp_hdr *rec);
 int recording_writer__open_tap(struct recording_writer **w, recording_tap_fn tap, void *ctx);
 /* One record (rec->size a multiple of 8); a full batch is compressed and written. */

@@ -60,6 +60,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "outfile.h"
 #include "recfile.h"
 #include "recfile_format.h"
 #include "recording.h"
@@ -358,41 +359,6 @@ static int writer__frame(struct recording_writer *w, const struct batch *b, int6
 	return 0;
 }
 
-/* An output file safe for a root tool: no symlink, no other user's or linked
- * file, 0600. */
-int output__open(const char *path, struct stat *st)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600), err;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, st) < 0) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	if (S_ISREG(st->st_mode) && (st->st_uid != geteuid() || st->st_nlink > 1)) {
-		close(fd);
-		return -EEXIST;
-	}
-	if (S_ISREG(st->st_mode) && (ftruncate(fd, 0) < 0 || fchmod(fd, 0600) < 0)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-const char *output__why(int err)
-{
-	if (err == -ELOOP)
-		return "it is a symbolic link (not followed)";
-	if (err == -EEXIST)
-		return "an existing file another user owns, or with other hard links (not "
-		       "overwritten)";
-	return strerror(-err);
-}
-
 int recording_writer__open_tap(struct recording_writer **wp, recording_tap_fn tap, void *ctx)
 {
 	struct recording_writer *w = calloc(1, sizeof(*w));
@@ -406,20 +372,24 @@ int recording_writer__open_tap(struct recording_writer **wp, recording_tap_fn ta
 	return 0;
 }
 
-int recording_writer__open(struct recording_writer **wp, const char *path,
-			   const struct recording_info *info)
+int recording_writer__open_fd(struct recording_writer **wp, int fd,
+			      const struct recording_info *info)
 {
 	struct recording_writer *w;
-	struct stat st;
 	int err = 0;
 
 	*wp = NULL;
-	if (!path || !info)
+	if (fd < 0 || !info) {
+		if (fd >= 0)
+			close(fd);
 		return -EINVAL;
+	}
 	w = calloc(1, sizeof(*w));
-	if (!w)
+	if (!w) {
+		close(fd);
 		return -ENOMEM;
-	w->fd = -1;
+	}
+	w->fd = fd;
 	w->cap = REC_FRAME_RAW_TARGET + 65536;
 	w->cur.buf = malloc(w->cap);
 	w->codec = info->codec;
@@ -451,11 +421,6 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 		err = -EINVAL;
 		goto cleanup;
 	}
-	w->fd = output__open(path, &st);
-	if (w->fd < 0) {
-		err = w->fd;
-		goto cleanup;
-	}
 	err = writer__header(w, info);
 	if (err)
 		goto cleanup;
@@ -463,6 +428,27 @@ int recording_writer__open(struct recording_writer **wp, const char *path,
 	return 0;
 cleanup:
 	writer__free(w);
+	return err;
+}
+
+int recording_writer__open(struct recording_writer **wp, const char *path,
+			   const struct recording_info *info)
+{
+	struct stat st, now;
+	int fd, err;
+
+	*wp = NULL;
+	if (!path || !info)
+		return -EINVAL;
+	fd = output__open(path, &st);
+	if (fd < 0)
+		return fd;
+	err = recording_writer__open_fd(wp, fd, info);
+	/* not even the header fit (a full disk): no empty file left, if the
+	 * name is still the file made */
+	if (err && S_ISREG(st.st_mode) && !lstat(path, &now) && now.st_dev == st.st_dev &&
+	    now.st_ino == st.st_ino)
+		unlink(path);
 	return err;
 }
 
