@@ -603,6 +603,7 @@ int cmd_agent(int argc, char **argv)
 				  .optin_rate = TRIGGER_OPTIN_RATE};
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
+	struct flight_stats fst;
 	const char *url = NULL;
 	uint64_t waits, raised, stop_ns;
 	int ret, err;
@@ -711,6 +712,17 @@ int cmd_agent(int argc, char **argv)
 		if (a->late)
 			cp_error(CMD, "%llu records came later than the reorder window",
 				(unsigned long long)a->late);
+		if (s->r->exits_unsaid && !s->o.quiet)
+			cp_error(CMD, "%llu more targets exited than were said",
+				 (unsigned long long)s->r->exits_unsaid);
+		if (live__flight_stats(a, &fst) && !s->o.quiet)
+			cp_error(CMD,
+				"flight recorder: %llu files written, %llu slow requests within "
+				    "the gap after one (not written), %llu failed, %llu old files "
+				    "removed, %llu metadata records dropped (over 16 MiB)",
+				(unsigned long long)fst.written, (unsigned long long)fst.skipped,
+				(unsigned long long)fst.failed, (unsigned long long)fst.removed,
+				(unsigned long long)fst.md_dropped);
 		live__queue_stats(a, &waits, &raised);
 		if ((waits || raised) && !s->o.quiet)
 			cp_error(CMD, "the analysis fell behind: raised from idle priority %llu "

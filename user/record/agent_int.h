@@ -73,6 +73,8 @@ void live__post(struct agent *a, uint64_t cut);
 int live__finish(struct agent *a);
 void live__free(struct agent *a);
 /* Times the loop waited for the analysis (its queue full), bytes queued */
+/* The flight recorder's counts after live__finish; false: none */
+bool live__flight_stats(struct agent *a, struct flight_stats *st);
 void live__queue_stats(struct agent *a, uint64_t *waits, uint64_t *urgent);
 
 #endif

@@ -699,6 +699,14 @@ int live__finish(struct agent *a)
 	return __atomic_load_n(&a->err, __ATOMIC_ACQUIRE);
 }
 
+bool live__flight_stats(struct agent *a, struct flight_stats *st)
+{
+	if (!a->live || !a->live->fl)
+		return false;
+	flight__stats(a->live->fl, st);
+	return true;
+}
+
 void live__queue_stats(struct agent *a, uint64_t *waits, uint64_t *raised)
 {
 	struct live *l = a->live;

@@ -93,10 +93,21 @@ static int append(struct recorder *r, const struct cp_hdr *h)
 	return err;
 }
 
-/* exit_code is the kernel's wait status: a signal in the low 7 bits. */
-static void say_exited(pid_t pid, int32_t exit_code)
+#define EXITS_SAID 5
+
+/* exit_code is the kernel's wait status: a signal in the low 7 bits (-1:
+ * not known). The first EXITS_SAID are said, the rest counted. */
+static void say_exited(struct recorder *r, pid_t pid, int32_t exit_code)
 {
-	if (exit_code & 0x7f)
+	if (r->exits_said == EXITS_SAID) {
+		r->exits_unsaid++;
+		return;
+	}
+	if (++r->exits_said == EXITS_SAID)
+		cp_error(rec_cmd, "target %d exited; more exits are counted, not said", pid);
+	else if (exit_code < 0)
+		cp_error(rec_cmd, "target %d exited", pid);
+	else if (exit_code & 0x7f)
 		cp_error(rec_cmd, "target %d killed by signal %d", pid,
 			exit_code & 0x7f);
 	else
@@ -229,7 +240,7 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 		if (x->group_dead && t && !t->dead) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
-				say_exited(t->pid, x->exit_code);
+				say_exited(r, t->pid, x->exit_code);
 		}
 		break;
 	}
@@ -451,7 +462,7 @@ void rec__tick(struct recorder *r, uint64_t now)
 		if (!rec_meta__alive(t->pid)) {
 			t->dead = 1;
 			if (t->top && !r->quiet && t->pid != r->child)
-				cp_error(rec_cmd, "target %d exited", t->pid);
+				say_exited(r, t->pid, -1);
 		}
 	}
 }

@@ -407,6 +407,9 @@ static int rec_close(struct rec_session *s)
 	}
 	if (s->all_exited && !r->quiet)
 		cp_error(rec_cmd, "all targets exited");
+	if (r->exits_unsaid && !r->quiet)
+		cp_error(rec_cmd, "%llu more targets exited than were said",
+			 (unsigned long long)r->exits_unsaid);
 	totals.end_ns = now;
 	totals.lost = r->lost;
 	bytes = recording_writer__bytes(r->w);

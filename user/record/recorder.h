@@ -44,6 +44,10 @@ struct recorder {
 	uint64_t last_check;
 	int write_err; /* first writer error: recording stops */
 	bool quiet;
+	/* targets' exits said one by one, then only counted (a churn of
+	 * short-lived matching processes made a line each) */
+	uint32_t exits_said;
+	uint64_t exits_unsaid;
 	pid_t child;	  /* -- CMD: the launched process */
 	int child_status; /* its wait status once reaped */
 	bool child_exec;  /* it reached exec */
