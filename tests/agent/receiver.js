@@ -11,6 +11,18 @@ const fs = require('fs');
 const http = require('http');
 const zlib = require('zlib');
 const root = require('@opentelemetry/otlp-transformer/build/src/generated/root');
+const pb = require('protobufjs/minimal');
+
+// proto3 strings must be UTF-8, and the OpenTelemetry Collector (Go's
+// protobuf) refuses a batch with one that is not; protobufjs would read it
+// as U+FFFD. Strict, as the collector is: such a batch is answered 400.
+const strict = new TextDecoder('utf-8', { fatal: true });
+for (const R of [pb.Reader, pb.BufferReader]) {
+  R.prototype.string = function strictString() {
+    const bytes = this.bytes();
+    return strict.decode(bytes);
+  };
+}
 
 const Req = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 const Resp = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse;
