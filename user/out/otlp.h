@@ -38,9 +38,24 @@ void pbuf__free(struct pbuf *b);
 int otlp__encode_request(struct pbuf *b, const struct cp_request *r,
 			 const struct otlp_resource *res, unsigned why, const uint8_t rnd[24]);
 
+/* OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS (otlp_headers.c) */
+struct otlp_header {
+	char *key, *value;
+};
+struct otlp_headers {
+	struct otlp_header *h;
+	size_t n;
+};
+/* Adds s's entries ("k=v,k2=v2": keys and values trimmed of spaces and tabs,
+ * values percent-decoded, empty entries skipped), one whose key is there
+ * already (in any case) replacing it. 0; -EINVAL for a malformed entry, why
+ * in why (by its position and key, never its value); -ENOMEM. */
+int otlp_headers__add(struct otlp_headers *h, const char *s, char *why, size_t whyn);
+void otlp_headers__free(struct otlp_headers *h);
+
 struct exporter_opts {
 	const char *url;	/* http(s)://host:port/v1/traces */
-	const char *headers;	/* "k=v,k2=v2" (OTEL_EXPORTER_OTLP_HEADERS) */
+	const struct otlp_headers *headers; /* sent with every export (copied) */
 	uint32_t queue_max;	/* requests waiting, at most */
 	uint32_t batch_max;	/* requests per export */
 	uint64_t timeout_ns;	/* per export */

@@ -188,7 +188,8 @@ static int gzip(struct exporter *e, const uint8_t *p, size_t n, size_t *outn)
 	return rc == Z_STREAM_END ? 0 : -EIO;
 }
 
-/* One POST: the HTTP status, or 0 when there was no answer */
+/* One POST: the HTTP status, 0 when there was no answer, -1 when the batch
+ * could not be compressed */
 static long post(struct exporter *e, const uint8_t *body, size_t n)
 {
 	size_t gzn;
@@ -296,15 +297,39 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* The protocol's headers, then the user's: "Key: value", or curl's "Key;"
+ * for an empty value ("Key:" would remove the header). 0 or -ENOMEM. */
+static int add_headers(struct exporter *e, const struct otlp_headers *h)
+{
+	struct curl_slist *l;
+
+	e->hdrs = cu.slist_append(NULL, "Content-Type: application/x-protobuf");
+	if (!e->hdrs || !(l = cu.slist_append(e->hdrs, "Content-Encoding: gzip")))
+		return -ENOMEM;
+	for (size_t i = 0; h && i < h->n; i++) {
+		char *line;
+
+		if (asprintf(&line, "%s%s%s", h->h[i].key, h->h[i].value[0] ? ": " : ";",
+			     h->h[i].value) < 0)
+			return -ENOMEM;
+		l = cu.slist_append(e->hdrs, line);
+		free(line);
+		if (!l)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 struct exporter *exporter__new(const struct exporter_opts *o)
 {
 	struct exporter *e = calloc(1, sizeof(*e));
-	char ua[64], h[1024];
+	char ua[64];
 	int err;
 
 	if (!e)
 		return NULL;
 	e->o = *o;
+	e->o.headers = NULL; /* in e->hdrs */
 	if (!e->o.queue_max)
 		e->o.queue_max = 4096;
 	if (!e->o.batch_max)
@@ -322,20 +347,9 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	e->curl = cu.easy_init();
 	if (!e->q || !e->ring || !e->curl)
 		goto fail;
-	e->hdrs = cu.slist_append(NULL, "Content-Type: application/x-protobuf");
-	e->hdrs = cu.slist_append(e->hdrs, "Content-Encoding: gzip");
-	/* OTEL_EXPORTER_OTLP_HEADERS: k=v,k2=v2 (values URL-encoded: left as they are) */
-	for (const char *s = o->headers; s && *s;) {
-		const char *c = strchr(s, ','), *eq;
-		size_t n = c ? (size_t)(c - s) : strlen(s);
-
-		eq = memchr(s, '=', n);
-		if (eq && n < sizeof(h) - 4) {
-			snprintf(h, sizeof(h), "%.*s: %.*s", (int)(eq - s), s, (int)(n - (eq - s) - 1),
-				 eq + 1);
-			e->hdrs = cu.slist_append(e->hdrs, h);
-		}
-		s += n + (c ? 1 : 0);
+	if (add_headers(e, o->headers)) {
+		errno = ENOMEM;
+		goto fail;
 	}
 	snprintf(ua, sizeof(ua), "critpath/%s", CRITPATH_VERSION);
 	cu.easy_setopt(e->curl, CURLOPT_URL, o->url);

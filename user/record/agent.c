@@ -194,7 +194,9 @@ static void usage(FILE *f)
 		"                      exported, as a child of the caller's span)\n"
 		"  --otlp URL          OTLP/HTTP traces endpoint (default:\n"
 		"                      $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or\n"
-		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export)\n"
+		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export),\n"
+		"                      headers from $OTEL_EXPORTER_OTLP_HEADERS and\n"
+		"                      $OTEL_EXPORTER_OTLP_TRACES_HEADERS (k=v,k2=v2, URL-encoded)\n"
 		"  --queue N           requests waiting for export at most (default 4096)\n"
 		"Profiles:\n"
 		"  --out DIR           every window's profile: DIR/profile-TIME-N.json (critpath\n"
@@ -444,8 +446,29 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	return 0;
 }
 
-/* --cgroup and --exe resolved; --out made; the OTLP URL checked. 0 or 1. */
-static int check(struct agent *a, const char **url)
+/* The OTLP headers from the environment, the signal's own last (they
+ * override the generic ones). 0 or 1. */
+static int export_headers(struct otlp_headers *h)
+{
+	static const char *const vars[] = {"OTEL_EXPORTER_OTLP_HEADERS",
+					   "OTEL_EXPORTER_OTLP_TRACES_HEADERS"};
+	char why[256];
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+		int err = v ? otlp_headers__add(h, v, why, sizeof(why)) : 0;
+
+		if (err) {
+			cp_error(CMD, "%s: %s", vars[i], err == -EINVAL ? why : strerror(-err));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* --cgroup and --exe resolved; --out made; the OTLP URL and headers
+ * checked. 0 or 1. */
+static int check(struct agent *a, const char **url, struct otlp_headers *h)
 {
 	const char *why;
 
@@ -502,7 +525,7 @@ static int check(struct agent *a, const char **url)
 		cp_error(CMD, "OTLP endpoint '%s': %s", *url, why);
 		return 1;
 	}
-	return 0;
+	return *url ? export_headers(h) : 0;
 }
 
 /* --- the loop -------------------------------------------------------------- */
@@ -545,6 +568,7 @@ int cmd_agent(int argc, char **argv)
 	struct trigger_opts to = {.slow_pct = 0.99, .profile = 0.01};
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
+	struct otlp_headers hdrs = {0};
 	const char *url = NULL;
 	uint64_t waits, raised, stop_ns;
 	int ret, err;
@@ -590,7 +614,7 @@ int cmd_agent(int argc, char **argv)
 	a->res.service = a->service_env && *a->service_env ? a->service_env : NULL;
 	to.seed = (uint64_t)clock__mono_ns() ^ (uint64_t)getpid() << 32;
 	a->rng = to.seed * 0x9e3779b97f4a7c15ull;
-	ret = check(a, &url);
+	ret = check(a, &url, &hdrs);
 	if (!ret && watching(a))
 		scan(a, false);
 	a->profile_rate = to.profile;
@@ -599,7 +623,7 @@ int cmd_agent(int argc, char **argv)
 		ret = 1;
 	if (!ret && url) {
 		eo.url = url;
-		eo.headers = getenv("OTEL_EXPORTER_OTLP_HEADERS");
+		eo.headers = &hdrs;
 		a->ex = exporter__new(&eo);
 		if (!a->ex) {
 			cp_error(CMD, "cannot start the exporter: %s",
@@ -652,6 +676,7 @@ int cmd_agent(int argc, char **argv)
 		ret = err ? 1 : 0;
 	}
 	exporter__close(a->ex, clock__mono_ns(), NULL);
+	otlp_headers__free(&hdrs);
 	live__free(a);
 	trigger__free(a->tr);
 	for (int i = 0; i < a->nexe; i++)

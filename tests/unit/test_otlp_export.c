@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
+/* The OTLP exporter's configuration and its promises: the headers from the
+ * environment (trimmed, percent-decoded, any length, a malformed entry
+ * refused by position without its value). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "otlp.h"
+
+static const char *value_of(const struct otlp_headers *h, const char *key)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (!strcmp(h->h[i].key, key))
+			return h->h[i].value;
+	return NULL;
+}
+
+static void test_headers_decoded(void **state)
+{
+	struct otlp_headers h = {0};
+	char why[256] = "";
+
+	assert_int_equal(otlp_headers__add(&h, " Authorization = Basic%20xyz ,x-a=1,,\tx-b=%3d%2C ",
+					   why, sizeof(why)),
+			 0);
+	assert_int_equal(h.n, 3);
+	assert_string_equal(value_of(&h, "Authorization"), "Basic xyz");
+	assert_string_equal(value_of(&h, "x-a"), "1");
+	assert_string_equal(value_of(&h, "x-b"), "=,");
+	/* the signal's own variable: added, and a key there already (any case) replaced */
+	assert_int_equal(otlp_headers__add(&h, "X-A=2,x-c=,x-d=a=b", why, sizeof(why)), 0);
+	assert_int_equal(h.n, 5);
+	assert_null(value_of(&h, "x-a"));
+	assert_string_equal(value_of(&h, "X-A"), "2");
+	assert_string_equal(value_of(&h, "x-c"), "");
+	assert_string_equal(value_of(&h, "x-d"), "a=b");
+	/* UTF-8 passes; '+' is not a space */
+	assert_int_equal(otlp_headers__add(&h, "x-e=%C3%A9+", why, sizeof(why)), 0);
+	assert_string_equal(value_of(&h, "x-e"), "\xc3\xa9+");
+	otlp_headers__free(&h);
+	assert_int_equal(h.n, 0);
+	assert_int_equal(otlp_headers__add(&h, "", why, sizeof(why)), 0);
+	assert_int_equal(otlp_headers__add(&h, NULL, why, sizeof(why)), 0);
+	assert_int_equal(h.n, 0);
+}
+
+static void test_headers_long(void **state)
+{
+	/* a JWT of 8 KiB, percent-encoded dots included */
+	size_t n = 8192;
+	char *s = malloc(3 * n + 64), *want = malloc(n + 1);
+	struct otlp_headers h = {0};
+	char why[256];
+	size_t k = (size_t)sprintf(s, "authorization=Bearer%%20");
+
+	for (size_t i = 0; i < n; i++)
+		want[i] = i % 100 == 99 ? '.' : (char)('a' + i % 26);
+	want[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		k += (size_t)(want[i] == '.' ? sprintf(s + k, "%%2E")
+					     : sprintf(s + k, "%c", want[i]));
+	assert_int_equal(otlp_headers__add(&h, s, why, sizeof(why)), 0);
+	assert_int_equal(h.n, 1);
+	assert_int_equal(strlen(value_of(&h, "authorization")), n + 7);
+	assert_memory_equal(value_of(&h, "authorization"), "Bearer ", 7);
+	assert_string_equal(value_of(&h, "authorization") + 7, want);
+	otlp_headers__free(&h);
+	free(s);
+	free(want);
+}
+
+/* s is refused; why names entry idx and none of the secret */
+static void refused(const char *s, int idx, const char *secret)
+{
+	struct otlp_headers h = {0};
+	char why[256] = "", want[32];
+
+	assert_int_equal(otlp_headers__add(&h, s, why, sizeof(why)), -EINVAL);
+	snprintf(want, sizeof(want), "entry %d", idx);
+	if (!strstr(why, want) || strstr(why, secret))
+		fail_msg("'%s': '%s'", s, why);
+	otlp_headers__free(&h);
+}
+
+static void test_headers_refused(void **state)
+{
+	refused("a=1,Bearer s3cret", 2, "s3cret");
+	refused("=s3cret", 1, "s3cret");
+	refused(" =s3cret", 1, "s3cret");
+	refused("a=1, ,b=2,bad key=s3cret", 4, "s3cret");
+	refused("x:y=s3cret", 1, "s3cret");
+	refused("k=s3cret%0D%0AX-Evil: 1", 1, "s3cret");
+	refused("k=s3cret%0a", 1, "s3cret");
+	refused("k=s3cret%00", 1, "s3cret");
+	refused("k=s3cret\x01", 1, "s3cret");
+	refused("k=s3cret%", 1, "s3cret");
+	refused("k=s3cret%4", 1, "s3cret");
+	refused("k=s3cret%zz", 1, "s3cret");
+	refused("k\xc3\xa9=s3cret", 1, "s3cret");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_headers_decoded),
+	    cmocka_unit_test(test_headers_long),
+	    cmocka_unit_test(test_headers_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
