@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* The OTLP exporter's configuration and its promises: the headers from the
  * environment (trimmed, percent-decoded, any length, a malformed entry
- * refused by position without its value). */
+ * refused by position without its value), and exporter__close's deadline
+ * against an endpoint that never answers. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,10 +11,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
 #include "otlp.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static const char *value_of(const struct otlp_headers *h, const char *key)
 {
@@ -107,12 +121,48 @@ static void test_headers_refused(void **state)
 	refused("k\xc3\xa9=s3cret", 1, "s3cret");
 }
 
+static void test_close_deadline(void **state)
+{
+	/* a listener that never accepts: the connection is made (the backlog)
+	 * and the POST never answered; its 10 s timeout must not hold up a
+	 * close with 0.3 s left */
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct exporter_opts o = {.queue_max = 4, .batch_max = 1, .timeout_ns = 10000000000ull};
+	struct exporter_stats st;
+	struct exporter *e;
+	char url[64];
+	uint8_t x[4] = {1, 2, 3, 4};
+	uint64_t t;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/traces", ntohs(sa.sin_port));
+	o.url = url;
+	e = exporter__new(&o);
+	assert_non_null(e);
+	exporter__push(e, x, sizeof(x));
+	usleep(300000); /* the POST in flight */
+	t = now_ns();
+	exporter__close(e, t + 300000000ull, &st);
+	t = now_ns() - t;
+	if (t > 1500000000ull)
+		fail_msg("closed after %.2f s", (double)t / 1e9);
+	assert_int_equal(st.dropped, 1);
+	assert_int_equal(st.sent, 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_headers_decoded),
 	    cmocka_unit_test(test_headers_long),
 	    cmocka_unit_test(test_headers_refused),
+	    cmocka_unit_test(test_close_deadline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,9 @@
  * connection errors with backoff and Retry-After. The queue's bytes are one
  * ring allocated once, so a backend that is down never grows memory; a batch
  * goes when full or when its oldest request waited LINGER_NS (as the
- * OpenTelemetry SDKs' batch processors do). */
+ * OpenTelemetry SDKs' batch processors do). Once stopped, no send outlives
+ * the deadline, whatever the backend does: each try's timeout is what is
+ * left, and a try in flight is aborted from curl's progress callback. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -43,8 +45,8 @@ struct exporter {
 	uint32_t head, len;
 	uint8_t *ring; /* the items' bytes, in queue order */
 	size_t rcap, wpos;
-	bool stop;
-	uint64_t deadline;
+	bool stop;	   /* atomic: curl's progress callback reads it unlocked */
+	uint64_t deadline; /* set before stop */
 	struct exporter_stats st;
 	CURL *curl;
 	struct curl_slist *hdrs;
@@ -151,6 +153,24 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ctx)
 	return len;
 }
 
+/* ns left before the stop's deadline; UINT64_MAX before the stop */
+static uint64_t left_ns(struct exporter *e)
+{
+	uint64_t now;
+
+	if (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+		return UINT64_MAX;
+	now = clock__mono_ns();
+	return e->deadline > now ? e->deadline - now : 0;
+}
+
+/* curl calls it at least once a second during a transfer; non-zero aborts */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	return left_ns(ctx) == 0;
+}
+
 static size_t on_body(char *buf, size_t size, size_t n, void *ctx)
 {
 	return size * n; /* the response's body says nothing we use */
@@ -192,12 +212,17 @@ static int gzip(struct exporter *e, const uint8_t *p, size_t n, size_t *outn)
  * could not be compressed */
 static long post(struct exporter *e, const uint8_t *body, size_t n)
 {
+	uint64_t timeout = e->o.timeout_ns, left = left_ns(e);
 	size_t gzn;
 	long code = 0;
 
 	if (gzip(e, body, n, &gzn))
 		return -1;
+	if (left < timeout)
+		timeout = left;
 	e->retry_after_ns = 0;
+	/* at least 1 ms: 0 is no timeout at all */
+	cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)(timeout / 1000000 + 1));
 	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDS, e->gz);
 	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzn);
 	if (cu.easy_perform(e->curl) == CURLE_OK)
@@ -330,6 +355,8 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 		return NULL;
 	e->o = *o;
 	e->o.headers = NULL; /* in e->hdrs */
+	if (!e->o.timeout_ns)
+		e->o.timeout_ns = 3000000000ull;
 	if (!e->o.queue_max)
 		e->o.queue_max = 4096;
 	if (!e->o.batch_max)
@@ -356,12 +383,12 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	cu.easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
 	cu.easy_setopt(e->curl, CURLOPT_USERAGENT, ua);
 	cu.easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS,
-			 (long)((o->timeout_ns ? o->timeout_ns : 3000000000ull) / 1000000));
-	cu.easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	cu.easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
 	cu.easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
 	cu.easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+	cu.easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cu.easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
+	cu.easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
 	pthread_mutex_init(&e->mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -442,11 +469,11 @@ void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_s
 	if (!e)
 		return;
 	pthread_mutex_lock(&e->mu);
-	e->stop = true;
 	e->deadline = deadline_ns;
+	__atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-	pthread_join(e->th, NULL); /* a send in flight ends by its timeout */
+	pthread_join(e->th, NULL); /* a send in flight ends by the deadline */
 	e->st.dropped += e->len;
 	if (s)
 		*s = e->st;
