@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* The OTLP exporter's configuration and its promises: the headers from the
  * environment (trimmed, percent-decoded, any length, a malformed entry
- * refused by position without its value), and exporter__close's deadline
- * against an endpoint that never answers. */
+ * refused by position without its value), the URL as printed, Retry-After
+ * capped, and exporter__close's deadline against an endpoint that never
+ * answers. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -121,6 +122,23 @@ static void test_headers_refused(void **state)
 	refused("k\xc3\xa9=s3cret", 1, "s3cret");
 }
 
+static void test_retry_after(void **state)
+{
+	time_t now = 1700000000; /* 2023-11-14 22:13:20 UTC */
+
+	assert_int_equal(exporter__retry_after_ns(" 2", now), 2000000000ull);
+	assert_int_equal(exporter__retry_after_ns("3599", now), 30000000000ull);
+	assert_int_equal(exporter__retry_after_ns("0", now), 0);
+	assert_int_equal(exporter__retry_after_ns("-5", now), 0);
+	assert_int_equal(exporter__retry_after_ns("soon", now), 0);
+	/* the HTTP-date form, 10 s and an hour ahead, and past */
+	assert_int_equal(exporter__retry_after_ns("Tue, 14 Nov 2023 22:13:30 GMT", now),
+			 10000000000ull);
+	assert_int_equal(exporter__retry_after_ns("Tue, 14 Nov 2023 23:13:20 GMT", now),
+			 30000000000ull);
+	assert_int_equal(exporter__retry_after_ns("Tue, 14 Nov 2023 22:13:00 GMT", now), 0);
+}
+
 static void test_close_deadline(void **state)
 {
 	/* a listener that never accepts: the connection is made (the backlog)
@@ -159,9 +177,8 @@ static void test_close_deadline(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_headers_decoded),
-	    cmocka_unit_test(test_headers_long),
-	    cmocka_unit_test(test_headers_refused),
+	    cmocka_unit_test(test_headers_decoded), cmocka_unit_test(test_headers_long),
+	    cmocka_unit_test(test_headers_refused), cmocka_unit_test(test_retry_after),
 	    cmocka_unit_test(test_close_deadline),
 	};
 

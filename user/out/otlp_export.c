@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* OTLP/HTTP protobuf export off the agent's loop: a bounded queue (full:
  * dropped), one thread sending gzipped batches, retrying 429/502/503/504 and
- * connection errors with backoff and Retry-After. The queue's bytes are one
- * ring allocated once, so a backend that is down never grows memory; a batch
- * goes when full or when its oldest request waited LINGER_NS (as the
- * OpenTelemetry SDKs' batch processors do). Once stopped, no send outlives
- * the deadline, whatever the backend does: each try's timeout is what is
- * left, and a try in flight is aborted from curl's progress callback. */
+ * connection errors with backoff and Retry-After (both capped at
+ * BACKOFF_MAX_NS). The queue's bytes are one ring allocated once, so a
+ * backend that is down never grows memory; a batch goes when full or when its
+ * oldest request waited LINGER_NS (as the OpenTelemetry SDKs' batch
+ * processors do). Once stopped, no send outlives the deadline, whatever the
+ * backend does: each try's timeout is what is left, and a try in flight is
+ * aborted from curl's progress callback. */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -51,6 +53,7 @@ struct exporter {
 	CURL *curl;
 	struct curl_slist *hdrs;
 	uint64_t retry_after_ns; /* from the last answer */
+	char retry_after[32];	 /* its header's value */
 	z_stream zs;
 	bool zinit;
 	uint8_t *gz;
@@ -66,6 +69,7 @@ static struct {
 	CURLcode (*easy_perform)(CURL *);
 	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
 	void (*easy_cleanup)(CURL *);
+	time_t (*getdate)(const char *, const time_t *);
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
 	void (*slist_free_all)(struct curl_slist *);
 } cu;
@@ -85,6 +89,7 @@ static void cu_load(void)
 	    {(void **)&cu.easy_perform, "curl_easy_perform"},
 	    {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
 	    {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
+	    {(void **)&cu.getdate, "curl_getdate"},
 	    {(void **)&cu.slist_append, "curl_slist_append"},
 	    {(void **)&cu.slist_free_all, "curl_slist_free_all"},
 	};
@@ -139,16 +144,38 @@ const char *exporter__check_url(const char *url)
 	return NULL;
 }
 
+uint64_t exporter__retry_after_ns(const char *v, time_t now)
+{
+	char *end;
+	long long s;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	s = strtoll(v, &end, 10);
+	if (end == v) { /* an HTTP-date */
+		pthread_once(&cu_once, cu_load);
+		s = cu.getdate ? (long long)cu.getdate(v, NULL) : -1;
+		s = s < 0 ? 0 : s - (long long)now;
+	}
+	if (s <= 0)
+		return 0;
+	return (uint64_t)s >= BACKOFF_MAX_NS / 1000000000ull ? BACKOFF_MAX_NS
+							     : (uint64_t)s * 1000000000ull;
+}
+
+/* buf is not a string: the header's line, CR LF included */
 static size_t on_header(char *buf, size_t size, size_t n, void *ctx)
 {
 	struct exporter *e = ctx;
-	size_t len = size * n;
+	size_t len = size * n, i = 12, end = len;
 
 	if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) {
-		long s = strtol(buf + 12, NULL, 10);
-
-		if (s > 0 && s < 3600)
-			e->retry_after_ns = (uint64_t)s * 1000000000ull;
+		while (i < end && (buf[i] == ' ' || buf[i] == '\t'))
+			i++;
+		while (end > i && isspace((unsigned char)buf[end - 1]))
+			end--;
+		snprintf(e->retry_after, sizeof(e->retry_after), "%.*s", (int)(end - i), buf + i);
+		e->retry_after_ns = exporter__retry_after_ns(e->retry_after, time(NULL));
 	}
 	return len;
 }
@@ -221,6 +248,7 @@ static long post(struct exporter *e, const uint8_t *body, size_t n)
 	if (left < timeout)
 		timeout = left;
 	e->retry_after_ns = 0;
+	e->retry_after[0] = '\0';
 	/* at least 1 ms: 0 is no timeout at all */
 	cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)(timeout / 1000000 + 1));
 	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDS, e->gz);
