@@ -122,6 +122,20 @@ static void test_headers_refused(void **state)
 	refused("k\xc3\xa9=s3cret", 1, "s3cret");
 }
 
+static void test_url_shown(void **state)
+{
+	char b[256];
+
+	assert_string_equal(exporter__url_shown("http://u:p@h:4318/v1/traces", b, sizeof(b)),
+			    "http://***@h:4318/v1/traces");
+	assert_string_equal(exporter__url_shown("https://u:p@ss@h/v1/traces?x=@y", b, sizeof(b)),
+			    "https://***@h/v1/traces?x=@y");
+	assert_string_equal(exporter__url_shown("https://tok@h", b, sizeof(b)), "https://***@h");
+	assert_string_equal(exporter__url_shown("http://h:4318/v1/traces?a=b@c", b, sizeof(b)),
+			    "http://h:4318/v1/traces?a=b@c");
+	assert_string_equal(exporter__url_shown("http://h/p/a@b", b, sizeof(b)), "http://h/p/a@b");
+}
+
 static void test_retry_after(void **state)
 {
 	time_t now = 1700000000; /* 2023-11-14 22:13:20 UTC */
@@ -178,8 +192,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_headers_decoded), cmocka_unit_test(test_headers_long),
-	    cmocka_unit_test(test_headers_refused), cmocka_unit_test(test_retry_after),
-	    cmocka_unit_test(test_close_deadline),
+	    cmocka_unit_test(test_headers_refused), cmocka_unit_test(test_url_shown),
+	    cmocka_unit_test(test_retry_after),	    cmocka_unit_test(test_close_deadline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

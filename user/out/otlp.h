@@ -79,6 +79,8 @@ void exporter__stats(struct exporter *e, struct exporter_stats *s);
 void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_stats *s);
 /* "http://h:p/v1/traces" checked: NULL when fine, else why not */
 const char *exporter__check_url(const char *url);
+/* url as it may be printed: a user and password replaced by "***" */
+const char *exporter__url_shown(const char *url, char *buf, size_t n);
 /* A Retry-After value (seconds, or an HTTP-date compared with now), capped
  * at the longest backoff; 0 when it says nothing usable */
 uint64_t exporter__retry_after_ns(const char *v, time_t now);

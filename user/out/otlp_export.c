@@ -144,6 +144,26 @@ const char *exporter__check_url(const char *url)
 	return NULL;
 }
 
+const char *exporter__url_shown(const char *url, char *buf, size_t n)
+{
+	const char *auth = strstr(url, "://"), *end, *at = NULL;
+
+	if (!auth) {
+		snprintf(buf, n, "%s", url);
+		return buf;
+	}
+	auth += 3;
+	end = auth + strcspn(auth, "/?#");
+	for (const char *p = auth; p < end; p++)
+		if (*p == '@')
+			at = p; /* the last one: a password may hold an '@' */
+	if (at)
+		snprintf(buf, n, "%.*s***%s", (int)(auth - url), url, at);
+	else
+		snprintf(buf, n, "%s", url);
+	return buf;
+}
+
 uint64_t exporter__retry_after_ns(const char *v, time_t now)
 {
 	char *end;

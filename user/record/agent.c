@@ -470,6 +470,7 @@ static int export_headers(struct otlp_headers *h)
  * checked. 0 or 1. */
 static int check(struct agent *a, const char **url, struct otlp_headers *h)
 {
+	char shown[2048];
 	const char *why;
 
 	for (int i = 0; i < a->ncgroup; i++) {
@@ -522,7 +523,8 @@ static int check(struct agent *a, const char **url, struct otlp_headers *h)
 		}
 	}
 	if (*url && (why = exporter__check_url(*url))) {
-		cp_error(CMD, "OTLP endpoint '%s': %s", *url, why);
+		cp_error(CMD, "OTLP endpoint '%s': %s",
+			 exporter__url_shown(*url, shown, sizeof(shown)), why);
 		return 1;
 	}
 	return *url ? export_headers(h) : 0;
@@ -569,6 +571,7 @@ int cmd_agent(int argc, char **argv)
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
 	struct otlp_headers hdrs = {0};
+	char shown[2048];
 	const char *url = NULL;
 	uint64_t waits, raised, stop_ns;
 	int ret, err;
@@ -645,7 +648,8 @@ int cmd_agent(int argc, char **argv)
 				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
 				rec__live_targets(s->r), rec__live_targets(s->r) == 1 ? "" : "es",
 				watching(a) ? " and the ones that match as they start" : "",
-				url ? url : "(nowhere: no --otlp)");
+				url ? exporter__url_shown(url, shown, sizeof(shown))
+				    : "(nowhere: no --otlp)");
 		loop(a);
 		stop_ns = clock__mono_ns();
 		rec__drain(s->r, 0, true);
