@@ -185,7 +185,36 @@ static void test_close_deadline(void **state)
 		fail_msg("closed after %.2f s", (double)t / 1e9);
 	assert_int_equal(st.dropped, 1);
 	assert_int_equal(st.sent, 0);
+	assert_true(st.fails[EXPORT_FAIL_TIMEOUT] >= 1);
+	assert_true(st.failing);
+	assert_non_null(strstr(st.last_error, "timeout"));
 	close(fd);
+}
+
+static void test_failure_said(void **state)
+{
+	/* nothing listens on port 1: refused, said as a connect failure */
+	struct exporter_opts o = {
+	    .url = "http://127.0.0.1:1/v1/traces", .batch_max = 1, .timeout_ns = 200000000};
+	struct exporter *e = exporter__new(&o);
+	struct exporter_stats st;
+	uint8_t x[4] = {1, 2, 3, 4};
+
+	assert_non_null(e);
+	exporter__push(e, x, sizeof(x));
+	for (int i = 0; i < 200; i++) {
+		exporter__stats(e, &st);
+		if (st.fails[EXPORT_FAIL_CONNECT] >= 2)
+			break;
+		usleep(10000);
+	}
+	exporter__close(e, now_ns(), &st);
+	assert_true(st.fails[EXPORT_FAIL_CONNECT] >= 2);
+	assert_int_equal(st.fail_changes, 1); /* the same failure again is no change */
+	assert_true(st.failing);
+	if (strncmp(st.last_error, "connect: ", 9))
+		fail_msg("last error '%s'", st.last_error);
+	assert_string_equal(exporter__fail_name(EXPORT_FAIL_CONNECT), "connect");
 }
 
 int main(void)
@@ -194,6 +223,7 @@ int main(void)
 	    cmocka_unit_test(test_headers_decoded), cmocka_unit_test(test_headers_long),
 	    cmocka_unit_test(test_headers_refused), cmocka_unit_test(test_url_shown),
 	    cmocka_unit_test(test_retry_after),	    cmocka_unit_test(test_close_deadline),
+	    cmocka_unit_test(test_failure_said),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,9 +61,23 @@ struct exporter_opts {
 	uint32_t batch_max;	/* requests per export */
 	uint64_t timeout_ns;	/* per export */
 };
+/* Why an export failed */
+enum export_fail {
+	EXPORT_FAIL_CONNECT,	/* refused, reset, closed without an answer */
+	EXPORT_FAIL_DNS,
+	EXPORT_FAIL_TIMEOUT,	/* the exit's deadline too */
+	EXPORT_FAIL_TLS,
+	EXPORT_FAIL_HTTP,	/* an answer other than 2xx */
+	EXPORT_FAIL_OTHER,
+	EXPORT_FAIL_KINDS
+};
 struct exporter_stats {
 	uint64_t queued, sent, dropped, failed, retries, batches;
+	uint64_t fails[EXPORT_FAIL_KINDS]; /* exports that failed (each try), by kind */
+	uint64_t fail_changes;	/* failures of a kind (an HTTP status) other than the last one's */
+	bool failing;		/* the last export failed */
 	int last_status;	/* last HTTP status (0: no answer) */
+	char last_error[320];	/* why the last failed export failed */
 };
 struct exporter;
 /* The thread starts; NULL with errno on failure */
@@ -81,6 +95,8 @@ void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_s
 const char *exporter__check_url(const char *url);
 /* url as it may be printed: a user and password replaced by "***" */
 const char *exporter__url_shown(const char *url, char *buf, size_t n);
+/* "connect", "dns", ... */
+const char *exporter__fail_name(enum export_fail k);
 /* A Retry-After value (seconds, or an HTTP-date compared with now), capped
  * at the longest backoff; 0 when it says nothing usable */
 uint64_t exporter__retry_after_ns(const char *v, time_t now);

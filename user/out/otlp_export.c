@@ -53,7 +53,10 @@ struct exporter {
 	CURL *curl;
 	struct curl_slist *hdrs;
 	uint64_t retry_after_ns; /* from the last answer */
-	char retry_after[32];	 /* its header's value */
+	char retry_after[32];	 /* its header's value, for the failure's reason */
+	char curl_err[CURL_ERROR_SIZE];
+	enum export_fail last_kind;
+	int last_kind_status;
 	z_stream zs;
 	bool zinit;
 	uint8_t *gz;
@@ -68,6 +71,7 @@ static struct {
 	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
 	CURLcode (*easy_perform)(CURL *);
 	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	const char *(*easy_strerror)(CURLcode);
 	void (*easy_cleanup)(CURL *);
 	time_t (*getdate)(const char *, const time_t *);
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
@@ -88,6 +92,7 @@ static void cu_load(void)
 	    {(void **)&cu.easy_setopt, "curl_easy_setopt"},
 	    {(void **)&cu.easy_perform, "curl_easy_perform"},
 	    {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
+	    {(void **)&cu.easy_strerror, "curl_easy_strerror"},
 	    {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
 	    {(void **)&cu.getdate, "curl_getdate"},
 	    {(void **)&cu.slist_append, "curl_slist_append"},
@@ -162,6 +167,14 @@ const char *exporter__url_shown(const char *url, char *buf, size_t n)
 	else
 		snprintf(buf, n, "%s", url);
 	return buf;
+}
+
+const char *exporter__fail_name(enum export_fail k)
+{
+	static const char *const names[EXPORT_FAIL_KINDS] = {"connect", "dns",	"timeout",
+							     "tls",	"HTTP", "other"};
+
+	return k < EXPORT_FAIL_KINDS ? names[k] : "?";
 }
 
 uint64_t exporter__retry_after_ns(const char *v, time_t now)
@@ -255,6 +268,78 @@ static int gzip(struct exporter *e, const uint8_t *p, size_t n, size_t *outn)
 	return rc == Z_STREAM_END ? 0 : -EIO;
 }
 
+static enum export_fail fail_kind(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return EXPORT_FAIL_DNS;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+		return EXPORT_FAIL_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_ABORTED_BY_CALLBACK:
+		return EXPORT_FAIL_TIMEOUT;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_CLIENTCERT:
+		return EXPORT_FAIL_TLS;
+	default:
+		return EXPORT_FAIL_OTHER;
+	}
+}
+
+/* A try's outcome in the stats: an HTTP status (2xx: success), or 0 and
+ * curl's rc; a failure of another kind than the last one is a change */
+static void note(struct exporter *e, long code, CURLcode rc)
+{
+	struct exporter_stats *st = &e->st;
+	enum export_fail k = code ? EXPORT_FAIL_HTTP : fail_kind(rc);
+
+	pthread_mutex_lock(&e->mu);
+	st->last_status = (int)(code > 0 ? code : 0);
+	if (code >= 200 && code < 300) {
+		st->failing = false;
+		pthread_mutex_unlock(&e->mu);
+		return;
+	}
+	if (!st->failing || k != e->last_kind || (int)code != e->last_kind_status)
+		st->fail_changes++;
+	st->failing = true;
+	st->fails[k]++;
+	e->last_kind = k;
+	e->last_kind_status = (int)code;
+	if (code > 0 && e->retry_after[0] && e->retry_after_ns)
+		snprintf(st->last_error, sizeof(st->last_error),
+			 "HTTP %ld, Retry-After: %s (waiting %.3g s)", code, e->retry_after,
+			 (double)e->retry_after_ns / 1e9);
+	else if (code > 0 && e->retry_after[0])
+		snprintf(st->last_error, sizeof(st->last_error),
+			 "HTTP %ld, Retry-After: %s (not used)", code, e->retry_after);
+	else if (code > 0)
+		snprintf(st->last_error, sizeof(st->last_error), "HTTP %ld", code);
+	else if (rc == CURLE_ABORTED_BY_CALLBACK)
+		snprintf(st->last_error, sizeof(st->last_error),
+			 "timeout: given up at the exit's deadline");
+	else
+		snprintf(st->last_error, sizeof(st->last_error), "%s: %s", exporter__fail_name(k),
+			 e->curl_err[0] ? e->curl_err : cu.easy_strerror(rc));
+	pthread_mutex_unlock(&e->mu);
+}
+
 /* One POST: the HTTP status, 0 when there was no answer, -1 when the batch
  * could not be compressed */
 static long post(struct exporter *e, const uint8_t *body, size_t n)
@@ -262,19 +347,28 @@ static long post(struct exporter *e, const uint8_t *body, size_t n)
 	uint64_t timeout = e->o.timeout_ns, left = left_ns(e);
 	size_t gzn;
 	long code = 0;
+	CURLcode rc;
 
-	if (gzip(e, body, n, &gzn))
+	if (gzip(e, body, n, &gzn)) {
+		pthread_mutex_lock(&e->mu);
+		e->st.fails[EXPORT_FAIL_OTHER]++;
+		snprintf(e->st.last_error, sizeof(e->st.last_error), "gzip failed");
+		pthread_mutex_unlock(&e->mu);
 		return -1;
+	}
 	if (left < timeout)
 		timeout = left;
 	e->retry_after_ns = 0;
 	e->retry_after[0] = '\0';
+	e->curl_err[0] = '\0';
 	/* at least 1 ms: 0 is no timeout at all */
 	cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)(timeout / 1000000 + 1));
 	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDS, e->gz);
 	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzn);
-	if (cu.easy_perform(e->curl) == CURLE_OK)
+	rc = cu.easy_perform(e->curl);
+	if (rc == CURLE_OK)
 		cu.easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+	note(e, code, rc);
 	return code;
 }
 
@@ -343,14 +437,12 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		for (;;) {
 			code = k ? post(e, b.p, b.n) : -1;
+			if (!retryable(code) ||
+			    !wait_retry(e, e->retry_after_ns ? e->retry_after_ns : backoff))
+				break;
 			pthread_mutex_lock(&e->mu);
-			e->st.last_status = (int)(code > 0 ? code : 0);
-			pthread_mutex_unlock(&e->mu);
-			if (!retryable(code))
-				break;
 			e->st.retries++;
-			if (!wait_retry(e, e->retry_after_ns ? e->retry_after_ns : backoff))
-				break;
+			pthread_mutex_unlock(&e->mu);
 			backoff = backoff * 2 < BACKOFF_MAX_NS ? backoff * 2 : BACKOFF_MAX_NS;
 		}
 		pthread_mutex_lock(&e->mu);
@@ -431,6 +523,7 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	cu.easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
 	cu.easy_setopt(e->curl, CURLOPT_USERAGENT, ua);
 	cu.easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->curl_err);
 	cu.easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
 	cu.easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
 	cu.easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);

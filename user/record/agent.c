@@ -162,15 +162,53 @@ static void status(struct agent *a, const char *when)
 	cp_error(CMD,
 		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
-		    "%d targets, cpu %.1f%%, rss %llu MiB",
+		    "%d targets, cpu %.1f%%, rss %llu MiB%s%s",
 		when, (unsigned long long)cnt_get(a->seen), (unsigned long long)cnt_get(a->slow),
 		(unsigned long long)cnt_get(a->sampled), (unsigned long long)cnt_get(a->optin),
 		(unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
 		(unsigned long long)cnt_get(a->profiled), (unsigned long long)a->s->r->lost,
-		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024));
+		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024),
+		st.failing ? ", export failing: " : "", st.failing ? st.last_error : "");
 	a->last_status = now;
 	a->last_cpu_ns = cpu;
+}
+
+/* A line when exports begin to fail, fail otherwise, or work again: once
+ * per change, not per try */
+static void say_export(struct agent *a)
+{
+	struct exporter_stats st;
+
+	if (!a->ex)
+		return;
+	exporter__stats(a->ex, &st);
+	if (st.failing && st.fail_changes != a->export_changes_said)
+		cp_error(CMD, "export failing: %s", st.last_error);
+	else if (!st.failing && a->export_failing_said)
+		cp_error(CMD, "export: sending again");
+	a->export_changes_said = st.fail_changes;
+	a->export_failing_said = st.failing;
+}
+
+/* The exit's summary of the exporter */
+static void say_export_total(const struct exporter_stats *st)
+{
+	char kinds[256] = "";
+	size_t n = 0;
+
+	for (int k = 0; k < EXPORT_FAIL_KINDS; k++)
+		if (st->fails[k] && n < sizeof(kinds))
+			n += (size_t)snprintf(kinds + n, sizeof(kinds) - n, "%s%llu %s", n ? ", " : "",
+					      (unsigned long long)st->fails[k],
+					      exporter__fail_name((enum export_fail)k));
+	cp_error(CMD,
+		"export: %llu sent in %llu batches, %llu dropped (queue full or backend down at "
+		    "exit), %llu failed (refused), %llu retries%s%s%s%s",
+		(unsigned long long)st->sent, (unsigned long long)st->batches,
+		(unsigned long long)st->dropped, (unsigned long long)st->failed,
+		(unsigned long long)st->retries, n ? "; tries failed: " : "", kinds,
+		n ? "; the last: " : "", n ? st->last_error : "");
 }
 
 /* --- the command line ------------------------------------------------------ */
@@ -550,6 +588,7 @@ static void loop(struct agent *a)
 		now = clock__mono_ns();
 		if (now - last_tick >= TICK_MS * 1000000ull) {
 			rec__tick(r, now);
+			say_export(a);
 			last_tick = now;
 		}
 		if (watching(a) && now - last_scan >= RESCAN_NS) {
@@ -662,12 +701,7 @@ int cmd_agent(int argc, char **argv)
 			/* out within 5 s of the signal, whatever the backend does */
 			exporter__close(a->ex, stop_ns + 4500000000ull, &fin);
 			a->ex = NULL;
-			cp_error(CMD,
-				"export: %llu sent in %llu batches, %llu dropped (queue full or "
-				    "backend down at exit), %llu failed (refused), %llu retries",
-				(unsigned long long)fin.sent, (unsigned long long)fin.batches,
-				(unsigned long long)fin.dropped, (unsigned long long)fin.failed,
-				(unsigned long long)fin.retries);
+			say_export_total(&fin);
 		}
 		if (a->late)
 			cp_error(CMD, "%llu records came later than the reorder window",
