@@ -697,12 +697,6 @@ int cmd_agent(int argc, char **argv)
 		if (err)
 			cp_error(CMD, "analysis stopped: %s", strerror(-err));
 		status(a, "total");
-		if (a->ex) {
-			/* out within 5 s of the signal, whatever the backend does */
-			exporter__close(a->ex, stop_ns + 4500000000ull, &fin);
-			a->ex = NULL;
-			say_export_total(&fin);
-		}
 		if (a->late)
 			cp_error(CMD, "%llu records came later than the reorder window",
 				(unsigned long long)a->late);
@@ -712,6 +706,16 @@ int cmd_agent(int argc, char **argv)
 				    "times, the rings waited for it %llu times",
 				(unsigned long long)raised, (unsigned long long)waits);
 		ret = err ? 1 : 0;
+		if (a->ex) {
+			/* the probes detached (~0.5 s) while the last batches go, so
+			 * the agent is out at the exporter's deadline, not after it */
+			live__free(a);
+			rec_session__free(s);
+			s = a->s = NULL;
+			exporter__close(a->ex, stop_ns + 4500000000ull, &fin);
+			a->ex = NULL;
+			say_export_total(&fin);
+		}
 	}
 	exporter__close(a->ex, clock__mono_ns(), NULL);
 	otlp_headers__free(&hdrs);
@@ -720,6 +724,7 @@ int cmd_agent(int argc, char **argv)
 	for (int i = 0; i < a->nexe; i++)
 		free(a->exe_real[i]);
 	free(a);
-	rec_session__free(s);
+	if (s)
+		rec_session__free(s);
 	return ret;
 }
