@@ -8,7 +8,7 @@ this test in its own threads (the agent follows only a Python back end, with
     answers: SIGTERM while the batch is in flight, and the agent is out
     within the README's 4.5 s (5.5 s allowed on a loaded 2-core machine),
     the batch counted as dropped, the timeout said; the URL's password is
-    never printed;
+    never printed, nor kept in a flight recording's command line;
 (b) a collector answering its first POST 503 with Retry-After: 3599, then
     200: the retry comes after the 30 s cap, not after an hour, and every
     request is sent; the failure is said once when it begins, in the status
@@ -18,6 +18,7 @@ this test in its own threads (the agent follows only a Python back end, with
     generic one, as the collector got them;
 (d) a malformed entry stops the agent at start, naming the entry and not
     its value."""
+import glob
 import http.client
 import http.server
 import os
@@ -108,13 +109,13 @@ def load(port, n):
     c.close()
 
 
-def start_agent(d, name, pid, url, env=None):
+def start_agent(d, name, pid, url, env=None, extra=()):
     """The agent on pid, every request exported to url; (process, stderr
     path), once it says it follows (or has exited)."""
     path = os.path.join(d, f"{name}.stderr")
     err = open(path, "w")
     p = K.spawn([CRITPATH, "agent", "-p", str(pid), "--otlp", url, "--sample", "1",
-                 "--status-every", "1s", "-d", "120"], stderr=err, stdout=err,
+                 "--status-every", "1s", "-d", "120", *extra], stderr=err, stdout=err,
                 env=dict(os.environ, **(env or {})))
     err.close()
     deadline = time.time() + 60
@@ -161,7 +162,9 @@ def exported(text):
 def black_hole(tap, d, backend, port):
     hole = BlackHole()
     url = f"http://critpath:s3cret@127.0.0.1:{hole.port}/v1/traces"
-    agent, path = start_agent(d, "blackhole", backend.pid, url)
+    flight = os.path.join(d, "flight")
+    agent, path = start_agent(d, "blackhole", backend.pid, url,
+                              extra=("--slow", "1us", "--flight", flight))
     if not tap.ok("(a) the agent starts with a black-holing endpoint", agent.poll() is None,
                   open(path).read()[-2000:]):
         return
@@ -174,6 +177,13 @@ def black_hole(tap, d, backend, port):
     tap.ok("(a) the start line names the endpoint without its password",
            start and start.group(1) == f"http://***@127.0.0.1:{hole.port}/v1/traces"
            and "s3cret" not in text, text[-2000:])
+    recs = sorted(glob.glob(os.path.join(flight, "flight-*.rec")))
+    dump = subprocess.run([CRITPATH, "dump", recs[0]], capture_output=True, text=True,
+                          timeout=60) if recs else None
+    command = [x for x in dump.stdout.splitlines() if x.startswith("# command:")] if dump else []
+    tap.ok("(a) a flight recording keeps the command line without the password",
+           command and "--otlp http://***@127.0.0.1:" in command[0]
+           and b"s3cret" not in open(recs[0], "rb").read(), command or recs)
     limit = EXIT_BUDGET_S + EXIT_SLACK_S
     tap.ok(f"(a) SIGTERM with a batch in flight to a black hole: out within {limit} s "
            f"(took {took:.2f} s)", in_flight and rc == 0 and took <= limit,

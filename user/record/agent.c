@@ -602,6 +602,37 @@ static void loop(struct agent *a)
 	}
 }
 
+static void argv_free(int argc, char **v)
+{
+	for (int i = 0; v && i < argc; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The command line as the recordings keep it (flight recordings): a URL's
+ * user and password replaced, as where it is printed. NULL: no memory. */
+static char **argv_shown(int argc, char **argv)
+{
+	char **v = calloc((size_t)argc + 1, sizeof(*v));
+
+	for (int i = 0; v && i < argc; i++) {
+		const char *u = strstr(argv[i], "://"), *eq = strchr(argv[i], '=');
+		size_t pre = u && eq && eq < u ? (size_t)(eq + 1 - argv[i]) : 0;
+		size_t n = strlen(argv[i]) + 4; /* "http://@h" grows by 3 */
+
+		if (!(v[i] = malloc(n))) {
+			argv_free(i, v);
+			return NULL;
+		}
+		memcpy(v[i], argv[i], pre);
+		if (u)
+			exporter__url_shown(argv[i] + pre, v[i] + pre, n - pre);
+		else
+			memcpy(v[i], argv[i], n - 3);
+	}
+	return v;
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	struct rec_session *s = calloc(1, sizeof(*s));
@@ -610,7 +641,7 @@ int cmd_agent(int argc, char **argv)
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
 	struct otlp_headers hdrs = {0};
-	char shown[2048];
+	char shown[2048], **args = NULL;
 	const char *url = NULL;
 	uint64_t waits, raised, stop_ns;
 	int ret, err;
@@ -642,8 +673,9 @@ int cmd_agent(int argc, char **argv)
 		free(a);
 		return ret == 1 ? 0 : 2;
 	}
+	args = argv_shown(argc, argv);
 	s->o.argc = argc;
-	s->o.argv = argv;
+	s->o.argv = args;
 	s->o.bo.watch_execs = watching(a);
 	s->o.bo.watch_comms = a->comm;
 	s->o.bo.nwatch_comms = a->ncomm;
@@ -656,7 +688,9 @@ int cmd_agent(int argc, char **argv)
 	a->res.service = a->service_env && *a->service_env ? a->service_env : NULL;
 	to.seed = (uint64_t)clock__mono_ns() ^ (uint64_t)getpid() << 32;
 	a->rng = to.seed * 0x9e3779b97f4a7c15ull;
-	ret = check(a, &url, &hdrs);
+	ret = args ? check(a, &url, &hdrs) : 1;
+	if (!args)
+		cp_error(CMD, "out of memory");
 	if (!ret && watching(a))
 		scan(a, false);
 	a->profile_rate = to.profile;
@@ -726,5 +760,6 @@ int cmd_agent(int argc, char **argv)
 	free(a);
 	if (s)
 		rec_session__free(s);
+	argv_free(argc, args);
 	return ret;
 }
