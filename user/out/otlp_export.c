@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* OTLP/HTTP protobuf export off the agent's loop: a bounded queue (full:
  * dropped), one thread sending gzipped batches, retrying 429/502/503/504 and
- * connection errors with backoff and Retry-After. The queue's bytes are one
- * ring allocated once, so a backend that is down never grows memory; a batch
- * goes when full or when its oldest request waited LINGER_NS (as the
- * OpenTelemetry SDKs' batch processors do). */
+ * connection errors with backoff and Retry-After (both capped at
+ * BACKOFF_MAX_NS). The queue's bytes are one ring allocated once, so a
+ * backend that is down never grows memory; a batch goes when full or when its
+ * oldest request waited LINGER_NS (as the OpenTelemetry SDKs' batch
+ * processors do). Once stopped, no send outlives the deadline, whatever the
+ * backend does: each try's timeout is what is left, and a try in flight is
+ * aborted from curl's progress callback. */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -43,12 +47,16 @@ struct exporter {
 	uint32_t head, len;
 	uint8_t *ring; /* the items' bytes, in queue order */
 	size_t rcap, wpos;
-	bool stop;
-	uint64_t deadline;
+	bool stop;	   /* atomic: curl's progress callback reads it unlocked */
+	uint64_t deadline; /* set before stop */
 	struct exporter_stats st;
 	CURL *curl;
 	struct curl_slist *hdrs;
 	uint64_t retry_after_ns; /* from the last answer */
+	char retry_after[32];	 /* its header's value, for the failure's reason */
+	char curl_err[CURL_ERROR_SIZE];
+	enum export_fail last_kind;
+	int last_kind_status;
 	z_stream zs;
 	bool zinit;
 	uint8_t *gz;
@@ -63,7 +71,9 @@ static struct {
 	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
 	CURLcode (*easy_perform)(CURL *);
 	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	const char *(*easy_strerror)(CURLcode);
 	void (*easy_cleanup)(CURL *);
+	time_t (*getdate)(const char *, const time_t *);
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
 	void (*slist_free_all)(struct curl_slist *);
 } cu;
@@ -82,7 +92,9 @@ static void cu_load(void)
 	    {(void **)&cu.easy_setopt, "curl_easy_setopt"},
 	    {(void **)&cu.easy_perform, "curl_easy_perform"},
 	    {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
+	    {(void **)&cu.easy_strerror, "curl_easy_strerror"},
 	    {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
+	    {(void **)&cu.getdate, "curl_getdate"},
 	    {(void **)&cu.slist_append, "curl_slist_append"},
 	    {(void **)&cu.slist_free_all, "curl_slist_free_all"},
 	};
@@ -137,18 +149,86 @@ const char *exporter__check_url(const char *url)
 	return NULL;
 }
 
+const char *exporter__url_shown(const char *url, char *buf, size_t n)
+{
+	const char *auth = strstr(url, "://"), *end, *at = NULL;
+
+	if (!auth) {
+		snprintf(buf, n, "%s", url);
+		return buf;
+	}
+	auth += 3;
+	end = auth + strcspn(auth, "/?#");
+	for (const char *p = auth; p < end; p++)
+		if (*p == '@')
+			at = p; /* the last one: a password may hold an '@' */
+	if (at)
+		snprintf(buf, n, "%.*s***%s", (int)(auth - url), url, at);
+	else
+		snprintf(buf, n, "%s", url);
+	return buf;
+}
+
+const char *exporter__fail_name(enum export_fail k)
+{
+	static const char *const names[EXPORT_FAIL_KINDS] = {"connect", "dns",	"timeout",
+							     "tls",	"HTTP", "other"};
+
+	return k < EXPORT_FAIL_KINDS ? names[k] : "?";
+}
+
+uint64_t exporter__retry_after_ns(const char *v, time_t now)
+{
+	char *end;
+	long long s;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	s = strtoll(v, &end, 10);
+	if (end == v) { /* an HTTP-date */
+		pthread_once(&cu_once, cu_load);
+		s = cu.getdate ? (long long)cu.getdate(v, NULL) : -1;
+		s = s < 0 ? 0 : s - (long long)now;
+	}
+	if (s <= 0)
+		return 0;
+	return (uint64_t)s >= BACKOFF_MAX_NS / 1000000000ull ? BACKOFF_MAX_NS
+							     : (uint64_t)s * 1000000000ull;
+}
+
+/* buf is not a string: the header's line, CR LF included */
 static size_t on_header(char *buf, size_t size, size_t n, void *ctx)
 {
 	struct exporter *e = ctx;
-	size_t len = size * n;
+	size_t len = size * n, i = 12, end = len;
 
 	if (len > 12 && !strncasecmp(buf, "Retry-After:", 12)) {
-		long s = strtol(buf + 12, NULL, 10);
-
-		if (s > 0 && s < 3600)
-			e->retry_after_ns = (uint64_t)s * 1000000000ull;
+		while (i < end && (buf[i] == ' ' || buf[i] == '\t'))
+			i++;
+		while (end > i && isspace((unsigned char)buf[end - 1]))
+			end--;
+		snprintf(e->retry_after, sizeof(e->retry_after), "%.*s", (int)(end - i), buf + i);
+		e->retry_after_ns = exporter__retry_after_ns(e->retry_after, time(NULL));
 	}
 	return len;
+}
+
+/* ns left before the stop's deadline; UINT64_MAX before the stop */
+static uint64_t left_ns(struct exporter *e)
+{
+	uint64_t now;
+
+	if (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+		return UINT64_MAX;
+	now = clock__mono_ns();
+	return e->deadline > now ? e->deadline - now : 0;
+}
+
+/* curl calls it at least once a second during a transfer; non-zero aborts */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	return left_ns(ctx) == 0;
 }
 
 static size_t on_body(char *buf, size_t size, size_t n, void *ctx)
@@ -188,19 +268,107 @@ static int gzip(struct exporter *e, const uint8_t *p, size_t n, size_t *outn)
 	return rc == Z_STREAM_END ? 0 : -EIO;
 }
 
-/* One POST: the HTTP status, or 0 when there was no answer */
+static enum export_fail fail_kind(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return EXPORT_FAIL_DNS;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+		return EXPORT_FAIL_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_ABORTED_BY_CALLBACK:
+		return EXPORT_FAIL_TIMEOUT;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_CLIENTCERT:
+		return EXPORT_FAIL_TLS;
+	default:
+		return EXPORT_FAIL_OTHER;
+	}
+}
+
+/* A try's outcome in the stats: an HTTP status (2xx: success), or 0 and
+ * curl's rc; a failure of another kind than the last one is a change */
+static void note(struct exporter *e, long code, CURLcode rc)
+{
+	struct exporter_stats *st = &e->st;
+	enum export_fail k = code ? EXPORT_FAIL_HTTP : fail_kind(rc);
+
+	pthread_mutex_lock(&e->mu);
+	st->last_status = (int)(code > 0 ? code : 0);
+	if (code >= 200 && code < 300) {
+		st->failing = false;
+		pthread_mutex_unlock(&e->mu);
+		return;
+	}
+	if (!st->failing || k != e->last_kind || (int)code != e->last_kind_status)
+		st->fail_changes++;
+	st->failing = true;
+	st->fails[k]++;
+	e->last_kind = k;
+	e->last_kind_status = (int)code;
+	if (code > 0 && e->retry_after[0] && e->retry_after_ns)
+		snprintf(st->last_error, sizeof(st->last_error),
+			 "HTTP %ld, Retry-After: %s (waiting %.3g s)", code, e->retry_after,
+			 (double)e->retry_after_ns / 1e9);
+	else if (code > 0 && e->retry_after[0])
+		snprintf(st->last_error, sizeof(st->last_error),
+			 "HTTP %ld, Retry-After: %s (not used)", code, e->retry_after);
+	else if (code > 0)
+		snprintf(st->last_error, sizeof(st->last_error), "HTTP %ld", code);
+	else if (rc == CURLE_ABORTED_BY_CALLBACK)
+		snprintf(st->last_error, sizeof(st->last_error),
+			 "timeout: given up at the exit's deadline");
+	else
+		snprintf(st->last_error, sizeof(st->last_error), "%s: %s", exporter__fail_name(k),
+			 e->curl_err[0] ? e->curl_err : cu.easy_strerror(rc));
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* One POST: the HTTP status, 0 when there was no answer, -1 when the batch
+ * could not be compressed */
 static long post(struct exporter *e, const uint8_t *body, size_t n)
 {
+	uint64_t timeout = e->o.timeout_ns, left = left_ns(e);
 	size_t gzn;
 	long code = 0;
+	CURLcode rc;
 
-	if (gzip(e, body, n, &gzn))
+	if (gzip(e, body, n, &gzn)) {
+		pthread_mutex_lock(&e->mu);
+		e->st.fails[EXPORT_FAIL_OTHER]++;
+		snprintf(e->st.last_error, sizeof(e->st.last_error), "gzip failed");
+		pthread_mutex_unlock(&e->mu);
 		return -1;
+	}
+	if (left < timeout)
+		timeout = left;
 	e->retry_after_ns = 0;
+	e->retry_after[0] = '\0';
+	e->curl_err[0] = '\0';
+	/* at least 1 ms: 0 is no timeout at all */
+	cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)(timeout / 1000000 + 1));
 	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDS, e->gz);
 	cu.easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzn);
-	if (cu.easy_perform(e->curl) == CURLE_OK)
+	rc = cu.easy_perform(e->curl);
+	if (rc == CURLE_OK)
 		cu.easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+	note(e, code, rc);
 	return code;
 }
 
@@ -269,14 +437,12 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		for (;;) {
 			code = k ? post(e, b.p, b.n) : -1;
+			if (!retryable(code) ||
+			    !wait_retry(e, e->retry_after_ns ? e->retry_after_ns : backoff))
+				break;
 			pthread_mutex_lock(&e->mu);
-			e->st.last_status = (int)(code > 0 ? code : 0);
-			pthread_mutex_unlock(&e->mu);
-			if (!retryable(code))
-				break;
 			e->st.retries++;
-			if (!wait_retry(e, e->retry_after_ns ? e->retry_after_ns : backoff))
-				break;
+			pthread_mutex_unlock(&e->mu);
 			backoff = backoff * 2 < BACKOFF_MAX_NS ? backoff * 2 : BACKOFF_MAX_NS;
 		}
 		pthread_mutex_lock(&e->mu);
@@ -296,15 +462,41 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* The protocol's headers, then the user's: "Key: value", or curl's "Key;"
+ * for an empty value ("Key:" would remove the header). 0 or -ENOMEM. */
+static int add_headers(struct exporter *e, const struct otlp_headers *h)
+{
+	struct curl_slist *l;
+
+	e->hdrs = cu.slist_append(NULL, "Content-Type: application/x-protobuf");
+	if (!e->hdrs || !(l = cu.slist_append(e->hdrs, "Content-Encoding: gzip")))
+		return -ENOMEM;
+	for (size_t i = 0; h && i < h->n; i++) {
+		char *line;
+
+		if (asprintf(&line, "%s%s%s", h->h[i].key, h->h[i].value[0] ? ": " : ";",
+			     h->h[i].value) < 0)
+			return -ENOMEM;
+		l = cu.slist_append(e->hdrs, line);
+		free(line);
+		if (!l)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 struct exporter *exporter__new(const struct exporter_opts *o)
 {
 	struct exporter *e = calloc(1, sizeof(*e));
-	char ua[64], h[1024];
+	char ua[64];
 	int err;
 
 	if (!e)
 		return NULL;
 	e->o = *o;
+	e->o.headers = NULL; /* in e->hdrs */
+	if (!e->o.timeout_ns)
+		e->o.timeout_ns = 3000000000ull;
 	if (!e->o.queue_max)
 		e->o.queue_max = 4096;
 	if (!e->o.batch_max)
@@ -322,32 +514,22 @@ struct exporter *exporter__new(const struct exporter_opts *o)
 	e->curl = cu.easy_init();
 	if (!e->q || !e->ring || !e->curl)
 		goto fail;
-	e->hdrs = cu.slist_append(NULL, "Content-Type: application/x-protobuf");
-	e->hdrs = cu.slist_append(e->hdrs, "Content-Encoding: gzip");
-	/* OTEL_EXPORTER_OTLP_HEADERS: k=v,k2=v2 (values URL-encoded: left as they are) */
-	for (const char *s = o->headers; s && *s;) {
-		const char *c = strchr(s, ','), *eq;
-		size_t n = c ? (size_t)(c - s) : strlen(s);
-
-		eq = memchr(s, '=', n);
-		if (eq && n < sizeof(h) - 4) {
-			snprintf(h, sizeof(h), "%.*s: %.*s", (int)(eq - s), s, (int)(n - (eq - s) - 1),
-				 eq + 1);
-			e->hdrs = cu.slist_append(e->hdrs, h);
-		}
-		s += n + (c ? 1 : 0);
+	if (add_headers(e, o->headers)) {
+		errno = ENOMEM;
+		goto fail;
 	}
 	snprintf(ua, sizeof(ua), "critpath/%s", CRITPATH_VERSION);
 	cu.easy_setopt(e->curl, CURLOPT_URL, o->url);
 	cu.easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
 	cu.easy_setopt(e->curl, CURLOPT_USERAGENT, ua);
 	cu.easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-	cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS,
-			 (long)((o->timeout_ns ? o->timeout_ns : 3000000000ull) / 1000000));
-	cu.easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	cu.easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->curl_err);
 	cu.easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, on_header);
 	cu.easy_setopt(e->curl, CURLOPT_HEADERDATA, e);
 	cu.easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+	cu.easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cu.easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
+	cu.easy_setopt(e->curl, CURLOPT_NOPROGRESS, 0L);
 	pthread_mutex_init(&e->mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -428,11 +610,11 @@ void exporter__close(struct exporter *e, uint64_t deadline_ns, struct exporter_s
 	if (!e)
 		return;
 	pthread_mutex_lock(&e->mu);
-	e->stop = true;
 	e->deadline = deadline_ns;
+	__atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-	pthread_join(e->th, NULL); /* a send in flight ends by its timeout */
+	pthread_join(e->th, NULL); /* a send in flight ends by the deadline */
 	e->st.dropped += e->len;
 	if (s)
 		*s = e->st;

@@ -180,16 +180,53 @@ static void status(struct agent *a, const char *when)
 	cp_error(CMD,
 		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in%s), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
-		    "%d targets, cpu %.1f%%, rss %llu MiB%s",
+		    "%d targets, cpu %.1f%%, rss %llu MiB%s%s%s",
 		when, (unsigned long long)cnt_get(a->seen), (unsigned long long)cnt_get(a->slow),
 		(unsigned long long)cnt_get(a->sampled), (unsigned long long)cnt_get(a->optin),
 		refused, (unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
 		(unsigned long long)cnt_get(a->profiled), (unsigned long long)a->s->r->lost,
 		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024),
-		unwritten);
+		unwritten, st.failing ? ", export failing: " : "", st.failing ? st.last_error : "");
 	a->last_status = now;
 	a->last_cpu_ns = cpu;
+}
+
+/* A line when exports begin to fail, fail otherwise, or work again: once
+ * per change, not per try */
+static void say_export(struct agent *a)
+{
+	struct exporter_stats st;
+
+	if (!a->ex)
+		return;
+	exporter__stats(a->ex, &st);
+	if (st.failing && st.fail_changes != a->export_changes_said)
+		cp_error(CMD, "export failing: %s", st.last_error);
+	else if (!st.failing && a->export_failing_said)
+		cp_error(CMD, "export: sending again");
+	a->export_changes_said = st.fail_changes;
+	a->export_failing_said = st.failing;
+}
+
+/* The exit's summary of the exporter */
+static void say_export_total(const struct exporter_stats *st)
+{
+	char kinds[256] = "";
+	size_t n = 0;
+
+	for (int k = 0; k < EXPORT_FAIL_KINDS; k++)
+		if (st->fails[k] && n < sizeof(kinds))
+			n += (size_t)snprintf(kinds + n, sizeof(kinds) - n, "%s%llu %s", n ? ", " : "",
+					      (unsigned long long)st->fails[k],
+					      exporter__fail_name((enum export_fail)k));
+	cp_error(CMD,
+		"export: %llu sent in %llu batches, %llu dropped (queue full or backend down at "
+		    "exit), %llu failed (refused), %llu retries%s%s%s%s",
+		(unsigned long long)st->sent, (unsigned long long)st->batches,
+		(unsigned long long)st->dropped, (unsigned long long)st->failed,
+		(unsigned long long)st->retries, n ? "; tries failed: " : "", kinds,
+		n ? "; the last: " : "", n ? st->last_error : "");
 }
 
 /* --- the command line ------------------------------------------------------ */
@@ -215,7 +252,9 @@ static void usage(FILE *f)
 		"  --no-opt-in         the traceparent's sampled flag chooses nothing\n"
 		"  --otlp URL          OTLP/HTTP traces endpoint (default:\n"
 		"                      $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or\n"
-		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export)\n"
+		"                      $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces; none: no export),\n"
+		"                      headers from $OTEL_EXPORTER_OTLP_HEADERS and\n"
+		"                      $OTEL_EXPORTER_OTLP_TRACES_HEADERS (k=v,k2=v2, URL-encoded)\n"
 		"  --queue N           requests waiting for export at most (default 4096)\n"
 		"  --redact-query KEY  a query key whose values are secret, beside the built-in\n"
 		"                      ones (token, password, Signature...); repeatable\n"
@@ -499,11 +538,31 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	return 0;
 }
 
-/* --cgroup and --exe resolved; --out and --flight made or checked (2: a
- * directory refused); the OTLP URL checked. 0, 1 or 2. */
-static int check(struct agent *a, const char **url)
+/* The OTLP headers from the environment, the signal's own last (they
+ * override the generic ones). 0 or 1. */
+static int export_headers(struct otlp_headers *h)
 {
-	char why_dir[256];
+	static const char *const vars[] = {"OTEL_EXPORTER_OTLP_HEADERS",
+					   "OTEL_EXPORTER_OTLP_TRACES_HEADERS"};
+	char why[256];
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+		int err = v ? otlp_headers__add(h, v, why, sizeof(why)) : 0;
+
+		if (err) {
+			cp_error(CMD, "%s: %s", vars[i], err == -EINVAL ? why : strerror(-err));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* --cgroup and --exe resolved; --out and --flight made or checked (2: a
+ * directory refused); the OTLP URL and headers checked. 0, 1 or 2. */
+static int check(struct agent *a, const char **url, struct otlp_headers *h)
+{
+	char why_dir[256], shown[2048];
 	const char *why;
 
 	for (int i = 0; i < a->ncgroup; i++) {
@@ -556,10 +615,11 @@ static int check(struct agent *a, const char **url)
 		}
 	}
 	if (*url && (why = exporter__check_url(*url))) {
-		cp_error(CMD, "OTLP endpoint '%s': %s", *url, why);
+		cp_error(CMD, "OTLP endpoint '%s': %s",
+			 exporter__url_shown(*url, shown, sizeof(shown)), why);
 		return 1;
 	}
-	return 0;
+	return *url ? export_headers(h) : 0;
 }
 
 /* --- the loop -------------------------------------------------------------- */
@@ -582,6 +642,7 @@ static void loop(struct agent *a)
 		now = clock__mono_ns();
 		if (now - last_tick >= TICK_MS * 1000000ull) {
 			rec__tick(r, now);
+			say_export(a);
 			last_tick = now;
 		}
 		if (watching(a) && now - last_scan >= RESCAN_NS) {
@@ -595,6 +656,37 @@ static void loop(struct agent *a)
 	}
 }
 
+static void argv_free(int argc, char **v)
+{
+	for (int i = 0; v && i < argc; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The command line as the recordings keep it (flight recordings): a URL's
+ * user and password replaced, as where it is printed. NULL: no memory. */
+static char **argv_shown(int argc, char **argv)
+{
+	char **v = calloc((size_t)argc + 1, sizeof(*v));
+
+	for (int i = 0; v && i < argc; i++) {
+		const char *u = strstr(argv[i], "://"), *eq = strchr(argv[i], '=');
+		size_t pre = u && eq && eq < u ? (size_t)(eq + 1 - argv[i]) : 0;
+		size_t n = strlen(argv[i]) + 4; /* "http://@h" grows by 3 */
+
+		if (!(v[i] = malloc(n))) {
+			argv_free(i, v);
+			return NULL;
+		}
+		memcpy(v[i], argv[i], pre);
+		if (u)
+			exporter__url_shown(argv[i] + pre, v[i] + pre, n - pre);
+		else
+			memcpy(v[i], argv[i], n - 3);
+	}
+	return v;
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	struct rec_session *s = calloc(1, sizeof(*s));
@@ -604,6 +696,8 @@ int cmd_agent(int argc, char **argv)
 	struct exporter_opts eo = {0};
 	struct exporter_stats fin = {0};
 	struct flight_stats fst;
+	struct otlp_headers hdrs = {0};
+	char shown[2048], **args = NULL;
 	const char *url = NULL;
 	uint64_t waits, raised, stop_ns;
 	int ret, err;
@@ -639,8 +733,9 @@ int cmd_agent(int argc, char **argv)
 		free(a);
 		return ret == 1 ? 0 : 2;
 	}
+	args = argv_shown(argc, argv);
 	s->o.argc = argc;
-	s->o.argv = argv;
+	s->o.argv = args;
 	s->o.bo.watch_execs = watching(a);
 	s->o.bo.watch_comms = a->comm;
 	s->o.bo.nwatch_comms = a->ncomm;
@@ -653,7 +748,9 @@ int cmd_agent(int argc, char **argv)
 	a->res.service = a->service_env && *a->service_env ? a->service_env : NULL;
 	to.seed = (uint64_t)clock__mono_ns() ^ (uint64_t)getpid() << 32;
 	a->rng = to.seed * 0x9e3779b97f4a7c15ull;
-	ret = check(a, &url);
+	ret = args ? check(a, &url, &hdrs) : 1;
+	if (!args)
+		cp_error(CMD, "out of memory");
 	if (!ret && watching(a))
 		scan(a, false);
 	a->profile_rate = to.profile;
@@ -662,7 +759,7 @@ int cmd_agent(int argc, char **argv)
 		ret = 1;
 	if (!ret && url) {
 		eo.url = url;
-		eo.headers = getenv("OTEL_EXPORTER_OTLP_HEADERS");
+		eo.headers = &hdrs;
 		a->ex = exporter__new(&eo);
 		if (!a->ex) {
 			cp_error(CMD, "cannot start the exporter: %s",
@@ -689,7 +786,8 @@ int cmd_agent(int argc, char **argv)
 				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
 				rec__live_targets(s->r), rec__live_targets(s->r) == 1 ? "" : "es",
 				watching(a) ? " and the ones that match as they start" : "",
-				url ? url : "(nowhere: no --otlp)");
+				url ? exporter__url_shown(url, shown, sizeof(shown))
+				    : "(nowhere: no --otlp)");
 		loop(a);
 		stop_ns = clock__mono_ns();
 		rec__drain(s->r, 0, true);
@@ -698,17 +796,6 @@ int cmd_agent(int argc, char **argv)
 		if (err)
 			cp_error(CMD, "analysis stopped: %s", strerror(-err));
 		status(a, "total");
-		if (a->ex) {
-			/* out within 5 s of the signal, whatever the backend does */
-			exporter__close(a->ex, stop_ns + 4500000000ull, &fin);
-			a->ex = NULL;
-			cp_error(CMD,
-				"export: %llu sent in %llu batches, %llu dropped (queue full or "
-				    "backend down at exit), %llu failed (refused), %llu retries",
-				(unsigned long long)fin.sent, (unsigned long long)fin.batches,
-				(unsigned long long)fin.dropped, (unsigned long long)fin.failed,
-				(unsigned long long)fin.retries);
-		}
 		if (a->late)
 			cp_error(CMD, "%llu records came later than the reorder window",
 				(unsigned long long)a->late);
@@ -729,8 +816,19 @@ int cmd_agent(int argc, char **argv)
 				    "times, the rings waited for it %llu times",
 				(unsigned long long)raised, (unsigned long long)waits);
 		ret = err ? 1 : 0;
+		if (a->ex) {
+			/* the probes detached (~0.5 s) while the last batches go, so
+			 * the agent is out at the exporter's deadline, not after it */
+			live__free(a);
+			rec_session__free(s);
+			s = a->s = NULL;
+			exporter__close(a->ex, stop_ns + 4500000000ull, &fin);
+			a->ex = NULL;
+			say_export_total(&fin);
+		}
 	}
 	exporter__close(a->ex, clock__mono_ns(), NULL);
+	otlp_headers__free(&hdrs);
 	live__free(a);
 	trigger__free(a->tr);
 	for (int i = 0; i < a->nexe; i++)
@@ -740,6 +838,8 @@ int cmd_agent(int argc, char **argv)
 	if (a->flo.dirfd >= 0)
 		close(a->flo.dirfd);
 	free(a);
-	rec_session__free(s);
+	if (s)
+		rec_session__free(s);
+	argv_free(argc, args);
 	return ret;
 }
