@@ -108,6 +108,8 @@ static int hold(struct live *l, const struct batch *b)
 {
 	size_t base = l->nbuf;
 
+	if (!b->len) /* a quiet interval's batch: its buffer may be NULL */
+		return 0;
 	if (grow_buf(&l->buf, &l->capbuf, l->nbuf + b->len))
 		return -ENOMEM;
 	memcpy(l->buf + base, b->buf, b->len);
