@@ -85,6 +85,8 @@ if [ "$unit_only" -eq 0 ]; then
 			ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 			UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 				run_one "asan-int/test_agent.py" 900 tests/integration/test_agent.py
+		elif [ -n "$asan" ]; then
+			echo "# no $asan/critpath (make BUILD=$asan SAN=1 critpath): asan-int skipped"
 		fi
 	fi
 fi
