@@ -179,12 +179,12 @@ deps:
 
 # The whole suite: unit tests, the same under AddressSanitizer, the tests of
 # the recording reader (which reads ahead on a thread of its own) under
-# ThreadSanitizer, and (as root) integration tests with the real BPF programs.
-# Ends with "N passed, N failed".
+# ThreadSanitizer, and (as root) integration tests with the real BPF programs,
+# the agent's once more with build/asan's critpath. Ends with "N passed, N failed".
 TSAN_TESTS := test_recording test_recording_damage test_kpath_file
 FUZZ_MAKE := $(MAKE) --no-print-directory BUILD=build/fuzz CC=clang CXX=clang++ SAN=1 FUZZ=1
 test: all
-	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 tests
+	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 tests build/asan/critpath
 	$(MAKE) --no-print-directory BUILD=build/tsan TSAN=1 $(TSAN_TESTS:%=build/tsan/tests/%)
 	$(FUZZ_MAKE) fuzzers
 	tests/run.sh build build/asan build/tsan build/fuzz

@@ -36,6 +36,17 @@ seed_proto() {
 	printf '\x82\x86\x84\x41\x8c\xf1\xe3\xc2\xe5\xf2\x3a\x6b\xa0\xab\x90\xf4\xff' >"$d/hpack"
 }
 
+# the control bytes and NUL-separated strings tests/fuzz/fuzz_otlp.c reads
+seed_otlp() {
+	local d=$1
+	printf '\x01\x17\xc8\x00GET /item/{n}\x00/item/42?x=1\x00frontend:8080\x00\x00host-1\x00h0\x00/usr/bin/srv\x00\x00vendor=1\x00worker-1\x00postgres\x00db:5432\x00handle\x0010.0.0.7:5432\x00cache-maint\x0010.0.0.1:80\x00[::1]:5555\x00host-2' \
+		>"$d/http"
+	printf '\x03\x31\xf7\x01POST /helloworld.Greeter/SayHello\x00/helloworld.Greeter/SayHello\x00svc\x00otel-svc\x00h\x00h\x00/x\x00\x00ts\x00w\x00o\x00d\x00p\x0010.0.0.2:50051' \
+		>"$d/grpc"
+	printf '\x04\x0f\x00\x00GET k\x00\x00redis:6379' >"$d/redis"
+	printf '\x02\x12\xf4\x01GET /caf\xc3\xa9/\xe2\x82\xac\x00/caf\xc3\xa9?q=\xf0\x9f\x98\x80\x00svc\xc3\xa9' >"$d/utf8"
+}
+
 seed_recording() {
 	local d=$1
 	if [ "$(id -u)" -eq 0 ] && [ -x "$build/critpath" ]; then
@@ -55,6 +66,7 @@ for h in "$fz"/fuzz/fuzz_*; do
 	fuzz_span) seed_span "$corpus" ;;
 	fuzz_proto) seed_proto "$corpus" ;;
 	fuzz_recording) seed_recording "$corpus" ;;
+	fuzz_otlp) seed_otlp "$corpus" ;;
 	esac
 	n=$((n + 1))
 	log="$work/$name.log"

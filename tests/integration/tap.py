@@ -1,12 +1,26 @@
 # SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 """TAP output for integration tests (tests/run.sh counts "ok" / "not ok")."""
 import os
+import re
 import sys
 
 BUILD = os.environ.get("CRITPATH_BUILD") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
-CRITPATH = os.path.join(BUILD, "critpath")
+# CRITPATH_BIN: another build's critpath (tests/run.sh's sanitized run of
+# test_agent.py) against this build's workloads and demo
+CRITPATH = os.environ.get("CRITPATH_BIN") or os.path.join(BUILD, "critpath")
 WORKLOADS = os.path.join(BUILD, "workloads")
+_SAN_RE = re.compile(r"ERROR: \w+Sanitizer|runtime error: |SUMMARY: \w+Sanitizer")
+
+
+def sanitizer_report(text):
+    """The first lines of a sanitizer's report in a program's output, or ""
+    (a sanitized build's finding must fail a test whatever its exit status)."""
+    m = _SAN_RE.search(text or "")
+    if not m:
+        return ""
+    start = text.rfind("\n", 0, m.start()) + 1
+    return "\n".join(text[start:].splitlines()[:25])
 
 
 class Tap:

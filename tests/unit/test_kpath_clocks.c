@@ -242,12 +242,48 @@ static void test_no_false_match(void **state)
 	kp_clocks__free(cl);
 }
 
+/* Times at the ends of the clock (a forged recording, or realtime offsets
+ * 292 years apart): bounds as far apart as int64 goes still solve, in
+ * both ways and one way, without an overflow */
+static void test_extreme_times(void **state)
+{
+	static const uint64_t ends[][2] = {
+	    {T0, T0 + (1ull << 63)}, {T0 + (1ull << 63), T0},	  {T0, UINT64_MAX - T0},
+	    {UINT64_MAX - T0, T0},   {T0, T0 + (1ull << 63) - 1}, {T0 + (1ull << 63) + 1, T0},
+	};
+	const struct end b2 = {"10.0.0.2", 41000}, c3 = {"10.0.0.3", 9000};
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		for (int way = 0; way < 2; way++) {
+			struct kp_clocks *cl = kp_clocks__new(3);
+			struct kp_clock_est est[3];
+			uint64_t a = ends[i][0], b = ends[i][1];
+
+			wake(cl, 0, 10, a);
+			sock(cl, 0, 10, CP_SOCK_WRITE, C, S, 1000, 100, a + 10 * US);
+			arrive(cl, 1, S, C, 1100, b);
+			if (way) {
+				wake(cl, 1, 20, b);
+				sock(cl, 1, 20, CP_SOCK_WRITE, S, C, 5000, 10, b + 10 * US);
+				arrive(cl, 0, C, S, 5010, a);
+			}
+			/* and a third host, one way from b */
+			wake(cl, 1, 21, b);
+			sock(cl, 1, 21, CP_SOCK_WRITE, b2, c3, 77, 10, b + 10 * US);
+			arrive(cl, 2, c3, b2, 87, a);
+			kp_clocks__solve(cl, 0, est);
+			assert_int_equal(est[1].basis, way ? KP_CLOCK_MESSAGES : KP_CLOCK_ONE_WAY);
+			kp_clocks__free(cl);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pair_skewed),	     cmocka_unit_test(test_dnat),
 	    cmocka_unit_test(test_chain_and_silent), cmocka_unit_test(test_one_way),
-	    cmocka_unit_test(test_no_false_match), cmocka_unit_test(test_conflict),
+	    cmocka_unit_test(test_no_false_match),   cmocka_unit_test(test_conflict),
+	    cmocka_unit_test(test_extreme_times),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

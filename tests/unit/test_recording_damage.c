@@ -18,6 +18,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "engine.h"
+#include "kpath.h"
 #include "recording.h"
 #include "recording_testlib.h"
 
@@ -467,6 +469,74 @@ static void test_forged_records(void **state)
 	rt_recs__free(&recs);
 }
 
+/* f's header forged: its realtime offset (at byte 24) and the first
+ * occurrence of boot_id's bytes replaced by another host's. */
+static void forge_realtime(struct rt_file *f, int64_t rt, const char *boot_id)
+{
+	const char *old = rt_info()->boot_id;
+	uint8_t *p = memmem(f->data, 16 + rt_u32(f->data + 12), old, strlen(old));
+
+	assert_non_null(p);
+	assert_int_equal(strlen(boot_id), strlen(old));
+	memcpy(p, boot_id, strlen(boot_id));
+	memcpy(f->data + 24, &rt, sizeof(rt));
+	rt_file__rewrite_header(f);
+}
+
+static bool warned(const struct engine_result *r, const char *part)
+{
+	for (uint32_t i = 0; i < r->nwarnings; i++)
+		if (strstr(r->warnings[i], part))
+			return true;
+	return false;
+}
+
+/* Two hosts' recordings whose headers state realtime offsets at the ends
+ * of int64 (forged: no clock reads 292 years from 1970): their difference,
+ * which places one host's times on the other's, does not fit. Offsets more
+ * than 2^62 ns from 0 are refused with a warning naming the field, and both
+ * files are analysed; the largest accepted ones still fit. */
+static void test_hostile_realtime(void **state)
+{
+	const int64_t lim = (INT64_C(1) << 62) - 1;
+	/* a's, b's, refused */
+	const int64_t offs[][3] = {
+	    {INT64_MAX, INT64_MIN, 1},
+	    {INT64_MIN, INT64_MAX, 1},
+	    {INT64_MIN, 1, 1},
+	    {0, INT64_MIN, 1},
+	    {-12345, INT64_MAX, 1},
+	    {lim + 1, 0, 1},
+	    {lim, -lim, 0},
+	    {-lim, lim, 0},
+	};
+	struct rt_recs recs = {};
+
+	rt_recs__every_type(&recs, 3, 7);
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		struct rt_file a, b;
+		const char *paths[] = {a.path, b.path};
+		struct engine *e = engine__new(&(struct engine_opts){.keep_all_requests = true});
+		const struct engine_result *r;
+
+		rt_file__write(&a, &recs, 0);
+		rt_file__write(&b, &recs, 0);
+		forge_realtime(&a, offs[i][0], "host-a-boot-0001");
+		forge_realtime(&b, offs[i][1], "host-b-boot-0002");
+		engine__set_quiet(e, true);
+		assert_int_equal(kpath__analyze(paths, 2, (struct cp_sink[]){engine__sink(e)},
+						&(struct kpath_opts){.quiet = true}),
+				 0);
+		r = engine__result(e);
+		assert_non_null(r);
+		assert_int_equal(warned(r, "realtime_offset_ns"), offs[i][2]);
+		engine__free(e);
+		rt_file__remove(&a);
+		rt_file__remove(&b);
+	}
+	rt_recs__free(&recs);
+}
+
 int main(void)
 {
 	/* clang-format off */
@@ -480,9 +550,10 @@ int main(void)
 		cmocka_unit_test(test_skip_bad_frame),
 		cmocka_unit_test(test_writer_out_of_space),
 	};
-	/* frames forged with zstd's own API */
+	/* forged: frames with zstd's own API, headers (either codec would do) */
 	const struct CMUnitTest zstd_tests[] = {
 		cmocka_unit_test(test_forged_records),
+		cmocka_unit_test(test_hostile_realtime),
 	};
 	/* clang-format on */
 	return rt_run_codecs(tests) |

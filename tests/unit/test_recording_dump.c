@@ -398,6 +398,23 @@ static void test_text_and_exit_codes(void **state)
 	assert_string_equal(r.out, "");
 	run_free(&r);
 
+	/* A forged header's realtime offset at the end of int64: the times
+	 * printed saturate, no overflow (under UBSan). */
+	for (int i = 0; i < 2; i++) {
+		int64_t rt = i ? INT64_MIN : INT64_MAX;
+		struct rt_file h;
+		char *argv_h[] = {"dump", h.path, NULL};
+
+		rt_file__write(&h, &recs, 0);
+		memcpy(h.data + 24, &rt, sizeof(rt)); /* after magic, version, size, abi, flags */
+		rt_file__rewrite_header(&h);
+		r = run_dump(2, argv_h);
+		assert_int_equal(r.rc, 0);
+		assert_int_equal(count_lines(r.out), 7 + recs.n + 1);
+		run_free(&r);
+		rt_file__remove(&h);
+	}
+
 	/* Usage errors: exit 2. */
 	char *argv4[] = {"dump", NULL};
 	r = run_dump(1, argv4);

@@ -15,6 +15,7 @@
 #include "msg.h"
 #include "outfile.h"
 #include "recording.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
@@ -28,7 +29,7 @@ static void text__header(FILE *out, const char *path, const struct recording_inf
 	struct timespec ts;
 	struct tm tm;
 	char when[64] = "?";
-	int64_t rt = (int64_t)info->start_ns + info->realtime_offset_ns;
+	int64_t rt = i64__add_sat((int64_t)info->start_ns, info->realtime_offset_ns);
 
 	ts.tv_sec = rt / 1000000000;
 	ts.tv_nsec = rt % 1000000000;

@@ -555,7 +555,7 @@ void dump__text(FILE *out, const struct recording_info *info, const struct cp_hd
 	struct jline j;
 	int64_t rel = (int64_t)(rec->ts - info->start_ns);
 	uint64_t arel = rel < 0 ? -(uint64_t)rel : (uint64_t)rel;
-	int64_t abs_ns = (int64_t)rec->ts + info->realtime_offset_ns;
+	int64_t abs_ns = i64__add_sat((int64_t)rec->ts, info->realtime_offset_ns);
 	time_t sec = (time_t)(abs_ns / 1000000000);
 	struct tm tm;
 	char tod[16] = "?";

@@ -303,8 +303,16 @@ uint64_t kp_clocks__pair_messages(const struct kp_clocks *cl, uint32_t a, uint32
 	return cl->count[a][b] + cl->count[b][a];
 }
 
+/* lo + (hi - lo) / 2, whichever is larger, without an overflow */
+static int64_t middle(int64_t lo, int64_t hi)
+{
+	return lo <= hi ? lo + (int64_t)(((uint64_t)hi - (uint64_t)lo) / 2)
+			: lo - (int64_t)(((uint64_t)lo - (uint64_t)hi) / 2);
+}
+
 /* c[h]: the correction added to h's times (c[ref] = 0), along the least
- * uncertain chains. */
+ * uncertain chains. Sums saturate: a forged recording's times can be
+ * anything. */
 void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_est *est)
 {
 	uint32_t n = cl->nhosts;
@@ -343,15 +351,16 @@ void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_
 				continue;
 			/* c_y - c_x in [lo, hi] */
 			lo = cl->bound[x][y];
-			hi = -cl->bound[y][x];
-			u = (uint64_t)(lo <= hi ? hi - lo : lo - hi) / 2;
-			if (unc[x] + u >= unc[y] && reached[y])
+			hi = i64__sub_sat(0, cl->bound[y][x]);
+			u = lo <= hi ? (uint64_t)hi - (uint64_t)lo : (uint64_t)lo - (uint64_t)hi;
+			u = unc[x] + u / 2 < u / 2 ? UINT64_MAX : unc[x] + u / 2;
+			if (u >= unc[y] && reached[y])
 				continue;
 			reached[y] = true;
-			unc[y] = unc[x] + u;
-			c[y] = c[x] + lo + (hi - lo) / 2;
+			unc[y] = u;
+			c[y] = i64__add_sat(c[x], middle(lo, hi));
 			msgs[y] = cl->count[x][y] + cl->count[y][x];
-			conflict[y] = lo > hi ? (uint64_t)(lo - hi) : 0;
+			conflict[y] = lo > hi ? (uint64_t)lo - (uint64_t)hi : 0;
 			basis[y] = KP_CLOCK_MESSAGES;
 		}
 	}
@@ -367,17 +376,17 @@ void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_
 			for (uint32_t x = 0; x < n; x++) {
 				if (!reached[x])
 					continue;
-				if (cl->count[x][y] && c[x] + cl->bound[x][y] > lo)
-					lo = c[x] + cl->bound[x][y];
-				if (cl->count[y][x] && c[x] - cl->bound[y][x] < hi)
-					hi = c[x] - cl->bound[y][x];
+				if (cl->count[x][y] && i64__add_sat(c[x], cl->bound[x][y]) > lo)
+					lo = i64__add_sat(c[x], cl->bound[x][y]);
+				if (cl->count[y][x] && i64__sub_sat(c[x], cl->bound[y][x]) < hi)
+					hi = i64__sub_sat(c[x], cl->bound[y][x]);
 				m += cl->count[x][y] + cl->count[y][x];
 			}
 			if (!m)
 				continue;
 			if (lo > hi) {
-				want = lo + (hi - lo) / 2;
-				conflict[y] = (uint64_t)(lo - hi);
+				want = middle(lo, hi);
+				conflict[y] = (uint64_t)lo - (uint64_t)hi;
 			} else {
 				want = want < lo ? lo : want > hi ? hi : want;
 			}
@@ -389,7 +398,7 @@ void kp_clocks__solve(const struct kp_clocks *cl, uint32_t ref, struct kp_clock_
 		}
 	}
 	for (uint32_t h = 0; h < n; h++) {
-		est[h].offset_ns = -c[h];
+		est[h].offset_ns = i64__sub_sat(0, c[h]);
 		est[h].uncertainty_ns = reached[h] ? unc[h] : 0;
 		est[h].messages = msgs[h];
 		est[h].basis = basis[h];

@@ -21,11 +21,17 @@
 	"and header blocks of up to 448 frames more, 4082 bytes of them; older recorders kept "    \
 	"less)"
 
+/* A header's CLOCK_REALTIME - CLOCK_MONOTONIC: a clock set within 146
+ * years of 1970. Past that it is forged or damaged, and two of them do not
+ * fit a difference. */
+#define KP_REALTIME_MAX (INT64_C(1) << 62)
+
 struct kpath {
 	struct kp kp;
 	struct cp_sink sink;
 	char *first_name;
 	int64_t first_realtime;
+	bool first_realtime_bad;
 	uint32_t nhosts;
 	uint32_t payload_bytes;
 	int nsources;
@@ -91,6 +97,23 @@ static const char *host_label(struct kpath *k, const char *key, const char *name
 	return buf;
 }
 
+/* The source's realtime offset, or false after saying why it is refused */
+static bool realtime_ok(struct kpath *k, const char *name, const struct recording_info *info)
+{
+	int64_t rt = info->realtime_offset_ns;
+
+	if (rt > -KP_REALTIME_MAX && rt < KP_REALTIME_MAX)
+		return true;
+	say(k,
+	    "%s: its header's realtime_offset_ns (%lld) is more than 146 years from 1970, "
+	    "no clock's: refused, its times are %s",
+	    name ? name : "?", (long long)rt,
+	    k->nsources ? "placed on the first recording's clock as they are"
+			: "shown as if its clock had started in 1970, and other hosts' recordings "
+			  "are placed on its clock as they are");
+	return false;
+}
+
 int kpath__add_source(struct kpath *k, const char *name, const struct recording_info *info,
 		      bool lossless)
 {
@@ -105,8 +128,9 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 		k->first_name = strdup(name ? name : "?");
 		if (!k->first_name)
 			return -ENOMEM;
-		k->first_realtime = info->realtime_offset_ns;
-		k->kp.realtime_offset_ns = info->realtime_offset_ns;
+		k->first_realtime_bad = !realtime_ok(k, name, info);
+		k->first_realtime = k->first_realtime_bad ? 0 : info->realtime_offset_ns;
+		k->kp.realtime_offset_ns = k->first_realtime;
 		k->payload_bytes = info->payload_bytes;
 		k->kp.no_loss_wait = lossless;
 	} else {
@@ -118,7 +142,8 @@ int kpath__add_source(struct kpath *k, const char *name, const struct recording_
 				delta = k->kp.src[i].delta;
 				known = true;
 			}
-		if (!known)
+		/* both within KP_REALTIME_MAX of 0: the difference fits */
+		if (!known && realtime_ok(k, name, info) && !k->first_realtime_bad)
 			delta = info->realtime_offset_ns - k->first_realtime;
 	}
 	all = realloc(k->models, (size_t)(k->nsources + 1) * sizeof(*all));
@@ -329,7 +354,7 @@ static void input_at(struct input *in)
 	uint64_t ts = in->cur->ts;
 
 	if (ts && in->delta)
-		ts = in->delta < 0 && ts < (uint64_t)-in->delta ? 0 : ts + (uint64_t)in->delta;
+		ts = in->delta < 0 && ts < 0 - (uint64_t)in->delta ? 0 : ts + (uint64_t)in->delta;
 	in->ts = ts;
 }
 
@@ -455,7 +480,7 @@ static int place_hosts(struct kpath *k, struct input *ins, int n)
 		if (k->kp.src[s].host < nest) {
 			const struct kp_clock_est *e = &est[k->kp.src[s].host];
 
-			k->kp.src[s].delta -= e->offset_ns;
+			k->kp.src[s].delta = i64__sub_sat(k->kp.src[s].delta, e->offset_ns);
 			k->kp.src[s].clock_unc = e->basis == KP_CLOCK_MESSAGES ||
 							 e->basis == KP_CLOCK_REFERENCE
 						     ? e->uncertainty_ns

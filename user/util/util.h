@@ -34,6 +34,26 @@ static inline uint64_t hash__u64(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdull;
 }
 
+/* a + b, a - b held at INT64_MIN or INT64_MAX where they do not fit (times
+ * and offsets a forged recording states) */
+static inline int64_t i64__add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b < 0 ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+static inline int64_t i64__sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* open addressing: slot = index + 1, 0 = empty */
 struct index {
 	uint32_t *slots;
