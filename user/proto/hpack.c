@@ -781,7 +781,7 @@ static uint8_t same_len_sym(int l)
 static int huff_code(uint8_t c, uint32_t *code)
 {
 	for (int l = 5; l <= HUFF_MAX_BITS; l++) {
-		const char *at = memchr(huff_len[l].sym, c, huff_len[l].n);
+		const char *at = huff_len[l].n ? memchr(huff_len[l].sym, c, huff_len[l].n) : NULL;
 
 		if (at) {
 			*code = hf_first[l] + (uint32_t)(at - huff_len[l].sym);
