@@ -60,6 +60,11 @@ struct engine *engine__new(const struct engine_opts *opts)
 	return e;
 }
 
+const struct engine_opts *engine__opts(const struct engine *e)
+{
+	return &e->opts;
+}
+
 void engine__free(struct engine *e)
 {
 	if (!e)
@@ -1018,4 +1023,125 @@ int engine__add_request(struct engine *e, const struct cp_request *req)
 	if (e->opts.on_request)
 		e->opts.on_request(e->opts.on_request_ctx, req);
 	return 1;
+}
+
+/* --- input aggregated elsewhere ------------------------------------------ */
+
+uint32_t engine__bucket(uint64_t v)
+{
+	return bucket__of(v);
+}
+
+/* The stack of frames and category, made on first sight; -ENOMEM. */
+int64_t engine__stack_of(struct engine *e, const char *const *frames, uint32_t nframes,
+				enum cp_category category)
+{
+	struct cp_segment g = {.category = category, .frames = frames, .nframes = nframes};
+	struct cp_request req = {.segs = &g, .nsegs = 1};
+	int err;
+
+	e->gen++; /* the frame memo and stack cache are per request */
+	e->interned = false;
+	err = engine__stacks_begin(e, &req);
+	if (err)
+		return err;
+	return engine__stack(e, &g, e->gkeys, e->ghash[0]);
+}
+
+int engine__merge_step(struct engine *e, const struct engine_step_sums *m)
+{
+	int64_t id = engine__stack_of(e, m->frames, m->nframes, m->category);
+	struct stack *s;
+	int err = 0;
+
+	if (id < 0)
+		return (int)id;
+	s = &e->stacks[id];
+	if (!s->requests || m->min_ns < s->min_ns)
+		s->min_ns = m->min_ns;
+	if (m->max_ns > s->max_ns)
+		s->max_ns = m->max_ns;
+	s->total_ns += m->total_ns;
+	s->sumsq += m->sumsq;
+	if (m->nfew) {
+		uint32_t have = s->few ? s->requests : 0;
+
+		if (!s->few && !(s->few = malloc(ENGINE_FEW * sizeof(*s->few))))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < m->nfew && have + i < ENGINE_FEW; i++)
+			s->few[have + i] = m->few[i];
+	}
+	s->requests += (uint32_t)m->requests;
+	for (uint32_t i = 0; i < m->ndist && !err; i++) {
+		err = carr__reserve(&s->dist, m->dist[i].b);
+		if (!err) {
+			uint32_t *c = &s->dist.v[m->dist[i].b - s->dist.lo];
+			uint64_t t = *c + m->dist[i].v;
+
+			*c = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+		}
+	}
+	for (uint32_t i = 0; i < m->nby_lat && !err; i++)
+		err = barr__add(&s->by_lat, m->by_lat[i].b, m->by_lat[i].v);
+	return err;
+}
+
+int engine__merge_latency(struct engine *e, const struct engine_latency_sums *l)
+{
+	int err = 0;
+
+	e->nrequests += l->nrequests;
+	e->ndownstream += l->ndownstream;
+	e->nfiltered += l->nfiltered;
+	e->total_latency += l->total_ns;
+	if (l->max_ns > e->max_latency)
+		e->max_latency = l->max_ns;
+	for (uint32_t i = 0; i < l->ncounts && !err; i++) {
+		err = carr__reserve(&e->lat_counts, l->counts[i].b);
+		if (!err) {
+			uint32_t *c = &e->lat_counts.v[l->counts[i].b - e->lat_counts.lo];
+			uint64_t t = *c + l->counts[i].v;
+
+			*c = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+		}
+	}
+	for (uint32_t i = 0; i < l->nmax && !err; i++)
+		err = barr__max(&e->lat_max, l->max[i].b, l->max[i].v);
+	return err;
+}
+
+int engine__merge_culprit(struct engine *e, int32_t pid, int32_t tid, const char *comm,
+			  enum cp_category category, uint64_t ns, uint32_t requests)
+{
+	struct culprit k = {pid, tid, NULL, category, 0, 0, 0, 0};
+	struct culprit *c;
+
+	e->gen++;
+	e->interned = false;
+	if (comm && !(k.comm = engine__frame(e, comm)))
+		return -ENOMEM;
+	c = engine__culprit(e, &k);
+	if (!c)
+		return -ENOMEM;
+	c->ns += ns;
+	c->requests += requests;
+	return 0;
+}
+
+int engine__keep_request(struct engine *e, const struct cp_request *req)
+{
+	int err;
+
+	e->gen++;
+	e->interned = req->interned;
+	err = engine__frames(e, req);
+	err = err ?: engine__keep(e, req);
+	if (err) {
+		engine__warn(e, "request %s: out of memory while keeping it",
+			     req->id ? req->id : "?");
+		return err;
+	}
+	if (e->opts.on_request)
+		e->opts.on_request(e->opts.on_request_ctx, req);
+	return 0;
 }

@@ -55,6 +55,8 @@ struct engine;
 /* Where --from/--to "+DUR" count from: the first recording's start. */
 void engine__set_time_base(struct engine *e, uint64_t ns);
 struct engine *engine__new(const struct engine_opts *opts);
+/* What the engine was made with (a source that filters and keeps for it) */
+const struct engine_opts *engine__opts(const struct engine *e);
 void engine__free(struct engine *e);
 /* Filters, then aggregates; copies what it keeps. 1 = taken, 0 = filtered out. */
 int engine__add_request(struct engine *e, const struct cp_request *req);
@@ -188,6 +190,59 @@ struct engine_result {
 	const struct cp_host *hosts;
 	uint32_t nhosts;
 };
+
+/* --- input aggregated elsewhere (a store that aggregated in its database:
+ * docs/store.md). The same sums engine__add_request keeps, so the result is
+ * the one the requests themselves would give. Filters do not apply: the
+ * source applied them. 0 or -ENOMEM. */
+struct engine_bucket {
+	uint32_t b;	/* the engine's log-linear bucket (engine__bucket) */
+	uint64_t v;
+};
+uint32_t engine__bucket(uint64_t v);
+
+struct engine_step_sums {
+	const char *const *frames;
+	uint32_t nframes;
+	enum cp_category category;
+	uint64_t requests, total_ns, min_ns, max_ns;	/* of its time per request */
+	double sumsq;
+	const struct engine_bucket *dist;	/* requests by bucket of its time */
+	uint32_t ndist;
+	const struct engine_bucket *by_lat;	/* its time by bucket of the latency */
+	uint32_t nby_lat;
+	const uint64_t *few;	/* its time in each request (under ENGINE_FEW in all) */
+	uint32_t nfew;
+};
+int engine__merge_step(struct engine *e, const struct engine_step_sums *s);
+
+struct engine_latency_sums {
+	uint64_t nrequests, ndownstream, nfiltered, total_ns, max_ns;
+	const struct engine_bucket *counts;	/* requests by bucket of latency */
+	uint32_t ncounts;
+	const struct engine_bucket *max;	/* the largest latency in each */
+	uint32_t nmax;
+};
+int engine__merge_latency(struct engine *e, const struct engine_latency_sums *l);
+int engine__merge_culprit(struct engine *e, int32_t pid, int32_t tid, const char *comm,
+			  enum cp_category category, uint64_t ns, uint32_t requests);
+
+/* A request's time per request in one place: n requests */
+struct engine_acc_sums {
+	uint64_t n, total_ns, min_ns, max_ns;
+	const struct engine_bucket *dist;
+	uint32_t ndist;
+};
+/* A cpu step's time on one SKU; all cpu time of one kind of request on one
+ * SKU; the requests with cpu time on a SKU and that time. */
+int engine__merge_sku_step(struct engine *e, const char *const *frames, uint32_t nframes,
+			   const char *sku, const struct engine_acc_sums *a);
+int engine__merge_sku_kind(struct engine *e, const char *service, const char *name,
+			   const char *sku, const struct engine_acc_sums *a);
+int engine__merge_sku_seen(struct engine *e, const char *sku, uint64_t requests, uint64_t cpu_ns);
+/* A request shown whole (the slowest, or every one for json), not added to
+ * the sums; on_request sees it. */
+int engine__keep_request(struct engine *e, const struct cp_request *req);
 
 /* Finishes aggregation; valid until engine__free. */
 const struct engine_result *engine__result(struct engine *e);

@@ -298,6 +298,11 @@ static inline const char *sku__key(const struct cp_segment *g)
 	return g->sku ? g->sku : g->cpu_model;
 }
 
+/* The stack of frames and category (input aggregated elsewhere), made on
+ * first sight; its index or -ENOMEM. */
+int64_t engine__stack_of(struct engine *e, const char *const *frames, uint32_t nframes,
+			 enum cp_category category);
+
 /* engine/sku.c: a cpu segment on its SKU, end-of-request sums, the result's
  * tables. 0 or -ENOMEM. */
 int engine__sku_segment(struct engine *e, const struct cp_request *req, uint32_t seg,

@@ -583,3 +583,67 @@ out:
 	free(order);
 	return err;
 }
+
+/* --- input aggregated elsewhere ------------------------------------------ */
+
+static int acc__merge(struct sku_acc *a, const struct engine_acc_sums *m)
+{
+	if (!a->n || m->min_ns < a->min)
+		a->min = m->min_ns;
+	if (m->max_ns > a->max)
+		a->max = m->max_ns;
+	a->n += m->n;
+	a->total += m->total_ns;
+	for (uint32_t i = 0; i < m->ndist; i++) {
+		uint64_t t;
+
+		if (carr__reserve(&a->dist, m->dist[i].b))
+			return -ENOMEM;
+		t = a->dist.v[m->dist[i].b - a->dist.lo] + m->dist[i].v;
+		a->dist.v[m->dist[i].b - a->dist.lo] = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+	}
+	return 0;
+}
+
+int engine__merge_sku_step(struct engine *e, const char *const *frames, uint32_t nframes,
+			   const char *sku, const struct engine_acc_sums *a)
+{
+	int64_t id = engine__stack_of(e, frames, nframes, CP_CAT_CPU);
+	const char *k = engine__intern(e, sku);
+	struct sku_step *s;
+
+	if (id < 0 || !k)
+		return -ENOMEM;
+	e->sku_multi = true;
+	s = step_of(e, (uint32_t)id, k);
+	return s ? acc__merge(&s->acc, a) : -ENOMEM;
+}
+
+int engine__merge_sku_kind(struct engine *e, const char *service, const char *name,
+			   const char *sku, const struct engine_acc_sums *a)
+{
+	struct cp_request req = {.service = service, .name = name};
+	const char *k = engine__intern(e, sku);
+	struct sku_kind *t;
+
+	if (!k)
+		return -ENOMEM;
+	e->gen++;
+	e->sku_multi = true;
+	t = kind_of(e, &req, k);
+	e->nsku_kinds_touched = 0;
+	return t ? acc__merge(&t->acc, a) : -ENOMEM;
+}
+
+int engine__merge_sku_seen(struct engine *e, const char *sku, uint64_t requests, uint64_t cpu_ns)
+{
+	const char *k = engine__intern(e, sku);
+	struct sku_seen *n = k ? seen_of(e, k) : NULL;
+
+	if (!n)
+		return -ENOMEM;
+	e->sku_multi = true;
+	n->requests += requests;
+	n->cpu_ns += cpu_ns;
+	return 0;
+}
