@@ -448,8 +448,12 @@ static void place__fill(struct engine_sku_step *out, const struct sku_acc *const
 {
 	uint32_t b = 0;
 
+	/* the baseline's, else the most requests' (ties by name: the same
+	 * whatever order the input came in) */
 	for (uint32_t i = 1; i < n; i++)
-		if (skus[i] == base || (skus[b] != base && accs[i]->n > accs[b]->n))
+		if (skus[i] == base ||
+		    (skus[b] != base && (accs[i]->n > accs[b]->n ||
+					 (accs[i]->n == accs[b]->n && strcmp(skus[i], skus[b]) < 0))))
 			b = i;
 	out->by_sku = pool;
 	out->nby_sku = n;
