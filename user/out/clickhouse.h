@@ -86,8 +86,8 @@ int ch__insert(struct ch_conn *c, const char *table, const char *cols, const voi
 
 /* The store's tables (docs/store.md) created when missing (create), the
  * schema's version checked. 0; -ENOENT: !create and the database or its
- * tables are missing (err says which); -EPROTO: another version of the
- * schema, or the server refused (err says); else as ch__query. */
+ * tables are missing (err says which); -EPROTONOSUPPORT: another version
+ * of the schema (err names it); else as ch__query. */
 int ch__schema(struct ch_conn *c, bool create, char *err, size_t errn);
 
 #endif
