@@ -398,6 +398,11 @@ void ch_writer__stats(struct ch_writer *w, struct ch_writer_stats *st)
 	pthread_mutex_unlock(&w->mu);
 }
 
+const char *ch_writer__shown(const struct ch_writer *w)
+{
+	return ch__shown(w->c);
+}
+
 struct ch_writer *ch_writer__new(const struct ch_writer_opts *o, char *err, size_t errn)
 {
 	struct ch_writer *w = calloc(1, sizeof(*w));

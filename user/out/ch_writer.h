@@ -52,6 +52,8 @@ int ch_writer__setup(struct ch_writer *w, char *err, size_t errn);
 int ch_writer__add(struct ch_writer *w, const struct cp_request *r, const char *host,
 		   const char *boot);
 void ch_writer__stats(struct ch_writer *w, struct ch_writer_stats *st);
+/* "clickhouse://HOST:PORT/DB", no credentials */
+const char *ch_writer__shown(const struct ch_writer *w);
 /* Sends what is queued until deadline_ns (CLOCK_MONOTONIC; 0: no limit),
  * the rest counted dropped; frees w. Final counts in *st. */
 void ch_writer__close(struct ch_writer *w, uint64_t deadline_ns, struct ch_writer_stats *st);
