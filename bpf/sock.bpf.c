@@ -281,7 +281,9 @@ static __always_inline int sock_enter(int fd, __u64 buf, __u64 len, __u64 extra,
 	if (dir != SOCK_DIR_NONE && sk_is_tcp(true, sk, in.family)) {
 		struct tcp_sock *tp = kernel_cast(sk, struct tcp_sock);
 
-		in.tcp_seq = dir == SOCK_DIR_WRITE ? tp->snd_nxt : tp->copied_seq;
+		/* the call's first byte: snd_nxt is behind it while bytes
+		 * written before are still unsent (Nagle, a full window) */
+		in.tcp_seq = dir == SOCK_DIR_WRITE ? tp->write_seq : tp->copied_seq;
 	}
 	/* known to sk_data_ready before data arrives for this call */
 	sock_track(sk, id >> 32);

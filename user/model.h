@@ -118,6 +118,29 @@ struct cp_request {
 	const struct cp_request_wire *wire;
 };
 
+/* A downstream call a kernel request's walk waited on, made over TCP: the
+ * callee's request, recorded on another host, is the one whose
+ * client_addr is local_addr and whose rx_seq is tx_seq (docs/store.md
+ * "Across hosts"; destination NAT changes neither). */
+struct cp_call {
+	const char *local_addr;	 /* "ip:port" of the caller's end */
+	const char *remote_addr; /* the callee's end as the caller addressed it */
+	uint32_t tx_seq;	 /* TCP sequence number of the call's first byte as sent */
+	uint32_t tx_len;	 /* its bytes (the writes before the reply) */
+	uint64_t start_ns;	 /* its first write began (the request's clock) */
+	uint64_t end_ns;	 /* the last read of its reply ended */
+	/* the request's segment that waited for the reply (the longest when
+	 * several did), whose time the callee's path replaces: its index in
+	 * cp_request.segs, frames and category; seg -1, no frames: none (a
+	 * stitched call the walk followed into the callee by a wakeup) */
+	int32_t seg;
+	enum cp_category category;
+	const char *const *frames;
+	uint32_t nframes;
+	/* the callee is in this analysis too: its steps are in the path already */
+	bool stitched;
+};
+
 /* A kernel request as it went over the wire (critpath agent's spans) */
 struct cp_request_wire {
 	const char *protocol;	 /* "http", "http/2", "grpc", "redis", "memcached",
@@ -128,6 +151,14 @@ struct cp_request_wire {
 	const char *server_addr; /* "ip:port" of the serving end, NULL: unknown */
 	const char *client_addr;
 	int32_t pid;		 /* the serving process */
+	/* TCP sequence numbers of the request's first byte as the server read
+	 * it and of the response's first byte as sent, and their lengths; 0/0
+	 * unknown (not TCP, HTTP/2 streams, not seen) */
+	uint32_t rx_seq, rx_len;
+	uint32_t tx_seq, tx_len;
+	/* the TCP calls its walk waited on, by start_ns */
+	const struct cp_call *calls;
+	uint32_t ncalls;
 };
 
 /* A host of kernel input: its name and where its clock was put on the

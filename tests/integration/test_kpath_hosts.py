@@ -343,6 +343,74 @@ def check_paths(tap, name, reqs):
            K.describe(reqs[len(reqs) // 2], 40) if reqs else "no requests")
 
 
+def dump_requests(path):
+    """The requests of one recording analysed alone, as its host's agent
+    hands them to a store (critpath dump --requests)"""
+    argv = [CRITPATH, "dump", "--requests", path]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        return None, f"{' '.join(argv)}: exit {r.returncode}: {r.stderr[-2000:]}"
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()], ""
+
+
+def check_wire(tap, name, paths, skew_ms=None):
+    """docs/store.md "Across hosts", each host's recording analysed alone:
+    every call front made to mid, and mid to the store, is exactly one of
+    the callee's requests by (client address, sequence number of its first
+    byte), with as many bytes; the callee's request lies in the call's
+    window once the clocks are aligned (by the skew given to the store's
+    recorder); and the offset a store would estimate from the matched
+    windows (the middle of the tightest interval) is the true one within
+    its uncertainty."""
+    skew_ms = skew_ms or {}
+    reqs = {}
+    for p in paths:
+        host = os.path.basename(p)[:-len(".rec")]
+        reqs[host], err = dump_requests(p)
+        if not tap.ok(f"{name}: critpath dump --requests reads {host}'s recording alone",
+                      reqs[host] is not None, err):
+            return
+    for caller, callee in (("front", "mid"), ("mid", "store")):
+        served = [q for q in reqs[caller] if q.get("name") == "GET /work"]
+        calls = [k for q in served for k in q.get("calls", [])]
+        want = len(served) * (1 if caller == "front" else 2)
+        tap.ok(f"{name}: {caller}'s {len(served)} requests list {len(calls)} calls "
+               f"(one per call made: {want})", served and len(calls) == want,
+               json.dumps(served[:2])[:3000])
+        index = collections.defaultdict(list)
+        for q in reqs[callee]:
+            if q.get("rx_len"):
+                index[(q.get("client_addr"), q.get("rx_seq"))].append(q)
+        pairs, bad = [], []
+        for k in calls:
+            m = index.get((k["local_addr"], k["tx_seq"]), [])
+            if len(m) == 1 and m[0]["rx_len"] == k["tx_len"] and not k["stitched"]:
+                pairs.append((k, m[0]))
+            else:
+                bad.append(f"{json.dumps(k)} -> {len(m)} requests "
+                           f"{[q.get('rx_len') for q in m]}")
+        tap.ok(f"{name}: each of {caller}'s {len(calls)} calls is one of {callee}'s "
+               f"requests by (client address, first byte's sequence number), as long "
+               f"({len(pairs)} are)", calls and not bad, "\n".join(bad[:5]))
+        if not pairs:
+            continue
+        d = (skew_ms.get(callee, 0) - skew_ms.get(caller, 0)) * MS
+        worst = max(max(k["start_ns"] - (q["start_ns"] - d), (q["end_ns"] - d) - k["end_ns"])
+                    for k, q in pairs)
+        tap.ok(f"{name}: {callee}'s request within the call's window, clocks aligned "
+               f"(worst by {worst / MS:+.3f} ms)", worst <= 0.2 * MS,
+               json.dumps(max(pairs, key=lambda p: max(
+                   p[0]["start_ns"] - (p[1]["start_ns"] - d),
+                   (p[1]["end_ns"] - d) - p[0]["end_ns"]))))
+        hi = min(q["start_ns"] - k["start_ns"] for k, q in pairs)
+        lo = max(q["end_ns"] - k["end_ns"] for k, q in pairs)
+        est, unc = (lo + hi) / 2, (hi - lo) / 2
+        tap.ok(f"{name}: {callee}'s clock from the matched calls {est / MS:+.3f} ms "
+               f"± {unc / MS:.3f} ms, truly {d / MS:+g} ms",
+               lo <= hi + 0.2 * MS and abs(est - d) <= max(unc, 0) + 0.2 * MS,
+               f"lo {lo} hi {hi}")
+
+
 def hosts_of(rep):
     return {h.get("host"): h for h in rep.get("hosts", [])}
 
@@ -387,16 +455,18 @@ def cases(t):
         t.ok("hosts: store, mid and nginx start in their namespaces", False, str(e))
         return
     try:
-        rep, _ = record_case(t, "hosts", tiers, ("front", "mid", "store"))
+        rep, paths = record_case(t, "hosts", tiers, ("front", "mid", "store"))
         if rep:
             check_paths(t, "hosts", front_requests(t, "hosts", rep))
             check_clock(t, "hosts", rep, "mid", 0)
             check_clock(t, "hosts", rep, "store", 0)
-        rep, _ = record_case(t, "skew", tiers, ("front", "mid", "store"),
-                             skew={"store": f"{SKEW_MS}ms"}, busy=2)
+            check_wire(t, "hosts", paths)
+        rep, paths = record_case(t, "skew", tiers, ("front", "mid", "store"),
+                                 skew={"store": f"{SKEW_MS}ms"}, busy=2)
         if rep:
             check_paths(t, "skew", front_requests(t, "skew", rep))
             check_clock(t, "skew", rep, "store", SKEW_MS)
+            check_wire(t, "skew", paths, {"store": SKEW_MS})
         rep, _ = record_case(t, "unrecorded", tiers, ("front", "mid"))
         if rep:
             reqs = front_requests(t, "unrecorded", rep)
@@ -424,10 +494,11 @@ def cases(t):
         t.ok("dnat: nginx calls mid through a DNAT'ed virtual address", False, str(e))
         return
     try:
-        rep, _ = record_case(t, "dnat", tiers, ("front", "mid", "store"))
+        rep, paths = record_case(t, "dnat", tiers, ("front", "mid", "store"))
         if rep:
             check_paths(t, "dnat", front_requests(t, "dnat", rep))
             check_clock(t, "dnat", rep, "mid", 0)
+            check_wire(t, "dnat", paths)
     finally:
         tiers.stop()
 

@@ -61,6 +61,19 @@ struct kb_seg {
 	uint64_t cul_ns[4];
 };
 
+/* a cp_call of a request's wire (kb.want) */
+struct kb_call {
+	char local[64], remote[64];
+	uint32_t tx_seq, tx_len;
+	uint64_t start, end;
+	int32_t seg;
+	enum cp_category cat;
+	char stack[160];
+	bool stitched;
+};
+
+#define KB_MAX_CALLS 4
+
 struct kb_req {
 	char service[64], name[64], id[64];
 	char tag[32]; /* the first tag ("http.status=200"), "" for none */
@@ -68,6 +81,12 @@ struct kb_req {
 	bool partial;
 	uint32_t nsegs;
 	struct kb_seg segs[KB_MAX_SEGS];
+	/* its wire, when kb.want */
+	bool wire;
+	char server_addr[64], client_addr[64];
+	uint32_t rx_seq, rx_len, tx_seq, tx_len;
+	uint32_t ncalls;
+	struct kb_call calls[KB_MAX_CALLS];
 };
 
 struct kb {
@@ -85,6 +104,8 @@ struct kb {
 	uint64_t h2_uncertain, h2_unnamed, h2_unanswered, h2_lost;
 	uint64_t bio_wr_unsent;	       /* TLS writes on memory buffers no socket write carried */
 	uint32_t piece_rec, piece_end; /* kb_piece's record, and its pieces' end */
+	bool want;    /* kb_run: a sink that wants every request's wire (an agent's) */
+	uint32_t only; /* kb_run: source only - 1 alone (its host's analysis), 0: all */
 };
 
 static inline struct cp_hdr *kb_new(struct kb *b, uint16_t type, uint16_t size, uint64_t ts,
@@ -486,6 +507,42 @@ static inline void kb_uprobe(struct kb *b, uint64_t ts, uint32_t pid, uint32_t t
 	e->phase = phase;
 }
 
+static inline void kb_emit_wire(struct kb_req *q, const struct cp_request_wire *w)
+{
+	q->wire = true;
+	snprintf(q->server_addr, sizeof(q->server_addr), "%s", w->server_addr ?: "");
+	snprintf(q->client_addr, sizeof(q->client_addr), "%s", w->client_addr ?: "");
+	q->rx_seq = w->rx_seq;
+	q->rx_len = w->rx_len;
+	q->tx_seq = w->tx_seq;
+	q->tx_len = w->tx_len;
+	for (uint32_t i = 0; i < w->ncalls && i < KB_MAX_CALLS; i++) {
+		const struct cp_call *c = &w->calls[i];
+		struct kb_call *k = &q->calls[q->ncalls++];
+
+		snprintf(k->local, sizeof(k->local), "%s", c->local_addr);
+		snprintf(k->remote, sizeof(k->remote), "%s", c->remote_addr);
+		k->tx_seq = c->tx_seq;
+		k->tx_len = c->tx_len;
+		k->start = c->start_ns;
+		k->end = c->end_ns;
+		k->seg = c->seg;
+		k->cat = c->category;
+		k->stitched = c->stitched;
+		for (uint32_t f = 0; f < c->nframes; f++) {
+			size_t o = strlen(k->stack);
+
+			snprintf(k->stack + o, sizeof(k->stack) - o, "%s%s", f ? ";" : "",
+				 c->frames[f]);
+		}
+	}
+}
+
+static inline bool kb_want(void *arg, const struct cp_request *head)
+{
+	return true;
+}
+
 static inline int kb_emit(void *arg, const struct cp_request *r)
 {
 	struct kb *b = arg;
@@ -531,6 +588,8 @@ static inline int kb_emit(void *arg, const struct cp_request *r)
 			g->ncul++;
 		}
 	}
+	if (r->wire)
+		kb_emit_wire(q, r->wire);
 	return 0;
 }
 
@@ -567,16 +626,21 @@ static inline int kb_run(struct kb *b)
 		if (b->recs[i].src + 1 > nsrc)
 			nsrc = b->recs[i].src + 1;
 	kp__init(&kp, kb_emit, b);
+	if (b->want)
+		kp.want = kb_want;
 	for (uint32_t s = 0; s < nsrc && !err; s++) {
 		char key[16];
 		int src;
 
+		if (b->only && s != b->only - 1)
+			continue;
 		snprintf(key, sizeof(key), "boot-%u", s + 1);
 		src = kp__add_source(&kp, key, 0, s ? "host-2" : "host-1", "sku-x", 2, models);
 		err = src < 0 ? src : 0;
 	}
 	for (uint32_t i = 0; i < b->n && !err; i++)
-		err = kp__add_record(&kp, b->recs[i].src, &b->recs[i].u.h);
+		if (!b->only || b->recs[i].src == b->only - 1)
+			err = kp__add_record(&kp, b->only ? 0 : b->recs[i].src, &b->recs[i].u.h);
 	if (!err)
 		err = kp__finish(&kp);
 	b->inferred = kp.inferred_switches;

@@ -834,6 +834,117 @@ static void test_network_round_trip_dnat(void **state)
 	check_round_trip(&b, 200, true, "10.0.0.1:80");
 }
 
+/* What a store joins across hosts (docs/store.md "Across hosts"), each
+ * host analysed alone: the client's call says its end's address and the
+ * sequence number of its first byte as sent, the server's request the same
+ * as received (behind destination NAT too); the call's window holds the
+ * server's request. Analysed together, the call is listed still, stitched,
+ * with the step that waited for the reply. */
+static void wire_apart(bool dnat)
+{
+	static struct kb b;
+	const struct kb_req *cq, *sq;
+	const struct kb_call *k;
+	struct kb_call call;
+
+	rt_server = dnat ? "10.96.0.10" : "10.0.0.1";
+	round_trip(&b, 1, 200);
+	rt_server = "10.0.0.1";
+	b.want = true;
+	b.only = 1;
+	assert_int_equal(kb_run(&b), 0);
+	cq = kb_find(&b, "cli:8080");
+	assert_int_equal(b.nreqs, 1);
+	assert_non_null(cq);
+	assert_true(cq->wire);
+	assert_int_equal(cq->rx_seq, 0); /* the read's sequence number not known */
+	assert_int_equal(cq->rx_len, 0);
+	assert_int_equal(cq->tx_seq, 7000);
+	assert_int_equal(cq->tx_len, 40);
+	assert_int_equal(cq->ncalls, 1);
+	k = &cq->calls[0];
+	assert_string_equal(k->local, "10.0.0.2:40000");
+	assert_string_equal(k->remote, dnat ? "10.96.0.10:80" : "10.0.0.1:80");
+	assert_int_equal(k->tx_seq, 1000);
+	assert_int_equal(k->tx_len, 10);
+	assert_int_equal(k->start, B + 15 * U - 1000);
+	assert_int_equal(k->end, B + 75 * U + 1000);
+	assert_false(k->stitched);
+	assert_int_equal(k->cat, CP_CAT_NETWORK);
+	assert_true(k->seg >= 0 && (uint32_t)k->seg < cq->nsegs);
+	assert_int_equal(cq->segs[k->seg].cat, CP_CAT_NETWORK);
+	assert_int_equal(cq->segs[k->seg].start, B + 15 * U);
+	assert_int_equal(cq->segs[k->seg].end, B + 70 * U);
+	assert_string_equal(k->stack, cq->segs[k->seg].stack);
+	call = *k; /* the next run takes the requests' place */
+	k = &call;
+
+	b.nreqs = 0;
+	b.only = 2;
+	assert_int_equal(kb_run(&b), 0);
+	sq = kb_find(&b, "srv:80");
+	assert_int_equal(b.nreqs, 1);
+	assert_non_null(sq);
+	assert_string_equal(sq->client_addr, k->local);
+	assert_string_equal(sq->server_addr, "10.0.0.1:80");
+	assert_int_equal(sq->rx_seq, k->tx_seq);
+	assert_int_equal(sq->rx_len, k->tx_len);
+	assert_int_equal(sq->tx_seq, 5000);
+	assert_int_equal(sq->tx_len, 20);
+	assert_int_equal(sq->ncalls, 0);
+	assert_true(k->start <= sq->start && sq->end <= k->end);
+
+	b.nreqs = 0;
+	b.only = 0;
+	assert_int_equal(kb_run(&b), 0);
+	cq = kb_find(&b, "cli:8080");
+	assert_non_null(cq);
+	assert_int_equal(cq->ncalls, 1);
+	k = &cq->calls[0];
+	assert_int_equal(k->tx_seq, 1000);
+	assert_true(k->stitched);
+	/* the reply's transfer, 45 → 70: the callee's steps are the path's */
+	assert_int_equal(cq->segs[k->seg].start, B + 45 * U);
+	assert_int_equal(cq->segs[k->seg].end, B + 70 * U);
+}
+
+static void test_wire_round_trip_apart(void **state)
+{
+	wire_apart(false);
+}
+
+static void test_wire_round_trip_apart_dnat(void **state)
+{
+	wire_apart(true);
+}
+
+/* A call the server makes for the request, to a traced db of its host:
+ * the server's request lists it, and so does the client's, whose path went
+ * through it. */
+static void test_wire_nested_calls(void **state)
+{
+	static struct kb b;
+	const struct kb_req *cq, *sq;
+
+	round_trip_loop(&b, 1, 200, false, false, true);
+	b.want = true;
+	assert_int_equal(kb_run(&b), 0);
+	sq = kb_find(&b, "srv:80");
+	cq = kb_find(&b, "cli:8080");
+	assert_non_null(sq);
+	assert_non_null(cq);
+	assert_int_equal(sq->ncalls, 1);
+	assert_string_equal(sq->calls[0].local, "10.0.0.1:50000");
+	assert_string_equal(sq->calls[0].remote, "10.0.0.3:5432");
+	assert_int_equal(sq->calls[0].tx_seq, 3000);
+	assert_int_equal(sq->calls[0].tx_len, 8);
+	assert_true(sq->calls[0].stitched);
+	assert_int_equal(cq->ncalls, 2);
+	assert_int_equal(cq->calls[0].tx_seq, 1000);
+	assert_int_equal(cq->calls[1].tx_seq, 3000);
+	assert_true(cq->calls[0].start < cq->calls[1].start);
+}
+
 /* SCENARIOS.md, CPT figure 2c: A1 (serving an upstream request from 0)
  * sends to B1 (traced, another process) at 3 and keeps computing until 10,
  * then waits for B1's reply, which comes at 17; A1 runs 17→27. The walk is
@@ -2181,6 +2292,9 @@ int main(void)
 	    cmocka_unit_test(test_downstream_event_loop),
 	    cmocka_unit_test(test_network_round_trip_two_hosts),
 	    cmocka_unit_test(test_network_round_trip_dnat),
+	    cmocka_unit_test(test_wire_round_trip_apart),
+	    cmocka_unit_test(test_wire_round_trip_apart_dnat),
+	    cmocka_unit_test(test_wire_nested_calls),
 	    cmocka_unit_test(test_cpt_figure_2c),
 	    cmocka_unit_test(test_lock_holder),
 	    cmocka_unit_test(test_gil_after_sleep),

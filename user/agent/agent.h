@@ -25,6 +25,7 @@ enum ag_verdict {
 	/* not a reason to walk: a sampled traceparent not followed (over
 	 * --opt-in-rate, or --no-opt-in) */
 	AG_OPTIN_REFUSED = 16,
+	AG_STORE = 32, /* --store (and --store-sample): written to ClickHouse */
 };
 
 struct trigger_opts {

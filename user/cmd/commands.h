@@ -9,5 +9,6 @@ int cmd_agent(int argc, char **argv);	/* user/record/agent.c */
 int cmd_dump(int argc, char **argv);	/* user/cmd/dump.c */
 int cmd_report(int argc, char **argv);	/* user/cmd/report.c */
 int cmd_diff(int argc, char **argv);	/* user/cmd/report.c */
+int cmd_store(int argc, char **argv);	/* user/cmd/store.c */
 
 #endif

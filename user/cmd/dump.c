@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /* critpath dump FILE [--json] [--file-order]: every record, one line each, as
- * text or JSON lines (DESIGN.md 4). Exit: 0 clean, 1 unreadable or stopped
- * early (reason on stderr), 2 usage. */
+ * text or JSON lines (DESIGN.md 4); --requests FILE..: the requests found in
+ * them instead. Exit: 0 clean, 1 unreadable or stopped early (reason on
+ * stderr), 2 usage. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -20,8 +21,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: critpath dump FILE [--json] [--file-order]\n"
+		   "       critpath dump --requests FILE..\n"
 		   "  --json        one JSON object per line (DESIGN.md section 4)\n"
-		   "  --file-order  records as stored, not sorted by time\n");
+		   "  --file-order  records as stored, not sorted by time\n"
+		   "  --requests    the requests the recordings hold together, one JSON\n"
+		   "                object per line, with what an agent's store gets of\n"
+		   "                each (byte ranges, downstream calls)\n");
 }
 
 static void text__header(FILE *out, const char *path, const struct recording_info *info)
@@ -109,11 +114,39 @@ static void dump__trailer(FILE *out, bool json, const struct recording_totals *t
 	jline__end(&j);
 }
 
+static int dump_requests(char **paths, int npaths)
+{
+	struct outfile of;
+	FILE *out;
+	int err, werr;
+
+	if (npaths < 1) {
+		cp_error("dump", "no recording given");
+		usage(stderr);
+		return 2;
+	}
+	outfile__stdout(&of);
+	out = outfile__stream(&of);
+	if (!out) {
+		cp_error("dump", "out of memory");
+		return 1;
+	}
+	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	err = dump__requests((const char *const *)paths, npaths, out);
+	werr = outfile__close(&of, 0);
+	if (werr)
+		cp_error("dump", "writing to stdout failed: %s", strerror(-werr));
+	else if (err)
+		cp_error("dump", "%s", strerror(-err));
+	return err || werr ? 1 : 0;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
 	    {"file-order", no_argument, NULL, 'f'},
+	    {"requests", no_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -121,14 +154,17 @@ int cmd_dump(int argc, char **argv)
 	struct recording_reader *r = NULL;
 	const struct cp_hdr *rec;
 	const char *stopped;
-	bool json = false;
+	bool json = false, requests = false;
 	struct outfile of;
 	FILE *out;
 	int c, ret, werr;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jfh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jfrh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'r':
+			requests = true;
+			break;
 		case 'j':
 			json = true;
 			break;
@@ -143,6 +179,8 @@ int cmd_dump(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (requests)
+		return dump_requests(argv + optind, argc - optind);
 	if (optind != argc - 1) {
 		cp_error("dump", "%s",
 			optind >= argc ? "no recording given" : "one recording at a time");

@@ -102,6 +102,14 @@ void jline__strn(struct jline *j, const char *key, const char *s, size_t max)
 		put_quoted(j->f, (const uint8_t *)s, n, true);
 }
 
+void jline__quoted(FILE *f, const char *s)
+{
+	if (s)
+		put_quoted(f, (const uint8_t *)s, strlen(s), true);
+	else
+		fputs("null", f);
+}
+
 void jline__str(struct jline *j, const char *key, const char *s)
 {
 	jline__strn(j, key, s, SIZE_MAX);

@@ -16,6 +16,7 @@ static const struct cmd {
 	{ "report", cmd_report, "report INPUT..   critical paths and profiles from recordings or traces" },
 	{ "dump", cmd_dump, "dump FILE [--json]   the raw records of a recording" },
 	{ "diff", cmd_diff, "diff A B   which steps of the critical path got slower" },
+	{ "store", cmd_store, "store INPUT.. clickhouse://HOST:PORT/DB   critical paths into ClickHouse" },
 };
 
 static void usage(FILE *f)

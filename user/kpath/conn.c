@@ -295,6 +295,7 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 		c->phase = KP_PH_IDLE;
 	}
 	if (c->phase == KP_PH_READING && !c->req.tls_fin) {
+		c->req.rx_len += (uint32_t)e->bytes;
 		if (c->req.proto == KP_PROTO_FCGI && e->payload_len)
 			fcgi_name_later(c, e);
 		else if (c->req.nhead && e->payload_len)
@@ -318,6 +319,8 @@ static int conn_read(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, uin
 	c->req.first_read_enter = enter;
 	c->req.first_read_exit = ts;
 	c->req.start = kp__req_start(kp, c, thread, enter, ts, e->tcp_seq, lower);
+	c->req.rx_seq = e->tcp_seq;
+	c->req.rx_len = (uint32_t)e->bytes;
 	/* its plaintext comes in a CP_EV_TLS_READ */
 	c->req.tls_wait = ((e->flags & CP_SOCK_F_TLS) && !e->payload_len) ||
 			  tls_record_outside(kp, c, e, ts, false) || tls_fin;
@@ -380,6 +383,7 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	w->seq = e->tcp_seq;
 	w->bytes = e->bytes;
 	w->name = NULL;
+	w->read_after = 0;
 	if (c->role == KP_ROLE_SERVER && c->phase != KP_PH_IDLE && c->req.name[0] && !c->h2) {
 		if (!c->iname || strcmp(c->iname, c->req.name))
 			c->iname = kp__intern_name(kp, c->req.name);
@@ -431,7 +435,10 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	if (c->phase == KP_PH_READING) {
 		c->req.status = proto__http_status(e->payload, e->payload_len);
 		c->phase = KP_PH_WRITING;
+		c->req.tx_seq = e->tcp_seq;
+		c->req.tx_len = 0;
 	}
+	c->req.tx_len += (uint32_t)e->bytes;
 	if (!c->req.status)
 		c->req.status = bio_status;
 	c->req.end = ts;
@@ -588,6 +595,8 @@ int kp__conn_sock(struct kp *kp, uint32_t src, const struct cp_ev_sock *e, uint6
 	if (kp__sock_read(e->call) && e->bytes > 0) {
 		kp->th[thread].read_conn = ci;
 		kp->th[thread].read_ts = ts;
+		if (c->nwr && !(e->flags & CP_SOCK_F_PEEK))
+			c->wr[c->nwr - 1].read_after = ts;
 	}
 	c->peer_eof |= kp__sock_read(e->call) && !e->bytes && !udp;
 	switch (e->call) {

@@ -167,6 +167,7 @@ void kp__free(struct kp *kp)
 	free(kp->culs);
 	free(kp->strs);
 	free(kp->own);
+	free(kp->wcalls);
 	intern__free(kp->own_intern);
 	u64map__free(&kp->names);
 	u64map__free(&kp->comms);

@@ -336,7 +336,10 @@ static size_t req_bound(const struct kp *kp, const struct kp_conn *c, uint32_t n
 	       al8(nfr * sizeof(char *)) + al8(kp->nculs * sizeof(struct cp_culprit)) +
 	       al8(2 * sizeof(char *)) + al8(c->req.nruns * sizeof(struct kp_name_run)) +
 	       al8(sizeof(struct cp_request_wire)) + sizeof(struct proto_meta) +
-	       2 * KP_ADDR_STR_LEN + strs;
+	       2 * KP_ADDR_STR_LEN + strs +
+	       (kp->want ? al8(kp->nwcalls * sizeof(struct cp_call)) +
+			       (size_t)kp->nwcalls * 2 * KP_ADDR_STR_LEN
+			 : 0);
 }
 
 /* Repeated strings are interned; peers' addresses are copied (their
@@ -476,12 +479,83 @@ static void wire_fill(struct kp *kp, struct kp_conn *c, struct cp_request_wire *
 		w->client_addr = kp__conn_addr(c, false);
 	}
 	w->pid = c->proc != KP_NONE ? kp->pr[c->proc].pid : -1;
+	w->rx_seq = w->rx_len = w->tx_seq = w->tx_len = 0;
+	/* an HTTP/2 stream's bytes are frames among others' */
+	if ((c->a.family == AF_INET || c->a.family == AF_INET6) && c->a.proto != IPPROTO_UDP &&
+	    !c->h2) {
+		if (c->req.rx_seq) {
+			w->rx_seq = c->req.rx_seq;
+			w->rx_len = c->req.rx_len;
+		}
+		if (c->req.tx_seq) {
+			w->tx_seq = c->req.tx_seq;
+			w->tx_len = c->req.tx_len;
+		}
+	}
+	w->calls = NULL;
+	w->ncalls = 0;
 	if (copy) {
 		w->traceparent = pc_copy(copy, w->traceparent);
 		w->tracestate = pc_copy(copy, w->tracestate);
 		w->server_addr = pc_copy(copy, w->server_addr);
 		w->client_addr = pc_copy(copy, w->client_addr);
 	}
+}
+
+/* The calls the walk waited on (kp->wcalls), one each, into calls by start;
+ * segs are the walk's in time order. Returns how many. */
+static uint32_t calls_fill(struct kp *kp, const struct cp_segment *segs, struct cp_call *calls,
+			   struct pcache *copy)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < kp->nwcalls; i++) {
+		struct kp_wcall *x = &kp->wcalls[i];
+		struct kp_conn *c = &kp->cn[x->conn];
+		/* the walk went back in time: its segments were reversed since */
+		int32_t seg = x->seg >= 0 ? (int32_t)kp->nws - 1 - x->seg : -1;
+		struct cp_call *k;
+		uint32_t j = n;
+
+		for (uint32_t e = 0; e < i && j == n; e++)
+			if (kp->wcalls[e].conn == x->conn && kp->wcalls[e].first == x->first)
+				j = kp->wcalls[e].call;
+		x->call = j;
+		k = &calls[j];
+		if (j == n) {
+			const struct kp_write *l = &c->wr[x->last];
+
+			n++;
+			memset(k, 0, sizeof(*k));
+			k->local_addr = pc_copy(copy, kp__conn_addr(c, true));
+			k->remote_addr = pc_copy(copy, kp__conn_addr(c, false));
+			k->tx_seq = c->wr[x->first].seq;
+			for (uint32_t w = x->first; w <= x->last; w++)
+				k->tx_len += (uint32_t)c->wr[w].bytes;
+			k->start_ns = c->wr[x->first].enter;
+			k->end_ns = l->read_after > x->t ? l->read_after : x->t;
+			k->seg = -1;
+			k->category = CP_CAT_NETWORK;
+		}
+		k->stitched |= x->stitched;
+		if (seg >= 0 && (k->seg < 0 || segs[seg].end_ns - segs[seg].start_ns >
+						   segs[k->seg].end_ns - segs[k->seg].start_ns)) {
+			k->seg = seg;
+			k->category = segs[seg].category;
+			k->frames = segs[seg].frames;
+			k->nframes = segs[seg].nframes;
+		}
+	}
+	/* a few, found last first */
+	for (uint32_t i = 1; i < n; i++) {
+		struct cp_call t = calls[i];
+		uint32_t j = i;
+
+		for (; j > 0 && calls[j - 1].start_ns > t.start_ns; j--)
+			calls[j] = calls[j - 1];
+		calls[j] = t;
+	}
+	return n;
 }
 
 /* The request's service and name interned (c->iservice, c->iname) */
@@ -552,6 +626,7 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	struct cp_segment *segs;
 	struct cp_culprit *culs;
 	struct cp_request_wire *wire;
+	struct cp_call *calls;
 	const char **frames, **tags, *svc, *name;
 	struct kp_pend *p;
 	char *base, *o;
@@ -580,6 +655,9 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	o += al8(2 * sizeof(*tags));
 	wire = (struct cp_request_wire *)o;
 	o += al8(sizeof(*wire));
+	calls = (struct cp_call *)o;
+	if (kp->want)
+		o += al8(kp->nwcalls * sizeof(*calls));
 	p = &kp->pend[kp->npend];
 	memset(p, 0, sizeof(*p));
 	if (c->req.nruns) {
@@ -613,6 +691,10 @@ int kp__emit_request(struct kp *kp, uint32_t ci)
 	r->target = c->req.meta.target[0] ? pc_copy(&pc, c->req.meta.target) : NULL;
 	if (kp->want) { /* only an agent asks */
 		wire_fill(kp, c, wire, &pc);
+		if (kp->nwcalls) {
+			wire->ncalls = calls_fill(kp, segs, calls, &pc);
+			wire->calls = calls;
+		}
 		r->wire = wire;
 	}
 	if (!c->peer_missed) {

@@ -189,6 +189,10 @@ struct kp_write {
 	uint32_t seq;
 	int64_t bytes;
 	const char *name;
+	/* the end of the last read of the connection after it and before the
+	 * next write, 0: none yet (a client's: the reply read, and the next
+	 * write begins another call) */
+	uint64_t read_after;
 };
 
 struct kp_dready {
@@ -241,6 +245,9 @@ struct kp_req {
 	/* a DNS message's id (xid_ok): the answer that is this query's */
 	uint16_t xid;
 	bool xid_ok;
+	/* TCP sequence numbers of its first byte read and of its response's
+	 * first byte written, and the bytes of each (cp_request_wire) */
+	uint32_t rx_seq, rx_len, tx_seq, tx_len;
 };
 
 #define KP_DQ_MAX 8
@@ -334,6 +341,17 @@ struct kp_wseg {
 	uint8_t cat; /* enum cp_category */
 	bool interference;
 	bool queued; /* cpu for another connection's request: KP_QUEUED_FRAME */
+};
+
+/* A wait of the walk for the reply to a TCP call (kpath/steps.c), kept
+ * only when the sink wants wire */
+struct kp_wcall {
+	uint64_t t;	      /* the reply came (the wait's end) */
+	uint32_t conn;	      /* the caller's connection */
+	uint32_t first, last; /* its writes, in the connection's window */
+	int32_t seg;	      /* the segment that waited, in walk order; -1: none */
+	uint32_t call;	      /* kpath/emit.c: its cp_call */
+	bool stitched;	      /* the callee's end is known to this analysis */
 };
 
 /* An ownership answer the walk already has (kpath/walk.c) */
@@ -470,6 +488,8 @@ struct kp {
 	uint32_t nstrs, capstrs;
 	struct kp_own *own; /* KP_OWN_SLOTS, open addressing, kept by walk */
 	uint32_t nown, own_gen;
+	struct kp_wcall *wcalls; /* with want: the walk's waits for replies */
+	uint32_t nwcalls, capwcalls;
 };
 
 #define KP_MAX_CPUS 1024

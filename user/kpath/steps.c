@@ -136,9 +136,35 @@ int32_t kw__conn_peer_str(struct kp *kp, uint32_t conn)
 	return kw__str_ref(kp, kp__conn_addr(&kp->cn[conn], kp->cn[conn].role == KP_ROLE_SERVER));
 }
 
+int kw__call_wait(struct kp *kp, uint32_t conn, uint64_t a, uint64_t t, bool stitched)
+{
+	const struct kp_conn *c = &kp->cn[conn];
+	const struct kp_wseg *s = kp->nws ? &kp->ws[kp->nws - 1] : NULL;
+	struct kp_wcall *x;
+	uint32_t last, first;
 
-
-
-
-
-
+	if (c->role != KP_ROLE_CLIENT || c->a.proto == IPPROTO_UDP ||
+	    (c->a.family != AF_INET && c->a.family != AF_INET6))
+		return 0;
+	/* the call: the writes since the last reply read, up to the last
+	 * begun before this reply came */
+	for (last = c->nwr; last > 0 && c->wr[last - 1].enter > t; last--)
+		;
+	if (!last--)
+		return 0;
+	for (first = last; first > 0 && !c->wr[first - 1].read_after; first--)
+		;
+	if (kp__grow((void **)&kp->wcalls, &kp->capwcalls, kp->nwcalls + 1, sizeof(*kp->wcalls)))
+		return -ENOMEM;
+	x = &kp->wcalls[kp->nwcalls++];
+	x->t = t;
+	x->conn = conn;
+	x->first = first;
+	x->last = last;
+	/* the segment just added, or the one it extended */
+	x->seg = s && a < t && s->cat == CP_CAT_NETWORK && s->start <= a && s->end >= t
+		     ? (int32_t)(kp->nws - 1)
+		     : -1;
+	x->stitched = stitched;
+	return 0;
+}

@@ -524,6 +524,8 @@ static bool net_into_peer(struct walk *w, uint32_t v, uint64_t lo, bool own, uin
 	enter_call(w, src->thread, v, src);
 	*err = seg_add(kp, t2, *t, CP_CAT_NETWORK, KP_NONE, -1, !own, kw__conn_peer_str(kp, v),
 		       kw__proc_frame(w, src->thread));
+	if (kp->want && !*err)
+		*err = kw__call_wait(kp, v, t2, *t, true);
 	*t = t2;
 	*thread = src->thread;
 	return true;
@@ -533,12 +535,16 @@ static int net_blind(struct walk *w, uint32_t v, uint64_t a, uint64_t t, bool ow
 {
 	struct kp *kp = w->kp;
 	int32_t ps = kw__conn_peer_str(kp, v), fs = -1;
+	int err;
 
 	if (ps >= 0 && kp->cn[v].role == KP_ROLE_CLIENT && kp->cn[v].last_name[0])
 		fs = kw__str_ref(kp, kw__join_interned(kp, kp__str(kp, ps), 40, kp->cn[v].last_name, 20));
 	else if (ps >= 0)
 		fs = kw__str_ref(kp, kp__intern(kp, kp__str(kp, ps)));
-	return seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps, fs);
+	err = seg_add(kp, a, t, CP_CAT_NETWORK, KP_NONE, -1, !own, ps, fs);
+	if (kp->want && !err && v != KP_NONE)
+		err = kw__call_wait(kp, v, a, t, kp->cn[v].peer != KP_NONE);
+	return err;
 }
 
 static int dep_follow(struct walk *w, uint64_t lo, uint32_t *thread, uint64_t *t)
@@ -598,7 +604,7 @@ static bool waker_interferes(struct walk *w, uint32_t waker, uint64_t t)
 	return ctx_other(w, th, k);
 }
 
-static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t)
+static int enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv *iv, uint64_t t)
 {
 	struct kp *kp = w->kp;
 	struct kp_thread *wt = &kp->th[iv->waker];
@@ -611,7 +617,7 @@ static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv
 		    kp->cn[pc].proc == wt->proc) {
 			enter_conn(w, pc);
 			enter_call(w, iv->waker, iv->conn, NULL);
-			return;
+			return kp->want ? kw__call_wait(kp, iv->conn, iv->end, iv->end, true) : 0;
 		}
 	}
 	k = wt->nctx ? ctx_at(wt, t) : -1;
@@ -621,15 +627,17 @@ static void enter_waker_call(struct walk *w, uint32_t thread, const struct kp_iv
 		if (pc == KP_NONE)
 			continue;
 		if (kp->cn[pc].role != KP_ROLE_SERVER)
-			return;
+			return 0;
 		v = kp__conn_peer(kp, pc);
 		if (v != KP_NONE && kp->cn[v].role == KP_ROLE_CLIENT &&
 		    kp->cn[v].proc == kp->th[thread].proc && kp->cn[v].ctx_owner1 == w->conn + 1) {
 			enter_conn(w, pc);
 			enter_call(w, iv->waker, v, NULL);
+			return kp->want ? kw__call_wait(kp, v, iv->end, iv->end, true) : 0;
 		}
-		return;
+		return 0;
 	}
+	return 0;
 }
 
 static int lock_seg(struct walk *w, uint32_t thread, int16_t cpu, uint64_t a, uint64_t t,
@@ -816,7 +824,9 @@ static int walk_iv(struct walk *w, uint32_t *thread, const struct kp_iv *iv, uin
 		if (iv->reason == KP_BR_FUTEX)
 			*lock_chain = true;
 		if (iv->reason == KP_BR_SOCK || iv->reason == KP_BR_POLL)
-			enter_waker_call(w, *thread, iv, *t);
+			err = enter_waker_call(w, *thread, iv, *t);
+		if (err)
+			return err;
 		if (iv->start > lo && w->nret < KP_WALK_RET &&
 		    (!own || waker_interferes(w, iv->waker, *t))) {
 			w->ret[w->nret].thread = *thread;
@@ -1042,7 +1052,7 @@ int kp__walk(struct kp *kp, uint32_t conn)
 	bool lock_chain = false;
 	int err = 0;
 
-	kp->nws = kp->nculs = kp->nstrs = 0;
+	kp->nws = kp->nculs = kp->nstrs = kp->nwcalls = 0;
 	own_forget(kp);
 	while (t > S && !err) {
 		uint64_t lo = w.nret ? w.ret[w.nret - 1].floor : S;

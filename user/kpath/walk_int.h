@@ -169,5 +169,8 @@ static inline int kw__cul_add(struct kp *kp, int32_t pid, int32_t tid, const cha
 const struct kp_write *kw__net_source(struct kp *kp, uint32_t conn, uint64_t ts);
 int32_t kw__conn_peer_str(struct kp *kp, uint32_t conn);
 const char *kw__join_interned(struct kp *kp, const char *a, size_t alen, const char *b, size_t blen);
+/* With want: the walk waited on conn for a reply until t, in [a, t] of the
+ * segment last added (a == t: in none); ignored unless conn is a TCP call */
+int kw__call_wait(struct kp *kp, uint32_t conn, uint64_t a, uint64_t t, bool stitched);
 
 #endif /* CRITPATH_WALK_INT_H */

@@ -9,7 +9,6 @@
  * backend does: each try's timeout is what is left, and a try in flight is
  * aborted from curl's progress callback. */
 #include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,10 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
-#define CURL_DISABLE_TYPECHECK /* its calls go through cu below */
-#include <curl/curl.h>
 #include <zlib.h>
 
+#include "curl_dl.h"
 #include "otlp.h"
 #include "commands.h"
 #include "util.h"
@@ -63,59 +61,9 @@ struct exporter {
 	size_t gzcap;
 };
 
-/* libcurl is loaded by the first exporter, not at start: it brings some
- * thirty libraries, whose loading cost every other command 3-4 ms. */
-static struct {
-	CURLcode (*global_init)(long);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	const char *(*easy_strerror)(CURLcode);
-	void (*easy_cleanup)(CURL *);
-	time_t (*getdate)(const char *, const time_t *);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-} cu;
-static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
-static char cu_error[256];
-
-static void cu_load(void)
-{
-	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-	struct {
-		void **fn;
-		const char *name;
-	} syms[] = {
-	    {(void **)&cu.global_init, "curl_global_init"},
-	    {(void **)&cu.easy_init, "curl_easy_init"},
-	    {(void **)&cu.easy_setopt, "curl_easy_setopt"},
-	    {(void **)&cu.easy_perform, "curl_easy_perform"},
-	    {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
-	    {(void **)&cu.easy_strerror, "curl_easy_strerror"},
-	    {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
-	    {(void **)&cu.getdate, "curl_getdate"},
-	    {(void **)&cu.slist_append, "curl_slist_append"},
-	    {(void **)&cu.slist_free_all, "curl_slist_free_all"},
-	};
-
-	if (!h) {
-		snprintf(cu_error, sizeof(cu_error), "cannot load libcurl: %s", dlerror());
-		return;
-	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
-		if (!(*syms[i].fn = dlsym(h, syms[i].name))) {
-			snprintf(cu_error, sizeof(cu_error), "libcurl.so.4 lacks %s", syms[i].name);
-			cu.easy_init = NULL;
-			return;
-		}
-	cu.global_init(CURL_GLOBAL_DEFAULT);
-}
-
 const char *exporter__load_error(void)
 {
-	pthread_once(&cu_once, cu_load);
-	return cu.easy_init ? NULL : cu_error;
+	return curl_dl__load();
 }
 
 /* Waits for cv until the CLOCK_MONOTONIC time until (0: no limit) */
@@ -186,8 +134,7 @@ uint64_t exporter__retry_after_ns(const char *v, time_t now)
 		v++;
 	s = strtoll(v, &end, 10);
 	if (end == v) { /* an HTTP-date */
-		pthread_once(&cu_once, cu_load);
-		s = cu.getdate ? (long long)cu.getdate(v, NULL) : -1;
+		s = !curl_dl__load() ? (long long)cu.getdate(v, NULL) : -1;
 		s = s < 0 ? 0 : s - (long long)now;
 	}
 	if (s <= 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent_int.h"
+#include "clickhouse.h"
 #include "commands.h"
 #include "flight.h"
 #include "msg.h"
@@ -157,7 +158,7 @@ static void status(struct agent *a, const char *when)
 	struct exporter_stats st = {0};
 	uint64_t cpu, now = clock__mono_ns(), rss_kb = 0;
 	double share;
-	char buf[256], refused[64], unwritten[48] = "";
+	char buf[256], refused[64], unwritten[48] = "", stored[640] = "";
 
 	if (a->ex)
 		exporter__stats(a->ex, &st);
@@ -173,6 +174,19 @@ static void status(struct agent *a, const char *when)
 		if (sscanf(buf, "%lu %lu", &size, &res) == 2)
 			rss_kb = res * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 	}
+	if (a->store) {
+		struct ch_writer_stats cs;
+
+		ch_writer__stats(a->store, &cs);
+		snprintf(stored, sizeof(stored),
+			 ", store: %llu requests stored (%llu segments), %llu waiting, %llu dropped, "
+			 "%llu failed%s%s",
+			 (unsigned long long)cs.requests, (unsigned long long)cs.segments,
+			 (unsigned long long)(cnt_get(a->stored) - cs.requests - cs.dropped -
+					      cs.failed),
+			 (unsigned long long)cs.dropped, (unsigned long long)cs.failed,
+			 cs.failing ? ", failing: " : "", cs.failing ? cs.last_error : "");
+	}
 	refused[0] = '\0';
 	if (cnt_get(a->optin_refused))
 		snprintf(refused, sizeof(refused), ", %llu opt-in refused (--opt-in-rate)",
@@ -180,14 +194,15 @@ static void status(struct agent *a, const char *when)
 	cp_error(CMD,
 		"%s: %llu requests (%llu slow, %llu sampled, %llu opt-in%s), %llu exported, "
 		    "%llu sent, %llu dropped, %llu failed, %llu profiled, %llu lost events, "
-		    "%d targets, cpu %.1f%%, rss %llu MiB%s%s%s",
+		    "%d targets, cpu %.1f%%, rss %llu MiB%s%s%s%s",
 		when, (unsigned long long)cnt_get(a->seen), (unsigned long long)cnt_get(a->slow),
 		(unsigned long long)cnt_get(a->sampled), (unsigned long long)cnt_get(a->optin),
 		refused, (unsigned long long)cnt_get(a->exported), (unsigned long long)st.sent,
 		(unsigned long long)st.dropped, (unsigned long long)st.failed,
 		(unsigned long long)cnt_get(a->profiled), (unsigned long long)a->s->r->lost,
 		rec__live_targets(a->s->r), share * 100, (unsigned long long)(rss_kb / 1024),
-		unwritten, st.failing ? ", export failing: " : "", st.failing ? st.last_error : "");
+		unwritten, st.failing ? ", export failing: " : "", st.failing ? st.last_error : "",
+		stored);
 	a->last_status = now;
 	a->last_cpu_ns = cpu;
 }
@@ -207,6 +222,39 @@ static void say_export(struct agent *a)
 		cp_error(CMD, "export: sending again");
 	a->export_changes_said = st.fail_changes;
 	a->export_failing_said = st.failing;
+}
+
+/* The same for the store; and once, that it refuses every request */
+static void say_store(struct agent *a)
+{
+	struct ch_writer_stats st;
+
+	if (!a->store)
+		return;
+	ch_writer__stats(a->store, &st);
+	if (st.failing && st.fail_changes != a->store_changes_said)
+		cp_error(CMD, "store failing (retrying, %llu KiB waiting): %s",
+			 (unsigned long long)(st.buffered >> 10), st.last_error);
+	else if (!st.failing && a->store_failing_said)
+		cp_error(CMD, "store: writing again");
+	a->store_changes_said = st.fail_changes;
+	a->store_failing_said = st.failing;
+}
+
+static void say_store_total(uint64_t walked, const struct ch_writer_stats *st)
+{
+	cp_error(CMD,
+		"store: %llu requests (%llu segments) stored in %llu batches; not stored: %llu "
+		    "requests (%llu segments) dropped (buffer full, or waiting at exit), %llu "
+		    "(%llu segments) failed (refused)%s%s",
+		(unsigned long long)st->requests, (unsigned long long)st->segments,
+		(unsigned long long)st->batches, (unsigned long long)st->dropped,
+		(unsigned long long)st->dropped_segments, (unsigned long long)st->failed,
+		(unsigned long long)st->failed_segments, st->tries_failed ? "; the last failure: " : "",
+		st->tries_failed ? st->last_error : "");
+	if (st->found_stored)
+		cp_error(CMD, "store: %llu inserts whose answer was lost were found stored, not "
+			      "sent again", (unsigned long long)st->found_stored);
 }
 
 /* The exit's summary of the exporter */
@@ -260,6 +308,13 @@ static void usage(FILE *f)
 		"                      ones (token, password, Signature...); repeatable\n"
 		"  --max-names N       distinct request names at most; past them a new one is\n"
 		"                      \"" CP_OTHER_NAMES "\" (default " STR(AGENT_MAX_NAMES) ")\n"
+		"The store (docs/store.md):\n"
+		"  --store clickhouse://HOST[:PORT]/DB  every request's critical path into\n"
+		"                      ClickHouse (HTTP port, default 8123; tables made when\n"
+		"                      missing; $CLICKHOUSE_USER, $CLICKHOUSE_PASSWORD)\n"
+		"  --store-sample RATE a random fraction of the requests only, 0-1 (default 1)\n"
+		"  --store-buffer-mb N batches waiting for ClickHouse at most (default 64); past\n"
+		"                      it the oldest is dropped, counted\n"
 		"Profiles:\n"
 		"  --out DIR           every window's profile: DIR/profile-TIME-N.json (critpath\n"
 		"                      diff reads it), .pb.gz (pprof), .counts.json (every request)\n"
@@ -308,6 +363,9 @@ enum {
 	O_NO_OPTIN,
 	O_MAX_NAMES,
 	O_REDACT_QUERY,
+	O_STORE,
+	O_STORE_SAMPLE,
+	O_STORE_BUFFER,
 };
 
 static bool rate(const char *s, double *out)
@@ -386,6 +444,27 @@ static int parse_trigger_opt(struct agent *a, struct trigger_opts *to, struct ex
 	case O_OTLP:
 		*url = arg;
 		return 0;
+	case O_STORE: {
+		struct ch_url u;
+		char why[256];
+
+		if (ch_url__parse(arg, &u, why, sizeof(why))) {
+			cp_error(CMD, "--store: %s (expected clickhouse://HOST[:PORT]/DB)", why);
+			return 2;
+		}
+		explicit_bzero(u.password, sizeof(u.password));
+		a->store_url = arg;
+		return 0;
+	}
+	case O_STORE_SAMPLE:
+		if (!rate(arg, &a->store_rate) || !a->store_rate)
+			return bad("--store-sample", arg, "a rate above 0, up to 1");
+		return 0;
+	case O_STORE_BUFFER:
+		if (!rec_parse_uint(arg, 65536, &v) || !v)
+			return bad("--store-buffer-mb", arg, "1 to 65536 MiB");
+		a->store_buffer = (uint64_t)v << 20;
+		return 0;
 	case O_QUEUE:
 		if (!rec_parse_uint(arg, 1u << 20, &v) || !v)
 			return bad("--queue", arg, "1 to 1048576 requests");
@@ -439,6 +518,8 @@ static int parse(struct agent *a, struct trigger_opts *to, struct exporter_opts 
 	    {"flight-mb", 1, 0, O_FLIGHT_MB},  {"opt-in-rate", 1, 0, O_OPTIN_RATE},
 	    {"no-opt-in", 0, 0, O_NO_OPTIN},   {"max-names", 1, 0, O_MAX_NAMES},
 	    {"redact-query", 1, 0, O_REDACT_QUERY},
+	    {"store", 1, 0, O_STORE},	      {"store-sample", 1, 0, O_STORE_SAMPLE},
+	    {"store-buffer-mb", 1, 0, O_STORE_BUFFER},
 	    {"help", 0, 0, 'h'},
 	    {0},
 	};
@@ -622,6 +703,32 @@ static int check(struct agent *a, const char **url, struct otlp_headers *h)
 	return *url ? export_headers(h) : 0;
 }
 
+/* The store's writer, its schema tried once: a schema of another version
+ * stops the agent here; ClickHouse not reached is retried as it runs. 0 or 1. */
+static int store_start(struct agent *a)
+{
+	struct ch_writer_opts wo = {.url = a->store_url, .buffer_bytes = a->store_buffer};
+	char err[512];
+	int rc;
+
+	a->store = ch_writer__new(&wo, err, sizeof(err));
+	if (!a->store) {
+		cp_error(CMD, "--store: %s", err);
+		return 1;
+	}
+	rc = ch_writer__setup(a->store, err, sizeof(err));
+	if (rc == -EPROTONOSUPPORT) {
+		cp_error(CMD, "--store: %s", err);
+		return 1;
+	}
+	if (rc) {
+		cp_error(CMD, "--store: not reached yet, retrying as requests come: %s", err);
+		a->store_changes_said = 1; /* said: the first failure */
+		a->store_failing_said = true;
+	}
+	return 0;
+}
+
 /* --- the loop -------------------------------------------------------------- */
 
 static void loop(struct agent *a)
@@ -643,6 +750,7 @@ static void loop(struct agent *a)
 		if (now - last_tick >= TICK_MS * 1000000ull) {
 			rec__tick(r, now);
 			say_export(a);
+			say_store(a);
 			last_tick = now;
 		}
 		if (watching(a) && now - last_scan >= RESCAN_NS) {
@@ -722,6 +830,7 @@ int cmd_agent(int argc, char **argv)
 				      .dirfd = -1};
 	a->status_every = 60000000000ull;
 	a->max_names = AGENT_MAX_NAMES;
+	a->store_rate = 1;
 	s->o.bo.payload_bytes = CP_PAYLOAD_MAX; /* traceparent sits past a short prefix */
 	s->o.bo.h2_payload_bytes = CP_PAYLOAD_MAX;
 	s->o.bo.buffer_mb = 8; /* mapped twice (wraparound): RSS counts it double */
@@ -767,6 +876,8 @@ int cmd_agent(int argc, char **argv)
 			ret = 1;
 		}
 	}
+	if (!ret && a->store_url)
+		ret = store_start(a);
 	if (!ret && (rec_session__open(s) || rec_session__load(s)))
 		ret = 1;
 	if (!ret && live__start(a)) {
@@ -783,11 +894,13 @@ int cmd_agent(int argc, char **argv)
 		a->last_cpu_ns = self_cpu_ns();
 		if (!s->o.quiet && !rec_stop_signal)
 			cp_error(CMD,
-				"following %d process%s%s; exporting to %s; Ctrl-C to stop",
+				"following %d process%s%s; exporting to %s%s%s; Ctrl-C to stop",
 				rec__live_targets(s->r), rec__live_targets(s->r) == 1 ? "" : "es",
 				watching(a) ? " and the ones that match as they start" : "",
 				url ? exporter__url_shown(url, shown, sizeof(shown))
-				    : "(nowhere: no --otlp)");
+				    : "(nowhere: no --otlp)",
+				a->store ? "; storing into " : "",
+				a->store ? ch_writer__shown(a->store) : "");
 		loop(a);
 		stop_ns = clock__mono_ns();
 		rec__drain(s->r, 0, true);
@@ -816,6 +929,13 @@ int cmd_agent(int argc, char **argv)
 				    "times, the rings waited for it %llu times",
 				(unsigned long long)raised, (unsigned long long)waits);
 		ret = err ? 1 : 0;
+		if (a->store) {
+			struct ch_writer_stats cst;
+
+			ch_writer__close(a->store, stop_ns + 4500000000ull, &cst);
+			a->store = NULL;
+			say_store_total(cnt_get(a->stored), &cst);
+		}
 		if (a->ex) {
 			/* the probes detached (~0.5 s) while the last batches go, so
 			 * the agent is out at the exporter's deadline, not after it */
@@ -828,6 +948,7 @@ int cmd_agent(int argc, char **argv)
 		}
 	}
 	exporter__close(a->ex, clock__mono_ns(), NULL);
+	ch_writer__close(a->store, clock__mono_ns(), NULL);
 	otlp_headers__free(&hdrs);
 	live__free(a);
 	trigger__free(a->tr);

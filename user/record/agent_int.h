@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "agent.h"
+#include "ch_writer.h"
 #include "flight.h"
 #include "otlp.h"
 #include "session.h"
@@ -33,6 +34,10 @@ struct agent {
 	struct live *live;
 	struct trigger *tr;
 	struct exporter *ex;
+	struct ch_writer *store; /* --store */
+	double store_rate;	 /* --store-sample */
+	const char *store_url;	 /* --store */
+	uint64_t store_buffer;	 /* --store-buffer-mb, bytes */
 	struct otlp_resource res;
 	struct flight_opts flo;
 	uint64_t rng;
@@ -48,10 +53,12 @@ struct agent {
 	int ncomm, nexe, ncgroup;
 	char *exe_real[MAX_WATCH];
 	/* written by the analysis thread only; read with cnt_get() */
-	uint64_t seen, walked, exported, slow, sampled, optin, optin_refused, profiled, late;
+	uint64_t seen, walked, exported, stored, slow, sampled, optin, optin_refused, profiled, late;
 	uint64_t status_every, last_status, last_cpu_ns, ntargets_added;
 	uint64_t export_changes_said; /* the exporter's fail_changes last said */
 	bool export_failing_said;
+	uint64_t store_changes_said; /* the same of the store */
+	bool store_failing_said, store_refused_said;
 	const char *service_env;
 	int err; /* the analysis's first error (atomic) */
 	uint64_t unwritten; /* files not written (cnt_get) */

@@ -274,6 +274,16 @@ static void flight_dump(struct agent *a, const struct cp_request *h)
 		cp_error(CMD, "slow %s %s: the last seconds in %s", h->service, h->name, path);
 }
 
+/* A random number in [0, 1) */
+static double rnd_unit(struct agent *a)
+{
+	uint64_t x = (a->rng += 0x9e3779b97f4a7c15ull);
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return (double)((x ^ (x >> 31)) >> 11) / 9007199254740992.0;
+}
+
 static bool sink_want(void *ctx, const struct cp_request *h)
 {
 	struct agent *a = ctx;
@@ -300,6 +310,8 @@ static bool sink_want(void *ctx, const struct cp_request *h)
 		v &= AG_PROFILE; /* nowhere to export to */
 	if (!a->out_dir)
 		v &= ~(unsigned)AG_PROFILE;
+	if (a->store && (a->store_rate >= 1 || rnd_unit(a) < a->store_rate))
+		v |= AG_STORE;
 	if (!v)
 		return false;
 	if (grow_array((void **)&l->vq, &l->capvq, l->nvq + 1, sizeof(*l->vq), 64))
@@ -369,6 +381,8 @@ static int sink_request(void *ctx, const struct cp_request *r)
 
 	if (v & (AG_SLOW | AG_SAMPLED | AG_OPTIN))
 		export(a, r, v);
+	if ((v & AG_STORE) && !ch_writer__add(a->store, r, NULL, a->s->info.boot_id))
+		cnt_add(a->stored, 1);
 	if ((v & AG_PROFILE) && l->win) {
 		struct cp_request c = *r;
 
