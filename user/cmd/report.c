@@ -20,6 +20,7 @@
 #include "recording.h"
 #include "proto.h"
 #include "report_cmd.h"
+#include "report_store.h"
 #include "span.h"
 
 #define SNIFF_BYTES 64
@@ -80,13 +81,39 @@ int report__analyze(char *const *paths, int npaths, struct engine *e, const stru
 	const char **recs = NULL;
 	char **files = NULL;
 	int nfiles = 0, nrecs = 0, analysed = 0, unusable = 0, nspanfiles = 0, err, traces;
+	int nstores = 0;
+	char *paths_left[npaths + 1];
 	struct span_input *spans = NULL;
 	double t0 = now_s(), last = 0;
 
 	*why = NULL;
-	err = input_list__collect(paths, npaths, e, &files, &nfiles);
+	/* stores first: their sums go in as they come */
+	for (int i = 0; i < npaths; i++) {
+		if (!report__is_store(paths[i]))
+			continue;
+		err = report__store(paths[i], e, why);
+		if (err < 0)
+			return err;
+		if (!err) {
+			if (npaths > 1)
+				engine__warn(e, "%s", *why);
+		}
+		nstores++;
+		analysed += err;
+	}
+	if (nstores == npaths) {
+		if (!analysed && npaths > 1)
+			*why = "none of the stores could be read (see the warnings)";
+		return analysed;
+	}
+	for (int i = 0, j = 0; i < npaths; i++)
+		if (!report__is_store(paths[i]))
+			paths_left[j++] = paths[i];
+	err = input_list__collect(paths_left, npaths - nstores, e, &files, &nfiles);
 	if (err)
 		return err;
+	if (!nfiles && analysed)
+		goto cleanup;
 	if (!nfiles) {
 		*why = "no input files found";
 		goto cleanup;
