@@ -43,9 +43,41 @@ def record_demo(tap):
     probes = ["--probe", "lookup", "--probe", "kv_get", "--probe", "price_cart"]
     rep, path = K.record_workload(tap, "store", [front.pid, kv.pid], drive, seconds=6,
                                   extra=probes)
+    # the front end alone: its calls to kvstore are not followed into it
+    fe = K.record_workload(tap, "store-fe", [front.pid], drive, seconds=6)[1] if rep else None
     K.stop(front)
     K.stop(kv)
-    return rep, path
+    return rep, path, fe
+
+
+def dump_requests(path):
+    r = subprocess.run([CRITPATH, "dump", "--requests", path], capture_output=True, text=True,
+                       timeout=300)
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+
+def check_wire(tap, ch, db, path):
+    """Byte ranges and calls as `dump --requests` gives them"""
+    want = {q["id"]: q for q in dump_requests(path)}
+    got = {row[0]: row[1:] for row in ch.query(
+        f"SELECT id, rx_seq, rx_len, tx_seq, tx_len, client_addr FROM {db}.requests")}
+    diff = [f"{i}: stored {got.get(i)}" for i, q in want.items()
+            if got.get(i) != [str(q.get("rx_seq", 0)), str(q.get("rx_len", 0)),
+                              str(q.get("tx_seq", 0)), str(q.get("tx_len", 0)),
+                              q.get("client_addr") or ""]]
+    seqs = sum(1 for q in want.values() if q.get("rx_seq"))
+    tap.ok(f"store {db}: TCP byte ranges of {len(want)} requests as dump --requests "
+           f"({seqs} with sequence numbers)", want and seqs and not diff, "\n".join(diff[:5]))
+    calls = sorted((q["id"], c["local_addr"], c["remote_addr"], c["tx_seq"],
+                    c["end_ns"] - c["start_ns"], c["category"], tuple(c["frames"]))
+                   for q in want.values() for c in q.get("calls") or [] if not c["stitched"])
+    stored = sorted((i, la, ra, int(seq), int(e) - int(s), CAT[int(cat)],
+                     tuple(re.findall(r"'((?:[^'\\]|\\.)*)'", fr)))
+                    for i, la, ra, seq, s, e, cat, fr in ch.query(
+                        f"SELECT r.id, local_addr, remote_addr, tx_seq, start_ns, end_ns, "
+                        f"category, frames FROM {db}.calls ANY INNER JOIN (SELECT rid, id "
+                        f"FROM {db}.requests) AS r USING (rid)"))
+    return calls, stored
 
 
 def key(frames, cat):
@@ -146,7 +178,7 @@ def main():
         tap.ok("ClickHouse starts", False, str(e))
         K.done(tap)
     tap.ok(f"ClickHouse answered /ping after {ch.start_seconds:.2f} s", True)
-    rep, path = record_demo(tap)
+    rep, path, fe = record_demo(tap)
     if rep is None:
         ch.remove()
         K.done(tap)
@@ -156,6 +188,13 @@ def main():
     tap.ok("store: exits 0 and says what it stored", r.returncode == 0 and m,
            f"exit {r.returncode}\n{r.stderr[-2000:]}")
     check_tables(tap, ch, "cp", rep)
+    check_wire(tap, ch, "cp", path)
+    if fe:
+        r = store([fe, ch.url("fe"), "-q"])
+        calls, stored = check_wire(tap, ch, "fe", fe)
+        tap.ok(f"store: the front end's {len(calls)} calls to kvstore as dump --requests",
+               r.returncode == 0 and calls and calls == stored,
+               f"{r.stderr}\nstored {stored[:2]}\ndump {calls[:2]}")
     batches = ch.query("SELECT batch, count() FROM cp.requests GROUP BY batch")
     tap.ok(f"store: {len(batches)} batches, as it said", m and len(batches) == int(m[3]),
            f"{batches}")

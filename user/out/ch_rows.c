@@ -255,12 +255,10 @@ static void request_row(struct w *w, const struct req_cols *q, const struct cp_r
 	u32(w, wi ? (uint32_t)wi->status : 0);
 	str(w, wi ? wi->server_addr : NULL);
 	str(w, wi ? wi->client_addr : NULL);
-	/* rx_seq, rx_len, tx_seq, tx_len: the kernel walk does not give
-	 * them yet */
-	u32(w, 0);
-	u32(w, 0);
-	u32(w, 0);
-	u32(w, 0);
+	u32(w, wi ? wi->rx_seq : 0);
+	u32(w, wi ? wi->rx_len : 0);
+	u32(w, wi ? wi->tx_seq : 0);
+	u32(w, wi ? wi->tx_len : 0);
 	u32(w, r->nsegs);
 }
 
@@ -487,6 +485,31 @@ static int blame(struct ch_batch *b, struct w *w, const struct req_cols *q,
 	return 0;
 }
 
+/* The TCP calls the request's walk waited on, but not those it followed
+ * into a callee of the same analysis: that callee's steps are in the path
+ * already (and its request is stored as downstream) */
+static void calls(struct ch_batch *b, struct w *w, const struct req_cols *q,
+		  const struct cp_request *r)
+{
+	const struct cp_request_wire *wi = r->wire;
+
+	for (uint32_t i = 0; wi && i < wi->ncalls; i++) {
+		const struct cp_call *c = &wi->calls[i];
+
+		if (c->stitched)
+			continue;
+		head(w, q);
+		str(w, c->local_addr);
+		str(w, c->remote_addr);
+		u32(w, c->tx_seq);
+		u64(w, epoch(r, c->start_ns));
+		u64(w, epoch(r, c->end_ns));
+		frames(w, c->frames, c->nframes);
+		u8(w, (uint8_t)c->category);
+		b->rows[CH_CALLS]++;
+	}
+}
+
 /* --- the batch -------------------------------------------------------------- */
 
 void ch_batch__reset(struct ch_batch *b, uint64_t id, uint16_t day)
@@ -529,6 +552,7 @@ int ch_batch__add(struct ch_batch *b, const struct cp_request *r, const char *ho
 	err = steps(b, &w[CH_STEPS], &q, r);
 	if (!err)
 		err = blame(b, &w[CH_BLAME], &q, r);
+	calls(b, &w[CH_CALLS], &q, r);
 	for (int t = 0; t < CH_TABLES && !err; t++)
 		if (w[t].err)
 			err = -ENOMEM;
