@@ -371,13 +371,13 @@ static void put_steps(FILE *f, const struct fleet *fl)
 		fl->db, fl->match, fl->match);
 }
 
-/* Per request and stack: (rid, stack, frames, category, ns, lat, service,
- * name); the stack as the store's steps.stack is made */
+/* Per request and stack: (rid, stack, rfr: frames, rcat: category, ns,
+ * rlat: latency); the stack as the store's steps.stack is made */
 static void put_per_request(FILE *f, const struct fleet *fl, const char *extra_where)
 {
 	fputs("SELECT rid, cityHash64(arrayStringConcat(frames, '\\x1e'), toString(category)) AS "
-	      "stack, any(frames) AS frames, any(category) AS category, sum(sns) AS ns, any(lat) AS "
-	      "lat, any(service) AS service, any(name) AS name FROM (",
+	      "stack, any(frames) AS rfr, any(category) AS rcat, sum(sns) AS ns, any(lat) AS rlat "
+	      "FROM (",
 	      f);
 	put_steps(f, fl);
 	/* a step the waits lost all their time of is gone; one of 0 ns is not */
@@ -549,15 +549,15 @@ static int fleet__steps(struct fleet *fl, uint64_t nreq)
 
 	if (!sql__open(&q))
 		return -ENOMEM;
-	fputs("SELECT any(frames), any(category), count(), sum(ns), min(ns), max(ns), "
+	fputs("SELECT any(rfr), any(rcat), count(), sum(ns), min(ns), max(ns), "
 	      "sum(toFloat64(ns) * toFloat64(ns)), sumMap([b], [toUInt64(1)]), sumMap([lb], "
 	      "[toUInt64(ns)]), ",
 	      q.f);
 	fprintf(q.f, nreq < ENGINE_FEW ? "groupArray(%d)(toUInt64(ns))" : "[]", ENGINE_FEW);
-	fputs(" FROM (SELECT stack, frames, category, ns, ", q.f);
+	fputs(" FROM (SELECT stack, rfr, rcat, ns, ", q.f);
 	put_bucket(q.f, "toUInt64(ns)");
 	fputs(" AS b, ", q.f);
-	put_bucket(q.f, "lat");
+	put_bucket(q.f, "rlat");
 	fputs(" AS lb FROM (", q.f);
 	put_per_request(q.f, fl, NULL);
 	fputs(")) GROUP BY stack", q.f);
@@ -700,8 +700,8 @@ static int fleet__skus(struct fleet *fl)
 	/* each cpu step on each SKU, by its time per request there */
 	if (!sql__open(&q))
 		return -ENOMEM;
-	fputs("SELECT any(frames), sku, count(), sum(ns), min(ns), max(ns), sumMap([b], "
-	      "[toUInt64(1)]) FROM (SELECT rid, stack, sku, any(frames) AS frames, toUInt64(sum(sns)) "
+	fputs("SELECT any(rfr), sku, count(), sum(ns), min(ns), max(ns), sumMap([b], "
+	      "[toUInt64(1)]) FROM (SELECT rid, stack, sku, any(frames) AS rfr, toUInt64(sum(sns)) "
 	      "AS ns, ",
 	      q.f);
 	put_bucket(q.f, "toUInt64(sum(sns))");
@@ -731,15 +731,15 @@ static int fleet__skus(struct fleet *fl)
 	if (!err && !sql__open(&q))
 		err = -ENOMEM;
 	if (!err) {
-		fputs("SELECT service, name, sku, count(), sum(ns), min(ns), max(ns), sumMap([b], "
-		      "[toUInt64(1)]) FROM (SELECT rid, sku, any(service) AS service, any(name) AS "
-		      "name, toUInt64(sum(sns)) AS ns, ",
+		fputs("SELECT rsvc, rname, sku, count(), sum(ns), min(ns), max(ns), sumMap([b], "
+		      "[toUInt64(1)]) FROM (SELECT rid, sku, any(service) AS rsvc, any(name) AS "
+		      "rname, toUInt64(sum(sns)) AS ns, ",
 		      q.f);
 		put_bucket(q.f, "toUInt64(sum(sns))");
 		fputs(" AS b FROM (", q.f);
 		put_steps(q.f, fl);
 		fputs(") WHERE category = 0 AND sku != '' GROUP BY rid, sku HAVING sum(sns) > 0 OR "
-		      "(sum(sns) = 0 AND min(sns) >= 0)) GROUP BY service, name, sku",
+		      "(sum(sns) = 0 AND min(sns) >= 0)) GROUP BY rsvc, rname, sku",
 		      q.f);
 		err = fleet__query(fl, &q, &r);
 		while (!err && ch_result__row(&r)) {
@@ -895,7 +895,7 @@ struct kept_set {
 	/* every segment's frames and culprits, in arrays per segment */
 	const char ***frames;
 	struct cp_culprit **culs;
-	uint32_t nfr, capfr;
+	uint32_t nfr, capfr, capculs;
 };
 
 static struct kept *kept_find(struct kept_set *ks, uint64_t rid)
@@ -924,7 +924,7 @@ static void kept_set__free(struct kept_set *ks)
 static int kept_set__own(struct kept_set *ks, const char **fr, struct cp_culprit *cul)
 {
 	if (grow_array((void **)&ks->frames, &ks->capfr, ks->nfr + 1, sizeof(*ks->frames), 64) ||
-	    grow_array((void **)&ks->culs, &ks->capfr, ks->nfr + 1, sizeof(*ks->culs), 64)) {
+	    grow_array((void **)&ks->culs, &ks->capculs, ks->nfr + 1, sizeof(*ks->culs), 64)) {
 		free(fr);
 		free(cul);
 		return -ENOMEM;
@@ -1333,18 +1333,19 @@ static void fleet__free(struct fleet *fl)
 static int fleet__shown(struct fleet *fl, uint64_t picked)
 {
 	const struct engine_opts *eo = engine__opts(fl->e);
+	bool all = eo->keep_all_requests || eo->on_request; /* json streams every one */
 	uint32_t n = eo->keep_slowest;
 	struct sql q;
 	char *rids;
 	int err;
 
-	if (eo->keep_all_requests && picked > STORE_JSON_ALL) {
+	if (all && picked > STORE_JSON_ALL) {
 		engine__warn(fl->e,
 			     "%s: %" PRIu64 " requests: the json lists the %u slowest with their "
 			     "paths (the profile has them all)",
 			     fl->src, picked, STORE_JSON_SLOWEST);
 		n = STORE_JSON_SLOWEST;
-	} else if (eo->keep_all_requests) {
+	} else if (all) {
 		n = 0;
 	} else if (!n) {
 		return 0;

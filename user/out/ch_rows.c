@@ -46,9 +46,10 @@ const struct ch_table_def ch_tables[CH_TABLES] = {
 		  "comm String, category UInt8, ns UInt64",
 		  "service, name, pid, tid"},
     [CH_CALLS] = {"calls",
-		  "day Date, batch UInt64, rid UInt64, host String, local_addr String, "
-		  "remote_addr String, tx_seq UInt32, start_ns UInt64, end_ns UInt64, "
-		  "frames Array(String), category UInt8",
+		  "day Date, batch UInt64, rid UInt64, host String, service String, name String, "
+		  "start_ns UInt64, latency_ns UInt64, partial UInt8, downstream UInt8, "
+		  "local_addr String, remote_addr String, tx_seq UInt32, call_start_ns UInt64, "
+		  "call_end_ns UInt64, frames Array(String), category UInt8",
 		  "local_addr, tx_seq"},
 };
 
@@ -499,6 +500,12 @@ static void calls(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		if (c->stitched)
 			continue;
 		head(w, q);
+		str(w, r->service);
+		str(w, r->name);
+		u64(w, q->start);
+		u64(w, q->latency);
+		u8(w, r->partial);
+		u8(w, r->downstream);
 		str(w, c->local_addr);
 		str(w, c->remote_addr);
 		u32(w, c->tx_seq);
