@@ -1447,5 +1447,7 @@ int report__store(const char *src, struct engine *e, const char **why)
 out:
 	fleet__free(&fl);
 	free(url);
-	return rc < 0 ? rc : rc == 1 ? 1 : 0;
+	if (*why)
+		return 0;
+	return rc < 0 ? rc : 1;
 }
