@@ -11,6 +11,7 @@ pkgs=(
 	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light gunicorn nghttp2-server nghttp2-client
 	golang-google-grpc-dev libbpf-tools iproute2 nftables procps time linux-perf
 	php-fpm php-cgi unbound libclang-rt-14-dev socat varnish
+	clickhouse-server clickhouse-client
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -35,7 +36,8 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # Debian starts these on install; tests start their own instances.
 fpm=$(cd /etc/init.d 2>/dev/null && ls -d php*-fpm 2>/dev/null || true)
-for s in memcached redis-server postgresql mariadb nginx unbound varnish varnishncsa $fpm; do
+for s in memcached redis-server postgresql mariadb nginx unbound varnish varnishncsa \
+	clickhouse-server $fpm; do
 	systemctl stop "$s" 2>/dev/null || service "$s" stop 2>/dev/null || true
 done
 npm_deps

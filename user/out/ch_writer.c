@@ -23,7 +23,7 @@
 #include "util.h"
 
 #define BACKOFF_MIN_NS 250000000ull
-#define BACKOFF_MAX_NS 30000000000ull
+#define BACKOFF_MAX_NS 5000000000ull /* a try is one connect: a restarted server is found soon */
 #define REFUSALS_MAX 5
 
 struct qb {

@@ -314,9 +314,12 @@ static void server_error(struct ch_conn *c, long code, char *err, size_t errn)
 		snprintf(err, errn, "%s: HTTP %ld with no message", c->shown, code);
 }
 
-/* One POST to url; the answer in c->buf[0..c->n) */
-static int post(struct ch_conn *c, const char *url, const void *body, size_t n, char *err,
-		size_t errn)
+/* One POST to url; the answer in c->buf[0..c->n). fresh: on a connection
+ * of its own, as an insert must be: on a reused one that dies before an
+ * answer, curl sends the request again by itself, and an insert that had
+ * landed would be stored twice. */
+static int post(struct ch_conn *c, const char *url, const void *body, size_t n, bool fresh,
+		char *err, size_t errn)
 {
 	long code = 0;
 	CURLcode rc;
@@ -327,6 +330,7 @@ static int post(struct ch_conn *c, const char *url, const void *body, size_t n, 
 	if (c->buf)
 		c->buf[0] = '\0';
 	cu.easy_setopt(c->curl, CURLOPT_URL, url);
+	cu.easy_setopt(c->curl, CURLOPT_FRESH_CONNECT, fresh ? 1L : 0L);
 	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 	cu.easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
 	cu.easy_setopt(c->curl, CURLOPT_TIMEOUT_MS,
@@ -370,7 +374,7 @@ int ch__query(struct ch_conn *c, const char *sql, struct ch_result *out, char *e
 	if (out)
 		memset(out, 0, sizeof(*out));
 	snprintf(url, sizeof(url), "%s?wait_end_of_query=1", c->base);
-	rc = post(c, url, sql, strlen(sql), err, errn);
+	rc = post(c, url, sql, strlen(sql), false, err, errn);
 	if (!rc)
 		take(c, out);
 	return rc;
@@ -401,7 +405,7 @@ int ch__insert(struct ch_conn *c, const char *table, const char *cols, const voi
 			p += sprintf(p, "%%%02X", (unsigned char)*s);
 	}
 	*p = '\0';
-	rc = post(c, url, rows, n, err, errn);
+	rc = post(c, url, rows, n, true, err, errn);
 	free(url);
 	free(q);
 	return rc;
