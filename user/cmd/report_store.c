@@ -1401,10 +1401,7 @@ int report__store(const char *src, struct engine *e, const char **why)
 	fl.db = ch__db(fl.c);
 	rc = ch__schema(fl.c, false, err, sizeof(err));
 	if (rc) {
-		snprintf(whybuf, sizeof(whybuf), "%s: %s", fl.src,
-			 rc == -ENOENT ? "no critpath store there (see docs/store.md)" : err);
-		if (rc == -ENOENT && err[0])
-			snprintf(whybuf + strlen(whybuf), sizeof(whybuf) - strlen(whybuf), ": %s", err);
+		snprintf(whybuf, sizeof(whybuf), "%s", err);
 		*why = whybuf;
 		goto out;
 	}
