@@ -43,6 +43,9 @@ struct fleet {
 	bool by_service;  /* a service filter: downstream requests count as themselves */
 	struct host_clock *hosts; /* the first is the reference */
 	uint32_t nhosts;
+	struct stack_name *stacks; /* by stack; their frames in stack_rows */
+	uint32_t nstacks;
+	struct ch_result stack_rows;
 	char err[1024];
 };
 
@@ -348,41 +351,44 @@ static int fleet__own(struct fleet *fl)
 	"arrayConcat([root_service, root_name, concat(" fr "[1], ' ', " fr "[2])], "             \
 	"arraySlice(" fr ", 3))"
 
-/* The steps of the requests aggregated, as (rid, frames, category, sku,
- * sns Int64, lat, service, name) rows: their own, then their callees' under
- * them, then what the waits for the callees lose to them */
+/* The steps of the requests aggregated, as (rid, stk: the stack, frames,
+ * category, sku, sns Int64, lat, service, name) rows: their own, then their
+ * callees' under them, then what the waits for the callees lose to them.
+ * A stack is the store's steps.stack: a hash of its frames and category. */
+#define STACK_OF(fr, cat) "cityHash64(arrayStringConcat(" fr ", '\\x1e'), toString(" cat "))"
+
 static void put_steps(FILE *f, const struct fleet *fl)
 {
 	fprintf(f,
-		"SELECT rid, frames, category, sku, toInt64(ns) AS sns, latency_ns AS lat, service, "
-		"name FROM %s.steps WHERE %s",
+		"SELECT rid, stack AS stk, frames, category, sku, toInt64(ns) AS sns, latency_ns AS "
+		"lat, service, name FROM %s.steps WHERE %s",
 		fl->db, fl->own);
 	if (!fl->match)
 		return;
 	fprintf(f,
-		" UNION ALL SELECT root AS rid, " UNDER_ROOT("frames") " AS frames, category, sku, "
-		"toInt64(ns) AS sns, root_lat AS lat, root_service AS service, root_name AS name FROM "
-		"(SELECT rid AS callee, frames, category, sku, ns FROM %s.steps) GLOBAL ANY INNER "
-		"JOIN (SELECT callee, root, root_service, root_name, root_lat FROM (%s)) USING callee"
-		" UNION ALL SELECT root AS rid, if(caller = root, call_frames, " UNDER_ROOT("call_frames")
-		") AS frames, call_category AS category, '' AS sku, -toInt64(least(callee_lat, "
-		"if(call_end > call_start, call_end - call_start, 0))) AS sns, root_lat AS lat, "
-		"root_service AS service, root_name AS name FROM (%s)",
+		" UNION ALL SELECT root AS rid, " STACK_OF("frames", "category") " AS stk, "
+		UNDER_ROOT("cfr") " AS frames, category, sku, toInt64(ns) AS sns, root_lat AS lat, "
+		"root_service AS service, root_name AS name FROM (SELECT rid AS callee, frames AS cfr, "
+		"category, sku, ns FROM %s.steps) GLOBAL ANY INNER JOIN (SELECT callee, root, "
+		"root_service, root_name, root_lat FROM (%s)) USING callee"
+		" UNION ALL SELECT root AS rid, " STACK_OF("frames", "category") " AS stk, "
+		"if(caller = root, call_frames, " UNDER_ROOT("call_frames") ") AS frames, "
+		"call_category AS category, '' AS sku, -toInt64(least(callee_lat, if(call_end > "
+		"call_start, call_end - call_start, 0))) AS sns, root_lat AS lat, root_service AS "
+		"service, root_name AS name FROM (%s)",
 		fl->db, fl->match, fl->match);
 }
 
-/* Per request and stack: (rid, stack, rfr: frames, rcat: category, ns,
- * rlat: latency); the stack as the store's steps.stack is made */
-static void put_per_request(FILE *f, const struct fleet *fl, const char *extra_where)
+/* Per request and stack (and whatever more `by` names): (rid, stack, ns,
+ * rlat: the latency, and by's columns) */
+static void put_per_request(FILE *f, const struct fleet *fl, const char *by, const char *where)
 {
-	fputs("SELECT rid, cityHash64(arrayStringConcat(frames, '\\x1e'), toString(category)) AS "
-	      "stack, any(frames) AS rfr, any(category) AS rcat, sum(sns) AS ns, any(lat) AS rlat "
-	      "FROM (",
-	      f);
+	fprintf(f, "SELECT rid, stk AS stack, sum(sns) AS ns, any(lat) AS rlat%s%s FROM (",
+		by ? ", " : "", by ? by : "");
 	put_steps(f, fl);
 	/* a step the waits lost all their time of is gone; one of 0 ns is not */
-	fprintf(f, ") %s GROUP BY rid, stack HAVING ns > 0 OR (ns = 0 AND min(sns) >= 0)",
-		extra_where ? extra_where : "");
+	fprintf(f, ") %s GROUP BY rid, stack%s%s HAVING ns > 0 OR (ns = 0 AND min(sns) >= 0)",
+		where ? where : "", by ? ", " : "", by ? by : "");
 }
 
 /* --- sums ---------------------------------------------------------------- */
@@ -535,12 +541,71 @@ static int fleet__latency(struct fleet *fl, uint64_t *nown)
 	return err;
 }
 
+/* Every step's frames and category by its stack, kept in fl */
+struct stack_name {
+	uint64_t stack;
+	const char **frames;
+	uint32_t nframes;
+	enum cp_category category;
+};
+
+static int stack_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct stack_name *)a)->stack, y = ((const struct stack_name *)b)->stack;
+
+	return x < y ? -1 : x > y;
+}
+
+static const struct stack_name *fleet__stack(const struct fleet *fl, uint64_t stack)
+{
+	struct stack_name k = {.stack = stack};
+
+	return bsearch(&k, fl->stacks, fl->nstacks, sizeof(k), stack_cmp);
+}
+
+static int fleet__stack_names(struct fleet *fl)
+{
+	uint32_t cap = 0;
+	struct sql q;
+	int err;
+
+	if (!sql__open(&q))
+		return -ENOMEM;
+	fputs("SELECT stk, any(frames), any(category) FROM (", q.f);
+	put_steps(q.f, fl);
+	fputs(") GROUP BY stk", q.f);
+	err = fleet__query(fl, &q, &fl->stack_rows);
+	while (!err && ch_result__row(&fl->stack_rows)) {
+		struct ch_result *r = &fl->stack_rows;
+		struct stack_name *n;
+		uint32_t capfr = 0;
+		uint64_t cat;
+
+		if (grow_array((void **)&fl->stacks, &cap, fl->nstacks + 1, sizeof(*fl->stacks), 64)) {
+			err = -ENOMEM;
+			break;
+		}
+		n = &fl->stacks[fl->nstacks];
+		memset(n, 0, sizeof(*n));
+		if (r->nfields < 3 || ch_result__u64(r, 0, &n->stack) ||
+		    ch_result__u64(r, 2, &cat)) {
+			err = bad_row(fl, "steps");
+			break;
+		}
+		/* the frames stay in the answer's body, which fl keeps */
+		err = frames__parse(r->field[1], &n->frames, &n->nframes, &capfr);
+		n->category = cat < CP_CAT__COUNT ? (enum cp_category)cat : CP_CAT_UNEXPLAINED;
+		fl->nstacks++;
+	}
+	if (!err)
+		qsort(fl->stacks, fl->nstacks, sizeof(*fl->stacks), stack_cmp);
+	return err;
+}
+
 /* The profile: per step, the sums over its time per request */
 static int fleet__steps(struct fleet *fl, uint64_t nreq)
 {
 	struct pairs dist = {0}, lat = {0};
-	const char **fr = NULL;
-	uint32_t capfr = 0, nfr;
 	uint64_t *few = NULL;
 	uint32_t capfew = 0;
 	struct ch_result r;
@@ -549,60 +614,60 @@ static int fleet__steps(struct fleet *fl, uint64_t nreq)
 
 	if (!sql__open(&q))
 		return -ENOMEM;
-	fputs("SELECT any(rfr), any(rcat), count(), sum(ns), min(ns), max(ns), "
+	fputs("SELECT stack, count(), sum(ns), min(ns), max(ns), "
 	      "sum(toFloat64(ns) * toFloat64(ns)), sumMap([b], [toUInt64(1)]), sumMap([lb], "
 	      "[toUInt64(ns)]), ",
 	      q.f);
 	fprintf(q.f, nreq < ENGINE_FEW ? "groupArray(%d)(toUInt64(ns))" : "[]", ENGINE_FEW);
-	fputs(" FROM (SELECT stack, rfr, rcat, ns, ", q.f);
+	fputs(" FROM (SELECT stack, ns, ", q.f);
 	put_bucket(q.f, "toUInt64(ns)");
 	fputs(" AS b, ", q.f);
 	put_bucket(q.f, "rlat");
 	fputs(" AS lb FROM (", q.f);
-	put_per_request(q.f, fl, NULL);
+	put_per_request(q.f, fl, NULL, NULL);
 	fputs(")) GROUP BY stack", q.f);
 	err = fleet__query(fl, &q, &r);
 	if (err)
 		return err;
 	while (!err && ch_result__row(&r)) {
 		struct engine_step_sums s = {0};
-		uint64_t cat, nfew32;
+		const struct stack_name *n;
+		uint64_t stack;
+		uint32_t nfew32;
 		char *fews;
 		int64_t mn, mx, tot, req;
 
-		if (r.nfields < 10 || frames__parse(r.field[0], &fr, &nfr, &capfr) ||
-		    ch_result__u64(&r, 1, &cat) || ch_result__i64(&r, 2, &req) ||
-		    ch_result__i64(&r, 3, &tot) || ch_result__i64(&r, 4, &mn) ||
-		    ch_result__i64(&r, 5, &mx) || pairs__parse(&dist, r.field[7]) ||
-		    pairs__parse(&lat, r.field[8])) {
+		if (r.nfields < 9 || ch_result__u64(&r, 0, &stack) || ch_result__i64(&r, 1, &req) ||
+		    ch_result__i64(&r, 2, &tot) || ch_result__i64(&r, 3, &mn) ||
+		    ch_result__i64(&r, 4, &mx) || pairs__parse(&dist, r.field[6]) ||
+		    pairs__parse(&lat, r.field[7]) || !(n = fleet__stack(fl, stack))) {
 			err = bad_row(fl, "profile");
 			break;
 		}
-		fews = r.field[9];
-		if (parse_u64s(&fews, &few, (uint32_t *)&nfew32, &capfew)) {
+		fews = r.field[8];
+		if (parse_u64s(&fews, &few, &nfew32, &capfew)) {
 			err = bad_row(fl, "profile");
 			break;
 		}
-		s.frames = fr;
-		s.nframes = nfr;
-		s.category = cat < CP_CAT__COUNT ? (enum cp_category)cat : CP_CAT_UNEXPLAINED;
+		s.frames = n->frames;
+		s.nframes = n->nframes;
+		s.category = n->category;
 		s.requests = (uint64_t)req;
 		s.total_ns = (uint64_t)tot;
 		s.min_ns = (uint64_t)mn;
 		s.max_ns = (uint64_t)mx;
-		s.sumsq = strtod(r.field[6], NULL);
+		s.sumsq = strtod(r.field[5], NULL);
 		s.dist = dist.b;
 		s.ndist = dist.n;
 		s.by_lat = lat.b;
 		s.nby_lat = lat.n;
 		s.few = few;
-		s.nfew = (uint32_t)nfew32;
+		s.nfew = nfew32;
 		err = engine__merge_step(fl->e, &s);
 	}
 	ch_result__free(&r);
 	pairs__free(&dist);
 	pairs__free(&lat);
-	free(fr);
 	free(few);
 	return err;
 }
@@ -667,8 +732,7 @@ static int acc__parse(struct ch_result *r, uint32_t col, struct pairs *p,
  * each kind of request's time on each */
 static int fleet__skus(struct fleet *fl)
 {
-	const char **fr = NULL;
-	uint32_t capfr = 0, nfr, nskus = 0;
+	uint32_t nskus = 0;
 	struct pairs p = {0};
 	struct ch_result r;
 	struct sql q;
@@ -700,31 +764,29 @@ static int fleet__skus(struct fleet *fl)
 	/* each cpu step on each SKU, by its time per request there */
 	if (!sql__open(&q))
 		return -ENOMEM;
-	fputs("SELECT any(rfr), sku, count(), sum(ns), min(ns), max(ns), sumMap([b], "
-	      "[toUInt64(1)]) FROM (SELECT rid, stack, sku, any(frames) AS rfr, toUInt64(sum(sns)) "
-	      "AS ns, ",
+	fputs("SELECT stack, sku, count(), sum(ns), min(ns), max(ns), sumMap([b], [toUInt64(1)]) "
+	      "FROM (SELECT stack, sku, toUInt64(ns) AS ns, ",
 	      q.f);
-	put_bucket(q.f, "toUInt64(sum(sns))");
-	fputs(" AS b FROM (SELECT rid, cityHash64(arrayStringConcat(frames, '\\x1e'), "
-	      "toString(category)) AS stack, frames, sku, sns FROM (",
-	      q.f);
-	put_steps(q.f, fl);
-	fputs(") WHERE category = 0 AND sku != '') GROUP BY rid, stack, sku HAVING sum(sns) > 0 OR "
-	      "(sum(sns) = 0 AND min(sns) >= 0)) GROUP BY stack, sku",
-	      q.f);
+	put_bucket(q.f, "toUInt64(ns)");
+	fputs(" AS b FROM (", q.f);
+	put_per_request(q.f, fl, "sku", "WHERE category = 0 AND sku != ''");
+	fputs(")) GROUP BY stack, sku", q.f);
 	err = fleet__query(fl, &q, &r);
 	if (err)
 		return err;
 	while (!err && ch_result__row(&r)) {
 		struct engine_acc_sums a = {0};
+		const struct stack_name *n;
 		const char *sku;
+		uint64_t stack;
 
-		if (r.nfields < 7 || frames__parse(r.field[0], &fr, &nfr, &capfr) ||
-		    !(sku = ch_result__str(&r, 1, NULL)) || acc__parse(&r, 2, &p, &a)) {
+		if (r.nfields < 7 || ch_result__u64(&r, 0, &stack) ||
+		    !(n = fleet__stack(fl, stack)) || !(sku = ch_result__str(&r, 1, NULL)) ||
+		    acc__parse(&r, 2, &p, &a)) {
 			err = bad_row(fl, "SKU");
 			break;
 		}
-		err = engine__merge_sku_step(fl->e, fr, nfr, sku, &a);
+		err = engine__merge_sku_step(fl->e, n->frames, n->nframes, sku, &a);
 	}
 	ch_result__free(&r);
 	/* each kind of request's cpu time on each SKU */
@@ -757,7 +819,6 @@ static int fleet__skus(struct fleet *fl)
 		ch_result__free(&r);
 	}
 	pairs__free(&p);
-	free(fr);
 	return err;
 }
 
@@ -1325,6 +1386,10 @@ static void fleet__free(struct fleet *fl)
 	free(fl->own);
 	free(fl->match);
 	free(fl->edges);
+	for (uint32_t i = 0; i < fl->nstacks; i++)
+		free(fl->stacks[i].frames);
+	free(fl->stacks);
+	ch_result__free(&fl->stack_rows);
 	ch__close(fl->c);
 }
 
@@ -1428,6 +1493,7 @@ int report__store(const char *src, struct engine *e, const char **why)
 	}
 	rc = rc ?: fleet__hosts(&fl);
 	rc = rc ?: fleet__latency(&fl, &nown);
+	rc = rc ?: fleet__stack_names(&fl);
 	rc = rc ?: fleet__steps(&fl, nown);
 	rc = rc ?: fleet__blame(&fl);
 	rc = rc ?: fleet__skus(&fl);
