@@ -346,10 +346,11 @@ static int fleet__own(struct fleet *fl)
 }
 
 /* A callee's frames under its root: the root's service and name, then the
- * callee's "service name", then its frames below its name */
-#define UNDER_ROOT(fr)                                                                             \
-	"arrayConcat([root_service, root_name, concat(" fr "[1], ' ', " fr "[2])], "             \
-	"arraySlice(" fr ", 3))"
+ * callee's "service@host name" (as kpath names a step in a process of
+ * another host), then its frames below its name */
+#define UNDER_ROOT(fr, host)                                                                       \
+	"arrayConcat([root_service, root_name, concat(" fr "[1], if(" host " != root_host, "      \
+	"concat('@', " host "), ''), ' ', " fr "[2])], arraySlice(" fr ", 3))"
 
 /* The steps of the requests aggregated, as (rid, stk: the stack, frames,
  * category, sku, sns Int64, lat, service, name) rows: their own, then their
@@ -367,12 +368,12 @@ static void put_steps(FILE *f, const struct fleet *fl)
 		return;
 	fprintf(f,
 		" UNION ALL SELECT root AS rid, " STACK_OF("frames", "category") " AS stk, "
-		UNDER_ROOT("cfr") " AS frames, category, sku, toInt64(ns) AS sns, root_lat AS lat, "
+		UNDER_ROOT("cfr", "callee_host") " AS frames, category, sku, toInt64(ns) AS sns, root_lat AS lat, "
 		"root_service AS service, root_name AS name FROM (SELECT rid AS callee, frames AS cfr, "
 		"category, sku, ns FROM %s.steps) GLOBAL ANY INNER JOIN (SELECT callee, root, "
-		"root_service, root_name, root_lat FROM (%s)) USING callee"
+		"root_service, root_name, root_lat, root_host, callee_host FROM (%s)) USING callee"
 		" UNION ALL SELECT root AS rid, " STACK_OF("frames", "category") " AS stk, "
-		"if(caller = root, call_frames, " UNDER_ROOT("call_frames") ") AS frames, "
+		"if(caller = root, call_frames, " UNDER_ROOT("call_frames", "caller_host") ") AS frames, "
 		"call_category AS category, '' AS sku, -toInt64(least(callee_lat, if(call_end > "
 		"call_start, call_end - call_start, 0))) AS sns, root_lat AS lat, root_service AS "
 		"service, root_name AS name FROM (%s)",
@@ -1215,7 +1216,7 @@ static int splice_one(struct kept_set *ks, struct kept *a, const struct kept *b,
 	for (uint32_t i = 0; i < a->nsegs && !err; i++) {
 		struct cp_segment g = a->segs[i], h;
 		bool waits = g.category == CP_CAT_NETWORK || g.category == CP_CAT_UNEXPLAINED;
-		uint64_t wlo, whi;
+		uint64_t wlo, whi, at;
 
 		if (!waits || g.end_ns <= lo || g.start_ns >= hi) {
 			err = seg_push(&out, &n, &cap, &g);
@@ -1229,32 +1230,26 @@ static int splice_one(struct kept_set *ks, struct kept *a, const struct kept *b,
 			err = seg_push(&out, &n, &cap, &h);
 		}
 		/* the callee's segments within the wait; its gaps stay the wait */
-		for (uint32_t j = 0, at = 0; j <= b->nsegs && !err; j++) {
-			uint64_t s = wlo, e = whi;
-			struct cp_segment c;
+		at = wlo;
+		for (uint32_t j = 0; j < b->nsegs && !err; j++) {
+			struct cp_segment c = b->segs[j];
+			uint64_t s = c.start_ns - (uint64_t)sp->off, e = c.end_ns - (uint64_t)sp->off;
 			const char **fr;
 			uint32_t nfr;
 
-			if (j < b->nsegs) {
-				c = b->segs[j];
-				s = c.start_ns - (uint64_t)sp->off;
-				e = c.end_ns - (uint64_t)sp->off;
-				s = s < wlo ? wlo : s;
-				e = e > whi ? whi : e;
-				if (e <= s)
-					continue;
-			}
-			if (at && s > at) { /* a gap inside the callee's path */
+			s = s < wlo ? wlo : s;
+			e = e > whi ? whi : e;
+			if (e <= s)
+				continue;
+			if (s > at) { /* a gap inside the callee's path */
 				h = g;
 				h.start_ns = at;
 				h.end_ns = s;
 				err = seg_push(&out, &n, &cap, &h);
 			}
-			if (j == b->nsegs || err)
-				break;
 			nfr = 3 + (c.nframes > 2 ? c.nframes - 2 : 0);
 			fr = malloc(nfr * sizeof(*fr));
-			if (!fr || kept_set__own(ks, fr, NULL)) {
+			if (err || !fr || kept_set__own(ks, fr, NULL)) {
 				err = -ENOMEM;
 				break;
 			}
@@ -1269,7 +1264,13 @@ static int splice_one(struct kept_set *ks, struct kept *a, const struct kept *b,
 			c.start_ns = s;
 			c.end_ns = e;
 			err = seg_push(&out, &n, &cap, &c);
-			at = e;
+			at = e > at ? e : at;
+		}
+		if (!err && whi > at) {
+			h = g;
+			h.start_ns = at;
+			h.end_ns = whi;
+			err = seg_push(&out, &n, &cap, &h);
 		}
 		if (!err && g.end_ns > whi) { /* after it ended */
 			h = g;
@@ -1317,7 +1318,8 @@ static int fleet__keep(struct fleet *fl, const char *rids)
 			err = -ENOMEM;
 		if (!err) {
 			fprintf(q.f,
-				"SELECT root, callee, concat(callee_service, ' ', callee_name) FROM (%s) "
+				"SELECT root, callee, concat(callee_service, if(callee_host != root_host, "
+				"concat('@', callee_host), ''), ' ', callee_name) FROM (%s) "
 				"WHERE root GLOBAL IN (%s) ORDER BY depth, call_start",
 				fl->match, rids);
 			err = fleet__query(fl, &q, &m);
