@@ -156,7 +156,8 @@ struct cp_request_wire {
 	 * unknown (not TCP, HTTP/2 streams, not seen) */
 	uint32_t rx_seq, rx_len;
 	uint32_t tx_seq, tx_len;
-	/* the TCP calls its walk waited on, by start_ns */
+	/* the TCP calls its walk waited on, by start_ns (none yet in the head
+	 * cp_sink.want is asked with) */
 	const struct cp_call *calls;
 	uint32_t ncalls;
 };
