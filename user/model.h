@@ -126,7 +126,8 @@ struct cp_call {
 	const char *local_addr;	 /* "ip:port" of the caller's end */
 	const char *remote_addr; /* the callee's end as the caller addressed it */
 	uint32_t tx_seq;	 /* TCP sequence number of the call's first byte as sent */
-	uint32_t tx_len;	 /* its bytes (the writes before the reply) */
+	uint32_t tx_len;	 /* its bytes (the writes before the reply); 0/0: not
+				    known (an HTTP/2 stream's) */
 	uint64_t start_ns;	 /* its first write began (the request's clock) */
 	uint64_t end_ns;	 /* the last read of its reply ended */
 	/* the request's segment that waited for the reply (the longest when

@@ -549,9 +549,10 @@ static uint32_t calls_fill(struct kp *kp, const struct cp_segment *segs, struct 
 			memset(k, 0, sizeof(*k));
 			k->local_addr = pc_copy(copy, kp__conn_addr(c, true));
 			k->remote_addr = pc_copy(copy, kp__conn_addr(c, false));
-			k->tx_seq = c->wr[x->first].seq;
-			for (uint32_t w = x->first; w <= x->last; w++)
+			/* an HTTP/2 call's bytes are frames among other streams' */
+			for (uint32_t w = x->first; w <= x->last && !c->h2; w++)
 				k->tx_len += (uint32_t)c->wr[w].bytes;
+			k->tx_seq = c->h2 ? 0 : c->wr[x->first].seq;
 			k->start_ns = write_began(kp, &c->wr[x->first]);
 			k->end_ns = l->read_after > x->t ? l->read_after : x->t;
 			k->seg = -1;
