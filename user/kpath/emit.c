@@ -513,7 +513,9 @@ static uint64_t write_began(struct kp *kp, const struct kp_write *w)
 	if (w->sent_at || w->thread == KP_NONE)
 		return w->enter;
 	t = &kp->th[w->thread];
-	for (i = kp__tl_find(t, w->enter); i >= 0; i--) {
+	/* no further back than the state kept behind the stream: a wait not
+	 * found leaves enter */
+	for (i = kp__tl_find(t, w->enter); i >= 0 && w->enter - t->iv[i].start < KP_KEEP_NS; i--) {
 		const struct kp_iv *iv = &t->iv[i];
 
 		if (iv->state == KP_ST_BLOCKED && iv->end != KP_OPEN && iv->end <= w->enter)
