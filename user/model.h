@@ -121,7 +121,10 @@ struct cp_request {
 /* A downstream call a kernel request's walk waited on, made over TCP: the
  * callee's request, recorded on another host, is the one whose
  * client_addr is local_addr and whose rx_seq is tx_seq (docs/store.md
- * "Across hosts"; destination NAT changes neither). */
+ * "Across hosts"; destination NAT changes neither). Mostly the request's
+ * own; one sent before the request began is another's whose reply it
+ * waited behind (an event loop's): the callee's path is the request's
+ * from the request's start only, as the walk over both hosts has it. */
 struct cp_call {
 	const char *local_addr;	 /* "ip:port" of the caller's end */
 	const char *remote_addr; /* the callee's end as the caller addressed it */
