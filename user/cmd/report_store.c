@@ -1154,7 +1154,7 @@ static int splice_one(struct kept_set *ks, struct kept *a, const struct kept *b,
 	for (uint32_t i = 0; i < a->nsegs && !err; i++) {
 		struct cp_segment g = a->segs[i], h;
 		bool waits = g.category == CP_CAT_NETWORK || g.category == CP_CAT_UNEXPLAINED;
-		uint64_t wlo, whi;
+		uint64_t wlo, whi, at = 0;
 
 		if (!waits || g.end_ns <= lo || g.start_ns >= hi) {
 			err = seg_push(&out, &n, &cap, &g);
@@ -1168,7 +1168,7 @@ static int splice_one(struct kept_set *ks, struct kept *a, const struct kept *b,
 			err = seg_push(&out, &n, &cap, &h);
 		}
 		/* the callee's segments within the wait; its gaps stay the wait */
-		for (uint32_t j = 0, at = 0; j <= b->nsegs && !err; j++) {
+		for (uint32_t j = 0; j <= b->nsegs && !err; j++) {
 			uint64_t s = wlo, e = whi;
 			struct cp_segment c;
 			const char **fr;
