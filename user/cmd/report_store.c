@@ -343,10 +343,11 @@ static int fleet__own(struct fleet *fl)
 }
 
 /* A callee's frames under its root: the root's service and name, then the
- * callee's "service name", then its frames below its name */
-#define UNDER_ROOT(fr)                                                                             \
-	"arrayConcat([root_service, root_name, concat(" fr "[1], ' ', " fr "[2])], "             \
-	"arraySlice(" fr ", 3))"
+ * callee's "service@host name" (as report names a tier of another host),
+ * then its frames below its name */
+#define UNDER_ROOT(fr, host)                                                                       \
+	"arrayConcat([root_service, root_name, concat(" fr "[1], '@', " host ", ' ', "            \
+	fr "[2])], arraySlice(" fr ", 3))"
 
 /* The steps of the requests aggregated, as (rid, frames, category, sku,
  * sns Int64, lat, service, name) rows: their own, then their callees' under
@@ -360,12 +361,13 @@ static void put_steps(FILE *f, const struct fleet *fl)
 	if (!fl->match)
 		return;
 	fprintf(f,
-		" UNION ALL SELECT root AS rid, " UNDER_ROOT("frames") " AS frames, category, sku, "
-		"toInt64(ns) AS sns, root_lat AS lat, root_service AS service, root_name AS name FROM "
-		"(SELECT rid AS callee, frames, category, sku, ns FROM %s.steps) GLOBAL ANY INNER "
-		"JOIN (SELECT callee, root, root_service, root_name, root_lat FROM (%s)) USING callee"
-		" UNION ALL SELECT root AS rid, if(caller = root, call_frames, " UNDER_ROOT("call_frames")
-		") AS frames, call_category AS category, '' AS sku, -toInt64(least(callee_lat, "
+		" UNION ALL SELECT root AS rid, " UNDER_ROOT("frames", "host") " AS frames, "
+		"category, sku, toInt64(ns) AS sns, root_lat AS lat, root_service AS service, "
+		"root_name AS name FROM (SELECT rid AS callee, host, frames, category, sku, ns "
+		"FROM %s.steps) GLOBAL ANY INNER JOIN (SELECT callee, root, root_service, root_name, "
+		"root_lat FROM (%s)) USING callee UNION ALL SELECT root AS rid, if(caller = root, "
+		"call_frames, " UNDER_ROOT("call_frames", "caller_host") ") AS frames, "
+		"call_category AS category, '' AS sku, -toInt64(least(callee_lat, "
 		"if(call_end > call_start, call_end - call_start, 0))) AS sns, root_lat AS lat, "
 		"root_service AS service, root_name AS name FROM (%s)",
 		fl->db, fl->match, fl->match);
@@ -1256,7 +1258,8 @@ static int fleet__keep(struct fleet *fl, const char *rids)
 			err = -ENOMEM;
 		if (!err) {
 			fprintf(q.f,
-				"SELECT root, callee, concat(callee_service, ' ', callee_name) FROM (%s) "
+				"SELECT root, callee, concat(callee_service, '@', callee_host, "
+				"' ', callee_name) FROM (%s) "
 				"WHERE root GLOBAL IN (%s) ORDER BY depth, call_start",
 				fl->match, rids);
 			err = fleet__query(fl, &q, &m);
