@@ -1355,7 +1355,8 @@ static int fleet__shown(struct fleet *fl, uint64_t picked)
 	}
 	if (!sql__open(&q))
 		return -ENOMEM;
-	fprintf(q.f, "SELECT rid FROM %s.requests WHERE %s", fl->db, fl->where);
+	/* the slowest of those aggregated: a callee is in its caller's path */
+	fprintf(q.f, "SELECT rid FROM %s.requests WHERE %s", fl->db, n ? fl->own : fl->where);
 	if (n)
 		fprintf(q.f, " ORDER BY latency_ns DESC LIMIT %u", n);
 	rids = sql__done(&q);
