@@ -351,14 +351,38 @@ def cases(t, srv):
     with open(os.path.join(d, "fleet.json"), "w") as f:
         json.dump(fleet, f)
     compare(t, rec, fleet, offsets, sent)
+    lone = unmatched(srv[0])
     sr, sf = rec.get("summary", {}), fleet.get("summary", {})
     keys = ("nrequests", "downstream_requests", "filtered_out")
-    t.ok("the summaries' request counts are equal (" + ", ".join(
-        f"{k} {sr.get(k)}" for k in keys) + ")", all(sr.get(k) == sf.get(k) for k in keys),
-        f"recordings: {json.dumps(sr)[:800]}\nstore: {json.dumps(sf)[:800]}")
+    same = all(sr.get(k) == sf.get(k) for k in keys)
+    name = "the summaries' request counts are equal (" + ", ".join(
+        f"{k} {sr.get(k)}/{sf.get(k)}" for k in keys) + ")"
+    why = f"recordings: {json.dumps(sr)[:600]}\nstore: {json.dumps(sf)[:600]}\n" + lone[1]
+    if same or not lone[0] or sf.get("nrequests", 0) - sr.get("nrequests", 0) != lone[0]:
+        t.ok(name, same, why)
+    else:
+        t.gap(name + f": {lone[0]} requests of mid or store the store matched to no call",
+              False, why, issue=36)
     check_profile(t, rec, fleet)
     check_hosts(t, fleet)
-    check_text(t, fleet_url, fleet)
+    check_text(t, fleet_url, fleet, lone[0])
+
+
+def unmatched(ch):
+    """The requests of mid and store that no stored call names (client
+    address, first byte's sequence number), with the calls that name no
+    request: (how many requests, what was seen)"""
+    reqs = ch.query("SELECT host, client_addr, rx_seq, rx_len, start_ns FROM fleet.requests "
+                    "WHERE host != 'front' AND (client_addr, rx_seq) GLOBAL NOT IN (SELECT "
+                    "local_addr, tx_seq FROM fleet.calls) ORDER BY start_ns")
+    calls = ch.query("SELECT host, local_addr, remote_addr, tx_seq, call_start_ns FROM "
+                     "fleet.calls WHERE (local_addr, tx_seq) GLOBAL NOT IN (SELECT client_addr, "
+                     "rx_seq FROM fleet.requests) ORDER BY call_start_ns")
+    said = "\n".join([f"request without a call: {r}" for r in reqs[:6]] +
+                     [f"call without a request: {c}" for c in calls[:6]])
+    if reqs or calls:
+        print("# " + said.replace("\n", "\n# "), flush=True)
+    return len(reqs), said
 
 
 def check_profile(tap, rec, fleet, n=6):
@@ -394,8 +418,9 @@ def check_hosts(tap, fleet):
         json.dumps(fleet.get("hosts")))
 
 
-def check_text(tap, url, fleet):
-    """--requests 3: the three slowest front requests, each stitched"""
+def check_text(tap, url, fleet, lone):
+    """--requests 3: the three slowest front requests, each stitched (lone:
+    requests of other hosts matched to no call, which count as their own)"""
     r = run(["report", url, "-q", "--requests", "3"])
     blocks = re.split(r"\n(?=request \S+: )", r.stdout)
     shown = [b for b in blocks if re.match(r"request \S+: ", b)]
@@ -407,9 +432,15 @@ def check_text(tap, url, fleet):
         m and m[2] == "front" and m[1] == f"nginx:{H.FRONT_PORT} GET /work" for m in heads) \
         and all(abs(a - b) <= 1000 for a, b in zip(got, want)) and all(
             " on mid " in b and " on store " in b for b in shown)
-    tap.ok(f"report --requests 3 over the store shows the three slowest front requests "
-           f"({', '.join(K.fmt_ms(x) for x in want)}), each with steps on mid and store",
-           ok, f"exit {r.returncode}: {r.stderr[-500:]}\n{r.stdout[-4000:]}")
+    name = (f"report --requests 3 over the store shows the three slowest front requests "
+            f"({', '.join(K.fmt_ms(x) for x in want)}), each with steps on mid and store")
+    detail = f"exit {r.returncode}: {r.stderr[-500:]}\n" + "\n".join(
+        b.split("\n")[0] for b in shown)
+    if ok or not lone:
+        tap.ok(name, ok, detail)
+    else:
+        tap.gap(name + f" ({lone} requests of mid or store matched to no call)", ok, detail,
+                issue=36)
 
 if __name__ == "__main__":
     main()
