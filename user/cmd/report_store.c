@@ -298,11 +298,11 @@ static char *match_sql(const struct fleet *fl)
 	fprintf(q.f,
 		"SELECT * FROM (SELECT *, if(up2 != 0, up2, if(up1 != 0, up1, caller)) AS root, "
 		"1 + (up1 != 0) + (up2 != 0) AS depth FROM (SELECT * FROM (SELECT * FROM (%s) "
-		"GLOBAL ANY LEFT JOIN (SELECT callee AS caller, caller AS up1 FROM (%s)) USING "
-		"caller) GLOBAL ANY LEFT JOIN (SELECT callee AS up1, caller AS up2 FROM (%s)) USING "
-		"up1)) GLOBAL ANY INNER JOIN (SELECT rid AS root, service AS root_service, name AS "
-		"root_name, latency_ns AS root_lat, host AS root_host FROM %s.requests WHERE %s AND "
-		"downstream = 0) USING root",
+		"GLOBAL ANY LEFT JOIN (SELECT callee AS caller, up1 FROM (SELECT callee, caller AS "
+		"up1 FROM (%s))) USING caller) GLOBAL ANY LEFT JOIN (SELECT callee AS up1, caller AS "
+		"up2 FROM (%s)) USING up1)) GLOBAL ANY INNER JOIN (SELECT rid AS root, service AS "
+		"root_service, name AS root_name, latency_ns AS root_lat, host AS root_host FROM "
+		"%s.requests WHERE %s AND downstream = 0) USING root",
 		e, e, e, fl->db, fl->where);
 	return sql__done(&q);
 }
@@ -1419,7 +1419,8 @@ static int fleet__shown(struct fleet *fl, uint64_t picked)
 	}
 	if (!sql__open(&q))
 		return -ENOMEM;
-	fprintf(q.f, "SELECT rid FROM %s.requests WHERE %s", fl->db, fl->where);
+	/* the slowest of those aggregated: a callee is in its caller's path */
+	fprintf(q.f, "SELECT rid FROM %s.requests WHERE %s", fl->db, n ? fl->own : fl->where);
 	if (n)
 		fprintf(q.f, " ORDER BY latency_ns DESC LIMIT %u", n);
 	rids = sql__done(&q);

@@ -43,10 +43,14 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: critpath store INPUT.. clickhouse://HOST[:PORT]/DB [options]\n"
+		"       critpath store --distributed CLUSTER[:SHARD_DB] clickhouse://HOST[:PORT]/DB\n"
 		"  INPUT: recordings, Jaeger / OTLP JSON trace files, directories of them\n"
 		"  Every request's critical path into ClickHouse's tables (created when\n"
 		"  missing); user and password from $CLICKHOUSE_USER, $CLICKHOUSE_PASSWORD\n"
 		"  --host NAME   the requests' host is NAME (default: the recording's)\n"
+		"  --distributed CLUSTER[:SHARD_DB]  no input: DB made a Distributed view of\n"
+		"                the store SHARD_DB (default: DB) on every shard of CLUSTER\n"
+		"                (the server's remote_servers), for report over the fleet\n"
 		"  -q            no warnings or progress\n");
 }
 
@@ -200,6 +204,39 @@ static int walk(struct store *s, char *const *paths, int npaths)
 	return err ? err : read;
 }
 
+/* db at url made the Distributed view of spec's ("CLUSTER[:SHARD_DB]") */
+static int distributed(const char *url, const char *spec)
+{
+	char err[1024], cluster[256], *colon;
+	const char *shard_db;
+	struct ch_conn *c;
+	int rc;
+
+	snprintf(cluster, sizeof(cluster), "%s", spec);
+	colon = strchr(cluster, ':');
+	if (colon)
+		*colon = '\0';
+	c = ch__open(url, err, sizeof(err));
+	if (!c) {
+		cp_error(CMD, "%s", err);
+		return 2;
+	}
+	shard_db = colon ? colon + 1 : ch__db(c);
+	rc = ch__distributed(c, cluster, shard_db, err, sizeof(err));
+	if (rc) {
+		cp_error(CMD, "--distributed: %s", err);
+		ch__close(c);
+		return rc == -EINVAL ? 2 : 1;
+	}
+	cp_error(CMD, "%s: the store's tables over %s.* on every shard of cluster %s",
+		 ch__shown(c), shard_db, cluster);
+	/* the shards' tables are made by the first writer on each */
+	if (ch__schema(c, false, err, sizeof(err)))
+		cp_warn(CMD, "not readable yet: %s", err);
+	ch__close(c);
+	return 0;
+}
+
 static void say_total(struct store *s, const struct ch_writer_stats *st, const char *shown)
 {
 	cp_error(CMD, "%llu requests (%llu segments) stored into %s in %llu batches",
@@ -218,12 +255,13 @@ static void say_total(struct store *s, const struct ch_writer_stats *st, const c
 int cmd_store(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"host", 1, 0, 'H'}, {"help", 0, 0, 'h'}, {0},
+	    {"host", 1, 0, 'H'}, {"distributed", 1, 0, 'D'}, {"help", 0, 0, 'h'}, {0},
 	};
 	struct ch_writer_opts wo = {.wait_when_full = true, .give_up_ns = 60000000000ull};
 	struct ch_writer_stats st = {0};
 	struct store s = {0};
 	char err[512], shown[512] = "";
+	const char *dist = NULL;
 	char **inputs = NULL;
 	int ninputs = 0, c, ret = 0, rc;
 
@@ -239,6 +277,9 @@ int cmd_store(int argc, char **argv)
 				return 2;
 			}
 			s.host = optarg;
+			break;
+		case 'D':
+			dist = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -263,6 +304,15 @@ int cmd_store(int argc, char **argv)
 		} else {
 			wo.url = argv[i];
 		}
+	}
+	if (dist) {
+		free(inputs);
+		if (wo.url && !ninputs)
+			return distributed(wo.url, dist);
+		cp_error(CMD, "--distributed: %s",
+			 wo.url ? "it makes tables only: no INPUT with it" : "no clickhouse://HOST:PORT/DB");
+		usage(stderr);
+		return 2;
 	}
 	if (!wo.url || !ninputs) {
 		cp_error(CMD, "%s", !wo.url ? "no clickhouse://HOST:PORT/DB to store into"

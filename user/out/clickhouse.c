@@ -687,3 +687,83 @@ int ch__schema(struct ch_conn *c, bool create, char *err, size_t errn)
 	}
 	return rc;
 }
+
+/* --- a Distributed store -------------------------------------------------------- */
+
+/* A cluster's name as remote_servers spells it, a database's as the URL's */
+static bool name_ok(const char *s, bool cluster)
+{
+	if (!*s || strlen(s) > 100 || (!cluster && isdigit((unsigned char)*s)))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' &&
+		    !(cluster && (*s == '-' || *s == '.')))
+			return false;
+	return true;
+}
+
+/* cols with its MATERIALIZED columns declared plainly: a Distributed table
+ * reads them from the shards, where they were made at insert (computing
+ * them again on the initiator would cost the reader what they save) */
+static void plain_cols(const char *cols, char *out, size_t outn)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	while (*cols) {
+		const char *end = cols;
+		int depth = 0;
+
+		for (; *end && (depth || *end != ','); end++)
+			depth += *end == '(' ? 1 : *end == ')' ? -1 : 0;
+		const char *m = memmem(cols, (size_t)(end - cols), " MATERIALIZED ", 14);
+
+		if (m)
+			end = m;
+		if (o < outn)
+			o += (size_t)snprintf(out + o, outn - o, "%s%.*s", o ? ", " : "",
+					      (int)(end - cols), cols);
+		if (m) /* past the expression, to the next column */
+			for (depth = 0, end = m; *end && (depth || *end != ','); end++)
+				depth += *end == '(' ? 1 : *end == ')' ? -1 : 0;
+		cols = *end ? end + 2 : end;
+	}
+}
+
+int ch__distributed(struct ch_conn *c, const char *cluster, const char *shard_db, char *err,
+		    size_t errn)
+{
+	const char *db = c->u.db;
+	char sql[4096], cols[2048];
+	int rc;
+
+	if (!name_ok(cluster, true)) {
+		snprintf(err, errn, "'%s': a cluster's name is letters, digits, '_', '-', '.'",
+			 cluster);
+		return -EINVAL;
+	}
+	if (!name_ok(shard_db, false)) {
+		snprintf(err, errn,
+			 "'%s': a database's name is letters, digits and '_', not a digit first",
+			 shard_db);
+		return -EINVAL;
+	}
+	snprintf(sql, sizeof(sql), "CREATE DATABASE IF NOT EXISTS %s", db);
+	if ((rc = ch__query(c, sql, NULL, err, errn)))
+		return rc;
+	for (int t = -1; t < CH_TABLES; t++) {
+		const char *name = t < 0 ? "critpath_schema" : ch_tables[t].name;
+
+		if (t < 0)
+			snprintf(cols, sizeof(cols), "version UInt32");
+		else
+			plain_cols(ch_tables[t].columns, cols, sizeof(cols));
+		snprintf(sql, sizeof(sql),
+			 "CREATE TABLE IF NOT EXISTS %s.%s (%s) ENGINE = Distributed('%s', '%s', "
+			 "'%s')",
+			 db, name, cols, cluster, shard_db, name);
+		if ((rc = ch__query(c, sql, NULL, err, errn)))
+			return rc;
+	}
+	return 0;
+}

@@ -90,4 +90,12 @@ int ch__insert(struct ch_conn *c, const char *table, const char *cols, const voi
  * of the schema (err names it); else as ch__query. */
 int ch__schema(struct ch_conn *c, bool create, char *err, size_t errn);
 
+/* The database made a view of the store's tables on every shard of a
+ * cluster: each table with its columns, ENGINE = Distributed(cluster,
+ * shard_db, table); steps' MATERIALIZED stack left out (a reader computes
+ * its own). 0; -EINVAL: a name that is not one (err says which); else as
+ * ch__query. */
+int ch__distributed(struct ch_conn *c, const char *cluster, const char *shard_db, char *err,
+		    size_t errn);
+
 #endif
