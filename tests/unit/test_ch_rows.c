@@ -333,6 +333,13 @@ static void test_steps_and_blame(void **state)
 	assert_ptr_equal(r.p, r.end);
 	r = (struct rd){b.t[CH_CALLS].p, b.t[CH_CALLS].p + b.t[CH_CALLS].n};
 	rd_head(&r, day, 7, rid, "h9");
+	/* the request's columns, as steps have them */
+	assert_string_equal(rd_str(&r), "frontend");
+	assert_string_equal(rd_str(&r), "GET /x");
+	assert_true(rd_uint(&r, 8) == (uint64_t)OFF + 1000);
+	assert_int_equal(rd_uint(&r, 8), 1400);
+	assert_int_equal(rd_uint(&r, 1), 0);
+	assert_int_equal(rd_uint(&r, 1), 0);
 	assert_string_equal(rd_str(&r), "10.0.0.1:4000");
 	assert_string_equal(rd_str(&r), "10.0.0.2:6379");
 	assert_int_equal(rd_uint(&r, 4), 77);

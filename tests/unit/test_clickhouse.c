@@ -193,8 +193,9 @@ static void test_schema_text(void **state)
 			    "day, batch, rid, host, service, name, start_ns, latency_ns, partial, "
 			    "downstream, frames, category, sku, ns");
 	assert_string_equal(ch_table__insert_cols(CH_CALLS),
-			    "day, batch, rid, host, local_addr, remote_addr, tx_seq, start_ns, "
-			    "end_ns, frames, category");
+			    "day, batch, rid, host, service, name, start_ns, latency_ns, partial, "
+			    "downstream, local_addr, remote_addr, tx_seq, call_start_ns, "
+			    "call_end_ns, frames, category");
 	assert_non_null(strstr(ch_table__insert_cols(CH_SEGMENTS), "culprit_ns"));
 	assert_null(strstr(ch_table__insert_cols(CH_STEPS), "stack"));
 	assert_string_equal(ch_tables[CH_SEGMENTS].order_by, "rid, seq");
