@@ -23,6 +23,9 @@
 /* json lists every request up to this many; past it the slowest, said */
 #define STORE_JSON_ALL 200000
 #define STORE_JSON_SLOWEST 1000
+/* the slowest's rids given as numbers up to this many (~90 KB of SQL,
+ * within max_query_size's default 256 KiB) */
+#define STORE_LITERAL_RIDS 4096
 
 struct host_clock {
 	char *name;
@@ -604,6 +607,32 @@ static int fleet__stack_names(struct fleet *fl)
 }
 
 /* The profile: per step, the sums over its time per request */
+/* Whether the steps aggregated are one row per request and stack already:
+ * the writer makes one per request, stack and SKU, so they are when no
+ * callee joins its root and no category is on two SKUs (a fleet of one
+ * SKU: cpu on it, waits on none). Then the profile reads the rows as they
+ * are, without grouping them per request first (over a million requests
+ * that grouping, millions of groups, was most of a report's time) */
+static int fleet__steps_unique(struct fleet *fl, bool *unique)
+{
+	uint64_t n = 0;
+	struct sql q;
+	int err;
+
+	*unique = false;
+	if (fl->match)
+		return 0;
+	if (!sql__open(&q))
+		return -ENOMEM;
+	fprintf(q.f,
+		"SELECT count() FROM (SELECT category FROM %s.steps WHERE %s GROUP BY category "
+		"HAVING uniqExact(sku) > 1)",
+		fl->db, fl->own);
+	err = fleet__count(fl, &q, &n);
+	*unique = !err && n == 0;
+	return err;
+}
+
 static int fleet__steps(struct fleet *fl, uint64_t nreq)
 {
 	struct pairs dist = {0}, lat = {0};
@@ -611,8 +640,15 @@ static int fleet__steps(struct fleet *fl, uint64_t nreq)
 	uint32_t capfew = 0;
 	struct ch_result r;
 	struct sql q;
+	bool unique = false;
 	int err;
 
+	/* with fewer than ENGINE_FEW requests the few keep their order */
+	if (nreq >= ENGINE_FEW) {
+		err = fleet__steps_unique(fl, &unique);
+		if (err)
+			return err;
+	}
 	if (!sql__open(&q))
 		return -ENOMEM;
 	fputs("SELECT stack, count(), sum(ns), min(ns), max(ns), "
@@ -625,7 +661,11 @@ static int fleet__steps(struct fleet *fl, uint64_t nreq)
 	fputs(" AS b, ", q.f);
 	put_bucket(q.f, "rlat");
 	fputs(" AS lb FROM (", q.f);
-	put_per_request(q.f, fl, NULL, NULL);
+	if (unique)
+		fprintf(q.f, "SELECT stack, toInt64(ns) AS ns, latency_ns AS rlat FROM %s.steps WHERE %s",
+			fl->db, fl->own);
+	else
+		put_per_request(q.f, fl, NULL, NULL);
 	fputs(")) GROUP BY stack", q.f);
 	err = fleet__query(fl, &q, &r);
 	if (err)
@@ -683,10 +723,12 @@ static int fleet__blame(struct fleet *fl)
 
 	if (!sql__open(&q))
 		return -ENOMEM;
+	/* the writer makes a row per request and culprit: without callees
+	 * joined, a culprit's requests are its rows */
 	fprintf(q.f,
-		"SELECT pid, tid, comm, category, sum(ns), uniqExact(rid) FROM (SELECT rid, pid, "
+		"SELECT pid, tid, comm, category, sum(ns), %s FROM (SELECT rid, pid, "
 		"tid, comm, category, ns FROM %s.blame WHERE %s",
-		fl->db, fl->own);
+		fl->match ? "uniqExact(rid)" : "count()", fl->db, fl->own);
 	if (fl->match)
 		fprintf(q.f,
 			" UNION ALL SELECT root AS rid, pid, tid, comm, category, ns FROM (SELECT "
@@ -1031,10 +1073,11 @@ static int parse_i32s(char *s, int32_t **a, uint32_t *n)
 	return err;
 }
 
-/* The requests of rids (a subquery) with their segments, in ks; their
- * columns (host, service, ...) point into *rq and *rs, kept by the caller */
-static int fleet__read_requests(struct fleet *fl, const char *rids, struct kept_set *ks,
-				struct ch_result *rq, struct ch_result *rs)
+/* The requests of rids (a subquery after GLOBAL IN, or a list of numbers
+ * after IN: in, which) with their segments, in ks; their columns (host,
+ * service, ...) point into *rq and *rs, kept by the caller */
+static int fleet__read_requests(struct fleet *fl, const char *in, const char *rids,
+				struct kept_set *ks, struct ch_result *rq, struct ch_result *rs)
 {
 	struct sql q;
 	int err;
@@ -1043,8 +1086,8 @@ static int fleet__read_requests(struct fleet *fl, const char *rids, struct kept_
 		return -ENOMEM;
 	fprintf(q.f,
 		"SELECT rid, id, host, service, name, target, start_ns, end_ns, partial, downstream "
-		"FROM %s.requests WHERE rid GLOBAL IN (%s)",
-		fl->db, rids);
+		"FROM %s.requests WHERE rid %s (%s)",
+		fl->db, in, rids);
 	err = fleet__query(fl, &q, rq);
 	if (err)
 		return err;
@@ -1084,8 +1127,8 @@ static int fleet__read_requests(struct fleet *fl, const char *rids, struct kept_
 	fprintf(q.f,
 		"SELECT rid, start_ns, dur_ns, category, frames, probe_frames, interference, "
 		"seg_host, pid, tid, comm, cpu, cpu_model, sku, peer, culprit_pid, culprit_tid, "
-		"culprit_comm, culprit_ns FROM %s.segments WHERE rid GLOBAL IN (%s) ORDER BY rid, seq",
-		fl->db, rids);
+		"culprit_comm, culprit_ns FROM %s.segments WHERE rid %s (%s) ORDER BY rid, seq",
+		fl->db, in, rids);
 	err = fleet__query(fl, &q, rs);
 	if (err)
 		return err;
@@ -1299,9 +1342,10 @@ static int64_t host_offset(const struct fleet *fl, const char *host)
 	return 0;
 }
 
-/* The requests picked (a subquery of rids) shown whole, the paths of their
- * callees on other hosts spliced in, callers before their callees */
-static int fleet__keep(struct fleet *fl, const char *rids)
+/* The requests picked (rids after in, as fleet__read_requests) shown whole,
+ * the paths of their callees on other hosts spliced in, callers before their
+ * callees */
+static int fleet__keep(struct fleet *fl, const char *in, const char *rids)
 {
 	struct ch_result rq = {0}, rs = {0}, cq = {0}, cs = {0}, m = {0};
 	struct kept_set ks = {0}, callees = {0};
@@ -1310,7 +1354,7 @@ static int fleet__keep(struct fleet *fl, const char *rids)
 	struct sql q;
 	int err;
 
-	err = fleet__read_requests(fl, rids, &ks, &rq, &rs);
+	err = fleet__read_requests(fl, in, rids, &ks, &rq, &rs);
 	if (!err && fl->match) {
 		char *sub;
 
@@ -1320,8 +1364,8 @@ static int fleet__keep(struct fleet *fl, const char *rids)
 			fprintf(q.f,
 				"SELECT root, callee, concat(callee_service, if(callee_host != root_host, "
 				"concat('@', callee_host), ''), ' ', callee_name) FROM (%s) "
-				"WHERE root GLOBAL IN (%s) ORDER BY depth, call_start",
-				fl->match, rids);
+				"WHERE root %s (%s) ORDER BY depth, call_start",
+				fl->match, in, rids);
 			err = fleet__query(fl, &q, &m);
 		}
 		while (!err && ch_result__row(&m)) {
@@ -1341,10 +1385,12 @@ static int fleet__keep(struct fleet *fl, const char *rids)
 			if (!sql__open(&q))
 				err = -ENOMEM;
 			if (!err) {
-				fprintf(q.f, "SELECT callee FROM (%s) WHERE root GLOBAL IN (%s)",
-					fl->match, rids);
+				fprintf(q.f, "SELECT callee FROM (%s) WHERE root %s (%s)",
+					fl->match, in, rids);
 				sub = sql__done(&q);
-				err = sub ? fleet__read_requests(fl, sub, &callees, &cq, &cs) : -ENOMEM;
+				err = sub ? fleet__read_requests(fl, "GLOBAL IN", sub, &callees, &cq,
+								 &cs)
+					  : -ENOMEM;
 				free(sub);
 			}
 		}
@@ -1426,7 +1472,49 @@ static int fleet__shown(struct fleet *fl, uint64_t picked)
 	rids = sql__done(&q);
 	if (!rids)
 		return -ENOMEM;
-	err = fleet__keep(fl, rids);
+	if (n && n <= STORE_LITERAL_RIDS) {
+		/* the rids fetched, then given as numbers: ClickHouse (18.16 at
+		 * least) reads only the granules of the segments' primary key
+		 * that hold them for IN (1, 2, ..), and every segment for
+		 * GLOBAL IN (a subquery or numbers) */
+		struct ch_result r;
+		struct sql l;
+		char *list;
+		bool any = false;
+
+		if (!sql__open(&q)) {
+			free(rids);
+			return -ENOMEM;
+		}
+		fputs(rids, q.f);
+		free(rids);
+		err = fleet__query(fl, &q, &r);
+		if (err)
+			return err;
+		if (!sql__open(&l)) {
+			ch_result__free(&r);
+			return -ENOMEM;
+		}
+		while (ch_result__row(&r)) {
+			uint64_t rid;
+
+			if (ch_result__u64(&r, 0, &rid)) {
+				err = bad_row(fl, "slowest requests");
+				break;
+			}
+			fprintf(l.f, "%s%" PRIu64, any ? "," : "", rid);
+			any = true;
+		}
+		ch_result__free(&r);
+		list = sql__done(&l);
+		if (!err && !list)
+			err = -ENOMEM;
+		if (!err && any)
+			err = fleet__keep(fl, "IN", list);
+		free(list);
+		return err;
+	}
+	err = fleet__keep(fl, "GLOBAL IN", rids);
 	free(rids);
 	return err;
 }
