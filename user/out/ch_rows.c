@@ -497,7 +497,9 @@ static void calls(struct ch_batch *b, struct w *w, const struct req_cols *q,
 	for (uint32_t i = 0; wi && i < wi->ncalls; i++) {
 		const struct cp_call *c = &wi->calls[i];
 
-		if (c->stitched)
+		/* a call another request made, waited behind: its callee is
+		 * that request's (interference, not this one's own time) */
+		if (c->stitched || c->interference)
 			continue;
 		head(w, q);
 		str(w, r->service);
