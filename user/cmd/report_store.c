@@ -7,6 +7,7 @@
  * caller's request, the caller's wait loses the callee's time. Whole paths
  * are fetched only for the requests shown (the slowest, or json's).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -136,6 +137,24 @@ static int fleet__count(struct fleet *fl, struct sql *q, uint64_t *v)
 
 /* --- filters ------------------------------------------------------------- */
 
+/* %XX in place (a URL's escapes) */
+static void pct_decode(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2])) {
+			char h[3] = {s[1], s[2], 0};
+
+			*o++ = (char)strtol(h, NULL, 16);
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
 /* key=value&… after the database: per-source filters (diff's two sides) */
 struct url_filter {
 	const char *host, *service, *name, *sku;
@@ -154,6 +173,7 @@ static int url_filter__parse(char *q, struct url_filter *u, char *why, size_t wh
 			return -EINVAL;
 		}
 		*v++ = '\0';
+		pct_decode(v);
 		if (!strcmp(kv, "host")) {
 			u->host = v;
 		} else if (!strcmp(kv, "service")) {
