@@ -373,7 +373,14 @@ int ch__query(struct ch_conn *c, const char *sql, struct ch_result *out, char *e
 
 	if (out)
 		memset(out, 0, sizeof(*out));
-	snprintf(url, sizeof(url), "%s?wait_end_of_query=1", c->base);
+	/* the server gives up when we do: a query left running would slow
+	 * the next ones */
+	if (c->timeout_ns)
+		snprintf(url, sizeof(url), "%s?wait_end_of_query=1&max_execution_time=%llu", c->base,
+			 (unsigned long long)(c->timeout_ns / 1000000000 ? c->timeout_ns / 1000000000
+									 : 1));
+	else
+		snprintf(url, sizeof(url), "%s?wait_end_of_query=1", c->base);
 	rc = post(c, url, sql, strlen(sql), false, err, errn);
 	if (!rc)
 		take(c, out);
