@@ -150,13 +150,22 @@ static inline void varint(struct w *w, uint64_t v)
 	put(w, buf, n);
 }
 
+static inline void strn(struct w *w, const char *s, size_t n)
+{
+	if (n < 0x80 && room(w, n + 1)) { /* the usual: a one-byte length */
+		w->b->p[w->b->n++] = (uint8_t)n;
+		memcpy(w->b->p + w->b->n, s, n);
+		w->b->n += n;
+		return;
+	}
+	varint(w, n);
+	put(w, s, n);
+}
+
 /* NULL as '' */
 static inline void str(struct w *w, const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-
-	varint(w, n);
-	put(w, s, n);
+	strn(w, s, s ? strlen(s) : 0);
 }
 
 static void frames(struct w *w, const char *const *f, uint32_t n)
@@ -204,15 +213,28 @@ static uint64_t epoch(const struct cp_request *r, uint64_t t)
 struct req_cols {
 	uint16_t day;
 	uint64_t batch, rid, start, latency;
-	const char *host;
+	const char *host, *service, *name; /* and their lengths, taken once */
+	size_t nhost, nservice, nname;
 };
 
 static void head(struct w *w, const struct req_cols *q)
 {
-	u16(w, q->day);
-	u64(w, q->batch);
-	u64(w, q->rid);
-	str(w, q->host);
+	if (room(w, 18)) {
+		uint8_t *p = w->b->p + w->b->n;
+
+		memcpy(p, &q->day, 2);
+		memcpy(p + 2, &q->batch, 8);
+		memcpy(p + 10, &q->rid, 8);
+		w->b->n += 18;
+	}
+	strn(w, q->host, q->nhost);
+}
+
+/* service and name, as most rows have them after their head */
+static void svc_name(struct w *w, const struct req_cols *q)
+{
+	strn(w, q->service, q->nservice);
+	strn(w, q->name, q->nname);
 }
 
 static void hexstr(struct w *w, const uint8_t *p, size_t n)
@@ -237,8 +259,7 @@ static void request_row(struct w *w, const struct req_cols *q, const struct cp_r
 
 	head(w, q);
 	str(w, boot);
-	str(w, r->service);
-	str(w, r->name);
+	svc_name(w, q);
 	str(w, r->target);
 	str(w, r->id);
 	u64(w, q->start);
@@ -268,8 +289,7 @@ static void segment_row(struct w *w, const struct req_cols *q, const struct cp_r
 	const struct cp_segment *g = &r->segs[seq];
 
 	head(w, q);
-	str(w, r->service);
-	str(w, r->name);
+	svc_name(w, q);
 	u64(w, q->latency);
 	u32(w, seq);
 	u64(w, epoch(r, g->start_ns));
@@ -410,8 +430,7 @@ static int steps(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		const struct ch_group *s = &b->g[i];
 
 		head(w, q);
-		str(w, r->service);
-		str(w, r->name);
+		svc_name(w, q);
 		u64(w, q->start);
 		u64(w, q->latency);
 		u8(w, r->partial);
@@ -470,8 +489,7 @@ static int blame(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		const struct ch_group *c = &b->g[i];
 
 		head(w, q);
-		str(w, r->service);
-		str(w, r->name);
+		svc_name(w, q);
 		u64(w, q->start);
 		u64(w, q->latency);
 		u8(w, r->downstream);
@@ -536,6 +554,11 @@ int ch_batch__add(struct ch_batch *b, const struct cp_request *r, const char *ho
 	if (!host)
 		host = r->host;
 	q.host = host;
+	q.service = r->service;
+	q.name = r->name;
+	q.nhost = host ? strlen(host) : 0;
+	q.nservice = r->service ? strlen(r->service) : 0;
+	q.nname = r->name ? strlen(r->name) : 0;
 	q.rid = ch_rows__rid(host, boot, r->id);
 	q.start = epoch(r, r->start_ns);
 	q.latency = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;

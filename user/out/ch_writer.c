@@ -25,6 +25,10 @@
 #define BACKOFF_MIN_NS 250000000ull
 #define BACKOFF_MAX_NS 5000000000ull /* a try is one connect: a restarted server is found soon */
 #define REFUSALS_MAX 5
+/* batches kept for reuse with their buffers: a buffer grown anew for every
+ * batch is megabytes of fresh pages faulted in, each time (and when
+ * ClickHouse falls behind, a batch is dropped as often as one fills) */
+#define SPARES 4
 
 struct qb {
 	struct ch_batch b;
@@ -45,7 +49,8 @@ struct ch_writer {
 	struct qb **q; /* ring of qcap */
 	uint32_t qhead, qlen, qcap;
 	bool inflight; /* q[qhead] is being sent */
-	struct qb *spare;
+	struct qb *spare[SPARES];
+	uint32_t nspare;
 	size_t bytes; /* of the batches waiting and the one filling */
 	uint64_t base, next;
 	bool stop, fatal, ready;
@@ -236,8 +241,8 @@ static struct qb *next_batch(struct ch_writer *w)
 
 static void recycle(struct ch_writer *w, struct qb *qb)
 {
-	if (!w->spare) {
-		w->spare = qb;
+	if (w->nspare < SPARES) {
+		w->spare[w->nspare++] = qb;
 		return;
 	}
 	ch_batch__free(&qb->b);
@@ -335,11 +340,9 @@ static bool drop_oldest(struct ch_writer *w)
 
 static struct qb *new_batch(struct ch_writer *w, uint16_t day)
 {
-	struct qb *qb = w->spare;
+	struct qb *qb = w->nspare ? w->spare[--w->nspare] : calloc(1, sizeof(*qb));
 
-	if (qb)
-		w->spare = NULL;
-	else if (!(qb = calloc(1, sizeof(*qb))))
+	if (!qb)
 		return NULL;
 	memset(qb->done, 0, sizeof(qb->done));
 	memset(qb->unknown, 0, sizeof(qb->unknown));
@@ -499,9 +502,11 @@ void ch_writer__close(struct ch_writer *w, uint64_t deadline_ns, struct ch_write
 		ch_batch__free(&w->fill->b);
 		free(w->fill);
 	}
-	if (w->spare) {
-		ch_batch__free(&w->spare->b);
-		free(w->spare);
+	while (w->nspare) {
+		struct qb *qb = w->spare[--w->nspare];
+
+		ch_batch__free(&qb->b);
+		free(qb);
 	}
 	if (st) {
 		*st = w->st;
