@@ -114,7 +114,7 @@ static inline bool room(struct w *w, size_t n)
 
 static inline void put(struct w *w, const void *p, size_t n)
 {
-	if (room(w, n)) {
+	if (n && room(w, n)) { /* p may be NULL when n is 0 */
 		memcpy(w->b->p + w->b->n, p, n);
 		w->b->n += n;
 	}
@@ -154,7 +154,8 @@ static inline void strn(struct w *w, const char *s, size_t n)
 {
 	if (n < 0x80 && room(w, n + 1)) { /* the usual: a one-byte length */
 		w->b->p[w->b->n++] = (uint8_t)n;
-		memcpy(w->b->p + w->b->n, s, n);
+		if (n)
+			memcpy(w->b->p + w->b->n, s, n);
 		w->b->n += n;
 		return;
 	}
