@@ -184,7 +184,7 @@ def main():
         K.done(tap)
     r = store([path, ch.url("cp")])
     m = re.search(r"(\d+) requests \((\d+) segments\) stored into clickhouse://127\.0\.0\.1:"
-                  r"\d+/cp in (\d+) batches", r.stderr)
+                  r"\d+/cp in (\d+) batch", r.stderr)
     tap.ok("store: exits 0 and says what it stored", r.returncode == 0 and m,
            f"exit {r.returncode}\n{r.stderr[-2000:]}")
     check_tables(tap, ch, "cp", rep)

@@ -202,9 +202,9 @@ static int walk(struct store *s, char *const *paths, int npaths)
 
 static void say_total(struct store *s, const struct ch_writer_stats *st, const char *shown)
 {
-	cp_error(CMD, "%llu requests (%llu segments) stored into %s in %llu batches",
+	cp_error(CMD, "%llu requests (%llu segments) stored into %s in %llu batch%s",
 		 (unsigned long long)st->requests, (unsigned long long)st->segments, shown,
-		 (unsigned long long)st->batches);
+		 (unsigned long long)st->batches, st->batches == 1 ? "" : "es");
 	if (st->failed || st->dropped)
 		cp_error(CMD, "%llu requests (%llu segments) not stored: %s",
 			 (unsigned long long)(st->failed + st->dropped),

@@ -59,6 +59,12 @@ struct ch_writer {
 	struct ch_writer_stats st;
 };
 
+/* Under the lock; ch_writer__full reads it without */
+static void bytes_add(struct ch_writer *w, int64_t d)
+{
+	__atomic_store_n(&w->bytes, w->bytes + (size_t)d, __ATOMIC_RELAXED);
+}
+
 static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t until)
 {
 	struct timespec ts;
@@ -270,7 +276,7 @@ static void *run(void *arg)
 		w->inflight = false;
 		w->qhead = (w->qhead + 1) % w->qcap;
 		w->qlen--;
-		w->bytes -= qb->b.bytes;
+		bytes_add(w, -(int64_t)qb->b.bytes);
 		if (out == STORED) {
 			w->st.requests += qb->b.requests;
 			w->st.segments += qb->b.rows[CH_SEGMENTS];
@@ -300,7 +306,7 @@ static void enqueue(struct ch_writer *w, struct qb *qb)
 		if (!q) { /* the batch goes: nowhere to keep it */
 			w->st.dropped += qb->b.requests;
 			w->st.dropped_segments += qb->b.rows[CH_SEGMENTS];
-			w->bytes -= qb->b.bytes;
+			bytes_add(w, -(int64_t)qb->b.bytes);
 			if (w->fill == qb)
 				w->fill = NULL;
 			recycle(w, qb);
@@ -331,7 +337,7 @@ static bool drop_oldest(struct ch_writer *w)
 	for (uint32_t i = k; i + 1 < w->qlen; i++)
 		w->q[(w->qhead + i) % w->qcap] = w->q[(w->qhead + i + 1) % w->qcap];
 	w->qlen--;
-	w->bytes -= qb->b.bytes;
+	bytes_add(w, -(int64_t)qb->b.bytes);
 	w->st.dropped += qb->b.requests;
 	w->st.dropped_segments += qb->b.rows[CH_SEGMENTS];
 	recycle(w, qb);
@@ -375,7 +381,7 @@ int ch_writer__add(struct ch_writer *w, const struct cp_request *r, const char *
 	err = ch_batch__add(&w->fill->b, r, host, boot);
 	if (err)
 		goto dropped;
-	w->bytes += w->fill->b.bytes - was;
+	bytes_add(w, (int64_t)(w->fill->b.bytes - was));
 	if (w->fill->b.bytes >= w->o.batch_bytes)
 		enqueue(w, w->fill);
 	while (w->bytes > w->o.buffer_bytes && !w->fatal) {
@@ -393,11 +399,28 @@ dropped:
 	return err;
 }
 
+bool ch_writer__full(struct ch_writer *w)
+{
+	size_t b = __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
+
+	return !w->o.wait_when_full && b + w->o.batch_bytes / 2 >= w->o.buffer_bytes;
+}
+
+void ch_writer__skip(struct ch_writer *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->st.dropped++;
+	pthread_mutex_unlock(&w->mu);
+}
+
 void ch_writer__stats(struct ch_writer *w, struct ch_writer_stats *st)
 {
 	pthread_mutex_lock(&w->mu);
 	*st = w->st;
 	st->buffered = w->bytes;
+	st->waiting = w->fill ? w->fill->b.requests : 0;
+	for (uint32_t i = 0; i < w->qlen; i++)
+		st->waiting += w->q[(w->qhead + i) % w->qcap]->b.requests;
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -510,7 +533,7 @@ void ch_writer__close(struct ch_writer *w, uint64_t deadline_ns, struct ch_write
 	}
 	if (st) {
 		*st = w->st;
-		st->buffered = 0;
+		st->buffered = st->waiting = 0;
 	}
 	free(w->q);
 	ch__close(w->c);
