@@ -126,9 +126,10 @@ static int serve_one(struct fake *f, int c)
 	free(body);
 	if (lose)
 		return -1;
-	n = (size_t)snprintf(ans, sizeof(ans),
-			     "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: keep-alive\r\n\r\n%s",
-			     strlen(reply), reply);
+	n = (size_t)snprintf(
+	    ans, sizeof(ans),
+	    "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: keep-alive\r\n\r\n%s",
+	    strlen(reply), reply);
 	return write(c, ans, n) == (ssize_t)n ? 0 : -1;
 }
 
@@ -190,23 +191,47 @@ static void fake_stop(struct fake *f)
 
 static const char *frames[] = {"svc", "GET /"};
 static const struct cp_segment segs[] = {
-    {.start_ns = 10, .end_ns = 20, .category = CP_CAT_CPU, .frames = frames, .nframes = 2,
-     .cpu = 0, .pid = 1, .tid = 1},
-    {.start_ns = 20, .end_ns = 30, .category = CP_CAT_LOCK, .frames = frames, .nframes = 2,
-     .interference = true, .cpu = -1, .pid = 1, .tid = 1},
+    {.start_ns = 10,
+     .end_ns = 20,
+     .category = CP_CAT_CPU,
+     .frames = frames,
+     .nframes = 2,
+     .cpu = 0,
+     .pid = 1,
+     .tid = 1},
+    {.start_ns = 20,
+     .end_ns = 30,
+     .category = CP_CAT_LOCK,
+     .frames = frames,
+     .nframes = 2,
+     .interference = true,
+     .cpu = -1,
+     .pid = 1,
+     .tid = 1},
 };
 static const struct cp_call calls[] = {
-    {.local_addr = "a:1", .remote_addr = "b:2", .tx_seq = 9, .frames = frames, .nframes = 2,
-     .category = CP_CAT_NETWORK, .seg = 0},
+    {.local_addr = "a:1",
+     .remote_addr = "b:2",
+     .tx_seq = 9,
+     .frames = frames,
+     .nframes = 2,
+     .category = CP_CAT_NETWORK,
+     .seg = 0},
 };
 static const struct cp_request_wire wire = {.calls = calls, .ncalls = 1};
 
 static struct cp_request request(int64_t day)
 {
-	return (struct cp_request){.id = "1:1:1", .service = "svc", .name = "GET /",
-				   .host = "h", .start_ns = 10, .end_ns = 30,
-				   .segs = segs, .nsegs = 2,
-				   .realtime_offset_ns = day * DAY_NS + 1000, .wire = &wire};
+	return (struct cp_request){.id = "1:1:1",
+				   .service = "svc",
+				   .name = "GET /",
+				   .host = "h",
+				   .start_ns = 10,
+				   .end_ns = 30,
+				   .segs = segs,
+				   .nsegs = 2,
+				   .realtime_offset_ns = day * DAY_NS + 1000,
+				   .wire = &wire};
 }
 
 static void test_lost_answer_not_resent(void **state)
@@ -281,9 +306,9 @@ static void test_down_bounded(void **state)
 	port = ntohs(a.sin_port);
 	close(fd);
 	snprintf(url, sizeof(url), "clickhouse://127.0.0.1:%d/db", port);
-	w = ch_writer__new(&(struct ch_writer_opts){.url = url, .buffer_bytes = 64 << 10,
-						    .batch_bytes = 8 << 10},
-			   err, sizeof(err));
+	w = ch_writer__new(
+	    &(struct ch_writer_opts){.url = url, .buffer_bytes = 64 << 10, .batch_bytes = 8 << 10},
+	    err, sizeof(err));
 	assert_non_null(w);
 	assert_int_equal(ch_writer__setup(w, err, sizeof(err)), -ECONNREFUSED);
 	assert_non_null(strstr(err, url + 13));

@@ -39,7 +39,8 @@ static void test_url(void **state)
 	assert_int_equal(ch_url__parse("clickhouse://[fe80::1]/x", &u, err, sizeof(err)), 0);
 	assert_int_equal(u.port, CH_DEFAULT_PORT);
 	/* userinfo: percent-decoded, the last '@' ends it */
-	assert_int_equal(ch_url__parse("clickhouse://w%40x:p%3As@ss@h:1/d", &u, err, sizeof(err)), 0);
+	assert_int_equal(ch_url__parse("clickhouse://w%40x:p%3As@ss@h:1/d", &u, err, sizeof(err)),
+			 0);
 	assert_string_equal(u.user, "w@x");
 	assert_string_equal(u.password, "p:s@ss");
 	assert_string_equal(u.host, "h");

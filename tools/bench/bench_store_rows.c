@@ -54,8 +54,8 @@ static int request(void *ctx, const struct cp_request *r)
 int main(int argc, char **argv)
 {
 	struct ctx c = {0};
-	struct cp_sink sink = {.request = request, .warn = warn, .want = want, .ctx = &c,
-			       .ignores_tags = true};
+	struct cp_sink sink = {
+	    .request = request, .warn = warn, .want = want, .ctx = &c, .ignores_tags = true};
 	struct kpath_opts ko = {.quiet = true};
 	double t0, walk, rows;
 

@@ -41,13 +41,12 @@ struct store {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: critpath store INPUT.. clickhouse://HOST[:PORT]/DB [options]\n"
-		"  INPUT: recordings, Jaeger / OTLP JSON trace files, directories of them\n"
-		"  Every request's critical path into ClickHouse's tables (created when\n"
-		"  missing); user and password from $CLICKHOUSE_USER, $CLICKHOUSE_PASSWORD\n"
-		"  --host NAME   the requests' host is NAME (default: the recording's)\n"
-		"  -q            no warnings or progress\n");
+	fprintf(f, "usage: critpath store INPUT.. clickhouse://HOST[:PORT]/DB [options]\n"
+		   "  INPUT: recordings, Jaeger / OTLP JSON trace files, directories of them\n"
+		   "  Every request's critical path into ClickHouse's tables (created when\n"
+		   "  missing); user and password from $CLICKHOUSE_USER, $CLICKHOUSE_PASSWORD\n"
+		   "  --host NAME   the requests' host is NAME (default: the recording's)\n"
+		   "  -q            no warnings or progress\n");
 }
 
 /* The boot id of a request's host: the origin its label names */
@@ -112,8 +111,8 @@ static int origins(struct store *s, const char *const *recs, int n)
 		for (uint32_t j = 0; j < s->no; j++) {
 			size_t hl = strcspn(s->o[j].label, "#");
 
-			known |= !strcmp(s->o[j].boot, boot) &&
-				 !strncmp(s->o[j].label, host, hl) && !host[hl];
+			known |= !strcmp(s->o[j].boot, boot) && !strncmp(s->o[j].label, host, hl) &&
+				 !host[hl];
 			same += !strncmp(s->o[j].label, host, hl) && !host[hl];
 		}
 		if (!known && (o = realloc(s->o, (s->no + 1) * sizeof(*o)))) {
@@ -150,8 +149,11 @@ static ssize_t read_head(const char *path, char *buf, size_t len)
 /* Every input walked into s's writer: the inputs read, or -errno */
 static int walk(struct store *s, char *const *paths, int npaths)
 {
-	struct cp_sink sink = {.request = sink_request, .warn = sink_warn, .ctx = s,
-			       .want = sink_want, .ignores_tags = true};
+	struct cp_sink sink = {.request = sink_request,
+			       .warn = sink_warn,
+			       .ctx = s,
+			       .want = sink_want,
+			       .ignores_tags = true};
 	struct engine_opts eo = {0};
 	struct engine *e = engine__new(&eo); /* warnings about the inputs */
 	struct kpath_opts ko = {.quiet = s->quiet};
@@ -211,14 +213,17 @@ static void say_total(struct store *s, const struct ch_writer_stats *st, const c
 			 (unsigned long long)(st->failed_segments + st->dropped_segments),
 			 st->last_error[0] ? st->last_error : "out of memory");
 	if (st->found_stored && !s->quiet)
-		cp_error(CMD, "%llu inserts whose answer was lost were found stored, not sent again",
+		cp_error(CMD,
+			 "%llu inserts whose answer was lost were found stored, not sent again",
 			 (unsigned long long)st->found_stored);
 }
 
 int cmd_store(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"host", 1, 0, 'H'}, {"help", 0, 0, 'h'}, {0},
+	    {"host", 1, 0, 'H'},
+	    {"help", 0, 0, 'h'},
+	    {0},
 	};
 	struct ch_writer_opts wo = {.wait_when_full = true, .give_up_ns = 60000000000ull};
 	struct ch_writer_stats st = {0};
@@ -265,8 +270,9 @@ int cmd_store(int argc, char **argv)
 		}
 	}
 	if (!wo.url || !ninputs) {
-		cp_error(CMD, "%s", !wo.url ? "no clickhouse://HOST:PORT/DB to store into"
-					    : "no input: give recordings or trace files");
+		cp_error(CMD, "%s",
+			 !wo.url ? "no clickhouse://HOST:PORT/DB to store into"
+				 : "no input: give recordings or trace files");
 		usage(stderr);
 		free(inputs);
 		return 2;
@@ -300,10 +306,11 @@ int cmd_store(int argc, char **argv)
 		cp_error(CMD, "%s", strerror(-rc));
 		ret = 1;
 	} else if (!rc) {
-		cp_error(CMD, "%s", ninputs == 1 ? "the input could not be read as a recording or a "
-						   "trace file"
-						 : "none of the inputs could be read as a recording "
-						   "or a trace file");
+		cp_error(CMD, "%s",
+			 ninputs == 1 ? "the input could not be read as a recording or a "
+					"trace file"
+				      : "none of the inputs could be read as a recording "
+					"or a trace file");
 		ret = 1;
 	}
 	ch_writer__close(s.w, 0, &st);

@@ -70,8 +70,9 @@ static void cols_make(void)
 			for (end = p; *end && (depth || *end != ','); end++)
 				depth += *end == '(' ? 1 : *end == ')' ? -1 : 0;
 			if (!memmem(name, (size_t)(end - name), " MATERIALIZED ", 14))
-				o += (size_t)snprintf(insert_cols[t] + o, sizeof(insert_cols[t]) - o,
-						      "%s%.*s", o ? ", " : "", (int)n, name);
+				o +=
+				    (size_t)snprintf(insert_cols[t] + o, sizeof(insert_cols[t]) - o,
+						     "%s%.*s", o ? ", " : "", (int)n, name);
 			p = *end ? end + 2 : end;
 		}
 	}
@@ -463,7 +464,8 @@ static int blame(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		const struct cp_segment *g = &r->segs[i];
 		uint64_t d = g->end_ns > g->start_ns ? g->end_ns - g->start_ns : 0;
 
-		if (!g->interference || (g->category != CP_CAT_LOCK && g->category != CP_CAT_RUNQUEUE))
+		if (!g->interference ||
+		    (g->category != CP_CAT_LOCK && g->category != CP_CAT_RUNQUEUE))
 			continue;
 		for (uint32_t c = 0; c < (g->nculprits ? g->nculprits : 1); c++) {
 			struct ch_group k = {.category = (uint8_t)g->category};

@@ -25,10 +25,11 @@
 #define BACKOFF_MIN_NS 250000000ull
 #define BACKOFF_MAX_NS 5000000000ull /* a try is one connect: a restarted server is found soon */
 #define REFUSALS_MAX 5
-/* batches kept for reuse with their buffers: a buffer grown anew for every
- * batch is megabytes of fresh pages faulted in, each time (and when
- * ClickHouse falls behind, a batch is dropped as often as one fills) */
-#define SPARES 4
+/* Batches are kept for reuse with their buffers, as many as the buffer
+ * holds: a buffer grown anew for every batch is megabytes of fresh pages
+ * faulted in and unmapped again (TLB shootdowns on every CPU the agent's
+ * threads ran on), which was most of what a store that fell behind cost
+ * the agent. */
 
 struct qb {
 	struct ch_batch b;
@@ -49,8 +50,8 @@ struct ch_writer {
 	struct qb **q; /* ring of qcap */
 	uint32_t qhead, qlen, qcap;
 	bool inflight; /* q[qhead] is being sent */
-	struct qb *spare[SPARES];
-	uint32_t nspare;
+	struct qb **spare;
+	uint32_t nspare, maxspare;
 	size_t bytes; /* of the batches waiting and the one filling */
 	uint64_t base, next;
 	bool stop, fatal, ready;
@@ -215,7 +216,8 @@ static enum outcome send_batch(struct ch_writer *w, struct qb *qb)
 		note(w, rc, err);
 		if (!rc)
 			return STORED;
-		if (__atomic_load_n(&w->fatal, __ATOMIC_ACQUIRE) || (rc == -EPROTO && ++refused >= REFUSALS_MAX) ||
+		if (__atomic_load_n(&w->fatal, __ATOMIC_ACQUIRE) ||
+		    (rc == -EPROTO && ++refused >= REFUSALS_MAX) ||
 		    (w->o.give_up_ns && clock__mono_ns() - t0 >= w->o.give_up_ns))
 			return FAILED;
 		if (!wait_retry(w, backoff))
@@ -247,7 +249,7 @@ static struct qb *next_batch(struct ch_writer *w)
 
 static void recycle(struct ch_writer *w, struct qb *qb)
 {
-	if (w->nspare < SPARES) {
+	if (w->nspare < w->maxspare) {
 		w->spare[w->nspare++] = qb;
 		return;
 	}
@@ -447,7 +449,14 @@ struct ch_writer *ch_writer__new(const struct ch_writer_opts *o, char *err, size
 		w->o.batch_bytes = w->o.buffer_bytes / 2;
 	if (!w->o.linger_ns)
 		w->o.linger_ns = 1000000000ull;
+	w->maxspare = (uint32_t)(w->o.buffer_bytes / w->o.batch_bytes) + 2;
+	if (!(w->spare = calloc(w->maxspare, sizeof(*w->spare)))) {
+		snprintf(err, errn, "out of memory");
+		free(w);
+		return NULL;
+	}
 	if (!(w->c = ch__open(o->url, err, errn))) {
+		free(w->spare);
 		free(w);
 		return NULL;
 	}
@@ -531,6 +540,7 @@ void ch_writer__close(struct ch_writer *w, uint64_t deadline_ns, struct ch_write
 		ch_batch__free(&qb->b);
 		free(qb);
 	}
+	free(w->spare);
 	if (st) {
 		*st = w->st;
 		st->buffered = st->waiting = 0;
