@@ -118,13 +118,19 @@ static void note(struct ch_writer *w, int rc, const char *err)
 static int count_rows(struct ch_writer *w, enum ch_table t, const struct ch_batch *b, uint64_t *n,
 		      char *err, size_t errn)
 {
+	time_t day = (time_t)b->day * 86400;
 	struct ch_result r;
-	char sql[256];
+	char sql[256], date[16];
+	struct tm tm;
 	int rc;
 
+	/* the day as a string: toDate of a number changed meaning across
+	 * ClickHouse's releases, of 'YYYY-MM-DD' never */
+	gmtime_r(&day, &tm);
+	strftime(date, sizeof(date), "%Y-%m-%d", &tm);
 	snprintf(sql, sizeof(sql),
-		 "SELECT count() FROM %s.%s WHERE day = toDate(%u) AND batch = %llu", ch__db(w->c),
-		 ch_tables[t].name, (unsigned)b->day, (unsigned long long)b->id);
+		 "SELECT count() FROM %s.%s WHERE day = toDate('%s') AND batch = %llu",
+		 ch__db(w->c), ch_tables[t].name, date, (unsigned long long)b->id);
 	rc = ch__query(w->c, sql, &r, err, errn);
 	if (!rc && (!ch_result__row(&r) || ch_result__u64(&r, 0, n))) {
 		snprintf(err, errn, "%s: %s", ch__shown(w->c), "count() answered with no number");
