@@ -121,12 +121,16 @@ struct cp_request {
 /* A downstream call a kernel request's walk waited on, made over TCP: the
  * callee's request, recorded on another host, is the one whose
  * client_addr is local_addr and whose rx_seq is tx_seq (docs/store.md
- * "Across hosts"; destination NAT changes neither). */
+ * "Across hosts"; destination NAT changes neither). Mostly the request's
+ * own; one sent before the request began is another's whose reply it
+ * waited behind (an event loop's): the callee's path is the request's
+ * from the request's start only, as the walk over both hosts has it. */
 struct cp_call {
 	const char *local_addr;	 /* "ip:port" of the caller's end */
 	const char *remote_addr; /* the callee's end as the caller addressed it */
 	uint32_t tx_seq;	 /* TCP sequence number of the call's first byte as sent */
-	uint32_t tx_len;	 /* its bytes (the writes before the reply) */
+	uint32_t tx_len;	 /* its bytes (the writes before the reply); 0/0: not
+				    known (an HTTP/2 stream's) */
 	uint64_t start_ns;	 /* its first write began (the request's clock) */
 	uint64_t end_ns;	 /* the last read of its reply ended */
 	/* the request's segment that waited for the reply (the longest when
@@ -156,7 +160,8 @@ struct cp_request_wire {
 	 * unknown (not TCP, HTTP/2 streams, not seen) */
 	uint32_t rx_seq, rx_len;
 	uint32_t tx_seq, tx_len;
-	/* the TCP calls its walk waited on, by start_ns */
+	/* the TCP calls its walk waited on, by start_ns (none yet in the head
+	 * cp_sink.want is asked with) */
 	const struct cp_call *calls;
 	uint32_t ncalls;
 };

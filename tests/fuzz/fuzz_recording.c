@@ -5,7 +5,10 @@
  * why. An input whose last byte is 1 mod 8 is also read as a second host's
  * recording (its header's boot id or host changed, its realtime offset
  * the input's last 8 bytes), and both are analysed together: the hosts'
- * clocks placed by the messages between them, or by their offsets. */
+ * clocks placed by the messages between them, or by their offsets. One
+ * whose last byte has bit 3 set is analysed as for an agent's store too
+ * (every request's wire asked for), whose calls must point into their
+ * request. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +69,36 @@ static bool other_host(int fd, const uint8_t *data, size_t size)
 	return ok;
 }
 
+/* the engine's sink, behind wired_request */
+static struct cp_sink engine_sink;
+
+static bool want_all(void *ctx, const struct cp_request *head)
+{
+	return true;
+}
+
+static int wired_request(void *ctx, const struct cp_request *r)
+{
+	const struct cp_request_wire *w = r->wire;
+
+	if (!w || (w->ncalls && !w->calls))
+		abort();
+	for (uint32_t i = 0; i < w->ncalls; i++) {
+		const struct cp_call *k = &w->calls[i];
+
+		if (!k->local_addr || !k->remote_addr || strlen(k->local_addr) > 80 ||
+		    strlen(k->remote_addr) > 80 || k->seg >= (int32_t)r->nsegs ||
+		    (unsigned)k->category >= CP_CAT__COUNT)
+			abort();
+		if (k->seg >= 0 && (k->frames != r->segs[k->seg].frames ||
+				    k->nframes != r->segs[k->seg].nframes))
+			abort();
+		if (i && k->start_ns < w->calls[i - 1].start_ns)
+			abort();
+	}
+	return engine_sink.request(ctx, r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char path[] = "/tmp/critpath-fuzz-rec-XXXXXX", copy[] = "/tmp/critpath-fuzz-rec-XXXXXX";
@@ -98,9 +131,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	e = engine__new(&(struct engine_opts){.keep_all_requests = true});
 	if (e) {
+		struct cp_sink sink = engine__sink(e);
+
+		if (size && (data[size - 1] & 8)) {
+			engine_sink = sink;
+			sink.request = wired_request;
+			sink.want = want_all;
+		}
 		engine__set_quiet(e, true);
-		(void)kpath__analyze(paths, npaths, (struct cp_sink[]){engine__sink(e)},
-				     &(struct kpath_opts){.quiet = true});
+		(void)kpath__analyze(paths, npaths, &sink, &(struct kpath_opts){.quiet = true});
 		(void)engine__result(e);
 		engine__free(e);
 	}

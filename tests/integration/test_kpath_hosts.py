@@ -353,6 +353,20 @@ def dump_requests(path):
     return [json.loads(line) for line in r.stdout.splitlines() if line.strip()], ""
 
 
+def recorded_span(path):
+    """[start, end] of a recording, on its host's clock (dump's header and
+    trailer), or None"""
+    r = subprocess.run([CRITPATH, "dump", "--json", path], capture_output=True, text=True,
+                       timeout=300)
+    lines = r.stdout.splitlines()
+    if r.returncode or len(lines) < 2:
+        return None
+    head, tail = json.loads(lines[0]), json.loads(lines[-1])
+    if head.get("type") != "header" or tail.get("type") != "trailer":
+        return None
+    return head["start_ns"], tail["end_ns"]
+
+
 def check_wire(tap, name, paths, skew_ms=None):
     """docs/store.md "Across hosts", each host's recording analysed alone:
     every call front made to mid, and mid to the store, is exactly one of
@@ -361,40 +375,54 @@ def check_wire(tap, name, paths, skew_ms=None):
     window once the clocks are aligned (by the skew given to the store's
     recorder); and the offset a store would estimate from the matched
     windows (the middle of the tightest interval) is the true one within
-    its uncertainty."""
+    its uncertainty. A call is listed where the request's walk waited for
+    its reply."""
     skew_ms = skew_ms or {}
-    reqs = {}
+    reqs, span = {}, {}
     for p in paths:
         host = os.path.basename(p)[:-len(".rec")]
         reqs[host], err = dump_requests(p)
+        span[host] = recorded_span(p)
         if not tap.ok(f"{name}: critpath dump --requests reads {host}'s recording alone",
-                      reqs[host] is not None, err):
+                      reqs[host] is not None and span[host], err or f"no span of {p}"):
             return
     for caller, callee in (("front", "mid"), ("mid", "store")):
         served = [q for q in reqs[caller] if q.get("name") == "GET /work"]
         calls = [k for q in served for k in q.get("calls", [])]
+        # the walk's: an event loop's wait it put down to another request or
+        # a timer (as the paths over all three recordings do) lists none;
+        # one for another request's reply, before ours was read, one sent
+        # before the request began
+        made = [k for q in served for k in q.get("calls", []) if k["start_ns"] >= q["start_ns"]]
         want = len(served) * (1 if caller == "front" else 2)
-        tap.ok(f"{name}: {caller}'s {len(served)} requests list {len(calls)} calls "
-               f"(one per call made: {want})", served and len(calls) == want,
-               json.dumps(served[:2])[:3000])
+        tap.ok(f"{name}: {caller}'s {len(served)} requests list {len(made)} calls they made "
+               f"(at least 90% of the {want} made, no more), {len(calls) - len(made)} "
+               "of others' they waited on",
+               served and 0.9 * want <= len(made) <= want,
+               json.dumps([q for q in served if len(q.get("calls", [])) != want // len(served)]
+                          [:2])[:3000])
         index = collections.defaultdict(list)
         for q in reqs[callee]:
             if q.get("rx_len"):
                 index[(q.get("client_addr"), q.get("rx_seq"))].append(q)
+        d = (skew_ms.get(callee, 0) - skew_ms.get(caller, 0)) * MS
+        # the recorders start and stop apart: calls the callee's recorded
+        lo_ns, hi_ns = span[callee][0] - d, span[callee][1] - d
+        seen = [k for k in calls if lo_ns < k["start_ns"] and k["end_ns"] < hi_ns]
         pairs, bad = [], []
-        for k in calls:
+        for k in seen:
             m = index.get((k["local_addr"], k["tx_seq"]), [])
             if len(m) == 1 and m[0]["rx_len"] == k["tx_len"] and not k["stitched"]:
                 pairs.append((k, m[0]))
             else:
                 bad.append(f"{json.dumps(k)} -> {len(m)} requests "
                            f"{[q.get('rx_len') for q in m]}")
-        tap.ok(f"{name}: each of {caller}'s {len(calls)} calls is one of {callee}'s "
-               f"requests by (client address, first byte's sequence number), as long "
-               f"({len(pairs)} are)", calls and not bad, "\n".join(bad[:5]))
+        tap.ok(f"{name}: each of {caller}'s {len(seen)} calls while {callee} was recorded is "
+               f"one of {callee}'s requests by (client address, first byte's sequence "
+               f"number), as long ({len(pairs)} are)",
+               len(seen) >= 0.5 * len(calls) and not bad, "\n".join(bad[:5]))
         if not pairs:
             continue
-        d = (skew_ms.get(callee, 0) - skew_ms.get(caller, 0)) * MS
         worst = max(max(k["start_ns"] - (q["start_ns"] - d), (q["end_ns"] - d) - k["end_ns"])
                     for k, q in pairs)
         tap.ok(f"{name}: {callee}'s request within the call's window, clocks aligned "

@@ -850,6 +850,11 @@ static void wire_apart(bool dnat)
 	rt_server = dnat ? "10.96.0.10" : "10.0.0.1";
 	round_trip(&b, 1, 200);
 	rt_server = "10.0.0.1";
+	/* with DNAT its write's enter_ts is its bytes' departure stamp */
+	for (uint32_t i = 0; dnat && i < b.n; i++)
+		if (b.recs[i].u.h.type == CP_EV_SOCK && b.recs[i].u.sk.call == CP_SOCK_WRITE &&
+		    b.recs[i].u.sk.fd == 6)
+			b.recs[i].u.sk.flags |= CP_SOCK_F_SENT_AT;
 	b.want = true;
 	b.only = 1;
 	assert_int_equal(kb_run(&b), 0);
@@ -867,7 +872,9 @@ static void wire_apart(bool dnat)
 	assert_string_equal(k->remote, dnat ? "10.96.0.10:80" : "10.0.0.1:80");
 	assert_int_equal(k->tx_seq, 1000);
 	assert_int_equal(k->tx_len, 10);
-	assert_int_equal(k->start, B + 15 * U - 1000);
+	/* the earliest its bytes can have left: their departure, else the
+	 * client's wakeup before the write (the call may be seen at its end) */
+	assert_int_equal(k->start, dnat ? B + 15 * U - 1000 : B + 10 * U);
 	assert_int_equal(k->end, B + 75 * U + 1000);
 	assert_false(k->stitched);
 	assert_int_equal(k->cat, CP_CAT_NETWORK);
@@ -906,6 +913,57 @@ static void wire_apart(bool dnat)
 	/* the reply's transfer, 45 → 70: the callee's steps are the path's */
 	assert_int_equal(cq->segs[k->seg].start, B + 45 * U);
 	assert_int_equal(cq->segs[k->seg].end, B + 70 * U);
+}
+
+/* Two calls on one connection to an untraced back end, the second sent
+ * 1 ms after the first's reply was read (within the slack a write seen at
+ * its end gets): two calls, each its own writes, reply and wait. */
+static void test_wire_two_calls_one_conn(void **state)
+{
+	static struct kb b;
+	const struct kb_tuple d = {"10.0.0.2", 40000, "10.0.0.5", 6379};
+	const struct kb_req *q;
+
+	memset(&b, 0, sizeof(b));
+	kb_proc(&b, 100, "srv");
+	serve_from_b(&b, 100, 100, 0, "GET /two HTTP/1.1\r\n\r\n");
+	for (uint32_t i = 0; i < 2; i++) {
+		uint64_t sent = B + (2 + 9 * i) * U, back = B + (10 + 9 * i) * U;
+
+		kb_sock(&b, sent - 1000, sent, 100, 100, CP_SOCK_WRITE, 6, d, 14, 7000 + 14 * i,
+			"GET k\r\n");
+		kb_switch(&b, sent, 0, 100, 100, CP_PREV_BLOCKED, 0, 0, NULL);
+		kb_dready(&b, back, 0, 100, d, 3000 + 5 * (i + 1));
+		kb_wake(&b, back, 0, 100, 100, 0, 0, CP_CTX_SOFTIRQ, CP_SOFTIRQ_NET_RX);
+		kb_switch(&b, back, 0, 0, 0, CP_PREV_PREEMPTED, 100, 100, "srv");
+		kb_sock(&b, sent, back + 1000, 100, 100, CP_SOCK_READ, 6, d, 5, 3000 + 5 * i,
+			"+OK\r\n");
+	}
+	respond_at(&b, B + 25 * U, 100, 100);
+	b.want = true;
+	assert_int_equal(kb_run(&b), 0);
+	q = kb_find(&b, "srv:80");
+	assert_non_null(q);
+	assert_int_equal(q->rx_seq, 1000);
+	assert_int_equal(q->tx_seq, 9000);
+	assert_int_equal(q->tx_len, 40);
+	assert_int_equal(q->ncalls, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct kb_call *k = &q->calls[i];
+
+		assert_string_equal(k->local, "10.0.0.2:40000");
+		assert_string_equal(k->remote, "10.0.0.5:6379");
+		assert_int_equal(k->tx_seq, 7000 + 14 * i);
+		assert_int_equal(k->tx_len, 14);
+		/* the end of the thread's wait before it: the request's arrival,
+		 * then the first reply's */
+		assert_int_equal(k->start, i ? B + 10 * U : B);
+		assert_int_equal(k->end, B + (10 + 9 * i) * U + 1000);
+		assert_false(k->stitched);
+		assert_int_equal(q->segs[k->seg].cat, CP_CAT_NETWORK);
+		assert_int_equal(q->segs[k->seg].start, B + (2 + 9 * i) * U);
+		assert_int_equal(q->segs[k->seg].end, B + (10 + 9 * i) * U);
+	}
 }
 
 static void test_wire_round_trip_apart(void **state)
@@ -2295,6 +2353,7 @@ int main(void)
 	    cmocka_unit_test(test_wire_round_trip_apart),
 	    cmocka_unit_test(test_wire_round_trip_apart_dnat),
 	    cmocka_unit_test(test_wire_nested_calls),
+	    cmocka_unit_test(test_wire_two_calls_one_conn),
 	    cmocka_unit_test(test_cpt_figure_2c),
 	    cmocka_unit_test(test_lock_holder),
 	    cmocka_unit_test(test_gil_after_sleep),

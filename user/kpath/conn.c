@@ -381,7 +381,8 @@ static int conn_write(struct kp *kp, uint32_t ci, const struct cp_ev_sock *e, ui
 	w->exit = ts;
 	w->thread = thread;
 	w->seq = e->tcp_seq;
-	w->bytes = e->bytes;
+	w->bytes = e->bytes > INT32_MAX ? INT32_MAX : (int32_t)e->bytes;
+	w->sent_at = e->flags & CP_SOCK_F_SENT_AT;
 	w->name = NULL;
 	w->read_after = 0;
 	if (c->role == KP_ROLE_SERVER && c->phase != KP_PH_IDLE && c->req.name[0] && !c->h2) {

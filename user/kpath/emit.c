@@ -502,6 +502,28 @@ static void wire_fill(struct kp *kp, struct kp_conn *c, struct cp_request_wire *
 	}
 }
 
+/* The earliest a write's bytes can have left: their departure stamp, else
+ * (the default capture sees a call at its end, after a veth delivered its
+ * bytes) the end of its thread's last wait before it. */
+static uint64_t write_began(struct kp *kp, const struct kp_write *w)
+{
+	struct kp_thread *t;
+	int64_t i;
+
+	if (w->sent_at || w->thread == KP_NONE)
+		return w->enter;
+	t = &kp->th[w->thread];
+	/* no further back than the state kept behind the stream: a wait not
+	 * found leaves enter */
+	for (i = kp__tl_find(t, w->enter); i >= 0 && w->enter - t->iv[i].start < KP_KEEP_NS; i--) {
+		const struct kp_iv *iv = &t->iv[i];
+
+		if (iv->state == KP_ST_BLOCKED && iv->end != KP_OPEN && iv->end <= w->enter)
+			return iv->end;
+	}
+	return w->enter;
+}
+
 /* The calls the walk waited on (kp->wcalls), one each, into calls by start;
  * segs are the walk's in time order. Returns how many. */
 static uint32_t calls_fill(struct kp *kp, const struct cp_segment *segs, struct cp_call *calls,
@@ -529,10 +551,11 @@ static uint32_t calls_fill(struct kp *kp, const struct cp_segment *segs, struct 
 			memset(k, 0, sizeof(*k));
 			k->local_addr = pc_copy(copy, kp__conn_addr(c, true));
 			k->remote_addr = pc_copy(copy, kp__conn_addr(c, false));
-			k->tx_seq = c->wr[x->first].seq;
-			for (uint32_t w = x->first; w <= x->last; w++)
+			/* an HTTP/2 call's bytes are frames among other streams' */
+			for (uint32_t w = x->first; w <= x->last && !c->h2; w++)
 				k->tx_len += (uint32_t)c->wr[w].bytes;
-			k->start_ns = c->wr[x->first].enter;
+			k->tx_seq = c->h2 ? 0 : c->wr[x->first].seq;
+			k->start_ns = write_began(kp, &c->wr[x->first]);
 			k->end_ns = l->read_after > x->t ? l->read_after : x->t;
 			k->seg = -1;
 			k->category = CP_CAT_NETWORK;

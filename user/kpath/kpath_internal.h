@@ -187,7 +187,8 @@ struct kp_write {
 	uint64_t enter, exit;
 	uint32_t thread;
 	uint32_t seq;
-	int64_t bytes;
+	int32_t bytes; /* a call moves less than 2 GiB (MAX_RW_COUNT) */
+	bool sent_at;  /* enter is its bytes' departure (CP_SOCK_F_SENT_AT) */
 	const char *name;
 	/* the end of the last read of the connection after it and before the
 	 * next write, 0: none yet (a client's: the reply read, and the next

@@ -147,11 +147,14 @@ int kw__call_wait(struct kp *kp, uint32_t conn, uint64_t a, uint64_t t, bool sti
 	    (c->a.family != AF_INET && c->a.family != AF_INET6))
 		return 0;
 	/* the call: the writes since the last reply read, up to the last
-	 * begun before this reply came */
-	for (last = c->nwr; last > 0 && c->wr[last - 1].enter > t; last--)
+	 * begun before this reply came (one seen at its end may seem later),
+	 * not one after this reply's reads (the next call's) */
+	for (last = c->nwr; last > 0 && c->wr[last - 1].enter > t + KP_WRITE_SLACK_NS; last--)
 		;
 	if (!last--)
 		return 0;
+	while (last > 0 && c->wr[last].enter > t && c->wr[last - 1].read_after >= t)
+		last--;
 	for (first = last; first > 0 && !c->wr[first - 1].read_after; first--)
 		;
 	if (kp__grow((void **)&kp->wcalls, &kp->capwcalls, kp->nwcalls + 1, sizeof(*kp->wcalls)))
