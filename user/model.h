@@ -122,9 +122,10 @@ struct cp_request {
  * callee's request, recorded on another host, is the one whose
  * client_addr is local_addr and whose rx_seq is tx_seq (docs/store.md
  * "Across hosts"; destination NAT changes neither). Mostly the request's
- * own; one sent before the request began is another's whose reply it
- * waited behind (an event loop's): the callee's path is the request's
- * from the request's start only, as the walk over both hosts has it. */
+ * own; one with an interference segment, or sent before the request
+ * began, is another's whose reply it waited behind: the callee's path is
+ * this request's from its start only, and interference, as the walk over
+ * both hosts has it. */
 struct cp_call {
 	const char *local_addr;	 /* "ip:port" of the caller's end */
 	const char *remote_addr; /* the callee's end as the caller addressed it */
@@ -143,6 +144,9 @@ struct cp_call {
 	uint32_t nframes;
 	/* the callee is in this analysis too: its steps are in the path already */
 	bool stitched;
+	/* the segment is interference: another request's call the path waited
+	 * behind (a lock holder's, a pool thread's) */
+	bool interference;
 };
 
 /* A kernel request as it went over the wire (critpath agent's spans) */

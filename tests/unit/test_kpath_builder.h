@@ -69,7 +69,7 @@ struct kb_call {
 	int32_t seg;
 	enum cp_category cat;
 	char stack[160];
-	bool stitched;
+	bool stitched, interference;
 };
 
 #define KB_MAX_CALLS 4
@@ -529,6 +529,7 @@ static inline void kb_emit_wire(struct kb_req *q, const struct cp_request_wire *
 		k->seg = c->seg;
 		k->cat = c->category;
 		k->stitched = c->stitched;
+		k->interference = c->interference;
 		for (uint32_t f = 0; f < c->nframes; f++) {
 			size_t o = strlen(k->stack);
 

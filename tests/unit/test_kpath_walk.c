@@ -877,6 +877,7 @@ static void wire_apart(bool dnat)
 	assert_int_equal(k->start, dnat ? B + 15 * U - 1000 : B + 10 * U);
 	assert_int_equal(k->end, B + 75 * U + 1000);
 	assert_false(k->stitched);
+	assert_false(k->interference);
 	assert_int_equal(k->cat, CP_CAT_NETWORK);
 	assert_true(k->seg >= 0 && (uint32_t)k->seg < cq->nsegs);
 	assert_int_equal(cq->segs[k->seg].cat, CP_CAT_NETWORK);

@@ -52,6 +52,7 @@ static void put_calls(FILE *out, const struct cp_request_wire *w)
 		jline__key(&c, "frames");
 		put_frames(out, k->frames, k->nframes);
 		jline__bool(&c, "stitched", k->stitched);
+		jline__bool(&c, "interference", k->interference);
 		fputc('}', out);
 	}
 	fputc(']', out);

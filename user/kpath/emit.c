@@ -567,6 +567,7 @@ static uint32_t calls_fill(struct kp *kp, const struct cp_segment *segs, struct 
 			k->category = segs[seg].category;
 			k->frames = segs[seg].frames;
 			k->nframes = segs[seg].nframes;
+			k->interference = segs[seg].interference;
 		}
 	}
 	/* a few, found last first */
