@@ -416,6 +416,7 @@ static void test_steps_and_blame(void **state)
 	rd_str(&r);
 	assert_string_equal(rd_str(&r), "kv_get");
 	assert_int_equal(rd_uint(&r, 1), CP_CAT_NETWORK);
+	assert_int_equal(rd_uint(&r, 1), 0); /* interference */
 	assert_ptr_equal(r.p, r.end);
 	ch_batch__free(&b);
 }

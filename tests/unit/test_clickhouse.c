@@ -195,7 +195,7 @@ static void test_schema_text(void **state)
 			    "downstream, frames, category, sku, ns");
 	assert_string_equal(ch_table__insert_cols(CH_CALLS),
 			    "day, batch, rid, host, local_addr, remote_addr, tx_seq, start_ns, "
-			    "end_ns, frames, category");
+			    "end_ns, frames, category, interference");
 	assert_non_null(strstr(ch_table__insert_cols(CH_SEGMENTS), "culprit_ns"));
 	assert_null(strstr(ch_table__insert_cols(CH_STEPS), "stack"));
 	assert_string_equal(ch_tables[CH_SEGMENTS].order_by, "rid, seq");

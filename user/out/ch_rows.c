@@ -48,7 +48,7 @@ const struct ch_table_def ch_tables[CH_TABLES] = {
     [CH_CALLS] = {"calls",
 		  "day Date, batch UInt64, rid UInt64, host String, local_addr String, "
 		  "remote_addr String, tx_seq UInt32, start_ns UInt64, end_ns UInt64, "
-		  "frames Array(String), category UInt8",
+		  "frames Array(String), category UInt8, interference UInt8",
 		  "local_addr, tx_seq"},
 };
 
@@ -527,6 +527,7 @@ static void calls(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		u64(w, epoch(r, c->end_ns));
 		frames(w, c->frames, c->nframes);
 		u8(w, (uint8_t)c->category);
+		u8(w, c->interference);
 		b->rows[CH_CALLS]++;
 	}
 }
