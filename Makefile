@@ -178,10 +178,10 @@ deps:
 	tools/deps.sh
 
 # The whole suite: unit tests, the same under AddressSanitizer, the tests of
-# the recording reader (which reads ahead on a thread of its own) under
-# ThreadSanitizer, and (as root) integration tests with the real BPF programs,
+# the recording reader (which reads ahead on a thread of its own) and of the
+# store's writer (which sends from one) under ThreadSanitizer, and (as root) integration tests with the real BPF programs,
 # the agent's once more with build/asan's critpath. Ends with "N passed, N failed".
-TSAN_TESTS := test_recording test_recording_damage test_kpath_file
+TSAN_TESTS := test_recording test_recording_damage test_kpath_file test_ch_writer
 FUZZ_MAKE := $(MAKE) --no-print-directory BUILD=build/fuzz CC=clang CXX=clang++ SAN=1 FUZZ=1
 test: all
 	$(MAKE) --no-print-directory BUILD=build/asan SAN=1 tests build/asan/critpath

@@ -47,6 +47,14 @@ seed_otlp() {
 	printf '\x02\x12\xf4\x01GET /caf\xc3\xa9/\xe2\x82\xac\x00/caf\xc3\xa9?q=\xf0\x9f\x98\x80\x00svc\xc3\xa9' >"$d/utf8"
 }
 
+# a clickhouse:// URL, then a TabSeparated answer as ClickHouse writes one
+seed_clickhouse() {
+	local d=$1
+	printf 'clickhouse://u:p%%40w@[::1]:8123/fleet\n1\tGET /x\\tb\t\\N\t-5\n2\t\t[1,-2]\t[\x27a\\\x27b\x27,\x27\x27]\n' \
+		>"$d/rows"
+	printf 'clickhouse://h/db\nfrontend\t[\x27frontend\x27,\x27GET /\x27,\x27kv_get\x27]\t0\t123456' >"$d/steps"
+}
+
 seed_recording() {
 	local d=$1
 	if [ "$(id -u)" -eq 0 ] && [ -x "$build/critpath" ]; then
@@ -67,6 +75,7 @@ for h in "$fz"/fuzz/fuzz_*; do
 	fuzz_proto) seed_proto "$corpus" ;;
 	fuzz_recording) seed_recording "$corpus" ;;
 	fuzz_otlp) seed_otlp "$corpus" ;;
+	fuzz_clickhouse) seed_clickhouse "$corpus" ;;
 	esac
 	n=$((n + 1))
 	log="$work/$name.log"

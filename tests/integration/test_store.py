@@ -69,14 +69,15 @@ def check_wire(tap, ch, db, path):
     tap.ok(f"store {db}: TCP byte ranges of {len(want)} requests as dump --requests "
            f"({seqs} with sequence numbers)", want and seqs and not diff, "\n".join(diff[:5]))
     calls = sorted((q["id"], c["local_addr"], c["remote_addr"], c["tx_seq"],
-                    c["end_ns"] - c["start_ns"], c["category"], tuple(c["frames"]))
+                    c["end_ns"] - c["start_ns"], c["category"], tuple(c["frames"]),
+                    bool(c.get("interference")))
                    for q in want.values() for c in q.get("calls") or [] if not c["stitched"])
     stored = sorted((i, la, ra, int(seq), int(e) - int(s), CAT[int(cat)],
-                     tuple(re.findall(r"'((?:[^'\\]|\\.)*)'", fr)))
-                    for i, la, ra, seq, s, e, cat, fr in ch.query(
+                     tuple(re.findall(r"'((?:[^'\\]|\\.)*)'", fr)), itf == "1")
+                    for i, la, ra, seq, s, e, cat, fr, itf in ch.query(
                         f"SELECT r.id, local_addr, remote_addr, tx_seq, start_ns, end_ns, "
-                        f"category, frames FROM {db}.calls ANY INNER JOIN (SELECT rid, id "
-                        f"FROM {db}.requests) AS r USING (rid)"))
+                        f"category, frames, interference FROM {db}.calls ANY INNER JOIN "
+                        f"(SELECT rid, id FROM {db}.requests) AS r USING (rid)"))
     return calls, stored
 
 
@@ -184,7 +185,7 @@ def main():
         K.done(tap)
     r = store([path, ch.url("cp")])
     m = re.search(r"(\d+) requests \((\d+) segments\) stored into clickhouse://127\.0\.0\.1:"
-                  r"\d+/cp in (\d+) batches", r.stderr)
+                  r"\d+/cp in (\d+) batch", r.stderr)
     tap.ok("store: exits 0 and says what it stored", r.returncode == 0 and m,
            f"exit {r.returncode}\n{r.stderr[-2000:]}")
     check_tables(tap, ch, "cp", rep)

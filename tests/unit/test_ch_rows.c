@@ -86,32 +86,105 @@ static const struct cp_culprit rq_culprits[] = {
 };
 
 static const struct cp_segment segs[] = {
-    {.start_ns = 1000, .end_ns = 1100, .category = CP_CAT_CPU, .frames = f_get, .nframes = 2,
-     .pid = 10, .tid = 13, .cpu = 1, .comm = "worker", .cpu_model = "EPYC", .host = "h1"},
-    {.start_ns = 1100, .end_ns = 1600, .category = CP_CAT_LOCK, .frames = f_get, .nframes = 2,
-     .interference = true, .pid = 10, .tid = 13, .cpu = -1, .comm = "worker",
-     .culprits = lock_culprits, .nculprits = 2, .host = "h1"},
-    {.start_ns = 1600, .end_ns = 1650, .category = CP_CAT_RUNQUEUE, .frames = f_get,
-     .nframes = 2, .interference = true, .pid = 10, .tid = 13, .cpu = 2, .comm = "worker",
-     .culprits = rq_culprits, .nculprits = 1, .host = "h1"},
-    {.start_ns = 1650, .end_ns = 1700, .category = CP_CAT_RUNQUEUE, .frames = f_get,
-     .nframes = 2, .interference = true, .pid = 10, .tid = 13, .cpu = 2, .comm = "worker",
+    {.start_ns = 1000,
+     .end_ns = 1100,
+     .category = CP_CAT_CPU,
+     .frames = f_get,
+     .nframes = 2,
+     .pid = 10,
+     .tid = 13,
+     .cpu = 1,
+     .comm = "worker",
+     .cpu_model = "EPYC",
      .host = "h1"},
-    {.start_ns = 1700, .end_ns = 1900, .category = CP_CAT_CPU, .frames = f_get2, .nframes = 2,
-     .pid = 10, .tid = 13, .cpu = 3, .comm = "worker", .cpu_model = "EPYC", .host = "h1"},
-    {.start_ns = 1900, .end_ns = 2000, .category = CP_CAT_CPU, .frames = f_kv, .nframes = 3,
-     .probe_frames = 1, .pid = 10, .tid = 13, .cpu = 3, .comm = "worker", .sku = "m6a",
+    {.start_ns = 1100,
+     .end_ns = 1600,
+     .category = CP_CAT_LOCK,
+     .frames = f_get,
+     .nframes = 2,
+     .interference = true,
+     .pid = 10,
+     .tid = 13,
+     .cpu = -1,
+     .comm = "worker",
+     .culprits = lock_culprits,
+     .nculprits = 2,
      .host = "h1"},
-    {.start_ns = 2000, .end_ns = 2400, .category = CP_CAT_NETWORK, .frames = f_kv,
-     .nframes = 3, .pid = 10, .tid = 13, .cpu = -1, .comm = "worker", .peer = "10.0.0.2:6379",
+    {.start_ns = 1600,
+     .end_ns = 1650,
+     .category = CP_CAT_RUNQUEUE,
+     .frames = f_get,
+     .nframes = 2,
+     .interference = true,
+     .pid = 10,
+     .tid = 13,
+     .cpu = 2,
+     .comm = "worker",
+     .culprits = rq_culprits,
+     .nculprits = 1,
+     .host = "h1"},
+    {.start_ns = 1650,
+     .end_ns = 1700,
+     .category = CP_CAT_RUNQUEUE,
+     .frames = f_get,
+     .nframes = 2,
+     .interference = true,
+     .pid = 10,
+     .tid = 13,
+     .cpu = 2,
+     .comm = "worker",
+     .host = "h1"},
+    {.start_ns = 1700,
+     .end_ns = 1900,
+     .category = CP_CAT_CPU,
+     .frames = f_get2,
+     .nframes = 2,
+     .pid = 10,
+     .tid = 13,
+     .cpu = 3,
+     .comm = "worker",
+     .cpu_model = "EPYC",
+     .host = "h1"},
+    {.start_ns = 1900,
+     .end_ns = 2000,
+     .category = CP_CAT_CPU,
+     .frames = f_kv,
+     .nframes = 3,
+     .probe_frames = 1,
+     .pid = 10,
+     .tid = 13,
+     .cpu = 3,
+     .comm = "worker",
+     .sku = "m6a",
+     .host = "h1"},
+    {.start_ns = 2000,
+     .end_ns = 2400,
+     .category = CP_CAT_NETWORK,
+     .frames = f_kv,
+     .nframes = 3,
+     .pid = 10,
+     .tid = 13,
+     .cpu = -1,
+     .comm = "worker",
+     .peer = "10.0.0.2:6379",
      .host = "h1"},
 };
 
 static const struct cp_call calls[] = {
-    {.local_addr = "10.0.0.1:4000", .remote_addr = "10.0.0.2:6379", .tx_seq = 77,
-     .tx_len = 10, .start_ns = 2000, .end_ns = 2400, .seg = 6, .category = CP_CAT_NETWORK,
-     .frames = f_kv, .nframes = 3},
-    {.local_addr = "10.0.0.1:4001", .remote_addr = "10.0.0.3:80", .tx_seq = 5, .seg = -1,
+    {.local_addr = "10.0.0.1:4000",
+     .remote_addr = "10.0.0.2:6379",
+     .tx_seq = 77,
+     .tx_len = 10,
+     .start_ns = 2000,
+     .end_ns = 2400,
+     .seg = 6,
+     .category = CP_CAT_NETWORK,
+     .frames = f_kv,
+     .nframes = 3},
+    {.local_addr = "10.0.0.1:4001",
+     .remote_addr = "10.0.0.3:80",
+     .tx_seq = 5,
+     .seg = -1,
      .stitched = true},
 };
 
@@ -193,8 +266,8 @@ static void test_request_rows(void **state)
 	assert_true(rd_uint(&r, 8) == (uint64_t)OFF + 1000);
 	assert_true(rd_uint(&r, 8) == (uint64_t)OFF + 2400);
 	assert_int_equal(rd_uint(&r, 8), 1400);
-	assert_int_equal(rd_uint(&r, 1), 0); /* partial */
-	assert_int_equal(rd_uint(&r, 1), 0); /* downstream */
+	assert_int_equal(rd_uint(&r, 1), 0);				     /* partial */
+	assert_int_equal(rd_uint(&r, 1), 0);				     /* downstream */
 	assert_string_equal(rd_str(&r), "0af7651916cd43dd8448eb211c80319c"); /* sampled */
 	assert_string_equal(rd_str(&r), "http");
 	assert_int_equal((int32_t)rd_uint(&r, 4), 503);
@@ -263,7 +336,7 @@ static void test_steps_and_blame(void **state)
 	/* cpu "GET /x" on EPYC twice (equal frames, other pointers) summed;
 	 * the runqueue's two segments summed; kv_get's cpu on its SKU label */
 	static const struct step want[] = {
-	    {2, "GET /x", CP_CAT_CPU, "EPYC", 300}, {2, "GET /x", CP_CAT_LOCK, "", 500},
+	    {2, "GET /x", CP_CAT_CPU, "EPYC", 300},  {2, "GET /x", CP_CAT_LOCK, "", 500},
 	    {2, "GET /x", CP_CAT_RUNQUEUE, "", 100}, {3, "kv_get", CP_CAT_CPU, "m6a", 100},
 	    {3, "kv_get", CP_CAT_NETWORK, "", 400},
 	};
@@ -350,6 +423,7 @@ static void test_steps_and_blame(void **state)
 	rd_str(&r);
 	assert_string_equal(rd_str(&r), "kv_get");
 	assert_int_equal(rd_uint(&r, 1), CP_CAT_NETWORK);
+	assert_int_equal(rd_uint(&r, 1), 0); /* interference */
 	assert_ptr_equal(r.p, r.end);
 	ch_batch__free(&b);
 }

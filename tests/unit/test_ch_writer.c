@@ -43,7 +43,9 @@ struct fake {
 	pthread_mutex_t mu;
 	const char *version;	/* SELECT DISTINCT version's answer */
 	const char *lose_first; /* the first insert into this table: kept, unanswered */
-	bool lost;
+	const char *slow_first; /* kept, answered after 1.5 s */
+	const char *refuse;	/* every insert into this table: HTTP 500 */
+	bool lost, slowed;
 	unsigned inserts[CH_TABLES], counts[CH_TABLES];
 	bool stored[CH_TABLES];
 	unsigned schema_inserts;
@@ -75,7 +77,7 @@ static int serve_one(struct fake *f, int c)
 	const char *reply = "";
 	size_t n = 0, clen = 0, got;
 	char *end, *cl;
-	bool lose = false;
+	bool lose = false, slow = false, refused = false;
 
 	while (!(end = memmem(head, n, "\r\n\r\n", 4))) {
 		ssize_t r = n < sizeof(head) - 1 ? read(c, head + n, sizeof(head) - 1 - n) : -1;
@@ -106,9 +108,13 @@ static int serve_one(struct fake *f, int c)
 
 		if (t >= 0) {
 			f->inserts[t]++;
-			f->stored[t] = true;
+			refused = f->refuse && !strcmp(f->refuse, ch_tables[t].name);
+			f->stored[t] |= !refused;
 			if (f->lose_first && !strcmp(f->lose_first, ch_tables[t].name) && !f->lost)
 				lose = f->lost = true;
+			if (f->slow_first && !strcmp(f->slow_first, ch_tables[t].name) &&
+			    !f->slowed)
+				slow = f->slowed = true;
 		}
 	} else if (!strncmp(body, "SELECT DISTINCT version", 23)) {
 		reply = f->version ? f->version : f->schema_inserts ? "1\n" : "";
@@ -126,9 +132,14 @@ static int serve_one(struct fake *f, int c)
 	free(body);
 	if (lose)
 		return -1;
-	n = (size_t)snprintf(ans, sizeof(ans),
-			     "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: keep-alive\r\n\r\n%s",
-			     strlen(reply), reply);
+	if (slow)
+		usleep(1500000);
+	if (refused)
+		reply = "Code: 252, e.displayText() = DB::Exception: Too many parts (300)\n";
+	n = (size_t)snprintf(
+	    ans, sizeof(ans),
+	    "HTTP/1.1 %s\r\nContent-Length: %zu\r\nConnection: keep-alive\r\n\r\n%s",
+	    refused ? "500 Internal Server Error" : "200 OK", strlen(reply), reply);
 	return write(c, ans, n) == (ssize_t)n ? 0 : -1;
 }
 
@@ -190,23 +201,47 @@ static void fake_stop(struct fake *f)
 
 static const char *frames[] = {"svc", "GET /"};
 static const struct cp_segment segs[] = {
-    {.start_ns = 10, .end_ns = 20, .category = CP_CAT_CPU, .frames = frames, .nframes = 2,
-     .cpu = 0, .pid = 1, .tid = 1},
-    {.start_ns = 20, .end_ns = 30, .category = CP_CAT_LOCK, .frames = frames, .nframes = 2,
-     .interference = true, .cpu = -1, .pid = 1, .tid = 1},
+    {.start_ns = 10,
+     .end_ns = 20,
+     .category = CP_CAT_CPU,
+     .frames = frames,
+     .nframes = 2,
+     .cpu = 0,
+     .pid = 1,
+     .tid = 1},
+    {.start_ns = 20,
+     .end_ns = 30,
+     .category = CP_CAT_LOCK,
+     .frames = frames,
+     .nframes = 2,
+     .interference = true,
+     .cpu = -1,
+     .pid = 1,
+     .tid = 1},
 };
 static const struct cp_call calls[] = {
-    {.local_addr = "a:1", .remote_addr = "b:2", .tx_seq = 9, .frames = frames, .nframes = 2,
-     .category = CP_CAT_NETWORK, .seg = 0},
+    {.local_addr = "a:1",
+     .remote_addr = "b:2",
+     .tx_seq = 9,
+     .frames = frames,
+     .nframes = 2,
+     .category = CP_CAT_NETWORK,
+     .seg = 0},
 };
 static const struct cp_request_wire wire = {.calls = calls, .ncalls = 1};
 
 static struct cp_request request(int64_t day)
 {
-	return (struct cp_request){.id = "1:1:1", .service = "svc", .name = "GET /",
-				   .host = "h", .start_ns = 10, .end_ns = 30,
-				   .segs = segs, .nsegs = 2,
-				   .realtime_offset_ns = day * DAY_NS + 1000, .wire = &wire};
+	return (struct cp_request){.id = "1:1:1",
+				   .service = "svc",
+				   .name = "GET /",
+				   .host = "h",
+				   .start_ns = 10,
+				   .end_ns = 30,
+				   .segs = segs,
+				   .nsegs = 2,
+				   .realtime_offset_ns = day * DAY_NS + 1000,
+				   .wire = &wire};
 }
 
 static void test_lost_answer_not_resent(void **state)
@@ -240,6 +275,58 @@ static void test_lost_answer_not_resent(void **state)
 		assert_int_equal(f.inserts[t], 1);
 		assert_int_equal(f.counts[t], t == CH_SEGMENTS ? 1 : 0);
 	}
+	fake_stop(&f);
+}
+
+/* An answer slower than the timeout: the insert's outcome is unknown, and
+ * it had landed */
+static void test_slow_answer_not_resent(void **state)
+{
+	struct fake f = {.slow_first = "requests"};
+	struct ch_writer_stats st;
+	struct ch_writer *w;
+	char url[64], err[512] = "";
+	struct cp_request r = request(20000);
+
+	fake_start(&f);
+	snprintf(url, sizeof(url), "clickhouse://127.0.0.1:%d/db", f.port);
+	w = ch_writer__new(&(struct ch_writer_opts){.url = url, .timeout_ns = 500000000ull}, err,
+			   sizeof(err));
+	assert_int_equal(ch_writer__setup(w, err, sizeof(err)), 0);
+	assert_int_equal(ch_writer__add(w, &r, NULL, ""), 0);
+	ch_writer__close(w, now_ns() + 20000000000ull, &st);
+	assert_int_equal(st.requests, 1);
+	assert_int_equal(st.found_stored, 1);
+	assert_int_equal(f.inserts[CH_REQUESTS], 1);
+	assert_int_equal(f.counts[CH_REQUESTS], 1);
+	assert_true(st.tries_failed >= 1);
+	assert_non_null(strstr(st.last_error, "timed out")); /* curl: "Operation timed out ..." */
+	fake_stop(&f);
+}
+
+/* Refused five times: given up, counted failed, the server's reason kept;
+ * the other tables of the batch are stored once each */
+static void test_refused(void **state)
+{
+	struct fake f = {.refuse = "blame"};
+	struct ch_writer_stats st;
+	struct ch_writer *w;
+	char url[64], err[512] = "";
+	struct cp_request r = request(20000);
+
+	fake_start(&f);
+	snprintf(url, sizeof(url), "clickhouse://127.0.0.1:%d/db", f.port);
+	w = ch_writer__new(&(struct ch_writer_opts){.url = url}, err, sizeof(err));
+	assert_int_equal(ch_writer__setup(w, err, sizeof(err)), 0);
+	assert_int_equal(ch_writer__add(w, &r, NULL, ""), 0);
+	ch_writer__close(w, now_ns() + 30000000000ull, &st);
+	assert_int_equal(st.requests, 0);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(st.failed_segments, 2);
+	assert_non_null(strstr(st.last_error, "HTTP 500: Code: 252"));
+	assert_int_equal(f.inserts[CH_BLAME], 5);
+	assert_int_equal(f.inserts[CH_REQUESTS], 1);
+	assert_int_equal(f.inserts[CH_SEGMENTS], 1);
 	fake_stop(&f);
 }
 
@@ -281,9 +368,9 @@ static void test_down_bounded(void **state)
 	port = ntohs(a.sin_port);
 	close(fd);
 	snprintf(url, sizeof(url), "clickhouse://127.0.0.1:%d/db", port);
-	w = ch_writer__new(&(struct ch_writer_opts){.url = url, .buffer_bytes = 64 << 10,
-						    .batch_bytes = 8 << 10},
-			   err, sizeof(err));
+	w = ch_writer__new(
+	    &(struct ch_writer_opts){.url = url, .buffer_bytes = 64 << 10, .batch_bytes = 8 << 10},
+	    err, sizeof(err));
 	assert_non_null(w);
 	assert_int_equal(ch_writer__setup(w, err, sizeof(err)), -ECONNREFUSED);
 	assert_non_null(strstr(err, url + 13));
@@ -331,6 +418,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lost_answer_not_resent),
+	    cmocka_unit_test(test_slow_answer_not_resent),
+	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_batch_per_day),
 	    cmocka_unit_test(test_down_bounded),
 	    cmocka_unit_test(test_other_version),

@@ -39,7 +39,8 @@ static void test_url(void **state)
 	assert_int_equal(ch_url__parse("clickhouse://[fe80::1]/x", &u, err, sizeof(err)), 0);
 	assert_int_equal(u.port, CH_DEFAULT_PORT);
 	/* userinfo: percent-decoded, the last '@' ends it */
-	assert_int_equal(ch_url__parse("clickhouse://w%40x:p%3As@ss@h:1/d", &u, err, sizeof(err)), 0);
+	assert_int_equal(ch_url__parse("clickhouse://w%40x:p%3As@ss@h:1/d", &u, err, sizeof(err)),
+			 0);
 	assert_string_equal(u.user, "w@x");
 	assert_string_equal(u.password, "p:s@ss");
 	assert_string_equal(u.host, "h");
@@ -195,7 +196,7 @@ static void test_schema_text(void **state)
 	assert_string_equal(ch_table__insert_cols(CH_CALLS),
 			    "day, batch, rid, host, service, name, start_ns, latency_ns, partial, "
 			    "downstream, local_addr, remote_addr, tx_seq, call_start_ns, "
-			    "call_end_ns, frames, category");
+			    "call_end_ns, frames, category, interference");
 	assert_non_null(strstr(ch_table__insert_cols(CH_SEGMENTS), "culprit_ns"));
 	assert_null(strstr(ch_table__insert_cols(CH_STEPS), "stack"));
 	assert_string_equal(ch_tables[CH_SEGMENTS].order_by, "rid, seq");

@@ -303,7 +303,8 @@ static char *edges_sql(const struct fleet *fl)
 		"GLOBAL ANY INNER JOIN "
 		"(SELECT rid AS caller, local_addr AS k_addr, tx_seq AS k_seq, host AS caller_host, "
 		"frames AS call_frames, category AS call_category, call_start_ns AS call_start, "
-		"call_end_ns AS call_end FROM %s.calls WHERE downstream = 0) USING (k_addr, k_seq) "
+		"call_end_ns AS call_end FROM %s.calls WHERE downstream = 0 AND interference = 0) "
+		"USING (k_addr, k_seq) "
 		"WHERE callee_host != caller_host",
 		fl->db, fl->db);
 	return sql__done(&q);

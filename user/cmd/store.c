@@ -116,8 +116,8 @@ static int origins(struct store *s, const char *const *recs, int n)
 		for (uint32_t j = 0; j < s->no; j++) {
 			size_t hl = strcspn(s->o[j].label, "#");
 
-			known |= !strcmp(s->o[j].boot, boot) &&
-				 !strncmp(s->o[j].label, host, hl) && !host[hl];
+			known |= !strcmp(s->o[j].boot, boot) && !strncmp(s->o[j].label, host, hl) &&
+				 !host[hl];
 			same += !strncmp(s->o[j].label, host, hl) && !host[hl];
 		}
 		if (!known && (o = realloc(s->o, (s->no + 1) * sizeof(*o)))) {
@@ -154,8 +154,11 @@ static ssize_t read_head(const char *path, char *buf, size_t len)
 /* Every input walked into s's writer: the inputs read, or -errno */
 static int walk(struct store *s, char *const *paths, int npaths)
 {
-	struct cp_sink sink = {.request = sink_request, .warn = sink_warn, .ctx = s,
-			       .want = sink_want, .ignores_tags = true};
+	struct cp_sink sink = {.request = sink_request,
+			       .warn = sink_warn,
+			       .ctx = s,
+			       .want = sink_want,
+			       .ignores_tags = true};
 	struct engine_opts eo = {0};
 	struct engine *e = engine__new(&eo); /* warnings about the inputs */
 	struct kpath_opts ko = {.quiet = s->quiet};
@@ -239,16 +242,17 @@ static int distributed(const char *url, const char *spec)
 
 static void say_total(struct store *s, const struct ch_writer_stats *st, const char *shown)
 {
-	cp_error(CMD, "%llu requests (%llu segments) stored into %s in %llu batches",
+	cp_error(CMD, "%llu requests (%llu segments) stored into %s in %llu batch%s",
 		 (unsigned long long)st->requests, (unsigned long long)st->segments, shown,
-		 (unsigned long long)st->batches);
+		 (unsigned long long)st->batches, st->batches == 1 ? "" : "es");
 	if (st->failed || st->dropped)
 		cp_error(CMD, "%llu requests (%llu segments) not stored: %s",
 			 (unsigned long long)(st->failed + st->dropped),
 			 (unsigned long long)(st->failed_segments + st->dropped_segments),
 			 st->last_error[0] ? st->last_error : "out of memory");
 	if (st->found_stored && !s->quiet)
-		cp_error(CMD, "%llu inserts whose answer was lost were found stored, not sent again",
+		cp_error(CMD,
+			 "%llu inserts whose answer was lost were found stored, not sent again",
 			 (unsigned long long)st->found_stored);
 }
 
@@ -315,8 +319,9 @@ int cmd_store(int argc, char **argv)
 		return 2;
 	}
 	if (!wo.url || !ninputs) {
-		cp_error(CMD, "%s", !wo.url ? "no clickhouse://HOST:PORT/DB to store into"
-					    : "no input: give recordings or trace files");
+		cp_error(CMD, "%s",
+			 !wo.url ? "no clickhouse://HOST:PORT/DB to store into"
+				 : "no input: give recordings or trace files");
 		usage(stderr);
 		free(inputs);
 		return 2;
@@ -350,10 +355,11 @@ int cmd_store(int argc, char **argv)
 		cp_error(CMD, "%s", strerror(-rc));
 		ret = 1;
 	} else if (!rc) {
-		cp_error(CMD, "%s", ninputs == 1 ? "the input could not be read as a recording or a "
-						   "trace file"
-						 : "none of the inputs could be read as a recording "
-						   "or a trace file");
+		cp_error(CMD, "%s",
+			 ninputs == 1 ? "the input could not be read as a recording or a "
+					"trace file"
+				      : "none of the inputs could be read as a recording "
+					"or a trace file");
 		ret = 1;
 	}
 	ch_writer__close(s.w, 0, &st);

@@ -49,7 +49,7 @@ const struct ch_table_def ch_tables[CH_TABLES] = {
 		  "day Date, batch UInt64, rid UInt64, host String, service String, name String, "
 		  "start_ns UInt64, latency_ns UInt64, partial UInt8, downstream UInt8, "
 		  "local_addr String, remote_addr String, tx_seq UInt32, call_start_ns UInt64, "
-		  "call_end_ns UInt64, frames Array(String), category UInt8",
+		  "call_end_ns UInt64, frames Array(String), category UInt8, interference UInt8",
 		  "local_addr, tx_seq"},
 };
 
@@ -71,8 +71,9 @@ static void cols_make(void)
 			for (end = p; *end && (depth || *end != ','); end++)
 				depth += *end == '(' ? 1 : *end == ')' ? -1 : 0;
 			if (!memmem(name, (size_t)(end - name), " MATERIALIZED ", 14))
-				o += (size_t)snprintf(insert_cols[t] + o, sizeof(insert_cols[t]) - o,
-						      "%s%.*s", o ? ", " : "", (int)n, name);
+				o +=
+				    (size_t)snprintf(insert_cols[t] + o, sizeof(insert_cols[t]) - o,
+						     "%s%.*s", o ? ", " : "", (int)n, name);
 			p = *end ? end + 2 : end;
 		}
 	}
@@ -115,7 +116,7 @@ static inline bool room(struct w *w, size_t n)
 
 static inline void put(struct w *w, const void *p, size_t n)
 {
-	if (room(w, n)) {
+	if (n && room(w, n)) { /* p may be NULL when n is 0 */
 		memcpy(w->b->p + w->b->n, p, n);
 		w->b->n += n;
 	}
@@ -151,13 +152,23 @@ static inline void varint(struct w *w, uint64_t v)
 	put(w, buf, n);
 }
 
+static inline void strn(struct w *w, const char *s, size_t n)
+{
+	if (n < 0x80 && room(w, n + 1)) { /* the usual: a one-byte length */
+		w->b->p[w->b->n++] = (uint8_t)n;
+		if (n)
+			memcpy(w->b->p + w->b->n, s, n);
+		w->b->n += n;
+		return;
+	}
+	varint(w, n);
+	put(w, s, n);
+}
+
 /* NULL as '' */
 static inline void str(struct w *w, const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-
-	varint(w, n);
-	put(w, s, n);
+	strn(w, s, s ? strlen(s) : 0);
 }
 
 static void frames(struct w *w, const char *const *f, uint32_t n)
@@ -205,15 +216,28 @@ static uint64_t epoch(const struct cp_request *r, uint64_t t)
 struct req_cols {
 	uint16_t day;
 	uint64_t batch, rid, start, latency;
-	const char *host;
+	const char *host, *service, *name; /* and their lengths, taken once */
+	size_t nhost, nservice, nname;
 };
 
 static void head(struct w *w, const struct req_cols *q)
 {
-	u16(w, q->day);
-	u64(w, q->batch);
-	u64(w, q->rid);
-	str(w, q->host);
+	if (room(w, 18)) {
+		uint8_t *p = w->b->p + w->b->n;
+
+		memcpy(p, &q->day, 2);
+		memcpy(p + 2, &q->batch, 8);
+		memcpy(p + 10, &q->rid, 8);
+		w->b->n += 18;
+	}
+	strn(w, q->host, q->nhost);
+}
+
+/* service and name, as most rows have them after their head */
+static void svc_name(struct w *w, const struct req_cols *q)
+{
+	strn(w, q->service, q->nservice);
+	strn(w, q->name, q->nname);
 }
 
 static void hexstr(struct w *w, const uint8_t *p, size_t n)
@@ -238,8 +262,7 @@ static void request_row(struct w *w, const struct req_cols *q, const struct cp_r
 
 	head(w, q);
 	str(w, boot);
-	str(w, r->service);
-	str(w, r->name);
+	svc_name(w, q);
 	str(w, r->target);
 	str(w, r->id);
 	u64(w, q->start);
@@ -269,8 +292,7 @@ static void segment_row(struct w *w, const struct req_cols *q, const struct cp_r
 	const struct cp_segment *g = &r->segs[seq];
 
 	head(w, q);
-	str(w, r->service);
-	str(w, r->name);
+	svc_name(w, q);
 	u64(w, q->latency);
 	u32(w, seq);
 	u64(w, epoch(r, g->start_ns));
@@ -411,8 +433,7 @@ static int steps(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		const struct ch_group *s = &b->g[i];
 
 		head(w, q);
-		str(w, r->service);
-		str(w, r->name);
+		svc_name(w, q);
 		u64(w, q->start);
 		u64(w, q->latency);
 		u8(w, r->partial);
@@ -444,7 +465,8 @@ static int blame(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		const struct cp_segment *g = &r->segs[i];
 		uint64_t d = g->end_ns > g->start_ns ? g->end_ns - g->start_ns : 0;
 
-		if (!g->interference || (g->category != CP_CAT_LOCK && g->category != CP_CAT_RUNQUEUE))
+		if (!g->interference ||
+		    (g->category != CP_CAT_LOCK && g->category != CP_CAT_RUNQUEUE))
 			continue;
 		for (uint32_t c = 0; c < (g->nculprits ? g->nculprits : 1); c++) {
 			struct ch_group k = {.category = (uint8_t)g->category};
@@ -471,8 +493,7 @@ static int blame(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		const struct ch_group *c = &b->g[i];
 
 		head(w, q);
-		str(w, r->service);
-		str(w, r->name);
+		svc_name(w, q);
 		u64(w, q->start);
 		u64(w, q->latency);
 		u8(w, r->downstream);
@@ -497,9 +518,7 @@ static void calls(struct ch_batch *b, struct w *w, const struct req_cols *q,
 	for (uint32_t i = 0; wi && i < wi->ncalls; i++) {
 		const struct cp_call *c = &wi->calls[i];
 
-		/* a call another request made, waited behind: its callee is
-		 * that request's (interference, not this one's own time) */
-		if (c->stitched || c->interference)
+		if (c->stitched)
 			continue;
 		head(w, q);
 		str(w, r->service);
@@ -515,6 +534,7 @@ static void calls(struct ch_batch *b, struct w *w, const struct req_cols *q,
 		u64(w, epoch(r, c->end_ns));
 		frames(w, c->frames, c->nframes);
 		u8(w, (uint8_t)c->category);
+		u8(w, c->interference);
 		b->rows[CH_CALLS]++;
 	}
 }
@@ -545,6 +565,11 @@ int ch_batch__add(struct ch_batch *b, const struct cp_request *r, const char *ho
 	if (!host)
 		host = r->host;
 	q.host = host;
+	q.service = r->service;
+	q.name = r->name;
+	q.nhost = host ? strlen(host) : 0;
+	q.nservice = r->service ? strlen(r->service) : 0;
+	q.nname = r->name ? strlen(r->name) : 0;
 	q.rid = ch_rows__rid(host, boot, r->id);
 	q.start = epoch(r, r->start_ns);
 	q.latency = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;

@@ -25,6 +25,11 @@
 #define BACKOFF_MIN_NS 250000000ull
 #define BACKOFF_MAX_NS 5000000000ull /* a try is one connect: a restarted server is found soon */
 #define REFUSALS_MAX 5
+/* Batches are kept for reuse with their buffers, as many as the buffer
+ * holds: a buffer grown anew for every batch is megabytes of fresh pages
+ * faulted in and unmapped again (TLB shootdowns on every CPU the agent's
+ * threads ran on), which was most of what a store that fell behind cost
+ * the agent. */
 
 struct qb {
 	struct ch_batch b;
@@ -45,7 +50,8 @@ struct ch_writer {
 	struct qb **q; /* ring of qcap */
 	uint32_t qhead, qlen, qcap;
 	bool inflight; /* q[qhead] is being sent */
-	struct qb *spare;
+	struct qb **spare;
+	uint32_t nspare, maxspare;
 	size_t bytes; /* of the batches waiting and the one filling */
 	uint64_t base, next;
 	bool stop, fatal, ready;
@@ -53,6 +59,12 @@ struct ch_writer {
 	int last_rc;
 	struct ch_writer_stats st;
 };
+
+/* Under the lock; ch_writer__full reads it without */
+static void bytes_add(struct ch_writer *w, int64_t d)
+{
+	__atomic_store_n(&w->bytes, w->bytes + (size_t)d, __ATOMIC_RELAXED);
+}
 
 static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t until)
 {
@@ -106,13 +118,19 @@ static void note(struct ch_writer *w, int rc, const char *err)
 static int count_rows(struct ch_writer *w, enum ch_table t, const struct ch_batch *b, uint64_t *n,
 		      char *err, size_t errn)
 {
+	time_t day = (time_t)b->day * 86400;
 	struct ch_result r;
-	char sql[256];
+	char sql[256], date[16];
+	struct tm tm;
 	int rc;
 
+	/* the day as a string: toDate of a number changed meaning across
+	 * ClickHouse's releases, of 'YYYY-MM-DD' never */
+	gmtime_r(&day, &tm);
+	strftime(date, sizeof(date), "%Y-%m-%d", &tm);
 	snprintf(sql, sizeof(sql),
-		 "SELECT count() FROM %s.%s WHERE day = toDate(%u) AND batch = %llu", ch__db(w->c),
-		 ch_tables[t].name, (unsigned)b->day, (unsigned long long)b->id);
+		 "SELECT count() FROM %s.%s WHERE day = toDate('%s') AND batch = %llu",
+		 ch__db(w->c), ch_tables[t].name, date, (unsigned long long)b->id);
 	rc = ch__query(w->c, sql, &r, err, errn);
 	if (!rc && (!ch_result__row(&r) || ch_result__u64(&r, 0, n))) {
 		snprintf(err, errn, "%s: %s", ch__shown(w->c), "count() answered with no number");
@@ -204,7 +222,8 @@ static enum outcome send_batch(struct ch_writer *w, struct qb *qb)
 		note(w, rc, err);
 		if (!rc)
 			return STORED;
-		if (__atomic_load_n(&w->fatal, __ATOMIC_ACQUIRE) || (rc == -EPROTO && ++refused >= REFUSALS_MAX) ||
+		if (__atomic_load_n(&w->fatal, __ATOMIC_ACQUIRE) ||
+		    (rc == -EPROTO && ++refused >= REFUSALS_MAX) ||
 		    (w->o.give_up_ns && clock__mono_ns() - t0 >= w->o.give_up_ns))
 			return FAILED;
 		if (!wait_retry(w, backoff))
@@ -236,8 +255,8 @@ static struct qb *next_batch(struct ch_writer *w)
 
 static void recycle(struct ch_writer *w, struct qb *qb)
 {
-	if (!w->spare) {
-		w->spare = qb;
+	if (w->nspare < w->maxspare) {
+		w->spare[w->nspare++] = qb;
 		return;
 	}
 	ch_batch__free(&qb->b);
@@ -265,7 +284,7 @@ static void *run(void *arg)
 		w->inflight = false;
 		w->qhead = (w->qhead + 1) % w->qcap;
 		w->qlen--;
-		w->bytes -= qb->b.bytes;
+		bytes_add(w, -(int64_t)qb->b.bytes);
 		if (out == STORED) {
 			w->st.requests += qb->b.requests;
 			w->st.segments += qb->b.rows[CH_SEGMENTS];
@@ -295,7 +314,7 @@ static void enqueue(struct ch_writer *w, struct qb *qb)
 		if (!q) { /* the batch goes: nowhere to keep it */
 			w->st.dropped += qb->b.requests;
 			w->st.dropped_segments += qb->b.rows[CH_SEGMENTS];
-			w->bytes -= qb->b.bytes;
+			bytes_add(w, -(int64_t)qb->b.bytes);
 			if (w->fill == qb)
 				w->fill = NULL;
 			recycle(w, qb);
@@ -326,7 +345,7 @@ static bool drop_oldest(struct ch_writer *w)
 	for (uint32_t i = k; i + 1 < w->qlen; i++)
 		w->q[(w->qhead + i) % w->qcap] = w->q[(w->qhead + i + 1) % w->qcap];
 	w->qlen--;
-	w->bytes -= qb->b.bytes;
+	bytes_add(w, -(int64_t)qb->b.bytes);
 	w->st.dropped += qb->b.requests;
 	w->st.dropped_segments += qb->b.rows[CH_SEGMENTS];
 	recycle(w, qb);
@@ -335,11 +354,9 @@ static bool drop_oldest(struct ch_writer *w)
 
 static struct qb *new_batch(struct ch_writer *w, uint16_t day)
 {
-	struct qb *qb = w->spare;
+	struct qb *qb = w->nspare ? w->spare[--w->nspare] : calloc(1, sizeof(*qb));
 
-	if (qb)
-		w->spare = NULL;
-	else if (!(qb = calloc(1, sizeof(*qb))))
+	if (!qb)
 		return NULL;
 	memset(qb->done, 0, sizeof(qb->done));
 	memset(qb->unknown, 0, sizeof(qb->unknown));
@@ -372,7 +389,7 @@ int ch_writer__add(struct ch_writer *w, const struct cp_request *r, const char *
 	err = ch_batch__add(&w->fill->b, r, host, boot);
 	if (err)
 		goto dropped;
-	w->bytes += w->fill->b.bytes - was;
+	bytes_add(w, (int64_t)(w->fill->b.bytes - was));
 	if (w->fill->b.bytes >= w->o.batch_bytes)
 		enqueue(w, w->fill);
 	while (w->bytes > w->o.buffer_bytes && !w->fatal) {
@@ -390,11 +407,28 @@ dropped:
 	return err;
 }
 
+bool ch_writer__full(struct ch_writer *w)
+{
+	size_t b = __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
+
+	return !w->o.wait_when_full && b + w->o.batch_bytes / 2 >= w->o.buffer_bytes;
+}
+
+void ch_writer__skip(struct ch_writer *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->st.dropped++;
+	pthread_mutex_unlock(&w->mu);
+}
+
 void ch_writer__stats(struct ch_writer *w, struct ch_writer_stats *st)
 {
 	pthread_mutex_lock(&w->mu);
 	*st = w->st;
 	st->buffered = w->bytes;
+	st->waiting = w->fill ? w->fill->b.requests : 0;
+	for (uint32_t i = 0; i < w->qlen; i++)
+		st->waiting += w->q[(w->qhead + i) % w->qcap]->b.requests;
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -421,7 +455,14 @@ struct ch_writer *ch_writer__new(const struct ch_writer_opts *o, char *err, size
 		w->o.batch_bytes = w->o.buffer_bytes / 2;
 	if (!w->o.linger_ns)
 		w->o.linger_ns = 1000000000ull;
+	w->maxspare = (uint32_t)(w->o.buffer_bytes / w->o.batch_bytes) + 2;
+	if (!(w->spare = calloc(w->maxspare, sizeof(*w->spare)))) {
+		snprintf(err, errn, "out of memory");
+		free(w);
+		return NULL;
+	}
 	if (!(w->c = ch__open(o->url, err, errn))) {
+		free(w->spare);
 		free(w);
 		return NULL;
 	}
@@ -499,13 +540,16 @@ void ch_writer__close(struct ch_writer *w, uint64_t deadline_ns, struct ch_write
 		ch_batch__free(&w->fill->b);
 		free(w->fill);
 	}
-	if (w->spare) {
-		ch_batch__free(&w->spare->b);
-		free(w->spare);
+	while (w->nspare) {
+		struct qb *qb = w->spare[--w->nspare];
+
+		ch_batch__free(&qb->b);
+		free(qb);
 	}
+	free(w->spare);
 	if (st) {
 		*st = w->st;
-		st->buffered = 0;
+		st->buffered = st->waiting = 0;
 	}
 	free(w->q);
 	ch__close(w->c);

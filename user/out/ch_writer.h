@@ -16,24 +16,27 @@
 #include "model.h"
 
 struct ch_writer_opts {
-	const char *url;       /* clickhouse://HOST:PORT/DB */
-	size_t buffer_bytes;   /* batches waiting, at most (default 64 MiB) */
-	size_t batch_bytes;    /* a batch goes once this big (default 4 MiB) */
-	uint64_t linger_ns;    /* or once its first request waited this long (1 s) */
-	bool wait_when_full;   /* the caller waits for room instead (critpath store) */
-	uint64_t give_up_ns;   /* a batch not stored after this long fails (0: never) */
-	uint64_t timeout_ns;   /* each request to ClickHouse (default 30 s) */
+	const char *url;     /* clickhouse://HOST:PORT/DB */
+	size_t buffer_bytes; /* batches waiting, at most (default 64 MiB) */
+	size_t batch_bytes;  /* a batch goes once this big (default 4 MiB) */
+	uint64_t linger_ns;  /* or once its first request waited this long (1 s) */
+	bool wait_when_full; /* the caller waits for room instead (critpath store) */
+	uint64_t give_up_ns; /* a batch not stored after this long fails (0: never) */
+	uint64_t timeout_ns; /* each request to ClickHouse (default 30 s) */
 };
 
 struct ch_writer_stats {
 	uint64_t requests, segments, batches; /* stored */
-	uint64_t dropped, dropped_segments;    /* the buffer full, or left at the exit's deadline */
-	uint64_t failed, failed_segments;      /* refused by ClickHouse, or given up */
-	uint64_t tries_failed;		       /* inserts and checks that failed */
-	uint64_t found_stored; /* tables of a batch found there before a resend */
-	uint64_t buffered;     /* bytes waiting */
-	uint64_t fail_changes; /* failures unlike the one before (to say once) */
-	bool failing;	       /* the last try failed */
+	/* the buffer full (the newest requests, not walked: ch_writer__skip;
+	 * or the oldest batch waiting), or left at the exit's deadline */
+	uint64_t dropped, dropped_segments;
+	uint64_t failed, failed_segments; /* refused by ClickHouse, or given up */
+	uint64_t tries_failed;		  /* inserts and checks that failed */
+	uint64_t found_stored;		  /* tables of a batch found there before a resend */
+	uint64_t buffered;		  /* bytes waiting */
+	uint64_t waiting;		  /* requests waiting */
+	uint64_t fail_changes;		  /* failures unlike the one before (to say once) */
+	bool failing;			  /* the last try failed */
 	char last_error[512];
 };
 
@@ -51,6 +54,12 @@ int ch_writer__setup(struct ch_writer *w, char *err, size_t errn);
  * schema it refuses). */
 int ch_writer__add(struct ch_writer *w, const struct cp_request *r, const char *host,
 		   const char *boot);
+/* The buffer is at its bound (not with wait_when_full): a request added
+ * now would push a waiting batch out. The caller may then leave the
+ * request out before it costs a walk, and say so with ch_writer__skip
+ * (counted dropped, its segments unknown). Lock-free. */
+bool ch_writer__full(struct ch_writer *w);
+void ch_writer__skip(struct ch_writer *w);
 void ch_writer__stats(struct ch_writer *w, struct ch_writer_stats *st);
 /* "clickhouse://HOST:PORT/DB", no credentials */
 const char *ch_writer__shown(const struct ch_writer *w);

@@ -108,7 +108,8 @@ int ch_url__parse(const char *url, struct ch_url *u, char *err, size_t errn)
 		if (!host_end)
 			return url_bad(err, errn, "no ']' after the IPv6 address in the URL");
 		if (host_end + 1 < auth_end && host_end[1] != ':')
-			return url_bad(err, errn, "something other than :PORT after ']' in the URL");
+			return url_bad(err, errn,
+				       "something other than :PORT after ']' in the URL");
 		port = host_end + 1 < auth_end ? host_end + 2 : NULL;
 		host++;
 	} else {
@@ -147,8 +148,9 @@ int ch_url__parse(const char *url, struct ch_url *u, char *err, size_t errn)
 		return url_bad(err, errn, "the URL's database name starts with a digit");
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)path[i]) && path[i] != '_')
-			return url_bad(err, errn, "the URL's database name has a character other "
-						  "than letters, digits and '_'");
+			return url_bad(err, errn,
+				       "the URL's database name has a character other "
+				       "than letters, digits and '_'");
 	memcpy(u->db, path, n);
 	if ((env = getenv("CLICKHOUSE_USER")) && *env)
 		snprintf(u->user, sizeof(u->user), "%s", env);
@@ -220,8 +222,8 @@ struct ch_conn *ch__open(const char *url, char *err, size_t errn)
 	v6 = strchr(c->u.host, ':');
 	snprintf(c->base, sizeof(c->base), "http://%s%s%s:%u/", v6 ? "[" : "", c->u.host,
 		 v6 ? "]" : "", c->u.port);
-	snprintf(c->shown, sizeof(c->shown), "clickhouse://%s%s%s:%u/%s", v6 ? "[" : "",
-		 c->u.host, v6 ? "]" : "", c->u.port, c->u.db);
+	snprintf(c->shown, sizeof(c->shown), "clickhouse://%s%s%s:%u/%s", v6 ? "[" : "", c->u.host,
+		 v6 ? "]" : "", c->u.port, c->u.db);
 	c->timeout_ns = TIMEOUT_NS;
 	snprintf(ua, sizeof(ua), "critpath/%s", CRITPATH_VERSION);
 	cu.easy_setopt(c->curl, CURLOPT_USERAGENT, ua);
@@ -387,8 +389,8 @@ int ch__query(struct ch_conn *c, const char *sql, struct ch_result *out, char *e
 	return rc;
 }
 
-int ch__insert(struct ch_conn *c, const char *table, const char *cols, const void *rows,
-	       size_t n, char *err, size_t errn)
+int ch__insert(struct ch_conn *c, const char *table, const char *cols, const void *rows, size_t n,
+	       char *err, size_t errn)
 {
 	char *q, *url, *p;
 	int len, rc;
@@ -634,7 +636,8 @@ int ch__schema(struct ch_conn *c, bool create, char *err, size_t errn)
 			 db);
 		rc = ch__query(c, sql, &r, err, errn);
 		if (!rc && (!ch_result__row(&r) || ch_result__u64(&r, 0, &v) || !v)) {
-			snprintf(err, errn, "%s: no critpath store there (no table %s.critpath_schema)",
+			snprintf(err, errn,
+				 "%s: no critpath store there (no table %s.critpath_schema)",
 				 c->shown, db);
 			rc = -ENOENT;
 		}

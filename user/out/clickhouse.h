@@ -81,8 +81,8 @@ bool ch_array__next(char **p, char **item, size_t *len);
 
 /* rows (RowBinary, columns in the order of cols: "a, b, c") into db.table.
  * 0 or as ch__query. */
-int ch__insert(struct ch_conn *c, const char *table, const char *cols, const void *rows,
-	       size_t n, char *err, size_t errn);
+int ch__insert(struct ch_conn *c, const char *table, const char *cols, const void *rows, size_t n,
+	       char *err, size_t errn);
 
 /* The store's tables (docs/store.md) created when missing (create), the
  * schema's version checked. 0; -ENOENT: !create and the database or its

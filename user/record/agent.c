@@ -182,8 +182,7 @@ static void status(struct agent *a, const char *when)
 			 ", store: %llu requests stored (%llu segments), %llu waiting, %llu dropped, "
 			 "%llu failed%s%s",
 			 (unsigned long long)cs.requests, (unsigned long long)cs.segments,
-			 (unsigned long long)(cnt_get(a->stored) - cs.requests - cs.dropped -
-					      cs.failed),
+			 (unsigned long long)cs.waiting,
 			 (unsigned long long)cs.dropped, (unsigned long long)cs.failed,
 			 cs.failing ? ", failing: " : "", cs.failing ? cs.last_error : "");
 	}
@@ -241,7 +240,7 @@ static void say_store(struct agent *a)
 	a->store_failing_said = st.failing;
 }
 
-static void say_store_total(uint64_t walked, const struct ch_writer_stats *st)
+static void say_store_total(const struct ch_writer_stats *st)
 {
 	cp_error(CMD,
 		"store: %llu requests (%llu segments) stored in %llu batches; not stored: %llu "
@@ -313,8 +312,8 @@ static void usage(FILE *f)
 		"                      ClickHouse (HTTP port, default 8123; tables made when\n"
 		"                      missing; $CLICKHOUSE_USER, $CLICKHOUSE_PASSWORD)\n"
 		"  --store-sample RATE a random fraction of the requests only, 0-1 (default 1)\n"
-		"  --store-buffer-mb N batches waiting for ClickHouse at most (default 64); past\n"
-		"                      it the oldest is dropped, counted\n"
+		"  --store-buffer-mb N batches waiting for ClickHouse at most (default 64); at\n"
+		"                      it the newest requests are left out, counted\n"
 		"Profiles:\n"
 		"  --out DIR           every window's profile: DIR/profile-TIME-N.json (critpath\n"
 		"                      diff reads it), .pb.gz (pprof), .counts.json (every request)\n"
@@ -934,7 +933,7 @@ int cmd_agent(int argc, char **argv)
 
 			ch_writer__close(a->store, stop_ns + 4500000000ull, &cst);
 			a->store = NULL;
-			say_store_total(cnt_get(a->stored), &cst);
+			say_store_total(&cst);
 		}
 		if (a->ex) {
 			/* the probes detached (~0.5 s) while the last batches go, so

@@ -53,7 +53,7 @@ struct agent {
 	int ncomm, nexe, ncgroup;
 	char *exe_real[MAX_WATCH];
 	/* written by the analysis thread only; read with cnt_get() */
-	uint64_t seen, walked, exported, stored, slow, sampled, optin, optin_refused, profiled, late;
+	uint64_t seen, walked, exported, slow, sampled, optin, optin_refused, profiled, late;
 	uint64_t status_every, last_status, last_cpu_ns, ntargets_added;
 	uint64_t export_changes_said; /* the exporter's fail_changes last said */
 	bool export_failing_said;
