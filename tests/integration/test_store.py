@@ -75,7 +75,7 @@ def check_wire(tap, ch, db, path):
     stored = sorted((i, la, ra, int(seq), int(e) - int(s), CAT[int(cat)],
                      tuple(re.findall(r"'((?:[^'\\]|\\.)*)'", fr)), itf == "1")
                     for i, la, ra, seq, s, e, cat, fr, itf in ch.query(
-                        f"SELECT r.id, local_addr, remote_addr, tx_seq, start_ns, end_ns, "
+                        f"SELECT r.id, local_addr, remote_addr, tx_seq, call_start_ns, call_end_ns, "
                         f"category, frames, interference FROM {db}.calls ANY INNER JOIN "
                         f"(SELECT rid, id FROM {db}.requests) AS r USING (rid)"))
     return calls, stored
