@@ -336,6 +336,7 @@ static int fleet__stitch_begin(struct fleet *fl)
 {
 	struct sql q;
 	uint64_t n = 0;
+	int err;
 
 	if (fl->by_service)
 		return 0; /* a tier asked for: its requests as themselves */
@@ -343,10 +344,11 @@ static int fleet__stitch_begin(struct fleet *fl)
 	if (!fl->edges || !sql__open(&q))
 		return -ENOMEM;
 	fprintf(q.f, "SELECT count() FROM (%s)", fl->edges);
-	if (fleet__count(fl, &q, &n) || !n) {
+	err = fleet__count(fl, &q, &n);
+	if (err || !n) {
 		free(fl->edges);
 		fl->edges = NULL;
-		return 0;
+		return err;
 	}
 	fl->match = match_sql(fl);
 	return fl->match ? 0 : -ENOMEM;
@@ -1376,6 +1378,26 @@ static int fleet__keep(struct fleet *fl, const char *in, const char *rids)
 	int err;
 
 	err = fleet__read_requests(fl, in, rids, &ks, &rq, &rs);
+	if (!err && fl->edges) {
+		/* a callee shown is served to a traced caller, as from recordings */
+		struct ch_result d = {0};
+
+		if (!sql__open(&q))
+			err = -ENOMEM;
+		if (!err) {
+			fprintf(q.f, "SELECT DISTINCT callee FROM (%s) WHERE callee %s (%s)", fl->edges,
+				in, rids);
+			err = fleet__query(fl, &q, &d);
+		}
+		while (!err && ch_result__row(&d)) {
+			uint64_t rid;
+			struct kept *k;
+
+			if (!ch_result__u64(&d, 0, &rid) && (k = kept_find(&ks, rid)))
+				k->req.downstream = true;
+		}
+		ch_result__free(&d);
+	}
 	if (!err && fl->match) {
 		char *sub;
 
