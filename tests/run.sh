@@ -9,7 +9,8 @@
 #   tests/run.sh BUILD [ASAN_BUILD [TSAN_BUILD [FUZZ_BUILD]]]
 #                                        unit (+ASan, +TSan unit, +fuzzers for
 #                                        FUZZ_SECONDS each, default 20) + integration (root;
-#                                        +test_agent.py with ASAN_BUILD's critpath)
+#                                        +test_agent.py, test_store_agent.py,
+#                                         test_store_report.py with ASAN_BUILD's critpath)
 #   tests/run.sh --unit-only BUILD
 #   TESTS=pattern tests/run.sh …         only programs whose name matches
 set -u
@@ -78,13 +79,16 @@ if [ "$unit_only" -eq 0 ]; then
 			[ -x "$t" ] || continue
 			run_one "integration/$(basename "$t")" 900 "$t"
 		done
-		# the agent (meant to run for days) once more under ASan and UBSan,
-		# against the plain build's demo: a report fails its checks
+		# the agent (meant to run for days) and the store's writer and
+		# reader once more under ASan and UBSan, against the plain build's
+		# demo: a report fails its checks
 		if [ -n "$asan" ] && [ -x "$asan/critpath" ]; then
-			CRITPATH_BIN="$top/$asan/critpath" \
-			ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-			UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-				run_one "asan-int/test_agent.py" 900 tests/integration/test_agent.py
+			for t in test_agent.py test_store_agent.py test_store_report.py; do
+				CRITPATH_BIN="$top/$asan/critpath" \
+				ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+				UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+					run_one "asan-int/$t" 900 "tests/integration/$t"
+			done
 		elif [ -n "$asan" ]; then
 			echo "# no $asan/critpath (make BUILD=$asan SAN=1 critpath): asan-int skipped"
 		fi
