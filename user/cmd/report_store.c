@@ -632,8 +632,9 @@ static int fleet__stack_names(struct fleet *fl)
 /* The profile: per step, the sums over its time per request */
 /* Whether the steps aggregated are one row per request and stack already:
  * the writer makes one per request, stack and SKU, so they are when no
- * callee joins its root and no category is on two SKUs (a fleet of one
- * SKU: cpu on it, waits on none). Then the profile reads the rows as they
+ * callee joins its root and no host has a category on two SKUs (a host of
+ * one SKU: cpu on it, waits on none; hosts of different SKUs are fine, a
+ * request's own steps are on its host). Then the profile reads the rows as they
  * are, without grouping them per request first (over a million requests
  * that grouping, millions of groups, was most of a report's time) */
 static int fleet__steps_unique(struct fleet *fl, bool *unique)
@@ -648,8 +649,8 @@ static int fleet__steps_unique(struct fleet *fl, bool *unique)
 	if (!sql__open(&q))
 		return -ENOMEM;
 	fprintf(q.f,
-		"SELECT count() FROM (SELECT category FROM %s.steps WHERE %s GROUP BY category "
-		"HAVING uniqExact(sku) > 1)",
+		"SELECT count() FROM (SELECT host, category FROM %s.steps WHERE %s GROUP BY host, "
+		"category HAVING uniqExact(sku) > 1)",
 		fl->db, fl->own);
 	err = fleet__count(fl, &q, &n);
 	*unique = !err && n == 0;
