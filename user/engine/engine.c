@@ -1072,15 +1072,7 @@ int engine__merge_step(struct engine *e, const struct engine_step_sums *m)
 			s->few[have + i] = m->few[i];
 	}
 	s->requests += (uint32_t)m->requests;
-	for (uint32_t i = 0; i < m->ndist && !err; i++) {
-		err = carr__reserve(&s->dist, m->dist[i].b);
-		if (!err) {
-			uint32_t *c = &s->dist.v[m->dist[i].b - s->dist.lo];
-			uint64_t t = *c + m->dist[i].v;
-
-			*c = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
-		}
-	}
+	err = carr__add_counts(&s->dist, m->dist, m->ndist);
 	for (uint32_t i = 0; i < m->nby_lat && !err; i++)
 		err = barr__add(&s->by_lat, m->by_lat[i].b, m->by_lat[i].v);
 	return err;
@@ -1096,15 +1088,7 @@ int engine__merge_latency(struct engine *e, const struct engine_latency_sums *l)
 	e->total_latency += l->total_ns;
 	if (l->max_ns > e->max_latency)
 		e->max_latency = l->max_ns;
-	for (uint32_t i = 0; i < l->ncounts && !err; i++) {
-		err = carr__reserve(&e->lat_counts, l->counts[i].b);
-		if (!err) {
-			uint32_t *c = &e->lat_counts.v[l->counts[i].b - e->lat_counts.lo];
-			uint64_t t = *c + l->counts[i].v;
-
-			*c = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
-		}
-	}
+	err = carr__add_counts(&e->lat_counts, l->counts, l->ncounts);
 	for (uint32_t i = 0; i < l->nmax && !err; i++)
 		err = barr__max(&e->lat_max, l->max[i].b, l->max[i].v);
 	return err;

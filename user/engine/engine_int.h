@@ -74,6 +74,9 @@ static inline int carr__inc(struct carr *a, uint32_t b)
 	a->v[b - a->lo] += a->v[b - a->lo] != UINT32_MAX;
 	return 0;
 }
+/* Adds each of a merged histogram's counts at its bucket (saturating);
+ * 0 or -ENOMEM. */
+int carr__add_counts(struct carr *a, const struct engine_bucket *c, uint32_t n);
 /* Keeps the maximum at bucket b. */
 int barr__max(struct barr *a, uint32_t b, uint64_t val);
 static inline uint64_t barr__get(const struct barr *a, uint32_t b)

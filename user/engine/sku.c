@@ -598,15 +598,7 @@ static int acc__merge(struct sku_acc *a, const struct engine_acc_sums *m)
 		a->max = m->max_ns;
 	a->n += m->n;
 	a->total += m->total_ns;
-	for (uint32_t i = 0; i < m->ndist; i++) {
-		uint64_t t;
-
-		if (carr__reserve(&a->dist, m->dist[i].b))
-			return -ENOMEM;
-		t = a->dist.v[m->dist[i].b - a->dist.lo] + m->dist[i].v;
-		a->dist.v[m->dist[i].b - a->dist.lo] = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
-	}
-	return 0;
+	return carr__add_counts(&a->dist, m->dist, m->ndist);
 }
 
 int engine__merge_sku_step(struct engine *e, const char *const *frames, uint32_t nframes,

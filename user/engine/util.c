@@ -82,6 +82,19 @@ int carr__reserve(struct carr *a, uint32_t b)
 	return arr_reserve((void **)&a->v, &a->lo, &a->n, b, sizeof(*a->v));
 }
 
+int carr__add_counts(struct carr *a, const struct engine_bucket *c, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t t;
+
+		if (carr__reserve(a, c[i].b))
+			return -ENOMEM;
+		t = a->v[c[i].b - a->lo] + c[i].v;
+		a->v[c[i].b - a->lo] = t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+	}
+	return 0;
+}
+
 int barr__max(struct barr *a, uint32_t b, uint64_t val)
 {
 	int err = barr__reserve(a, b);
