@@ -150,13 +150,18 @@ static __always_inline bool current_is_target(void)
 	return tgid_is_target(bpf_get_current_pid_tgid() >> 32);
 }
 
-static __always_inline void count_drop(void)
+static __always_inline void count_drops(__u64 k)
 {
 	__u32 zero = 0;
 	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
 
 	if (n)
-		*n += 1; /* per CPU: no atomics needed */
+		__sync_fetch_and_add(n, k); /* per CPU, but an interrupt may add too */
+}
+
+static __always_inline void count_drop(void)
+{
+	count_drops(1);
 }
 
 /* The common header, for the current task and CPU. */
@@ -204,6 +209,110 @@ static __always_inline void ev_submit(void *rec)
 static __always_inline void ev_submit_now(void *rec)
 {
 	bpf_ringbuf_submit(rec, BPF_RB_FORCE_WAKEUP);
+}
+
+/* Records staged per CPU and sent to the ring in batches (CP_RING_BATCH): a
+ * reservation in the ring costs its lock and the lines its consumer shares,
+ * a staged record a few stores. A program staging while another on this CPU
+ * is midway (an interrupt, a preempted one) takes the next free level; each
+ * level is owned by compare-and-swap. What stays staged when the CPU goes
+ * quiet the recorder flushes (stage_flush_all) before it reads the rings. */
+#define STAGE_BYTES 8192 /* a level's buffer */
+#define STAGE_FLUSH 4096 /* sent from this many bytes on */
+#define STAGE_REC_MAX 640 /* the largest record staged; larger ones take the ring */
+#define STAGE_LEVELS 4
+
+struct cp_stage {
+	__u64 busy; /* 64 bits: the width of the BPF ISA's compare-and-swap */
+	__u32 len;  /* bytes staged, the batch header's included */
+	__u32 n;    /* records staged */
+	__u8 buf[STAGE_BYTES + STAGE_REC_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAGE_LEVELS);
+	__type(key, __u32);
+	__type(value, struct cp_stage);
+} stages SEC(".maps") __weak;
+
+/* globals.bpf.c: a level's records to the ring, as one batch */
+int cp_stage_flush(struct cp_stage *s);
+
+/* Room for size bytes (a constant <= STAGE_REC_MAX) in a free level of this
+ * CPU's stage, its level in *sp; NULL when none is free (a drop). */
+static __always_inline void *stage_reserve(struct cp_stage **sp, __u32 size)
+{
+	for (__u32 i = 0; i < STAGE_LEVELS; i++) {
+		__u32 k = i;
+		struct cp_stage *s = bpf_map_lookup_elem(&stages, &k);
+
+		if (!s)
+			break;
+		if (__sync_val_compare_and_swap(&s->busy, 0, 1))
+			continue;
+		if (s->len < sizeof(struct cp_hdr) || s->len + size > STAGE_BYTES)
+			cp_stage_flush(s);
+		*sp = s;
+		return s->buf + (s->len & (STAGE_BYTES - 1));
+	}
+	count_drop();
+	return NULL;
+}
+
+/* The record at the level's end is staged (at its header's size, at most
+ * max); the level is free again. */
+static __always_inline void stage_commit(struct cp_stage *s, const struct cp_hdr *h, __u32 max)
+{
+	__u32 size = h->size;
+
+	s->len += size < max ? size : max;
+	s->n++;
+	if (s->len >= STAGE_FLUSH)
+		cp_stage_flush(s);
+	barrier();
+	s->busy = 0;
+}
+
+/* The level is free again, nothing staged. */
+static __always_inline void stage_cancel(struct cp_stage *s)
+{
+	barrier();
+	s->busy = 0;
+}
+
+/* A fixed-size record with its header, staged, or NULL (a drop). */
+static __always_inline void *ev_stage(struct cp_stage **sp, __u16 type, __u16 size, __u64 ts)
+{
+	struct cp_hdr *h = stage_reserve(sp, size);
+
+	if (h)
+		hdr_fill(h, type, size, ts);
+	return h;
+}
+
+/* Records built in scratch (size bytes, at most STAGE_REC_MAX), staged. */
+static __always_inline void stage_copy(const void *src, __u64 size, __u32 nrec)
+{
+	struct cp_stage *s;
+	__u8 *dst = stage_reserve(&s, STAGE_REC_MAX);
+
+	if (!dst)
+		return;
+	barrier_var(size); /* bounded here, where the verifier sees it */
+	if (size > STAGE_REC_MAX)
+		size = STAGE_REC_MAX;
+	if (bpf_probe_read_kernel(dst, size, src)) {
+		stage_cancel(s);
+		count_drop();
+		return;
+	}
+	s->len += size;
+	s->n += nrec;
+	if (s->len >= STAGE_FLUSH)
+		cp_stage_flush(s);
+	barrier();
+	s->busy = 0;
 }
 
 /* A variable-size record built in scratch, sent at its size. */

@@ -174,6 +174,7 @@ __noinline int cp_blk_note(struct cp_task_slot *s, __u64 now)
 /* next runs again at now: its futex or poll block as a record. */
 __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64 now)
 {
+	struct cp_stage *stg;
 	struct cp_blocked *b;
 	__u8 kind;
 
@@ -182,7 +183,7 @@ __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64
 	b = &s->blk;
 	kind = b->code >> 8;
 	if (kind == INFLIGHT_FUTEX) {
-		struct cp_ev_futex *e = ring_reserve(sizeof(*e));
+		struct cp_ev_futex *e = stage_reserve(&stg, sizeof(*e));
 
 		if (!e)
 			goto lost;
@@ -197,9 +198,9 @@ __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64
 		e->phase = CP_PHASE_BLOCKED;
 		e->call = b->code & 0xff;
 		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-		ev_submit(e);
+		stage_commit(stg, &e->h, sizeof(*e));
 	} else if (kind == INFLIGHT_POLL) {
-		struct cp_ev_poll *e = ring_reserve(sizeof(*e));
+		struct cp_ev_poll *e = stage_reserve(&stg, sizeof(*e));
 
 		if (!e)
 			goto lost;
@@ -211,15 +212,14 @@ __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64
 		e->phase = CP_PHASE_BLOCKED;
 		e->call = b->code & 0xff;
 		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
-		ev_submit(e);
+		stage_commit(stg, &e->h, sizeof(*e));
 	} else {
 		return 0; /* a socket block waits for its data (blk_take) */
 	}
 	b->code = 0;
 	return 0;
 lost:
-	count_drop();
-	b->code = 0;
+	b->code = 0; /* stage_reserve counted it */
 	return 0;
 }
 
@@ -412,22 +412,20 @@ static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u
 		    tgid_is_target(prev_pid)) {
 			/* the switch says it all (CP_SW_PREV_CULPRIT) */
 			b->sw.flags = CP_SW_PREV_CULPRIT;
-			ev_output(&b->sw, sizeof(b->sw));
-		} else {
-			ev_output(b, offsetof(struct cp_switch_batch, c) +
-					 n * sizeof(struct cp_ev_runq_culprit));
+			n = 0;
 		}
+		/* the switch and its culprits, as records of the stage's batch */
+		stage_copy(&b->sw, sizeof(b->sw) + n * sizeof(struct cp_ev_runq_culprit), 1 + n);
 	} else {
-		struct cp_ev_sched_switch *e = ring_reserve(sizeof(*e));
+		struct cp_stage *stg;
+		struct cp_ev_sched_switch *e = stage_reserve(&stg, sizeof(*e));
 
-		if (!e) {
-			count_drop();
+		if (!e)
 			return;
-		}
 		switch_fill(btf, e, now, prev_pid, prev_tid, next_pid, next_tid, state, prev_state,
 			    comm_of);
 		e->flags = flags;
-		ev_submit(e);
+		stage_commit(stg, &e->h, sizeof(*e));
 	}
 }
 
@@ -555,6 +553,7 @@ static __always_inline int on_waking(bool btf, struct task_struct *p)
 {
 	__u32 pid = KREAD(btf, p, tgid), tid;
 	struct cp_ev_sched_waking *e;
+	struct cp_stage *stg;
 	struct irq_ctx *ic;
 	__u64 now;
 
@@ -564,7 +563,7 @@ static __always_inline int on_waking(bool btf, struct task_struct *p)
 	tid = KREAD(btf, p, pid);
 	if (!KREAD(btf, p, on_cpu))
 		rq_wait_begin(btf, p, pid, tid, KREAD(btf, p, thread_info.cpu), now);
-	e = ev_reserve(CP_EV_SCHED_WAKING, sizeof(*e), now);
+	e = ev_stage(&stg, CP_EV_SCHED_WAKING, sizeof(*e), now);
 	if (!e)
 		return 0;
 	e->wakee_pid = pid;
@@ -588,7 +587,7 @@ static __always_inline int on_waking(bool btf, struct task_struct *p)
 		e->waker_pid = e->h.pid;
 		e->waker_tid = e->h.tid;
 	}
-	ev_submit(e);
+	stage_commit(stg, &e->h, sizeof(*e));
 	return 0;
 }
 

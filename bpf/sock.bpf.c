@@ -209,6 +209,7 @@ static __always_inline int on_data_ready(bool btf, struct sock *sk)
 	__u64 key = (__u64)sk;
 	struct cp_ev_sk_data_ready *e;
 	struct cp_inflight info = {};
+	struct cp_stage *stg;
 
 	if (btf && cfg_lean) {
 		if (!lean_sock_known(sk))
@@ -216,7 +217,7 @@ static __always_inline int on_data_ready(bool btf, struct sock *sk)
 	} else if (!bpf_map_lookup_elem(&sock_states, &key)) {
 		return 0;
 	}
-	e = ev_reserve(CP_EV_SK_DATA_READY, sizeof(*e), bpf_ktime_get_ns());
+	e = ev_stage(&stg, CP_EV_SK_DATA_READY, sizeof(*e), bpf_ktime_get_ns());
 	if (!e)
 		return 0;
 	sk_info(btf, sk, &info);
@@ -236,7 +237,7 @@ static __always_inline int on_data_ready(bool btf, struct sock *sk)
 		e->rcv_nxt = BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt);
 	__builtin_memcpy(e->laddr, info.laddr, CP_ADDR_LEN);
 	__builtin_memcpy(e->raddr, info.raddr, CP_ADDR_LEN);
-	ev_submit(e);
+	stage_commit(stg, &e->h, sizeof(*e));
 	return 0;
 }
 

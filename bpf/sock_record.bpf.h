@@ -180,6 +180,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 				     struct cp_tls_slot *tls, __u32 unsent)
 {
 	const struct iovec *iov = NULL;
+	struct cp_stage *stg = NULL; /* staged, not reserved in the ring */
 	struct cp_ev_sock *e;
 	__u8 call = in->call;
 	int dir = call_dir(call);
@@ -220,12 +221,10 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		st->last_dir = dir;
 		st->last_short = 0;
 	} else if (st && !walk && limit <= PAYLOAD_SMALL) {
-		/* the default prefix: a reservation of its size */
-		e = ring_reserve(SOCK_SMALL);
-		if (!e) {
-			count_drop();
+		/* the default prefix: staged at its size */
+		e = stage_reserve(&stg, SOCK_SMALL);
+		if (!e)
 			goto out;
-		}
 		len = sock_payload(in, call, ret, e->payload, PAYLOAD_SMALL, tls, limit);
 		if (len && !tls)
 			len = tls_ciphertext_cut(e->payload, len);
@@ -236,7 +235,8 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 				st->every = 1;
 				/* the first HTTP/2 bytes, at the length of the transfers to come */
 				if (len < (__u64)ret && cfg_h2_payload_bytes > len) {
-					bpf_ringbuf_discard(e, 0);
+					stage_cancel(stg);
+					stg = NULL;
 					e = ring_reserve(sizeof(*e) + H2_ROOM);
 					if (!e) {
 						count_drop();
@@ -250,11 +250,16 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 			}
 		}
 	} else if (st) {
-		/* on HTTP/2, with room for the pieces */
-		e = walk ? ring_reserve(sizeof(*e) + H2_ROOM) : ring_reserve(sizeof(*e));
+		/* on HTTP/2, with room for the pieces (in the ring: too big to stage) */
+		if (walk) {
+			e = ring_reserve(sizeof(*e) + H2_ROOM);
+			if (!e)
+				count_drop();
+		} else {
+			e = stage_reserve(&stg, sizeof(*e));
+		}
 		if (!e) {
 			st->h2_sync = 0;
-			count_drop();
 			goto out;
 		}
 		len = sock_payload(in, call, ret, e->payload, CP_PAYLOAD_MAX, tls, limit);
@@ -267,11 +272,9 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 				st->every = 1;
 		}
 	} else {
-		e = ring_reserve(offsetof(struct cp_ev_sock, payload));
-		if (!e) {
-			count_drop();
+		e = stage_reserve(&stg, offsetof(struct cp_ev_sock, payload));
+		if (!e)
 			goto out;
-		}
 	}
 	/* walk: the record has H2_ROOM bytes of room past its payload */
 	if (walk && len && tls) /* an SSL_write's plaintext, all of it */
@@ -312,7 +315,10 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 	}
 	e->unsent = unsent;
 	e->payload_len = len;
-	ev_submit(e);
+	if (stg)
+		stage_commit(stg, &e->h, sizeof(*e));
+	else
+		ev_submit(e);
 out:
 	inflight_done(in);
 	return 0;

@@ -581,7 +581,8 @@ int rec_bpf__attach(struct rec_bpf *b)
 			    (strstr(bpf_program__name(p), "_exit") != NULL) != (pass == 0))
 				continue;
 			if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE ||
-			    bpf_program__type(p) == BPF_PROG_TYPE_CGROUP_SOCK_ADDR)
+			    bpf_program__type(p) == BPF_PROG_TYPE_CGROUP_SOCK_ADDR ||
+			    p == b->skel->progs.stage_flush_all)
 				continue;
 			l = bpf_program__attach(p);
 			if (!l) {
@@ -685,9 +686,32 @@ int rec_bpf__ring(struct rec_bpf *b, rec_event_fn fn, void *ctx)
 	return 0;
 }
 
+/* What the CPUs hold staged (bpf/common.h) goes to their rings:
+ * the flush program runs on each CPU in turn; a CPU where a program is midway
+ * is tried again, a few times (final: until it is done). */
+static void stages__flush(struct rec_bpf *b, bool final)
+{
+	int fd = bpf_program__fd(b->skel->progs.stage_flush_all);
+
+	if (fd < 0)
+		return;
+	for (int cpu = 0; cpu < b->nrings; cpu++) {
+		for (int tries = 0; tries < (final ? 1000 : 3); tries++) {
+			LIBBPF_OPTS(bpf_test_run_opts, o, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = cpu);
+
+			/* an offline CPU (ENXIO) stages nothing */
+			if (bpf_prog_test_run_opts(fd, &o) || !o.retval)
+				break;
+		}
+	}
+}
+
 int rec_bpf__poll(struct rec_bpf *b, int timeout_ms)
 {
-	int n = ring_buffer__poll(b->rb, timeout_ms);
+	int n;
+
+	stages__flush(b, timeout_ms == 0);
+	n = ring_buffer__poll(b->rb, timeout_ms);
 
 	/* records come without wakeups: take what is there */
 	if (n < 0)
