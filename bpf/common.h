@@ -260,18 +260,25 @@ static __always_inline void *stage_reserve(struct cp_stage **sp, __u32 size)
 	return NULL;
 }
 
-/* The record at the level's end is staged (at its header's size, at most
- * max); the level is free again. */
-static __always_inline void stage_commit(struct cp_stage *s, const struct cp_hdr *h, __u32 max)
+/* nrec records (size bytes, at most the size reserved) at the level's end
+ * are staged; the level is free again. */
+static __always_inline void stage_commit_n(struct cp_stage *s, __u32 size, __u32 nrec)
 {
-	__u32 size = h->size;
-
-	s->len += size < max ? size : max;
-	s->n++;
+	s->len += size;
+	s->n += nrec;
 	if (s->len >= STAGE_FLUSH)
 		cp_stage_flush(s);
 	barrier();
 	s->busy = 0;
+}
+
+/* The record at the level's end is staged, at its header's size (at most
+ * max, the size reserved). */
+static __always_inline void stage_commit(struct cp_stage *s, const struct cp_hdr *h, __u32 max)
+{
+	__u32 size = h->size;
+
+	stage_commit_n(s, size < max ? size : max, 1);
 }
 
 /* The level is free again, nothing staged. */
@@ -289,30 +296,6 @@ static __always_inline void *ev_stage(struct cp_stage **sp, __u16 type, __u16 si
 	if (h)
 		hdr_fill(h, type, size, ts);
 	return h;
-}
-
-/* Records built in scratch (size bytes, at most STAGE_REC_MAX), staged. */
-static __always_inline void stage_copy(const void *src, __u64 size, __u32 nrec)
-{
-	struct cp_stage *s;
-	__u8 *dst = stage_reserve(&s, STAGE_REC_MAX);
-
-	if (!dst)
-		return;
-	barrier_var(size); /* bounded here, where the verifier sees it */
-	if (size > STAGE_REC_MAX)
-		size = STAGE_REC_MAX;
-	if (bpf_probe_read_kernel(dst, size, src)) {
-		stage_cancel(s);
-		count_drop();
-		return;
-	}
-	s->len += size;
-	s->n += nrec;
-	if (s->len >= STAGE_FLUSH)
-		cp_stage_flush(s);
-	barrier();
-	s->busy = 0;
 }
 
 /* A variable-size record built in scratch, sent at its size. */

@@ -231,22 +231,16 @@ struct cp_culprit {
 	__u32 used;
 };
 
-/* A switch with its wait's culprits, sent as one CP_RING_BATCH. */
+/* A switch with its wait's culprits, built in the stage: the records, then
+ * the working set (staged past them but never sent). */
 struct cp_switch_batch {
-	struct cp_hdr batch;
 	struct cp_ev_sched_switch sw;
 	struct cp_ev_runq_culprit c[RQ_TOP + 1];
 	/* cp_rq_culprits' working set: on the stack the verifier would follow
 	 * every combination of its flags, near its instruction limit */
 	struct cp_culprit top[RQ_TOP];
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cp_switch_batch);
-} switch_scratch SEC(".maps");
+_Static_assert(sizeof(struct cp_switch_batch) <= STAGE_REC_MAX, "a switch batch is staged");
 
 static __always_inline void culprit_fill(struct cp_ev_runq_culprit *e, struct cp_rq_wait *wait,
 					 __u32 tid, __u64 now, __u32 cpid, __u32 ctid, __u64 ns)
@@ -383,23 +377,16 @@ static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u
 					unsigned int prev_state, struct task_struct *comm_of,
 					struct cp_rq_wait *wait, __u8 flags)
 {
-	__u32 zero = 0;
-
 	if (wait && now > wait->since) {
-		/* culprits from the CPU it waited on last: this one */
-		wait->cpu = bpf_get_smp_processor_id();
-		/* built aside and copied at its size: a wait has one or two */
-		struct cp_switch_batch *b = bpf_map_lookup_elem(&switch_scratch, &zero);
+		struct cp_stage *stg;
+		/* staged at its full size, committed at the size it takes */
+		struct cp_switch_batch *b = stage_reserve(&stg, sizeof(*b));
 		__u64 n;
 
-		if (!b) {
-			count_drop();
+		if (!b)
 			return;
-		}
-		b->batch.type = CP_RING_BATCH;
-		b->batch.size = sizeof(b->batch);
-		b->batch.cpu = b->batch.pid = b->batch.tid = 0;
-		b->batch.ts = now;
+		/* culprits from the CPU it waited on last: this one */
+		wait->cpu = bpf_get_smp_processor_id();
 		switch_fill(btf, &b->sw, now, prev_pid, prev_tid, next_pid, next_tid, state,
 			    prev_state, comm_of);
 		b->sw.flags = flags;
@@ -414,8 +401,7 @@ static __always_inline void switch_emit(bool btf, __u64 now, __u32 prev_pid, __u
 			b->sw.flags = CP_SW_PREV_CULPRIT;
 			n = 0;
 		}
-		/* the switch and its culprits, as records of the stage's batch */
-		stage_copy(&b->sw, sizeof(b->sw) + n * sizeof(struct cp_ev_runq_culprit), 1 + n);
+		stage_commit_n(stg, sizeof(b->sw) + n * sizeof(struct cp_ev_runq_culprit), 1 + n);
 	} else {
 		struct cp_stage *stg;
 		struct cp_ev_sched_switch *e = stage_reserve(&stg, sizeof(*e));

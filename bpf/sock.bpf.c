@@ -38,7 +38,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	struct cp_sock_state *st;
 	struct pt_regs *regs;
 	__u32 unsent = 0;
-	__u64 blocked, sent = 0;
+	__u64 blocked, sent = 0, now;
 	__u16 code;
 
 	if (!tgid_is_target(id >> 32))
@@ -64,7 +64,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	st = bpf_sk_storage_get(&sock_slots, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (st && !st->tgid)
 		st->tgid = id >> 32;
-	in.ts = blocked ? blocked : bpf_ktime_get_ns();
+	now = bpf_ktime_get_ns(); /* the call's return, and its record's time */
+	in.ts = blocked ? blocked : now;
 	in.pid = id >> 32;
 	in.kind = INFLIGHT_SOCK;
 	in.sk = (__u64)sk;
@@ -94,7 +95,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	in.peek = dir == SOCK_DIR_READ && (flags & MSG_PEEK);
 	if (dir == SOCK_DIR_READ && code)
 		go_read_conn(regs, id >> 32, &in);
-	return sock_emit(&in, ret, st, tls_current((__u32)id, dir, &in), unsent);
+	return sock_emit(&in, ret, st, tls_current((__u32)id, dir, &in), unsent, now);
 }
 
 SEC("tp_btf/sock_send_length")
@@ -170,7 +171,7 @@ static __always_inline int on_set_state(struct sock *sk, int old, int new)
 	in.kind = INFLIGHT_SOCK;
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
-	return sock_emit(&in, 0, NULL, NULL, 0);
+	return sock_emit(&in, 0, NULL, NULL, 0, in.ts);
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -183,13 +184,14 @@ int BPF_PROG(inet_sock_set_state_btf, const struct sock *sk, const int oldstate,
 /* A target's socket, by its state or a listening port: one load for others. */
 static __always_inline bool lean_sock_known(struct sock *sk)
 {
-	struct cp_sock_state *st = bpf_sk_storage_get(&sock_slots, sk, 0, 0);
 	__u16 family = sk->__sk_common.skc_family;
+	struct cp_sock_state *st;
 	__u32 tgid;
 
 	if (family != AF_INET && family != AF_INET6)
 		return false;
-	if (st)
+	/* a socket with no storage at all (most of a host's): no helper call */
+	if (sk->sk_bpf_storage && bpf_sk_storage_get(&sock_slots, sk, 0, 0))
 		return true;
 	if (sk->sk_protocol == IPPROTO_UDP)
 		tgid = udp_tgid[sk->__sk_common.skc_num];
@@ -342,7 +344,7 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		st = bpf_map_lookup_elem(&sock_states, &key);
 	}
 	return sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir, in),
-			 dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0);
+			 dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0, 0);
 out:
 	inflight_done(in);
 	return 0;
