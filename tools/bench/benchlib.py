@@ -185,3 +185,71 @@ def trailer(path):
     if d.returncode != 0 or not m:
         die(f"critpath dump {path}: no trailer (exit {d.returncode})")
     return {"events": int(m[1]), "metadata": int(m[2]), "lost": int(m[3])}
+
+
+OFFCPUTIME = "/usr/sbin/offcputime"
+BPFTRACE = "/usr/bin/bpftrace"
+HOOKS_BT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "critpath_hooks.bt")
+
+
+class Peer:
+    """A tracer of the target other than ours (offcputime, bpftrace, perf),
+    started and given `ready` seconds to attach (after `banner` appears in
+    its output, when given), then stopped by SIGINT; its output is kept."""
+
+    def __init__(self, args, ready, tmp, name, banner=None):
+        self.name = name
+        self.errpath = os.path.join(tmp, name + ".out")
+        self.err = open(self.errpath, "w")
+        self.proc = spawn(args, stdout=self.err, stderr=self.err, cwd=tmp)
+        for _ in range(1200 if banner else 0):
+            if self.proc.poll() is not None or banner in self.text():
+                break
+            time.sleep(0.05)
+        time.sleep(ready)
+        if self.proc.poll() is not None:
+            die(f"{name} exited with {self.proc.returncode}: {self.text()[-800:]}")
+
+    def text(self):
+        with open(self.errpath) as f:
+            return f.read()
+
+    def stop(self):
+        """Stops it; returns its output (the file is removed)."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+        text = self.text()
+        os.unlink(self.errpath)
+        return text
+
+
+def offcputime_peer(pid, tmp, name="offcputime"):
+    return Peer([OFFCPUTIME, "-p", str(pid)], 2.0, tmp, name)
+
+
+def bpftrace_peer(pids, tmp):
+    """tools/bench/critpath_hooks.bt (the default capture's tracepoints,
+    counted in maps) on one or two processes."""
+    return Peer([BPFTRACE, HOOKS_BT, *(str(p) for p in pids)], 1.0, tmp, "bpftrace",
+                banner="Attaching ")
+
+
+def bpftrace_counts(text):
+    """{hook: count} from critpath_hooks.bt's maps, printed when it stops."""
+    return {m[1]: int(m[2]) for m in re.finditer(r"^@(\w+): (\d+)$", text, re.M)}
+
+
+def peers_missing():
+    """Notes on the peers that cannot run here."""
+    out = []
+    if not os.access(OFFCPUTIME, os.X_OK):
+        out.append(f"offcputime: not run ({OFFCPUTIME} missing: Debian package libbpf-tools)")
+    if not os.access(BPFTRACE, os.X_OK):
+        out.append(f"bpftrace: not run ({BPFTRACE} missing: Debian package bpftrace, "
+                   "make deps installs it)")
+    return out
