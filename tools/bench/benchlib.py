@@ -238,6 +238,7 @@ class Peer:
 
     def stop(self):
         """Stops it; returns its output (the file is removed)."""
+        t0 = time.monotonic()
         self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(timeout=60)
@@ -246,6 +247,9 @@ class Peer:
             self.proc.wait()
         self.err.close()
         text = self.text()
+        if os.environ.get("BENCH_DEBUG_PEERS"):
+            print(f"{self.name}: stopped in {time.monotonic() - t0:.1f} s, exit "
+                  f"{self.proc.returncode}, output: {text[-1500:]!r}", file=sys.stderr)
         os.unlink(self.errpath)
         return text
 
@@ -358,4 +362,10 @@ def ratio_table(rows):
 
 def print_counts(counts, reqs, what="per request"):
     hits = sorted(((n, c / max(reqs, 1)) for n, c in counts.items() if c), key=lambda x: -x[1])
+    if not hits:
+        # seen twice on two processes, not reproduced: BENCH_DEBUG_PEERS=1
+        # prints the peers' output and how long they took to stop
+        print(f"bpftrace counted nothing ({'its maps all 0' if counts else 'no maps printed'}"
+              f"; BENCH_DEBUG_PEERS=1 shows its output): its row is not a measurement")
+        return
     print(f"bpftrace counted {what}: " + ", ".join(f"{n} {c:.2f}" for n, c in hits))
