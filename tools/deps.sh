@@ -9,7 +9,7 @@ pkgs=(
 	libssl-dev openssl liburing-dev libcapstone-dev libcurl4-openssl-dev
 	golang-go chromium memcached redis-server redis-tools libmemcached-tools wrk postgresql
 	mariadb-server mariadb-client nodejs dnsmasq-base nginx-light gunicorn nghttp2-server nghttp2-client
-	golang-google-grpc-dev libbpf-tools iproute2 nftables procps time linux-perf
+	golang-google-grpc-dev libbpf-tools bpftrace iproute2 nftables procps time linux-perf
 	php-fpm php-cgi unbound libclang-rt-14-dev socat varnish
 	clickhouse-server clickhouse-client
 )
