@@ -2,7 +2,7 @@
 /* The default capture sees waits at sched_switch, not at syscall entry and
  * exit (a syscall hook slows every syscall of the host): the blocked call is
  * read from the user registers and becomes a CP_PHASE_BLOCKED record on
- * resume, or a socket record's enter_ts (blk_take). */
+ * resume, or a socket record's enter_ts (blk_take, through a per-CPU stash). */
 #ifndef CRITPATH_BPF_BLOCKED_H
 #define CRITPATH_BPF_BLOCKED_H
 
@@ -77,20 +77,48 @@ static __always_inline __u16 syscall_code(long nr)
 int cp_blk_note(struct cp_task_slot *s, __u64 now);
 int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64 now);
 
-/* When the completing socket call blocked, else 0; the block is used up. */
-static __always_inline __u64 blk_take(struct task_struct *task, __u16 code, int fd)
+/* A socket block resumed on this CPU, kept per CPU by tid until its call's
+ * transfer takes it (blk_take): a per-CPU load where the task's storage
+ * would cost a helper call and its cold lines on every transfer. A thread
+ * preempted and moved before its call returns loses its block's start (the
+ * call's record then begins at its return), as does one whose slot another
+ * thread with the same low bits took on this CPU meanwhile. */
+struct cp_blk_stash {
+	__u64 ts;
+	__u32 tid; /* 0: free */
+	__s32 fd;
+	__u16 code;
+	__u16 __pad[3];
+};
+
+#define BLK_STASHES 8
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BLK_STASHES);
+	__type(key, __u32);
+	__type(value, struct cp_blk_stash);
+} blk_stashes SEC(".maps") __weak;
+
+static __always_inline struct cp_blk_stash *blk_stash(__u32 tid)
 {
-	struct cp_task_slot *s = task_slot(task, false);
-	struct cp_blocked *b;
+	__u32 k = tid & (BLK_STASHES - 1);
+
+	return bpf_map_lookup_elem(&blk_stashes, &k);
+}
+
+/* When the completing socket call of thread tid blocked, else 0; the block
+ * is used up. */
+static __always_inline __u64 blk_take(__u32 tid, __u16 code, int fd)
+{
+	struct cp_blk_stash *e = blk_stash(tid);
 	__u64 ts = 0;
 
-	if (!s || !s->blk.code)
+	if (!e || e->tid != tid)
 		return 0;
-	b = &s->blk;
-	if (b->code == code && (int)b->arg0 == fd)
-		ts = b->ts;
-	if (b->code >> 8 == INFLIGHT_SOCK)
-		b->code = 0;
+	if (e->code == code && e->fd == fd)
+		ts = e->ts;
+	e->tid = 0;
 	return ts;
 }
 

@@ -145,6 +145,16 @@ __noinline int cp_blk_note(struct cp_task_slot *s, __u64 now)
 	a3 = PT_REGS_PARM4_SYSCALL(regs);
 	if (b->code == code && b->arg0 == a0 && b->ts)
 		return 0; /* blocked again in the same call: it began at the first */
+	if (code >> 8 == INFLIGHT_SOCK) {
+		/* a socket call resumed here and blocking again keeps its start */
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		struct cp_blk_stash *e = blk_stash(tid);
+
+		if (e && e->tid == tid && e->code == code && e->fd == (int)a0) {
+			now = e->ts;
+			e->tid = 0;
+		}
+	}
 	b->ts = now;
 	b->code = code;
 	b->arg0 = a0;
@@ -213,8 +223,18 @@ __noinline int cp_blk_resume(struct cp_task_slot *s, __u32 pid, __u32 tid, __u64
 		e->call = b->code & 0xff;
 		__builtin_memset(e->__pad, 0, sizeof(e->__pad));
 		stage_commit(stg, &e->h, sizeof(*e));
+	} else if (kind == INFLIGHT_SOCK) {
+		/* its transfer's record takes it, on this CPU (blk_take) */
+		struct cp_blk_stash *e = blk_stash(tid);
+
+		if (e) {
+			e->ts = b->ts;
+			e->code = b->code;
+			e->fd = (int)b->arg0;
+			e->tid = tid;
+		}
 	} else {
-		return 0; /* a socket block waits for its data (blk_take) */
+		return 0;
 	}
 	b->code = 0;
 	return 0;

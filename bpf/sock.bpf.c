@@ -56,7 +56,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 		in.call = dir == SOCK_DIR_READ ? CP_SOCK_READ : CP_SOCK_WRITE;
 		in.fd = -1;
 	}
-	blocked = code ? blk_take(task, code, in.fd) : 0;
+	blocked = code ? blk_take((__u32)id, code, in.fd) : 0;
 	if (ret < 0 || (ret == 0 && dir == SOCK_DIR_WRITE))
 		return 0; /* an io_uring request's EAGAIN: it is retried later */
 	if (!code && cfg_uring)
