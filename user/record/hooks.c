@@ -106,6 +106,9 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
+	const char *dbg = getenv("CRITPATH_DEBUG_BPF");
+	/* =stats: the verifier's time, instructions and stack per program */
+	bool stats = dbg && !strcmp(dbg, "stats");
 	struct bpf_program *p;
 
 	b->nhooks = 0;
@@ -137,6 +140,8 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		size_t n = strlen(name);
 		char base[64];
 
+		if (stats)
+			bpf_program__set_log_level(p, 4);
 		if (!prog_in_capture(b, name)) {
 			bpf_program__set_autoload(p, false);
 			continue;
