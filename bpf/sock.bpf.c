@@ -351,7 +351,7 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 		st = bpf_map_lookup_elem(&sock_states, &key);
 	}
 	return cp_sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir, in),
-			 dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0);
+			    dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0);
 out:
 	inflight_done(in);
 	return 0;

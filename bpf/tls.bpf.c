@@ -118,7 +118,7 @@ int tls_enter(struct pt_regs *ctx)
 	return 0;
 }
 
-#define TLS_EMIT_SOCK 1  /* s has the connection */
+#define TLS_EMIT_SOCK 1	 /* s has the connection */
 #define TLS_EMIT_WRITE 2 /* a write's plaintext, else a read's */
 
 /* The plaintext prefix of a call that returned n bytes; h2: the connection's

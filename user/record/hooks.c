@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "critpath.skel.h"
@@ -75,13 +74,16 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-static bool btf_has_tp(const struct btf *vmlinux, const char *name)
+/* Whether the kernel has tracepoint tp for tp_btf, asked of libbpf for p,
+ * a program of the object: its lookup parses the kernel's BTF once for the
+ * load too, where a btf__load_vmlinux_btf of ours took ~50 ms more. */
+static bool prog_has_tp(struct bpf_program *p, const char *tp)
 {
-	char t[96];
-
-	snprintf(t, sizeof(t), "btf_trace_%s", name);
-	return vmlinux && btf__find_by_name_kind(vmlinux, t, BTF_KIND_TYPEDEF) > 0;
+	return p && !bpf_program__set_attach_target(p, 0, tp);
 }
+
+/* tp by its program tp_btf */
+#define HAS_TP(b, tp) prog_has_tp((b)->skel->progs.tp##_btf, #tp)
 
 static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
@@ -105,16 +107,14 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 
 static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
 	const char *dbg = getenv("CRITPATH_DEBUG_BPF");
 	/* =stats: the verifier's time, instructions and stack per program */
 	bool stats = dbg && !strcmp(dbg, "stats");
 	struct bpf_program *p;
 
 	b->nhooks = 0;
-	if (b->lean && (force_raw || !btf_has_tp(vmlinux, "sock_send_length") ||
-			!btf_has_tp(vmlinux, "sock_recv_length") ||
-			!btf_has_tp(vmlinux, "inet_sock_set_state"))) {
+	if (b->lean && (force_raw || !HAS_TP(b, sock_send_length) || !HAS_TP(b, sock_recv_length) ||
+			!HAS_TP(b, inet_sock_set_state))) {
 		cp_error(rec_cmd, "%s: recording every syscall from raw_syscalls",
 			force_raw
 			    ? "tp_btf did not load"
@@ -123,8 +123,8 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	}
 	b->skel->rodata->cfg_lean = b->lean;
 	/* io_uring's transfers are seen by the socket-layer programs only */
-	b->uring = b->lean && !b->uring_off[0] && btf_has_tp(vmlinux, "io_uring_submit_req") &&
-		   btf_has_tp(vmlinux, "io_uring_task_add");
+	b->uring = b->lean && !b->uring_off[0] && HAS_TP(b, io_uring_submit_req) &&
+		   HAS_TP(b, io_uring_task_add);
 	b->skel->rodata->cfg_uring = b->uring;
 	if (!b->uring) /* its 16384 preallocated entries, for nothing */
 		bpf_map__set_max_entries(b->skel->maps.uring_ops, 1);
@@ -147,7 +147,7 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 			continue;
 		}
 		if (n > 4 && !strcmp(name + n - 4, "_btf")) {
-			bool use = !force_raw && btf_has_tp(vmlinux, sec + strlen("tp_btf/"));
+			bool use = !force_raw && prog_has_tp(p, sec + strlen("tp_btf/"));
 
 			bpf_program__set_autoload(p, use);
 			snprintf(base, sizeof(base), "%.*s", (int)(n - 4), name);
@@ -183,7 +183,6 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		twin = bpf_object__find_program_by_name(b->skel->obj, tn);
 		bpf_program__set_autoload(p, !twin || !bpf_program__autoload(twin));
 	}
-	btf__free(vmlinux);
 	return 0;
 }
 
