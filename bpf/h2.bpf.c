@@ -192,6 +192,68 @@ static long h2_frame(__u32 i, void *ctx)
 	return 0;
 }
 
+/* Follows the frames whole in prefix p (flat bytes of a transfer of ret)
+ * from the scratch walk's w->off. Global: verified once; inlined, each of its
+ * exits was verified again through the rest of cp_h2_walk (~0.3 s a program). */
+__noinline int cp_h2_prefix(struct h2_room *p, __u32 flat, __u64 ret)
+{
+	__u32 zero = 0;
+	struct h2_scratch *s = bpf_map_lookup_elem(&h2_scratch, &zero);
+	struct h2_walk *w;
+	__s64 off;
+
+	if (!p || !s)
+		return 0;
+	w = &s->w;
+	off = w->off;
+	for (int i = 0; i < H2_WALK_FRAMES; i++) {
+		const __u8 *h = &p->b[off & (CP_PAYLOAD_MAX - 1)];
+		__s64 flen;
+
+		if (off + H2_HDR > flat || off > CP_PAYLOAD_MAX - H2_HDR)
+			break;
+		flen = h2_frame_len(h);
+		if (flen < 0) {
+			w->lost = 1;
+			break;
+		}
+		if (h2_has_block(h[3]) && off + H2_HDR + flen > flat)
+			break; /* a header block that goes on past the prefix */
+		off += H2_HDR + flen;
+	}
+	w->off = off;
+	w->done = off >= (__s64)ret;
+	return 0;
+}
+
+/* The iovecs' offsets in the transfer into the scratch walk; past the last
+ * one read, empty ones. Global for cp_h2_walk's stack (a socket program's
+ * chain of calls has 512 bytes) and verified once. */
+__noinline int cp_h2_iovs(__u64 uiov, __u64 ret)
+{
+	__u32 zero = 0;
+	struct h2_scratch *s = bpf_map_lookup_elem(&h2_scratch, &zero);
+	bool stop = !uiov;
+	__u64 at = 0;
+
+	if (!s)
+		return 0;
+	for (int i = 0; i < GATHER_IOVS; i++) {
+		struct iovec v;
+
+		s->w.start[i] = at;
+		if (stop || at >= ret ||
+		    bpf_probe_read_user(&v, sizeof(v), (void *)uiov + i * sizeof(v))) {
+			stop = true;
+			continue;
+		}
+		s->w.base[i] = (__u64)v.iov_base;
+		at += v.iov_len;
+	}
+	s->w.start[GATHER_IOVS] = at;
+	return 0;
+}
+
 /* Follows a transfer's frames past prefix p (from buf or iovecs uiov),
  * appends the pieces; returns their bytes. */
 __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf, __u64 uiov,
@@ -224,46 +286,10 @@ __noinline int cp_h2_walk(struct cp_sock_state *st, struct h2_room *p, __u64 buf
 		return 0;
 	}
 	/* frames whole in the prefix are read there; the rest are bpf_loop's */
-	if (!w->npart) {
-		__s64 off = w->off;
-
-		for (int i = 0; i < H2_WALK_FRAMES; i++) {
-			const __u8 *h = &p->b[off & (CP_PAYLOAD_MAX - 1)];
-			__s64 flen;
-
-			if (off + H2_HDR > flat || off > CP_PAYLOAD_MAX - H2_HDR)
-				break;
-			flen = h2_frame_len(h);
-			if (flen < 0) {
-				w->lost = 1;
-				break;
-			}
-			if (h2_has_block(h[3]) && off + H2_HDR + flen > flat)
-				break; /* a header block that goes on past the prefix */
-			off += H2_HDR + flen;
-		}
-		w->off = off;
-		w->done = off >= (__s64)ret;
-	}
-	if (!buf && !w->done && !w->lost) {
-		__u64 at = 0;
-		bool stop = !uiov;
-
-		/* the iovecs' offsets; past the last one read, empty ones */
-		for (int i = 0; i < GATHER_IOVS; i++) {
-			struct iovec v;
-
-			w->start[i] = at;
-			if (stop || at >= ret ||
-			    bpf_probe_read_user(&v, sizeof(v), (void *)uiov + i * sizeof(v))) {
-				stop = true;
-				continue;
-			}
-			w->base[i] = (__u64)v.iov_base;
-			at += v.iov_len;
-		}
-		w->start[GATHER_IOVS] = at;
-	}
+	if (!w->npart)
+		cp_h2_prefix(p, flat, ret);
+	if (!buf && !w->done && !w->lost)
+		cp_h2_iovs(uiov, ret);
 	if (!w->done && !w->lost)
 		bpf_loop(H2_LOOP_FRAMES, h2_frame, NULL, 0);
 	if (w->done && !w->lost) {

@@ -13,6 +13,16 @@ __u32 udp_tgid[65536];
 /* the io_uring programs are attached (uring_take) */
 const volatile __u8 cfg_uring = 0;
 
+/* sock_emit, global: verified once, not again along every path of the
+ * programs calling it. */
+__noinline int cp_sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
+			    struct cp_tls_slot *tls, __u32 unsent)
+{
+	if (!in)
+		return 0;
+	return sock_emit(in, ret, st, tls, unsent);
+}
+
 /* A write's bytes that all left in one packet during the call: their
  * departure stamp (a time before they can have arrived) as the call's time,
  * where the record's time would be after they left. */
@@ -95,7 +105,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, int d
 	in.peek = dir == SOCK_DIR_READ && (flags & MSG_PEEK);
 	if (dir == SOCK_DIR_READ && code)
 		go_read_conn(regs, id >> 32, &in);
-	return sock_emit(&in, ret, st, tls_current((__u32)id, dir, &in), unsent, now);
+	in.rec_ts = now;
+	return cp_sock_emit(&in, ret, st, tls_current((__u32)id, dir, &in), unsent);
 }
 
 SEC("tp_btf/sock_send_length")
@@ -171,7 +182,8 @@ static __always_inline int on_set_state(struct sock *sk, int old, int new)
 	in.kind = INFLIGHT_SOCK;
 	in.sk = (__u64)sk;
 	sk_read_info(sk, &in);
-	return sock_emit(&in, 0, NULL, NULL, 0, in.ts);
+	in.rec_ts = in.ts;
+	return sock_emit(&in, 0, NULL, NULL, 0); /* inline: mostly constants */
 }
 
 SEC("tp_btf/inet_sock_set_state")
@@ -343,8 +355,8 @@ static __always_inline int sock_exit(struct cp_inflight *in, long ret)
 
 		st = bpf_map_lookup_elem(&sock_states, &key);
 	}
-	return sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir, in),
-			 dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0, 0);
+	return cp_sock_emit(in, ret, st, tls_current((__u32)bpf_get_current_pid_tgid(), dir, in),
+			    dir == SOCK_DIR_WRITE && ret > 0 ? tcp_unsent(sk, in->family) : 0);
 out:
 	inflight_done(in);
 	return 0;

@@ -174,10 +174,11 @@ static __always_inline void tls_read_note(struct cp_tls_slot *tls, struct cp_inf
 	CONN_COPY(tls, in);
 }
 
-/* The call's record at now (0: the clock's now); st: the socket's state
- * (NULL: no payload); tls: the TLS call moving data the same way (NULL: none). */
+/* The call's record, at in->rec_ts (0: the clock's now); st: the socket's
+ * state (NULL: no payload); tls: the TLS call moving data the same way
+ * (NULL: none). */
 static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp_sock_state *st,
-				     struct cp_tls_slot *tls, __u32 unsent, __u64 now)
+				     struct cp_tls_slot *tls, __u32 unsent)
 {
 	const struct iovec *iov = NULL;
 	struct cp_stage *stg = NULL; /* staged, not reserved in the ring */
@@ -284,7 +285,7 @@ static __always_inline int sock_emit(struct cp_inflight *in, long ret, struct cp
 		pieces = cp_h2_walk(st, (struct h2_room *)e->payload, iov ? 0 : payload_buf(in),
 				    (__u64)iov, H2_XFER(ret, len, dir == SOCK_DIR_WRITE, 0));
 	hdr_fill(&e->h, CP_EV_SOCK, CP_ALIGN(offsetof(struct cp_ev_sock, payload) + len + pieces),
-		 now ?: bpf_ktime_get_ns());
+		 in->rec_ts ?: bpf_ktime_get_ns());
 	e->enter_ts = in->ts;
 	e->bytes = ret;
 	e->fd = in->fd;

@@ -34,8 +34,9 @@ struct cp_inflight {
 	__u32 tcp_seq;
 	__u8 laddr[CP_ADDR_LEN];
 	__u8 raddr[CP_ADDR_LEN];
+	__u64 rec_ts; /* sock: the record's time when its program read the clock already */
 };
-CP_ASSERT_SIZE(struct cp_inflight, 96);
+CP_ASSERT_SIZE(struct cp_inflight, 104);
 
 /* cfg_sys_calls[nr] = kind << 8 | call; 0: not traced */
 #define CP_SYS_TABLE 1024

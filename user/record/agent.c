@@ -817,6 +817,7 @@ int cmd_agent(int argc, char **argv)
 		return 1;
 	}
 	s->cmd = CMD;
+	s->t0 = clock__mono_ns();
 	s->go_fd = -1;
 	a->s = s;
 	a->every_ns = 60000000000ull;
@@ -859,6 +860,8 @@ int cmd_agent(int argc, char **argv)
 	ret = args ? check(a, &url, &hdrs) : 1;
 	if (!args)
 		cp_error(CMD, "out of memory");
+	if (!ret) /* the programs load while the targets are found, the exporter starts */
+		rec_session__load_start(s);
 	if (!ret && watching(a))
 		scan(a, false);
 	a->profile_rate = to.profile;
@@ -888,14 +891,16 @@ int cmd_agent(int argc, char **argv)
 	if (!ret) {
 		a->res.host = s->info.host;
 		/* the status lines' CPU share is the running agent's, not
-		 * its start's (loading the programs takes 1-6 s of CPU) */
+		 * its start's (loading the programs takes ~0.3 s of CPU) */
 		a->last_status = clock__mono_ns();
 		a->last_cpu_ns = self_cpu_ns();
 		if (!s->o.quiet && !rec_stop_signal)
 			cp_error(CMD,
-				"following %d process%s%s; exporting to %s%s%s; Ctrl-C to stop",
+				"following %d process%s%s (attached in %.2f s); exporting to %s%s%s; "
+				"Ctrl-C to stop",
 				rec__live_targets(s->r), rec__live_targets(s->r) == 1 ? "" : "es",
 				watching(a) ? " and the ones that match as they start" : "",
+				s->attach_ns / 1e9,
 				url ? exporter__url_shown(url, shown, sizeof(shown))
 				    : "(nowhere: no --otlp)",
 				a->store ? "; storing into " : "",

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,6 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "critpath.skel.h"
@@ -75,13 +75,16 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-static bool btf_has_tp(const struct btf *vmlinux, const char *name)
+/* Whether the kernel has tracepoint tp for tp_btf, asked of libbpf for p,
+ * a program of the object: its lookup parses the kernel's BTF once for the
+ * load too, where a btf__load_vmlinux_btf of ours took ~50 ms more. */
+static bool prog_has_tp(struct bpf_program *p, const char *tp)
 {
-	char t[96];
-
-	snprintf(t, sizeof(t), "btf_trace_%s", name);
-	return vmlinux && btf__find_by_name_kind(vmlinux, t, BTF_KIND_TYPEDEF) > 0;
+	return p && !bpf_program__set_attach_target(p, 0, tp);
 }
+
+/* tp by its program tp_btf */
+#define HAS_TP(b, tp) prog_has_tp((b)->skel->progs.tp##_btf, #tp)
 
 static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 {
@@ -105,13 +108,14 @@ static bool prog_in_capture(const struct rec_bpf *b, const char *name)
 
 static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
+	const char *dbg = getenv("CRITPATH_DEBUG_BPF");
+	/* =stats: the verifier's time, instructions and stack per program */
+	bool stats = dbg && !strcmp(dbg, "stats");
 	struct bpf_program *p;
 
 	b->nhooks = 0;
-	if (b->lean && (force_raw || !btf_has_tp(vmlinux, "sock_send_length") ||
-			!btf_has_tp(vmlinux, "sock_recv_length") ||
-			!btf_has_tp(vmlinux, "inet_sock_set_state"))) {
+	if (b->lean && (force_raw || !HAS_TP(b, sock_send_length) || !HAS_TP(b, sock_recv_length) ||
+			!HAS_TP(b, inet_sock_set_state))) {
 		cp_error(rec_cmd, "%s: recording every syscall from raw_syscalls",
 			force_raw
 			    ? "tp_btf did not load"
@@ -120,8 +124,8 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 	}
 	b->skel->rodata->cfg_lean = b->lean;
 	/* io_uring's transfers are seen by the socket-layer programs only */
-	b->uring = b->lean && !b->uring_off[0] && btf_has_tp(vmlinux, "io_uring_submit_req") &&
-		   btf_has_tp(vmlinux, "io_uring_task_add");
+	b->uring = b->lean && !b->uring_off[0] && HAS_TP(b, io_uring_submit_req) &&
+		   HAS_TP(b, io_uring_task_add);
 	b->skel->rodata->cfg_uring = b->uring;
 	if (!b->uring) /* its 16384 preallocated entries, for nothing */
 		bpf_map__set_max_entries(b->skel->maps.uring_ops, 1);
@@ -137,12 +141,14 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		size_t n = strlen(name);
 		char base[64];
 
+		if (stats)
+			bpf_program__set_log_level(p, 4);
 		if (!prog_in_capture(b, name)) {
 			bpf_program__set_autoload(p, false);
 			continue;
 		}
 		if (n > 4 && !strcmp(name + n - 4, "_btf")) {
-			bool use = !force_raw && btf_has_tp(vmlinux, sec + strlen("tp_btf/"));
+			bool use = !force_raw && prog_has_tp(p, sec + strlen("tp_btf/"));
 
 			bpf_program__set_autoload(p, use);
 			snprintf(base, sizeof(base), "%.*s", (int)(n - 4), name);
@@ -178,7 +184,6 @@ static int hooks__choose(struct rec_bpf *b, bool force_raw, const char *why)
 		twin = bpf_object__find_program_by_name(b->skel->obj, tn);
 		bpf_program__set_autoload(p, !twin || !bpf_program__autoload(twin));
 	}
-	btf__free(vmlinux);
 	return 0;
 }
 
@@ -274,22 +279,104 @@ static int skel__open_config(struct rec_bpf *b, const struct rec_bpf_opts *o)
 	return bpf_map__set_max_entries(b->skel->maps.rings, b->nrings);
 }
 
-/* The CPUs' ring buffers, into the loaded object's rings map. */
-static int rings__create(struct rec_bpf *b)
+/* The CPUs' ring buffers (created beside the load: premade_main). */
+static int rings__make(struct rec_bpf *b)
 {
-	int outer = bpf_map__fd(b->skel->maps.rings);
-
 	for (int i = 0; i < b->nrings; i++) {
-		uint32_t key = i;
 		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "cp_ring", 0, 0, b->ring_bytes, NULL);
 
 		if (fd < 0)
 			return -errno;
 		b->ring_fds[i] = fd;
-		if (bpf_map_update_elem(outer, &key, &fd, BPF_ANY))
+	}
+	return 0;
+}
+
+/* The rings into the loaded object's rings map. */
+static int rings__insert(struct rec_bpf *b)
+{
+	int outer = bpf_map__fd(b->skel->maps.rings);
+
+	for (int i = 0; i < b->nrings; i++) {
+		uint32_t key = i;
+
+		if (bpf_map_update_elem(outer, &key, &b->ring_fds[i], BPF_ANY))
 			return -errno;
 	}
 	return 0;
+}
+
+/* Maps made in a thread while hooks__choose parses the kernel's BTF: the
+ * preallocated hashes (an LRU fills its lists at creation: ~40 ms in all)
+ * and the rings (~13 ms). libbpf then takes the hashes as made. */
+#define MAX_PREMADE 32
+
+struct premade {
+	struct rec_bpf *b;
+	pthread_t thread;
+	int n;
+	struct bpf_map *map[MAX_PREMADE];
+	int fd[MAX_PREMADE];
+	struct {
+		enum bpf_map_type type;
+		char name[16];
+		uint32_t key, value, max, flags;
+	} def[MAX_PREMADE];
+	int ring_err;
+};
+
+static void *premade_main(void *arg)
+{
+	struct premade *pm = arg;
+
+	for (int i = 0; i < pm->n; i++) {
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = pm->def[i].flags);
+
+		/* on failure libbpf creates it, and says why */
+		pm->fd[i] = bpf_map_create(pm->def[i].type, pm->def[i].name, pm->def[i].key,
+					   pm->def[i].value, pm->def[i].max, &o);
+	}
+	pm->ring_err = rings__make(pm->b);
+	return NULL;
+}
+
+/* Starts the thread on the open object's hash maps (their sizes final; not
+ * uring_ops, which hooks__choose may shrink). 0: not started. */
+static int premade__start(struct premade *pm, struct rec_bpf *b)
+{
+	struct bpf_map *m;
+
+	pm->b = b;
+	bpf_object__for_each_map(m, b->skel->obj)
+	{
+		enum bpf_map_type t = bpf_map__type(m);
+
+		if ((t != BPF_MAP_TYPE_HASH && t != BPF_MAP_TYPE_LRU_HASH) ||
+		    m == b->skel->maps.uring_ops || pm->n >= MAX_PREMADE)
+			continue;
+		pm->map[pm->n] = m;
+		pm->def[pm->n].type = t;
+		snprintf(pm->def[pm->n].name, sizeof(pm->def[pm->n].name), "%s", bpf_map__name(m));
+		pm->def[pm->n].key = bpf_map__key_size(m);
+		pm->def[pm->n].value = bpf_map__value_size(m);
+		pm->def[pm->n].max = bpf_map__max_entries(m);
+		pm->def[pm->n].flags = bpf_map__map_flags(m);
+		pm->n++;
+	}
+	return !pthread_create(&pm->thread, NULL, premade_main, pm);
+}
+
+/* Joins the thread; the object reuses the maps it made. */
+static int premade__finish(struct premade *pm)
+{
+	pthread_join(pm->thread, NULL);
+	for (int i = 0; i < pm->n; i++) {
+		if (pm->fd[i] < 0)
+			continue;
+		bpf_map__reuse_fd(pm->map[i], pm->fd[i]); /* a dup: ours is closed */
+		close(pm->fd[i]);
+	}
+	return pm->ring_err;
 }
 
 static int skel__reload(struct rec_bpf *b, const struct rec_bpf_opts *o, bool force_raw,
@@ -332,8 +419,9 @@ static int load_without_uring(struct rec_bpf *b, const struct rec_bpf_opts *o, i
 
 int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 {
+	struct premade pm = {};
 	struct rec_bpf *b;
-	int err;
+	int err, ring_err, premade;
 
 	libbpf_set_print(libbpf_quiet);
 	b = calloc(1, sizeof(*b));
@@ -351,7 +439,9 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 	err = skel__open_config(b, o);
 	if (err)
 		goto cleanup;
+	premade = premade__start(&pm, b);
 	hooks__choose(b, false, NULL);
+	ring_err = premade ? premade__finish(&pm) : rings__make(b);
 	err = critpath_bpf__load(b->skel);
 	if (err && b->tls)
 		err = load_without_tls(b, o, err);
@@ -375,7 +465,7 @@ int rec_bpf__open_load(struct rec_bpf **out, const struct rec_bpf_opts *o)
 			goto cleanup;
 		}
 	}
-	err = rings__create(b);
+	err = ring_err ?: rings__insert(b);
 	if (err) {
 		cp_error(rec_cmd,
 			"cannot create the ring buffers (%u MiB each): %s",

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,41 @@ static uint64_t file_size(const char *path)
 	return n > 0 ? (uint64_t)n : 0;
 }
 
+static void *load_main(void *arg)
+{
+	struct rec_session *s = arg;
+	sigset_t stop;
+
+	/* the stop signals go to the main thread: one here would abort the
+	 * verifier (EAGAIN) and libbpf would load again */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	s->load_err = rec_bpf__open_load(&s->r->bpf, &s->o.bo);
+	return NULL;
+}
+
+void rec_session__load_start(struct rec_session *s)
+{
+	if (s->loading || s->r->bpf || rec_meta__missing_privilege())
+		return;
+	rec_cmd = s->cmd;
+	/* no thread: rec_session__load loads in line */
+	s->loading = !pthread_create(&s->loader, NULL, load_main, s);
+}
+
+/* The loader's result, or the load itself when no thread ran it. */
+static int load_wait(struct rec_session *s)
+{
+	if (!s->loading)
+		return s->r->bpf ? 0 : rec_bpf__open_load(&s->r->bpf, &s->o.bo);
+	pthread_join(s->loader, NULL);
+	s->loading = false;
+	return s->load_err;
+}
+
 /* Checks that need no BPF, the host's facts, the output. 0 or 1. */
 int rec_session__open(struct rec_session *s)
 {
@@ -181,6 +217,7 @@ int rec_session__open(struct rec_session *s)
 		}
 		rec__target_add(r, s->o.pids[i], true);
 	}
+	rec_session__load_start(s); /* the /proc walk and the rest meanwhile */
 	err = rec__add_children(r);
 	if (err) {
 		cp_error(s->cmd, "cannot list the targets' child processes: %s",
@@ -246,7 +283,7 @@ int rec_session__open(struct rec_session *s)
 int rec_session__load(struct rec_session *s)
 {
 	struct recorder *r = s->r;
-	int err = rec_bpf__open_load(&r->bpf, &s->o.bo);
+	int err = load_wait(s);
 
 	if (err)
 		return 1;
@@ -308,6 +345,7 @@ int rec_session__attach(struct rec_session *s)
 	if (s->probes && attach_probes(r, s->probes, s->o.cmd ? s->o.cmd[0] : NULL))
 		return 1;
 	s->start = clock__mono_ns();
+	s->attach_ns = s->start - s->t0;
 	r->last_check = s->attached;
 	if (s->o.duration > 0)
 		s->deadline = s->start + (uint64_t)(s->o.duration * 1e9);
@@ -326,9 +364,9 @@ int rec_session__attach(struct rec_session *s)
 		s->go_fd = -1;
 	}
 	if (!r->quiet && !s->tap)
-		cp_error(s->cmd, "recording %d process%s to %s%s", r->ntargets,
-			r->ntargets == 1 ? "" : "es", r->out,
-			s->deadline ? "" : " (Ctrl-C to stop)");
+		cp_error(s->cmd, "recording %d process%s to %s (attached in %.2f s%s)",
+			r->ntargets, r->ntargets == 1 ? "" : "es", r->out, s->attach_ns / 1e9,
+			s->deadline ? "" : "; Ctrl-C to stop");
 	return 0;
 }
 
@@ -433,6 +471,8 @@ void rec_session__free(struct rec_session *s)
 {
 	struct recorder *r = s->r;
 
+	if (s->loading) /* stopped before the load's end: its object is freed below */
+		load_wait(s);
 	if (s->go_fd >= 0)
 		close(s->go_fd); /* the child sees EOF and exits */
 	if (r && r->child > 0) {
@@ -465,8 +505,10 @@ int cmd_record(int argc, char **argv)
 	int ret;
 
 	rec_session__catch_signals();
-	if (s)
+	if (s) {
 		s->cmd = "record";
+		s->t0 = clock__mono_ns();
+	}
 	if (!s || !(s->r = calloc(1, sizeof(*s->r)))) {
 		cp_error(rec_cmd, "out of memory");
 		free(s);
