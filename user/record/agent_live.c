@@ -44,9 +44,11 @@ struct batch {
 	bool last;
 };
 
+/* A record held: in the buffer (kept from earlier batches) or in the batch
+ * being analysed, which keep_from() copies what stays of before it goes. */
 struct held_rec {
 	uint64_t ts;
-	uint64_t off;
+	const struct cp_hdr *h;
 };
 
 struct live {
@@ -70,6 +72,7 @@ struct live {
 	/* the reorder buffer: records held, and their order */
 	uint8_t *buf, *buf2; /* buf2: the spare release() copies into */
 	size_t nbuf, capbuf, capbuf2;
+	size_t nheld; /* bytes of the records held, in buf and the batch */
 	struct held_rec *ix, *tmp;
 	uint32_t nix, capix;
 	uint64_t released;
@@ -105,25 +108,21 @@ static int grow_buf(uint8_t **p, size_t *cap, size_t need)
 	return 0;
 }
 
-/* A batch's records join the ones held */
+/* A batch's records join the ones held, where they are (only those not
+ * released are copied, by keep_from) */
 static int hold(struct live *l, const struct batch *b)
 {
-	size_t base = l->nbuf;
-
 	if (!b->len) /* a quiet 10 ms: its buffer may never have been made */
 		return 0;
-	if (grow_buf(&l->buf, &l->capbuf, l->nbuf + b->len))
-		return -ENOMEM;
-	memcpy(l->buf + base, b->buf, b->len);
 	for (size_t o = 0; o < b->len;) {
 		const struct cp_hdr *h = (const void *)(b->buf + o);
 
 		if (grow_array((void **)&l->ix, &l->capix, l->nix + 1, sizeof(*l->ix), 4096))
 			return -ENOMEM;
-		l->ix[l->nix++] = (struct held_rec){h->ts, base + o};
+		l->ix[l->nix++] = (struct held_rec){h->ts, h};
 		o += h->size;
 	}
-	l->nbuf += b->len;
+	l->nheld += b->len;
 	return 0;
 }
 
@@ -185,16 +184,16 @@ static int keep_from(struct live *l, uint32_t k)
 
 	if (k == l->nix) {
 		l->nix = 0;
-		l->nbuf = 0;
+		l->nbuf = l->nheld = 0;
 		return 0;
 	}
-	if (grow_buf(&l->buf2, &l->capbuf2, l->capbuf))
+	if (grow_buf(&l->buf2, &l->capbuf2, l->nheld))
 		return -ENOMEM;
 	for (uint32_t i = k; i < l->nix; i++) {
-		const struct cp_hdr *h = (const void *)(l->buf + l->ix[i].off);
+		const struct cp_hdr *h = l->ix[i].h;
 
 		memcpy(l->buf2 + o, h, h->size);
-		l->ix[i - k] = (struct held_rec){h->ts, o};
+		l->ix[i - k] = (struct held_rec){h->ts, (const struct cp_hdr *)(l->buf2 + o)};
 		o += h->size;
 	}
 	t = l->buf;
@@ -203,7 +202,7 @@ static int keep_from(struct live *l, uint32_t k)
 	c = l->capbuf;
 	l->capbuf = l->capbuf2;
 	l->capbuf2 = c;
-	l->nbuf = o;
+	l->nbuf = l->nheld = o;
 	l->nix -= k;
 	return 0;
 }
@@ -218,7 +217,7 @@ static int release(struct agent *a, uint64_t cut)
 	if (err)
 		return err;
 	while (k < l->nix && l->ix[k].ts <= cut) {
-		const struct cp_hdr *h = (const void *)(l->buf + l->ix[k].off);
+		const struct cp_hdr *h = l->ix[k].h;
 
 		if (h->type < CP_MD_PROCESS && h->ts < l->released)
 			cnt_add(a->late, 1);
@@ -231,7 +230,7 @@ static int release(struct agent *a, uint64_t cut)
 			l->released = h->ts;
 		k++;
 	}
-	return k ? keep_from(l, k) : 0;
+	return keep_from(l, k); /* the batch's records kept go to the buffer */
 }
 
 /* --- requests -------------------------------------------------------------- */
