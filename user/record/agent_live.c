@@ -6,6 +6,7 @@
  * SCHED_OTHER when it falls behind. The queue is a single-producer ring
  * without a lock: a starved SCHED_IDLE thread never holds what the loop
  * waits for, and while the loop waits for a slot the rings fill, counted. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -61,6 +62,7 @@ struct live {
 	uint64_t filling_ns; /* when the loop's batch got its first record */
 	/* the loop's own */
 	bool started, use_idle, urgent;
+	int off_targets; /* the analysis's CPUs, none of the targets' (0: any) */
 	uint64_t waits, raised;
 	/* the analysis thread's own */
 	struct kpath *kp;
@@ -658,6 +660,41 @@ void live__post(struct agent *a, uint64_t cut)
 	l->filling_ns = 0;
 }
 
+/* The CPUs this process may use that none of the targets' threads may: the
+ * analysis runs there when there are any (servers pinned to some CPUs), off
+ * the servers' CPUs entirely, besides at SCHED_IDLE. */
+static bool cpus_off_targets(struct agent *a, cpu_set_t *off)
+{
+	const struct recorder *r = a->s->r;
+	cpu_set_t on, t;
+	char path[64];
+	int n = 0;
+
+	CPU_ZERO(&on);
+	for (int i = 0; i < r->ntargets; i++) {
+		struct dirent *d;
+		DIR *dir;
+
+		if (r->targets[i].dead)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task", r->targets[i].pid);
+		if (!(dir = opendir(path)))
+			continue; /* gone */
+		while ((d = readdir(dir)))
+			if (d->d_name[0] != '.' && !sched_getaffinity(atoi(d->d_name), sizeof(t), &t)) {
+				CPU_OR(&on, &on, &t);
+				n++;
+			}
+		closedir(dir);
+	}
+	if (!n || sched_getaffinity(0, sizeof(*off), off))
+		return false;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &on))
+			CPU_CLR(c, off);
+	return CPU_COUNT(off) > 0;
+}
+
 int live__start(struct agent *a)
 {
 	struct cp_sink sink = {
@@ -670,6 +707,7 @@ int live__start(struct agent *a)
 	};
 	struct sched_param sp = {0};
 	struct live *l = calloc(1, sizeof(*l));
+	cpu_set_t cpus;
 	sigset_t all, old;
 	int err;
 
@@ -701,6 +739,8 @@ int live__start(struct agent *a)
 	if (err)
 		return err;
 	l->started = true;
+	if (cpus_off_targets(a, &cpus) && !pthread_setaffinity_np(l->th, sizeof(cpus), &cpus))
+		l->off_targets = CPU_COUNT(&cpus);
 	/* the agent runs as root: it can leave SCHED_IDLE again */
 	l->use_idle = !pthread_setschedparam(l->th, SCHED_IDLE, &sp);
 	return 0;
