@@ -815,10 +815,12 @@ void kp__conn_prune(struct kp_conn *c, uint64_t before)
 	while (n + 1 < c->nwr && c->wr[n].exit < before)
 		n++;
 	kp__win_drop((void **)&c->wr, &c->wroff, &c->nwr, n, sizeof(*c->wr));
-	kp__win_fit((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, sizeof(*c->wr));
+	kp__win_fit((void **)&c->wr, &c->wroff, &c->capwr, c->nwr, c->nwr + n, &c->wrpeak,
+		    sizeof(*c->wr));
 	n = 0;
 	while (n + 1 < c->ndr && c->dr[n].ts < before)
 		n++;
 	kp__win_drop((void **)&c->dr, &c->droff, &c->ndr, n, sizeof(*c->dr));
-	kp__win_fit((void **)&c->dr, &c->droff, &c->capdr, c->ndr, sizeof(*c->dr));
+	kp__win_fit((void **)&c->dr, &c->droff, &c->capdr, c->ndr, c->ndr + n, &c->drpeak,
+		    sizeof(*c->dr));
 }

@@ -47,13 +47,21 @@ void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t 
 }
 
 /* A window grown for a busy stretch and now mostly empty (an idle
- * connection or thread) gives its memory back. */
-void kp__win_fit(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem)
+ * connection or thread) gives its memory back. used: its size before this
+ * prune's drop. Judged by peak, the most held lately (decaying by an eighth
+ * a prune), not by what a prune left: a busy window refills between prunes,
+ * and shrinking it each time made it grow again (fresh pages faulted in). */
+void kp__win_fit(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, uint32_t used,
+		 uint32_t *peak, size_t elem)
 {
-	uint32_t want = n * 2 > 64 ? n * 2 : 64;
+	uint32_t want;
 	char *nb;
 
-	if ((size_t)*cap * elem < (64u << 10) || (uint64_t)n * 8 >= *cap)
+	*peak -= *peak / 8;
+	if (used > *peak)
+		*peak = used;
+	want = *peak * 2 > 64 ? *peak * 2 : 64;
+	if ((size_t)*cap * elem < (64u << 10) || (uint64_t)*peak * 8 >= *cap)
 		return;
 	nb = malloc((size_t)want * elem);
 	if (!nb)

@@ -125,6 +125,7 @@ struct kp_thread {
 	/* iv, cul and pev are windows (kp__win_more): pruning moves their start */
 	struct kp_iv *iv;
 	uint32_t niv, capiv, ivoff;
+	uint32_t ivpeak; /* kp__win_fit's */
 	uint32_t find_hint; /* kp__tl_find: the interval it found last */
 	struct kp_culprit *cul;
 	uint32_t ncul, capcul, culoff;
@@ -282,9 +283,9 @@ struct kp_conn {
 	const char *iname;	     /* the last request's name, interned */
 	char lstr[KP_ADDR_STR_LEN], rstr[KP_ADDR_STR_LEN]; /* "ip:port" of each end, once known */
 	struct kp_write *wr; /* wr and dr are windows (kp__win_more) */
-	uint32_t nwr, capwr, wroff;
+	uint32_t nwr, capwr, wroff, wrpeak;
 	struct kp_dready *dr;
-	uint32_t ndr, capdr, droff;
+	uint32_t ndr, capdr, droff, drpeak;
 	struct kp_name_run *runs; /* req.nruns of them (pipelining), allocated when first needed */
 	uint32_t capruns;
 	uint64_t last_used; /* the latest record on it */
@@ -565,7 +566,8 @@ static inline int kp__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem
  * only when the gap is as long as it. */
 int kp__win_more(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
 void kp__win_drop(void **arr, uint32_t *off, uint32_t *n, uint32_t drop, size_t elem);
-void kp__win_fit(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, size_t elem);
+void kp__win_fit(void **arr, uint32_t *off, uint32_t *cap, uint32_t n, uint32_t used,
+		 uint32_t *peak, size_t elem);
 void kp__win_free(void **arr, uint32_t *off, size_t elem);
 
 /* kpath/timeline.c */

@@ -756,7 +756,8 @@ void kp__tl_prune(struct kp_thread *t, uint64_t before)
 	while (drop + 1 < t->niv && t->iv[drop].end < before)
 		drop++;
 	kp__win_drop((void **)&t->iv, &t->ivoff, &t->niv, drop, sizeof(*t->iv));
-	kp__win_fit((void **)&t->iv, &t->ivoff, &t->capiv, t->niv, sizeof(*t->iv));
+	kp__win_fit((void **)&t->iv, &t->ivoff, &t->capiv, t->niv, t->niv + drop, &t->ivpeak,
+		    sizeof(*t->iv));
 	t->find_hint = t->find_hint > drop ? t->find_hint - drop : 0;
 	while (cdrop < t->ncul && t->cul[cdrop].ts + KP_DR_WINDOW_NS < before)
 		cdrop++;

@@ -6,6 +6,7 @@
  * SCHED_OTHER when it falls behind. The queue is a single-producer ring
  * without a lock: a starved SCHED_IDLE thread never holds what the loop
  * waits for, and while the loop waits for a slot the rings fill, counted. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -44,9 +45,11 @@ struct batch {
 	bool last;
 };
 
+/* A record held: in the buffer (kept from earlier batches) or in the batch
+ * being analysed, which keep_from() copies what stays of before it goes. */
 struct held_rec {
 	uint64_t ts;
-	uint64_t off;
+	const struct cp_hdr *h;
 };
 
 struct live {
@@ -59,6 +62,7 @@ struct live {
 	uint64_t filling_ns; /* when the loop's batch got its first record */
 	/* the loop's own */
 	bool started, use_idle, urgent;
+	int off_targets; /* the analysis's CPUs, none of the targets' (0: any) */
 	uint64_t waits, raised;
 	/* the analysis thread's own */
 	struct kpath *kp;
@@ -70,6 +74,7 @@ struct live {
 	/* the reorder buffer: records held, and their order */
 	uint8_t *buf, *buf2; /* buf2: the spare release() copies into */
 	size_t nbuf, capbuf, capbuf2;
+	size_t nheld; /* bytes of the records held, in buf and the batch */
 	struct held_rec *ix, *tmp;
 	uint32_t nix, capix;
 	uint64_t released;
@@ -105,25 +110,21 @@ static int grow_buf(uint8_t **p, size_t *cap, size_t need)
 	return 0;
 }
 
-/* A batch's records join the ones held */
+/* A batch's records join the ones held, where they are (only those not
+ * released are copied, by keep_from) */
 static int hold(struct live *l, const struct batch *b)
 {
-	size_t base = l->nbuf;
-
 	if (!b->len) /* a quiet 10 ms: its buffer may never have been made */
 		return 0;
-	if (grow_buf(&l->buf, &l->capbuf, l->nbuf + b->len))
-		return -ENOMEM;
-	memcpy(l->buf + base, b->buf, b->len);
 	for (size_t o = 0; o < b->len;) {
 		const struct cp_hdr *h = (const void *)(b->buf + o);
 
 		if (grow_array((void **)&l->ix, &l->capix, l->nix + 1, sizeof(*l->ix), 4096))
 			return -ENOMEM;
-		l->ix[l->nix++] = (struct held_rec){h->ts, base + o};
+		l->ix[l->nix++] = (struct held_rec){h->ts, h};
 		o += h->size;
 	}
-	l->nbuf += b->len;
+	l->nheld += b->len;
 	return 0;
 }
 
@@ -185,16 +186,16 @@ static int keep_from(struct live *l, uint32_t k)
 
 	if (k == l->nix) {
 		l->nix = 0;
-		l->nbuf = 0;
+		l->nbuf = l->nheld = 0;
 		return 0;
 	}
-	if (grow_buf(&l->buf2, &l->capbuf2, l->capbuf))
+	if (grow_buf(&l->buf2, &l->capbuf2, l->nheld))
 		return -ENOMEM;
 	for (uint32_t i = k; i < l->nix; i++) {
-		const struct cp_hdr *h = (const void *)(l->buf + l->ix[i].off);
+		const struct cp_hdr *h = l->ix[i].h;
 
 		memcpy(l->buf2 + o, h, h->size);
-		l->ix[i - k] = (struct held_rec){h->ts, o};
+		l->ix[i - k] = (struct held_rec){h->ts, (const struct cp_hdr *)(l->buf2 + o)};
 		o += h->size;
 	}
 	t = l->buf;
@@ -203,7 +204,7 @@ static int keep_from(struct live *l, uint32_t k)
 	c = l->capbuf;
 	l->capbuf = l->capbuf2;
 	l->capbuf2 = c;
-	l->nbuf = o;
+	l->nbuf = l->nheld = o;
 	l->nix -= k;
 	return 0;
 }
@@ -218,7 +219,7 @@ static int release(struct agent *a, uint64_t cut)
 	if (err)
 		return err;
 	while (k < l->nix && l->ix[k].ts <= cut) {
-		const struct cp_hdr *h = (const void *)(l->buf + l->ix[k].off);
+		const struct cp_hdr *h = l->ix[k].h;
 
 		if (h->type < CP_MD_PROCESS && h->ts < l->released)
 			cnt_add(a->late, 1);
@@ -231,7 +232,7 @@ static int release(struct agent *a, uint64_t cut)
 			l->released = h->ts;
 		k++;
 	}
-	return k ? keep_from(l, k) : 0;
+	return keep_from(l, k); /* the batch's records kept go to the buffer */
 }
 
 /* --- requests -------------------------------------------------------------- */
@@ -659,6 +660,41 @@ void live__post(struct agent *a, uint64_t cut)
 	l->filling_ns = 0;
 }
 
+/* The CPUs this process may use that none of the targets' threads may: the
+ * analysis runs there when there are any (servers pinned to some CPUs), off
+ * the servers' CPUs entirely, besides at SCHED_IDLE. */
+static bool cpus_off_targets(struct agent *a, cpu_set_t *off)
+{
+	const struct recorder *r = a->s->r;
+	cpu_set_t on, t;
+	char path[64];
+	int n = 0;
+
+	CPU_ZERO(&on);
+	for (int i = 0; i < r->ntargets; i++) {
+		struct dirent *d;
+		DIR *dir;
+
+		if (r->targets[i].dead)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task", r->targets[i].pid);
+		if (!(dir = opendir(path)))
+			continue; /* gone */
+		while ((d = readdir(dir)))
+			if (d->d_name[0] != '.' && !sched_getaffinity(atoi(d->d_name), sizeof(t), &t)) {
+				CPU_OR(&on, &on, &t);
+				n++;
+			}
+		closedir(dir);
+	}
+	if (!n || sched_getaffinity(0, sizeof(*off), off))
+		return false;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &on))
+			CPU_CLR(c, off);
+	return CPU_COUNT(off) > 0;
+}
+
 int live__start(struct agent *a)
 {
 	struct cp_sink sink = {
@@ -671,6 +707,7 @@ int live__start(struct agent *a)
 	};
 	struct sched_param sp = {0};
 	struct live *l = calloc(1, sizeof(*l));
+	cpu_set_t cpus;
 	sigset_t all, old;
 	int err;
 
@@ -702,6 +739,8 @@ int live__start(struct agent *a)
 	if (err)
 		return err;
 	l->started = true;
+	if (cpus_off_targets(a, &cpus) && !pthread_setaffinity_np(l->th, sizeof(cpus), &cpus))
+		l->off_targets = CPU_COUNT(&cpus);
 	/* the agent runs as root: it can leave SCHED_IDLE again */
 	l->use_idle = !pthread_setschedparam(l->th, SCHED_IDLE, &sp);
 	return 0;

@@ -247,17 +247,8 @@ static void on_life(struct recorder *r, const struct cp_hdr *h, size_t len)
 	}
 }
 
-static int held_cmp(const void *a, const void *b)
-{
-	const struct cp_hdr *x = *(const struct cp_hdr *const *)a;
-	const struct cp_hdr *y = *(const struct cp_hdr *const *)b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x < y ? -1 : x > y; /* as drained */
-}
-
-/* A copy of record h (len bytes) kept until the end of the pass. */
+/* A copy of record h (len bytes) kept until the end of the pass, and its
+ * place in the index. */
 static int hold(struct held *q, const struct cp_hdr *h, size_t len)
 {
 	size_t size = CP_ALIGN(len);
@@ -274,49 +265,113 @@ static int hold(struct held *q, const struct cp_hdr *h, size_t len)
 		q->buf = p;
 		q->cap = cap;
 	}
+	if (q->nix == q->capix) {
+		size_t cap = q->capix ? q->capix * 2 : 256;
+		struct held_ix *ix = realloc(q->ix, cap * sizeof(*ix));
+
+		if (!ix)
+			return -ENOMEM;
+		q->ix = ix;
+		q->capix = cap;
+	}
 	memcpy(q->buf + q->n, h, len);
 	memset(q->buf + q->n + len, 0, size - len);
 	((struct cp_hdr *)(q->buf + q->n))->size = (uint16_t)size;
+	q->ix[q->nix++] = (struct held_ix){h->ts, q->n};
 	q->n += size;
+	return 0;
+}
+
+void rec__held_free(struct held *q)
+{
+	free(q->buf);
+	free(q->ix);
+	free(q->tmp);
+	memset(q, 0, sizeof(*q));
+}
+
+/* The index in time order, ties as drained: a stable natural merge sort
+ * (the records come in runs, one per CPU's ring and drain), cheaper than
+ * qsort's comparisons through pointers. */
+static int held_order(struct held *q)
+{
+	struct held_ix *src = q->ix, *dst;
+	size_t n = q->nix;
+
+	if (n < 2)
+		return 0;
+	dst = realloc(q->tmp, q->capix * sizeof(*dst));
+	if (!dst)
+		return -ENOMEM;
+	q->tmp = dst;
+	for (;;) {
+		size_t runs = 0, i = 0, o = 0;
+
+		while (i < n) {
+			size_t m = i + 1, e;
+
+			while (m < n && src[m - 1].ts <= src[m].ts)
+				m++;
+			e = m;
+			if (m < n)
+				for (e = m + 1; e < n && src[e - 1].ts <= src[e].ts;)
+					e++;
+			/* [i,m) and [m,e) merged; the left one first on ties */
+			for (size_t x = i, y = m; x < m || y < e;)
+				dst[o++] = y >= e || (x < m && src[x].ts <= src[y].ts) ? src[x++]
+										: src[y++];
+			runs++;
+			i = e;
+		}
+		{
+			struct held_ix *t = src;
+
+			src = dst;
+			dst = t;
+		}
+		if (runs <= 1)
+			break;
+	}
+	if (src != q->ix) { /* the sorted one becomes the index */
+		q->tmp = q->ix;
+		q->ix = src;
+	}
 	return 0;
 }
 
 static void held_follow(struct recorder *r, struct held *q,
 			void (*fn)(struct recorder *r, const struct cp_hdr *h), uint64_t before)
 {
-	const struct cp_hdr **order;
-	size_t n = 0, k = 0, kept = 0;
+	size_t k = 0, kept = 0, nkept = 0;
 
-
-	if (!q->n)
+	if (!q->nix)
 		return;
-	for (size_t off = 0; off < q->n; off += ((const struct cp_hdr *)(q->buf + off))->size)
-		n++;
-	order = malloc(n * sizeof(*order));
-	if (!order) {
+	if (held_order(q)) {
 		rec__write_error(r, -ENOMEM);
-		r->unwritten += n;
-		q->n = 0;
+		r->unwritten += q->nix;
+		q->n = q->nix = 0;
 		return;
 	}
-	n = 0;
-	for (size_t off = 0; off < q->n; off += ((const struct cp_hdr *)(q->buf + off))->size)
-		order[n++] = (const struct cp_hdr *)(q->buf + off);
-	qsort(order, n, sizeof(*order), held_cmp);
-	for (; k < n && order[k]->ts < before; k++)
-		fn(r, order[k]);
-	free(order);
+	for (; k < q->nix && q->ix[k].ts < before; k++)
+		fn(r, (const struct cp_hdr *)(q->buf + q->ix[k].off));
+	if (k == q->nix) {
+		q->n = q->nix = 0;
+		return;
+	}
 	/* the rest to the front, in the order they came (each moves down) */
 	for (size_t off = 0, size; off < q->n; off += size) {
 		const struct cp_hdr *h = (const struct cp_hdr *)(q->buf + off);
+		uint64_t ts = h->ts; /* the move may write over h */
 
 		size = h->size;
-		if (h->ts < before)
+		if (ts < before)
 			continue;
 		memmove(q->buf + kept, h, size);
+		q->ix[nkept++] = (struct held_ix){ts, kept};
 		kept += size;
 	}
 	q->n = kept;
+	q->nix = nkept;
 }
 
 static void on_life_rec(struct recorder *r, const struct cp_hdr *h)

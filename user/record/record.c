@@ -487,8 +487,8 @@ void rec_session__free(struct rec_session *s)
 		if (r->w)
 			recording_writer__close(r->w, NULL);
 		free(r->drops_seen);
-		free(r->life.buf);
-		free(r->socks.buf);
+		rec__held_free(&r->life);
+		rec__held_free(&r->socks);
 		redact__free(r->redact);
 		free(r);
 	} else {

@@ -58,6 +58,13 @@ struct recorder {
 	struct held {
 		char *buf;
 		size_t n, cap;
+		/* each record's time and offset, in the order held; tmp: the
+		 * merge's other half */
+		struct held_ix {
+			uint64_t ts;
+			size_t off;
+		} *ix, *tmp;
+		size_t nix, capix;
 	} life, socks;
 };
 
@@ -72,6 +79,7 @@ void rec__tls_gap_say(struct recorder *r, struct target *t, uint64_t ts);
 /* a record from the rings (rec_bpf__ring's callback) */
 int rec__on_event(void *ctx, const struct cp_hdr *h, size_t len);
 int rec__drain(struct recorder *r, int timeout_ms, bool final);
+void rec__held_free(struct held *q);
 /* the BPF side's drop counters, as loss records */
 void rec__check_drops(struct recorder *r, uint64_t now);
 /* per tick: metadata, TLS capture, dead groups out of the map */
