@@ -1509,8 +1509,10 @@ static int fleet__shown(struct fleet *fl, uint64_t picked)
 	}
 	if (!sql__open(&q))
 		return -ENOMEM;
-	/* the slowest of those aggregated: a callee is in its caller's path */
-	fprintf(q.f, "SELECT rid FROM %s.requests WHERE %s", fl->db, n ? fl->own : fl->where);
+	/* the slowest of every request asked for, a callee's too, as a report
+	 * of the recordings lists them (engine__keep takes a request served
+	 * to a caller as well) */
+	fprintf(q.f, "SELECT rid FROM %s.requests WHERE %s", fl->db, fl->where);
 	if (n)
 		fprintf(q.f, " ORDER BY latency_ns DESC LIMIT %u", n);
 	rids = sql__done(&q);
