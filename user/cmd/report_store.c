@@ -1509,10 +1509,13 @@ static int fleet__shown(struct fleet *fl, uint64_t picked)
 	}
 	if (!sql__open(&q))
 		return -ENOMEM;
-	/* the slowest of every request asked for, a callee's too, as a report
-	 * of the recordings lists them (engine__keep takes a request served
-	 * to a caller as well) */
+	/* json's every request; else the slowest of those asked for, one served
+	 * to a caller on its host too, as a report of the recordings lists them
+	 * (engine__keep takes those as well); a callee stitched across hosts is
+	 * its caller's */
 	fprintf(q.f, "SELECT rid FROM %s.requests WHERE %s", fl->db, fl->where);
+	if (n && fl->edges)
+		fprintf(q.f, " AND rid GLOBAL NOT IN (SELECT callee FROM (%s))", fl->edges);
 	if (n)
 		fprintf(q.f, " ORDER BY latency_ns DESC LIMIT %u", n);
 	rids = sql__done(&q);
